@@ -1,0 +1,252 @@
+//! The abstract syntax tree of a `.tsr` module (a subset of Python 3, SPEC §2).
+//! Every node carries the [`Span`] of the source text it came from.
+
+use crate::span::Span;
+use std::rc::Rc;
+
+/// A parsed file or REPL cell.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Module {
+    pub body: Vec<Stmt>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stmt {
+    pub kind: StmtKind,
+    pub span: Span,
+}
+
+/// An identifier with its span.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ident {
+    pub name: Rc<str>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StmtKind {
+    /// An expression statement.
+    Expr(Expr),
+    /// `a = b = value`: one or more targets (Name, Tuple, List, Subscript, Attribute).
+    Assign { targets: Vec<Expr>, value: Expr },
+    /// `target op= value` (target is Name, Subscript or Attribute).
+    AugAssign {
+        target: Expr,
+        op: BinOp,
+        value: Expr,
+    },
+    FunctionDef(Rc<FunctionDef>),
+    Return(Option<Expr>),
+    /// `if/elif/else`: an `elif` is an `If` nested alone in `orelse`.
+    If {
+        test: Expr,
+        body: Vec<Stmt>,
+        orelse: Vec<Stmt>,
+    },
+    For {
+        target: Expr,
+        iter: Expr,
+        body: Vec<Stmt>,
+        orelse: Vec<Stmt>,
+    },
+    While {
+        test: Expr,
+        body: Vec<Stmt>,
+        orelse: Vec<Stmt>,
+    },
+    Break,
+    Continue,
+    Pass,
+    Assert { test: Expr, msg: Option<Expr> },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct FunctionDef {
+    pub name: Ident,
+    pub params: Vec<Param>,
+    pub decorators: Vec<Expr>,
+    pub body: Vec<Stmt>,
+    /// Span of the whole `def` header line (`def name(...)`).
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Param {
+    pub name: Ident,
+    pub default: Option<Expr>,
+    pub kind: ParamKind,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    /// an ordinary parameter (positional or keyword)
+    Normal,
+    /// `*args`
+    VarArgs,
+    /// a parameter after `*` or `*args`: keyword only
+    KeywordOnly,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    Int(i64),
+    Float(f64),
+    Str(Rc<str>),
+    FString(Vec<FStringPart>),
+    Bool(bool),
+    None,
+    Name(Rc<str>),
+    List(Vec<Expr>),
+    Tuple(Vec<Expr>),
+    Unary {
+        op: UnaryOp,
+        operand: Box<Expr>,
+    },
+    Binary {
+        op: BinOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+    },
+    /// `a < b <= c`: chained comparisons.
+    Compare {
+        left: Box<Expr>,
+        ops: Vec<(CmpOp, Expr)>,
+    },
+    /// `a and b`, `a or b` (short-circuit).
+    BoolOp {
+        op: BoolOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+    },
+    /// `body if test else orelse`
+    IfExp {
+        test: Box<Expr>,
+        body: Box<Expr>,
+        orelse: Box<Expr>,
+    },
+    Call {
+        func: Box<Expr>,
+        args: Vec<Arg>,
+    },
+    Attribute {
+        value: Box<Expr>,
+        attr: Ident,
+    },
+    /// `value[index]`; several indices `x[0:2, :]` give a `Tuple` index.
+    Subscript {
+        value: Box<Expr>,
+        index: Box<Expr>,
+    },
+    /// `lo:hi:step`, only inside a subscript.
+    Slice {
+        lo: Option<Box<Expr>>,
+        hi: Option<Box<Expr>>,
+        step: Option<Box<Expr>>,
+    },
+    /// `[elt for target in iter if cond]`
+    ListComp {
+        elt: Box<Expr>,
+        target: Box<Expr>,
+        iter: Box<Expr>,
+        conds: Vec<Expr>,
+    },
+    /// Placeholder left by error recovery; never evaluated (the module did not parse).
+    Error,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arg {
+    Positional(Expr),
+    Keyword(Ident, Expr),
+    /// `*expr` in a call
+    Star(Expr),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum FStringPart {
+    Literal(Rc<str>),
+    Expr {
+        expr: Expr,
+        /// `!r`, `!s`
+        conversion: Option<char>,
+        /// the text after `:`, e.g. `.3f`, `>8`, `d`
+        format_spec: Option<Rc<str>>,
+    },
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    Neg,
+    Pos,
+    Not,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    FloorDiv,
+    Mod,
+    Pow,
+    MatMul,
+}
+
+impl BinOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::FloorDiv => "//",
+            BinOp::Mod => "%",
+            BinOp::Pow => "**",
+            BinOp::MatMul => "@",
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    In,
+    NotIn,
+    Is,
+    IsNot,
+}
+
+impl CmpOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "==",
+            CmpOp::Ne => "!=",
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+            CmpOp::In => "in",
+            CmpOp::NotIn => "not in",
+            CmpOp::Is => "is",
+            CmpOp::IsNot => "is not",
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum BoolOp {
+    And,
+    Or,
+}

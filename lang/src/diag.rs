@@ -1,0 +1,262 @@
+//! Diagnostics: error codes of SPEC §9, labelled spans, and rendering with ariadne.
+//! This is the only module that talks to ariadne.
+
+use crate::span::{SourceMap, Span};
+
+/// The error codes of SPEC §9.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Code {
+    /// unexpected token / invalid syntax
+    E0001,
+    /// unterminated string or bracket
+    E0002,
+    /// bad indentation
+    E0003,
+    /// undefined name or attribute
+    E0100,
+    /// wrong arguments (count, unknown keyword, wrong type)
+    E0101,
+    /// shape mismatch
+    E0200,
+    /// dtype error / value-dependent control flow in a kernel
+    E0201,
+    /// invalid schedule for the target
+    E0300,
+    /// sharding / mesh error
+    E0400,
+    /// runtime error (index out of range, division by zero, ...)
+    E0500,
+    /// assertion failed
+    E0600,
+    /// resource limit
+    E0700,
+    /// device / driver error
+    E0800,
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::E0001 => "E0001",
+            Code::E0002 => "E0002",
+            Code::E0003 => "E0003",
+            Code::E0100 => "E0100",
+            Code::E0101 => "E0101",
+            Code::E0200 => "E0200",
+            Code::E0201 => "E0201",
+            Code::E0300 => "E0300",
+            Code::E0400 => "E0400",
+            Code::E0500 => "E0500",
+            Code::E0600 => "E0600",
+            Code::E0700 => "E0700",
+            Code::E0800 => "E0800",
+        }
+    }
+    /// The header kind printed by the renderer: `error[E0200]`.
+    fn header(self) -> &'static str {
+        match self {
+            Code::E0001 => "error[E0001]",
+            Code::E0002 => "error[E0002]",
+            Code::E0003 => "error[E0003]",
+            Code::E0100 => "error[E0100]",
+            Code::E0101 => "error[E0101]",
+            Code::E0200 => "error[E0200]",
+            Code::E0201 => "error[E0201]",
+            Code::E0300 => "error[E0300]",
+            Code::E0400 => "error[E0400]",
+            Code::E0500 => "error[E0500]",
+            Code::E0600 => "error[E0600]",
+            Code::E0700 => "error[E0700]",
+            Code::E0800 => "error[E0800]",
+        }
+    }
+    /// Syntax-level codes: the file did not parse (exit status 2).
+    pub fn is_syntax(self) -> bool {
+        matches!(self, Code::E0001 | Code::E0002 | Code::E0003)
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whether a diagnostic is an error or a warning.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Label {
+    pub span: Span,
+    pub message: String,
+}
+
+/// A user-facing error: code, message, the primary span and extra labels, notes and help.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub code: Code,
+    pub message: String,
+    /// Primary location; `None` for errors without a source position (e.g. a missing file).
+    pub span: Option<Span>,
+    /// Text shown under the primary span.
+    pub label: Option<String>,
+    pub secondary: Vec<Label>,
+    pub notes: Vec<String>,
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn new(code: Code, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Error,
+            code,
+            message: message.into(),
+            span: None,
+            label: None,
+            secondary: Vec::new(),
+            notes: Vec::new(),
+            help: None,
+        }
+    }
+    pub fn at(mut self, span: Span) -> Diagnostic {
+        self.span = Some(span);
+        self
+    }
+    /// Sets the span only if none is set yet.
+    pub fn or_at(mut self, span: Span) -> Diagnostic {
+        if self.span.is_none() {
+            self.span = Some(span);
+        }
+        self
+    }
+    pub fn with_label(mut self, text: impl Into<String>) -> Diagnostic {
+        self.label = Some(text.into());
+        self
+    }
+    pub fn with_secondary(mut self, span: Span, text: impl Into<String>) -> Diagnostic {
+        self.secondary.push(Label {
+            span,
+            message: text.into(),
+        });
+        self
+    }
+    pub fn with_note(mut self, text: impl Into<String>) -> Diagnostic {
+        self.notes.push(text.into());
+        self
+    }
+    pub fn with_help(mut self, text: impl Into<String>) -> Diagnostic {
+        self.help = Some(text.into());
+        self
+    }
+
+    /// Renders the diagnostic as text (with ANSI colours when `color`).
+    pub fn render(&self, sources: &SourceMap, color: bool) -> String {
+        use ariadne::{Color, Config, IndexType, Label as ALabel, Report, ReportKind};
+
+        let kind = match self.severity {
+            Severity::Error => ReportKind::Custom(self.code.header(), Color::Red),
+            Severity::Warning => ReportKind::Warning,
+        };
+        let file_of = |s: Span| {
+            sources
+                .get(s.file)
+                .map(|f| f.name.clone())
+                .unwrap_or_else(|| "<unknown>".to_string())
+        };
+        let clamp = |s: Span| {
+            let len = sources.get(s.file).map(|f| f.text.len()).unwrap_or(0);
+            let lo = (s.lo as usize).min(len);
+            let hi = (s.hi as usize).min(len).max(lo);
+            lo..hi
+        };
+        let Some(primary) = self.span.filter(|s| sources.get(s.file).is_some()) else {
+            // No source position: a plain header plus notes.
+            let mut out = format!("{}: {}\n", self.header_text(), self.message);
+            for n in &self.notes {
+                out.push_str(&format!("  = note: {n}\n"));
+            }
+            if let Some(h) = &self.help {
+                out.push_str(&format!("  = help: {h}\n"));
+            }
+            return out;
+        };
+        let config = Config::default()
+            .with_color(color)
+            .with_index_type(IndexType::Byte);
+        let mut report = Report::build(kind, (file_of(primary), clamp(primary)))
+            .with_config(config)
+            .with_message(&self.message);
+        let mut l = ALabel::new((file_of(primary), clamp(primary))).with_color(Color::Red);
+        if let Some(text) = &self.label {
+            l = l.with_message(text);
+        }
+        report = report.with_label(l);
+        for s in &self.secondary {
+            if sources.get(s.span.file).is_none() {
+                continue;
+            }
+            report = report.with_label(
+                ALabel::new((file_of(s.span), clamp(s.span)))
+                    .with_message(&s.message)
+                    .with_color(Color::Blue),
+            );
+        }
+        for n in &self.notes {
+            report = report.with_note(n);
+        }
+        if let Some(h) = &self.help {
+            report = report.with_help(h);
+        }
+        let cache = ariadne::sources(
+            sources
+                .files()
+                .iter()
+                .map(|f| (f.name.clone(), f.text.clone())),
+        );
+        let mut buf = Vec::new();
+        if report.finish().write(cache, &mut buf).is_err() {
+            return format!("{}: {}\n", self.header_text(), self.message);
+        }
+        String::from_utf8_lossy(&buf).into_owned()
+    }
+
+    fn header_text(&self) -> String {
+        match self.severity {
+            Severity::Error => self.code.header().to_string(),
+            Severity::Warning => "warning".to_string(),
+        }
+    }
+}
+
+/// Levenshtein distance, for "did you mean" suggestions.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// The closest candidate to `name` within a distance proportional to its length.
+pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let max = (name.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .filter(|c| *c != name)
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|(d, _)| *d <= max)
+        .min_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(b.1)))
+        .map(|(_, c)| c)
+}

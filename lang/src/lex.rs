@@ -1,0 +1,1 @@
+//! Lexer (logos) and indentation layout.

@@ -1,0 +1,13 @@
+//! The `.tsr` front end and host-code evaluator.
+//!
+//! `source ─lex─▶ tokens ─layout─▶ INDENT/DEDENT ─parse─▶ ast::Module ─eval─▶ values`.
+//! This crate knows nothing of tensors: host objects plug in through [`eval::HostObject`].
+
+pub mod ast;
+pub mod diag;
+pub mod span;
+
+pub use diag::{Code, Diagnostic};
+pub use span::{SourceMap, Span};
+pub mod lex;
+pub mod parse;

@@ -1,0 +1,1 @@
+//! Tensors, dtypes and CPU reference ops.
