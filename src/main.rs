@@ -1,1 +1,124 @@
-fn main() {}
+use clap::{Parser, Subcommand};
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+use tessera::script::{self, RunOptions};
+
+/// Tessera: a tile-programming language for GPUs.
+#[derive(Parser)]
+#[command(name = "tessera", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Cmd>,
+}
+
+#[derive(clap::Args, Clone, Default)]
+struct RunFlags {
+    /// Target architecture: sm_80, sm_90, sm_90a, sm_100 (default: the GPU present, else sm_90).
+    #[arg(long, value_parser = ["sm_80", "sm_90", "sm_90a", "sm_100"])]
+    target: Option<String>,
+    /// Where kernels run: auto, cpu, emu, cuda.
+    #[arg(long, value_parser = ["auto", "cpu", "emu", "cuda"])]
+    device: Option<String>,
+    /// Print this IR of every compiled kernel to stderr (repeatable).
+    #[arg(long, value_parser = ["graph", "schedule", "tile", "target", "ptx"])]
+    dump: Vec<String>,
+    /// Write one .ptx file per compiled kernel into DIR.
+    #[arg(long, value_name = "DIR")]
+    emit_ptx: Option<PathBuf>,
+    /// Print the profile table of the whole run at exit.
+    #[arg(long)]
+    profile: bool,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a script in batch.
+    Run {
+        file: PathBuf,
+        /// Arguments passed to the script as `sys.argv[1:]`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+        #[command(flatten)]
+        flags: RunFlags,
+    },
+    /// Parse and check a script without running it.
+    Check { file: PathBuf },
+    /// Golden-output tests of .tsr scripts.
+    Test {
+        paths: Vec<PathBuf>,
+        /// Rewrite the expected files from the actual output.
+        #[arg(long)]
+        bless: bool,
+        /// Only run cases whose path matches this regular expression.
+        #[arg(long)]
+        filter: Option<String>,
+    },
+    /// The interactive REPL.
+    Repl,
+}
+
+fn options(flags: RunFlags, args: Vec<String>) -> RunOptions {
+    RunOptions {
+        args,
+        target: flags.target,
+        device: flags.device,
+        dump: flags.dump,
+        emit_ptx: flags.emit_ptx,
+        profile: flags.profile,
+    }
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    let code = match cli.command {
+        Some(Cmd::Run { file, args, flags }) => {
+            script::run_file(&file, &options(flags, args), false)
+        }
+        Some(Cmd::Check { file }) => script::run_file(&file, &RunOptions::default(), true),
+        Some(Cmd::Test {
+            paths,
+            bless,
+            filter,
+        }) => {
+            let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("tessera"));
+            let paths = if paths.is_empty() {
+                vec![PathBuf::from(".")]
+            } else {
+                paths
+            };
+            let bless = bless || std::env::var_os("TESSERA_BLESS").is_some_and(|v| v == "1");
+            tessera::golden::main(&exe, &paths, bless, filter.as_deref())
+        }
+        Some(Cmd::Repl) => repl_unavailable(),
+        None => {
+            if std::io::stdin().is_terminal() {
+                repl_unavailable()
+            } else {
+                let mut text = String::new();
+                match std::io::stdin().read_to_string(&mut text) {
+                    Ok(_) => script::run_source("<stdin>", text, &RunOptions::default(), false),
+                    Err(e) => {
+                        eprintln!("error: cannot read stdin: {e}");
+                        2
+                    }
+                }
+            }
+        }
+    };
+    std::process::exit(code);
+}
+
+fn repl_unavailable() -> i32 {
+    eprintln!(
+        "tessera: the interactive REPL is not part of this build yet; \
+         run a script with `tessera run FILE.tsr` or pipe one into `tessera`"
+    );
+    2
+}

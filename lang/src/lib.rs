@@ -11,3 +11,4 @@ pub use diag::{Code, Diagnostic};
 pub use span::{SourceMap, Span};
 pub mod lex;
 pub mod parse;
+pub mod eval;

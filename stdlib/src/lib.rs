@@ -1,1 +1,26 @@
-//! Builtin modules.
+//! The builtin modules of `.tsr` scripts: `op`, `dist`, `schedule`, `graph`, `autotune`,
+//! `target`, as native functions over `tessera-runtime`.
+
+use tessera_lang::eval::{Interp, Module, Value};
+use tessera_lang::Diagnostic;
+use std::rc::Rc;
+
+/// Session settings from the command line.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    /// `sys.argv`: the script name, then its arguments.
+    pub argv: Vec<String>,
+    pub target: Option<String>,
+    pub device: Option<String>,
+}
+
+/// Installs every builtin module into an interpreter.
+pub fn install(interp: &mut Interp, cfg: &Config) -> Result<(), Diagnostic> {
+    let sys = Module::new("sys", "the script's arguments");
+    sys.set(
+        "argv",
+        Value::list(cfg.argv.iter().map(|a| Value::str(a)).collect()),
+    );
+    interp.set_builtin("sys", Value::Module(Rc::new(sys)));
+    Ok(())
+}

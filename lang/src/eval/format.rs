@@ -1,0 +1,417 @@
+//! Python-compatible text: `repr` of floats and strings, and the format-spec mini-language
+//! used by f-strings (`{x:.3f}`, `{n:>8}`, `{i:d}`).
+
+use super::value::Value;
+use crate::diag::{Code, Diagnostic};
+
+/// Python's `repr(float)`: the shortest string that round-trips, positional for exponents in
+/// -4..16, scientific otherwise (`1e-05`, `1e+16`), always with a `.0` or an exponent.
+pub fn float_repr(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() {
+            "-0.0".into()
+        } else {
+            "0.0".into()
+        };
+    }
+    // Rust's `{:e}` gives the shortest round-trip digits: "1.2345e3", "-5e-7".
+    let sci = format!("{x:e}");
+    let (mant, exp) = match sci.split_once('e') {
+        Some((m, e)) => (m, e.parse::<i32>().unwrap_or(0)),
+        None => (sci.as_str(), 0),
+    };
+    let neg = mant.starts_with('-');
+    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
+    let mut out = String::new();
+    if neg {
+        out.push('-');
+    }
+    if (-4..16).contains(&exp) {
+        let n = digits.len() as i32;
+        if exp >= 0 {
+            let int_len = (exp + 1) as usize;
+            if digits.len() <= int_len {
+                out.push_str(&digits);
+                for _ in 0..(int_len - digits.len()) {
+                    out.push('0');
+                }
+                out.push_str(".0");
+            } else {
+                out.push_str(&digits[..int_len]);
+                out.push('.');
+                out.push_str(&digits[int_len..]);
+            }
+        } else {
+            out.push_str("0.");
+            for _ in 0..(-exp - 1) {
+                out.push('0');
+            }
+            out.push_str(&digits);
+        }
+        let _ = n;
+    } else {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push('e');
+        out.push(if exp < 0 { '-' } else { '+' });
+        out.push_str(&format!("{:02}", exp.abs()));
+    }
+    out
+}
+
+/// Python's `repr(str)`: single quotes unless the text has `'` and no `"`.
+pub fn str_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// A parsed format spec: `[[fill]align][sign][#][0][width][,|_][.precision][type]`.
+#[derive(Debug, Default)]
+struct Spec {
+    fill: Option<char>,
+    align: Option<char>,
+    sign: Option<char>,
+    zero: bool,
+    width: usize,
+    grouping: Option<char>,
+    precision: Option<usize>,
+    ty: Option<char>,
+}
+
+fn parse_spec(spec: &str) -> Option<Spec> {
+    let chars: Vec<char> = spec.chars().collect();
+    let mut i = 0;
+    let mut s = Spec::default();
+    let is_align = |c: char| matches!(c, '<' | '>' | '^' | '=');
+    if chars.len() >= 2 && is_align(chars[1]) {
+        s.fill = Some(chars[0]);
+        s.align = Some(chars[1]);
+        i = 2;
+    } else if !chars.is_empty() && is_align(chars[0]) {
+        s.align = Some(chars[0]);
+        i = 1;
+    }
+    if let Some(&c) = chars.get(i) {
+        if matches!(c, '+' | '-' | ' ') {
+            s.sign = Some(c);
+            i += 1;
+        }
+    }
+    if chars.get(i) == Some(&'#') {
+        i += 1;
+    }
+    if chars.get(i) == Some(&'0') {
+        s.zero = true;
+        i += 1;
+    }
+    let start = i;
+    while chars.get(i).is_some_and(|c| c.is_ascii_digit()) {
+        i += 1;
+    }
+    if i > start {
+        s.width = chars[start..i].iter().collect::<String>().parse().ok()?;
+        if s.width > 10_000 {
+            return None;
+        }
+    }
+    if let Some(&c) = chars.get(i) {
+        if c == ',' || c == '_' {
+            s.grouping = Some(c);
+            i += 1;
+        }
+    }
+    if chars.get(i) == Some(&'.') {
+        i += 1;
+        let start = i;
+        while chars.get(i).is_some_and(|c| c.is_ascii_digit()) {
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+        let p: usize = chars[start..i].iter().collect::<String>().parse().ok()?;
+        if p > 1000 {
+            return None;
+        }
+        s.precision = Some(p);
+    }
+    if let Some(&c) = chars.get(i) {
+        s.ty = Some(c);
+        i += 1;
+    }
+    if i != chars.len() {
+        return None;
+    }
+    Some(s)
+}
+
+fn group_digits(int_part: &str, sep: char) -> String {
+    let bytes: Vec<char> = int_part.chars().collect();
+    let mut out = String::new();
+    for (i, c) in bytes.iter().enumerate() {
+        if i > 0 && (bytes.len() - i) % 3 == 0 {
+            out.push(sep);
+        }
+        out.push(*c);
+    }
+    out
+}
+
+/// `format(x, spec)` for the builtin scalar types. Host objects are formatted through their
+/// `str` and only accept alignment specs.
+pub fn format_value(v: &Value, spec: &str) -> Result<String, Diagnostic> {
+    if spec.is_empty() {
+        return Ok(v.to_str());
+    }
+    let bad = || {
+        Diagnostic::new(
+            Code::E0101,
+            format!(
+                "invalid format specifier '{spec}' for a value of type {}",
+                v.type_name()
+            ),
+        )
+    };
+    let s = parse_spec(spec).ok_or_else(bad)?;
+    let numeric = matches!(v, Value::Int(_) | Value::Float(_) | Value::Bool(_));
+    let (body, sign_str, default_right) = match v {
+        Value::Int(_) | Value::Bool(_) | Value::Float(_) => {
+            let as_int = match v {
+                Value::Int(i) => Some(*i),
+                Value::Bool(b) => Some(i64::from(*b)),
+                _ => None,
+            };
+            let text = match (s.ty, as_int) {
+                (None | Some('d') | Some('n'), Some(i)) if s.precision.is_none() => {
+                    let t = i.unsigned_abs().to_string();
+                    (t, i < 0)
+                }
+                (Some('d'), None) => return Err(bad()),
+                (Some('x'), Some(i)) => (format!("{:x}", i.unsigned_abs()), i < 0),
+                (Some('X'), Some(i)) => (format!("{:X}", i.unsigned_abs()), i < 0),
+                (Some('b'), Some(i)) => (format!("{:b}", i.unsigned_abs()), i < 0),
+                (Some('o'), Some(i)) => (format!("{:o}", i.unsigned_abs()), i < 0),
+                (ty, _) => {
+                    let x = match v {
+                        Value::Int(i) => *i as f64,
+                        Value::Bool(b) => f64::from(u8::from(*b)),
+                        Value::Float(f) => *f,
+                        _ => 0.0,
+                    };
+                    let neg = x.is_sign_negative() && !x.is_nan();
+                    let a = x.abs();
+                    let t = match ty {
+                        Some('f') | Some('F') => fixed(a, s.precision.unwrap_or(6)),
+                        Some('e') | Some('E') => {
+                            let t = sci(a, s.precision.unwrap_or(6));
+                            if ty == Some('E') {
+                                t.to_uppercase()
+                            } else {
+                                t
+                            }
+                        }
+                        Some('%') => format!("{}%", fixed(a * 100.0, s.precision.unwrap_or(6))),
+                        Some('g') | Some('G') => general(a, s.precision.unwrap_or(6), false),
+                        None => match s.precision {
+                            Some(p) => general(a, p.max(1), true),
+                            None => float_repr(a),
+                        },
+                        Some(_) => return Err(bad()),
+                    };
+                    (t, neg)
+                }
+            };
+            let (mut t, neg) = text;
+            if let Some(g) = s.grouping {
+                let (ip, rest) = match t.find(|c: char| !c.is_ascii_digit()) {
+                    Some(k) => (t[..k].to_string(), t[k..].to_string()),
+                    None => (t.clone(), String::new()),
+                };
+                t = format!("{}{}", group_digits(&ip, g), rest);
+            }
+            let sign = if neg {
+                "-"
+            } else {
+                match s.sign {
+                    Some('+') => "+",
+                    Some(' ') => " ",
+                    _ => "",
+                }
+            };
+            (t, sign.to_string(), true)
+        }
+        Value::Str(st) => {
+            if !matches!(s.ty, None | Some('s')) || s.sign.is_some() {
+                return Err(bad());
+            }
+            let mut t = st.to_string();
+            if let Some(p) = s.precision {
+                t = t.chars().take(p).collect();
+            }
+            (t, String::new(), false)
+        }
+        other => {
+            if s.ty.is_some() || s.precision.is_some() || s.sign.is_some() {
+                return Err(bad());
+            }
+            (other.to_str(), String::new(), false)
+        }
+    };
+    let len = body.chars().count() + sign_str.chars().count();
+    if len >= s.width {
+        return Ok(format!("{sign_str}{body}"));
+    }
+    let pad = s.width - len;
+    let (fill, align) = if s.zero && s.align.is_none() && numeric {
+        ('0', '=')
+    } else {
+        (
+            s.fill.unwrap_or(' '),
+            s.align.unwrap_or(if default_right { '>' } else { '<' }),
+        )
+    };
+    let fills = |n: usize| std::iter::repeat_n(fill, n).collect::<String>();
+    Ok(match align {
+        '<' => format!("{sign_str}{body}{}", fills(pad)),
+        '^' => format!(
+            "{}{sign_str}{body}{}",
+            fills(pad / 2),
+            fills(pad - pad / 2)
+        ),
+        '=' => format!("{sign_str}{}{body}", fills(pad)),
+        _ => format!("{}{sign_str}{body}", fills(pad)),
+    })
+}
+
+/// `'%.{p}f' % x` for a non-negative `x` (nan/inf spelled as Python does).
+pub fn fixed(x: f64, p: usize) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return "inf".into();
+    }
+    format!("{x:.p$}")
+}
+
+fn sci(x: f64, p: usize) -> String {
+    if !x.is_finite() {
+        return fixed(x, p);
+    }
+    let t = format!("{x:.p$e}");
+    match t.split_once('e') {
+        Some((m, e)) => {
+            let e: i32 = e.parse().unwrap_or(0);
+            format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
+        }
+        None => t,
+    }
+}
+
+/// Python's `g` presentation (and the no-type presentation with a precision when `repr_like`).
+fn general(x: f64, p: usize, repr_like: bool) -> String {
+    if !x.is_finite() {
+        return fixed(x, p);
+    }
+    let p = p.max(1);
+    if x == 0.0 {
+        return if repr_like { "0.0".into() } else { "0".into() };
+    }
+    let t = format!("{x:.prec$e}", prec = p - 1);
+    let exp: i32 = t
+        .split_once('e')
+        .and_then(|(_, e)| e.parse().ok())
+        .unwrap_or(0);
+    let strip = |s: String| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    };
+    if exp >= -4 && exp < p as i32 {
+        let decimals = (p as i32 - 1 - exp).max(0) as usize;
+        let s = strip(format!("{x:.decimals$}"));
+        if repr_like && !s.contains('.') {
+            format!("{s}.0")
+        } else {
+            s
+        }
+    } else {
+        let (m, _) = t.split_once('e').unwrap_or((&t, ""));
+        let m = strip(m.to_string());
+        format!("{m}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_repr_matches_python() {
+        let cases = [
+            (7.0, "7.0"),
+            (0.1, "0.1"),
+            (1e-5, "1e-05"),
+            (1e16, "1e+16"),
+            (1e15, "1000000000000000.0"),
+            (0.0001, "0.0001"),
+            (123.456, "123.456"),
+            (-2.5, "-2.5"),
+            (1.5e-7, "1.5e-07"),
+            (2.0f64.powi(70), "1.1805916207174113e+21"),
+            (1.0 / 3.0, "0.3333333333333333"),
+        ];
+        for (x, want) in cases {
+            assert_eq!(float_repr(x), want, "{x}");
+        }
+    }
+
+    #[test]
+    fn format_specs() {
+        let f = |v: Value, s: &str| format_value(&v, s).unwrap_or_else(|d| d.message);
+        assert_eq!(f(Value::Float(3.14159), ".3f"), "3.142");
+        assert_eq!(f(Value::Int(42), ">8"), "      42");
+        assert_eq!(f(Value::Int(42), "d"), "42");
+        assert_eq!(f(Value::Int(-42), "05d"), "-0042");
+        assert_eq!(f(Value::Int(1234567), ","), "1,234,567");
+        assert_eq!(f(Value::str("ab"), "^6"), "  ab  ");
+        assert_eq!(f(Value::Float(0.5), ".1%"), "50.0%");
+        assert_eq!(f(Value::Float(12345.678), ".2e"), "1.23e+04");
+        assert_eq!(f(Value::Float(0.0001234), "g"), "0.0001234");
+        assert_eq!(f(Value::Float(2.5), "+.1f"), "+2.5");
+    }
+}

@@ -1,0 +1,82 @@
+//! Host objects: values the evaluator holds without knowing what they are (tensors, dtypes,
+//! meshes, kernels). `stdlib` implements this trait; `lang` only dispatches to it.
+
+use super::args::CallArgs;
+use super::value::Value;
+use super::Interp;
+use crate::ast::{BinOp, CmpOp, UnaryOp};
+use crate::diag::Diagnostic;
+use std::any::Any;
+
+/// The result of an optional host operation: `None` means "not supported", and the evaluator
+/// reports a type error naming both operand types.
+pub type HostResult = Option<Result<Value, Diagnostic>>;
+
+pub trait HostObject: Any {
+    /// The type's name as users see it (`tensor`, `dtype`, `mesh`).
+    fn type_name(&self) -> &'static str;
+    /// `repr(x)`; also what the REPL shows for an expression statement.
+    fn repr(&self) -> String;
+    /// `str(x)`, used by `print`.
+    fn str(&self) -> String {
+        self.repr()
+    }
+    fn as_any(&self) -> &dyn Any;
+
+    /// `x.name`. `this` is the value holding `self`, for building bound methods.
+    /// `Ok(None)`: no such attribute (the evaluator reports E0100 with suggestions from
+    /// [`HostObject::attr_names`]).
+    fn get_attr(
+        &self,
+        _this: &Value,
+        _name: &str,
+        _interp: &mut Interp,
+    ) -> Result<Option<Value>, Diagnostic> {
+        Ok(None)
+    }
+    /// Attribute names, for suggestions and tab completion.
+    fn attr_names(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
+    /// `x.name = value`.
+    fn set_attr(&self, _name: &str, _value: Value) -> HostResult {
+        None
+    }
+    /// `self op other` (or `other op self` when `reflected`).
+    fn binary(&self, _op: BinOp, _other: &Value, _reflected: bool) -> HostResult {
+        None
+    }
+    /// `self op other` for comparisons (or `other op self` when `reflected`).
+    fn compare(&self, _op: CmpOp, _other: &Value, _reflected: bool) -> HostResult {
+        None
+    }
+    fn unary(&self, _op: UnaryOp) -> HostResult {
+        None
+    }
+    /// `bool(x)`, `if x:`.
+    fn truthy(&self) -> Result<bool, Diagnostic> {
+        Ok(true)
+    }
+    fn len(&self) -> Option<Result<usize, Diagnostic>> {
+        None
+    }
+    /// `x[index]`; `index` is a `Value::Tuple` for `x[a, b]` and may hold `Value::Slice`s.
+    fn getitem(&self, _index: &Value) -> HostResult {
+        None
+    }
+    /// `for item in x`.
+    fn iter(&self) -> Option<Result<Vec<Value>, Diagnostic>> {
+        None
+    }
+    /// `x(args)`; `this` is the value holding `self`.
+    fn call(&self, _this: &Value, _interp: &mut Interp, _args: CallArgs) -> HostResult {
+        None
+    }
+    /// `x == y` identity fallback for host objects that define no comparison.
+    fn same(&self, other: &dyn HostObject) -> bool {
+        std::ptr::eq(
+            self.as_any() as *const dyn Any as *const u8,
+            other.as_any() as *const dyn Any as *const u8,
+        )
+    }
+}

@@ -1,0 +1,227 @@
+//! Golden-output tests of `.tsr` scripts (`tessera test`, SPEC §1), also run by `cargo test`.
+//!
+//! Each `NAME.tsr` runs as `tessera run NAME.tsr` in its own directory, with `NO_COLOR=1`, and
+//! its stdout, stderr and exit status are compared with `NAME.stdout`, `NAME.stderr` and
+//! `NAME.code` beside it; a missing file is not checked. Blessing rewrites those files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Every `.tsr` file under the given files and directories, sorted.
+pub fn discover(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in paths {
+        collect(p, &mut out);
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn collect(p: &Path, out: &mut Vec<PathBuf>) {
+    if p.is_dir() {
+        if let Ok(rd) = std::fs::read_dir(p) {
+            for e in rd.flatten() {
+                collect(&e.path(), out);
+            }
+        }
+    } else if p.extension().is_some_and(|e| e == "tsr") {
+        out.push(p.to_path_buf());
+    }
+}
+
+/// What one case did.
+#[derive(Debug)]
+pub enum Outcome {
+    Passed,
+    /// The report: one unified diff per mismatching stream.
+    Failed(String),
+    Blessed,
+}
+
+/// The output of one run.
+struct Run {
+    stdout: String,
+    stderr: String,
+    code: i32,
+}
+
+/// Per-case time limit.
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+fn run(exe: &Path, tsr: &Path) -> Result<Run, String> {
+    let dir = tsr.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = tsr.file_name().ok_or("not a file")?;
+    let mut child = Command::new(exe)
+        .arg("run")
+        .arg(name)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+    // Read both pipes on threads so a chatty script cannot block on a full pipe.
+    let mut so = child.stdout.take();
+    let mut se = child.stderr.take();
+    let t1 = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        if let Some(p) = so.as_mut() {
+            let _ = std::io::Read::read_to_end(p, &mut s);
+        }
+        s
+    });
+    let t2 = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        if let Some(p) = se.as_mut() {
+            let _ = std::io::Read::read_to_end(p, &mut s);
+        }
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break st,
+            Ok(None) if start.elapsed() > TIMEOUT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("timed out after {} s", TIMEOUT.as_secs()));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+            Err(e) => return Err(format!("wait failed: {e}")),
+        }
+    };
+    let stdout = t1.join().unwrap_or_default();
+    let stderr = t2.join().unwrap_or_default();
+    let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let norm = |b: Vec<u8>| {
+        String::from_utf8_lossy(&b)
+            .replace("\r\n", "\n")
+            .replace(&abs.display().to_string(), "$DIR")
+    };
+    Ok(Run {
+        stdout: norm(stdout),
+        stderr: norm(stderr),
+        code: status.code().unwrap_or(-1),
+    })
+}
+
+fn diff(name: &str, expected: &str, actual: &str) -> String {
+    let d = similar::TextDiff::from_lines(expected, actual);
+    format!(
+        "{}",
+        d.unified_diff()
+            .context_radius(3)
+            .header(&format!("expected {name}"), &format!("actual {name}"))
+    )
+}
+
+fn sibling(tsr: &Path, ext: &str) -> PathBuf {
+    tsr.with_extension(ext)
+}
+
+fn write_or_remove(path: &Path, text: &str) -> std::io::Result<()> {
+    if text.is_empty() {
+        if path.exists() {
+            std::fs::remove_file(path)?;
+        }
+        Ok(())
+    } else {
+        std::fs::write(path, text)
+    }
+}
+
+/// Runs one case and compares (or blesses) its expected files.
+pub fn run_case(exe: &Path, tsr: &Path, bless: bool) -> Outcome {
+    let r = match run(exe, tsr) {
+        Ok(r) => r,
+        Err(e) => return Outcome::Failed(e),
+    };
+    if bless {
+        let code = if r.code == 0 {
+            String::new()
+        } else {
+            format!("{}\n", r.code)
+        };
+        let res = write_or_remove(&sibling(tsr, "stdout"), &r.stdout)
+            .and_then(|_| write_or_remove(&sibling(tsr, "stderr"), &r.stderr))
+            .and_then(|_| write_or_remove(&sibling(tsr, "code"), &code));
+        return match res {
+            Ok(()) => Outcome::Blessed,
+            Err(e) => Outcome::Failed(format!("cannot write expected files: {e}")),
+        };
+    }
+    let mut report = String::new();
+    let mut checked = 0;
+    for (ext, actual) in [("stdout", &r.stdout), ("stderr", &r.stderr)] {
+        if let Ok(expected) = std::fs::read_to_string(sibling(tsr, ext)) {
+            checked += 1;
+            let expected = expected.replace("\r\n", "\n");
+            if expected != *actual {
+                report.push_str(&diff(ext, &expected, actual));
+            }
+        }
+    }
+    let code_file = sibling(tsr, "code");
+    if let Ok(expected) = std::fs::read_to_string(&code_file) {
+        checked += 1;
+        let want: Option<i32> = expected.trim().parse().ok();
+        if want != Some(r.code) {
+            report.push_str(&format!(
+                "exit status: expected {}, got {}\n",
+                expected.trim(),
+                r.code
+            ));
+        }
+    } else if r.code != 0 {
+        report.push_str(&format!(
+            "exit status {} but no NAME.code file expects it\n--- stderr ---\n{}",
+            r.code, r.stderr
+        ));
+    }
+    if checked == 0 && report.is_empty() {
+        report.push_str("no expected files (.stdout, .stderr, .code): run with --bless\n");
+    }
+    if report.is_empty() {
+        Outcome::Passed
+    } else {
+        Outcome::Failed(report)
+    }
+}
+
+/// `tessera test`: runs every case, prints a diff per failure and `N passed, N failed`.
+pub fn main(exe: &Path, paths: &[PathBuf], bless: bool, filter: Option<&str>) -> i32 {
+    let re = match filter.map(regex_lite::Regex::new).transpose() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: invalid --filter regular expression: {e}");
+            return 2;
+        }
+    };
+    let cases: Vec<PathBuf> = discover(paths)
+        .into_iter()
+        .filter(|p| re.as_ref().is_none_or(|r| r.is_match(&p.display().to_string())))
+        .collect();
+    let (mut passed, mut failed, mut blessed) = (0, 0, 0);
+    for c in &cases {
+        match run_case(exe, c, bless) {
+            Outcome::Passed => passed += 1,
+            Outcome::Blessed => {
+                blessed += 1;
+                println!("blessed {}", c.display());
+            }
+            Outcome::Failed(report) => {
+                failed += 1;
+                println!("FAILED {}\n{report}", c.display());
+            }
+        }
+    }
+    if bless {
+        println!("{blessed} blessed, {failed} failed");
+    } else {
+        println!("{passed} passed, {failed} failed");
+    }
+    i32::from(failed > 0)
+}

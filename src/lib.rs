@@ -1,0 +1,4 @@
+//! The `tessera` command line: running scripts, checking them, and golden-output tests.
+
+pub mod golden;
+pub mod script;

@@ -1,0 +1,143 @@
+//! Running a `.tsr` script in batch (`tessera run`, `tessera check`, piped stdin).
+
+use std::cell::RefCell;
+use std::io::{IsTerminal, Write};
+use std::rc::Rc;
+use tessera_lang::eval::Interp;
+use tessera_lang::{parse, Diagnostic};
+
+/// Options of `tessera run` (SPEC §1).
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    pub args: Vec<String>,
+    pub target: Option<String>,
+    pub device: Option<String>,
+    pub dump: Vec<String>,
+    pub emit_ptx: Option<std::path::PathBuf>,
+    pub profile: bool,
+}
+
+/// Exit status of SPEC §1: 0 success, 1 runtime error, 2 parse error or bad argument.
+pub type ExitCode = i32;
+
+/// Whether diagnostics on stderr get colour.
+pub fn stderr_color() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+fn print_diags(interp: &Interp, diags: &[Diagnostic]) {
+    let color = stderr_color();
+    let mut err = std::io::stderr().lock();
+    for d in diags {
+        let _ = err.write_all(d.render(&interp.sources, color).as_bytes());
+    }
+    let _ = err.flush();
+}
+
+/// Runs `f` on a thread with a large stack: deep recursion in user code must reach the
+/// recursion limit (E0500), never overflow the native stack.
+pub fn with_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let handle = std::thread::Builder::new()
+        .name("tessera-eval".into())
+        .stack_size(1 << 30)
+        .spawn(f);
+    match handle {
+        Ok(h) => match h.join() {
+            Ok(v) => v,
+            Err(_) => {
+                eprintln!("error: internal error: the evaluator thread panicked");
+                std::process::exit(101);
+            }
+        },
+        Err(e) => {
+            eprintln!("error: cannot start the evaluator thread: {e}");
+            std::process::exit(101);
+        }
+    }
+}
+
+/// A session ready to run host code: the interpreter with every builtin module installed.
+pub fn new_interp(opts: &RunOptions, script_name: &str) -> Result<Interp, Diagnostic> {
+    let mut interp = Interp::new();
+    let mut argv = vec![script_name.to_string()];
+    argv.extend(opts.args.iter().cloned());
+    tessera_stdlib::install(
+        &mut interp,
+        &tessera_stdlib::Config {
+            argv,
+            target: opts.target.clone(),
+            device: opts.device.clone(),
+        },
+    )?;
+    Ok(interp)
+}
+
+/// Runs source text as a script. `check_only` parses and stops.
+pub fn run_source(name: &str, text: String, opts: &RunOptions, check_only: bool) -> ExitCode {
+    let name = name.to_string();
+    let opts = opts.clone();
+    with_big_stack(move || run_source_inner(&name, text, &opts, check_only))
+}
+
+fn run_source_inner(name: &str, text: String, opts: &RunOptions, check_only: bool) -> ExitCode {
+    let mut interp = match new_interp(opts, name) {
+        Ok(i) => i,
+        Err(d) => {
+            print_diags(&Interp::new(), &[d]);
+            return 2;
+        }
+    };
+    let file = interp.sources.add(name, text.clone());
+    let module = match parse::parse_module(&text, file) {
+        Ok(m) => m,
+        Err(diags) => {
+            print_diags(&interp, &diags);
+            return 2;
+        }
+    };
+    if check_only {
+        return 0;
+    }
+    // stdout: line-flushed on a terminal, buffered when piped (as Python does).
+    let tty = std::io::stdout().is_terminal();
+    let out = Rc::new(RefCell::new(std::io::BufWriter::with_capacity(
+        1 << 16,
+        std::io::stdout(),
+    )));
+    let sink = out.clone();
+    interp.set_output(Box::new(move |s| {
+        let mut w = sink.borrow_mut();
+        let _ = w.write_all(s.as_bytes());
+        if tty {
+            let _ = w.flush();
+        }
+    }));
+    let result = interp.exec_module(&module);
+    let _ = out.borrow_mut().flush();
+    match result {
+        Ok(_) => 0,
+        Err(d) => {
+            // The file parsed and ran until the error: exit status 1.
+            print_diags(&interp, &[d]);
+            1
+        }
+    }
+}
+
+/// `tessera run FILE` / `tessera check FILE`.
+pub fn run_file(path: &std::path::Path, opts: &RunOptions, check_only: bool) -> ExitCode {
+    let name = path.display().to_string();
+    match std::fs::read(path) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => run_source(&name, text, opts, check_only),
+            Err(_) => {
+                eprintln!("error: {name} is not valid UTF-8 text");
+                2
+            }
+        },
+        Err(e) => {
+            eprintln!("error: cannot read {name}: {e}");
+            2
+        }
+    }
+}
