@@ -28,7 +28,10 @@ pub enum StmtKind {
     /// An expression statement.
     Expr(Expr),
     /// `a = b = value`: one or more targets (Name, Tuple, List, Subscript, Attribute).
-    Assign { targets: Vec<Expr>, value: Expr },
+    Assign {
+        targets: Vec<Expr>,
+        value: Expr,
+    },
     /// `target op= value` (target is Name, Subscript or Attribute).
     AugAssign {
         target: Expr,
@@ -57,7 +60,10 @@ pub enum StmtKind {
     Break,
     Continue,
     Pass,
-    Assert { test: Expr, msg: Option<Expr> },
+    Assert {
+        test: Expr,
+        msg: Option<Expr>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -222,7 +222,13 @@ impl Diagnostic {
         if report.finish().write(cache, &mut buf).is_err() {
             return format!("{}: {}\n", self.header_text(), self.message);
         }
-        String::from_utf8_lossy(&buf).into_owned()
+        let out = String::from_utf8_lossy(&buf).into_owned();
+        if color {
+            out
+        } else {
+            // ariadne 0.6 colours a `ReportKind::Custom` header even with colour off
+            strip_ansi(&out)
+        }
     }
 
     fn header_text(&self) -> String {
@@ -231,6 +237,24 @@ impl Diagnostic {
             Severity::Warning => "warning".to_string(),
         }
     }
+}
+
+/// Removes ANSI escape sequences (`ESC [ ... letter`).
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Levenshtein distance, for "did you mean" suggestions.

@@ -1,12 +1,118 @@
-//! Parser (chumsky): tokens → [`crate::ast::Module`].
+//! Parser: tokens → [`crate::ast::Module`].
+//!
+//! `lex` (logos) → `layout` (Newline/Indent/Dedent) → one chumsky parse per logical line
+//! (`grammar.rs`) → blocks assembled from lines (`block.rs`). Parsing line by line is what makes
+//! error recovery simple: a bad line is reported and skipped (with the block it opens), and the
+//! next line starts afresh, so one run reports every bad line.
 
-use crate::ast::Module;
-use crate::diag::Diagnostic;
-use crate::span::FileId;
+mod block;
+mod errors;
+mod grammar;
+mod limits;
+
+pub use limits::{MAX_EXPR_DEPTH, MAX_NESTING};
+
+use crate::ast::{Expr, Module};
+use crate::diag::{Code, Diagnostic};
+use crate::lex::{self, Tok};
+use crate::span::{FileId, Span};
+use block::{Builder, EndState};
+use chumsky::input::Input;
+use chumsky::prelude::*;
+use std::ops::Range;
 
 /// Parses a whole file or REPL cell. On failure returns every syntax error found (error recovery).
-pub fn parse_module(_source: &str, _file: FileId) -> Result<Module, Vec<Diagnostic>> {
-    Ok(Module { body: Vec::new() })
+pub fn parse_module(source: &str, file: FileId) -> Result<Module, Vec<Diagnostic>> {
+    let parsed = parse_all(source, file);
+    if parsed.diags.is_empty() {
+        Ok(Module { body: parsed.body })
+    } else {
+        parsed.body.into_iter().for_each(limits::dismantle_stmt);
+        Err(parsed.diags)
+    }
+}
+
+/// Parses a single expression (REPL commands like `:graph f(x)`).
+pub fn parse_expr(source: &str, file: FileId) -> Result<Expr, Vec<Diagnostic>> {
+    parse_expr_in(source, 0..source.len(), file, 0)
+}
+
+struct Parsed {
+    body: Vec<crate::ast::Stmt>,
+    diags: Vec<Diagnostic>,
+    end: EndState,
+    open_bracket: bool,
+    open_triple_quote: bool,
+    trailing_continuation: bool,
+}
+
+fn parse_all(source: &str, file: FileId) -> Parsed {
+    let lexed = lex::lex(source, 0..source.len(), file, 0);
+    let mut diags = lexed.diags;
+    let layout = lex::layout(source, file, lexed.toks, false);
+    diags.extend(layout.diags);
+    let mut builder = Builder::new(source, &layout.toks, file);
+    let body = builder.module();
+    diags.extend(builder.diags);
+    let end = builder.end;
+    diags.sort_by_key(|d| d.span.map(|s| (s.lo, s.hi)).unwrap_or((u32::MAX, u32::MAX)));
+    Parsed {
+        body,
+        diags,
+        end,
+        open_bracket: layout.open_bracket,
+        open_triple_quote: lexed.open_triple_quote,
+        trailing_continuation: lexed.trailing_continuation,
+    }
+}
+
+/// Parses `source[range]` as one expression (also the fields of f-strings, at `fdepth`).
+pub(crate) fn parse_expr_in(
+    source: &str,
+    range: Range<usize>,
+    file: FileId,
+    fdepth: u32,
+) -> Result<Expr, Vec<Diagnostic>> {
+    let lexed = lex::lex(source, range.clone(), file, fdepth);
+    let mut diags = lexed.diags;
+    let layout = lex::layout(source, file, lexed.toks, true);
+    diags.extend(layout.diags);
+    let toks = layout.toks;
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    let Some(first) = toks.first() else {
+        let at = range.end;
+        return Err(vec![Diagnostic::new(Code::E0001, "expected an expression")
+            .at(Span::new(file, range.start, at))]);
+    };
+    let first_tok = first.0.clone();
+    if let Err(d) = limits::precheck(&toks, file) {
+        return Err(d.into_iter().collect());
+    }
+    let end = toks.last().map(|(_, s)| s.end).unwrap_or(range.end);
+    let grammar = grammar::grammar::<block::TokInput<'_>>(file);
+    let (out, errs) = grammar
+        .expr
+        .parse(toks.as_slice().split_token_span(SimpleSpan::from(end..end)))
+        .into_output_errors();
+    if let Some(e) = errs.iter().min_by_key(|e| e.span().start) {
+        return Err(vec![errors::to_diagnostic(e, Some(&first_tok), file)]);
+    }
+    let Some(expr) = out else {
+        return Err(vec![Diagnostic::new(Code::E0001, "expected an expression")
+            .at(Span::new(file, range.start, range.end))]);
+    };
+    if let Some(s) = limits::too_deep(&expr, MAX_EXPR_DEPTH) {
+        limits::dismantle(expr);
+        return Err(vec![Diagnostic::new(
+            Code::E0001,
+            "expression is too complex",
+        )
+        .at(s)
+        .with_label(format!("nested more than {MAX_EXPR_DEPTH} levels deep"))]);
+    }
+    Ok(expr)
 }
 
 /// Whether a REPL/Jupyter cell is complete (SPEC §8, `is_complete`).
@@ -21,7 +127,98 @@ pub enum Completeness {
     Invalid,
 }
 
-/// Classifies a cell for the REPL's multi-line input and Jupyter's `is_complete_request`.
-pub fn is_complete(_source: &str) -> Completeness {
+/// Classifies a cell for the REPL's multi-line input and Jupyter's `is_complete_request`,
+/// following Python's interactive rules (`codeop`):
+/// - `Incomplete` when the text ends inside brackets or a triple-quoted string, after a `\`
+///   continuation, or after a block header (or decorator) whose body has not started; and when
+///   its last statement is compound (`if`, `for`, `while`, `def`) and no blank line ends it yet;
+/// - `Invalid` for any other syntax error (one more input cannot fix);
+/// - `Complete` otherwise (an empty or comment-only cell included).
+///
+/// "A blank line ends it": after the last non-blank line there is a line break, then a line
+/// with only spaces, then another line break (`"...pass\n\n"`).
+pub fn is_complete(source: &str) -> Completeness {
+    let parsed = parse_all(source, 0);
+    let diags = std::mem::take(&mut { parsed.diags });
+    let body = parsed.body;
+    body.into_iter().for_each(limits::dismantle_stmt);
+    // errors that more input could fix all sit on the last logical line; anything before it is
+    // final
+    let last_line_start = last_logical_line_start(source);
+    let fixable_only = diags.iter().all(|d| {
+        d.span
+            .map(|s| s.lo as usize >= last_line_start)
+            .unwrap_or(false)
+    });
+    let eof_open = parsed.open_bracket || parsed.open_triple_quote || parsed.trailing_continuation;
+    if eof_open {
+        return if fixable_only {
+            Completeness::Incomplete
+        } else {
+            Completeness::Invalid
+        };
+    }
+    if parsed.end.awaiting_body {
+        let non_body = diags
+            .iter()
+            .filter(|d| {
+                !(d.code == Code::E0003 && d.message.starts_with("expected an indented block"))
+            })
+            .count();
+        return if non_body == 0 {
+            Completeness::Incomplete
+        } else {
+            Completeness::Invalid
+        };
+    }
+    if !diags.is_empty() {
+        return Completeness::Invalid;
+    }
+    if parsed.end.last_is_compound && !ends_with_blank_line(source) {
+        return Completeness::Incomplete;
+    }
     Completeness::Complete
 }
+
+/// Byte offset where the last non-blank line starts (following `\` continuations and open
+/// brackets is not needed: those cases only add errors on the last line or later).
+fn last_logical_line_start(source: &str) -> usize {
+    let trimmed = source.trim_end();
+    let mut start = trimmed.rfind(['\n', '\r']).map(|i| i + 1).unwrap_or(0);
+    // walk back over lines inside an open bracket or string: take the start of the line
+    // holding the first token of the last logical line
+    let lexed = lex::lex(source, 0..source.len(), 0, 0);
+    let layout = lex::layout(source, 0, lexed.toks, false);
+    let toks = layout.toks;
+    // the last `Newline` before the final one ends the previous logical line
+    let mut newlines = toks
+        .iter()
+        .enumerate()
+        .filter(|(_, (t, _))| *t == Tok::Newline)
+        .map(|(i, _)| i)
+        .rev();
+    let _last = newlines.next();
+    let prev = newlines.next();
+    let first_of_last = match prev {
+        Some(i) => toks.get(i + 1..),
+        None => toks.get(..),
+    };
+    if let Some((_, s)) = first_of_last.and_then(|t| {
+        t.iter()
+            .find(|(t, _)| !matches!(t, Tok::Indent | Tok::Dedent))
+    }) {
+        start = start.min(s.start);
+    }
+    start
+}
+
+fn ends_with_blank_line(source: &str) -> bool {
+    let trimmed_len = source.trim_end().len();
+    let tail = source.get(trimmed_len..).unwrap_or("");
+    let breaks =
+        tail.matches('\n').count() + tail.matches('\r').count() - tail.matches("\r\n").count();
+    breaks >= 2
+}
+
+#[cfg(test)]
+mod tests;
