@@ -230,6 +230,11 @@ def _cast_array(arr, src, dst):
 # Tensor
 
 
+def _c(a):
+    """A C-contiguous copy that keeps 0-d arrays 0-d (np.ascontiguousarray would not)."""
+    return np.array(a, copy=True, order="C")
+
+
 _STRICT = os.environ.get("TESSERA_ORACLE_STRICT") == "1"
 
 
@@ -240,7 +245,7 @@ def _fmt_elem(v, d):
         return str(int(v))
     f = float(v)
     s = "%.4f" % f
-    if _STRICT and math.isfinite(f):
+    if _STRICT and math.isfinite(f) and f != 0.0:
         # a value whose 4-decimal print flips under a few ulps of fp32 noise is a fragile test
         eps = 5e-7 * builtins.max(1.0, builtins.abs(f))
         if "%.4f" % (f - eps) != s or "%.4f" % (f + eps) != s:
@@ -297,7 +302,7 @@ class Tensor:
 
     @property
     def T(self):
-        return Tensor(np.ascontiguousarray(self._a.T), self._d)
+        return Tensor(_c(self._a.T), self._d)
 
     @property
     def is_abstract(self):
@@ -360,7 +365,7 @@ class Tensor:
                 n = self._a.shape[k]
                 if not -n <= i < n:
                     _err("E0500", f"index {i} is out of range for dimension {k} of size {n}")
-        return Tensor(np.ascontiguousarray(self._a[idx]), self._d)
+        return Tensor(_c(self._a[idx]), self._d)
 
     # ---- operators
     def __add__(self, o): return _binary("add", self, o)
@@ -940,7 +945,7 @@ def transpose(x, perm=None):
         perm = tuple(perm)
         if sorted(p % x.ndim for p in perm) != list(range(x.ndim)):
             _err("E0101", f"transpose: {list(perm)} is not a permutation of {x.ndim} axes")
-    return Tensor(np.ascontiguousarray(np.transpose(x._a, perm)), x.dtype)
+    return Tensor(_c(np.transpose(x._a, perm)), x.dtype)
 
 
 def reshape(x, shape):
@@ -952,7 +957,7 @@ def reshape(x, shape):
         r = x._a.reshape(shape)
     except ValueError:
         _err("E0200", f"reshape: cannot reshape {list(x.shape)} to {list(shape)}")
-    return Tensor(np.ascontiguousarray(r), x.dtype)
+    return Tensor(_c(r), x.dtype)
 
 
 def concat(xs, axis=0):
