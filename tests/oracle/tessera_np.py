@@ -440,11 +440,27 @@ def _scalar_tensor(s, d):
     return Tensor(np.array(bool(s)), bool_)
 
 
+def _warn_fragile(x32, d):
+    """STRICT mode: flag fp32 results within a few fp32 ulps of a rounding tie of d."""
+    if not _STRICT or d in (fp32, fp64):
+        return
+    x32 = np.asarray(x32, dtype=np.float64)
+    base = _round_float64(x32, d)
+    for k in (-4.0, 4.0):
+        alt = _round_float64(x32 * (1.0 + k * 2.0 ** -24), d)
+        bad = (alt != base) & np.isfinite(base)
+        if np.any(bad):
+            sys.stderr.write(f"ORACLE-UNSTABLE: rounding to {d.name} of {x32[bad].tolist()[:3]} "
+                             f"depends on fp32 noise\n")
+            return
+
+
 def _finish_float(x64, d):
     """Exact float64 result of an op -> rounded to the compute type, then to d."""
     if d is fp64:
         return Tensor(_to_storage(x64, fp64), fp64)
     x = _round_float64(x64, fp32)
+    _warn_fragile(x, d)
     return Tensor(_to_storage(_round_float64(x, d), d), d)
 
 
@@ -856,6 +872,7 @@ def sum(x, axis=None, keepdim=False):  # noqa: A001
         r = np.sum(x._a.astype(np.int64), axis=ax, keepdims=keepdim)
         return Tensor(np.asarray(r, dtype=np.int64), int64)
     r = np.sum(x._f64(), axis=ax, keepdims=keepdim)
+    _warn_fragile(_round_float64(np.asarray(r), fp32), x.dtype)
     return Tensor(_to_storage(_round_float64(np.asarray(r), x.dtype), x.dtype), x.dtype)
 
 
@@ -864,6 +881,7 @@ def mean(x, axis=None, keepdim=False):
     ax = _axes(x, axis)
     d = x.dtype if x.dtype.is_float else fp32
     r = np.mean(x._f64(), axis=ax, keepdims=keepdim)
+    _warn_fragile(_round_float64(np.asarray(r), fp32), d)
     return Tensor(_to_storage(_round_float64(np.asarray(r), d), d), d)
 
 
