@@ -51,7 +51,10 @@ struct Run {
 const TIMEOUT: Duration = Duration::from_secs(120);
 
 fn run(exe: &Path, tsr: &Path) -> Result<Run, String> {
-    let dir = tsr.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = tsr
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let name = tsr.file_name().ok_or("not a file")?;
     let mut child = Command::new(exe)
         .arg("run")
@@ -202,7 +205,10 @@ pub fn main(exe: &Path, paths: &[PathBuf], bless: bool, filter: Option<&str>) ->
     };
     let cases: Vec<PathBuf> = discover(paths)
         .into_iter()
-        .filter(|p| re.as_ref().is_none_or(|r| r.is_match(&p.display().to_string())))
+        .filter(|p| {
+            re.as_ref()
+                .is_none_or(|r| r.is_match(&p.display().to_string()))
+        })
         .collect();
     let (mut passed, mut failed, mut blessed) = (0, 0, 0);
     for c in &cases {

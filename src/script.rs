@@ -87,6 +87,10 @@ fn run_source_inner(name: &str, text: String, opts: &RunOptions, check_only: boo
             return 2;
         }
     };
+    // A testing aid: bound the evaluation steps of a run (E0500 beyond).
+    interp.step_limit = std::env::var("TESSERA_STEP_LIMIT")
+        .ok()
+        .and_then(|v| v.parse().ok());
     let file = interp.sources.add(name, text.clone());
     let module = match parse::parse_module(&text, file) {
         Ok(m) => m,

@@ -70,6 +70,24 @@ impl Code {
             Code::E0800 => "error[E0800]",
         }
     }
+    /// The label under the primary span when the diagnostic gives none.
+    pub fn default_label(self) -> &'static str {
+        match self {
+            Code::E0001 => "invalid syntax",
+            Code::E0002 => "never closed",
+            Code::E0003 => "bad indentation",
+            Code::E0100 => "not defined",
+            Code::E0101 => "wrong argument",
+            Code::E0200 => "shape mismatch",
+            Code::E0201 => "dtype error",
+            Code::E0300 => "invalid schedule",
+            Code::E0400 => "sharding error",
+            Code::E0500 => "raised here",
+            Code::E0600 => "assertion failed",
+            Code::E0700 => "too large",
+            Code::E0800 => "device error",
+        }
+    }
     /// Syntax-level codes: the file did not parse (exit status 2).
     pub fn is_syntax(self) -> bool {
         matches!(self, Code::E0001 | Code::E0002 | Code::E0003)
@@ -191,19 +209,26 @@ impl Diagnostic {
         let mut report = Report::build(kind, (file_of(primary), clamp(primary)))
             .with_config(config)
             .with_message(&self.message);
-        let mut l = ALabel::new((file_of(primary), clamp(primary))).with_color(Color::Red);
-        if let Some(text) = &self.label {
-            l = l.with_message(text);
-        }
-        report = report.with_label(l);
+        // Labels go in source order: ariadne starts a new group (with a repeated header) when a
+        // label comes before the previous one.
+        let mut labels: Vec<(Span, String, Color)> = vec![(
+            primary,
+            self.label
+                .clone()
+                .unwrap_or_else(|| self.code.default_label().to_string()),
+            Color::Red,
+        )];
         for s in &self.secondary {
-            if sources.get(s.span.file).is_none() {
-                continue;
+            if sources.get(s.span.file).is_some() {
+                labels.push((s.span, s.message.clone(), Color::Blue));
             }
+        }
+        labels.sort_by_key(|(s, _, _)| (s.file, s.lo));
+        for (span, text, color) in labels {
             report = report.with_label(
-                ALabel::new((file_of(s.span), clamp(s.span)))
-                    .with_message(&s.message)
-                    .with_color(Color::Blue),
+                ALabel::new((file_of(span), clamp(span)))
+                    .with_message(text)
+                    .with_color(color),
             );
         }
         for n in &self.notes {

@@ -9,6 +9,6 @@ pub mod span;
 
 pub use diag::{Code, Diagnostic};
 pub use span::{SourceMap, Span};
+pub mod eval;
 pub mod lex;
 pub mod parse;
-pub mod eval;

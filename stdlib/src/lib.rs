@@ -1,9 +1,12 @@
 //! The builtin modules of `.tsr` scripts: `op`, `dist`, `schedule`, `graph`, `autotune`,
 //! `target`, as native functions over `tessera-runtime`.
 
+pub mod op;
+pub mod tensor;
+
+use std::rc::Rc;
 use tessera_lang::eval::{Interp, Module, Value};
 use tessera_lang::Diagnostic;
-use std::rc::Rc;
 
 /// Session settings from the command line.
 #[derive(Clone, Debug, Default)]
@@ -22,5 +25,6 @@ pub fn install(interp: &mut Interp, cfg: &Config) -> Result<(), Diagnostic> {
         Value::list(cfg.argv.iter().map(|a| Value::str(a)).collect()),
     );
     interp.set_builtin("sys", Value::Module(Rc::new(sys)));
+    interp.set_builtin("op", Value::Module(Rc::new(op::module())));
     Ok(())
 }

@@ -158,7 +158,14 @@ pub(super) fn install(it: &mut Interp) {
             };
             for x in it.iterate(&xs.value, xs.span)? {
                 acc = it
-                    .binary(crate::ast::BinOp::Add, &acc, &x, args.span, args.span, xs.span)
+                    .binary(
+                        crate::ast::BinOp::Add,
+                        &acc,
+                        &x,
+                        args.span,
+                        args.span,
+                        xs.span,
+                    )
                     .map_err(super::flow_to_diag)?;
             }
             Ok(acc)
@@ -259,9 +266,7 @@ pub(super) fn install(it: &mut Interp) {
             let n = cols.iter().map(|c| c.len()).min().unwrap_or(0);
             Ok(Value::list(
                 (0..n)
-                    .map(|i| {
-                        Value::tuple(cols.iter().filter_map(|c| c.get(i).cloned()).collect())
-                    })
+                    .map(|i| Value::tuple(cols.iter().filter_map(|c| c.get(i).cloned()).collect()))
                     .collect(),
             ))
         }),
@@ -311,7 +316,10 @@ pub(super) fn install(it: &mut Interp) {
                     if !f.is_finite() {
                         return Err(Diagnostic::new(
                             Code::E0500,
-                            format!("cannot convert float {} to integer", super::format::float_repr(*f)),
+                            format!(
+                                "cannot convert float {} to integer",
+                                super::format::float_repr(*f)
+                            ),
                         )
                         .at(x.span));
                     }
@@ -361,7 +369,12 @@ fn int_arg(v: &Value, fname: &str) -> Result<i64, Diagnostic> {
     }
 }
 
-fn extreme(it: &mut Interp, args: CallArgs, name: &str, want: Ordering) -> Result<Value, Diagnostic> {
+fn extreme(
+    it: &mut Interp,
+    args: CallArgs,
+    name: &str,
+    want: Ordering,
+) -> Result<Value, Diagnostic> {
     for (k, _, s) in &args.keywords {
         if &**k != "default" {
             return Err(Diagnostic::new(
@@ -422,7 +435,10 @@ fn sort_values(items: &mut [Value], reverse: bool) -> Result<(), Diagnostic> {
     items.sort_by(|a, b| match order(a, b) {
         Some(o) => o,
         None => {
-            if err.is_none() && !(matches!(a, Value::Float(x) if x.is_nan()) || matches!(b, Value::Float(x) if x.is_nan())) {
+            if err.is_none()
+                && !(matches!(a, Value::Float(x) if x.is_nan())
+                    || matches!(b, Value::Float(x) if x.is_nan()))
+            {
                 err = Some(Diagnostic::new(
                     Code::E0101,
                     format!(
@@ -474,21 +490,30 @@ pub(super) fn construct(it: &mut Interp, t: TypeKind, args: CallArgs) -> Result<
                 other => {
                     return Err(Diagnostic::new(
                         Code::E0101,
-                        format!("'{}' object cannot be interpreted as an integer", other.type_name()),
+                        format!(
+                            "'{}' object cannot be interpreted as an integer",
+                            other.type_name()
+                        ),
                     )
                     .at(*s))
                 }
             });
         }
         if !args.keywords.is_empty() {
-            return Err(Diagnostic::new(Code::E0101, "range() takes no keyword arguments"));
+            return Err(Diagnostic::new(
+                Code::E0101,
+                "range() takes no keyword arguments",
+            ));
         }
         return match ints.as_slice() {
             [n] => Ok(Value::Range(0, *n, 1)),
             [a, b] => Ok(Value::Range(*a, *b, 1)),
             [a, b, s] => {
                 if *s == 0 {
-                    Err(Diagnostic::new(Code::E0500, "range() arg 3 must not be zero"))
+                    Err(Diagnostic::new(
+                        Code::E0500,
+                        "range() arg 3 must not be zero",
+                    ))
                 } else {
                     Ok(Value::Range(*a, *b, *s))
                 }
@@ -532,21 +557,29 @@ pub(super) fn construct(it: &mut Interp, t: TypeKind, args: CallArgs) -> Result<
                 }
                 let tr = f.trunc();
                 if tr.abs() >= 9.223372036854775807e18 {
-                    return Err(bad("integer overflow: the float does not fit in 64 bits".into()));
+                    return Err(bad(
+                        "integer overflow: the float does not fit in 64 bits".into()
+                    ));
                 }
                 Value::Int(tr as i64)
             }
             Value::Str(s) => {
                 let clean: String = s.trim().replace('_', "");
                 clean.parse::<i64>().map(Value::Int).map_err(|_| {
-                    bad(format!("invalid literal for int() with base 10: {}", super::format::str_repr(s)))
+                    bad(format!(
+                        "invalid literal for int() with base 10: {}",
+                        super::format::str_repr(s)
+                    ))
                 })?
             }
             Value::Host(_) => host_scalar(it, &x.value, span, "item")?,
             other => {
                 return Err(Diagnostic::new(
                     Code::E0101,
-                    format!("int() argument must be a string or a number, not '{}'", other.type_name()),
+                    format!(
+                        "int() argument must be a string or a number, not '{}'",
+                        other.type_name()
+                    ),
                 )
                 .at(span))
             }
@@ -564,7 +597,10 @@ pub(super) fn construct(it: &mut Interp, t: TypeKind, args: CallArgs) -> Result<
                     _ => t.parse::<f64>().ok(),
                 };
                 v.map(Value::Float).ok_or_else(|| {
-                    bad(format!("could not convert string to float: {}", super::format::str_repr(s)))
+                    bad(format!(
+                        "could not convert string to float: {}",
+                        super::format::str_repr(s)
+                    ))
                 })?
             }
             Value::Host(_) => {
@@ -578,7 +614,10 @@ pub(super) fn construct(it: &mut Interp, t: TypeKind, args: CallArgs) -> Result<
             other => {
                 return Err(Diagnostic::new(
                     Code::E0101,
-                    format!("float() argument must be a string or a number, not '{}'", other.type_name()),
+                    format!(
+                        "float() argument must be a string or a number, not '{}'",
+                        other.type_name()
+                    ),
                 )
                 .at(span))
             }
@@ -600,7 +639,12 @@ pub(super) fn construct(it: &mut Interp, t: TypeKind, args: CallArgs) -> Result<
     })
 }
 
-fn host_scalar(it: &mut Interp, v: &Value, span: crate::span::Span, method: &str) -> Result<Value, Diagnostic> {
+fn host_scalar(
+    it: &mut Interp,
+    v: &Value,
+    span: crate::span::Span,
+    method: &str,
+) -> Result<Value, Diagnostic> {
     let f = it.get_attr(v, method, span).map_err(super::flow_to_diag)?;
     it.call(&f, CallArgs::new(span))
 }
@@ -612,8 +656,16 @@ pub(super) fn method_names(v: &Value) -> &'static [&'static str] {
             "append", "count", "extend", "index", "insert", "pop", "reverse", "sort",
         ],
         Value::Str(_) => &[
-            "endswith", "find", "format", "join", "lower", "replace", "split", "startswith",
-            "strip", "upper",
+            "endswith",
+            "find",
+            "format",
+            "join",
+            "lower",
+            "replace",
+            "split",
+            "startswith",
+            "strip",
+            "upper",
         ],
         Value::Tuple(_) => &["count", "index"],
         _ => &[],
@@ -648,7 +700,12 @@ fn str_arg(a: &Option<super::Arg>, fname: &str) -> Result<Option<String>, Diagno
     }
 }
 
-fn call_method(it: &mut Interp, recv: &Value, name: &str, args: CallArgs) -> Result<Value, Diagnostic> {
+fn call_method(
+    it: &mut Interp,
+    recv: &Value,
+    name: &str,
+    args: CallArgs,
+) -> Result<Value, Diagnostic> {
     match recv {
         Value::List(l) => match name {
             "append" => {
@@ -719,7 +776,11 @@ fn call_method(it: &mut Interp, recv: &Value, name: &str, args: CallArgs) -> Res
                 let Some(x) = a.into_iter().flatten().next() else {
                     return Ok(Value::None);
                 };
-                let n = l.borrow().iter().filter(|y| values_equal(y, &x.value)).count();
+                let n = l
+                    .borrow()
+                    .iter()
+                    .filter(|y| values_equal(y, &x.value))
+                    .count();
                 Ok(Value::Int(n as i64))
             }
             "reverse" => {
@@ -743,7 +804,9 @@ fn call_method(it: &mut Interp, recv: &Value, name: &str, args: CallArgs) -> Res
         Value::Tuple(t) => match name {
             "count" => {
                 let x = one(&args, "count")?;
-                Ok(Value::Int(t.iter().filter(|y| values_equal(y, &x)).count() as i64))
+                Ok(Value::Int(
+                    t.iter().filter(|y| values_equal(y, &x)).count() as i64
+                ))
             }
             _ => {
                 let x = one(&args, "index")?;
@@ -787,7 +850,9 @@ fn call_method(it: &mut Interp, recv: &Value, name: &str, args: CallArgs) -> Res
                                 return Err(Diagnostic::new(Code::E0500, "empty separator"));
                             }
                             if maxsplit >= 0 {
-                                s.splitn(maxsplit as usize + 1, sep.as_str()).map(Value::str).collect()
+                                s.splitn(maxsplit as usize + 1, sep.as_str())
+                                    .map(Value::str)
+                                    .collect()
                             } else {
                                 s.split(sep.as_str()).map(Value::str).collect()
                             }
@@ -844,10 +909,18 @@ fn call_method(it: &mut Interp, recv: &Value, name: &str, args: CallArgs) -> Res
                     Ok(Value::str(&out.join(s)))
                 }
                 "replace" => {
-                    let a = args.bind("replace", &["old", "new"], &[])?;
+                    let a = args.bind("replace", &["old", "new"], &["count"])?;
                     let old = str_arg(&a[0], "replace")?.unwrap_or_default();
                     let new = str_arg(&a[1], "replace")?.unwrap_or_default();
-                    Ok(Value::str(&s.replace(&old, &new)))
+                    let count = match &a[2] {
+                        Some(c) => int_arg(&c.value, "replace").map_err(|d| d.at(c.span))?,
+                        None => -1,
+                    };
+                    Ok(Value::str(&if count < 0 {
+                        s.replace(&old, &new)
+                    } else {
+                        s.replacen(&old, &new, count as usize)
+                    }))
                 }
                 "startswith" | "endswith" => {
                     let a = args.bind(name, &["prefix"], &[])?;
@@ -859,10 +932,28 @@ fn call_method(it: &mut Interp, recv: &Value, name: &str, args: CallArgs) -> Res
                     }))
                 }
                 "find" => {
-                    let a = args.bind("find", &["sub"], &[])?;
+                    let a = args.bind("find", &["sub"], &["start", "end"])?;
                     let p = str_arg(&a[0], "find")?.unwrap_or_default();
-                    Ok(Value::Int(match s.find(&p) {
-                        Some(b) => s[..b].chars().count() as i64,
+                    let chars: Vec<char> = s.chars().collect();
+                    let n = chars.len() as i64;
+                    let bound =
+                        |x: &Option<super::Arg>, default: i64| -> Result<usize, Diagnostic> {
+                            let v = match x {
+                                Some(x) if !matches!(x.value, Value::None) => {
+                                    int_arg(&x.value, "find").map_err(|d| d.at(x.span))?
+                                }
+                                _ => default,
+                            };
+                            let v = if v < 0 { v + n } else { v };
+                            Ok(v.clamp(0, n) as usize)
+                        };
+                    let (lo, hi) = (bound(&a[1], 0)?, bound(&a[2], n)?);
+                    if lo > hi {
+                        return Ok(Value::Int(-1));
+                    }
+                    let hay: String = chars[lo..hi].iter().collect();
+                    Ok(Value::Int(match hay.find(&p) {
+                        Some(b) => (lo + hay[..b].chars().count()) as i64,
                         None => -1,
                     }))
                 }
@@ -900,7 +991,10 @@ fn str_format(fmt: &str, args: &CallArgs) -> Result<Value, Diagnostic> {
                     field.push(d);
                 }
                 if !closed {
-                    return Err(Diagnostic::new(Code::E0500, "single '{' encountered in format string"));
+                    return Err(Diagnostic::new(
+                        Code::E0500,
+                        "single '{' encountered in format string",
+                    ));
                 }
                 let (name, spec) = match field.split_once(':') {
                     Some((n, s)) => (n.to_string(), s.to_string()),
@@ -936,7 +1030,10 @@ fn str_format(fmt: &str, args: &CallArgs) -> Result<Value, Diagnostic> {
                 out.push_str(&super::format::format_value(&v, &spec)?);
             }
             '}' => {
-                return Err(Diagnostic::new(Code::E0500, "single '}' encountered in format string"))
+                return Err(Diagnostic::new(
+                    Code::E0500,
+                    "single '}' encountered in format string",
+                ))
             }
             c => out.push(c),
         }

@@ -20,8 +20,24 @@ pub fn float_repr(x: f64) -> String {
             "0.0".into()
         };
     }
-    // Rust's `{:e}` gives the shortest round-trip digits: "1.2345e3", "-5e-7".
-    let sci = format!("{x:e}");
+    // Rust's `{:e}` gives a shortest round-trip digit string ("1.2345e3", "-5e-7"), but where
+    // two strings of that length round-trip it may not pick the nearest one. Python picks the
+    // correctly rounded one: reformat exactly at that many digits (round half to even).
+    let shortest = format!("{x:e}");
+    let n_digits = shortest
+        .split('e')
+        .next()
+        .map(|m| m.chars().filter(|c| c.is_ascii_digit()).count())
+        .unwrap_or(1)
+        .max(1);
+    let exact = format!("{x:.prec$e}", prec = n_digits - 1);
+    // The nearest string of that length may not round-trip (a tie that reads back as the
+    // neighbouring float): then the shortest one is the only choice.
+    let sci = if exact.parse::<f64>().ok() == Some(x) {
+        exact
+    } else {
+        shortest
+    };
     let (mant, exp) = match sci.split_once('e') {
         Some((m, e)) => (m, e.parse::<i32>().unwrap_or(0)),
         None => (sci.as_str(), 0),
@@ -305,11 +321,7 @@ pub fn format_value(v: &Value, spec: &str) -> Result<String, Diagnostic> {
     let fills = |n: usize| std::iter::repeat_n(fill, n).collect::<String>();
     Ok(match align {
         '<' => format!("{sign_str}{body}{}", fills(pad)),
-        '^' => format!(
-            "{}{sign_str}{body}{}",
-            fills(pad / 2),
-            fills(pad - pad / 2)
-        ),
+        '^' => format!("{}{sign_str}{body}{}", fills(pad / 2), fills(pad - pad / 2)),
         '=' => format!("{sign_str}{}{body}", fills(pad)),
         _ => format!("{}{sign_str}{body}", fills(pad)),
     })
@@ -394,6 +406,8 @@ mod tests {
             (1.5e-7, "1.5e-07"),
             (2.0f64.powi(70), "1.1805916207174113e+21"),
             (1.0 / 3.0, "0.3333333333333333"),
+            (0.00100040435791015625, "0.0010004043579101562"),
+            (2f64.powi(-24), "5.960464477539063e-08"),
         ];
         for (x, want) in cases {
             assert_eq!(float_repr(x), want, "{x}");

@@ -64,6 +64,8 @@ pub struct Interp {
     pub interrupt: Arc<AtomicBool>,
     /// The span of the innermost call being evaluated, for natives that need a location.
     pub call_span: Span,
+    /// The most items a list, tuple or string built by host code may have (E0700 beyond).
+    pub max_items: usize,
 }
 
 impl Default for Interp {
@@ -88,6 +90,7 @@ impl Interp {
             step_limit: None,
             interrupt: Arc::new(AtomicBool::new(false)),
             call_span: Span::default(),
+            max_items: 100_000_000,
         };
         builtins::install(&mut it);
         it
@@ -417,9 +420,11 @@ impl Interp {
                     .into()),
                 }
             }
-            _ => Err(Diagnostic::new(Code::E0001, "cannot assign to this expression")
-                .at(target.span)
-                .into()),
+            _ => Err(
+                Diagnostic::new(Code::E0001, "cannot assign to this expression")
+                    .at(target.span)
+                    .into(),
+            ),
         }
     }
 
@@ -735,11 +740,9 @@ impl Interp {
                 }
                 Ok(Value::list(out))
             }
-            ExprKind::Error => {
-                Err(Diagnostic::new(Code::E0001, "invalid syntax")
-                    .at(e.span)
-                    .into())
-            }
+            ExprKind::Error => Err(Diagnostic::new(Code::E0001, "invalid syntax")
+                .at(e.span)
+                .into()),
         }
     }
 
@@ -906,10 +909,7 @@ impl Interp {
                 None => {
                     return Err(Diagnostic::new(
                         Code::E0101,
-                        format!(
-                            "{fname}() missing required argument '{}'",
-                            p.name.name
-                        ),
+                        format!("{fname}() missing required argument '{}'", p.name.name),
                     )
                     .at(args.span)
                     .with_secondary(def.span, "defined here")
@@ -942,12 +942,10 @@ impl Interp {
                     Value::Module(m) => format!("module '{}'", m.name),
                     _ => format!("'{}' object", v.type_name()),
                 };
-                let mut d = Diagnostic::new(
-                    Code::E0100,
-                    format!("{what} has no attribute '{name}'"),
-                )
-                .at(span)
-                .with_label("unknown attribute");
+                let mut d =
+                    Diagnostic::new(Code::E0100, format!("{what} has no attribute '{name}'"))
+                        .at(span)
+                        .with_label("unknown attribute");
                 if let Some(s) = suggest(name, names.iter().map(|s| s.as_str())) {
                     d = d.with_help(format!("did you mean `{s}`?"));
                 }
@@ -961,10 +959,13 @@ impl Interp {
         match v {
             Value::List(l) => Ok(l.borrow().clone()),
             Value::Tuple(t) => Ok(t.as_ref().clone()),
-            Value::Str(s) => Ok(s.chars().map(|c| Value::Str(c.to_string().into())).collect()),
+            Value::Str(s) => Ok(s
+                .chars()
+                .map(|c| Value::Str(c.to_string().into()))
+                .collect()),
             Value::Range(a, b, s) => {
                 let n = value::range_len(*a, *b, *s);
-                if n > 100_000_000 {
+                if n as u64 > self.max_items as u64 {
                     return Err(Diagnostic::new(
                         Code::E0700,
                         format!("range of {n} items is too large to materialise"),

@@ -9,9 +9,12 @@ use crate::span::Span;
 use std::rc::Rc;
 
 fn overflow(span: Span) -> Flow {
-    Diagnostic::new(Code::E0500, "integer overflow: the result does not fit in 64 bits")
-        .at(span)
-        .into()
+    Diagnostic::new(
+        Code::E0500,
+        "integer overflow: the result does not fit in 64 bits",
+    )
+    .at(span)
+    .into()
 }
 
 fn zero_div(span: Span, what: &str) -> Flow {
@@ -51,7 +54,10 @@ impl Interp {
     pub(super) fn unary(&mut self, op: UnaryOp, v: &Value, span: Span) -> Result<Value, Flow> {
         match (op, v) {
             (UnaryOp::Not, _) => Ok(Value::Bool(!self.truthy(v, span)?)),
-            (UnaryOp::Neg, Value::Int(i)) => i.checked_neg().map(Value::Int).ok_or_else(|| overflow(span)),
+            (UnaryOp::Neg, Value::Int(i)) => i
+                .checked_neg()
+                .map(Value::Int)
+                .ok_or_else(|| overflow(span)),
             (UnaryOp::Neg, Value::Bool(b)) => Ok(Value::Int(-i64::from(*b))),
             (UnaryOp::Neg, Value::Float(f)) => Ok(Value::Float(-f)),
             (UnaryOp::Pos, Value::Int(_) | Value::Float(_)) => Ok(v.clone()),
@@ -119,7 +125,7 @@ impl Interp {
                     Value::Tuple(t) => t.len(),
                     _ => 0,
                 };
-                if len.saturating_mul(k) > 100_000_000 {
+                if len.saturating_mul(k) > self.max_items {
                     return Err(Diagnostic::new(
                         Code::E0700,
                         format!("repeating a sequence of {len} items {k} times is too large"),
@@ -249,7 +255,13 @@ impl Interp {
     }
 
     /// `v[idx]`.
-    pub(super) fn subscript(&mut self, v: &Value, idx: &Value, span: Span, idx_span: Span) -> R<Value> {
+    pub(super) fn subscript(
+        &mut self,
+        v: &Value,
+        idx: &Value,
+        span: Span,
+        idx_span: Span,
+    ) -> R<Value> {
         match v {
             Value::List(l) => {
                 let items = l.borrow();
@@ -263,10 +275,15 @@ impl Interp {
                 Picked::Many(xs) => Value::tuple(xs),
             }),
             Value::Str(s) => {
-                let chars: Vec<Value> = s.chars().map(|c| Value::Str(c.to_string().into())).collect();
+                let chars: Vec<Value> = s
+                    .chars()
+                    .map(|c| Value::Str(c.to_string().into()))
+                    .collect();
                 index_seq(&chars, idx, "string", idx_span).map(|r| match r {
                     Picked::One(x) => x,
-                    Picked::Many(xs) => Value::Str(xs.iter().map(|x| x.to_str()).collect::<String>().into()),
+                    Picked::Many(xs) => {
+                        Value::Str(xs.iter().map(|x| x.to_str()).collect::<String>().into())
+                    }
                 })
             }
             Value::Range(a, b, s) => {
@@ -364,7 +381,10 @@ pub(super) fn slice_bounds(idx: &Value, len: usize, span: Span) -> R<(i64, i64, 
                 Some(i) => Ok(Some(i)),
                 None => Err(Diagnostic::new(
                     Code::E0101,
-                    format!("slice indices must be integers or None, not {}", other.type_name()),
+                    format!(
+                        "slice indices must be integers or None, not {}",
+                        other.type_name()
+                    ),
                 )
                 .at(span)
                 .into()),
@@ -390,7 +410,10 @@ pub(super) fn slice_bounds(idx: &Value, len: usize, span: Span) -> R<(i64, i64, 
     let (lo, hi) = if step > 0 {
         (clamp(get(&p[0])?, 0, 0, n), clamp(get(&p[1])?, n, 0, n))
     } else {
-        (clamp(get(&p[0])?, n - 1, -1, n - 1), clamp(get(&p[1])?, -1, -1, n - 1))
+        (
+            clamp(get(&p[0])?, n - 1, -1, n - 1),
+            clamp(get(&p[1])?, -1, -1, n - 1),
+        )
     };
     Ok((lo, hi, step))
 }
@@ -423,7 +446,13 @@ fn int_binary(op: BinOp, x: i64, y: i64, span: Span, b_span: Span) -> R<Value> {
             if y == 0 {
                 return Err(zero_div(b_span, "integer modulo"));
             }
-            x.checked_rem(y).map(|r| if r != 0 && ((r < 0) != (y < 0)) { r + y } else { r })
+            x.checked_rem(y).map(|r| {
+                if r != 0 && ((r < 0) != (y < 0)) {
+                    r + y
+                } else {
+                    r
+                }
+            })
         }
         BinOp::Pow => {
             if y < 0 {

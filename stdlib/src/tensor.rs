@@ -1,0 +1,597 @@
+//! Tensors and dtypes as host objects of the evaluator, and the conversions between `.tsr`
+//! values and runtime types.
+
+use std::any::Any;
+use std::rc::Rc;
+use tessera_lang::ast::{BinOp, CmpOp, UnaryOp};
+use tessera_lang::diag::{suggest, Code, Diagnostic};
+use tessera_lang::eval::{CallArgs, HostObject, HostResult, Interp, Value};
+use tessera_lang::Span;
+use tessera_runtime::{
+    binary, unary, BinaryOp, DType, IndexItem, Nested, Operand, ReduceOp, RuntimeError, Scalar,
+    Tensor, UnaryOp as TUnary, ALL_DTYPES,
+};
+
+/// A runtime error as a diagnostic (the caller's span is attached by the evaluator).
+pub fn rt(e: RuntimeError) -> Diagnostic {
+    let mut d = Diagnostic::new(e.code, e.message);
+    if let Some(h) = e.help {
+        d = d.with_help(h);
+    }
+    d
+}
+
+/// A tensor value.
+pub struct TensorObj(pub Tensor);
+
+/// A dtype value (`op.bf16`, `t.dtype`).
+pub struct DTypeObj(pub DType);
+
+pub fn tensor_value(t: Tensor) -> Value {
+    Value::host(TensorObj(t))
+}
+
+pub fn dtype_value(d: DType) -> Value {
+    Value::host(DTypeObj(d))
+}
+
+/// The tensor held by a value, if it is one.
+pub fn as_tensor(v: &Value) -> Option<&Tensor> {
+    v.downcast::<TensorObj>().map(|t| &t.0)
+}
+
+/// A dtype argument: a dtype value or a name (`"bf16"`, `"float32"`).
+pub fn dtype_arg(v: &Value, span: Span) -> Result<DType, Diagnostic> {
+    if let Some(d) = v.downcast::<DTypeObj>() {
+        return Ok(d.0);
+    }
+    match v {
+        Value::Str(s) => DType::parse(s).ok_or_else(|| {
+            let mut d = Diagnostic::new(Code::E0201, format!("unknown dtype '{s}'"))
+                .at(span)
+                .with_label("not a dtype");
+            let names: Vec<&str> = ALL_DTYPES.iter().map(|d| d.name()).collect();
+            if let Some(sug) = suggest(s, names.iter().copied()) {
+                d = d.with_help(format!("did you mean `{sug}`?"));
+            } else {
+                d = d.with_help(format!("dtypes are {}", names.join(", ")));
+            }
+            d
+        }),
+        other => Err(Diagnostic::new(
+            Code::E0101,
+            format!("expected a dtype, got {}", other.type_name()),
+        )
+        .at(span)),
+    }
+}
+
+/// A shape argument: an int or a tuple/list of non-negative ints.
+pub fn shape_arg(v: &Value, span: Span) -> Result<Vec<usize>, Diagnostic> {
+    let items: Vec<Value> = match v {
+        Value::Int(_) => vec![v.clone()],
+        Value::Tuple(t) => t.as_ref().clone(),
+        Value::List(l) => l.borrow().clone(),
+        other => {
+            return Err(Diagnostic::new(
+                Code::E0101,
+                format!(
+                    "expected a shape (a tuple of ints), got {}",
+                    other.type_name()
+                ),
+            )
+            .at(span))
+        }
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for it in items {
+        match it {
+            Value::Int(i) if i >= 0 => out.push(i as usize),
+            Value::Int(i) => {
+                return Err(Diagnostic::new(
+                    Code::E0200,
+                    format!("negative dimension {i} in shape"),
+                )
+                .at(span))
+            }
+            other => {
+                return Err(Diagnostic::new(
+                    Code::E0101,
+                    format!("shape dimensions must be ints, not {}", other.type_name()),
+                )
+                .at(span))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Integers of a tuple/list (or one int), e.g. a permutation or a reshape target.
+pub fn ints_arg(v: &Value, span: Span) -> Result<Vec<i64>, Diagnostic> {
+    let items: Vec<Value> = match v {
+        Value::Int(_) => vec![v.clone()],
+        Value::Tuple(t) => t.as_ref().clone(),
+        Value::List(l) => l.borrow().clone(),
+        other => {
+            return Err(Diagnostic::new(
+                Code::E0101,
+                format!("expected a tuple of ints, got {}", other.type_name()),
+            )
+            .at(span))
+        }
+    };
+    items
+        .into_iter()
+        .map(|x| match x {
+            Value::Int(i) => Ok(i),
+            other => Err(Diagnostic::new(
+                Code::E0101,
+                format!("expected an int, got {}", other.type_name()),
+            )
+            .at(span)),
+        })
+        .collect()
+}
+
+/// Nested lists of numbers → the runtime's `Nested`.
+pub fn nested_from_value(v: &Value, span: Span, depth: usize) -> Result<Nested, Diagnostic> {
+    if depth > 64 {
+        return Err(Diagnostic::new(Code::E0200, "tensor data is nested too deeply").at(span));
+    }
+    match v {
+        Value::Int(i) => Ok(Nested::Int(*i)),
+        Value::Float(f) => Ok(Nested::Float(*f)),
+        Value::Bool(b) => Ok(Nested::Bool(*b)),
+        Value::List(l) => Ok(Nested::List(
+            l.borrow()
+                .iter()
+                .map(|x| nested_from_value(x, span, depth + 1))
+                .collect::<Result<_, _>>()?,
+        )),
+        Value::Tuple(t) => Ok(Nested::List(
+            t.iter()
+                .map(|x| nested_from_value(x, span, depth + 1))
+                .collect::<Result<_, _>>()?,
+        )),
+        Value::Host(_) => match as_tensor(v) {
+            Some(t) => t.tolist().map_err(|e| rt(e).at(span)),
+            None => Err(bad_data(v, span)),
+        },
+        other => Err(bad_data(other, span)),
+    }
+}
+
+fn bad_data(v: &Value, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0101,
+        format!(
+            "tensor data must be numbers or nested lists, not {}",
+            v.type_name()
+        ),
+    )
+    .at(span)
+}
+
+/// `Nested` → `.tsr` lists and scalars.
+pub fn value_from_nested(n: Nested) -> Value {
+    match n {
+        Nested::List(items) => Value::list(items.into_iter().map(value_from_nested).collect()),
+        Nested::Float(f) => Value::Float(f),
+        Nested::Int(i) => Value::Int(i),
+        Nested::Bool(b) => Value::Bool(b),
+    }
+}
+
+pub fn scalar_value(s: Scalar) -> Value {
+    match s {
+        Scalar::Int(i) => Value::Int(i),
+        Scalar::Float(f) => Value::Float(f),
+        Scalar::Bool(b) => Value::Bool(b),
+    }
+}
+
+/// An elementwise operand: a tensor, a Python scalar, or nested lists (made a tensor).
+pub enum Opnd {
+    T(Tensor),
+    S(Scalar),
+}
+
+impl Opnd {
+    pub fn as_operand(&self) -> Operand<'_> {
+        match self {
+            Opnd::T(t) => Operand::Tensor(t),
+            Opnd::S(s) => Operand::Scalar(*s),
+        }
+    }
+}
+
+pub fn operand(v: &Value, span: Span) -> Result<Opnd, Diagnostic> {
+    match v {
+        Value::Int(i) => Ok(Opnd::S(Scalar::Int(*i))),
+        Value::Float(f) => Ok(Opnd::S(Scalar::Float(*f))),
+        Value::Bool(b) => Ok(Opnd::S(Scalar::Bool(*b))),
+        _ => tensor_arg(v, span).map(Opnd::T),
+    }
+}
+
+/// A tensor argument: a tensor, or a number / nested list made into one (like `np.asarray`).
+pub fn tensor_arg(v: &Value, span: Span) -> Result<Tensor, Diagnostic> {
+    if let Some(t) = as_tensor(v) {
+        return Ok(t.clone());
+    }
+    match v {
+        Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::List(_) | Value::Tuple(_) => {
+            let n = nested_from_value(v, span, 0)?;
+            Tensor::from_nested(&n, None).map_err(|e| rt(e).at(span))
+        }
+        other => Err(Diagnostic::new(
+            Code::E0101,
+            format!("expected a tensor, got {}", other.type_name()),
+        )
+        .at(span)),
+    }
+}
+
+fn bin_op(op: BinOp) -> Option<BinaryOp> {
+    Some(match op {
+        BinOp::Add => BinaryOp::Add,
+        BinOp::Sub => BinaryOp::Sub,
+        BinOp::Mul => BinaryOp::Mul,
+        BinOp::Div => BinaryOp::Div,
+        BinOp::FloorDiv => BinaryOp::FloorDiv,
+        BinOp::Mod => BinaryOp::Mod,
+        BinOp::Pow => BinaryOp::Pow,
+        BinOp::MatMul => return None,
+    })
+}
+
+fn cmp_op(op: CmpOp) -> Option<BinaryOp> {
+    Some(match op {
+        CmpOp::Eq => BinaryOp::Eq,
+        CmpOp::Ne => BinaryOp::Ne,
+        CmpOp::Lt => BinaryOp::Lt,
+        CmpOp::Le => BinaryOp::Le,
+        CmpOp::Gt => BinaryOp::Gt,
+        CmpOp::Ge => BinaryOp::Ge,
+        CmpOp::In | CmpOp::NotIn | CmpOp::Is | CmpOp::IsNot => return None,
+    })
+}
+
+/// `self op other` with a tensor on one side, or `None` when `other` is not a tensor operand.
+fn tensor_binary(t: &Tensor, op: BinaryOp, other: &Value, reflected: bool) -> HostResult {
+    let o = match other {
+        Value::Int(i) => Opnd::S(Scalar::Int(*i)),
+        Value::Float(f) => Opnd::S(Scalar::Float(*f)),
+        Value::Bool(b) => Opnd::S(Scalar::Bool(*b)),
+        _ => Opnd::T(as_tensor(other)?.clone()),
+    };
+    let r = if reflected {
+        binary(op, o.as_operand(), t)
+    } else {
+        binary(op, t, o.as_operand())
+    };
+    Some(r.map(tensor_value).map_err(rt))
+}
+
+impl HostObject for TensorObj {
+    fn type_name(&self) -> &'static str {
+        "tensor"
+    }
+    fn repr(&self) -> String {
+        self.0.repr()
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn get_attr(
+        &self,
+        this: &Value,
+        name: &str,
+        _interp: &mut Interp,
+    ) -> Result<Option<Value>, Diagnostic> {
+        let t = &self.0;
+        Ok(Some(match name {
+            "shape" => Value::tuple(t.shape().iter().map(|d| Value::Int(*d as i64)).collect()),
+            "dtype" => dtype_value(t.dtype()),
+            "ndim" => Value::Int(t.ndim() as i64),
+            "T" => tensor_value(t.transpose(None).map_err(rt)?),
+            "is_abstract" => Value::Bool(t.is_abstract()),
+            "layout" => Value::None,
+            _ => {
+                if !TENSOR_METHODS.contains(&name) {
+                    return Ok(None);
+                }
+                let recv = this.clone();
+                let m = name.to_string();
+                return Ok(Some(Value::native(
+                    name,
+                    &format!("tensor.{name}"),
+                    move |it, args| tensor_method(it, &recv, &m, args),
+                )));
+            }
+        }))
+    }
+    fn attr_names(&self) -> Vec<&'static str> {
+        let mut v = vec!["shape", "dtype", "ndim", "T", "is_abstract", "layout"];
+        v.extend_from_slice(TENSOR_METHODS);
+        v
+    }
+    fn binary(&self, op: BinOp, other: &Value, reflected: bool) -> HostResult {
+        match bin_op(op) {
+            Some(b) => tensor_binary(&self.0, b, other, reflected),
+            None => {
+                let o = match other {
+                    Value::List(_) | Value::Tuple(_) => tensor_arg(other, Span::default()).ok()?,
+                    _ => as_tensor(other)?.clone(),
+                };
+                let r = if reflected {
+                    tessera_runtime::matmul(&o, &self.0, None)
+                } else {
+                    tessera_runtime::matmul(&self.0, &o, None)
+                };
+                Some(r.map(tensor_value).map_err(rt))
+            }
+        }
+    }
+    fn compare(&self, op: CmpOp, other: &Value, reflected: bool) -> HostResult {
+        tensor_binary(&self.0, cmp_op(op)?, other, reflected)
+    }
+    fn unary(&self, op: UnaryOp) -> HostResult {
+        match op {
+            UnaryOp::Neg => Some(unary(TUnary::Neg, &self.0).map(tensor_value).map_err(rt)),
+            UnaryOp::Pos => Some(Ok(tensor_value(self.0.clone()))),
+            UnaryOp::Not => None,
+        }
+    }
+    fn truthy(&self) -> Result<bool, Diagnostic> {
+        let t = &self.0;
+        if t.numel() != 1 {
+            return Err(Diagnostic::new(
+                Code::E0500,
+                format!(
+                    "the truth value of a tensor with {} elements is ambiguous",
+                    t.numel()
+                ),
+            )
+            .with_help("reduce it first, e.g. with op.max(x) or op.allclose(a, b)"));
+        }
+        let s = t.item().map_err(rt)?;
+        Ok(match s {
+            Scalar::Int(i) => i != 0,
+            Scalar::Float(f) => f != 0.0,
+            Scalar::Bool(b) => b,
+        })
+    }
+    fn len(&self) -> Option<Result<usize, Diagnostic>> {
+        Some(match self.0.shape().first() {
+            Some(n) => Ok(*n),
+            None => Err(Diagnostic::new(Code::E0101, "len() of a 0-d tensor")),
+        })
+    }
+    fn getitem(&self, index: &Value) -> HostResult {
+        Some(
+            index_items(index).and_then(|items| self.0.index(&items).map(tensor_value).map_err(rt)),
+        )
+    }
+    fn iter(&self) -> Option<Result<Vec<Value>, Diagnostic>> {
+        let t = &self.0;
+        Some(match t.shape().first() {
+            None => Err(Diagnostic::new(Code::E0101, "iteration over a 0-d tensor")),
+            Some(n) => (0..*n)
+                .map(|i| {
+                    t.index(&[IndexItem::Int(i as i64)])
+                        .map(tensor_value)
+                        .map_err(rt)
+                })
+                .collect(),
+        })
+    }
+}
+
+fn index_items(index: &Value) -> Result<Vec<IndexItem>, Diagnostic> {
+    let parts: Vec<Value> = match index {
+        Value::Tuple(t) => t.as_ref().clone(),
+        other => vec![other.clone()],
+    };
+    let opt = |v: &Value| -> Result<Option<i64>, Diagnostic> {
+        match v {
+            Value::None => Ok(None),
+            Value::Int(i) => Ok(Some(*i)),
+            Value::Bool(b) => Ok(Some(i64::from(*b))),
+            other => Err(Diagnostic::new(
+                Code::E0101,
+                format!(
+                    "slice indices must be ints or None, not {}",
+                    other.type_name()
+                ),
+            )),
+        }
+    };
+    parts
+        .iter()
+        .map(|p| match p {
+            Value::Int(i) => Ok(IndexItem::Int(*i)),
+            Value::None => Ok(IndexItem::NewAxis),
+            Value::Slice(s) => Ok(IndexItem::Slice {
+                start: opt(&s[0])?,
+                stop: opt(&s[1])?,
+                step: opt(&s[2])?,
+            }),
+            other => Err(Diagnostic::new(
+                Code::E0101,
+                format!(
+                    "tensor indices must be ints, slices or None, not {}",
+                    other.type_name()
+                ),
+            )),
+        })
+        .collect()
+}
+
+/// Methods of a tensor value (`t.to(...)`, `t.sum(axis=0)`).
+const TENSOR_METHODS: &[&str] = &[
+    "to",
+    "cast",
+    "reshape",
+    "tolist",
+    "item",
+    "transpose",
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "softmax",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "abs",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "gelu",
+    "silu",
+    "matmul",
+    "numel",
+];
+
+fn tensor_method(
+    it: &mut Interp,
+    recv: &Value,
+    name: &str,
+    args: CallArgs,
+) -> Result<Value, Diagnostic> {
+    let Some(t) = as_tensor(recv) else {
+        return Err(Diagnostic::new(Code::E0101, "not a tensor"));
+    };
+    let t = t.clone();
+    let mut full = CallArgs::new(args.span);
+    full.positional.push((recv.clone(), args.span));
+    full.positional.extend(args.positional.iter().cloned());
+    full.keywords = args.keywords.clone();
+    match name {
+        "to" | "cast" => {
+            let a = args.bind(name, &["dtype"], &[])?;
+            let Some(d) = a.into_iter().flatten().next() else {
+                return Ok(Value::None);
+            };
+            let dt = dtype_arg(&d.value, d.span)?;
+            Ok(tensor_value(t.to(dt).map_err(rt)?))
+        }
+        "reshape" => {
+            // t.reshape((2, 3)) or t.reshape(2, 3)
+            let dims = if args.positional.len() == 1 && args.keywords.is_empty() {
+                let (v, s) = &args.positional[0];
+                ints_arg(v, *s)?
+            } else if args.keywords.is_empty() {
+                let mut d = Vec::new();
+                for (v, s) in &args.positional {
+                    d.extend(ints_arg(v, *s)?);
+                }
+                d
+            } else {
+                let a = args.bind("reshape", &["shape"], &[])?;
+                match a.into_iter().flatten().next() {
+                    Some(x) => ints_arg(&x.value, x.span)?,
+                    None => Vec::new(),
+                }
+            };
+            Ok(tensor_value(t.reshape(&dims).map_err(rt)?))
+        }
+        "tolist" => {
+            args.bind("tolist", &[], &[])?;
+            Ok(value_from_nested(t.tolist().map_err(rt)?))
+        }
+        "item" => {
+            args.bind("item", &[], &[])?;
+            Ok(scalar_value(t.item().map_err(rt)?))
+        }
+        "numel" => {
+            args.bind("numel", &[], &[])?;
+            Ok(Value::Int(t.numel() as i64))
+        }
+        _ => {
+            // The method form of an `op` function: `t.sum(axis=0)` is `op.sum(t, axis=0)`.
+            let f = crate::op::function(name).ok_or_else(|| {
+                Diagnostic::new(Code::E0100, format!("tensor has no method '{name}'"))
+            })?;
+            it.call(&f, full)
+        }
+    }
+}
+
+impl HostObject for DTypeObj {
+    fn type_name(&self) -> &'static str {
+        "dtype"
+    }
+    fn repr(&self) -> String {
+        self.0.name().to_string()
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn compare(&self, op: CmpOp, other: &Value, _reflected: bool) -> HostResult {
+        let o = match other {
+            Value::Str(s) => DType::parse(s),
+            _ => other.downcast::<DTypeObj>().map(|d| d.0),
+        };
+        match op {
+            CmpOp::Eq => Some(Ok(Value::Bool(o == Some(self.0)))),
+            CmpOp::Ne => Some(Ok(Value::Bool(o != Some(self.0)))),
+            _ => None,
+        }
+    }
+    fn get_attr(
+        &self,
+        _this: &Value,
+        name: &str,
+        _: &mut Interp,
+    ) -> Result<Option<Value>, Diagnostic> {
+        Ok(match name {
+            "name" => Some(Value::str(self.0.name())),
+            "itemsize" => Some(Value::Int(self.0.size_bytes() as i64)),
+            "is_float" => Some(Value::Bool(self.0.is_float())),
+            _ => None,
+        })
+    }
+    fn attr_names(&self) -> Vec<&'static str> {
+        vec!["name", "itemsize", "is_float"]
+    }
+    fn same(&self, other: &dyn HostObject) -> bool {
+        other
+            .as_any()
+            .downcast_ref::<DTypeObj>()
+            .is_some_and(|d| d.0 == self.0)
+    }
+}
+
+/// The reduction op named `name`.
+pub fn reduce_op(name: &str) -> Option<ReduceOp> {
+    Some(match name {
+        "sum" => ReduceOp::Sum,
+        "mean" => ReduceOp::Mean,
+        "max" => ReduceOp::Max,
+        "min" => ReduceOp::Min,
+        _ => return None,
+    })
+}
+
+pub fn unary_op(name: &str) -> Option<TUnary> {
+    Some(match name {
+        "neg" => TUnary::Neg,
+        "exp" => TUnary::Exp,
+        "log" => TUnary::Log,
+        "sqrt" => TUnary::Sqrt,
+        "rsqrt" => TUnary::Rsqrt,
+        "abs" => TUnary::Abs,
+        "tanh" => TUnary::Tanh,
+        "sigmoid" => TUnary::Sigmoid,
+        "relu" => TUnary::Relu,
+        "gelu" => TUnary::Gelu,
+        "silu" => TUnary::Silu,
+        _ => return None,
+    })
+}
+
+/// Keeps `Rc` in scope for host values built elsewhere.
+pub type Shared<T> = Rc<T>;

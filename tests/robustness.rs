@@ -1,0 +1,320 @@
+//! Robustness of the front end and the evaluator: at least 10,000 mutated and random sources go
+//! through the parser and (when they parse) the evaluator with a step limit. Nothing may panic
+//! or overflow the stack, every diagnostic must point inside its source, and the `tessera`
+//! binary must exit with 0, 1 or 2 only.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use tessera_lang::eval::Interp;
+use tessera_lang::{parse, Diagnostic};
+
+/// xorshift64*: a small seeded generator, so every failure is reproducible from its case number.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
+    }
+}
+
+const SNIPPETS: &[&str] = &[
+    "(",
+    ")",
+    "[",
+    "]",
+    "\"",
+    "'",
+    "\t",
+    ":",
+    "\n",
+    "\n    ",
+    "\n        ",
+    "def ",
+    "**",
+    "op.",
+    "1e309",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "@",
+    "f\"{",
+    "}",
+    "{",
+    "\\",
+    ",",
+    "=",
+    "-",
+    "not ",
+    " in ",
+    " if ",
+    " else ",
+    "for x in ",
+    "while True:",
+    "return",
+    "break",
+    "continue",
+    "\"\"\"",
+    "op.rand((3, 4))",
+    "op.zeros((100000, 100000))",
+    "x",
+    "print(",
+    "lambda",
+    "é",
+    "∑",
+    "0x",
+    "1_",
+    "..",
+    ";",
+    "assert ",
+    "+=",
+    "//",
+    "%",
+    "[::-1]",
+    "op.tensor([[1, 2], [3, 4]])",
+    "range(10**9)",
+    "[0] * 10**9",
+    "op.matmul(",
+    ".T",
+    "None",
+    "True",
+    "#",
+    "f'{x:>8.3f}'",
+    "1/0",
+    "def f(x):\n    return f(x)\nf(1)\n",
+];
+
+fn corpus(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for dir in ["tests/golden", "examples"] {
+        if let Ok(rd) = std::fs::read_dir(root.join(dir)) {
+            let mut files: Vec<_> = rd.flatten().map(|e| e.path()).collect();
+            files.sort();
+            for p in files {
+                if p.extension().is_some_and(|e| e == "tsr") {
+                    if let Ok(t) = std::fs::read_to_string(&p) {
+                        out.push(t);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn mutate(src: &str, rng: &mut Rng) -> String {
+    let mut chars: Vec<char> = src.chars().collect();
+    for _ in 0..1 + rng.below(4) {
+        let n = chars.len();
+        match rng.below(5) {
+            0 if n > 0 => {
+                let a = rng.below(n);
+                let b = (a + 1 + rng.below(12)).min(n);
+                chars.drain(a..b);
+            }
+            1 => {
+                let s = SNIPPETS[rng.below(SNIPPETS.len())];
+                let at = rng.below(n + 1);
+                chars.splice(at..at, s.chars());
+            }
+            2 if n > 0 => {
+                let a = rng.below(n);
+                let b = (a + 1 + rng.below(30)).min(n);
+                let piece: Vec<char> = chars[a..b].to_vec();
+                let at = rng.below(chars.len() + 1);
+                chars.splice(at..at, piece);
+            }
+            3 if n > 0 => {
+                let a = rng.below(n);
+                chars[a] = SNIPPETS[rng.below(SNIPPETS.len())]
+                    .chars()
+                    .next()
+                    .unwrap_or(' ');
+            }
+            _ => {
+                let s = SNIPPETS[rng.below(SNIPPETS.len())];
+                chars.extend(s.chars());
+            }
+        }
+    }
+    chars.into_iter().collect()
+}
+
+fn soup(rng: &mut Rng) -> String {
+    let mut s = String::new();
+    for _ in 0..rng.below(40) {
+        s.push_str(SNIPPETS[rng.below(SNIPPETS.len())]);
+        if rng.below(3) == 0 {
+            s.push(' ');
+        }
+    }
+    s
+}
+
+fn extremes() -> Vec<String> {
+    let mut v = Vec::new();
+    for (open, close) in [("(", ")"), ("[", "]"), ("{", "}")] {
+        v.push(format!(
+            "x = {}1{}\n",
+            open.repeat(5000),
+            close.repeat(5000)
+        ));
+        v.push(format!("x = {}\n", open.repeat(5000)));
+    }
+    v.push(format!("x = {}1\n", "-".repeat(5000)));
+    v.push(format!("x = {}1\n", "not ".repeat(5000)));
+    v.push(format!("x = 1{}\n", " + 1".repeat(10000)));
+    v.push(format!("x = 2{}\n", " ** 2".repeat(3000)));
+    v.push(format!("x = f(){}\n", "()".repeat(5000)));
+    v.push(format!("x = a{}\n", ".b".repeat(5000)));
+    v.push(format!("x = a{}\n", "[0]".repeat(5000)));
+    let mut nested = String::new();
+    for d in 0..300 {
+        nested.push_str(&" ".repeat(d));
+        nested.push_str("if True:\n");
+    }
+    nested.push_str(&" ".repeat(300));
+    nested.push_str("pass\n");
+    v.push(nested);
+    v.push("def f(n):\n    return f(n + 1)\nf(0)\n".into());
+    v.push("\u{feff}print(1)\r\nprint(2)\r\n".into());
+    v
+}
+
+fn check_spans(src: &str, diags: &[Diagnostic]) {
+    for d in diags {
+        if let Some(s) = d.span {
+            assert!(
+                (s.lo as usize) <= src.len() && (s.hi as usize) <= src.len() && s.lo <= s.hi,
+                "diagnostic span {s:?} outside a source of {} bytes: {}",
+                src.len(),
+                d.message
+            );
+            assert!(
+                src.is_char_boundary(s.lo as usize) && src.is_char_boundary(s.hi as usize),
+                "diagnostic span {s:?} splits a character: {}",
+                d.message
+            );
+        }
+    }
+}
+
+/// Parses and runs one source; returns 0, 1 or 2 as the CLI would.
+fn run_one(src: &str) -> i32 {
+    let mut interp = Interp::new();
+    let cfg = tessera_stdlib::Config::default();
+    if tessera_stdlib::install(&mut interp, &cfg).is_err() {
+        return 2;
+    }
+    interp.step_limit = Some(20_000);
+    interp.max_items = 100_000;
+    interp.set_output(Box::new(|_| {}));
+    let file = interp.sources.add("fuzz.tsr", src.to_string());
+    match parse::parse_module(src, file) {
+        Err(diags) => {
+            assert!(!diags.is_empty(), "a failed parse must report something");
+            check_spans(src, &diags);
+            for d in &diags {
+                let _ = d.render(&interp.sources, false);
+            }
+            2
+        }
+        Ok(m) => match interp.exec_module(&m) {
+            Ok(_) => 0,
+            Err(d) => {
+                check_spans(src, std::slice::from_ref(&d));
+                let _ = d.render(&interp.sources, false);
+                1
+            }
+        },
+    }
+}
+
+fn cases() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let corpus = corpus(root);
+    assert!(!corpus.is_empty(), "the golden corpus is missing");
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut out = extremes();
+    while out.len() < 10_500 {
+        if rng.below(4) == 0 {
+            out.push(soup(&mut rng));
+        } else {
+            let base = &corpus[rng.below(corpus.len())];
+            out.push(mutate(base, &mut rng));
+        }
+    }
+    out
+}
+
+#[test]
+fn ten_thousand_sources_never_panic() {
+    std::env::set_var("TESSERA_MAX_BYTES", "67108864");
+    let cases = cases();
+    let n = cases.len();
+    let result = std::thread::Builder::new()
+        .stack_size(1 << 30)
+        .spawn(move || {
+            let mut counts = [0usize; 3];
+            for (i, src) in cases.iter().enumerate() {
+                match catch_unwind(AssertUnwindSafe(|| run_one(src))) {
+                    Ok(code) => counts[code as usize] += 1,
+                    Err(_) => panic!("case {i} panicked; source:\n{src}"),
+                }
+            }
+            counts
+        })
+        .expect("spawn")
+        .join();
+    let counts = result.expect("a case panicked (see above)");
+    assert_eq!(counts.iter().sum::<usize>(), n);
+    assert!(n >= 10_000);
+    // Both outcomes must occur, or the generator is not exercising the evaluator.
+    assert!(
+        counts[0] > 100 && counts[1] > 100 && counts[2] > 1000,
+        "{counts:?}"
+    );
+}
+
+#[test]
+fn binary_exits_only_with_0_1_or_2() {
+    let exe = env!("CARGO_BIN_EXE_tessera");
+    let cases = cases();
+    let mut rng = Rng(42);
+    for k in 0..150 {
+        let src = &cases[rng.below(cases.len())];
+        let sub = if k % 2 == 0 { "run" } else { "check" };
+        let dir = std::env::temp_dir().join(format!("tessera-fuzz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let file = dir.join(format!("case{k}.tsr"));
+        std::fs::write(&file, src).expect("write case");
+        let out = Command::new(exe)
+            .arg(sub)
+            .arg(&file)
+            .env("TESSERA_MAX_BYTES", "67108864")
+            .env("TESSERA_STEP_LIMIT", "20000")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run tessera");
+        let code = out.status.code();
+        assert!(
+            matches!(code, Some(0..=2)),
+            "exit {code:?} for `tessera {sub}` on:\n{src}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+            "a panic reached the user:\n{err}"
+        );
+        let _ = std::fs::remove_file(&file);
+    }
+}
