@@ -1,1 +1,78 @@
-//! Tensors, dtypes and CPU reference ops.
+//! `tessera-runtime`: tensors, dtypes and the fast, exact CPU reference ops (SPEC §4).
+//!
+//! # Types
+//! - [`DType`] — `F64 F32 TF32 F16 BF16 F8E4M3 F8E5M2 I64 I32 I8 Bool`: [`DType::parse`] (canonical
+//!   names and aliases), [`DType::name`], [`DType::size_bytes`], [`DType::is_float`],
+//!   [`DType::promote`], [`DType::promote_scalar`] with a [`ScalarKind`].
+//! - [`Scalar`] — a Python scalar (`Int(i64) | Float(f64) | Bool(bool)`) mixed with tensors; it
+//!   never widens a float tensor (`bf16 * 2.0` is bf16; `int32 * 2.0` is fp32).
+//! - [`Tensor`] — shape, dtype and `Arc` storage (cheap to clone; compact per dtype: `bf16`/`f16`
+//!   as 2 bytes, fp8 as 1). Abstract tensors have no data: every op returns an abstract result of
+//!   the right shape and dtype, and reading values is E0700 "abstract tensor has no data".
+//! - [`Nested`] — `tolist()` output; [`IndexItem`] — `Int | Slice{start,stop,step} | NewAxis |
+//!   Ellipsis`; [`Operand`] — a `&Tensor` or a [`Scalar`].
+//! - [`RuntimeError`] `{ code, message, help }` with the SPEC §9 [`Code`]; no op panics on user
+//!   input (shapes, axes, indices, dtypes), and empty and 0-d tensors work everywhere.
+//!
+//! # Functions (all return [`Result`])
+//! - constructors: [`Tensor::from_f64`], [`Tensor::from_f32`], [`Tensor::from_i64`],
+//!   [`Tensor::from_bool`], [`Tensor::from_nested`], [`Tensor::scalar`], [`Tensor::zeros`],
+//!   [`Tensor::ones`], [`Tensor::full`], [`Tensor::arange`], [`Tensor::eye`], [`Tensor::rand`],
+//!   [`Tensor::randn`] (counter-based, docs/decisions.md), [`Tensor::abstract_tensor`].
+//! - elementwise with NumPy broadcasting: [`binary`]`(BinaryOp, lhs, rhs)` (either side a scalar)
+//!   and the methods `add sub mul div floordiv rem pow maximum minimum eq ne lt le gt ge
+//!   logical_and logical_or`; [`unary`]`(UnaryOp, x)` and `neg abs relu exp log sqrt rsqrt tanh
+//!   sigmoid gelu silu logical_not`; [`where_`]; [`Tensor::cast`] / `to`.
+//!   Low-precision inputs compute in fp32 and round once; fp64 in f64; ints wrap; int `//` and
+//!   `%` by zero is E0500.
+//! - [`matmul`]`(a, b, accum_dtype)` — NumPy semantics, `gemm` on all cores.
+//! - [`reduce`] / `sum mean max min(axis, keepdim)` — deterministic for any thread count.
+//! - [`softmax`], [`layernorm`], [`rmsnorm`], [`flash_attention`].
+//! - shape: [`Tensor::transpose`], [`Tensor::T`], [`Tensor::reshape`], [`concat`],
+//!   [`Tensor::index`].
+//! - [`allclose`], [`max_abs_diff`]; [`Tensor::tolist`], [`Tensor::item`], [`Tensor::repr`]
+//!   (also `Display`).
+//! - shape/dtype inference without data: [`infer_binary`], [`infer_unary`], [`infer_matmul`],
+//!   [`infer_reduce`].
+//!
+//! Every materialisation is checked against `TESSERA_MAX_BYTES` ([`memory::max_bytes`]) before
+//! allocating: too large is E0700, never an out-of-memory abort.
+
+// No panics reachable from user input: no unwrap/expect/panic outside tests.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::todo,
+        clippy::unimplemented
+    )
+)]
+
+pub mod cast;
+pub mod dtype;
+pub mod error;
+pub mod memory;
+pub mod ops;
+pub mod print;
+pub mod rng;
+pub mod shape;
+mod storage;
+pub mod tensor;
+
+pub use dtype::{DType, Scalar, ScalarKind, ALL_DTYPES};
+pub use error::{Code, Result, RuntimeError};
+pub use ops::compare::{allclose, max_abs_diff};
+pub use ops::elementwise::{
+    binary, infer_binary, infer_unary, promote_operands, unary, where_, BinaryOp, Operand,
+    OperandType, UnaryOp,
+};
+pub use ops::matmul::{infer_matmul, matmul};
+pub use ops::nn::{flash_attention, layernorm, rmsnorm, softmax};
+pub use ops::reduce::{infer_reduce, reduce, ReduceOp};
+pub use ops::shape_ops::{concat, IndexItem};
+pub use tensor::{Nested, Tensor};
+
+#[cfg(test)]
+mod tests;

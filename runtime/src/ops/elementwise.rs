@@ -1,0 +1,686 @@
+//! Elementwise ops with NumPy broadcasting. Shapes and dtypes are inferred first ([`infer_binary`],
+//! [`infer_unary`]), so abstract tensors get their result without computing. Values are computed
+//! in a domain (f32 for fp32 and narrower, f64, i64 wrapping, bool) and rounded once.
+
+use std::borrow::Cow;
+
+use crate::dtype::{DType, Scalar, ScalarKind};
+use crate::error::{Result, RuntimeError};
+use crate::memory;
+use crate::ops::kernel::{map1, zip2, zip3};
+use crate::ops::real::Real;
+use crate::shape::broadcast_shapes;
+use crate::storage::Storage;
+use crate::tensor::Tensor;
+
+/// An operand of an elementwise op: a tensor or a Python scalar.
+#[derive(Clone, Copy, Debug)]
+pub enum Operand<'a> {
+    Tensor(&'a Tensor),
+    Scalar(Scalar),
+}
+
+impl<'a> From<&'a Tensor> for Operand<'a> {
+    fn from(t: &'a Tensor) -> Operand<'a> {
+        Operand::Tensor(t)
+    }
+}
+impl From<Scalar> for Operand<'_> {
+    fn from(s: Scalar) -> Self {
+        Operand::Scalar(s)
+    }
+}
+impl From<f64> for Operand<'_> {
+    fn from(x: f64) -> Self {
+        Operand::Scalar(Scalar::Float(x))
+    }
+}
+impl From<i64> for Operand<'_> {
+    fn from(x: i64) -> Self {
+        Operand::Scalar(Scalar::Int(x))
+    }
+}
+impl From<bool> for Operand<'_> {
+    fn from(x: bool) -> Self {
+        Operand::Scalar(Scalar::Bool(x))
+    }
+}
+
+/// What type inference needs to know about an operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OperandType {
+    Tensor(DType),
+    Scalar(ScalarKind),
+}
+
+impl Operand<'_> {
+    pub fn operand_type(&self) -> OperandType {
+        match self {
+            Operand::Tensor(t) => OperandType::Tensor(t.dtype()),
+            Operand::Scalar(s) => OperandType::Scalar(s.kind()),
+        }
+    }
+    fn shape(&self) -> &[usize] {
+        match self {
+            Operand::Tensor(t) => t.shape(),
+            Operand::Scalar(_) => &[],
+        }
+    }
+    fn is_abstract(&self) -> bool {
+        matches!(self, Operand::Tensor(t) if t.is_abstract())
+    }
+}
+
+/// Binary elementwise operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    /// True division (`/`): int operands give fp32.
+    Div,
+    /// Python `//` (floor).
+    FloorDiv,
+    /// Python `%` (sign of the divisor).
+    Mod,
+    Pow,
+    Maximum,
+    Minimum,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    LogicalAnd,
+    LogicalOr,
+}
+
+impl BinaryOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::FloorDiv => "floordiv",
+            BinaryOp::Mod => "mod",
+            BinaryOp::Pow => "pow",
+            BinaryOp::Maximum => "maximum",
+            BinaryOp::Minimum => "minimum",
+            BinaryOp::Eq => "eq",
+            BinaryOp::Ne => "ne",
+            BinaryOp::Lt => "lt",
+            BinaryOp::Le => "le",
+            BinaryOp::Gt => "gt",
+            BinaryOp::Ge => "ge",
+            BinaryOp::LogicalAnd => "logical_and",
+            BinaryOp::LogicalOr => "logical_or",
+        }
+    }
+
+    fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge
+        )
+    }
+}
+
+/// Unary elementwise operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    Neg,
+    Abs,
+    Relu,
+    Exp,
+    Log,
+    Sqrt,
+    Rsqrt,
+    Tanh,
+    Sigmoid,
+    /// Exact erf form: `0.5 x (1 + erf(x / sqrt 2))`.
+    Gelu,
+    Silu,
+    /// Logical not: `x == 0`, a bool tensor.
+    Not,
+}
+
+impl UnaryOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "neg",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Relu => "relu",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Log => "log",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Rsqrt => "rsqrt",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Gelu => "gelu",
+            UnaryOp::Silu => "silu",
+            UnaryOp::Not => "logical_not",
+        }
+    }
+}
+
+/// The domain a kernel computes in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Domain {
+    F32,
+    F64,
+    I64,
+    Bool,
+}
+
+pub(crate) fn domain_of(d: DType) -> Domain {
+    match d {
+        DType::F64 => Domain::F64,
+        d if d.is_float() => Domain::F32,
+        _ => Domain::I64,
+    }
+}
+
+/// The promoted dtype of two operands (tensor/tensor, tensor/scalar, scalar/scalar).
+pub fn promote_operands(a: OperandType, b: OperandType) -> DType {
+    match (a, b) {
+        (OperandType::Tensor(x), OperandType::Tensor(y)) => DType::promote(x, y),
+        (OperandType::Tensor(x), OperandType::Scalar(k))
+        | (OperandType::Scalar(k), OperandType::Tensor(x)) => DType::promote_scalar(x, k),
+        (OperandType::Scalar(k1), OperandType::Scalar(k2)) => {
+            let d = |k: ScalarKind| match k {
+                ScalarKind::Int => DType::I64,
+                ScalarKind::Float => DType::F32,
+                ScalarKind::Bool => DType::Bool,
+            };
+            DType::promote(d(k1), d(k2))
+        }
+    }
+}
+
+/// Result dtype and compute domain of a binary op.
+fn binary_types(op: BinaryOp, a: OperandType, b: OperandType) -> (DType, Domain) {
+    let p = promote_operands(a, b);
+    if op.is_comparison() {
+        return (DType::Bool, domain_of(p));
+    }
+    match op {
+        BinaryOp::LogicalAnd | BinaryOp::LogicalOr => (DType::Bool, Domain::Bool),
+        BinaryOp::Div => {
+            let r = if p.is_float() { p } else { DType::F32 };
+            (r, domain_of(r))
+        }
+        BinaryOp::Maximum | BinaryOp::Minimum => (p, domain_of(p)),
+        _ => {
+            let r = if p == DType::Bool { DType::I64 } else { p };
+            (r, domain_of(r))
+        }
+    }
+}
+
+/// Shape and dtype of `lhs op rhs` without computing it.
+pub fn infer_binary(
+    op: BinaryOp,
+    lhs: (&[usize], OperandType),
+    rhs: (&[usize], OperandType),
+) -> Result<(Vec<usize>, DType)> {
+    let shape = broadcast_shapes(lhs.0, rhs.0, op.name())?;
+    Ok((shape, binary_types(op, lhs.1, rhs.1).0))
+}
+
+/// Result dtype and domain of a unary op.
+fn unary_types(op: UnaryOp, d: DType) -> (DType, Domain) {
+    match op {
+        UnaryOp::Not => (DType::Bool, Domain::Bool),
+        UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu => {
+            let r = if d == DType::Bool { DType::I64 } else { d };
+            (r, domain_of(r))
+        }
+        _ => {
+            let r = if d.is_float() { d } else { DType::F32 };
+            (r, domain_of(r))
+        }
+    }
+}
+
+/// Dtype of a unary op's result.
+pub fn infer_unary(op: UnaryOp, d: DType) -> DType {
+    unary_types(op, d).0
+}
+
+// ----- reading operands into a domain ---------------------------------------------------------
+
+fn read_f32<'a>(o: &Operand<'a>, op: &str) -> Result<Cow<'a, [f32]>> {
+    Ok(match o {
+        Operand::Tensor(t) => t.storage(op)?.to_f32(t.dtype()),
+        Operand::Scalar(s) => Cow::Owned(vec![s.as_f64() as f32]),
+    })
+}
+
+fn read_f64<'a>(o: &Operand<'a>, op: &str) -> Result<Cow<'a, [f64]>> {
+    Ok(match o {
+        Operand::Tensor(t) => t.storage(op)?.to_f64(t.dtype()),
+        Operand::Scalar(s) => Cow::Owned(vec![s.as_f64()]),
+    })
+}
+
+fn read_i64<'a>(o: &Operand<'a>, op: &str) -> Result<Cow<'a, [i64]>> {
+    Ok(match o {
+        Operand::Tensor(t) => t.storage(op)?.to_i64(t.dtype()),
+        Operand::Scalar(Scalar::Int(i)) => Cow::Owned(vec![*i]),
+        Operand::Scalar(Scalar::Bool(b)) => Cow::Owned(vec![i64::from(*b)]),
+        Operand::Scalar(Scalar::Float(x)) => Cow::Owned(vec![*x as i64]),
+    })
+}
+
+fn read_bool<'a>(o: &Operand<'a>, op: &str) -> Result<Cow<'a, [bool]>> {
+    Ok(match o {
+        Operand::Tensor(t) => t.storage(op)?.to_bool(t.dtype()),
+        Operand::Scalar(s) => Cow::Owned(vec![s.as_f64() != 0.0]),
+    })
+}
+
+/// The result storage of a domain's values.
+enum Values {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    I64(Vec<i64>),
+    Bool(Vec<bool>),
+}
+
+impl Values {
+    fn into_storage(self, dtype: DType) -> Storage {
+        match self {
+            Values::F32(v) => Storage::from_f32(v, dtype),
+            Values::F64(v) => Storage::from_f64(v, dtype),
+            Values::I64(v) => Storage::from_i64(v, dtype),
+            Values::Bool(v) => Storage::from_bool(v, dtype),
+        }
+    }
+}
+
+fn domain_dtype(d: Domain) -> DType {
+    match d {
+        Domain::F32 => DType::F32,
+        Domain::F64 => DType::F64,
+        Domain::I64 => DType::I64,
+        Domain::Bool => DType::Bool,
+    }
+}
+
+// ----- binary ---------------------------------------------------------------------------------
+
+fn float_binary<T: Real>(
+    op: BinaryOp,
+    s: &[usize],
+    a: &[T],
+    sa: &[usize],
+    b: &[T],
+    sb: &[usize],
+) -> Result<Values>
+where
+    Vec<T>: IntoValues,
+{
+    let arith = |f: fn(T, T) -> T| zip2(s, a, sa, b, sb, f);
+    let cmp = |f: fn(T, T) -> bool| Values::Bool(zip2(s, a, sa, b, sb, f));
+    Ok(match op {
+        BinaryOp::Add => arith(|x, y| x + y).into_values(),
+        BinaryOp::Sub => arith(|x, y| x - y).into_values(),
+        BinaryOp::Mul => arith(|x, y| x * y).into_values(),
+        BinaryOp::Div => arith(|x, y| x / y).into_values(),
+        BinaryOp::FloorDiv => arith(|x, y| x.py_divmod(y).0).into_values(),
+        BinaryOp::Mod => arith(|x, y| x.py_divmod(y).1).into_values(),
+        BinaryOp::Pow => arith(|x, y| x.powf(y)).into_values(),
+        BinaryOp::Maximum => arith(|x, y| x.nan_max(y)).into_values(),
+        BinaryOp::Minimum => arith(|x, y| x.nan_min(y)).into_values(),
+        BinaryOp::Eq => cmp(|x, y| x == y),
+        BinaryOp::Ne => cmp(|x, y| x != y),
+        BinaryOp::Lt => cmp(|x, y| x < y),
+        BinaryOp::Le => cmp(|x, y| x <= y),
+        BinaryOp::Gt => cmp(|x, y| x > y),
+        BinaryOp::Ge => cmp(|x, y| x >= y),
+        BinaryOp::LogicalAnd => cmp(|x, y| x != T::ZERO && y != T::ZERO),
+        BinaryOp::LogicalOr => cmp(|x, y| x != T::ZERO || y != T::ZERO),
+    })
+}
+
+trait IntoValues {
+    fn into_values(self) -> Values;
+}
+impl IntoValues for Vec<f32> {
+    fn into_values(self) -> Values {
+        Values::F32(self)
+    }
+}
+impl IntoValues for Vec<f64> {
+    fn into_values(self) -> Values {
+        Values::F64(self)
+    }
+}
+
+/// Python's `//` on ints (wrapping at i64::MIN // -1). `b != 0`.
+#[inline]
+fn int_floordiv(a: i64, b: i64) -> i64 {
+    let q = a.wrapping_div(b);
+    if a.wrapping_rem(b) != 0 && ((a < 0) != (b < 0)) {
+        q.wrapping_sub(1)
+    } else {
+        q
+    }
+}
+
+/// Python's `%` on ints. `b != 0`.
+#[inline]
+fn int_mod(a: i64, b: i64) -> i64 {
+    let r = a.wrapping_rem(b);
+    if r != 0 && ((r < 0) != (b < 0)) {
+        r.wrapping_add(b)
+    } else {
+        r
+    }
+}
+
+/// Wrapping integer power, `e >= 0`.
+#[inline]
+fn int_pow(mut base: i64, mut e: i64) -> i64 {
+    let mut acc: i64 = 1;
+    while e > 0 {
+        if e & 1 == 1 {
+            acc = acc.wrapping_mul(base);
+        }
+        base = base.wrapping_mul(base);
+        e >>= 1;
+    }
+    acc
+}
+
+fn int_binary(
+    op: BinaryOp,
+    s: &[usize],
+    a: &[i64],
+    sa: &[usize],
+    b: &[i64],
+    sb: &[usize],
+) -> Result<Values> {
+    let n: usize = s.iter().product();
+    if n > 0 {
+        if matches!(op, BinaryOp::FloorDiv | BinaryOp::Mod) && b.contains(&0) {
+            return Err(RuntimeError::runtime(format!(
+                "integer {} by zero",
+                if op == BinaryOp::Mod {
+                    "modulo"
+                } else {
+                    "division"
+                }
+            )));
+        }
+        if op == BinaryOp::Pow {
+            if let Some(e) = b.iter().find(|&&e| e < 0) {
+                return Err(RuntimeError::runtime(format!(
+                    "integers to negative integer powers are not allowed (exponent {e})"
+                ))
+                .with_help("cast the base to a float dtype first"));
+            }
+        }
+    }
+    let arith = |f: fn(i64, i64) -> i64| Values::I64(zip2(s, a, sa, b, sb, f));
+    let cmp = |f: fn(i64, i64) -> bool| Values::Bool(zip2(s, a, sa, b, sb, f));
+    Ok(match op {
+        BinaryOp::Add => arith(i64::wrapping_add),
+        BinaryOp::Sub => arith(i64::wrapping_sub),
+        BinaryOp::Mul => arith(i64::wrapping_mul),
+        BinaryOp::Div => arith(|x, y| x / y.max(1)), // unreachable: int `/` computes in f32
+        BinaryOp::FloorDiv => arith(|x, y| if y == 0 { 0 } else { int_floordiv(x, y) }),
+        BinaryOp::Mod => arith(|x, y| if y == 0 { 0 } else { int_mod(x, y) }),
+        BinaryOp::Pow => arith(int_pow),
+        BinaryOp::Maximum => arith(i64::max),
+        BinaryOp::Minimum => arith(i64::min),
+        BinaryOp::Eq => cmp(|x, y| x == y),
+        BinaryOp::Ne => cmp(|x, y| x != y),
+        BinaryOp::Lt => cmp(|x, y| x < y),
+        BinaryOp::Le => cmp(|x, y| x <= y),
+        BinaryOp::Gt => cmp(|x, y| x > y),
+        BinaryOp::Ge => cmp(|x, y| x >= y),
+        BinaryOp::LogicalAnd => cmp(|x, y| x != 0 && y != 0),
+        BinaryOp::LogicalOr => cmp(|x, y| x != 0 || y != 0),
+    })
+}
+
+/// `lhs op rhs` with broadcasting and promotion (SPEC §4). Either side may be a Python scalar.
+pub fn binary<'a, 'b>(
+    op: BinaryOp,
+    lhs: impl Into<Operand<'a>>,
+    rhs: impl Into<Operand<'b>>,
+) -> Result<Tensor> {
+    let (lhs, rhs) = (lhs.into(), rhs.into());
+    let name = op.name();
+    let shape = broadcast_shapes(lhs.shape(), rhs.shape(), name)?;
+    let (dtype, domain) = binary_types(op, lhs.operand_type(), rhs.operand_type());
+    if lhs.is_abstract() || rhs.is_abstract() {
+        return Tensor::abstract_tensor(&shape, dtype);
+    }
+    let n = memory::check_shape_alloc(&shape, dtype)?;
+    memory::check_alloc(n, domain_dtype(domain))?;
+    let (sa, sb) = (lhs.shape(), rhs.shape());
+    let values = match domain {
+        Domain::F32 => float_binary(
+            op,
+            &shape,
+            &read_f32(&lhs, name)?,
+            sa,
+            &read_f32(&rhs, name)?,
+            sb,
+        )?,
+        Domain::F64 => float_binary(
+            op,
+            &shape,
+            &read_f64(&lhs, name)?,
+            sa,
+            &read_f64(&rhs, name)?,
+            sb,
+        )?,
+        Domain::I64 => int_binary(
+            op,
+            &shape,
+            &read_i64(&lhs, name)?,
+            sa,
+            &read_i64(&rhs, name)?,
+            sb,
+        )?,
+        Domain::Bool => {
+            let (a, b) = (read_bool(&lhs, name)?, read_bool(&rhs, name)?);
+            let f: fn(bool, bool) -> bool = match op {
+                BinaryOp::LogicalOr => |x, y| x || y,
+                _ => |x, y| x && y,
+            };
+            Values::Bool(zip2(&shape, &a, sa, &b, sb, f))
+        }
+    };
+    Ok(Tensor::from_storage(
+        shape,
+        dtype,
+        values.into_storage(dtype),
+    ))
+}
+
+// ----- unary ----------------------------------------------------------------------------------
+
+fn float_unary<T: Real>(op: UnaryOp, a: &[T]) -> Vec<T> {
+    let m = |f: fn(T) -> T| map1(a, f);
+    match op {
+        UnaryOp::Neg => m(|x| -x),
+        UnaryOp::Abs => m(|x| x.abs()),
+        UnaryOp::Relu => m(|x| {
+            if x > T::ZERO || x.is_nan() {
+                x
+            } else {
+                T::ZERO
+            }
+        }),
+        UnaryOp::Exp => m(|x| x.exp()),
+        UnaryOp::Log => m(|x| x.ln()),
+        UnaryOp::Sqrt => m(|x| x.sqrt()),
+        UnaryOp::Rsqrt => m(|x| T::ONE / x.sqrt()),
+        UnaryOp::Tanh => m(|x| x.tanh()),
+        UnaryOp::Sigmoid => m(|x| T::ONE / (T::ONE + (-x).exp())),
+        UnaryOp::Gelu => m(|x| {
+            let r = T::from_f64(std::f64::consts::FRAC_1_SQRT_2);
+            T::HALF * x * (T::ONE + (x * r).erf())
+        }),
+        UnaryOp::Silu => m(|x| x / (T::ONE + (-x).exp())),
+        UnaryOp::Not => m(|x| if x == T::ZERO { T::ONE } else { T::ZERO }),
+    }
+}
+
+/// `op(x)`: float functions of int tensors give fp32; neg/abs/relu keep int dtypes (wrapping).
+pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+    let (dtype, domain) = unary_types(op, x.dtype());
+    if x.is_abstract() {
+        return Tensor::abstract_tensor(x.shape(), dtype);
+    }
+    let n = x.numel();
+    memory::check_alloc(n, dtype)?;
+    memory::check_alloc(n, domain_dtype(domain))?;
+    let st = x.storage(op.name())?;
+    let values = match domain {
+        Domain::F32 => Values::F32(float_unary(op, &st.to_f32(x.dtype()))),
+        Domain::F64 => Values::F64(float_unary(op, &st.to_f64(x.dtype()))),
+        Domain::I64 => {
+            let a = st.to_i64(x.dtype());
+            Values::I64(match op {
+                UnaryOp::Neg => map1(&a, i64::wrapping_neg),
+                UnaryOp::Abs => map1(&a, i64::wrapping_abs),
+                _ => map1(&a, |v| v.max(0)),
+            })
+        }
+        Domain::Bool => Values::Bool(map1(&st.to_bool(x.dtype()), |b| !b)),
+    };
+    Ok(Tensor::from_storage(
+        x.shape().to_vec(),
+        dtype,
+        values.into_storage(dtype),
+    ))
+}
+
+/// `where(cond, a, b)`: `a` where `cond` is true (nonzero), else `b`; broadcast over all three.
+pub fn where_<'a, 'b>(
+    cond: &Tensor,
+    a: impl Into<Operand<'a>>,
+    b: impl Into<Operand<'b>>,
+) -> Result<Tensor> {
+    let (a, b) = (a.into(), b.into());
+    let s1 = broadcast_shapes(cond.shape(), a.shape(), "where")?;
+    let shape = broadcast_shapes(&s1, b.shape(), "where")?;
+    let dtype = promote_operands(a.operand_type(), b.operand_type());
+    if cond.is_abstract() || a.is_abstract() || b.is_abstract() {
+        return Tensor::abstract_tensor(&shape, dtype);
+    }
+    let domain = domain_of(dtype);
+    let n = memory::check_shape_alloc(&shape, dtype)?;
+    memory::check_alloc(n, domain_dtype(domain))?;
+    let c = cond.storage("where")?.to_bool(cond.dtype());
+    let cs = (&c[..], cond.shape());
+    let values = match domain {
+        Domain::F32 => {
+            let (x, y) = (read_f32(&a, "where")?, read_f32(&b, "where")?);
+            Values::F32(zip3(
+                &shape,
+                cs,
+                (&x, a.shape()),
+                (&y, b.shape()),
+                |c, x, y| if c { x } else { y },
+            ))
+        }
+        Domain::F64 => {
+            let (x, y) = (read_f64(&a, "where")?, read_f64(&b, "where")?);
+            Values::F64(zip3(
+                &shape,
+                cs,
+                (&x, a.shape()),
+                (&y, b.shape()),
+                |c, x, y| if c { x } else { y },
+            ))
+        }
+        Domain::I64 | Domain::Bool => {
+            let (x, y) = (read_i64(&a, "where")?, read_i64(&b, "where")?);
+            Values::I64(zip3(
+                &shape,
+                cs,
+                (&x, a.shape()),
+                (&y, b.shape()),
+                |c, x, y| if c { x } else { y },
+            ))
+        }
+    };
+    Ok(Tensor::from_storage(
+        shape,
+        dtype,
+        values.into_storage(dtype),
+    ))
+}
+
+macro_rules! binary_methods {
+    ($($(#[$m:meta])* $name:ident => $op:ident),* $(,)?) => {
+        impl Tensor {
+            $(
+                $(#[$m])*
+                pub fn $name<'b>(&self, rhs: impl Into<Operand<'b>>) -> Result<Tensor> {
+                    binary(BinaryOp::$op, self, rhs)
+                }
+            )*
+        }
+    };
+}
+
+binary_methods! {
+    /// `self + rhs` (rhs a tensor or a Python scalar).
+    add => Add,
+    sub => Sub,
+    mul => Mul,
+    /// True division: int operands give fp32.
+    div => Div,
+    /// Python `//`: int division by zero is E0500.
+    floordiv => FloorDiv,
+    /// Python `%` (the result has the divisor's sign).
+    rem => Mod,
+    pow => Pow,
+    maximum => Maximum,
+    minimum => Minimum,
+    eq => Eq,
+    ne => Ne,
+    lt => Lt,
+    le => Le,
+    gt => Gt,
+    ge => Ge,
+    logical_and => LogicalAnd,
+    logical_or => LogicalOr,
+}
+
+macro_rules! unary_methods {
+    ($($name:ident => $op:ident),* $(,)?) => {
+        impl Tensor {
+            $(
+                pub fn $name(&self) -> Result<Tensor> {
+                    unary(UnaryOp::$op, self)
+                }
+            )*
+        }
+    };
+}
+
+unary_methods! {
+    neg => Neg, abs => Abs, relu => Relu, exp => Exp, log => Log, sqrt => Sqrt, rsqrt => Rsqrt,
+    tanh => Tanh, sigmoid => Sigmoid, gelu => Gelu, silu => Silu, logical_not => Not,
+}
+
+impl Tensor {
+    /// `where(cond=self, a, b)`.
+    pub fn where_<'a, 'b>(
+        &self,
+        a: impl Into<Operand<'a>>,
+        b: impl Into<Operand<'b>>,
+    ) -> Result<Tensor> {
+        where_(self, a, b)
+    }
+}

@@ -1,0 +1,287 @@
+//! `matmul` with NumPy semantics (1-D promotion, batch broadcasting). Floats accumulate in fp32
+//! (fp64 for fp64) through the `gemm` crate on all cores; ints accumulate in int64 (wrapping).
+
+use rayon::prelude::*;
+
+use crate::cast;
+use crate::dtype::DType;
+use crate::error::{Result, RuntimeError};
+use crate::memory;
+use crate::shape::{broadcast_shapes, fmt_shape};
+use crate::storage::Storage;
+use crate::tensor::Tensor;
+
+/// The shapes of a matmul problem after NumPy's 1-D promotion.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Plan {
+    batch: Vec<usize>,
+    a_batch: Vec<usize>,
+    b_batch: Vec<usize>,
+    m: usize,
+    k: usize,
+    n: usize,
+    out: Vec<usize>,
+}
+
+fn plan(a: &[usize], b: &[usize]) -> Result<Plan> {
+    let mismatch = |why: String| {
+        RuntimeError::shape(format!(
+            "matmul: shapes {} and {} {why}",
+            fmt_shape(a),
+            fmt_shape(b)
+        ))
+    };
+    if a.is_empty() || b.is_empty() {
+        return Err(mismatch(
+            "are not allowed: matmul needs at least 1-D operands".into(),
+        ));
+    }
+    let (a_batch, m, ka) = match a {
+        [k] => (vec![], 1, *k),
+        [rest @ .., m, k] => (rest.to_vec(), *m, *k),
+        [] => unreachable_shape()?,
+    };
+    let (b_batch, kb, n) = match b {
+        [k] => (vec![], *k, 1),
+        [rest @ .., k, n] => (rest.to_vec(), *k, *n),
+        [] => unreachable_shape()?,
+    };
+    if ka != kb {
+        return Err(mismatch(format!(
+            "are incompatible: inner dimensions {ka} and {kb} differ"
+        )));
+    }
+    let batch = broadcast_shapes(&a_batch, &b_batch, "matmul")
+        .map_err(|_| mismatch("have batch dimensions that cannot be broadcast together".into()))?;
+    let mut out = batch.clone();
+    if a.len() > 1 {
+        out.push(m);
+    }
+    if b.len() > 1 {
+        out.push(n);
+    }
+    Ok(Plan {
+        batch,
+        a_batch,
+        b_batch,
+        m,
+        k: ka,
+        n,
+        out,
+    })
+}
+
+fn unreachable_shape<T>() -> Result<T> {
+    Err(RuntimeError::shape("matmul: empty shape"))
+}
+
+/// Result shape and dtype of `matmul(a, b, accum_dtype)` without computing it.
+pub fn infer_matmul(
+    a: (&[usize], DType),
+    b: (&[usize], DType),
+    accum: Option<DType>,
+) -> Result<(Vec<usize>, DType)> {
+    let p = plan(a.0, b.0)?;
+    let (dtype, _) = types(a.1, b.1, accum)?;
+    Ok((p.out, dtype))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Acc {
+    F32 { tf32: bool },
+    F64,
+    I64,
+}
+
+fn types(a: DType, b: DType, accum: Option<DType>) -> Result<(DType, Acc)> {
+    let p = DType::promote(a, b);
+    let p = if p == DType::Bool { DType::I64 } else { p };
+    let r = accum.unwrap_or(p);
+    if p.is_float() && !r.is_float() {
+        return Err(RuntimeError::dtype(format!(
+            "matmul: accum_dtype {} cannot accumulate {} inputs",
+            r.name(),
+            p.name()
+        ))
+        .with_help("use a float accum_dtype such as fp32"));
+    }
+    let acc = if p == DType::F64 || r == DType::F64 {
+        Acc::F64
+    } else if p.is_float() || r.is_float() {
+        Acc::F32 {
+            tf32: p == DType::TF32 || r == DType::TF32,
+        }
+    } else {
+        Acc::I64
+    };
+    Ok((r, acc))
+}
+
+/// Element offsets of each output batch into a's and b's batches.
+fn batch_offsets(p: &Plan) -> Vec<(usize, usize)> {
+    let nb: usize = p.batch.iter().product();
+    let sa = crate::shape::broadcast_strides(&p.a_batch, &p.batch);
+    let sb = crate::shape::broadcast_strides(&p.b_batch, &p.batch);
+    let (ma, mb) = (p.m * p.k, p.k * p.n);
+    (0..nb)
+        .map(|flat| {
+            let (mut rem, mut oa, mut ob) = (flat, 0usize, 0usize);
+            for i in (0..p.batch.len()).rev() {
+                let d = p.batch[i].max(1);
+                let ix = rem % d;
+                rem /= d;
+                oa += ix * sa[i];
+                ob += ix * sb[i];
+            }
+            (oa * ma, ob * mb)
+        })
+        .collect()
+}
+
+/// Row-major `c[m×n] = a[m×k] · b[k×n]` via `gemm`, for f32 or f64.
+#[allow(clippy::too_many_arguments)]
+fn gemm_into<T: 'static + Copy>(
+    c: &mut [T],
+    a: &[T],
+    b: &[T],
+    m: usize,
+    k: usize,
+    n: usize,
+    par: bool,
+    zero: T,
+    one: T,
+) {
+    if m == 0 || n == 0 || k == 0 || c.len() < m * n || a.len() < m * k || b.len() < k * n {
+        return;
+    }
+    let parallelism = if par {
+        gemm::Parallelism::Rayon(0)
+    } else {
+        gemm::Parallelism::None
+    };
+    // SAFETY: the three slices hold at least m·n, m·k and k·n elements (checked above), and the
+    // strides describe row-major matrices of exactly those shapes inside them; `c` does not alias.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            c.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            a.as_ptr(),
+            1,
+            k as isize,
+            b.as_ptr(),
+            1,
+            n as isize,
+            zero,
+            one,
+            false,
+            false,
+            false,
+            parallelism,
+        );
+    }
+}
+
+/// Runs one gemm per batch: batches in parallel when they are many and small.
+fn batched<T: 'static + Copy + Send + Sync + Default>(
+    p: &Plan,
+    a: &[T],
+    b: &[T],
+    zero: T,
+    one: T,
+) -> Vec<T> {
+    let offs = batch_offsets(p);
+    let (m, k, n) = (p.m, p.k, p.n);
+    let mut out = vec![T::default(); offs.len() * m * n];
+    if m * n == 0 {
+        return out;
+    }
+    let flops_per = m * n * k;
+    let run = |(c, &(oa, ob)): (&mut [T], &(usize, usize)), par: bool| {
+        if let (Some(a), Some(b)) = (a.get(oa..oa + m * k), b.get(ob..ob + k * n)) {
+            gemm_into(c, a, b, m, k, n, par, zero, one);
+        }
+    };
+    if offs.len() > 1 && flops_per < (1 << 21) {
+        out.par_chunks_mut(m * n)
+            .zip(offs.par_iter())
+            .for_each(|x| run(x, false));
+    } else {
+        let par = flops_per >= (1 << 15);
+        out.chunks_mut(m * n)
+            .zip(offs.iter())
+            .for_each(|x| run(x, par));
+    }
+    out
+}
+
+fn int_batched(p: &Plan, a: &[i64], b: &[i64]) -> Vec<i64> {
+    let offs = batch_offsets(p);
+    let (m, k, n) = (p.m, p.k, p.n);
+    let mut out = vec![0i64; offs.len() * m * n];
+    if m * n == 0 {
+        return out;
+    }
+    // One task per output row: row (batch, i) = sum_kk a[i, kk] * b[kk, :].
+    out.par_chunks_mut(n).enumerate().for_each(|(row, c)| {
+        let (bi, i) = (row / m, row % m);
+        let Some(&(oa, ob)) = offs.get(bi) else {
+            return;
+        };
+        for kk in 0..k {
+            let (Some(&x), Some(brow)) =
+                (a.get(oa + i * k + kk), b.get(ob + kk * n..ob + kk * n + n))
+            else {
+                return;
+            };
+            for (cv, &y) in c.iter_mut().zip(brow) {
+                *cv = cv.wrapping_add(x.wrapping_mul(y));
+            }
+        }
+    });
+    out
+}
+
+/// `matmul(a, b, accum_dtype)` (SPEC §4). Shape mismatch is E0200 naming both shapes.
+pub fn matmul(a: &Tensor, b: &Tensor, accum_dtype: Option<DType>) -> Result<Tensor> {
+    let p = plan(a.shape(), b.shape())?;
+    let (dtype, acc) = types(a.dtype(), b.dtype(), accum_dtype)?;
+    if a.is_abstract() || b.is_abstract() {
+        return Tensor::abstract_tensor(&p.out, dtype);
+    }
+    let numel = memory::check_shape_alloc(&p.out, dtype)?;
+    let (sa, sb) = (a.storage("matmul")?, b.storage("matmul")?);
+    let st = match acc {
+        Acc::F32 { tf32 } => {
+            memory::check_alloc(numel, DType::F32)?;
+            let (mut x, mut y) = (sa.to_f32(a.dtype()), sb.to_f32(b.dtype()));
+            if tf32 {
+                x = std::borrow::Cow::Owned(crate::storage::par_map(&x, |&v| cast::f32_to_tf32(v)));
+                y = std::borrow::Cow::Owned(crate::storage::par_map(&y, |&v| cast::f32_to_tf32(v)));
+            }
+            Storage::from_f32(batched(&p, &x, &y, 0.0f32, 1.0f32), dtype)
+        }
+        Acc::F64 => {
+            memory::check_alloc(numel, DType::F64)?;
+            let (x, y) = (sa.to_f64(a.dtype()), sb.to_f64(b.dtype()));
+            Storage::from_f64(batched(&p, &x, &y, 0.0f64, 1.0f64), dtype)
+        }
+        Acc::I64 => {
+            memory::check_alloc(numel, DType::I64)?;
+            let (x, y) = (sa.to_i64(a.dtype()), sb.to_i64(b.dtype()));
+            Storage::from_i64(int_batched(&p, &x, &y), dtype)
+        }
+    };
+    Ok(Tensor::from_storage(p.out, dtype, st))
+}
+
+impl Tensor {
+    /// `self @ rhs` (result dtype: the promoted input dtype).
+    pub fn matmul(&self, rhs: &Tensor) -> Result<Tensor> {
+        matmul(self, rhs, None)
+    }
+}

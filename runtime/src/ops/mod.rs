@@ -1,0 +1,12 @@
+//! CPU reference ops. Each op infers its result shape and dtype first, so abstract tensors get
+//! their result without computing; values are computed only for concrete tensors.
+
+pub mod compare;
+pub mod elementwise;
+pub mod fastmath;
+mod kernel;
+pub mod matmul;
+pub mod nn;
+mod real;
+pub mod reduce;
+pub mod shape_ops;

@@ -1,0 +1,315 @@
+//! `softmax`, `layernorm`, `rmsnorm` over an axis (computed in fp32, fp64 for fp64, and rounded
+//! once to the input dtype) and the `flash_attention` reference.
+
+use rayon::prelude::*;
+
+use crate::dtype::DType;
+use crate::error::{Result, RuntimeError};
+use crate::memory;
+use crate::ops::fastmath;
+use crate::shape::{fmt_shape, normalize_axis};
+use crate::storage::Storage;
+use crate::tensor::Tensor;
+
+/// Rows per rayon task: enough work per task (~16K elements) to pay for the split.
+fn min_rows(d: usize) -> usize {
+    (16384 / d.max(1)).max(1)
+}
+
+fn softmax_f64_row(x: &[f64], out: &mut [f64]) {
+    let m = x.iter().fold(
+        f64::NEG_INFINITY,
+        |m, &v| if v > m || v.is_nan() { v } else { m },
+    );
+    if !m.is_finite() {
+        out.fill(f64::NAN);
+        return;
+    }
+    let mut s = 0.0;
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = (v - m).exp();
+        s += *o;
+    }
+    let inv = 1.0 / s;
+    for o in out.iter_mut() {
+        *o *= inv;
+    }
+}
+
+/// `softmax(x, axis)`: one fused pass per row (max, exp and sum, scale), rows in parallel.
+pub fn softmax(x: &Tensor, axis: isize) -> Result<Tensor> {
+    let nd = x.ndim();
+    if nd == 0 {
+        return Err(RuntimeError::shape(
+            "softmax: needs a tensor with at least 1 dimension, got a 0-d tensor",
+        ));
+    }
+    let ax = normalize_axis(axis, nd, "softmax")?;
+    let dtype = if x.dtype().is_float() {
+        x.dtype()
+    } else {
+        DType::F32
+    };
+    if x.is_abstract() {
+        return Tensor::abstract_tensor(x.shape(), dtype);
+    }
+    if ax != nd - 1 {
+        let mut perm: Vec<usize> = (0..nd).collect();
+        perm.swap(ax, nd - 1);
+        let moved = x.transpose(Some(&perm))?;
+        return softmax(&moved, -1)?.transpose(Some(&perm));
+    }
+    let n = memory::check_shape_alloc(x.shape(), dtype)?;
+    let d = x.shape().last().copied().unwrap_or(1);
+    let st = x.storage("softmax")?;
+    let storage = if dtype == DType::F64 {
+        memory::check_alloc(n, DType::F64)?;
+        let v = st.to_f64(x.dtype());
+        let mut out = vec![0.0f64; n];
+        if d > 0 {
+            out.par_chunks_mut(d)
+                .with_min_len(min_rows(d))
+                .zip(v.par_chunks(d))
+                .for_each(|(o, xr)| softmax_f64_row(xr, o));
+        }
+        Storage::F64(out)
+    } else {
+        memory::check_alloc(n, DType::F32)?;
+        let v = st.to_f32(x.dtype());
+        let mut out = vec![0.0f32; n];
+        if d > 0 {
+            let rows = min_rows(d);
+            out.par_chunks_mut(d * rows)
+                .zip(v.par_chunks(d * rows))
+                .for_each(|(o, xr)| fastmath::softmax_rows(xr, o, d));
+        }
+        Storage::from_f32(out, dtype)
+    };
+    Ok(Tensor::from_storage(x.shape().to_vec(), dtype, storage))
+}
+
+/// Checks an optional per-feature parameter (shape `[d]`) and reads it as f64.
+fn param(
+    p: Option<&Tensor>,
+    d: usize,
+    what: &str,
+    op: &str,
+    x: &Tensor,
+) -> Result<Option<Vec<f64>>> {
+    let Some(p) = p else { return Ok(None) };
+    if p.shape() != [d] {
+        return Err(RuntimeError::shape(format!(
+            "{op}: {what} has shape {} but the input {} needs [{d}] (its last dimension)",
+            fmt_shape(p.shape()),
+            fmt_shape(x.shape())
+        )));
+    }
+    Ok(Some(p.storage(op)?.to_f64(p.dtype()).into_owned()))
+}
+
+enum Norm {
+    Layer,
+    Rms,
+}
+
+fn norm(
+    x: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+    kind: Norm,
+) -> Result<Tensor> {
+    let op = match kind {
+        Norm::Layer => "layernorm",
+        Norm::Rms => "rmsnorm",
+    };
+    let Some(&d) = x.shape().last() else {
+        return Err(RuntimeError::shape(format!(
+            "{op}: needs a tensor with at least 1 dimension, got a 0-d tensor"
+        )));
+    };
+    let dtype = if x.dtype().is_float() {
+        x.dtype()
+    } else {
+        DType::F32
+    };
+    for (p, what) in [(weight, "weight"), (bias, "bias")] {
+        if let Some(p) = p {
+            if p.shape() != [d] {
+                param(Some(p), d, what, op, x)?;
+            }
+        }
+    }
+    if x.is_abstract()
+        || weight.is_some_and(Tensor::is_abstract)
+        || bias.is_some_and(Tensor::is_abstract)
+    {
+        return Tensor::abstract_tensor(x.shape(), dtype);
+    }
+    let n = memory::check_shape_alloc(x.shape(), dtype)?;
+    let w = param(weight, d, "weight", op, x)?;
+    let b = param(bias, d, "bias", op, x)?;
+    let st = x.storage(op)?;
+    let layer = matches!(kind, Norm::Layer);
+    // Statistics accumulate in f64; the normalisation itself runs in the compute type.
+    let storage = if dtype == DType::F64 {
+        memory::check_alloc(n, DType::F64)?;
+        let v = st.to_f64(x.dtype());
+        let mut out = vec![0.0f64; n];
+        if d > 0 {
+            out.par_chunks_mut(d)
+                .with_min_len(min_rows(d))
+                .zip(v.par_chunks(d))
+                .for_each(|(o, xr)| {
+                    let (mean, rstd) = stats(xr.iter().copied(), d, eps, layer);
+                    for (i, (o, &xv)) in o.iter_mut().zip(xr).enumerate() {
+                        let mut y = (xv - mean) * rstd;
+                        if let Some(w) = &w {
+                            y *= w.get(i).copied().unwrap_or(1.0);
+                        }
+                        if let Some(b) = &b {
+                            y += b.get(i).copied().unwrap_or(0.0);
+                        }
+                        *o = y;
+                    }
+                });
+        }
+        Storage::F64(out)
+    } else {
+        memory::check_alloc(n, DType::F32)?;
+        let v = st.to_f32(x.dtype());
+        let w: Option<Vec<f32>> = w.map(|w| w.iter().map(|&x| x as f32).collect());
+        let b: Option<Vec<f32>> = b.map(|b| b.iter().map(|&x| x as f32).collect());
+        let mut out = vec![0.0f32; n];
+        if d > 0 {
+            out.par_chunks_mut(d)
+                .with_min_len(min_rows(d))
+                .zip(v.par_chunks(d))
+                .for_each(|(o, xr)| {
+                    let (mean, rstd) = stats(xr.iter().map(|&v| f64::from(v)), d, eps, layer);
+                    let (mean, rstd) = (mean as f32, rstd as f32);
+                    for (i, (o, &xv)) in o.iter_mut().zip(xr).enumerate() {
+                        let mut y = (xv - mean) * rstd;
+                        if let Some(w) = &w {
+                            y *= w.get(i).copied().unwrap_or(1.0);
+                        }
+                        if let Some(b) = &b {
+                            y += b.get(i).copied().unwrap_or(0.0);
+                        }
+                        *o = y;
+                    }
+                });
+        }
+        Storage::from_f32(out, dtype)
+    };
+    Ok(Tensor::from_storage(x.shape().to_vec(), dtype, storage))
+}
+
+/// (mean, 1/sqrt(var + eps)) for layernorm; (0, 1/sqrt(mean(x²) + eps)) for rmsnorm.
+fn stats(xs: impl Iterator<Item = f64> + Clone, d: usize, eps: f64, layer: bool) -> (f64, f64) {
+    let c = d as f64;
+    if layer {
+        let mean = xs.clone().sum::<f64>() / c;
+        let var = xs.map(|v| (v - mean) * (v - mean)).sum::<f64>() / c;
+        (mean, 1.0 / (var + eps).sqrt())
+    } else {
+        let ms = xs.map(|v| v * v).sum::<f64>() / c;
+        (0.0, 1.0 / (ms + eps).sqrt())
+    }
+}
+
+/// `layernorm(x, weight, bias, eps)` over the last axis (biased variance, like PyTorch).
+pub fn layernorm(
+    x: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    norm(x, weight, bias, eps, Norm::Layer)
+}
+
+/// `rmsnorm(x, weight, eps)` over the last axis: `x / sqrt(mean(x²) + eps) · weight`.
+pub fn rmsnorm(x: &Tensor, weight: Option<&Tensor>, eps: f64) -> Result<Tensor> {
+    norm(x, weight, None, eps, Norm::Rms)
+}
+
+/// `flash_attention(q, k, v, causal, scale)`: `softmax(q @ kᵀ · scale) @ v` over `[..., seq, d]`
+/// with `scale = 1/sqrt(d)` by default; causal masks key `j > i` for query `i` (top-left).
+/// Computed in fp32 (fp64 for fp64), rounded once to the promoted dtype of q, k, v.
+pub fn flash_attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    causal: bool,
+    scale: Option<f64>,
+) -> Result<Tensor> {
+    let bad = |why: String| {
+        RuntimeError::shape(format!(
+            "flash_attention: q {}, k {}, v {}: {why}",
+            fmt_shape(q.shape()),
+            fmt_shape(k.shape()),
+            fmt_shape(v.shape())
+        ))
+    };
+    let (Some((&dq, qb)), Some((&dk, kb)), Some((&dv, vb))) = (
+        q.shape().split_last(),
+        k.shape().split_last(),
+        v.shape().split_last(),
+    ) else {
+        return Err(bad("q, k and v must be at least 2-D ([..., seq, d])".into()));
+    };
+    let (Some((&sq, qbatch)), Some((&sk, kbatch)), Some((&sv, vbatch))) =
+        (qb.split_last(), kb.split_last(), vb.split_last())
+    else {
+        return Err(bad("q, k and v must be at least 2-D ([..., seq, d])".into()));
+    };
+    if dq != dk {
+        return Err(bad(format!("q and k head dims differ ({dq} and {dk})")));
+    }
+    if sk != sv {
+        return Err(bad(format!(
+            "k and v sequence lengths differ ({sk} and {sv})"
+        )));
+    }
+    let batch = crate::shape::broadcast_shapes(qbatch, kbatch, "flash_attention")
+        .and_then(|b| crate::shape::broadcast_shapes(&b, vbatch, "flash_attention"))
+        .map_err(|_| bad("batch dimensions cannot be broadcast together".into()))?;
+    let dtype = DType::promote(DType::promote(q.dtype(), k.dtype()), v.dtype());
+    let dtype = if dtype.is_float() { dtype } else { DType::F32 };
+    let mut out_shape = batch;
+    out_shape.extend([sq, dv]);
+    if q.is_abstract() || k.is_abstract() || v.is_abstract() {
+        return Tensor::abstract_tensor(&out_shape, dtype);
+    }
+    memory::check_shape_alloc(&out_shape, dtype)?;
+    let compute = if dtype == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    };
+    let scale = scale.unwrap_or(1.0 / (dq as f64).sqrt());
+    let nd = k.ndim();
+    let mut perm: Vec<usize> = (0..nd).collect();
+    perm.swap(nd - 1, nd - 2);
+    let kt = k.cast(compute)?.transpose(Some(&perm))?;
+    let s = crate::ops::matmul::matmul(&q.cast(compute)?, &kt, Some(compute))?;
+    let s = s.mul(scale)?;
+    let s = if causal {
+        // mask[i, j] = j > i.
+        let mask: Vec<bool> = (0..sq).flat_map(|i| (0..sk).map(move |j| j > i)).collect();
+        let mask = Tensor::from_bool(&[sq, sk], mask)?;
+        crate::ops::elementwise::where_(&mask, f64::NEG_INFINITY, &s)?
+    } else {
+        s
+    };
+    let p = softmax(&s, -1)?;
+    // A row with every key masked (only when sk == 0) has no weights: its output is 0.
+    let o = crate::ops::matmul::matmul(&p, &v.cast(compute)?, Some(compute))?;
+    o.cast(dtype)
+}
+
+impl Tensor {
+    pub fn softmax(&self, axis: isize) -> Result<Tensor> {
+        softmax(self, axis)
+    }
+}

@@ -1,0 +1,354 @@
+//! Reductions `sum mean max min`. Deterministic: every output is combined in a fixed blocked order
+//! that does not depend on the thread count, accumulating fp32 and narrower in fp64.
+
+use rayon::prelude::*;
+
+use crate::dtype::DType;
+use crate::error::{Result, RuntimeError};
+use crate::memory;
+use crate::shape::{fmt_shape, normalize_axis};
+use crate::storage::Storage;
+use crate::tensor::Tensor;
+
+/// Which reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    Sum,
+    Mean,
+    Max,
+    Min,
+}
+
+impl ReduceOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Mean => "mean",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+        }
+    }
+}
+
+/// Elements per block along the reduced axis. Fixed: it defines the summation order.
+const BLOCK: usize = 4096;
+/// Columns per task when the reduced axis is not innermost.
+const COLS: usize = 1024;
+
+/// Result shape and dtype of a reduction without computing it.
+pub fn infer_reduce(
+    op: ReduceOp,
+    shape: &[usize],
+    dtype: DType,
+    axis: Option<isize>,
+    keepdim: bool,
+) -> Result<(Vec<usize>, DType)> {
+    let out_dtype = match op {
+        ReduceOp::Sum if !dtype.is_float() => DType::I64,
+        ReduceOp::Mean if !dtype.is_float() => DType::F32,
+        _ => dtype,
+    };
+    let shape = match axis {
+        None => {
+            if keepdim {
+                vec![1; shape.len()]
+            } else {
+                vec![]
+            }
+        }
+        Some(ax) => {
+            let ax = normalize_axis(ax, shape.len(), op.name())?;
+            let mut s = shape.to_vec();
+            if keepdim {
+                s[ax] = 1;
+            } else {
+                s.remove(ax);
+            }
+            s
+        }
+    };
+    Ok((shape, out_dtype))
+}
+
+/// A fold with its identity; `combine` merges two partial results (same order every run).
+trait Fold<T>: Sync {
+    type A: Copy + Send + Sync + Default;
+    fn init(&self) -> Self::A;
+    fn fold(&self, a: Self::A, x: T) -> Self::A;
+    fn combine(&self, a: Self::A, b: Self::A) -> Self::A;
+}
+
+struct SumF;
+impl<T: Copy + Into<f64>> Fold<T> for SumF {
+    type A = f64;
+    #[inline]
+    fn init(&self) -> f64 {
+        -0.0
+    }
+    #[inline]
+    fn fold(&self, a: f64, x: T) -> f64 {
+        a + x.into()
+    }
+    #[inline]
+    fn combine(&self, a: f64, b: f64) -> f64 {
+        a + b
+    }
+}
+
+struct SumI;
+impl Fold<i64> for SumI {
+    type A = i64;
+    fn init(&self) -> i64 {
+        0
+    }
+    #[inline]
+    fn fold(&self, a: i64, x: i64) -> i64 {
+        a.wrapping_add(x)
+    }
+    fn combine(&self, a: i64, b: i64) -> i64 {
+        a.wrapping_add(b)
+    }
+}
+
+struct MaxF(bool);
+impl MaxF {
+    #[inline]
+    fn pick(&self, a: f64, x: f64) -> f64 {
+        if a.is_nan() || x.is_nan() {
+            f64::NAN
+        } else if (self.0 && x > a) || (!self.0 && x < a) {
+            x
+        } else {
+            a
+        }
+    }
+}
+impl<T: Copy + Into<f64>> Fold<T> for MaxF {
+    type A = f64;
+    fn init(&self) -> f64 {
+        if self.0 {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        }
+    }
+    #[inline]
+    fn fold(&self, a: f64, x: T) -> f64 {
+        self.pick(a, x.into())
+    }
+    #[inline]
+    fn combine(&self, a: f64, x: f64) -> f64 {
+        self.pick(a, x)
+    }
+}
+
+struct MaxI(bool);
+impl Fold<i64> for MaxI {
+    type A = i64;
+    fn init(&self) -> i64 {
+        if self.0 {
+            i64::MIN
+        } else {
+            i64::MAX
+        }
+    }
+    #[inline]
+    fn fold(&self, a: i64, x: i64) -> i64 {
+        self.combine(a, x)
+    }
+    #[inline]
+    fn combine(&self, a: i64, b: i64) -> i64 {
+        if self.0 {
+            a.max(b)
+        } else {
+            a.min(b)
+        }
+    }
+}
+
+/// Folds a contiguous run with 8 independent lanes, combined in a fixed tree.
+#[inline]
+fn fold_run<T: Copy, F: Fold<T>>(f: &F, xs: &[T]) -> F::A {
+    let mut lanes = [f.init(); 8];
+    let mut chunks = xs.chunks_exact(8);
+    for c in &mut chunks {
+        for (l, &x) in lanes.iter_mut().zip(c) {
+            *l = f.fold(*l, x);
+        }
+    }
+    let mut tail = f.init();
+    for &x in chunks.remainder() {
+        tail = f.fold(tail, x);
+    }
+    let [l0, l1, l2, l3, l4, l5, l6, l7] = lanes;
+    let a = f.combine(f.combine(l0, l1), f.combine(l2, l3));
+    let b = f.combine(f.combine(l4, l5), f.combine(l6, l7));
+    f.combine(f.combine(a, b), tail)
+}
+
+/// Reduces `x` viewed as `[outer, r, inner]` over the middle axis: `outer·inner` results.
+fn reduce3<T: Copy + Sync, F: Fold<T>>(
+    f: &F,
+    x: &[T],
+    outer: usize,
+    r: usize,
+    inner: usize,
+) -> Vec<F::A> {
+    let nb = r.div_ceil(BLOCK).max(1);
+    // partials[(o·nb + b)·inner + i] = fold over block b of x[o, ·, i].
+    let mut partials = vec![f.init(); outer * nb * inner];
+    let work = |ob: usize, ic: usize, dst: &mut [F::A]| {
+        let (o, b) = (ob / nb, ob % nb);
+        let (r0, r1) = (b * BLOCK, ((b + 1) * BLOCK).min(r));
+        if inner == 1 {
+            if let (Some(d), Some(xs)) = (dst.first_mut(), x.get(o * r + r0..o * r + r1)) {
+                *d = fold_run(f, xs);
+            }
+            return;
+        }
+        let c0 = ic * COLS;
+        for rr in r0..r1 {
+            let base = (o * r + rr) * inner + c0;
+            if let Some(row) = x.get(base..base + dst.len()) {
+                for (d, &v) in dst.iter_mut().zip(row) {
+                    *d = f.fold(*d, v);
+                }
+            }
+        }
+    };
+    let total = x.len();
+    let inner_chunk = if inner == 1 { 1 } else { COLS };
+    if total >= crate::storage::PAR_MIN {
+        partials
+            .par_chunks_mut(inner.max(1))
+            .enumerate()
+            .flat_map_iter(|(ob, row)| {
+                row.chunks_mut(inner_chunk)
+                    .enumerate()
+                    .map(move |(ic, d)| (ob, ic, d))
+            })
+            .for_each(|(ob, ic, d)| work(ob, ic, d));
+    } else {
+        for (ob, row) in partials.chunks_mut(inner.max(1)).enumerate() {
+            for (ic, d) in row.chunks_mut(inner_chunk).enumerate() {
+                work(ob, ic, d);
+            }
+        }
+    }
+    if nb == 1 {
+        return partials;
+    }
+    // Combine the blocks of each output in block order.
+    let mut out = vec![f.init(); outer * inner];
+    for (o, orow) in out.chunks_mut(inner.max(1)).enumerate() {
+        for (i, v) in orow.iter_mut().enumerate() {
+            let mut acc = f.init();
+            for b in 0..nb {
+                if let Some(&p) = partials.get((o * nb + b) * inner + i) {
+                    acc = f.combine(acc, p);
+                }
+            }
+            *v = acc;
+        }
+    }
+    out
+}
+
+/// `sum/mean/max/min(x, axis, keepdim)`. Sum of ints and bools is int64; mean of them is fp32.
+/// max/min propagate NaN; max/min of an empty axis is E0500; mean of an empty axis is NaN.
+pub fn reduce(x: &Tensor, op: ReduceOp, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
+    let (out_shape, dtype) = infer_reduce(op, x.shape(), x.dtype(), axis, keepdim)?;
+    if x.is_abstract() {
+        return Tensor::abstract_tensor(&out_shape, dtype);
+    }
+    let shape = x.shape();
+    let (outer, r, inner) = match axis {
+        None => (1, x.numel(), 1),
+        Some(ax) => {
+            let ax = normalize_axis(ax, shape.len(), op.name())?;
+            (
+                shape[..ax].iter().product(),
+                shape[ax],
+                shape[ax + 1..].iter().product(),
+            )
+        }
+    };
+    let n_out = memory::check_shape_alloc(&out_shape, dtype)?;
+    if r == 0 && n_out > 0 && matches!(op, ReduceOp::Max | ReduceOp::Min) {
+        return Err(RuntimeError::runtime(format!(
+            "{}: cannot reduce an empty axis (tensor of shape {}) — there is no identity",
+            op.name(),
+            fmt_shape(shape)
+        )));
+    }
+    memory::check_alloc(
+        outer
+            .saturating_mul(r.div_ceil(BLOCK).max(1))
+            .saturating_mul(inner),
+        DType::F64,
+    )?;
+    let st = x.storage(op.name())?;
+    let src = x.dtype();
+    let is_max = op == ReduceOp::Max;
+    let storage = if src.is_float() {
+        let vals: Vec<f64> = if src == DType::F64 {
+            let v = st.to_f64(src);
+            match op {
+                ReduceOp::Sum | ReduceOp::Mean => reduce3(&SumF, &v, outer, r, inner),
+                _ => reduce3(&MaxF(is_max), &v, outer, r, inner),
+            }
+        } else {
+            let v = st.to_f32(src);
+            match op {
+                ReduceOp::Sum | ReduceOp::Mean => reduce3(&SumF, &v, outer, r, inner),
+                _ => reduce3(&MaxF(is_max), &v, outer, r, inner),
+            }
+        };
+        let vals = if r == 0 {
+            // An empty sum is +0.0 (the lanes start at -0.0, the identity that keeps -0.0 sums).
+            vals.into_iter()
+                .map(|s| if s == 0.0 { 0.0 } else { s })
+                .collect()
+        } else {
+            vals
+        };
+        let vals = if op == ReduceOp::Mean {
+            let c = r as f64;
+            vals.into_iter().map(|s| s / c).collect()
+        } else {
+            vals
+        };
+        Storage::from_f64(vals, dtype)
+    } else if op == ReduceOp::Mean {
+        let v = st.to_f64(src);
+        let c = r as f64;
+        let vals: Vec<f64> = reduce3(&SumF, &v, outer, r, inner)
+            .into_iter()
+            .map(|s| s / c)
+            .collect();
+        Storage::from_f64(vals, dtype)
+    } else {
+        let v = st.to_i64(src);
+        let vals = match op {
+            ReduceOp::Sum => reduce3(&SumI, &v, outer, r, inner),
+            _ => reduce3(&MaxI(is_max), &v, outer, r, inner),
+        };
+        Storage::from_i64(vals, dtype)
+    };
+    Ok(Tensor::from_storage(out_shape, dtype, storage))
+}
+
+impl Tensor {
+    pub fn sum(&self, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
+        reduce(self, ReduceOp::Sum, axis, keepdim)
+    }
+    pub fn mean(&self, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
+        reduce(self, ReduceOp::Mean, axis, keepdim)
+    }
+    pub fn max(&self, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
+        reduce(self, ReduceOp::Max, axis, keepdim)
+    }
+    pub fn min(&self, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
+        reduce(self, ReduceOp::Min, axis, keepdim)
+    }
+}

@@ -1,0 +1,240 @@
+//! Printing (docs/decisions.md "Tensor printing"): one line, `'%.4f'` floats, dimensions longer
+//! than 6 summarised as first 3, `...`, last 3; and Python's float `repr` for messages.
+
+use std::fmt;
+
+use crate::dtype::Scalar;
+use crate::shape::fmt_shape;
+use crate::tensor::Tensor;
+
+/// Python's `'%.4f' % x`: `-0.0000`, `nan`, `inf`, `-inf`.
+pub fn format_4f(x: f64) -> String {
+    if x.is_nan() {
+        "nan".to_string()
+    } else if x.is_infinite() {
+        if x > 0.0 { "inf" } else { "-inf" }.to_string()
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+/// Python's `repr(float)`: shortest round-trip digits; scientific below 1e-4 or from 1e16.
+pub fn python_float(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() { "-0.0" } else { "0.0" }.into();
+    }
+    // `{:e}` gives the shortest round-trip digits: "-1.2345e-5".
+    let s = format!("{x:e}");
+    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (sign, mant) = match mant.strip_prefix('-') {
+        Some(m) => ("-", m),
+        None => ("", mant),
+    };
+    let digits: String = mant.chars().filter(|c| *c != '.').collect();
+    if (-4..16).contains(&exp) {
+        let nd = digits.len() as i32;
+        let body = if exp >= 0 {
+            let int_len = (exp + 1) as usize;
+            if digits.len() <= int_len {
+                format!("{digits}{}.0", "0".repeat(int_len - digits.len()))
+            } else {
+                format!("{}.{}", &digits[..int_len], &digits[int_len..])
+            }
+        } else {
+            format!("0.{}{digits}", "0".repeat((-exp - 1) as usize))
+        };
+        let _ = nd;
+        format!("{sign}{body}")
+    } else {
+        let m = if digits.len() > 1 {
+            format!("{}.{}", &digits[..1], &digits[1..])
+        } else {
+            digits
+        };
+        let es = if exp < 0 { "-" } else { "+" };
+        format!("{sign}{m}e{es}{:02}", exp.abs())
+    }
+}
+
+fn format_elem(s: Scalar) -> String {
+    match s {
+        Scalar::Float(x) => format_4f(x),
+        Scalar::Int(i) => i.to_string(),
+        Scalar::Bool(true) => "True".into(),
+        Scalar::Bool(false) => "False".into(),
+    }
+}
+
+const EDGE: usize = 3;
+const MAX_SHOWN: usize = 6;
+
+impl Tensor {
+    /// The one-line `repr`/`str` of docs/decisions.md.
+    pub fn repr(&self) -> String {
+        let name = self.dtype().name();
+        let Ok(st) = self.storage("repr") else {
+            return format!(
+                "tensor(shape={}, dtype={name}, abstract)",
+                fmt_shape(self.shape())
+            );
+        };
+        let shape = self.shape();
+        let mut out = String::from("tensor(");
+        let strides = crate::shape::contiguous_strides(shape);
+        fn rec(
+            out: &mut String,
+            st: &crate::storage::Storage,
+            dt: crate::dtype::DType,
+            shape: &[usize],
+            strides: &[usize],
+            base: usize,
+        ) {
+            let (Some(&d), Some(&stride)) = (shape.first(), strides.first()) else {
+                out.push_str(&st.get(base, dt).map(format_elem).unwrap_or_default());
+                return;
+            };
+            out.push('[');
+            let idx: Vec<Option<usize>> = if d > MAX_SHOWN {
+                (0..EDGE)
+                    .map(Some)
+                    .chain([None])
+                    .chain((d - EDGE..d).map(Some))
+                    .collect()
+            } else {
+                (0..d).map(Some).collect()
+            };
+            for (k, i) in idx.iter().enumerate() {
+                if k > 0 {
+                    out.push_str(", ");
+                }
+                match i {
+                    Some(i) => rec(out, st, dt, &shape[1..], &strides[1..], base + i * stride),
+                    None => out.push_str("..."),
+                }
+            }
+            out.push(']');
+        }
+        rec(&mut out, st, self.dtype(), shape, &strides, 0);
+        out.push_str(", dtype=");
+        out.push_str(name);
+        out.push(')');
+        out
+    }
+}
+
+impl fmt::Display for Tensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.repr())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+
+    #[test]
+    fn four_decimals_like_python() {
+        // python3 -c "print('%.4f'%0.03125, '%.4f'%-0.00001, '%.4f'%0.00005, '%.4f'%1.00005)"
+        // -> 0.0312 -0.0000 0.0001 1.0001
+        assert_eq!(format_4f(0.03125), "0.0312");
+        assert_eq!(format_4f(-0.00001), "-0.0000");
+        assert_eq!(format_4f(-0.0), "-0.0000");
+        assert_eq!(format_4f(0.00005), "0.0001");
+        assert_eq!(format_4f(1.00005), "1.0001");
+        assert_eq!(format_4f(1e20), "100000000000000000000.0000");
+        assert_eq!(format_4f(f64::NAN), "nan");
+        assert_eq!(format_4f(-f64::NAN), "nan");
+        assert_eq!(format_4f(f64::NEG_INFINITY), "-inf");
+    }
+
+    #[test]
+    fn python_float_repr() {
+        let cases = [
+            (0.1, "0.1"),
+            (7.0, "7.0"),
+            (1e-5, "1e-05"),
+            (1e16, "1e+16"),
+            (1.5e16, "1.5e+16"),
+            (123456789012345.0, "123456789012345.0"),
+            (0.0001, "0.0001"),
+            (0.00012, "0.00012"),
+            (-2.5, "-2.5"),
+            (-0.0, "-0.0"),
+            (1e300, "1e+300"),
+            (5e-324, "5e-324"),
+            (f64::INFINITY, "inf"),
+            (100.0, "100.0"),
+            (0.3333333333333333, "0.3333333333333333"),
+        ];
+        for (x, s) in cases {
+            assert_eq!(python_float(x), s);
+        }
+    }
+
+    #[test]
+    fn tensor_repr_formats() {
+        let t = Tensor::from_f64(&[2, 2], vec![1.0, 2.0, 3.0, 4.0], DType::F32).unwrap();
+        assert_eq!(
+            t.repr(),
+            "tensor([[1.0000, 2.0000], [3.0000, 4.0000]], dtype=fp32)"
+        );
+        let t = Tensor::from_f64(&[], vec![3.0], DType::F32).unwrap();
+        assert_eq!(t.repr(), "tensor(3.0000, dtype=fp32)");
+        let t = Tensor::arange(10, DType::I64).unwrap();
+        assert_eq!(t.repr(), "tensor([0, 1, 2, ..., 7, 8, 9], dtype=int64)");
+        let t = Tensor::arange(6, DType::I32).unwrap();
+        assert_eq!(t.repr(), "tensor([0, 1, 2, 3, 4, 5], dtype=int32)");
+        let t = Tensor::from_bool(&[2], vec![true, false]).unwrap();
+        assert_eq!(t.repr(), "tensor([True, False], dtype=bool)");
+        let t = Tensor::zeros(&[2, 0], DType::BF16).unwrap();
+        assert_eq!(t.repr(), "tensor([[], []], dtype=bf16)");
+        let t = Tensor::zeros(&[0], DType::F32).unwrap();
+        assert_eq!(t.repr(), "tensor([], dtype=fp32)");
+        let t = Tensor::abstract_tensor(&[1000, 1000], DType::BF16).unwrap();
+        assert_eq!(t.repr(), "tensor(shape=[1000, 1000], dtype=bf16, abstract)");
+        assert_eq!(format!("{t}"), t.repr());
+        let t =
+            Tensor::from_f64(&[3], vec![-0.0, f64::NAN, f64::NEG_INFINITY], DType::F16).unwrap();
+        assert_eq!(t.repr(), "tensor([-0.0000, nan, -inf], dtype=fp16)");
+        let t = Tensor::from_f64(&[1], vec![1000.0], DType::F8E4M3).unwrap();
+        assert_eq!(t.repr(), "tensor([448.0000], dtype=fp8_e4m3)");
+    }
+
+    #[test]
+    fn summarises_every_level() {
+        let t = Tensor::arange(8 * 7, DType::I64)
+            .unwrap()
+            .reshape(&[8, 7])
+            .unwrap();
+        let row = |r: i64| {
+            let b = r * 7;
+            format!(
+                "[{}, {}, {}, ..., {}, {}, {}]",
+                b,
+                b + 1,
+                b + 2,
+                b + 4,
+                b + 5,
+                b + 6
+            )
+        };
+        let expect = format!(
+            "tensor([{}, {}, {}, ..., {}, {}, {}], dtype=int64)",
+            row(0),
+            row(1),
+            row(2),
+            row(5),
+            row(6),
+            row(7)
+        );
+        assert_eq!(t.repr(), expect);
+    }
+}

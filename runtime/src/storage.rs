@@ -1,0 +1,238 @@
+//! Compact per-dtype storage and the conversions the kernels read and write through.
+//!
+//! Kernels compute in one of four domains (f32 for fp32 and narrower, f64, i64, bool); a tensor is
+//! read into its domain (borrowed when the storage already is that type) and the result is rounded
+//! once into the destination dtype's storage.
+
+use std::borrow::Cow;
+
+use half::{bf16, f16};
+use rayon::prelude::*;
+
+use crate::cast;
+use crate::dtype::DType;
+use crate::error::{Result, RuntimeError};
+
+/// Element storage. `F32` holds fp32 and tf32; `F8` holds both fp8 formats (the dtype says which).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Storage {
+    F64(Vec<f64>),
+    F32(Vec<f32>),
+    F16(Vec<f16>),
+    BF16(Vec<bf16>),
+    F8(Vec<u8>),
+    I64(Vec<i64>),
+    I32(Vec<i32>),
+    I8(Vec<i8>),
+    Bool(Vec<bool>),
+}
+
+/// Below this many elements, work runs on the calling thread.
+pub const PAR_MIN: usize = 1 << 15;
+/// Chunk size for parallel elementwise work.
+pub const PAR_CHUNK: usize = 1 << 14;
+
+/// `src.map(f)`, in parallel when large.
+pub fn par_map<I: Sync, O: Send>(src: &[I], f: impl Fn(&I) -> O + Sync + Send) -> Vec<O> {
+    if src.len() >= PAR_MIN {
+        src.par_iter().with_min_len(PAR_CHUNK).map(f).collect()
+    } else {
+        src.iter().map(f).collect()
+    }
+}
+
+impl Storage {
+    pub fn len(&self) -> usize {
+        match self {
+            Storage::F64(v) => v.len(),
+            Storage::F32(v) => v.len(),
+            Storage::F16(v) => v.len(),
+            Storage::BF16(v) => v.len(),
+            Storage::F8(v) => v.len(),
+            Storage::I64(v) => v.len(),
+            Storage::I32(v) => v.len(),
+            Storage::I8(v) => v.len(),
+            Storage::Bool(v) => v.len(),
+        }
+    }
+
+    /// Reads as f32 (fp32 and narrower are exact; wider values round).
+    pub fn to_f32(&self, dtype: DType) -> Cow<'_, [f32]> {
+        match self {
+            Storage::F32(v) => Cow::Borrowed(v),
+            Storage::F64(v) => Cow::Owned(par_map(v, |&x| x as f32)),
+            Storage::F16(v) => Cow::Owned(par_map(v, |x| x.to_f32())),
+            Storage::BF16(v) => Cow::Owned(par_map(v, |x| x.to_f32())),
+            Storage::F8(v) => {
+                let t = cast::fp8_table(dtype);
+                Cow::Owned(par_map(v, |&b| t[usize::from(b)]))
+            }
+            Storage::I64(v) => Cow::Owned(par_map(v, |&x| x as f32)),
+            Storage::I32(v) => Cow::Owned(par_map(v, |&x| x as f32)),
+            Storage::I8(v) => Cow::Owned(par_map(v, |&x| f32::from(x))),
+            Storage::Bool(v) => Cow::Owned(par_map(v, |&x| f32::from(u8::from(x)))),
+        }
+    }
+
+    /// Reads as f64 (exact for every dtype except int64 beyond 2^53).
+    pub fn to_f64(&self, dtype: DType) -> Cow<'_, [f64]> {
+        match self {
+            Storage::F64(v) => Cow::Borrowed(v),
+            Storage::F32(v) => Cow::Owned(par_map(v, |&x| f64::from(x))),
+            Storage::F16(v) => Cow::Owned(par_map(v, |x| x.to_f64())),
+            Storage::BF16(v) => Cow::Owned(par_map(v, |x| x.to_f64())),
+            Storage::F8(v) => {
+                let t = cast::fp8_table(dtype);
+                Cow::Owned(par_map(v, |&b| f64::from(t[usize::from(b)])))
+            }
+            Storage::I64(v) => Cow::Owned(par_map(v, |&x| x as f64)),
+            Storage::I32(v) => Cow::Owned(par_map(v, |&x| f64::from(x))),
+            Storage::I8(v) => Cow::Owned(par_map(v, |&x| f64::from(x))),
+            Storage::Bool(v) => Cow::Owned(par_map(v, |&x| f64::from(u8::from(x)))),
+        }
+    }
+
+    /// Reads ints and bools as i64 (floats truncate toward zero, saturating).
+    pub fn to_i64(&self, dtype: DType) -> Cow<'_, [i64]> {
+        match self {
+            Storage::I64(v) => Cow::Borrowed(v),
+            Storage::I32(v) => Cow::Owned(par_map(v, |&x| i64::from(x))),
+            Storage::I8(v) => Cow::Owned(par_map(v, |&x| i64::from(x))),
+            Storage::Bool(v) => Cow::Owned(par_map(v, |&x| i64::from(x))),
+            Storage::F64(v) => Cow::Owned(par_map(v, |&x| x as i64)),
+            Storage::F32(v) => Cow::Owned(par_map(v, |&x| x as i64)),
+            Storage::F16(v) => Cow::Owned(par_map(v, |x| x.to_f32() as i64)),
+            Storage::BF16(v) => Cow::Owned(par_map(v, |x| x.to_f32() as i64)),
+            Storage::F8(v) => {
+                let t = cast::fp8_table(dtype);
+                Cow::Owned(par_map(v, |&b| t[usize::from(b)] as i64))
+            }
+        }
+    }
+
+    /// Reads as bool (`x != 0`; NaN is true).
+    pub fn to_bool(&self, dtype: DType) -> Cow<'_, [bool]> {
+        match self {
+            Storage::Bool(v) => Cow::Borrowed(v),
+            Storage::I64(v) => Cow::Owned(par_map(v, |&x| x != 0)),
+            Storage::I32(v) => Cow::Owned(par_map(v, |&x| x != 0)),
+            Storage::I8(v) => Cow::Owned(par_map(v, |&x| x != 0)),
+            Storage::F64(v) => Cow::Owned(par_map(v, |&x| x != 0.0)),
+            Storage::F32(v) => Cow::Owned(par_map(v, |&x| x != 0.0)),
+            Storage::F16(v) => Cow::Owned(par_map(v, |x| x.to_f32() != 0.0)),
+            Storage::BF16(v) => Cow::Owned(par_map(v, |x| x.to_f32() != 0.0)),
+            Storage::F8(v) => {
+                let t = cast::fp8_table(dtype);
+                Cow::Owned(par_map(v, |&b| t[usize::from(b)] != 0.0))
+            }
+        }
+    }
+
+    /// Rounds f32 values once into `dtype` (a float dtype; fp64 widens exactly).
+    pub fn from_f32(v: Vec<f32>, dtype: DType) -> Storage {
+        match dtype {
+            DType::F32 => Storage::F32(v),
+            DType::TF32 => Storage::F32(par_map(&v, |&x| cast::f32_to_tf32(x))),
+            DType::F16 => Storage::F16(par_map(&v, |&x| cast::f32_to_f16(x))),
+            DType::BF16 => Storage::BF16(par_map(&v, |&x| cast::f32_to_bf16(x))),
+            DType::F8E4M3 | DType::F8E5M2 => {
+                Storage::F8(par_map(&v, |&x| cast::f64_to_fp8(f64::from(x), dtype)))
+            }
+            DType::F64 => Storage::F64(par_map(&v, |&x| f64::from(x))),
+            DType::Bool => Storage::Bool(par_map(&v, |&x| x != 0.0)),
+            // Int results never come from the f32 domain except through `cast`, which checks.
+            DType::I64 => Storage::I64(par_map(&v, |&x| x as i64)),
+            DType::I32 => Storage::I32(par_map(&v, |&x| x as i32)),
+            DType::I8 => Storage::I8(par_map(&v, |&x| x as i8)),
+        }
+    }
+
+    /// Rounds f64 values once into `dtype`.
+    pub fn from_f64(v: Vec<f64>, dtype: DType) -> Storage {
+        match dtype {
+            DType::F64 => Storage::F64(v),
+            DType::F32 => Storage::F32(par_map(&v, |&x| x as f32)),
+            DType::TF32 => Storage::F32(par_map(&v, |&x| cast::round_to(x, DType::TF32) as f32)),
+            DType::F16 => Storage::F16(par_map(&v, |&x| cast::f64_to_f16(x))),
+            DType::BF16 => Storage::BF16(par_map(&v, |&x| cast::f64_to_bf16(x))),
+            DType::F8E4M3 | DType::F8E5M2 => {
+                Storage::F8(par_map(&v, |&x| cast::f64_to_fp8(x, dtype)))
+            }
+            DType::Bool => Storage::Bool(par_map(&v, |&x| x != 0.0)),
+            DType::I64 => Storage::I64(par_map(&v, |&x| x as i64)),
+            DType::I32 => Storage::I32(par_map(&v, |&x| x as i32)),
+            DType::I8 => Storage::I8(par_map(&v, |&x| x as i8)),
+        }
+    }
+
+    /// Converts i64 values into `dtype`: ints wrap at their width, floats round once, bool is `!= 0`.
+    pub fn from_i64(v: Vec<i64>, dtype: DType) -> Storage {
+        match dtype {
+            DType::I64 => Storage::I64(v),
+            DType::I32 => Storage::I32(par_map(&v, |&x| x as i32)),
+            DType::I8 => Storage::I8(par_map(&v, |&x| x as i8)),
+            DType::Bool => Storage::Bool(par_map(&v, |&x| x != 0)),
+            DType::F64 => Storage::F64(par_map(&v, |&x| x as f64)),
+            DType::F32 => Storage::F32(par_map(&v, |&x| x as f32)),
+            _ => {
+                let f: Vec<f64> = par_map(&v, |&x| cast::i64_to_f64_odd(x));
+                Storage::from_f64(f, dtype)
+            }
+        }
+    }
+
+    pub fn from_bool(v: Vec<bool>, dtype: DType) -> Storage {
+        match dtype {
+            DType::Bool => Storage::Bool(v),
+            _ => Storage::from_i64(par_map(&v, |&b| i64::from(b)), dtype),
+        }
+    }
+
+    /// Casts float values to an int dtype: truncation toward zero; NaN or out of range is E0500.
+    pub fn float_to_int(v: &[f64], dtype: DType) -> Result<Storage> {
+        let (lo, hi) = match dtype {
+            DType::I64 => (-9.223_372_036_854_776e18, 9.223_372_036_854_776e18),
+            DType::I32 => (-2147483649.0, 2147483648.0),
+            _ => (-129.0, 128.0),
+        };
+        // Valid values are strictly inside (lo, hi) after truncation, i.e. lo < x < hi.
+        if let Some(bad) = v
+            .iter()
+            .find(|&&x| !((x > lo && x < hi) || (dtype == DType::I64 && x == lo)))
+        {
+            return Err(RuntimeError::runtime(format!(
+                "cannot cast {} to {}: {}",
+                crate::print::python_float(*bad),
+                dtype.name(),
+                if bad.is_nan() {
+                    "NaN has no integer value"
+                } else {
+                    "out of range"
+                }
+            )));
+        }
+        Ok(match dtype {
+            DType::I64 => Storage::I64(par_map(v, |&x| x as i64)),
+            DType::I32 => Storage::I32(par_map(v, |&x| x as i32)),
+            _ => Storage::I8(par_map(v, |&x| x as i8)),
+        })
+    }
+}
+
+impl Storage {
+    /// Element `i` as a Python scalar of the dtype's kind (None when out of range).
+    pub fn get(&self, i: usize, dtype: DType) -> Option<crate::dtype::Scalar> {
+        use crate::dtype::Scalar as S;
+        Some(match self {
+            Storage::F64(v) => S::Float(*v.get(i)?),
+            Storage::F32(v) => S::Float(f64::from(*v.get(i)?)),
+            Storage::F16(v) => S::Float(v.get(i)?.to_f64()),
+            Storage::BF16(v) => S::Float(v.get(i)?.to_f64()),
+            Storage::F8(v) => S::Float(f64::from(cast::fp8_to_f32(*v.get(i)?, dtype))),
+            Storage::I64(v) => S::Int(*v.get(i)?),
+            Storage::I32(v) => S::Int(i64::from(*v.get(i)?)),
+            Storage::I8(v) => S::Int(i64::from(*v.get(i)?)),
+            Storage::Bool(v) => S::Bool(*v.get(i)?),
+        })
+    }
+}
