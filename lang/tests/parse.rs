@@ -289,10 +289,13 @@ fn spans() {
     assert_eq!(&src[m.body[0].span.range()], "π = 'é' + naïve");
 }
 
-/// Each case: source, then `(code, message, line:col)` of every error, in order.
+/// `(code, message, line:col)` of one error.
+type Expected = (&'static str, &'static str, &'static str);
+
+/// Each case: source, then every error, in order.
 #[test]
 fn rejected_programs() {
-    let cases: &[(&str, &[(&str, &str, &str)])] = &[
+    let cases: &[(&str, &[Expected])] = &[
         ("x = )\n", &[("E0001", "unmatched `)`", "1:5")]),
         (
             "x = (1 + )\n",
