@@ -23,11 +23,12 @@ use std::ops::Range;
 
 /// Parses a whole file or REPL cell. On failure returns every syntax error found (error recovery).
 pub fn parse_module(source: &str, file: FileId) -> Result<Module, Vec<Diagnostic>> {
-    let parsed = parse_all(source, file);
-    if parsed.diags.is_empty() {
+    let mut parsed = parse_all(source, file);
+    if parsed.diags.is_empty() && parsed.eof_diags.is_empty() {
         Ok(Module { body: parsed.body })
     } else {
         parsed.body.into_iter().for_each(limits::dismantle_stmt);
+        parsed.diags.append(&mut parsed.eof_diags);
         Err(parsed.diags)
     }
 }
@@ -40,6 +41,8 @@ pub fn parse_expr(source: &str, file: FileId) -> Result<Expr, Vec<Diagnostic>> {
 struct Parsed {
     body: Vec<crate::ast::Stmt>,
     diags: Vec<Diagnostic>,
+    /// errors only because the input ended early (also in `diags` for `parse_module`)
+    eof_diags: Vec<Diagnostic>,
     end: EndState,
     open_bracket: bool,
     open_triple_quote: bool,
@@ -54,11 +57,13 @@ fn parse_all(source: &str, file: FileId) -> Parsed {
     let mut builder = Builder::new(source, &layout.toks, file);
     let body = builder.module();
     diags.extend(builder.diags);
+    let eof_diags = builder.eof_diags;
     let end = builder.end;
     diags.sort_by_key(|d| d.span.map(|s| (s.lo, s.hi)).unwrap_or((u32::MAX, u32::MAX)));
     Parsed {
         body,
         diags,
+        eof_diags,
         end,
         open_bracket: layout.open_bracket,
         open_triple_quote: lexed.open_triple_quote,
@@ -88,7 +93,7 @@ pub(crate) fn parse_expr_in(
     };
     let first_tok = first.0.clone();
     if let Err(d) = limits::precheck(&toks, file) {
-        return Err(d.into_iter().collect());
+        return Err(d.into_iter().map(|d| *d).collect());
     }
     let end = toks.last().map(|(_, s)| s.end).unwrap_or(range.end);
     let grammar = grammar::grammar::<block::TokInput<'_>>(file);
@@ -139,9 +144,8 @@ pub enum Completeness {
 /// with only spaces, then another line break (`"...pass\n\n"`).
 pub fn is_complete(source: &str) -> Completeness {
     let parsed = parse_all(source, 0);
-    let diags = std::mem::take(&mut { parsed.diags });
-    let body = parsed.body;
-    body.into_iter().for_each(limits::dismantle_stmt);
+    let diags = parsed.diags;
+    parsed.body.into_iter().for_each(limits::dismantle_stmt);
     // errors that more input could fix all sit on the last logical line; anything before it is
     // final
     let last_line_start = last_logical_line_start(source);
@@ -159,13 +163,7 @@ pub fn is_complete(source: &str) -> Completeness {
         };
     }
     if parsed.end.awaiting_body {
-        let non_body = diags
-            .iter()
-            .filter(|d| {
-                !(d.code == Code::E0003 && d.message.starts_with("expected an indented block"))
-            })
-            .count();
-        return if non_body == 0 {
+        return if diags.is_empty() {
             Completeness::Incomplete
         } else {
             Completeness::Invalid

@@ -38,6 +38,8 @@ pub(crate) struct Builder<'t> {
     source: &'t str,
     grammar: Grammar<'t, TokInput<'t>>,
     pub diags: Vec<Diagnostic>,
+    /// Errors only because the input ended (a header or decorator without its body yet).
+    pub eof_diags: Vec<Diagnostic>,
     pub end: EndState,
 }
 
@@ -50,6 +52,7 @@ impl<'t> Builder<'t> {
             source,
             grammar: grammar(file),
             diags: Vec::new(),
+            eof_diags: Vec::new(),
             end: EndState::default(),
         }
     }
@@ -146,7 +149,13 @@ impl<'t> Builder<'t> {
 
     fn stray_decorators(&mut self, decorators: &mut Vec<(Expr, Span)>) {
         if let Some((_, s)) = decorators.first() {
-            self.diags.push(
+            let at_end = self.peek().is_none();
+            let diags = if at_end {
+                &mut self.eof_diags
+            } else {
+                &mut self.diags
+            };
+            diags.push(
                 Diagnostic::new(
                     Code::E0001,
                     "a decorator must be followed by a function definition",
@@ -162,7 +171,7 @@ impl<'t> Builder<'t> {
     fn parse_line(&mut self, line: Toks<'t>) -> Option<Line> {
         let first = line.first().map(|(t, _)| t);
         if let Err(d) = precheck(line, self.file) {
-            self.diags.extend(d);
+            self.diags.extend(d.map(|d| *d));
             return None;
         }
         let end = line.last().map(|(_, s)| s.end).unwrap_or(0);
@@ -334,15 +343,23 @@ impl<'t> Builder<'t> {
             self.next();
             return self.block(depth + 1);
         }
-        let at = match self.next_token_span() {
-            Some(s) => self.sp(s),
+        let (at, at_end) = match self.next_token_span() {
+            Some(s) => (self.sp(s), false),
             None => {
                 self.end.awaiting_body = true;
-                Span::new(self.file, hspan.hi as usize, hspan.hi as usize)
+                (
+                    Span::new(self.file, hspan.hi as usize, hspan.hi as usize),
+                    true,
+                )
             }
         };
         let line = self.line_of(hspan.lo as usize);
-        self.diags.push(
+        let diags = if at_end {
+            &mut self.eof_diags
+        } else {
+            &mut self.diags
+        };
+        diags.push(
             Diagnostic::new(
                 Code::E0003,
                 format!("expected an indented block after {what} on line {line}"),

@@ -127,7 +127,33 @@ pub(crate) fn to_diagnostic(
         }
     }
 
+    // constructs of Python that `.tsr` leaves out
+    let unsupported = match found {
+        Some(Tok::For) if toks.contains(&Tok::RBracket) => {
+            Some("only one `for` clause is supported in a list comprehension")
+        }
+        Some(Tok::For) if toks.contains(&Tok::RParen) => {
+            Some("generator expressions are not supported")
+        }
+        Some(Tok::DStar) if labels.iter().any(|l| l == "an expression") => {
+            Some("`**` unpacking is not supported")
+        }
+        Some(Tok::Star) if labels.iter().any(|l| l == "an expression") => {
+            Some("`*` unpacking is only supported in call arguments")
+        }
+        _ => None,
+    };
+    if let Some(msg) = unsupported {
+        return Diagnostic::new(Code::E0001, msg)
+            .at(span)
+            .with_label("not supported");
+    }
+
     // the specific things that were possible here
+    if labels.iter().any(|l| l == "an expression") {
+        // an identifier is an expression too
+        labels.retain(|l| l != "an identifier");
+    }
     let mut wanted: Vec<String> = labels.clone();
     let significant: Vec<&Tok> = toks
         .iter()

@@ -153,9 +153,7 @@ where
                 .allow_trailing()
                 .collect::<Vec<Expr>>();
             choice((
-                ident
-                    .clone()
-                    .map(|i: Ident| mk(ExprKind::Name(i.name), i.span)),
+                ident.map(|i: Ident| mk(ExprKind::Name(i.name), i.span)),
                 seq.clone()
                     .delimited_by(just(Tok::LParen), just(Tok::RParen))
                     .map_with(move |v, e| mk(ExprKind::Tuple(v), sp(e.span()))),
@@ -265,7 +263,6 @@ where
         let arg = choice((
             just(Tok::Star).ignore_then(expr.clone()).map(Arg::Star),
             ident
-                .clone()
                 .then_ignore(just(Tok::Assign))
                 .then(expr.clone())
                 .map(|(k, v)| Arg::Keyword(k, v)),
@@ -334,7 +331,7 @@ where
         let postfix = choice((
             args.map_with(move |a, e| Postfix::Call(a, sp(e.span()))),
             just(Tok::Dot)
-                .ignore_then(ident.clone().labelled("an attribute name"))
+                .ignore_then(ident.labelled("an attribute name"))
                 .map(Postfix::Attr),
             subscript.map_with(move |i, e| Postfix::Index(i, sp(e.span()))),
         ));
@@ -610,15 +607,14 @@ where
     let param = choice((
         just(Tok::DStar)
             .map_with(move |_, e| sp(e.span()))
-            .then_ignore(name.clone().then_ignore(annotation.clone()).or_not())
+            .then_ignore(name.then_ignore(annotation.clone()).or_not())
             .map(RawParam::DoubleStar),
         just(Tok::Star)
             .map_with(move |_, e| sp(e.span()))
-            .then(name.clone().then_ignore(annotation.clone()).or_not())
+            .then(name.then_ignore(annotation.clone()).or_not())
             .map(|(s, n)| RawParam::Star(n, s)),
         just(Tok::Slash).map_with(move |_, e| RawParam::Slash(sp(e.span()))),
-        name.clone()
-            .then_ignore(annotation)
+        name.then_ignore(annotation)
             .then(just(Tok::Assign).ignore_then(expr.clone()).or_not())
             .map(|(n, d)| RawParam::Named(n, d)),
     ))

@@ -16,7 +16,10 @@ pub const MAX_EXPR_DEPTH: usize = 1000;
 
 /// `Err(None)`: the line has a token already reported by the lexer or layout pass.
 /// `Err(Some(d))`: a construct we reject before parsing.
-pub(crate) fn precheck(toks: &[(Tok, TokSpan)], file: FileId) -> Result<(), Option<Diagnostic>> {
+pub(crate) fn precheck(
+    toks: &[(Tok, TokSpan)],
+    file: FileId,
+) -> Result<(), Option<Box<Diagnostic>>> {
     let sp = |s: &TokSpan| Span::new(file, s.start, s.end);
     // unsupported things first: they explain the line better than a nesting error
     for (tok, span) in toks {
@@ -67,7 +70,7 @@ pub(crate) fn precheck(toks: &[(Tok, TokSpan)], file: FileId) -> Result<(), Opti
             if let Some(h) = help {
                 d = d.with_help(h);
             }
-            return Err(Some(d));
+            return Err(Some(Box::new(d)));
         }
     }
     // nesting: per open bracket, a counter of recursion-inducing tokens since the last `,`
@@ -108,12 +111,12 @@ pub(crate) fn precheck(toks: &[(Tok, TokSpan)], file: FileId) -> Result<(), Opti
             _ => false,
         };
         if (deeper && total > MAX_NESTING) || run > MAX_NESTING {
-            return Err(Some(
+            return Err(Some(Box::new(
                 Diagnostic::new(Code::E0001, "expression is nested too deeply")
                     .at(sp(span))
                     .with_label(format!("more than {MAX_NESTING} levels of nesting here"))
                     .with_help("split the expression into several statements"),
-            ));
+            )));
         }
         prev = Some(tok);
     }

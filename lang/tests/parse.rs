@@ -1,0 +1,742 @@
+//! Parser tests: accepted programs (AST shape as S-expressions), rejected programs (codes,
+//! messages, positions, rendered output), error recovery, and `is_complete`.
+
+mod common;
+use common::{errors, expr, module, render};
+use tessera_lang::parse::{is_complete, parse_expr, parse_module, Completeness};
+
+#[test]
+fn precedence() {
+    let cases = [
+        ("-2**2", "(neg (pow 2 2))"),
+        ("2**-1", "(pow 2 (neg 1))"),
+        ("2**3**2", "(pow 2 (pow 3 2))"),
+        ("-x ** -y", "(neg (pow x (neg y)))"),
+        ("a + b * c", "(add a (mul b c))"),
+        ("a * b + c", "(add (mul a b) c)"),
+        ("a - b - c", "(sub (sub a b) c)"),
+        (
+            "a / b // c % d @ e",
+            "(matmul (mod (floordiv (div a b) c) d) e)",
+        ),
+        ("-a * b", "(mul (neg a) b)"),
+        ("+a - -b", "(sub (pos a) (neg b))"),
+        ("a + b < c * d", "(< (add a b) (mul c d))"),
+        ("a < b <= c", "(cmp a < b <= c)"),
+        ("a == b != c", "(cmp a == b != c)"),
+        ("a in b", "(in a b)"),
+        ("a not in b", "(not in a b)"),
+        ("a is b", "(is a b)"),
+        ("a is not None", "(is not a None)"),
+        ("not a == b", "(not (== a b))"),
+        ("not not a", "(not (not a))"),
+        ("a and b or c and d", "(or (and a b) (and c d))"),
+        ("a or b or c", "(or (or a b) c)"),
+        ("not a and b", "(and (not a) b)"),
+        ("a if b else c", "(ifexp b a c)"),
+        ("a if b else c if d else e", "(ifexp b a (ifexp d c e))"),
+        ("a or b if c and d else e", "(ifexp (and c d) (or a b) e)"),
+        ("f(x)(y)", "(call (call f x) y)"),
+        ("a.b.c", "(. (. a b) c)"),
+        ("a.b(c)[d]", "(index (call (. a b) c) d)"),
+        ("-a.b", "(neg (. a b))"),
+        ("-a[0] ** 2", "(neg (pow (index a 0) 2))"),
+        ("(a + b) * c", "(mul (add a b) c)"),
+        ("x @ w + b", "(add (matmul x w) b)"),
+        ("1 - - 1", "(sub 1 (neg 1))"),
+    ];
+    for (src, want) in cases {
+        assert_eq!(expr(src), want, "{src}");
+    }
+}
+
+#[test]
+fn atoms_and_literals() {
+    let cases = [
+        ("1_000_000", "1000000"),
+        ("0xff", "255"),
+        ("0o17", "15"),
+        ("0b1_01", "5"),
+        ("0", "0"),
+        ("00", "0"),
+        ("9223372036854775807", "9223372036854775807"),
+        ("1e-3", "0.001"),
+        (".5", "0.5"),
+        ("1.", "1.0"),
+        ("1_000.5", "1000.5"),
+        ("2.5e+2", "250.0"),
+        ("True", "True"),
+        ("False", "False"),
+        ("None", "None"),
+        ("'a'", "\"a\""),
+        ("\"a\" 'b' \"c\"", "\"abc\""),
+        (r#"'\n\t\\\'\"\x41\u00e9\101'"#, "\"\\n\\t\\\\'\\\"AéA\""),
+        (r"r'\n\d'", "\"\\\\n\\\\d\""),
+        ("'''a\nb'''", "\"a\\nb\""),
+        ("\"\"\"x\"y\"\"\"", "\"x\\\"y\""),
+        ("'\\q'", "\"\\\\q\""),
+        ("u'x'", "\"x\""),
+        ("()", "(tuple)"),
+        ("(1,)", "(tuple 1)"),
+        ("(1, 2,)", "(tuple 1 2)"),
+        ("(1)", "1"),
+        ("[]", "(list)"),
+        ("[1]", "(list 1)"),
+        ("[1, 2,]", "(list 1 2)"),
+        ("[[1], [2, 3]]", "(list (list 1) (list 2 3))"),
+        ("[x * 2 for x in xs]", "(listcomp (mul x 2) x xs)"),
+        ("[x for x in xs if x if y]", "(listcomp x x xs x y)"),
+        ("[a for a, b in ps]", "(listcomp a (tuple a b) ps)"),
+        ("[a for (a, b) in ps]", "(listcomp a (tuple a b) ps)"),
+        (
+            "[a if c else b for a in xs]",
+            "(listcomp (ifexp c a b) a xs)",
+        ),
+        ("naïve + π", "(add naïve π)"),
+        ("f()", "(call f)"),
+        ("f(1, *xs, k=2)", "(call f 1 (star xs) (kw k 2))"),
+        (
+            "print(*args, sep=' ', end='\\n')",
+            "(call print (star args) (kw sep \" \") (kw end \"\\n\"))",
+        ),
+        ("f(a,)", "(call f a)"),
+        ("x[-1]", "(index x (neg 1))"),
+        ("x[0:2, :]", "(index x (tuple (slice 0 2 _) (slice _ _ _)))"),
+        ("x[::2]", "(index x (slice _ _ 2))"),
+        ("x[1:]", "(index x (slice 1 _ _))"),
+        ("x[:n]", "(index x (slice _ n _))"),
+        ("x[a:b:c]", "(index x (slice a b c))"),
+        ("x[1, 2]", "(index x (tuple 1 2))"),
+        ("x[1,]", "(index x (tuple 1))"),
+        ("x[i][j]", "(index (index x i) j)"),
+    ];
+    for (src, want) in cases {
+        assert_eq!(expr(src), want, "{src}");
+    }
+}
+
+#[test]
+fn fstrings() {
+    let cases = [
+        ("f'a{x}b'", "(f \"a\" (fmt x) \"b\")"),
+        ("f'{x:.3f}'", "(f (fmt x :\".3f\"))"),
+        (
+            "f'{n:d} {s:>8}'",
+            "(f (fmt n :\"d\") \" \" (fmt s :\">8\"))",
+        ),
+        ("f'{x!r}{y!s}'", "(f (fmt x !r) (fmt y !s))"),
+        ("f'{{}}{x}'", "(f \"{}\" (fmt x))"),
+        ("f'{x=}'", "(f \"x=\" (fmt x !r))"),
+        ("f'{x = :.2f}'", "(f \"x = \" (fmt x :\".2f\"))"),
+        ("f'{a + b * 2}'", "(f (fmt (add a (mul b 2))))"),
+        ("f'{d[\"k\"]}'", "(f (fmt (index d \"k\")))"),
+        (
+            "f\"{', '.join(xs)}\"",
+            "(f (fmt (call (. \", \" join) xs)))",
+        ),
+        ("f'{x[1:2]}'", "(f (fmt (index x (slice 1 2 _))))"),
+        ("f'{a != b}'", "(f (fmt (!= a b)))"),
+        ("'a' f'{b}' 'c'", "(f \"a\" (fmt b) \"c\")"),
+        ("f'\\n{x}\\t'", "(f \"\\n\" (fmt x) \"\\t\")"),
+        ("rf'\\n{x}'", "(f \"\\\\n\" (fmt x))"),
+        ("f'''{x}\n{y}'''", "(f (fmt x) \"\\n\" (fmt y))"),
+        ("f'plain'", "(f \"plain\")"),
+    ];
+    for (src, want) in cases {
+        assert_eq!(expr(src), want, "{src}");
+    }
+}
+
+#[test]
+fn fstring_spans_point_into_the_source() {
+    let src = "x = f'{aa + bb:.3f}'\n";
+    let m = parse_module(src, 3).expect("parses");
+    let tessera_lang::ast::StmtKind::Assign { value, .. } = &m.body[0].kind else {
+        panic!("not an assignment")
+    };
+    assert_eq!(value.span.range(), 4..20);
+    assert_eq!(value.span.file, 3);
+    let tessera_lang::ast::ExprKind::FString(parts) = &value.kind else {
+        panic!("not an f-string")
+    };
+    let tessera_lang::ast::FStringPart::Expr { expr, .. } = &parts[0] else {
+        panic!("not a field")
+    };
+    assert_eq!(&src[expr.span.range()], "aa + bb");
+    assert_eq!(expr.span.file, 3);
+}
+
+#[test]
+fn statements() {
+    let cases = [
+        ("x = 1\n", "(= x 1)"),
+        ("x = 1", "(= x 1)"),
+        ("a = b = 1\n", "(= a b 1)"),
+        ("a, b = f()\n", "(= (tuple a b) (call f))"),
+        ("(a, b) = 1, 2\n", "(= (tuple a b) (tuple 1 2))"),
+        ("[a, b] = t\n", "(= (list a b) t)"),
+        ("a, (b, c) = t\n", "(= (tuple a (tuple b c)) t)"),
+        ("x[i] = o.attr = 3\n", "(= (index x i) (. o attr) 3)"),
+        (
+            "x[0:2, :] = y\n",
+            "(= (index x (tuple (slice 0 2 _) (slice _ _ _))) y)",
+        ),
+        ("z = 1,\n", "(= z (tuple 1))"),
+        ("x += 1\n", "(+= x 1)"),
+        ("x -= 1; y *= 2; z /= 3\n", "(-= x 1)\n(*= y 2)\n(/= z 3)"),
+        (
+            "a //= 1; b %= 2; c **= 3; d @= e\n",
+            "(//= a 1)\n(%= b 2)\n(**= c 3)\n(@= d e)",
+        ),
+        ("o.n += 1\n", "(+= (. o n) 1)"),
+        ("x[i] -= 1\n", "(-= (index x i) 1)"),
+        ("f(x)\n", "(call f x)"),
+        ("1, 2\n", "(tuple 1 2)"),
+        ("pass\n", "pass"),
+        ("x = 1;\n", "(= x 1)"),
+        ("return\n", "(return)"),
+        ("return 1, 2\n", "(return (tuple 1 2))"),
+        ("assert x\n", "(assert x)"),
+        ("assert x == 1, 'msg'\n", "(assert (== x 1) \"msg\")"),
+        ("print('hi')  # comment\n", "(call print \"hi\")"),
+        ("x = (1 +\n     2)\n", "(= x (add 1 2))"),
+        ("x = [1,\n  2,\n# comment\n\n  3]\n", "(= x (list 1 2 3))"),
+        ("x = 1 + \\\n    2\n", "(= x (add 1 2))"),
+        ("x = 1\r\ny = 2\r\n", "(= x 1)\n(= y 2)"),
+        ("x = 1\ry = 2\r", "(= x 1)\n(= y 2)"),
+        ("\n\n# only comments\n   \n", ""),
+        ("", ""),
+    ];
+    for (src, want) in cases {
+        assert_eq!(module(src), want, "{src:?}");
+    }
+}
+
+#[test]
+fn compound_statements() {
+    let cases = [
+        (
+            "if x:\n    y = 1\nelif z:\n    pass\nelse:\n    w = 2\n",
+            "(if x (block (= y 1)) (block (if z (block pass) (block (= w 2)))))",
+        ),
+        ("if a: b = 1; c = 2\n", "(if a (block (= b 1) (= c 2)))"),
+        (
+            "if a:\n    if b:\n        c\n    d\ne\n",
+            "(if a (block (if b (block c)) d))\ne",
+        ),
+        (
+            "if a:\n  x\nelif b:\n  y\nelif c:\n  z\n",
+            "(if a (block x) (block (if b (block y) (block (if c (block z))))))",
+        ),
+        (
+            "for i in range(3):\n    print(i)\nelse:\n    pass\n",
+            "(for i (call range 3) (block (call print i)) (block pass))",
+        ),
+        ("for i, j in pairs: s += i\n", "(for (tuple i j) pairs (block (+= s i)))"),
+        ("for (i, j) in pairs: pass\n", "(for (tuple i j) pairs (block pass))"),
+        ("for x in 1, 2: pass\n", "(for x (tuple 1 2) (block pass))"),
+        (
+            "while n > 0:\n    n -= 1\n    if n == 3:\n        break\n    continue\n",
+            "(while (> n 0) (block (-= n 1) (if (== n 3) (block break)) continue))",
+        ),
+        (
+            "def f(a, b=1, *args, c, d=2):\n    return a + b\n",
+            "(def f (params a b=1 *args kw:c kw:d=2) (block (return (add a b))))",
+        ),
+        ("def f(*, a, b=2): pass\n", "(def f (params kw:a kw:b=2) (block pass))"),
+        ("def f(): pass\n", "(def f (params) (block pass))"),
+        ("def f(a,): pass\n", "(def f (params a) (block pass))"),
+        (
+            "def f(x: int, y: 'T' = 1.0) -> int:\n    return x\n",
+            "(def f (params x y=1.0) (block (return x)))",
+        ),
+        (
+            "@op.kernel\n@op.autotune(cache=\"x\")\ndef k(x):\n    pass\n",
+            "(def k (params x) (decorators (. op kernel) (call (. op autotune) (kw cache \"x\"))) (block pass))",
+        ),
+        (
+            "def outer():\n    def inner(x):\n        return x\n    return inner\n",
+            "(def outer (params) (block (def inner (params x) (block (return x))) (return inner)))",
+        ),
+        (
+            "if x:\n\n    # comment\n    y\n\n\nz\n",
+            "(if x (block y))\nz",
+        ),
+        ("if x:\r\n    y = 2\r\n", "(if x (block (= y 2)))"),
+        ("if x:\n    y", "(if x (block y))"),
+    ];
+    for (src, want) in cases {
+        assert_eq!(module(src), want, "{src:?}");
+    }
+}
+
+#[test]
+fn spans() {
+    let src = "def f(a):\n    return a + 1\nx = f(2)\n";
+    let m = parse_module(src, 0).expect("parses");
+    assert_eq!(&src[m.body[0].span.range()], "def f(a):\n    return a + 1");
+    let tessera_lang::ast::StmtKind::FunctionDef(f) = &m.body[0].kind else {
+        panic!()
+    };
+    assert_eq!(&src[f.span.range()], "def f(a)");
+    assert_eq!(&src[f.name.span.range()], "f");
+    assert_eq!(&src[f.body[0].span.range()], "return a + 1");
+    assert_eq!(&src[m.body[1].span.range()], "x = f(2)");
+    let e = parse_expr("foo.bar(1, x[2:3])", 0).expect("parses");
+    assert_eq!(e.span.range(), 0..18);
+    let src = "π = 'é' + naïve\n";
+    let m = parse_module(src, 0).expect("parses");
+    assert_eq!(&src[m.body[0].span.range()], "π = 'é' + naïve");
+}
+
+/// `(code, message, line:col)` of one error.
+type Expected = (&'static str, &'static str, &'static str);
+
+/// Each case: source, then every error, in order.
+#[test]
+fn rejected_programs() {
+    let cases: &[(&str, &[Expected])] = &[
+        ("x = )\n", &[("E0001", "unmatched `)`", "1:5")]),
+        (
+            "x = (1 + )\n",
+            &[("E0001", "expected an expression, found `)`", "1:10")],
+        ),
+        (
+            "x =\n",
+            &[("E0001", "expected an expression, found end of line", "1:4")],
+        ),
+        (
+            "if x\n    pass\n",
+            &[(
+                "E0001",
+                "expected `:` after the `if` condition, found end of line",
+                "1:5",
+            )],
+        ),
+        (
+            "if x = 1:\n    pass\n",
+            &[(
+                "E0001",
+                "expected `:` after the `if` condition, found `=`",
+                "1:6",
+            )],
+        ),
+        (
+            "while x y:\n    pass\n",
+            &[(
+                "E0001",
+                "expected `:` after the `while` condition, found identifier `y`",
+                "1:9",
+            )],
+        ),
+        (
+            "else:\n    pass\n",
+            &[("E0001", "`else` without a matching `if`", "1:1")],
+        ),
+        (
+            "f(1 2)\n",
+            &[("E0001", "expected `,` or `)`, found integer `2`", "1:5")],
+        ),
+        (
+            "x = 1 2\n",
+            &[("E0001", "expected end of line, found integer `2`", "1:7")],
+        ),
+        ("1 = x\n", &[("E0001", "cannot assign to a literal", "1:1")]),
+        (
+            "f() = 3\n",
+            &[("E0001", "cannot assign to a function call", "1:1")],
+        ),
+        (
+            "a + b = 3\n",
+            &[("E0001", "cannot assign to an expression", "1:1")],
+        ),
+        (
+            "a, 1 = t\n",
+            &[("E0001", "cannot assign to a literal", "1:4")],
+        ),
+        (
+            "(a, b) += 1\n",
+            &[("E0001", "cannot use augmented assignment on a tuple", "1:1")],
+        ),
+        (
+            "for f() in x:\n    pass\n",
+            &[("E0001", "cannot assign to a function call", "1:5")],
+        ),
+        ("x = (1,\n", &[("E0002", "unclosed `(`", "1:5")]),
+        ("foo(\nx = 1\ny = 2\n", &[("E0002", "unclosed `(`", "1:4")]),
+        ("x = [1, 2\n", &[("E0002", "unclosed `[`", "1:5")]),
+        (
+            "s = 'abc\n",
+            &[("E0002", "unterminated string literal", "1:5")],
+        ),
+        (
+            "s = \"\"\"abc\n\n",
+            &[("E0002", "unterminated triple-quoted string", "1:5")],
+        ),
+        (
+            "z = (]\n",
+            &[("E0001", "closing `]` does not match the opening `(`", "1:6")],
+        ),
+        ("if x:\n\tpass\n", &[("E0003", "tab in indentation", "2:1")]),
+        (
+            "if x:\n    a\n  b\n",
+            &[(
+                "E0003",
+                "unindent does not match any outer indentation level",
+                "3:3",
+            )],
+        ),
+        ("  x = 1\n", &[("E0003", "unexpected indent", "1:3")]),
+        (
+            "x = 1\n    y = 2\n",
+            &[("E0003", "unexpected indent", "2:5")],
+        ),
+        (
+            "if x:\ny = 1\n",
+            &[(
+                "E0003",
+                "expected an indented block after the `if` statement on line 1",
+                "2:1",
+            )],
+        ),
+        (
+            "def f():\n",
+            &[(
+                "E0003",
+                "expected an indented block after the function definition on line 1",
+                "1:9",
+            )],
+        ),
+        (
+            "def (x):\n    pass\n",
+            &[("E0001", "expected a function name, found `(`", "1:5")],
+        ),
+        (
+            "def f(1): pass\n",
+            &[(
+                "E0001",
+                "expected a parameter or `)`, found integer `1`",
+                "1:7",
+            )],
+        ),
+        (
+            "def f(a=1, b): pass\n",
+            &[(
+                "E0001",
+                "a parameter without a default follows a parameter with a default",
+                "1:12",
+            )],
+        ),
+        (
+            "def f(a, a): pass\n",
+            &[("E0001", "duplicate parameter `a`", "1:10")],
+        ),
+        (
+            "def f(*): pass\n",
+            &[(
+                "E0001",
+                "a bare `*` must be followed by keyword-only parameters",
+                "1:7",
+            )],
+        ),
+        (
+            "def f(**kw): pass\n",
+            &[("E0001", "`**kwargs` parameters are not supported", "1:7")],
+        ),
+        (
+            "@dec\nx = 1\n",
+            &[(
+                "E0001",
+                "a decorator must be followed by a function definition",
+                "1:1",
+            )],
+        ),
+        (
+            "f(a=1, 2)\n",
+            &[(
+                "E0001",
+                "positional argument follows keyword argument",
+                "1:8",
+            )],
+        ),
+        (
+            "f(**k)\n",
+            &[("E0001", "`**` unpacking is not supported", "1:3")],
+        ),
+        (
+            "x = [i for i in a for j in b]\n",
+            &[(
+                "E0001",
+                "only one `for` clause is supported in a list comprehension",
+                "1:19",
+            )],
+        ),
+        (
+            "x = a if b\n",
+            &[("E0001", "expected `else`, found end of line", "1:11")],
+        ),
+        (
+            "x = [1 for]\n",
+            &[("E0001", "expected a loop variable, found `]`", "1:11")],
+        ),
+        (
+            "for x y in z:\n  pass\n",
+            &[("E0001", "expected `in`, found identifier `y`", "1:7")],
+        ),
+        (
+            "import os\n",
+            &[("E0001", "`import` is not supported", "1:1")],
+        ),
+        (
+            "class A:\n    pass\n",
+            &[("E0001", "classes are not supported", "1:1")],
+        ),
+        (
+            "x = lambda: 1\n",
+            &[("E0001", "`lambda` is not supported", "1:5")],
+        ),
+        (
+            "x = a | b\n",
+            &[("E0001", "the `|` operator is not supported", "1:7")],
+        ),
+        (
+            "x = ~a\n",
+            &[("E0001", "the `~` operator is not supported", "1:5")],
+        ),
+        (
+            "x = a << 2\n",
+            &[("E0001", "the `<<` operator is not supported", "1:7")],
+        ),
+        (
+            "x = {}\n",
+            &[("E0001", "dict and set literals are not supported", "1:5")],
+        ),
+        (
+            "x = b'abc'\n",
+            &[("E0001", "bytes literals are not supported", "1:5")],
+        ),
+        (
+            "x = 10000000000000000000\n",
+            &[("E0001", "integer literal is too large", "1:5")],
+        ),
+        (
+            "x = 012\n",
+            &[(
+                "E0001",
+                "leading zeros in decimal integer literals are not permitted",
+                "1:5",
+            )],
+        ),
+        (
+            "x = $\n",
+            &[("E0001", "invalid character `$` in the source", "1:5")],
+        ),
+        (
+            "x = 1 \\ 2\n",
+            &[(
+                "E0001",
+                "a line continuation `\\` must be the last character on its line",
+                "1:7",
+            )],
+        ),
+        ("x = '\\x4'\n", &[("E0001", "invalid `\\x` escape", "1:6")]),
+        (
+            "x = f'{}'\n",
+            &[("E0001", "f-string: empty expression not allowed", "1:7")],
+        ),
+        (
+            "x = f'{x'\n",
+            &[("E0001", "f-string: expecting `}`", "1:7")],
+        ),
+        (
+            "x = f'}'\n",
+            &[("E0001", "f-string: single `}` is not allowed", "1:7")],
+        ),
+        (
+            "x = f'{x!z}'\n",
+            &[("E0001", "f-string: invalid conversion character", "1:9")],
+        ),
+        (
+            "x = f'{a +}'\n",
+            &[("E0001", "expected an expression, found end of line", "1:11")],
+        ),
+        (
+            "x = f'{a b}'\n",
+            &[(
+                "E0001",
+                "expected end of line, found identifier `b`",
+                "1:10",
+            )],
+        ),
+    ];
+    for (src, want) in cases {
+        let got = errors(src);
+        let got: Vec<(&str, &str, &str)> = got
+            .iter()
+            .map(|(c, m, a)| (c.as_str(), m.as_str(), a.as_str()))
+            .collect();
+        assert_eq!(&got, want, "{src:?}");
+    }
+}
+
+#[test]
+fn rendered_diagnostics() {
+    let src = "x = 1\nif x = 1:\n    pass\n";
+    let ds = parse_module(src, 0).expect_err("does not parse");
+    let text = render(src, &ds);
+    let want = "\
+error[E0001]: expected `:` after the `if` condition, found `=`
+   ╭─[ t.tsr:2:6 ]
+   │
+ 2 │ if x = 1:
+   │      ┬  
+   │      ╰── expected `:`
+   │ 
+   │ Help: did you mean `==`? (to compare two values, use `==`)
+───╯
+";
+    assert_eq!(text, want);
+
+    let src = "y = foo(1,\n  2\n";
+    let text = render(src, &parse_module(src, 0).expect_err("does not parse"));
+    assert!(text.starts_with("error[E0002]: unclosed `(`\n"), "{text}");
+    assert!(text.contains("t.tsr:1:8"), "{text}");
+    assert!(text.contains("this `(` is never closed"), "{text}");
+    assert!(!text.contains('\x1b'), "no colour: {text:?}");
+
+    let src = "x = (1 + )\n";
+    let text = render(src, &parse_module(src, 0).expect_err("does not parse"));
+    assert!(
+        text.starts_with("error[E0001]: expected an expression, found `)`\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn recovery_reports_every_bad_line() {
+    let src = "x = 1 +\ny = )\nz = (]\nok = 1\nif a\n    b = 2\nw = 3 3\n";
+    let got = errors(src);
+    let at: Vec<&str> = got.iter().map(|(_, _, a)| a.as_str()).collect();
+    assert_eq!(at, ["1:8", "2:5", "3:6", "5:5", "7:7"], "{got:?}");
+
+    // errors inside the block of a bad header are still found
+    let src = "def f(1):\n    x = )\n    y = 1 +\n";
+    assert_eq!(errors(src).len(), 3, "{:?}", errors(src));
+
+    // one error per line, every line of a block
+    let src = "if x:\n    a = \n    b = )\n    c = (1,]\nelse:\n    d = 1 1\n";
+    assert_eq!(errors(src).len(), 4, "{:?}", errors(src));
+
+    // a bad `elif` does not hide the `else` after it
+    let src = "if a:\n    pass\nelif b c:\n    pass\nelse:\n    x = )\n";
+    let got = errors(src);
+    assert_eq!(got.len(), 2, "{got:?}");
+
+    // an unterminated string stops at its line
+    let src = "s = 'abc\nt = 'ok'\nu = )\n";
+    let got = errors(src);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[0].0, "E0002");
+}
+
+#[test]
+fn nesting_limits() {
+    let deep =
+        |open: &str, close: &str, n: usize| format!("x = {}1{}\n", open.repeat(n), close.repeat(n));
+    // at the limit: fine
+    assert!(parse_module(&deep("(", ")", 190), 0).is_ok());
+    assert!(parse_module(&deep("[", "]", 190), 0).is_ok());
+    for src in [
+        "(".repeat(5000),
+        "[".repeat(5000),
+        deep("(", ")", 5000),
+        deep("[", "]", 5000),
+        deep("f(", ")", 5000),
+        format!("x = {}1\n", "- ".repeat(5000)),
+        format!("x = {}1\n", "-".repeat(5000)),
+        format!("x = {}1\n", "not ".repeat(5000)),
+        format!("x = 1{}\n", " ** 2".repeat(5000)),
+        format!("x = 1{}\n", " if 1 else 1".repeat(5000)),
+        format!("x = 1{}\n", " + 1".repeat(5000)),
+        format!("x = a{}\n", ".b".repeat(5000)),
+        format!("x = a{}\n", "[0]".repeat(5000)),
+        format!("x = {}\n", "f'{".repeat(50) + &"'}".repeat(50)),
+    ] {
+        let ds = parse_module(&src, 0).expect_err("too deep");
+        assert!(ds.iter().any(|d| d.code.as_str() == "E0001"), "{ds:?}");
+        for d in &ds {
+            let s = d.span.expect("has a span");
+            assert!(s.hi as usize <= src.len());
+        }
+    }
+    // nested blocks
+    let mut src = String::new();
+    for i in 0..150 {
+        src.push_str(&" ".repeat(i));
+        src.push_str("if x:\n");
+    }
+    src.push_str(&" ".repeat(150));
+    src.push_str("pass\n");
+    let ds = parse_module(&src, 0).expect_err("too deep");
+    assert!(ds
+        .iter()
+        .any(|d| d.message.contains("too many levels of indentation")));
+}
+
+#[test]
+fn parse_expr_entry_point() {
+    assert_eq!(expr("f(x, 2)"), "(call f x 2)");
+    assert_eq!(expr("  a + b  "), "(add a b)");
+    assert_eq!(expr("(a +\n b)"), "(add a b)");
+    assert!(parse_expr("", 0).is_err());
+    assert!(parse_expr("x = 1", 0).is_err());
+    assert!(parse_expr("f(", 0).is_err());
+    assert!(parse_expr("a b", 0).is_err());
+}
+
+#[test]
+fn completeness() {
+    use Completeness::*;
+    let cases = [
+        ("", Complete),
+        ("# just a comment\n", Complete),
+        ("x = 1", Complete),
+        ("x = 1\n", Complete),
+        ("print(1)", Complete),
+        ("x = (1,", Incomplete),
+        ("x = [1,\n 2", Incomplete),
+        ("x = (1 +\n  2)", Complete),
+        ("f(a,\n", Incomplete),
+        ("s = '''abc", Incomplete),
+        ("s = '''abc\n\ndef", Incomplete),
+        ("s = '''abc'''", Complete),
+        ("x = 1 + \\", Incomplete),
+        ("x = 1 + \\\n", Incomplete),
+        ("if x:", Incomplete),
+        ("if x:\n", Incomplete),
+        ("if x:\n    pass", Incomplete),
+        ("if x:\n    pass\n", Incomplete),
+        ("if x:\n    pass\n\n", Complete),
+        ("if x:\n    pass\n    \n", Complete),
+        ("if x:\n    pass\nelse:", Incomplete),
+        ("if x:\n    pass\nelse:\n    y\n\n", Complete),
+        ("def f():\n    return (1 +\n", Incomplete),
+        ("def f():\n    return 1\n\n", Complete),
+        ("for i in range(3): print(i)", Incomplete),
+        ("for i in range(3): print(i)\n\n", Complete),
+        ("@dec", Incomplete),
+        ("@dec\n", Incomplete),
+        ("if x:\n  pass\nx = 1\n", Complete),
+        ("x = 1 +", Invalid),
+        ("x = )", Invalid),
+        ("x = 'abc", Invalid),
+        ("if x", Invalid),
+        ("y = )\nx = (", Invalid),
+        ("  x = 1", Invalid),
+        ("if x:\n    y = (\n", Incomplete),
+        ("x = 1\r\nif y:\r\n    z\r\n\r\n", Complete),
+    ];
+    for (src, want) in cases {
+        assert_eq!(is_complete(src), want, "{src:?}");
+    }
+}
