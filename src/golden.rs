@@ -2,7 +2,8 @@
 //!
 //! Each `NAME.tsr` runs as `tessera run NAME.tsr` in its own directory, with `NO_COLOR=1`, and
 //! its stdout, stderr and exit status are compared with `NAME.stdout`, `NAME.stderr` and
-//! `NAME.code` beside it; a missing file is not checked. Blessing rewrites those files.
+//! `NAME.code` beside it; a missing file is not checked. Blessing writes `.stdout` always and
+//! `.stderr` / `.code` when they are not empty / not 0 (removing stale ones).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -148,7 +149,8 @@ pub fn run_case(exe: &Path, tsr: &Path, bless: bool) -> Outcome {
         } else {
             format!("{}\n", r.code)
         };
-        let res = write_or_remove(&sibling(tsr, "stdout"), &r.stdout)
+        // `.stdout` is always written (an empty one checks that nothing was printed).
+        let res = std::fs::write(sibling(tsr, "stdout"), &r.stdout)
             .and_then(|_| write_or_remove(&sibling(tsr, "stderr"), &r.stderr))
             .and_then(|_| write_or_remove(&sibling(tsr, "code"), &code));
         return match res {
