@@ -3,6 +3,9 @@
 //! `source ─lex─▶ tokens ─layout─▶ INDENT/DEDENT ─parse─▶ ast::Module ─eval─▶ values`.
 //! This crate knows nothing of tensors: host objects plug in through [`eval::HostObject`].
 
+// `Diagnostic` is the one error type of host code; it is returned by value on purpose.
+#![allow(clippy::result_large_err)]
+
 pub mod ast;
 pub mod diag;
 pub mod span;

@@ -556,7 +556,7 @@ pub(super) fn construct(it: &mut Interp, t: TypeKind, args: CallArgs) -> Result<
                     )));
                 }
                 let tr = f.trunc();
-                if tr.abs() >= 9.223372036854775807e18 {
+                if tr.abs() >= 9.223_372_036_854_776e18 {
                     return Err(bad(
                         "integer overflow: the float does not fit in 64 bits".into()
                     ));

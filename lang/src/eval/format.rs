@@ -197,7 +197,7 @@ fn group_digits(int_part: &str, sep: char) -> String {
     let bytes: Vec<char> = int_part.chars().collect();
     let mut out = String::new();
     for (i, c) in bytes.iter().enumerate() {
-        if i > 0 && (bytes.len() - i) % 3 == 0 {
+        if i > 0 && (bytes.len() - i).is_multiple_of(3) {
             out.push(sep);
         }
         out.push(*c);

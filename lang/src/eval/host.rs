@@ -12,6 +12,7 @@ use std::any::Any;
 /// reports a type error naming both operand types.
 pub type HostResult = Option<Result<Value, Diagnostic>>;
 
+#[allow(clippy::len_without_is_empty)] // `len()` mirrors Python's optional `__len__`
 pub trait HostObject: Any {
     /// The type's name as users see it (`tensor`, `dtype`, `mesh`).
     fn type_name(&self) -> &'static str;
