@@ -94,7 +94,7 @@ def _maxf(mant, emax):
 
 fp64 = DType("fp64", "float", np.dtype(np.float64), 52, -1022, float(np.finfo(np.float64).max), prec=53)
 fp32 = DType("fp32", "float", np.dtype(np.float32), 23, -126, _maxf(23, 127), prec=24)
-tf32 = DType("tf32", "float", np.dtype(np.float32), 10, -126, _maxf(10, 127), prec=24)
+tf32 = DType("tf32", "float", np.dtype(np.float32), 10, -126, _maxf(10, 127), prec=11)
 fp16 = DType("fp16", "float", np.dtype(np.float16), 10, -14, 65504.0, prec=11)
 bf16 = DType("bf16", "float", np.dtype(ml_dtypes.bfloat16), 7, -126, _maxf(7, 127), prec=8)
 fp8_e4m3 = DType("fp8_e4m3", "float", np.dtype(ml_dtypes.float8_e4m3fn), 3, -6, 448.0,
