@@ -37,7 +37,10 @@ def collect(paths):
 
 def main(argv):
     write = "--write" in argv
-    paths = [a for a in argv if a != "--write"]
+    # --strict: warn about printed values near a 4-decimal rounding boundary (for authors of
+    # new scripts; deliberate exact ties make it noisy on the committed corpus).
+    strict = "--strict" in argv
+    paths = [a for a in argv if a not in ("--write", "--strict")]
     if not paths:
         print(__doc__, file=sys.stderr)
         return 2
@@ -50,7 +53,7 @@ def main(argv):
             continue
         base = tsr[:-4]
         env = dict(os.environ, PYTHONIOENCODING="utf-8", PYTHONHASHSEED="0",
-                   TESSERA_ORACLE_STRICT="1")
+                   TESSERA_ORACLE_STRICT="1" if strict else "0")
         proc = subprocess.run([sys.executable, RUN, tsr], capture_output=True, text=True,
                               env=env, timeout=300)
         for line in proc.stderr.splitlines():
