@@ -8,7 +8,7 @@ use crate::dtype::DType;
 use crate::error::{Result, RuntimeError};
 use crate::memory;
 use crate::shape::{broadcast_shapes, fmt_shape};
-use crate::storage::Storage;
+use crate::storage::{buffer, Storage};
 use crate::tensor::Tensor;
 
 /// The shapes of a matmul problem after NumPy's 1-D promotion.
@@ -196,7 +196,7 @@ fn batched<T: 'static + Copy + Send + Sync + Default>(
 ) -> Vec<T> {
     let offs = batch_offsets(p);
     let (m, k, n) = (p.m, p.k, p.n);
-    let mut out = vec![T::default(); offs.len() * m * n];
+    let mut out = buffer::<T>(offs.len() * m * n);
     if m * n == 0 {
         return out;
     }
@@ -222,7 +222,7 @@ fn batched<T: 'static + Copy + Send + Sync + Default>(
 fn int_batched(p: &Plan, a: &[i64], b: &[i64]) -> Vec<i64> {
     let offs = batch_offsets(p);
     let (m, k, n) = (p.m, p.k, p.n);
-    let mut out = vec![0i64; offs.len() * m * n];
+    let mut out = buffer::<i64>(offs.len() * m * n);
     if m * n == 0 {
         return out;
     }
