@@ -219,6 +219,32 @@ fn batched<T: 'static + Copy + Send + Sync + Default>(
     out
 }
 
+/// fp32 batches through our AVX2 kernel (see `sgemm`).
+fn batched_f32(p: &Plan, a: &[f32], b: &[f32]) -> Vec<f32> {
+    let offs = batch_offsets(p);
+    let (m, k, n) = (p.m, p.k, p.n);
+    let mut out = buffer::<f32>(offs.len() * m * n);
+    if m * n == 0 {
+        return out;
+    }
+    let run = |(c, &(oa, ob)): (&mut [f32], &(usize, usize)), par: bool| {
+        if let (Some(a), Some(b)) = (a.get(oa..oa + m * k), b.get(ob..ob + k * n)) {
+            crate::ops::sgemm::sgemm(m, n, k, a, b, c, par);
+        }
+    };
+    if offs.len() > 1 && m * n * k < (1 << 21) {
+        out.par_chunks_mut(m * n)
+            .zip(offs.par_iter())
+            .for_each(|x| run(x, false));
+    } else {
+        let par = m * n * k >= (1 << 18);
+        out.chunks_mut(m * n)
+            .zip(offs.iter())
+            .for_each(|x| run(x, par));
+    }
+    out
+}
+
 fn int_batched(p: &Plan, a: &[i64], b: &[i64]) -> Vec<i64> {
     let offs = batch_offsets(p);
     let (m, k, n) = (p.m, p.k, p.n);
@@ -263,7 +289,12 @@ pub fn matmul(a: &Tensor, b: &Tensor, accum_dtype: Option<DType>) -> Result<Tens
                 x = std::borrow::Cow::Owned(crate::storage::par_map(&x, |&v| cast::f32_to_tf32(v)));
                 y = std::borrow::Cow::Owned(crate::storage::par_map(&y, |&v| cast::f32_to_tf32(v)));
             }
-            Storage::from_f32(batched(&p, &x, &y, 0.0f32, 1.0f32), dtype)
+            let out = if crate::ops::sgemm::available() {
+                batched_f32(&p, &x, &y)
+            } else {
+                batched(&p, &x, &y, 0.0f32, 1.0f32)
+            };
+            Storage::from_f32(out, dtype)
         }
         Acc::F64 => {
             memory::check_alloc(numel, DType::F64)?;
