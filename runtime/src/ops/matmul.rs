@@ -220,7 +220,11 @@ fn batched<T: 'static + Copy + Send + Sync + Default>(
 }
 
 /// fp32 batches through our AVX2 kernel (see `sgemm`).
-fn batched_f32(p: &Plan, a: &[f32], b: &[f32]) -> Vec<f32> {
+fn batched_f32<A: crate::ops::sgemm::Elem, B: crate::ops::sgemm::Elem>(
+    p: &Plan,
+    a: &[A],
+    b: &[B],
+) -> Vec<f32> {
     let offs = batch_offsets(p);
     let (m, k, n) = (p.m, p.k, p.n);
     let mut out = buffer::<f32>(offs.len() * m * n);
@@ -284,6 +288,21 @@ pub fn matmul(a: &Tensor, b: &Tensor, accum_dtype: Option<DType>) -> Result<Tens
     let st = match acc {
         Acc::F32 { tf32 } => {
             memory::check_alloc(numel, DType::F32)?;
+            if !tf32 && crate::ops::sgemm::available() {
+                // bf16/fp16 operands are widened inside the kernel's packing: no f32 copies.
+                let direct = match (sa, sb) {
+                    (Storage::BF16(x), Storage::BF16(y)) => Some(batched_f32(&p, x, y)),
+                    (Storage::F16(x), Storage::F16(y)) => Some(batched_f32(&p, x, y)),
+                    _ => None,
+                };
+                if let Some(out) = direct {
+                    return Ok(Tensor::from_storage(
+                        p.out,
+                        dtype,
+                        Storage::from_f32(out, dtype),
+                    ));
+                }
+            }
             let (mut x, mut y) = (sa.to_f32(a.dtype()), sb.to_f32(b.dtype()));
             if tf32 {
                 x = std::borrow::Cow::Owned(crate::storage::par_map(&x, |&v| cast::f32_to_tf32(v)));

@@ -27,6 +27,29 @@ fn as_f32(v: &mut [Lane]) -> &mut [f32] {
     unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<f32>(), v.len() * 8) }
 }
 
+/// An input element the packing routines widen to f32 (exactly).
+pub trait Elem: Copy + Sync {
+    fn f32(self) -> f32;
+}
+impl Elem for f32 {
+    #[inline(always)]
+    fn f32(self) -> f32 {
+        self
+    }
+}
+impl Elem for half::bf16 {
+    #[inline(always)]
+    fn f32(self) -> f32 {
+        self.to_f32()
+    }
+}
+impl Elem for half::f16 {
+    #[inline(always)]
+    fn f32(self) -> f32 {
+        self.to_f32()
+    }
+}
+
 /// Whether this CPU can run the AVX2+FMA kernel.
 pub fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -42,14 +65,16 @@ pub fn available() -> bool {
 /// Packs all of B (row-major k×n) into NR-wide column panels of full depth: panel t holds, for
 /// each kk in 0..k, the 16 values B[kk, 16t .. 16t+16] (zero padded). The KC-slice p0.. of
 /// panel t is then the contiguous range `t·k·NR + p0·NR ..`.
-fn pack_b(b: &[f32], k: usize, n: usize, out: &mut [f32]) {
+fn pack_b<B: Elem>(b: &[B], k: usize, n: usize, out: &mut [f32]) {
     let work = |(t, dst): (usize, &mut [f32])| {
         let j = t * NR;
         let w = NR.min(n - j);
         for kk in 0..k {
             let row = &b[kk * n + j..kk * n + j + w];
             let d = &mut dst[kk * NR..kk * NR + NR];
-            d[..w].copy_from_slice(row);
+            for (x, &v) in d[..w].iter_mut().zip(row) {
+                *x = v.f32();
+            }
             d[w..].fill(0.0);
         }
     };
@@ -63,7 +88,15 @@ fn pack_b(b: &[f32], k: usize, n: usize, out: &mut [f32]) {
 
 /// Packs A[i0..i0+mc, p0..p0+kc] (row-major, leading dim `lda`) into MR-tall row panels:
 /// panel s holds, for each kk, the 6 values A[i0+6s .. i0+6s+6, p0+kk] (zero padded).
-fn pack_a(a: &[f32], lda: usize, i0: usize, mc: usize, p0: usize, kc: usize, out: &mut [f32]) {
+fn pack_a<A: Elem>(
+    a: &[A],
+    lda: usize,
+    i0: usize,
+    mc: usize,
+    p0: usize,
+    kc: usize,
+    out: &mut [f32],
+) {
     let panels = mc.div_ceil(MR);
     for s in 0..panels {
         let i = i0 + s * MR;
@@ -73,7 +106,7 @@ fn pack_a(a: &[f32], lda: usize, i0: usize, mc: usize, p0: usize, kc: usize, out
             if r < h {
                 let row = &a[(i + r) * lda + p0..(i + r) * lda + p0 + kc];
                 for (kk, &v) in row.iter().enumerate() {
-                    dst[kk * MR + r] = v;
+                    dst[kk * MR + r] = v.f32();
                 }
             } else {
                 for kk in 0..kc {
@@ -222,7 +255,16 @@ fn macro_kernel(
 }
 
 /// `c[m×n] = a[m×k] · b[k×n]`, all row-major and contiguous. Call only when [`available`].
-pub fn sgemm(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &mut [f32], parallel: bool) {
+/// Low-precision inputs (bf16, fp16) are widened while packing, so no f32 copy is made.
+pub fn sgemm<A: Elem, B: Elem>(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: &[A],
+    b: &[B],
+    c: &mut [f32],
+    parallel: bool,
+) {
     if m == 0 || n == 0 || a.len() < m * k || b.len() < k * n || c.len() < m * n {
         return;
     }
