@@ -1,1 +1,118 @@
-fn main() {}
+//! CPU op benchmarks for `bench/cpu_ops.py`.
+//!
+//! `cargo run --release -p tessera-runtime --example bench_ops` prints medians on its own;
+//! `... --example bench_ops -- --serve` reads commands `OP SIZE` on stdin (one timed run each,
+//! answered with the seconds on stdout) so the Python script can interleave NumPy and Rust runs.
+//!
+//! Ops: `matmul_f32 N`, `matmul_bf16 N` (bf16 inputs, fp32 accumulation, bf16 result),
+//! `softmax_f32 N` (N×N rows), `sum_f32 N` (N×N, all elements).
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::time::Instant;
+
+use tessera_runtime::{matmul, softmax, DType, Result, Tensor};
+
+struct Inputs {
+    cache: HashMap<(String, usize), Vec<Tensor>>,
+}
+
+impl Inputs {
+    fn get(&mut self, op: &str, n: usize) -> Result<&Vec<Tensor>> {
+        let key = (op.to_string(), n);
+        if !self.cache.contains_key(&key) {
+            let v = match op {
+                "matmul_f32" => vec![
+                    Tensor::randn(&[n, n], DType::F32, 1)?,
+                    Tensor::randn(&[n, n], DType::F32, 2)?,
+                ],
+                "matmul_bf16" => vec![
+                    Tensor::randn(&[n, n], DType::BF16, 1)?,
+                    Tensor::randn(&[n, n], DType::BF16, 2)?,
+                ],
+                _ => vec![Tensor::randn(&[n, n], DType::F32, 3)?],
+            };
+            self.cache.insert(key.clone(), v);
+        }
+        Ok(&self.cache[&key])
+    }
+
+    /// Runs `op` once and returns the seconds it took.
+    fn run(&mut self, op: &str, n: usize) -> Result<f64> {
+        let t = self.get(op, n)?.clone();
+        let start = Instant::now();
+        let out = match (op, t.as_slice()) {
+            ("matmul_f32" | "matmul_bf16", [a, b]) => matmul(a, b, None)?,
+            ("softmax_f32", [x]) => softmax(x, -1)?,
+            ("sum_f32", [x]) => x.sum(None, false)?,
+            _ => {
+                return Err(tessera_runtime::RuntimeError::args(format!(
+                    "unknown op {op}"
+                )))
+            }
+        };
+        let secs = start.elapsed().as_secs_f64();
+        std::hint::black_box(out);
+        Ok(secs)
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
+    let mut inputs = Inputs {
+        cache: HashMap::new(),
+    };
+    if std::env::args().any(|a| a == "--serve") {
+        let stdin = std::io::stdin();
+        let mut out = std::io::stdout();
+        for line in stdin.lock().lines() {
+            let line = line?;
+            let mut it = line.split_whitespace();
+            let (Some(op), Some(n)) = (it.next(), it.next()) else {
+                break;
+            };
+            let n: usize = n.parse()?;
+            match inputs.run(op, n) {
+                Ok(s) => writeln!(out, "{s}")?,
+                Err(e) => writeln!(out, "error {e}")?,
+            }
+            out.flush()?;
+        }
+        return Ok(());
+    }
+    let cases = [
+        ("matmul_f32", 1024, 2.0 * 1024f64.powi(3)),
+        ("matmul_f32", 2048, 2.0 * 2048f64.powi(3)),
+        ("matmul_bf16", 1024, 2.0 * 1024f64.powi(3)),
+        ("softmax_f32", 4096, 0.0),
+        ("sum_f32", 4096, 0.0),
+    ];
+    let only = std::env::var("BENCH_ONLY").ok();
+    for (op, n, flops) in cases {
+        if only.as_deref().is_some_and(|o| o != op) {
+            continue;
+        }
+        inputs.run(op, n)?;
+        inputs.run(op, n)?;
+        let times: Vec<f64> = (0..15).map(|_| inputs.run(op, n)).collect::<Result<_>>()?;
+        let m = median(times);
+        if flops > 0.0 {
+            println!(
+                "{op:12} {n:5}  {:9.3} ms  {:8.1} GFLOP/s",
+                m * 1e3,
+                flops / m / 1e9
+            );
+        } else {
+            println!(
+                "{op:12} {n:5}  {:9.3} ms  {:8.2} GB/s (read+write fp32)",
+                m * 1e3,
+                (n * n * 8) as f64 / m / 1e9
+            );
+        }
+    }
+    Ok(())
+}

@@ -35,6 +35,21 @@
 //! - shape/dtype inference without data: [`infer_binary`], [`infer_unary`], [`infer_matmul`],
 //!   [`infer_reduce`].
 //!
+//! # Choices where SPEC.md and docs/decisions.md are silent
+//! - A cast to fp8 saturates ±inf as well as large finite values (PTX `cvt.satfinite`).
+//! - `Tensor::from_nested` without a dtype: fp32 if any float, bool if every element is a bool,
+//!   else int64.
+//! - `neg abs relu` of a bool tensor give int64; `maximum`/`minimum` of bools stay bool.
+//! - An int tensor with an int scalar computes in int64 and wraps to the tensor's width
+//!   (`int8 + 300`); int `**` with a negative exponent is E0500 (NumPy's error).
+//! - `sum` of an empty axis is 0, `mean` is NaN, `max`/`min` are E0500 (no identity).
+//! - `softmax` of a row holding NaN or +inf, or only -inf, is NaN (as NumPy's formula gives).
+//! - `matmul(accum_dtype=tf32)` rounds the operands' mantissas like a tf32 input; an int
+//!   `accum_dtype` with float inputs is E0201. `allclose`: NaN is never close, equal infinities are.
+//! - An axis out of range, a bad permutation or index, and a zero slice step are E0500.
+//! - Elementwise f32 math (`exp`, `tanh`, ...) uses the platform libm; `softmax` uses its own
+//!   vectorised exp (about 1 ulp), the same bits on every x86-64 CPU.
+//!
 //! Every materialisation is checked against `TESSERA_MAX_BYTES` ([`memory::max_bytes`]) before
 //! allocating: too large is E0700, never an out-of-memory abort.
 

@@ -39,7 +39,6 @@ pub fn python_float(x: f64) -> String {
     };
     let digits: String = mant.chars().filter(|c| *c != '.').collect();
     if (-4..16).contains(&exp) {
-        let nd = digits.len() as i32;
         let body = if exp >= 0 {
             let int_len = (exp + 1) as usize;
             if digits.len() <= int_len {
@@ -50,7 +49,6 @@ pub fn python_float(x: f64) -> String {
         } else {
             format!("0.{}{digits}", "0".repeat((-exp - 1) as usize))
         };
-        let _ = nd;
         format!("{sign}{body}")
     } else {
         let m = if digits.len() > 1 {

@@ -32,10 +32,51 @@ pub const PAR_MIN: usize = 1 << 15;
 /// Chunk size for parallel elementwise work.
 pub const PAR_CHUNK: usize = 1 << 14;
 
+/// Buffers at least this large ask the kernel for transparent huge pages.
+const HUGE_MIN_BYTES: usize = 8 << 20;
+
+/// Asks Linux to back a large buffer with transparent huge pages before it is first written:
+/// a 64 MiB output then takes 32 page faults instead of 16384. A hint only; no effect elsewhere.
+pub fn advise_huge<T>(ptr: *const T, len: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        let bytes = len.saturating_mul(std::mem::size_of::<T>());
+        if bytes < HUGE_MIN_BYTES {
+            return;
+        }
+        let start = (ptr as usize).div_ceil(4096) * 4096;
+        let end = (ptr as usize + bytes) / 4096 * 4096;
+        if end > start {
+            // SAFETY: madvise only changes how the kernel backs pages of a mapping we own
+            // (the range lies inside the live allocation); it never changes their contents.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (ptr, len);
+}
+
+/// A zero-filled (`T::default()`) buffer of `n` elements, huge-page backed when large.
+/// For plain number types the allocation is `calloc`, so pages are first touched by the
+/// (parallel) kernel that fills it.
+pub fn buffer<T: Clone + Default>(n: usize) -> Vec<T> {
+    let v = vec![T::default(); n];
+    advise_huge(v.as_ptr(), v.len());
+    v
+}
+
 /// `src.map(f)`, in parallel when large.
 pub fn par_map<I: Sync, O: Send>(src: &[I], f: impl Fn(&I) -> O + Sync + Send) -> Vec<O> {
     if src.len() >= PAR_MIN {
-        src.par_iter().with_min_len(PAR_CHUNK).map(f).collect()
+        let mut out = Vec::with_capacity(src.len());
+        advise_huge(out.as_ptr(), src.len());
+        src.par_iter()
+            .with_min_len(PAR_CHUNK)
+            .map(f)
+            .collect_into_vec(&mut out);
+        out
     } else {
         src.iter().map(f).collect()
     }

@@ -981,3 +981,108 @@ fn inference_helpers() {
         (vec![2, 1], F32)
     );
 }
+
+/// Every op on awkward inputs (0-d, empty, size-1, odd axes and indices) returns Ok or Err,
+/// never panics.
+#[test]
+fn no_panics_on_awkward_inputs() {
+    let shapes: &[&[usize]] = &[
+        &[],
+        &[0],
+        &[1],
+        &[3],
+        &[0, 3],
+        &[3, 0],
+        &[2, 3],
+        &[1, 1, 1],
+        &[2, 0, 2],
+        &[4, 1, 3],
+    ];
+    let dtypes = [F32, BF16, F8E5M2, I8, I64, Bool, F64];
+    let mut tensors = Vec::new();
+    for (i, s) in shapes.iter().enumerate() {
+        for d in dtypes {
+            let n: usize = s.iter().product();
+            let v: Vec<i64> = (0..n as i64).map(|x| x - 1).collect();
+            tensors.push(Tensor::from_i64(s, v, d).unwrap());
+            if i % 3 == 0 {
+                tensors.push(Tensor::abstract_tensor(s, d).unwrap());
+            }
+        }
+    }
+    let ops = [
+        BinaryOp::Add,
+        BinaryOp::Div,
+        BinaryOp::FloorDiv,
+        BinaryOp::Mod,
+        BinaryOp::Pow,
+        BinaryOp::Maximum,
+        BinaryOp::Lt,
+    ];
+    for a in &tensors {
+        let _ = a.repr();
+        let _ = a.tolist();
+        let _ = a.item();
+        for d in dtypes {
+            let _ = a.cast(d);
+        }
+        for ax in -4..4isize {
+            for keep in [false, true] {
+                for op in [ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min] {
+                    let _ = reduce(a, op, Some(ax), keep);
+                }
+            }
+            let _ = softmax(a, ax);
+            let _ = concat(&[a.clone(), a.clone()], ax);
+        }
+        let _ = reduce(a, ReduceOp::Max, None, false);
+        let _ = layernorm(a, None, None, 1e-5);
+        let _ = rmsnorm(a, Some(a), 1e-6);
+        let _ = a.T();
+        let _ = a.transpose(Some(&[0]));
+        let _ = a.reshape(&[-1]);
+        let _ = a.reshape(&[-1, 0]);
+        let _ = a.reshape(&[2, -1]);
+        for u in [
+            UnaryOp::Neg,
+            UnaryOp::Exp,
+            UnaryOp::Gelu,
+            UnaryOp::Not,
+            UnaryOp::Relu,
+        ] {
+            let _ = unary(u, a);
+        }
+        for items in [
+            vec![IndexItem::Int(0)],
+            vec![IndexItem::Int(-1), IndexItem::Int(5)],
+            vec![IndexItem::Ellipsis, IndexItem::Int(0)],
+            vec![IndexItem::NewAxis, IndexItem::Ellipsis, IndexItem::NewAxis],
+            vec![IndexItem::Slice {
+                start: Some(i64::MIN),
+                stop: Some(i64::MAX),
+                step: Some(i64::MIN),
+            }],
+            vec![IndexItem::Slice {
+                start: None,
+                stop: None,
+                step: Some(i64::MAX),
+            }],
+            vec![IndexItem::Ellipsis, IndexItem::Ellipsis],
+        ] {
+            let _ = a.index(&items);
+        }
+        for b in tensors.iter().step_by(5) {
+            for op in ops {
+                let _ = binary(op, a, b);
+            }
+            let _ = matmul(a, b, None);
+            let _ = matmul(a, b, Some(F32));
+            let _ = where_(a, a, b);
+            let _ = allclose(a, b, 1e-5, 1e-8);
+            let _ = max_abs_diff(a, b);
+            let _ = flash_attention(a, b, b, true, None);
+        }
+        let _ = binary(BinaryOp::Pow, a, Scalar::Int(i64::MAX));
+        let _ = binary(BinaryOp::FloorDiv, Scalar::Int(i64::MIN), a);
+    }
+}

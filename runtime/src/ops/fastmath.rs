@@ -15,7 +15,11 @@ pub fn exp_f32(x: f32) -> f32 {
     const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23: adding it rounds to an integer
     let xc = if x < LO { LO } else { x };
     let xc = if xc > HI { HI } else { xc };
-    let n = (xc * LOG2E + MAGIC) - MAGIC;
+    let t = xc * LOG2E + MAGIC;
+    let n = t - MAGIC;
+    // t = 1.5·2^23 + n exactly, so its bits differ from MAGIC's by n: an integer n without a
+    // float-to-int conversion (which does not vectorise with Rust's saturating `as`).
+    let ni = (t.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
     let r = xc - n * C1 - n * C2;
     let r2 = r * r;
     let mut p = 1.987_569_1e-4_f32;
@@ -25,7 +29,7 @@ pub fn exp_f32(x: f32) -> f32 {
     p = p * r + 1.666_666_5e-1;
     p = p * r + 0.5;
     let p = p * r2 + r + 1.0;
-    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    let scale = f32::from_bits((ni.wrapping_add(127) as u32) << 23);
     let y = p * scale;
     if x < LO {
         0.0

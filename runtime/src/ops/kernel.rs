@@ -4,7 +4,7 @@
 use rayon::prelude::*;
 
 use crate::shape::{broadcast_strides, Layout};
-use crate::storage::{PAR_CHUNK, PAR_MIN};
+use crate::storage::{buffer, PAR_CHUNK, PAR_MIN};
 
 fn run_chunks<O: Send>(out: &mut [O], work: impl Fn(usize, &mut [O]) + Sync) {
     if out.len() >= PAR_MIN {
@@ -36,7 +36,7 @@ where
     let sb = broadcast_strides(b_shape, out_shape);
     let layout = Layout::new(out_shape, [&sa, &sb]);
     let [ia, ib] = layout.inner_strides();
-    let mut out = vec![O::default(); n];
+    let mut out = buffer::<O>(n);
     run_chunks(&mut out, |start, chunk| {
         layout.runs(start, start + chunk.len(), |pos, [oa, ob], len| {
             let Some(o) = chunk.get_mut(pos - start..pos - start + len) else {
@@ -100,7 +100,7 @@ where
     let sc = broadcast_strides(c_shape, out_shape);
     let layout = Layout::new(out_shape, [&sa, &sb, &sc]);
     let [ia, ib, ic] = layout.inner_strides();
-    let mut out = vec![O::default(); n];
+    let mut out = buffer::<O>(n);
     run_chunks(&mut out, |start, chunk| {
         layout.runs(start, start + chunk.len(), |pos, [oa, ob, oc], len| {
             let Some(o) = chunk.get_mut(pos - start..pos - start + len) else {
@@ -123,7 +123,7 @@ pub fn map1<A: Copy + Sync, O: Copy + Send + Default>(
     a: &[A],
     f: impl Fn(A) -> O + Sync + Send,
 ) -> Vec<O> {
-    let mut out = vec![O::default(); a.len()];
+    let mut out = buffer::<O>(a.len());
     run_chunks(&mut out, |start, chunk| {
         if let Some(src) = a.get(start..start + chunk.len()) {
             for (o, &x) in chunk.iter_mut().zip(src) {
@@ -143,7 +143,7 @@ pub fn gather<T: Copy + Send + Sync + Default>(
 ) -> Vec<T> {
     let n: usize = shape.iter().product();
     let nd = shape.len();
-    let mut out = vec![T::default(); n];
+    let mut out = buffer::<T>(n);
     if n == 0 {
         return out;
     }

@@ -8,7 +8,7 @@ use crate::dtype::DType;
 use crate::error::{Result, RuntimeError};
 use crate::memory;
 use crate::shape::{broadcast_shapes, fmt_shape};
-use crate::storage::Storage;
+use crate::storage::{buffer, Storage};
 use crate::tensor::Tensor;
 
 /// The shapes of a matmul problem after NumPy's 1-D promotion.
@@ -196,7 +196,7 @@ fn batched<T: 'static + Copy + Send + Sync + Default>(
 ) -> Vec<T> {
     let offs = batch_offsets(p);
     let (m, k, n) = (p.m, p.k, p.n);
-    let mut out = vec![T::default(); offs.len() * m * n];
+    let mut out = buffer::<T>(offs.len() * m * n);
     if m * n == 0 {
         return out;
     }
@@ -219,10 +219,40 @@ fn batched<T: 'static + Copy + Send + Sync + Default>(
     out
 }
 
+/// fp32 batches through our AVX2 kernel (see `sgemm`).
+fn batched_f32<A: crate::ops::sgemm::Elem, B: crate::ops::sgemm::Elem>(
+    p: &Plan,
+    a: &[A],
+    b: &[B],
+) -> Vec<f32> {
+    let offs = batch_offsets(p);
+    let (m, k, n) = (p.m, p.k, p.n);
+    let mut out = buffer::<f32>(offs.len() * m * n);
+    if m * n == 0 {
+        return out;
+    }
+    let run = |(c, &(oa, ob)): (&mut [f32], &(usize, usize)), par: bool| {
+        if let (Some(a), Some(b)) = (a.get(oa..oa + m * k), b.get(ob..ob + k * n)) {
+            crate::ops::sgemm::sgemm(m, n, k, a, b, c, par);
+        }
+    };
+    if offs.len() > 1 && m * n * k < (1 << 21) {
+        out.par_chunks_mut(m * n)
+            .zip(offs.par_iter())
+            .for_each(|x| run(x, false));
+    } else {
+        let par = m * n * k >= (1 << 18);
+        out.chunks_mut(m * n)
+            .zip(offs.iter())
+            .for_each(|x| run(x, par));
+    }
+    out
+}
+
 fn int_batched(p: &Plan, a: &[i64], b: &[i64]) -> Vec<i64> {
     let offs = batch_offsets(p);
     let (m, k, n) = (p.m, p.k, p.n);
-    let mut out = vec![0i64; offs.len() * m * n];
+    let mut out = buffer::<i64>(offs.len() * m * n);
     if m * n == 0 {
         return out;
     }
@@ -258,12 +288,32 @@ pub fn matmul(a: &Tensor, b: &Tensor, accum_dtype: Option<DType>) -> Result<Tens
     let st = match acc {
         Acc::F32 { tf32 } => {
             memory::check_alloc(numel, DType::F32)?;
+            if !tf32 && crate::ops::sgemm::available() {
+                // bf16/fp16 operands are widened inside the kernel's packing: no f32 copies.
+                let direct = match (sa, sb) {
+                    (Storage::BF16(x), Storage::BF16(y)) => Some(batched_f32(&p, x, y)),
+                    (Storage::F16(x), Storage::F16(y)) => Some(batched_f32(&p, x, y)),
+                    _ => None,
+                };
+                if let Some(out) = direct {
+                    return Ok(Tensor::from_storage(
+                        p.out,
+                        dtype,
+                        Storage::from_f32(out, dtype),
+                    ));
+                }
+            }
             let (mut x, mut y) = (sa.to_f32(a.dtype()), sb.to_f32(b.dtype()));
             if tf32 {
                 x = std::borrow::Cow::Owned(crate::storage::par_map(&x, |&v| cast::f32_to_tf32(v)));
                 y = std::borrow::Cow::Owned(crate::storage::par_map(&y, |&v| cast::f32_to_tf32(v)));
             }
-            Storage::from_f32(batched(&p, &x, &y, 0.0f32, 1.0f32), dtype)
+            let out = if crate::ops::sgemm::available() {
+                batched_f32(&p, &x, &y)
+            } else {
+                batched(&p, &x, &y, 0.0f32, 1.0f32)
+            };
+            Storage::from_f32(out, dtype)
         }
         Acc::F64 => {
             memory::check_alloc(numel, DType::F64)?;

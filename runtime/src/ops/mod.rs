@@ -9,4 +9,5 @@ pub mod matmul;
 pub mod nn;
 mod real;
 pub mod reduce;
+mod sgemm;
 pub mod shape_ops;

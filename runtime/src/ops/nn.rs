@@ -8,7 +8,7 @@ use crate::error::{Result, RuntimeError};
 use crate::memory;
 use crate::ops::fastmath;
 use crate::shape::{fmt_shape, normalize_axis};
-use crate::storage::Storage;
+use crate::storage::{buffer, Storage};
 use crate::tensor::Tensor;
 
 /// Rows per rayon task: enough work per task (~16K elements) to pay for the split.
@@ -65,7 +65,7 @@ pub fn softmax(x: &Tensor, axis: isize) -> Result<Tensor> {
     let storage = if dtype == DType::F64 {
         memory::check_alloc(n, DType::F64)?;
         let v = st.to_f64(x.dtype());
-        let mut out = vec![0.0f64; n];
+        let mut out = buffer::<f64>(n);
         if d > 0 {
             out.par_chunks_mut(d)
                 .with_min_len(min_rows(d))
@@ -76,7 +76,7 @@ pub fn softmax(x: &Tensor, axis: isize) -> Result<Tensor> {
     } else {
         memory::check_alloc(n, DType::F32)?;
         let v = st.to_f32(x.dtype());
-        let mut out = vec![0.0f32; n];
+        let mut out = buffer::<f32>(n);
         if d > 0 {
             let rows = min_rows(d);
             out.par_chunks_mut(d * rows)
@@ -155,7 +155,7 @@ fn norm(
     let storage = if dtype == DType::F64 {
         memory::check_alloc(n, DType::F64)?;
         let v = st.to_f64(x.dtype());
-        let mut out = vec![0.0f64; n];
+        let mut out = buffer::<f64>(n);
         if d > 0 {
             out.par_chunks_mut(d)
                 .with_min_len(min_rows(d))
@@ -180,7 +180,7 @@ fn norm(
         let v = st.to_f32(x.dtype());
         let w: Option<Vec<f32>> = w.map(|w| w.iter().map(|&x| x as f32).collect());
         let b: Option<Vec<f32>> = b.map(|b| b.iter().map(|&x| x as f32).collect());
-        let mut out = vec![0.0f32; n];
+        let mut out = buffer::<f32>(n);
         if d > 0 {
             out.par_chunks_mut(d)
                 .with_min_len(min_rows(d))

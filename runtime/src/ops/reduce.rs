@@ -166,11 +166,15 @@ impl Fold<i64> for MaxI {
     }
 }
 
-/// Folds a contiguous run with 8 independent lanes, combined in a fixed tree.
+/// Independent accumulators in [`fold_run`]: enough to hide the add latency (8 AVX registers of
+/// f64). Fixed, because it is part of the summation order.
+const LANES: usize = 32;
+
+/// Folds a contiguous run with `LANES` independent lanes, combined in a fixed pairwise tree.
 #[inline]
 fn fold_run<T: Copy, F: Fold<T>>(f: &F, xs: &[T]) -> F::A {
-    let mut lanes = [f.init(); 8];
-    let mut chunks = xs.chunks_exact(8);
+    let mut lanes = [f.init(); LANES];
+    let mut chunks = xs.chunks_exact(LANES);
     for c in &mut chunks {
         for (l, &x) in lanes.iter_mut().zip(c) {
             *l = f.fold(*l, x);
@@ -180,10 +184,14 @@ fn fold_run<T: Copy, F: Fold<T>>(f: &F, xs: &[T]) -> F::A {
     for &x in chunks.remainder() {
         tail = f.fold(tail, x);
     }
-    let [l0, l1, l2, l3, l4, l5, l6, l7] = lanes;
-    let a = f.combine(f.combine(l0, l1), f.combine(l2, l3));
-    let b = f.combine(f.combine(l4, l5), f.combine(l6, l7));
-    f.combine(f.combine(a, b), tail)
+    let mut width = LANES;
+    while width > 1 {
+        width /= 2;
+        for i in 0..width {
+            lanes[i] = f.combine(lanes[i], lanes[i + width]);
+        }
+    }
+    f.combine(lanes[0], tail)
 }
 
 /// Reduces `x` viewed as `[outer, r, inner]` over the middle axis: `outer·inner` results.

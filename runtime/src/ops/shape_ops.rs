@@ -86,14 +86,16 @@ fn slice_indices(
             stop.map(|s| clamp(norm(s), -1, n - 1)).unwrap_or(-1),
         )
     };
+    // In i128: `-step` overflows i64 for i64::MIN.
+    let (st, sp, stp) = (i128::from(start), i128::from(stop), i128::from(step));
     let count = if step > 0 {
-        if stop > start {
-            (stop - start - 1) / step + 1
+        if sp > st {
+            (sp - st - 1) / stp + 1
         } else {
             0
         }
-    } else if start > stop {
-        (start - stop - 1) / (-step) + 1
+    } else if st > sp {
+        (st - sp - 1) / (-stp) + 1
     } else {
         0
     };
@@ -232,7 +234,13 @@ impl Tensor {
                         view.offset += s as isize * cs[dim] as isize;
                     }
                     view.shape.push(count);
-                    view.strides.push(st as isize * cs[dim] as isize);
+                    // With at most one element the stride is never used (and may not fit).
+                    let stride = if count > 1 {
+                        st as isize * cs[dim] as isize
+                    } else {
+                        0
+                    };
+                    view.strides.push(stride);
                     dim += 1;
                 }
                 IndexItem::NewAxis => {

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""CPU op benchmark: tessera-runtime (Rust) against NumPy, interleaved in one run.
+
+Usage (from the repository root):
+    cargo build --release -p tessera-runtime --example bench_ops
+    .venv/bin/python bench/cpu_ops.py [--runs 15] [--warmup 3] [--bin target/release/examples/bench_ops]
+
+The Rust side is `bench_ops --serve`: it keeps its inputs and runs one timed op per request, so
+each repetition times NumPy then Rust back to back and both see the same machine load. Reported:
+median of `--runs` timed repetitions after `--warmup` untimed ones.
+
+NumPy side:
+- matmul_f32: `a @ b` on float32 (OpenBLAS, all cores).
+- matmul_bf16: NumPy has no bf16 BLAS, so the bf16 case is timed as a NumPy user runs it:
+  `(a.astype(float32) @ b.astype(float32)).astype(bfloat16)` on ml_dtypes bfloat16 inputs
+  (fp32 matmul of the bf16 values, rounded to bf16: the same math as ours, conversions included).
+- softmax_f32: `e = np.exp(x - x.max(-1, keepdims=True)); e / e.sum(-1, keepdims=True)`.
+- sum_f32: `x.sum()` (NumPy: pairwise fp32; ours: fp64 accumulation, deterministic).
+"""
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+try:
+    import ml_dtypes
+except ImportError:  # pragma: no cover
+    ml_dtypes = None
+
+CASES = [
+    ("matmul_f32", 1024, "flop", 2 * 1024**3),
+    ("matmul_f32", 2048, "flop", 2 * 2048**3),
+    ("matmul_bf16", 1024, "flop", 2 * 1024**3),
+    ("softmax_f32", 4096, "bytes", 2 * 4 * 4096 * 4096),
+    ("sum_f32", 4096, "bytes", 4 * 4096 * 4096),
+]
+
+
+def numpy_case(op, n):
+    rng = np.random.default_rng(0)
+    if op == "matmul_f32":
+        a = rng.standard_normal((n, n), dtype=np.float32)
+        b = rng.standard_normal((n, n), dtype=np.float32)
+        return lambda: a @ b
+    if op == "matmul_bf16":
+        bf16 = ml_dtypes.bfloat16
+        a = rng.standard_normal((n, n), dtype=np.float32).astype(bf16)
+        b = rng.standard_normal((n, n), dtype=np.float32).astype(bf16)
+        return lambda: (a.astype(np.float32) @ b.astype(np.float32)).astype(bf16)
+    if op == "softmax_f32":
+        x = rng.standard_normal((n, n), dtype=np.float32)
+
+        def softmax():
+            e = np.exp(x - x.max(-1, keepdims=True))
+            return e / e.sum(-1, keepdims=True)
+
+        return softmax
+    if op == "sum_f32":
+        x = rng.standard_normal((n, n), dtype=np.float32)
+        return lambda: x.sum()
+    raise ValueError(op)
+
+
+class Rust:
+    def __init__(self, path):
+        self.p = subprocess.Popen([path, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def run(self, op, n):
+        self.p.stdin.write(f"{op} {n}\n")
+        self.p.stdin.flush()
+        line = self.p.stdout.readline().strip()
+        if not line or line.startswith("error"):
+            raise RuntimeError(f"bench_ops: {line!r}")
+        return float(line)
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait()
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--bin", default=os.path.join("target", "release", "examples", "bench_ops"))
+    ap.add_argument("--only", default=None, help="run only this op")
+    args = ap.parse_args()
+
+    print(f"# machine: {os.cpu_count()} logical CPUs, {cpu_model()}")
+    print(f"# numpy {np.__version__}, ml_dtypes {getattr(ml_dtypes, '__version__', 'missing')}, python {sys.version.split()[0]}")
+    print(f"# median of {args.runs} runs after {args.warmup} warm-up runs, NumPy and Rust interleaved")
+    print(f"{'op':12} {'size':>5}  {'numpy ms':>9} {'ours ms':>9}  {'numpy':>10} {'ours':>10}  {'ours/numpy':>10}")
+    rust = Rust(args.bin)
+    try:
+        for op, n, kind, amount in CASES:
+            if args.only and op != args.only:
+                continue
+            f = numpy_case(op, n)
+            for _ in range(args.warmup):
+                f()
+                rust.run(op, n)
+            tn, tr = [], []
+            for _ in range(args.runs):
+                t = time.perf_counter()
+                f()
+                tn.append(time.perf_counter() - t)
+                tr.append(rust.run(op, n))
+            mn, mr = median(tn), median(tr)
+            unit = "GFLOP/s" if kind == "flop" else "GB/s"
+            rn, rr = amount / mn / 1e9, amount / mr / 1e9
+            print(f"{op:12} {n:5}  {mn*1e3:9.2f} {mr*1e3:9.2f}  {rn:7.1f} {unit:<7} {rr:7.1f} {unit:<7}  {mn/mr:9.2f}x", flush=True)
+    finally:
+        rust.close()
+
+
+if __name__ == "__main__":
+    main()
