@@ -2,7 +2,8 @@
 //!
 //! Each `NAME.tsr` runs as `tessera run NAME.tsr` in its own directory, with `NO_COLOR=1`, and
 //! its stdout, stderr and exit status are compared with `NAME.stdout`, `NAME.stderr` and
-//! `NAME.code` beside it; a missing file is not checked. Blessing writes `.stdout` always and
+//! `NAME.code` beside it; a missing file is not checked. Runs get `TESSERA_MAX_BYTES=4 GiB`
+//! unless it is set, so E0700 messages do not depend on the machine. Blessing writes `.stdout` always and
 //! `.stderr` / `.code` when they are not empty / not 0 (removing stale ones).
 
 use std::path::{Path, PathBuf};
@@ -48,6 +49,9 @@ struct Run {
     code: i32,
 }
 
+/// The memory limit of golden runs (4 GiB) unless `TESSERA_MAX_BYTES` is set.
+pub const GOLDEN_MAX_BYTES: &str = "4294967296";
+
 /// Per-case time limit.
 const TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -57,7 +61,13 @@ fn run(exe: &Path, tsr: &Path) -> Result<Run, String> {
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let name = tsr.file_name().ok_or("not a file")?;
-    let mut child = Command::new(exe)
+    let mut cmd = Command::new(exe);
+    if std::env::var_os("TESSERA_MAX_BYTES").is_none() {
+        // E0700 messages name the memory limit: a fixed one keeps expected output the same on
+        // every machine.
+        cmd.env("TESSERA_MAX_BYTES", GOLDEN_MAX_BYTES);
+    }
+    let mut child = cmd
         .arg("run")
         .arg(name)
         .current_dir(dir)
