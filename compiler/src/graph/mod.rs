@@ -1,0 +1,1 @@
+//! Graph IR: what a traced kernel computes (tensor ops with shapes, dtypes, layouts, spans).

@@ -1,0 +1,9 @@
+//! The compiler: Graph IR → Schedule IR → Tile IR → Target IR → PTX (ARCHITECTURE.md).
+//! Each level is one data type with a printer and a verifier; lowering between levels is a
+//! separate small module.
+
+// `Diagnostic` is the one error type shared with host code; it is returned by value on purpose.
+#![allow(clippy::result_large_err)]
+
+pub mod graph;
+pub mod target;
