@@ -805,6 +805,7 @@ impl Interp {
             vars: HashMap::new(),
             enclosing: func.enclosing.clone(),
         }));
+        let site = args.span;
         self.bind_params(func, args, &frame)?;
         let env = Env {
             frame: Some(frame),
@@ -817,7 +818,18 @@ impl Interp {
             Ok(()) => Ok(Value::None),
             Err(Flow::Return(v)) => Ok(v),
             Err(Flow::Break) | Err(Flow::Continue) => Ok(Value::None),
-            Err(e) => Err(e),
+            Err(Flow::Error(mut d)) => {
+                // A short call trace: label the call sites the error came through (a few, each
+                // once), like the last lines of a Python traceback.
+                let seen = d.span == Some(site) || d.secondary.iter().any(|l| l.span == site);
+                if !seen && d.secondary.len() < 3 && d.span.is_some_and(|p| p.file == site.file) {
+                    d.secondary.push(crate::diag::Label {
+                        span: site,
+                        message: format!("in this call of `{}`", def.name.name),
+                    });
+                }
+                Err(Flow::Error(d))
+            }
         }
     }
 
