@@ -26,7 +26,7 @@ fn ptxas_accepts_every_sample_without_spills() {
     let mut sources = SourceMap::new();
     let ks = kernels(&mut sources);
     let mut table = String::new();
-    for target in [Target::Sm80, Target::Sm90, Target::Sm90a] {
+    for target in Target::ALL {
         for k in &ks {
             let text = ptx::print(k, target, &sources).unwrap();
             let r = match run_ptxas(&text, target) {
