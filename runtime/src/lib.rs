@@ -67,6 +67,7 @@
 
 pub mod cast;
 pub mod dtype;
+pub mod emu;
 pub mod error;
 pub mod memory;
 pub mod ops;

@@ -1,0 +1,1292 @@
+//! The interpreter: blocks in order, warps of 32 lanes with per-lane pcs (lowest pc first),
+//! shared memory with a per-byte race shadow, `cp.async` queues per thread.
+
+use super::numeric::{
+    cvt, float_of, half_elem, int_of, mask, pack_bf16x2, pack_f16x2, pack_fp8x2, tf32_elem,
+    tf32_rna, unpack_fp8x2,
+};
+use super::{Arg, EmuError, EmuErrorKind, Launch, Options, Stats};
+use crate::DType;
+use std::collections::VecDeque;
+use tessera_compiler::target::ptx::{instr_text, RegNames};
+use tessera_compiler::target::verify::verify;
+use tessera_compiler::target::{
+    BinOp, Cmp, Dim, Instr, Kernel, MmaKind, Op, Operand, Pack, ParamTy, Reg, SReg, ShflMode,
+    Space, Terminator, Ty, TyClass, UnOp, Unpack,
+};
+
+const FULL: u32 = u32::MAX;
+type Pc = (u32, u32);
+/// An error and the lane that raised it.
+type Fault = (EmuErrorKind, u32);
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum LaneState {
+    Running,
+    Barrier,
+    Exited,
+}
+
+struct Warp {
+    index: u32,
+    regs: Vec<u64>,
+    pc: [Pc; 32],
+    state: [LaneState; 32],
+}
+
+struct Copy {
+    dst: u32,
+    src: u64,
+    bytes: u32,
+    src_size: u32,
+    pc: Pc,
+}
+
+#[derive(Default)]
+struct AsyncQueue {
+    open: Vec<Copy>,
+    committed: VecDeque<Vec<Copy>>,
+}
+
+/// Who touched a shared byte since the last barrier (thread ids + 1; 0 = nobody).
+#[derive(Copy, Clone, Default)]
+struct Shadow {
+    epoch: u32,
+    writer: u32,
+    w_pc: Pc,
+    reader: u32,
+    r_pc: Pc,
+    reader2: u32,
+    r2_pc: Pc,
+}
+
+struct SharedMem {
+    bytes: Vec<u8>,
+    shadow: Vec<Shadow>,
+    /// Thread id + 1 of a pending cp.async to each byte.
+    pending: Vec<u32>,
+    epoch: u32,
+}
+
+struct Machine<'a> {
+    k: &'a Kernel,
+    names: RegNames,
+    launch: Launch,
+    params: Vec<u64>,
+    shared_offsets: Vec<u32>,
+    buffers: &'a mut [Vec<u8>],
+    stats: Stats,
+    max_steps: u64,
+    ctaid: [u32; 3],
+}
+
+fn lanes(m: u32) -> impl Iterator<Item = u32> {
+    (0..32u32).filter(move |l| m & (1 << l) != 0)
+}
+
+pub(super) fn run(
+    k: &Kernel,
+    launch: Launch,
+    args: &[Arg],
+    buffers: &mut [Vec<u8>],
+    opts: &Options,
+) -> Result<Stats, EmuError> {
+    verify(k).map_err(|e| EmuError::new(EmuErrorKind::InvalidKernel(e)))?;
+    let threads: u64 = launch.block.iter().map(|d| u64::from(*d)).product();
+    if launch.block.contains(&0) || launch.grid.contains(&0) {
+        return Err(EmuError::new(EmuErrorKind::BadLaunch {
+            reason: "a grid or block dimension is 0",
+        }));
+    }
+    if threads > 1024 {
+        return Err(EmuError::new(EmuErrorKind::BadLaunch {
+            reason: "more than 1024 threads per block",
+        }));
+    }
+    if launch.block[2] > 64 || launch.grid[1] > 65535 || launch.grid[2] > 65535 {
+        return Err(EmuError::new(EmuErrorKind::BadLaunch {
+            reason: "block z > 64 or grid y/z > 65535",
+        }));
+    }
+    if k.max_threads.is_some_and(|m| u64::from(m) < threads) {
+        return Err(EmuError::new(EmuErrorKind::BadLaunch {
+            reason: "more threads than the kernel's .maxntid",
+        }));
+    }
+    if args.len() != k.params.len() {
+        return Err(EmuError::new(EmuErrorKind::ArgCount {
+            expected: k.params.len(),
+            got: args.len(),
+        }));
+    }
+    let mut params = vec![];
+    for (i, (a, p)) in args.iter().zip(&k.params).enumerate() {
+        let v = match (a, p.ty) {
+            (Arg::Ptr { buffer, offset }, ParamTy::Ptr | ParamTy::U64) => {
+                if *buffer >= buffers.len() {
+                    return Err(EmuError::new(EmuErrorKind::NoBuffer {
+                        index: i,
+                        buffer: *buffer,
+                    }));
+                }
+                super::ptr(*buffer, *offset)
+            }
+            (Arg::U64(v), ParamTy::Ptr | ParamTy::U64) => *v,
+            (Arg::U32(v), ParamTy::U32) => u64::from(*v),
+            (Arg::F32(v), ParamTy::F32) => u64::from(v.to_bits()),
+            (Arg::Ptr { .. } | Arg::U64(_) | Arg::U32(_) | Arg::F32(_), _) => {
+                return Err(EmuError::new(EmuErrorKind::ArgType {
+                    index: i,
+                    param: p.name.clone(),
+                }))
+            }
+        };
+        params.push(v);
+    }
+    let (shared_offsets, shared_size) = k.shared_layout();
+    let mut m = Machine {
+        k,
+        names: RegNames::new(k),
+        launch,
+        params,
+        shared_offsets,
+        buffers,
+        stats: Stats::default(),
+        max_steps: opts.max_steps,
+        ctaid: [0; 3],
+    };
+    let mut smem = SharedMem {
+        bytes: vec![0; shared_size as usize],
+        shadow: vec![Shadow::default(); shared_size as usize],
+        pending: vec![0; shared_size as usize],
+        epoch: 0,
+    };
+    for z in 0..launch.grid[2] {
+        for y in 0..launch.grid[1] {
+            for x in 0..launch.grid[0] {
+                m.ctaid = [x, y, z];
+                smem.bytes.fill(0);
+                smem.shadow.fill(Shadow::default());
+                smem.pending.fill(0);
+                smem.epoch = 1;
+                m.run_block(threads as u32, &mut smem)?;
+            }
+        }
+    }
+    Ok(m.stats)
+}
+
+impl Machine<'_> {
+    fn thread_xyz(&self, tid: u32) -> [u32; 3] {
+        let [bx, by, _] = self.launch.block;
+        [tid % bx, (tid / bx) % by, tid / (bx * by)]
+    }
+
+    fn instr(&self, pc: Pc) -> Option<(&Instr, tessera_lang::Span)> {
+        let b = self.k.blocks.get(pc.0 as usize)?;
+        Some((b.insts.get(pc.1 as usize)?, *b.spans.get(pc.1 as usize)?))
+    }
+
+    fn text(&self, pc: Pc) -> String {
+        match self.instr(pc) {
+            Some((i, _)) => instr_text(self.k, &self.names, i),
+            None => match self.k.blocks.get(pc.0 as usize).map(|b| b.term) {
+                Some(Terminator::Ret) => "ret;".into(),
+                Some(Terminator::Bra(_) | Terminator::CondBra { .. }) => "bra;".into(),
+                None => "?".into(),
+            },
+        }
+    }
+
+    fn error(&self, kind: EmuErrorKind, pc: Pc, tid: u32) -> EmuError {
+        let span = match self.instr(pc) {
+            Some((_, s)) => Some(s),
+            None => self.k.blocks.get(pc.0 as usize).map(|b| b.term_span),
+        };
+        EmuError {
+            kind,
+            inst: Some(self.text(pc)),
+            span,
+            block: Some(self.ctaid),
+            thread: Some(self.thread_xyz(tid)),
+        }
+    }
+
+    fn run_block(&mut self, threads: u32, smem: &mut SharedMem) -> Result<(), EmuError> {
+        let nregs = self.k.regs.len();
+        let nwarps = threads.div_ceil(32);
+        let mut warps: Vec<Warp> = (0..nwarps)
+            .map(|w| {
+                let mut state = [LaneState::Exited; 32];
+                for (l, s) in state.iter_mut().enumerate() {
+                    if w * 32 + (l as u32) < threads {
+                        *s = LaneState::Running;
+                    }
+                }
+                Warp {
+                    index: w,
+                    regs: vec![0; nregs * 32],
+                    pc: [(0, 0); 32],
+                    state,
+                }
+            })
+            .collect();
+        let mut queues: Vec<AsyncQueue> = (0..threads).map(|_| AsyncQueue::default()).collect();
+        loop {
+            for w in warps.iter_mut() {
+                self.run_warp(w, smem, &mut queues)?;
+            }
+            let mut waiting = false;
+            for w in warps.iter_mut() {
+                for s in w.state.iter_mut() {
+                    if *s == LaneState::Barrier {
+                        *s = LaneState::Running;
+                        waiting = true;
+                    }
+                }
+            }
+            if !waiting {
+                return Ok(());
+            }
+            smem.epoch += 1;
+            self.stats.barriers += 1;
+        }
+    }
+
+    fn run_warp(
+        &mut self,
+        w: &mut Warp,
+        smem: &mut SharedMem,
+        queues: &mut [AsyncQueue],
+    ) -> Result<(), EmuError> {
+        loop {
+            let mut pc: Option<Pc> = None;
+            for l in 0..32 {
+                if w.state[l] == LaneState::Running && pc.is_none_or(|p| w.pc[l] < p) {
+                    pc = Some(w.pc[l]);
+                }
+            }
+            let Some(pc) = pc else { return Ok(()) };
+            let mut act = 0u32;
+            for l in 0..32 {
+                if w.state[l] == LaneState::Running && w.pc[l] == pc {
+                    act |= 1 << l;
+                }
+            }
+            self.stats.warp_instructions += 1;
+            if self.stats.warp_instructions > self.max_steps {
+                let kind = EmuErrorKind::StepLimit {
+                    steps: self.max_steps,
+                };
+                return Err(self.error(kind, pc, w.index * 32 + act.trailing_zeros()));
+            }
+            let Some(block) = self.k.blocks.get(pc.0 as usize) else {
+                return Ok(());
+            };
+            if let Some(instr) = block.insts.get(pc.1 as usize) {
+                let mut eff = act;
+                if let Some(g) = instr.guard {
+                    eff = 0;
+                    for l in lanes(act) {
+                        if (reg(w, g.pred, l) & 1 == 1) != g.negate {
+                            eff |= 1 << l;
+                        }
+                    }
+                }
+                self.stats.thread_instructions += u64::from(eff.count_ones());
+                if eff != 0 {
+                    self.exec(&instr.op, w, eff, smem, queues, pc)
+                        .map_err(|(kind, lane)| self.error(kind, pc, w.index * 32 + lane))?;
+                }
+                for l in lanes(act) {
+                    w.pc[l as usize].1 += 1;
+                }
+            } else {
+                match block.term {
+                    Terminator::Bra(t) => {
+                        for l in lanes(act) {
+                            w.pc[l as usize] = (t.0, 0);
+                        }
+                    }
+                    Terminator::CondBra {
+                        pred,
+                        negate,
+                        then,
+                        els,
+                    } => {
+                        for l in lanes(act) {
+                            let taken = (reg(w, pred, l) & 1 == 1) != negate;
+                            w.pc[l as usize] = (if taken { then.0 } else { els.0 }, 0);
+                        }
+                    }
+                    Terminator::Ret => {
+                        for l in lanes(act) {
+                            w.state[l as usize] = LaneState::Exited;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn reg_ty(&self, r: Reg) -> Ty {
+        self.k.reg_ty(r).unwrap_or(Ty::B64)
+    }
+
+    fn set(&self, w: &mut Warp, r: Reg, lane: u32, v: u64) {
+        let ty = self.reg_ty(r);
+        if let Some(slot) = w.regs.get_mut(r.0 as usize * 32 + lane as usize) {
+            *slot = mask(ty, v);
+        }
+    }
+
+    fn sreg(&self, s: SReg, w: &Warp, lane: u32) -> u64 {
+        let tid = self.thread_xyz(w.index * 32 + lane);
+        let d = |d: Dim| match d {
+            Dim::X => 0,
+            Dim::Y => 1,
+            Dim::Z => 2,
+        };
+        u64::from(match s {
+            SReg::Tid(x) => tid[d(x)],
+            SReg::Ntid(x) => self.launch.block[d(x)],
+            SReg::Ctaid(x) => self.ctaid[d(x)],
+            SReg::Nctaid(x) => self.launch.grid[d(x)],
+            SReg::LaneId => lane,
+            SReg::WarpId => w.index,
+        })
+    }
+
+    /// Checks a global access; returns (buffer, offset).
+    fn global(&self, addr: u64, n: u32, align: u32) -> Result<(usize, usize), EmuErrorKind> {
+        let buf = (addr >> 40).wrapping_sub(1) as usize;
+        let off = addr & ((1 << 40) - 1);
+        let limit = self.buffers.get(buf).map(|b| b.len() as u64);
+        match limit {
+            Some(len) if off + u64::from(n) <= len => {}
+            Some(_) | None => {
+                return Err(EmuErrorKind::OutOfBounds {
+                    space: Space::Global,
+                    addr,
+                    bytes: n,
+                    limit: limit.unwrap_or(0),
+                })
+            }
+        }
+        if !off.is_multiple_of(u64::from(align.max(1))) {
+            return Err(EmuErrorKind::Misaligned {
+                space: Space::Global,
+                addr,
+                align,
+            });
+        }
+        Ok((buf, off as usize))
+    }
+
+    fn read_global(&self, addr: u64, n: u32, align: u32) -> Result<u64, EmuErrorKind> {
+        let (b, o) = self.global(addr, n, align)?;
+        let mut v = 0u64;
+        if let Some(bytes) = self.buffers.get(b).and_then(|b| b.get(o..o + n as usize)) {
+            for (i, x) in bytes.iter().enumerate() {
+                v |= u64::from(*x) << (8 * i);
+            }
+        }
+        Ok(v)
+    }
+
+    fn write_global(&mut self, addr: u64, n: u32, align: u32, v: u64) -> Result<(), EmuErrorKind> {
+        let (b, o) = self.global(addr, n, align)?;
+        if let Some(bytes) = self
+            .buffers
+            .get_mut(b)
+            .and_then(|b| b.get_mut(o..o + n as usize))
+        {
+            for (i, x) in bytes.iter_mut().enumerate() {
+                *x = (v >> (8 * i)) as u8;
+            }
+        }
+        Ok(())
+    }
+
+    fn shared_check(
+        &self,
+        sm: &SharedMem,
+        addr: u32,
+        n: u32,
+        align: u32,
+    ) -> Result<(), EmuErrorKind> {
+        if u64::from(addr) + u64::from(n) > sm.bytes.len() as u64 {
+            return Err(EmuErrorKind::OutOfBounds {
+                space: Space::Shared,
+                addr: u64::from(addr),
+                bytes: n,
+                limit: sm.bytes.len() as u64,
+            });
+        }
+        if !addr.is_multiple_of(align.max(1)) {
+            return Err(EmuErrorKind::Misaligned {
+                space: Space::Shared,
+                addr: u64::from(addr),
+                align,
+            });
+        }
+        Ok(())
+    }
+
+    /// Records an access to shared bytes `addr..addr+n` by thread `tid` and reports a race.
+    fn touch(
+        &self,
+        sm: &mut SharedMem,
+        addr: u32,
+        n: u32,
+        write: bool,
+        tid: u32,
+        pc: Pc,
+    ) -> Result<(), EmuErrorKind> {
+        let me = tid + 1;
+        let epoch = sm.epoch;
+        for a in addr..addr + n {
+            let a = a as usize;
+            if let Some(&p) = sm.pending.get(a) {
+                if p != 0 {
+                    return Err(EmuErrorKind::AsyncPending {
+                        addr: a as u32,
+                        issuer: p - 1,
+                    });
+                }
+            }
+            let Some(s) = sm.shadow.get_mut(a) else {
+                continue;
+            };
+            if s.epoch != epoch {
+                *s = Shadow {
+                    epoch,
+                    ..Shadow::default()
+                };
+            }
+            let race = |other: u32, other_write: bool, other_pc: Pc| EmuErrorKind::SharedRace {
+                addr: a as u32,
+                write,
+                other_thread: other - 1,
+                other_write,
+                other_inst: self.text(other_pc),
+            };
+            if s.writer != 0 && s.writer != me {
+                return Err(race(s.writer, true, s.w_pc));
+            }
+            if write {
+                if s.reader != 0 && s.reader != me {
+                    return Err(race(s.reader, false, s.r_pc));
+                }
+                if s.reader2 != 0 && s.reader2 != me {
+                    return Err(race(s.reader2, false, s.r2_pc));
+                }
+                s.writer = me;
+                s.w_pc = pc;
+            } else if s.reader == 0 {
+                s.reader = me;
+                s.r_pc = pc;
+            } else if s.reader != me && s.reader2 == 0 {
+                s.reader2 = me;
+                s.r2_pc = pc;
+            }
+        }
+        Ok(())
+    }
+
+    fn read_shared(
+        &self,
+        sm: &mut SharedMem,
+        addr: u32,
+        n: u32,
+        align: u32,
+        tid: u32,
+        pc: Pc,
+    ) -> Result<u64, EmuErrorKind> {
+        self.shared_check(sm, addr, n, align)?;
+        self.touch(sm, addr, n, false, tid, pc)?;
+        let mut v = 0u64;
+        for i in 0..n {
+            v |= u64::from(sm.bytes.get((addr + i) as usize).copied().unwrap_or(0)) << (8 * i);
+        }
+        Ok(v)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write_shared(
+        &self,
+        sm: &mut SharedMem,
+        addr: u32,
+        n: u32,
+        align: u32,
+        tid: u32,
+        pc: Pc,
+        v: u64,
+    ) -> Result<(), EmuErrorKind> {
+        self.shared_check(sm, addr, n, align)?;
+        self.touch(sm, addr, n, true, tid, pc)?;
+        for i in 0..n {
+            if let Some(b) = sm.bytes.get_mut((addr + i) as usize) {
+                *b = (v >> (8 * i)) as u8;
+            }
+        }
+        Ok(())
+    }
+
+    /// Performs one completed cp.async.
+    fn complete(&self, sm: &mut SharedMem, c: &Copy, tid: u32) -> Result<(), EmuErrorKind> {
+        for a in c.dst..c.dst + c.bytes {
+            if let Some(p) = sm.pending.get_mut(a as usize) {
+                *p = 0;
+            }
+        }
+        self.touch(sm, c.dst, c.bytes, true, tid, c.pc)?;
+        for i in 0..c.bytes {
+            let v = if i < c.src_size {
+                self.read_global(c.src + u64::from(i), 1, 1)? as u8
+            } else {
+                0
+            };
+            if let Some(b) = sm.bytes.get_mut((c.dst + i) as usize) {
+                *b = v;
+            }
+        }
+        Ok(())
+    }
+
+    fn exec(
+        &mut self,
+        op: &Op,
+        w: &mut Warp,
+        eff: u32,
+        sm: &mut SharedMem,
+        queues: &mut [AsyncQueue],
+        pc: Pc,
+    ) -> Result<(), Fault> {
+        let tid0 = w.index * 32;
+        match op {
+            Op::Special { dst, sreg } => {
+                for l in lanes(eff) {
+                    let v = self.sreg(*sreg, w, l);
+                    self.set(w, *dst, l, v);
+                }
+            }
+            Op::LdParam { dst, param } => {
+                let v = self.params.get(param.0 as usize).copied().unwrap_or(0);
+                for l in lanes(eff) {
+                    self.set(w, *dst, l, v);
+                }
+            }
+            Op::SharedAddr { dst, shared } => {
+                let v = self
+                    .shared_offsets
+                    .get(shared.0 as usize)
+                    .copied()
+                    .unwrap_or(0);
+                for l in lanes(eff) {
+                    self.set(w, *dst, l, u64::from(v));
+                }
+            }
+            Op::Mov { ty, dst, src } => {
+                for l in lanes(eff) {
+                    let v = mask(*ty, opnd(w, *src, l));
+                    self.set(w, *dst, l, v);
+                }
+            }
+            Op::Unary { op, ty, dst, src } => {
+                for l in lanes(eff) {
+                    let v = unary(*op, *ty, opnd(w, *src, l));
+                    self.set(w, *dst, l, v);
+                }
+            }
+            Op::Binary { op, ty, dst, a, b } => {
+                for l in lanes(eff) {
+                    let v = binary(*op, *ty, opnd(w, *a, l), opnd(w, *b, l)).map_err(|e| (e, l))?;
+                    self.set(w, *dst, l, v);
+                }
+            }
+            Op::Fma { ty, dst, a, b, c } => {
+                for l in lanes(eff) {
+                    let (x, y, z) = (opnd(w, *a, l), opnd(w, *b, l), opnd(w, *c, l));
+                    let v = match ty {
+                        Ty::F32 => {
+                            let f = |v: u64| f32::from_bits(v as u32);
+                            u64::from(f(x).mul_add(f(y), f(z)).to_bits())
+                        }
+                        Ty::F64 => f64::from_bits(x)
+                            .mul_add(f64::from_bits(y), f64::from_bits(z))
+                            .to_bits(),
+                        Ty::Pred
+                        | Ty::B16
+                        | Ty::B32
+                        | Ty::B64
+                        | Ty::U32
+                        | Ty::U64
+                        | Ty::S32
+                        | Ty::S64
+                        | Ty::F16
+                        | Ty::F16x2
+                        | Ty::BF16
+                        | Ty::BF16x2 => {
+                            (int_of(*ty, x)
+                                .wrapping_mul(int_of(*ty, y))
+                                .wrapping_add(int_of(*ty, z))) as u64
+                        }
+                    };
+                    self.set(w, *dst, l, v);
+                }
+            }
+            Op::MulWide { ty, dst, a, b } => {
+                for l in lanes(eff) {
+                    let v = int_of(*ty, opnd(w, *a, l)) * int_of(*ty, opnd(w, *b, l));
+                    self.set(w, *dst, l, v as u64);
+                }
+            }
+            Op::MadWide { ty, dst, a, b, c } => {
+                let wide = if *ty == Ty::S32 { Ty::S64 } else { Ty::U64 };
+                for l in lanes(eff) {
+                    let v = int_of(*ty, opnd(w, *a, l)) * int_of(*ty, opnd(w, *b, l));
+                    let v = v.wrapping_add(int_of(wide, opnd(w, *c, l)));
+                    self.set(w, *dst, l, v as u64);
+                }
+            }
+            Op::Setp { cmp, ty, dst, a, b } => {
+                for l in lanes(eff) {
+                    let v = setp(*cmp, *ty, opnd(w, *a, l), opnd(w, *b, l));
+                    self.set(w, *dst, l, u64::from(v));
+                }
+            }
+            Op::Selp {
+                ty,
+                dst,
+                a,
+                b,
+                pred,
+            } => {
+                for l in lanes(eff) {
+                    let v = if reg(w, *pred, l) & 1 == 1 {
+                        opnd(w, *a, l)
+                    } else {
+                        opnd(w, *b, l)
+                    };
+                    self.set(w, *dst, l, mask(*ty, v));
+                }
+            }
+            Op::Cvt {
+                dty,
+                sty,
+                rnd,
+                sat,
+                dst,
+                src,
+            } => {
+                for l in lanes(eff) {
+                    let v = cvt(*dty, *sty, *rnd, *sat, reg(w, *src, l));
+                    self.set(w, *dst, l, v);
+                }
+            }
+            Op::CvtTf32 { dst, src } => {
+                for l in lanes(eff) {
+                    let v = tf32_rna(reg(w, *src, l) as u32);
+                    self.set(w, *dst, l, u64::from(v));
+                }
+            }
+            Op::CvtPack { pack, dst, hi, lo } => {
+                for l in lanes(eff) {
+                    let h = f32::from_bits(reg(w, *hi, l) as u32);
+                    let o = f32::from_bits(reg(w, *lo, l) as u32);
+                    let v = match pack {
+                        Pack::F16x2 => pack_f16x2(h, o),
+                        Pack::BF16x2 => pack_bf16x2(h, o),
+                        Pack::E4m3x2 => pack_fp8x2(h, o, DType::F8E4M3),
+                        Pack::E5m2x2 => pack_fp8x2(h, o, DType::F8E5M2),
+                    };
+                    self.set(w, *dst, l, v);
+                }
+            }
+            Op::CvtUnpack { unpack, dst, src } => {
+                let d = match unpack {
+                    Unpack::E4m3x2 => DType::F8E4M3,
+                    Unpack::E5m2x2 => DType::F8E5M2,
+                };
+                for l in lanes(eff) {
+                    let v = unpack_fp8x2(reg(w, *src, l), d);
+                    self.set(w, *dst, l, v);
+                }
+            }
+            Op::CvtaGlobal { dst, src } => {
+                for l in lanes(eff) {
+                    let v = reg(w, *src, l);
+                    self.set(w, *dst, l, v);
+                }
+            }
+            Op::Ld {
+                space,
+                ty,
+                dsts,
+                addr,
+                offset,
+            } => {
+                let size = ty.bits() / 8;
+                let total = size * dsts.len() as u32;
+                for l in lanes(eff) {
+                    let a = reg(w, *addr, l);
+                    for (i, d) in dsts.iter().enumerate() {
+                        let v = match space {
+                            Space::Global => {
+                                let at = a.wrapping_add(*offset as i64 as u64);
+                                self.global(at, total, total).map_err(|e| (e, l))?;
+                                self.read_global(at + u64::from(size) * i as u64, size, size)
+                            }
+                            Space::Shared => {
+                                let at = (a as u32).wrapping_add(*offset as u32);
+                                self.shared_check(sm, at, total, total)
+                                    .map_err(|e| (e, l))?;
+                                let at = at + size * i as u32;
+                                self.read_shared(sm, at, size, size, tid0 + l, pc)
+                            }
+                        }
+                        .map_err(|e| (e, l))?;
+                        self.set(w, *d, l, v);
+                    }
+                }
+            }
+            Op::St {
+                space,
+                ty,
+                srcs,
+                addr,
+                offset,
+            } => {
+                let size = ty.bits() / 8;
+                let total = size * srcs.len() as u32;
+                for l in lanes(eff) {
+                    let a = reg(w, *addr, l);
+                    for (i, s) in srcs.iter().enumerate() {
+                        let v = opnd(w, *s, l);
+                        match space {
+                            Space::Global => {
+                                let at = a.wrapping_add(*offset as i64 as u64);
+                                self.global(at, total, total).map_err(|e| (e, l))?;
+                                self.write_global(at + u64::from(size) * i as u64, size, size, v)
+                            }
+                            Space::Shared => {
+                                let at = (a as u32).wrapping_add(*offset as u32);
+                                self.shared_check(sm, at, total, total)
+                                    .map_err(|e| (e, l))?;
+                                let at = at + size * i as u32;
+                                self.write_shared(sm, at, size, size, tid0 + l, pc, v)
+                            }
+                        }
+                        .map_err(|e| (e, l))?;
+                    }
+                }
+            }
+            Op::CpAsync {
+                cache: _,
+                dst,
+                src,
+                bytes,
+                src_size,
+            } => {
+                for l in lanes(eff) {
+                    let d = reg(w, *dst, l) as u32;
+                    let s = reg(w, *src, l);
+                    let size = match src_size {
+                        Some(o) => opnd(w, *o, l) & 0xffff_ffff,
+                        None => u64::from(*bytes),
+                    };
+                    if size > u64::from(*bytes) {
+                        return Err((
+                            EmuErrorKind::BadSrcSize {
+                                src_size: size,
+                                bytes: *bytes,
+                            },
+                            l,
+                        ));
+                    }
+                    self.shared_check(sm, d, *bytes, *bytes)
+                        .map_err(|e| (e, l))?;
+                    if size > 0 {
+                        self.global(s, size as u32, 1).map_err(|e| (e, l))?;
+                    }
+                    if !s.is_multiple_of(u64::from(*bytes)) {
+                        let e = EmuErrorKind::Misaligned {
+                            space: Space::Global,
+                            addr: s,
+                            align: *bytes,
+                        };
+                        return Err((e, l));
+                    }
+                    let tid = tid0 + l;
+                    self.touch(sm, d, *bytes, true, tid, pc)
+                        .map_err(|e| (e, l))?;
+                    for a in d..d + bytes {
+                        if let Some(p) = sm.pending.get_mut(a as usize) {
+                            *p = tid + 1;
+                        }
+                    }
+                    if let Some(q) = queues.get_mut(tid as usize) {
+                        q.open.push(Copy {
+                            dst: d,
+                            src: s,
+                            bytes: *bytes,
+                            src_size: size as u32,
+                            pc,
+                        });
+                    }
+                }
+            }
+            Op::CpAsyncCommit => {
+                for l in lanes(eff) {
+                    if let Some(q) = queues.get_mut((tid0 + l) as usize) {
+                        let group = std::mem::take(&mut q.open);
+                        q.committed.push_back(group);
+                    }
+                }
+            }
+            Op::CpAsyncWait { n } => {
+                for l in lanes(eff) {
+                    let tid = tid0 + l;
+                    let Some(q) = queues.get_mut(tid as usize) else {
+                        continue;
+                    };
+                    let mut done = vec![];
+                    while q.committed.len() > *n as usize {
+                        if let Some(g) = q.committed.pop_front() {
+                            done.extend(g);
+                        }
+                    }
+                    for c in &done {
+                        self.complete(sm, c, tid).map_err(|e| (e, l))?;
+                    }
+                }
+            }
+            Op::BarSync => {
+                for l in lanes(eff) {
+                    w.state[l as usize] = LaneState::Barrier;
+                }
+            }
+            Op::Shfl {
+                mode,
+                dst,
+                src,
+                lane,
+                clamp,
+                mask: member,
+            } => {
+                let present = present(w);
+                let required = member & present;
+                if eff & !member != 0 || required & !eff != 0 {
+                    let culprit = (eff ^ required).trailing_zeros().min(31);
+                    return Err((
+                        EmuErrorKind::Divergent {
+                            active: eff,
+                            required,
+                        },
+                        culprit,
+                    ));
+                }
+                let vals: Vec<u64> = (0..32).map(|l| opnd(w, *src, l) & 0xffff_ffff).collect();
+                let mut out = [0u64; 32];
+                for i in lanes(eff) {
+                    let b = (opnd(w, *lane, i) & 0xffff_ffff) as u32;
+                    let c = (opnd(w, *clamp, i) & 0xffff_ffff) as u32;
+                    let cval = c & 0x1f;
+                    let seg = (c >> 8) & 0x1f;
+                    let max_lane = ((i & seg) | (cval & !seg)) as i64;
+                    let min_lane = (i & seg) as i64;
+                    let (j, ok) = match mode {
+                        ShflMode::Up => {
+                            let j = i as i64 - i64::from(b);
+                            (j, j >= max_lane)
+                        }
+                        ShflMode::Down => {
+                            let j = i as i64 + i64::from(b);
+                            (j, j <= max_lane)
+                        }
+                        ShflMode::Bfly => {
+                            let j = i64::from(i ^ b);
+                            (j, j <= max_lane)
+                        }
+                        ShflMode::Idx => {
+                            let j = min_lane | i64::from(b & !seg);
+                            (j, j <= max_lane)
+                        }
+                    };
+                    let j = if ok { j as u32 } else { i };
+                    if j > 31 || eff & (1 << j) == 0 {
+                        return Err((EmuErrorKind::ShflInactiveLane { lane: i, source: j }, i));
+                    }
+                    out[i as usize] = vals[j as usize];
+                }
+                for i in lanes(eff) {
+                    self.set(w, *dst, i, out[i as usize]);
+                }
+            }
+            Op::Ldmatrix { trans, dsts, addr } => {
+                if eff != FULL {
+                    return Err((
+                        EmuErrorKind::Divergent {
+                            active: eff,
+                            required: FULL,
+                        },
+                        (!eff).trailing_zeros(),
+                    ));
+                }
+                // m[q][r][c]: matrix q, row r (address from lane 8q + r), column c.
+                let mut m = [[[0u16; 8]; 8]; 4];
+                for (q, mat) in m.iter_mut().enumerate() {
+                    for (r, row) in mat.iter_mut().enumerate() {
+                        let l = (q * 8 + r) as u32;
+                        let a = reg(w, *addr, l) as u32;
+                        let lo = self
+                            .read_shared(sm, a, 8, 16, tid0 + l, pc)
+                            .map_err(|e| (e, l))?;
+                        self.shared_check(sm, a, 16, 16).map_err(|e| (e, l))?;
+                        let hi = self
+                            .read_shared(sm, a + 8, 8, 8, tid0 + l, pc)
+                            .map_err(|e| (e, l))?;
+                        for (c, x) in row.iter_mut().enumerate() {
+                            let v = if c < 4 {
+                                lo >> (16 * c)
+                            } else {
+                                hi >> (16 * (c - 4))
+                            };
+                            *x = v as u16;
+                        }
+                    }
+                }
+                for t in 0..32u32 {
+                    let (g, i) = ((t / 4) as usize, (2 * (t % 4)) as usize);
+                    for (q, d) in dsts.iter().enumerate() {
+                        let (e0, e1) = if *trans {
+                            (m[q][i][g], m[q][i + 1][g])
+                        } else {
+                            (m[q][g][i], m[q][g][i + 1])
+                        };
+                        self.set(w, *d, t, u64::from(e0) | u64::from(e1) << 16);
+                    }
+                }
+            }
+            Op::Mma { kind, d, a, b, c } => {
+                if eff != FULL {
+                    return Err((
+                        EmuErrorKind::Divergent {
+                            active: eff,
+                            required: FULL,
+                        },
+                        (!eff).trailing_zeros(),
+                    ));
+                }
+                let out = mma(*kind, w, a, b, c);
+                for t in 0..32u32 {
+                    for (i, r) in d.iter().enumerate() {
+                        self.set(w, *r, t, u64::from(out[t as usize][i].to_bits()));
+                    }
+                }
+            }
+            Op::AtomAddF32 { dst, addr, src } => {
+                for l in lanes(eff) {
+                    let a = reg(w, *addr, l);
+                    let old = self.read_global(a, 4, 4).map_err(|e| (e, l))?;
+                    let v = f32::from_bits(old as u32) + f32::from_bits(opnd(w, *src, l) as u32);
+                    self.write_global(a, 4, 4, u64::from(v.to_bits()))
+                        .map_err(|e| (e, l))?;
+                    self.set(w, *dst, l, old);
+                }
+            }
+            Op::RedAddF32 { addr, src } => {
+                for l in lanes(eff) {
+                    let a = reg(w, *addr, l);
+                    let old = self.read_global(a, 4, 4).map_err(|e| (e, l))?;
+                    let v = f32::from_bits(old as u32) + f32::from_bits(opnd(w, *src, l) as u32);
+                    self.write_global(a, 4, 4, u64::from(v.to_bits()))
+                        .map_err(|e| (e, l))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn reg(w: &Warp, r: Reg, lane: u32) -> u64 {
+    w.regs
+        .get(r.0 as usize * 32 + lane as usize)
+        .copied()
+        .unwrap_or(0)
+}
+
+fn opnd(w: &Warp, o: Operand, lane: u32) -> u64 {
+    match o {
+        Operand::Reg(r) => reg(w, r, lane),
+        Operand::Imm(v) => v as u64,
+        Operand::F32(b) => u64::from(b),
+        Operand::F64(b) => b,
+    }
+}
+
+/// Lanes that have not exited.
+fn present(w: &Warp) -> u32 {
+    let mut m = 0;
+    for (l, s) in w.state.iter().enumerate() {
+        if *s != LaneState::Exited {
+            m |= 1 << l;
+        }
+    }
+    m
+}
+
+fn unary(op: UnOp, ty: Ty, v: u64) -> u64 {
+    match ty {
+        Ty::F32 => {
+            let x = f32::from_bits(v as u32);
+            let approx = |f: fn(f64) -> f64| f(f64::from(x)) as f32;
+            let r = match op {
+                UnOp::Neg => -x,
+                UnOp::Abs => x.abs(),
+                UnOp::Rcp | UnOp::RcpApprox => 1.0 / x,
+                UnOp::Sqrt | UnOp::SqrtApprox => x.sqrt(),
+                UnOp::RsqrtApprox => approx(|y| 1.0 / y.sqrt()),
+                UnOp::Ex2Approx => approx(f64::exp2),
+                UnOp::Lg2Approx => approx(f64::log2),
+                UnOp::TanhApprox => approx(f64::tanh),
+                UnOp::Not => f32::from_bits(!(v as u32)),
+            };
+            u64::from(r.to_bits())
+        }
+        Ty::F64 => {
+            let x = f64::from_bits(v);
+            let r = match op {
+                UnOp::Neg => -x,
+                UnOp::Abs => x.abs(),
+                UnOp::Rcp | UnOp::RcpApprox => 1.0 / x,
+                UnOp::Sqrt | UnOp::SqrtApprox => x.sqrt(),
+                UnOp::RsqrtApprox => 1.0 / x.sqrt(),
+                UnOp::Ex2Approx => x.exp2(),
+                UnOp::Lg2Approx => x.log2(),
+                UnOp::TanhApprox => x.tanh(),
+                UnOp::Not => f64::from_bits(!v),
+            };
+            r.to_bits()
+        }
+        Ty::Pred
+        | Ty::B16
+        | Ty::B32
+        | Ty::B64
+        | Ty::U32
+        | Ty::U64
+        | Ty::S32
+        | Ty::S64
+        | Ty::F16
+        | Ty::F16x2
+        | Ty::BF16
+        | Ty::BF16x2 => {
+            let i = int_of(ty, v);
+            match op {
+                UnOp::Neg => i.wrapping_neg() as u64,
+                UnOp::Abs => i.wrapping_abs() as u64,
+                UnOp::Not => !v,
+                UnOp::Rcp
+                | UnOp::RcpApprox
+                | UnOp::Sqrt
+                | UnOp::SqrtApprox
+                | UnOp::RsqrtApprox
+                | UnOp::Ex2Approx
+                | UnOp::Lg2Approx
+                | UnOp::TanhApprox => 0,
+            }
+        }
+    }
+}
+
+fn binary(op: BinOp, ty: Ty, a: u64, b: u64) -> Result<u64, EmuErrorKind> {
+    match ty {
+        Ty::F32 => {
+            let (x, y) = (f32::from_bits(a as u32), f32::from_bits(b as u32));
+            let r = match op {
+                BinOp::Add => x + y,
+                BinOp::Sub => x - y,
+                BinOp::Mul => x * y,
+                BinOp::Min => x.min(y),
+                BinOp::Max => x.max(y),
+                BinOp::Div | BinOp::DivApprox => x / y,
+                BinOp::MulHi
+                | BinOp::Rem
+                | BinOp::And
+                | BinOp::Or
+                | BinOp::Xor
+                | BinOp::Shl
+                | BinOp::Shr => 0.0,
+            };
+            return Ok(u64::from(r.to_bits()));
+        }
+        Ty::F64 => {
+            let (x, y) = (f64::from_bits(a), f64::from_bits(b));
+            let r = match op {
+                BinOp::Add => x + y,
+                BinOp::Sub => x - y,
+                BinOp::Mul => x * y,
+                BinOp::Min => x.min(y),
+                BinOp::Max => x.max(y),
+                BinOp::Div | BinOp::DivApprox => x / y,
+                BinOp::MulHi
+                | BinOp::Rem
+                | BinOp::And
+                | BinOp::Or
+                | BinOp::Xor
+                | BinOp::Shl
+                | BinOp::Shr => 0.0,
+            };
+            return Ok(r.to_bits());
+        }
+        Ty::Pred
+        | Ty::B16
+        | Ty::B32
+        | Ty::B64
+        | Ty::U32
+        | Ty::U64
+        | Ty::S32
+        | Ty::S64
+        | Ty::F16
+        | Ty::F16x2
+        | Ty::BF16
+        | Ty::BF16x2 => {}
+    }
+    let bits = ty.bits();
+    let (x, y) = (int_of(ty, a), int_of(ty, b));
+    let signed = ty.class() == TyClass::Signed;
+    let r: i128 = match op {
+        BinOp::Add => x.wrapping_add(y),
+        BinOp::Sub => x.wrapping_sub(y),
+        BinOp::Mul => x.wrapping_mul(y),
+        BinOp::MulHi => {
+            if signed {
+                x.wrapping_mul(y) >> bits
+            } else {
+                ((x as u128).wrapping_mul(y as u128) >> bits) as i128
+            }
+        }
+        BinOp::Min => x.min(y),
+        BinOp::Max => x.max(y),
+        BinOp::Div | BinOp::DivApprox => {
+            if y == 0 {
+                return Err(EmuErrorKind::DivideByZero);
+            }
+            x.wrapping_div(y)
+        }
+        BinOp::Rem => {
+            if y == 0 {
+                return Err(EmuErrorKind::DivideByZero);
+            }
+            x.wrapping_rem(y)
+        }
+        BinOp::And => i128::from(a & b),
+        BinOp::Or => i128::from(a | b),
+        BinOp::Xor => i128::from(a ^ b),
+        BinOp::Shl => {
+            let s = b as u32;
+            if s >= bits {
+                0
+            } else {
+                i128::from(a << s)
+            }
+        }
+        BinOp::Shr => {
+            let s = (b as u32).min(bits);
+            if signed {
+                x >> s.min(bits - 1)
+            } else if s >= bits {
+                0
+            } else {
+                x >> s
+            }
+        }
+    };
+    Ok(mask(ty, r as u64))
+}
+
+fn setp(c: Cmp, ty: Ty, a: u64, b: u64) -> bool {
+    if matches!(ty, Ty::F32 | Ty::F64) {
+        let (x, y) = (float_of(ty, a), float_of(ty, b));
+        if x.is_nan() || y.is_nan() {
+            return false;
+        }
+        return match c {
+            Cmp::Eq => x == y,
+            Cmp::Ne => x != y,
+            Cmp::Lt => x < y,
+            Cmp::Le => x <= y,
+            Cmp::Gt => x > y,
+            Cmp::Ge => x >= y,
+        };
+    }
+    let (x, y) = (int_of(ty, a), int_of(ty, b));
+    match c {
+        Cmp::Eq => x == y,
+        Cmp::Ne => x != y,
+        Cmp::Lt => x < y,
+        Cmp::Le => x <= y,
+        Cmp::Gt => x > y,
+        Cmp::Ge => x >= y,
+    }
+}
+
+/// `mma.sync` over a warp, with the PTX ISA fragment layouts (g = lane/4, t = lane%4):
+/// - m16n8k16 (bf16/f16): a_i = A[g + 8·(i%2)][2t + 8·(i/2) + {0,1}] (low half first),
+///   b_i = B[2t + 8i + {0,1}][g];
+/// - m16n8k8 (tf32): a_i = A[g + 8·(i%2)][t + 4·(i/2)], b_i = B[t + 4i][g];
+/// - c_i/d_i = C[g + 8·(i/2)][2t + i%2].
+fn mma(kind: MmaKind, w: &Warp, a: &[Reg; 4], b: &[Reg; 2], c: &[Reg; 4]) -> [[f32; 4]; 32] {
+    let kdim = match kind {
+        MmaKind::M16n8k16Bf16 | MmaKind::M16n8k16F16 => 16,
+        MmaKind::M16n8k8Tf32 => 8,
+    };
+    let mut am = [[0f32; 16]; 16];
+    let mut bm = [[0f32; 8]; 16];
+    let mut cm = [[0f32; 8]; 16];
+    for lane in 0..32u32 {
+        let (g, t) = ((lane / 4) as usize, (lane % 4) as usize);
+        match kind {
+            MmaKind::M16n8k16Bf16 | MmaKind::M16n8k16F16 => {
+                let bf = kind == MmaKind::M16n8k16Bf16;
+                for (i, r) in a.iter().enumerate() {
+                    let v = reg(w, *r, lane);
+                    let (row, col) = (g + 8 * (i % 2), 2 * t + 8 * (i / 2));
+                    am[row][col] = half_elem(v as u16, bf);
+                    am[row][col + 1] = half_elem((v >> 16) as u16, bf);
+                }
+                for (i, r) in b.iter().enumerate() {
+                    let v = reg(w, *r, lane);
+                    let k = 2 * t + 8 * i;
+                    bm[k][g] = half_elem(v as u16, bf);
+                    bm[k + 1][g] = half_elem((v >> 16) as u16, bf);
+                }
+            }
+            MmaKind::M16n8k8Tf32 => {
+                for (i, r) in a.iter().enumerate() {
+                    am[g + 8 * (i % 2)][t + 4 * (i / 2)] = tf32_elem(reg(w, *r, lane) as u32);
+                }
+                for (i, r) in b.iter().enumerate() {
+                    bm[t + 4 * i][g] = tf32_elem(reg(w, *r, lane) as u32);
+                }
+            }
+        }
+        for (i, r) in c.iter().enumerate() {
+            cm[g + 8 * (i / 2)][2 * t + i % 2] = f32::from_bits(reg(w, *r, lane) as u32);
+        }
+    }
+    let mut out = [[0f32; 4]; 32];
+    for (lane, o) in out.iter_mut().enumerate() {
+        let (g, t) = (lane / 4, lane % 4);
+        for (i, x) in o.iter_mut().enumerate() {
+            let (row, col) = (g + 8 * (i / 2), 2 * t + i % 2);
+            let mut acc = cm[row][col];
+            for k in 0..kdim {
+                acc += am[row][k] * bm[k][col];
+            }
+            *x = acc;
+        }
+    }
+    out
+}

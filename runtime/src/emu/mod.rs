@@ -1,0 +1,355 @@
+//! The Target IR emulator: runs a [`Kernel`] on the CPU with the GPU's semantics, so a bug in
+//! what the PTX printer would emit shows up on a machine without a GPU.
+//!
+//! # Model
+//! - **Memory.** Global memory is the caller's byte buffers; a pointer argument
+//!   [`Arg::Ptr`]`{ buffer, offset }` reaches the kernel as [`ptr`]`(buffer, offset)`
+//!   (`(buffer + 1) << 40 | offset`), so every global access is checked against its own buffer.
+//!   Shared memory is one zeroed byte array per block; `.shared` arrays are laid out in
+//!   declaration order ([`Kernel::shared_layout`]) from window address 0.
+//! - **Execution.** Blocks run one after another (deterministic: same inputs, same bits). A
+//!   block's threads are warps of 32 lanes in lockstep. Each lane has its own pc; a warp steps
+//!   the lanes whose pc is the lowest in layout order (block index, then instruction), so lanes
+//!   that diverge on a branch reconverge where the paths join, as long as join blocks are laid
+//!   out after the blocks that reach them (our lowering's layout; the verifier documents it).
+//!   Results never depend on that order; only warp-collective instructions do, and those check
+//!   that the lanes they need are converged.
+//! - **Barriers.** A warp runs until all its lanes wait at `bar.sync` or have exited; when every
+//!   warp of the block is there, the barrier opens (exited threads count as arrived).
+//! - **`cp.async`.** A copy is issued at `cp.async` (bounds checked there), kept pending in the
+//!   thread's open group, grouped by `commit_group`, and performed (global read, shared write,
+//!   zero fill past `src_size`) at the `wait_group` that retires its group. Any access to a
+//!   shared byte with a pending copy is an error (a read before the wait is a race).
+//! - **Races.** Between two barriers, two different threads touching the same shared byte, one
+//!   of them writing, is an error naming both instructions.
+//! - **Warp collectives.** `shfl.sync`: every lane named in the mask must execute it together
+//!   (and only those), the PTX ISA's clamp/segment rules, reading an inactive lane is an error.
+//!   `ldmatrix`/`mma.sync.aligned`: all 32 lanes converged, fragment layouts of the PTX ISA
+//!   ("Matrix Fragments for mma.m16n8k16 / m16n8k8", "ldmatrix").
+//!
+//! # Numerics
+//! - f32/f64 `add sub mul div.rn sqrt.rn rcp.rn` are IEEE round-to-nearest (Rust's operators);
+//!   `fma` is fused (`f32::mul_add`); subnormals are kept (no `.ftz` in our PTX).
+//! - `ex2.approx`, `lg2.approx`, `tanh.approx`, `rsqrt.approx`, `rcp/sqrt/div.approx` are
+//!   computed exactly (in f64, rounded once to f32). The hardware is within the documented
+//!   error of that (ex2: 2^-22 relative; tanh: 2^-11 relative), so tests compare with a
+//!   tolerance at least as wide.
+//! - `mma`: operands are taken at their input type (bf16/f16 exactly; tf32 as the f32 bits
+//!   with the low 13 mantissa bits ignored, as the tensor cores do); each product is exact in
+//!   f32; the sum is `c` plus the products for k = 0, 1, …, K−1, added one at a time in f32
+//!   (round to nearest). The hardware adds in a different order with wider intermediates, so
+//!   results may differ from it in the last bits (compare with a K-proportional tolerance).
+//! - `cvt` follows the rounding modifier exactly (`.rn .rz .rm .rp`, `.rni …`, `.rna` for tf32,
+//!   `.satfinite` for fp8); float-to-int saturates and maps NaN to 0, like the hardware.
+//! - Integer division or remainder by zero is an error (PTX leaves the value unspecified).
+
+mod exec;
+mod numeric;
+
+use std::fmt;
+use tessera_compiler::target::{Kernel, Space, TargetError};
+use tessera_lang::{Code, Diagnostic, SourceMap, Span};
+
+use crate::RuntimeError;
+
+/// Grid and block sizes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Launch {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+}
+
+impl Launch {
+    /// A 1-D launch.
+    pub fn linear(grid: u32, block: u32) -> Launch {
+        Launch {
+            grid: [grid, 1, 1],
+            block: [block, 1, 1],
+        }
+    }
+}
+
+/// A kernel argument, one per parameter in order.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Arg {
+    /// A global pointer: byte `offset` into buffer number `buffer`.
+    Ptr {
+        buffer: usize,
+        offset: u64,
+    },
+    U32(u32),
+    U64(u64),
+    F32(f32),
+}
+
+/// The pointer value a kernel sees for byte `offset` of buffer `buffer`.
+pub fn ptr(buffer: usize, offset: u64) -> u64 {
+    ((buffer as u64 + 1) << 40) | (offset & ((1 << 40) - 1))
+}
+
+/// Limits of one run.
+#[derive(Copy, Clone, Debug)]
+pub struct Options {
+    /// Warp instructions before giving up (a kernel that never ends).
+    pub max_steps: u64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            max_steps: 2_000_000_000,
+        }
+    }
+}
+
+/// What a run did.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Instructions issued per warp (a warp step).
+    pub warp_instructions: u64,
+    /// Instructions executed per thread (lanes active and not masked by a guard).
+    pub thread_instructions: u64,
+    /// Barriers opened.
+    pub barriers: u64,
+}
+
+/// What went wrong.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EmuErrorKind {
+    /// The kernel did not verify.
+    InvalidKernel(TargetError),
+    /// Bad grid/block sizes.
+    BadLaunch {
+        reason: &'static str,
+    },
+    /// Wrong number of arguments.
+    ArgCount {
+        expected: usize,
+        got: usize,
+    },
+    /// Argument `index` does not fit its parameter.
+    ArgType {
+        index: usize,
+        param: String,
+    },
+    /// A pointer argument names a buffer that does not exist.
+    NoBuffer {
+        index: usize,
+        buffer: usize,
+    },
+    /// An access outside its buffer (global) or outside the block's shared memory.
+    OutOfBounds {
+        space: Space,
+        addr: u64,
+        bytes: u32,
+        limit: u64,
+    },
+    /// An access not aligned to its size.
+    Misaligned {
+        space: Space,
+        addr: u64,
+        align: u32,
+    },
+    /// Two threads touch a shared byte between barriers, one writing.
+    SharedRace {
+        addr: u32,
+        write: bool,
+        other_thread: u32,
+        other_write: bool,
+        other_inst: String,
+    },
+    /// A shared byte is accessed while a `cp.async` to it is still pending (before its wait).
+    AsyncPending {
+        addr: u32,
+        issuer: u32,
+    },
+    /// A warp-collective instruction reached with the wrong set of lanes.
+    Divergent {
+        active: u32,
+        required: u32,
+    },
+    /// `shfl.sync` reads a lane that did not execute it.
+    ShflInactiveLane {
+        lane: u32,
+        source: u32,
+    },
+    DivideByZero,
+    /// A `cp.async` src-size larger than the copy.
+    BadSrcSize {
+        src_size: u64,
+        bytes: u32,
+    },
+    /// The run took more than [`Options::max_steps`] warp instructions.
+    StepLimit {
+        steps: u64,
+    },
+}
+
+/// An emulator error: what, and where (the instruction as printed PTX, its span, the block and
+/// thread). Code E0500.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EmuError {
+    pub kind: EmuErrorKind,
+    /// The instruction, as the PTX printer prints it.
+    pub inst: Option<String>,
+    pub span: Option<Span>,
+    pub block: Option<[u32; 3]>,
+    pub thread: Option<[u32; 3]>,
+}
+
+impl EmuError {
+    pub(crate) fn new(kind: EmuErrorKind) -> EmuError {
+        EmuError {
+            kind,
+            inst: None,
+            span: None,
+            block: None,
+            thread: None,
+        }
+    }
+
+    pub fn code(&self) -> Code {
+        match self.kind {
+            EmuErrorKind::ArgCount { .. }
+            | EmuErrorKind::ArgType { .. }
+            | EmuErrorKind::NoBuffer { .. }
+            | EmuErrorKind::BadLaunch { .. } => Code::E0101,
+            EmuErrorKind::InvalidKernel(_)
+            | EmuErrorKind::OutOfBounds { .. }
+            | EmuErrorKind::Misaligned { .. }
+            | EmuErrorKind::SharedRace { .. }
+            | EmuErrorKind::AsyncPending { .. }
+            | EmuErrorKind::Divergent { .. }
+            | EmuErrorKind::ShflInactiveLane { .. }
+            | EmuErrorKind::DivideByZero
+            | EmuErrorKind::BadSrcSize { .. }
+            | EmuErrorKind::StepLimit { .. } => Code::E0500,
+        }
+    }
+
+    /// The runtime's error type; `sources` (when given) turns the span into `file:line:col`.
+    pub fn to_runtime_error(&self, sources: Option<&SourceMap>) -> RuntimeError {
+        let mut msg = self.to_string();
+        if let (Some(s), Some(span)) = (sources, self.span) {
+            msg.push_str(&format!(" at {}", s.describe(span)));
+        }
+        RuntimeError::new(self.code(), msg)
+    }
+
+    pub fn to_diagnostic(&self) -> Diagnostic {
+        let mut d = Diagnostic::new(self.code(), self.to_string());
+        if let Some(s) = self.span {
+            d = d.at(s);
+        }
+        d
+    }
+}
+
+impl From<EmuError> for RuntimeError {
+    fn from(e: EmuError) -> RuntimeError {
+        e.to_runtime_error(None)
+    }
+}
+
+fn space_name(s: Space) -> &'static str {
+    match s {
+        Space::Global => "global",
+        Space::Shared => "shared",
+    }
+}
+
+impl fmt::Display for EmuError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            EmuErrorKind::InvalidKernel(e) => write!(f, "invalid kernel: {e}")?,
+            EmuErrorKind::BadLaunch { reason } => write!(f, "bad launch: {reason}")?,
+            EmuErrorKind::ArgCount { expected, got } => {
+                write!(f, "kernel takes {expected} arguments, got {got}")?
+            }
+            EmuErrorKind::ArgType { index, param } => {
+                write!(f, "argument {index} does not fit parameter `{param}`")?
+            }
+            EmuErrorKind::NoBuffer { index, buffer } => {
+                write!(f, "argument {index} points into buffer {buffer}, which does not exist")?
+            }
+            EmuErrorKind::OutOfBounds { space, addr, bytes, limit } => match space {
+                Space::Global => write!(
+                    f,
+                    "out-of-bounds global access: {bytes} bytes at buffer {} offset {} (buffer size {limit})",
+                    (addr >> 40).wrapping_sub(1),
+                    addr & ((1 << 40) - 1)
+                )?,
+                Space::Shared => write!(
+                    f,
+                    "out-of-bounds shared access: {bytes} bytes at address {addr} (shared size {limit})"
+                )?,
+            },
+            EmuErrorKind::Misaligned { space, addr, align } => write!(
+                f,
+                "misaligned {} access at {addr:#x} (needs {align}-byte alignment)",
+                space_name(*space)
+            )?,
+            EmuErrorKind::SharedRace { addr, write, other_thread, other_write, other_inst } => {
+                write!(
+                    f,
+                    "shared-memory race at address {addr}: this {} and a {} by thread {other_thread} (`{other_inst}`) with no bar.sync between",
+                    if *write { "write" } else { "read" },
+                    if *other_write { "write" } else { "read" }
+                )?
+            }
+            EmuErrorKind::AsyncPending { addr, issuer } => write!(
+                f,
+                "shared-memory race at address {addr}: accessed while a cp.async by thread {issuer} to it is pending (before its cp.async.wait_group)"
+            )?,
+            EmuErrorKind::Divergent { active, required } => write!(
+                f,
+                "warp-collective instruction executed by lanes {active:#010x}, needs {required:#010x}"
+            )?,
+            EmuErrorKind::ShflInactiveLane { lane, source } => {
+                write!(f, "shfl.sync: lane {lane} reads lane {source}, which did not execute it")?
+            }
+            EmuErrorKind::DivideByZero => write!(f, "integer division by zero")?,
+            EmuErrorKind::BadSrcSize { src_size, bytes } => {
+                write!(f, "cp.async src-size {src_size} exceeds the copy size {bytes}")?
+            }
+            EmuErrorKind::StepLimit { steps } => {
+                write!(f, "kernel did not finish within {steps} warp instructions")?
+            }
+        }
+        if let Some(i) = &self.inst {
+            write!(f, " in `{i}`")?;
+        }
+        if let (Some(b), Some(t)) = (self.block, self.thread) {
+            write!(
+                f,
+                " (block ({},{},{}), thread ({},{},{}))",
+                b[0], b[1], b[2], t[0], t[1], t[2]
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for EmuError {}
+
+/// Runs `kernel` over `launch` with `args`; pointer arguments index `buffers`, which the
+/// kernel reads and writes in place.
+pub fn run(
+    kernel: &Kernel,
+    launch: Launch,
+    args: &[Arg],
+    buffers: &mut [Vec<u8>],
+) -> Result<Stats, EmuError> {
+    run_with(kernel, launch, args, buffers, &Options::default())
+}
+
+/// [`run`] with explicit [`Options`].
+pub fn run_with(
+    kernel: &Kernel,
+    launch: Launch,
+    args: &[Arg],
+    buffers: &mut [Vec<u8>],
+    options: &Options,
+) -> Result<Stats, EmuError> {
+    exec::run(kernel, launch, args, buffers, options)
+}

@@ -1,0 +1,445 @@
+//! Planted bugs the emulator must report (E0500, naming the instruction and its span), and
+//! malformed input it must refuse without panicking.
+
+use tessera_compiler::target::builder::{fimm, imm};
+use tessera_compiler::target::{
+    samples, BinOp, CacheOp, Cmp, Dim, KernelBuilder, Op, ParamTy, SReg, ShflMode, Space, Ty,
+};
+use tessera_lang::{Code, SourceMap, Span};
+use tessera_runtime::emu::{run, run_with, Arg, EmuErrorKind, Launch, Options};
+
+const SRC: &str = "def planted(x):\n    s[t] = x\n    y = s[t + 1]\n    return y\n";
+
+fn span(needle: &str) -> Span {
+    let lo = SRC.find(needle).unwrap();
+    Span::new(0, lo, lo + needle.len())
+}
+
+fn sources() -> SourceMap {
+    let mut s = SourceMap::new();
+    s.add("planted.tsr", SRC);
+    s
+}
+
+#[test]
+fn out_of_bounds_load_is_reported() {
+    let mut s = SourceMap::new();
+    let f = s.add("samples.tsr", samples::SOURCE);
+    let k = samples::gelu_affine(f).unwrap();
+    // n = 8 but x holds only 6 floats: the second thread's v4 load runs off the end.
+    let mut bufs = vec![vec![0u8; 24], vec![0u8; 32]];
+    let args = [
+        Arg::Ptr {
+            buffer: 0,
+            offset: 0,
+        },
+        Arg::Ptr {
+            buffer: 1,
+            offset: 0,
+        },
+        Arg::F32(1.0),
+        Arg::F32(0.0),
+        Arg::U32(8),
+    ];
+    let e = run(&k, Launch::linear(1, 32), &args, &mut bufs).unwrap_err();
+    assert!(
+        matches!(
+            e.kind,
+            EmuErrorKind::OutOfBounds {
+                space: Space::Global,
+                bytes: 16,
+                limit: 24,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(e.code(), Code::E0500);
+    assert_eq!(
+        e.inst.as_deref(),
+        Some("ld.global.v4.f32 {%f2, %f3, %f4, %f5}, [%ud4];")
+    );
+    assert_eq!(e.thread, Some([1, 0, 0]));
+    let r = e.to_runtime_error(Some(&s));
+    assert_eq!(r.code, Code::E0500);
+    assert!(r.message.contains("ld.global.v4.f32"), "{}", r.message);
+    assert!(r.message.contains("samples.tsr:3:9"), "{}", r.message);
+}
+
+/// Each thread writes s[t], then (optionally after bar.sync) reads s[t+1].
+fn neighbour_kernel(barrier: bool) -> tessera_compiler::target::Kernel {
+    let mut b = KernelBuilder::new("planted", span("def planted"));
+    let y = b.param("y", ParamTy::Ptr);
+    let smem = b.shared("s", 4 * 64, 16);
+    let yp = b.ld_param(y);
+    let tid = b.special(SReg::Tid(Dim::X));
+    let base = b.shared_addr(smem);
+    b.at(span("s[t] = x"));
+    let a = b.fma(Ty::U32, tid, imm(4), base);
+    let v = b.cvt(
+        Ty::F32,
+        Ty::U32,
+        Some(tessera_compiler::target::Rnd::Rn),
+        tid,
+    );
+    b.st(Space::Shared, Ty::F32, a, 0, &[v.into()]);
+    if barrier {
+        b.bar_sync();
+    }
+    b.at(span("y = s[t + 1]"));
+    let r = b.ld(Space::Shared, Ty::F32, a, 4, 1)[0];
+    let out = b.mad_wide(Ty::U32, tid, imm(4), yp);
+    b.st(Space::Global, Ty::F32, out, 0, &[r.into()]);
+    b.ret();
+    b.finish().unwrap()
+}
+
+#[test]
+fn shared_race_is_reported() {
+    let k = neighbour_kernel(false);
+    let mut bufs = vec![vec![0u8; 4 * 63]];
+    let e = run(
+        &k,
+        Launch::linear(1, 63),
+        &[Arg::Ptr {
+            buffer: 0,
+            offset: 0,
+        }],
+        &mut bufs,
+    )
+    .unwrap_err();
+    match &e.kind {
+        EmuErrorKind::SharedRace {
+            write: false,
+            other_write: true,
+            other_thread: 1,
+            other_inst,
+            ..
+        } => {
+            assert_eq!(other_inst, "st.shared.f32 [%u2], %f0;")
+        }
+        k => panic!("{k:?}"),
+    }
+    assert_eq!(e.inst.as_deref(), Some("ld.shared.f32 %f1, [%u2+4];"));
+    assert_eq!(e.span, Some(span("y = s[t + 1]")));
+    assert_eq!(e.code(), Code::E0500);
+    let text = e.to_runtime_error(Some(&sources())).to_string();
+    assert!(
+        text.starts_with("error[E0500]: shared-memory race"),
+        "{text}"
+    );
+    assert!(text.contains("planted.tsr:3:5"), "{text}");
+
+    // With the barrier the same kernel is race-free and reads its neighbour's value.
+    let k = neighbour_kernel(true);
+    let mut bufs = vec![vec![0u8; 4 * 63]];
+    run(
+        &k,
+        Launch::linear(1, 63),
+        &[Arg::Ptr {
+            buffer: 0,
+            offset: 0,
+        }],
+        &mut bufs,
+    )
+    .unwrap();
+    let y: Vec<f32> = bufs[0]
+        .chunks(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    assert_eq!(y[0], 1.0);
+    assert_eq!(y[61], 62.0);
+    assert_eq!(y[62], 0.0); // s[63] was never written: shared memory starts zeroed
+}
+
+#[test]
+fn shared_out_of_bounds_is_reported() {
+    let k = neighbour_kernel(true);
+    let mut bufs = vec![vec![0u8; 4 * 64]];
+    let e = run(
+        &k,
+        Launch::linear(1, 64),
+        &[Arg::Ptr {
+            buffer: 0,
+            offset: 0,
+        }],
+        &mut bufs,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            e.kind,
+            EmuErrorKind::OutOfBounds {
+                space: Space::Shared,
+                addr: 256,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(e.thread, Some([63, 0, 0]));
+}
+
+#[test]
+fn reading_before_cp_async_wait_is_a_race() {
+    for wait_first in [false, true] {
+        let mut b = KernelBuilder::new("early", span("def planted"));
+        let x = b.param("x", ParamTy::Ptr);
+        let smem = b.shared("s", 4 * 32, 16);
+        let xp = b.ld_param(x);
+        let xg = b.cvta_global(xp);
+        let tid = b.special(SReg::Tid(Dim::X));
+        let base = b.shared_addr(smem);
+        let dst = b.fma(Ty::U32, tid, imm(4), base);
+        let src = b.mad_wide(Ty::U32, tid, imm(4), xg);
+        b.at(span("s[t] = x"));
+        b.push(Op::CpAsync {
+            cache: CacheOp::Ca,
+            dst,
+            src,
+            bytes: 4,
+            src_size: None,
+        });
+        b.push(Op::CpAsyncCommit);
+        if wait_first {
+            b.push(Op::CpAsyncWait { n: 0 });
+        }
+        b.at(span("y = s[t + 1]"));
+        let v = b.ld(Space::Shared, Ty::F32, dst, 0, 1)[0];
+        let v = b.add(Ty::F32, v, fimm(1.0));
+        b.st(Space::Global, Ty::F32, src, 0, &[v.into()]);
+        b.ret();
+        let k = b.finish().unwrap();
+        let x: Vec<u8> = (0..32).flat_map(|i| (i as f32).to_le_bytes()).collect();
+        let mut bufs = vec![x];
+        let r = run(
+            &k,
+            Launch::linear(1, 32),
+            &[Arg::Ptr {
+                buffer: 0,
+                offset: 0,
+            }],
+            &mut bufs,
+        );
+        if wait_first {
+            r.unwrap();
+            assert_eq!(&bufs[0][4..8], &2.0f32.to_le_bytes());
+        } else {
+            let e = r.unwrap_err();
+            assert!(
+                matches!(e.kind, EmuErrorKind::AsyncPending { addr: 0, issuer: 0 }),
+                "{e}"
+            );
+            assert_eq!(e.inst.as_deref(), Some("ld.shared.f32 %f0, [%u2];"));
+        }
+    }
+}
+
+#[test]
+fn divergent_shfl_is_reported() {
+    let mut b = KernelBuilder::new("div", span("def planted"));
+    let tid = b.special(SReg::Tid(Dim::X));
+    let p = b.setp(Cmp::Lt, Ty::U32, tid, imm(16));
+    let v = b.cvt(
+        Ty::F32,
+        Ty::U32,
+        Some(tessera_compiler::target::Rnd::Rn),
+        tid,
+    );
+    let then = b.block("half");
+    let exit = b.block("exit");
+    b.cbr(p, then, exit);
+    b.switch_to(then);
+    let t = b.reg(Ty::F32);
+    b.push(Op::Shfl {
+        mode: ShflMode::Bfly,
+        dst: t,
+        src: v.into(),
+        lane: imm(1),
+        clamp: imm(31),
+        mask: u32::MAX,
+    });
+    b.br(exit);
+    b.switch_to(exit);
+    b.ret();
+    let k = b.finish().unwrap();
+    let e = run(&k, Launch::linear(1, 32), &[], &mut []).unwrap_err();
+    assert!(
+        matches!(
+            e.kind,
+            EmuErrorKind::Divergent {
+                active: 0xffff,
+                required: u32::MAX
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn shfl_modes_follow_the_ptx_rules() {
+    // d = shfl(mode, lane id, b) for every mode; c = 31 for down/bfly/idx, 0 for up.
+    for (mode, bval, c, want) in [
+        (
+            ShflMode::Bfly,
+            5i64,
+            31i64,
+            (0..32u32).map(|i| i ^ 5).collect::<Vec<_>>(),
+        ),
+        (
+            ShflMode::Down,
+            3,
+            31,
+            (0..32u32)
+                .map(|i| if i + 3 <= 31 { i + 3 } else { i })
+                .collect(),
+        ),
+        (
+            ShflMode::Up,
+            3,
+            0,
+            (0..32u32).map(|i| if i >= 3 { i - 3 } else { i }).collect(),
+        ),
+        (ShflMode::Idx, 7, 31, vec![7; 32]),
+        // Segments of 8 lanes (c = 0x1807: segmask 0x18, clamp 7): idx 2 within each segment.
+        (
+            ShflMode::Idx,
+            2,
+            0x1807,
+            (0..32u32).map(|i| (i & !7) | 2).collect(),
+        ),
+    ] {
+        let mut b = KernelBuilder::new("shfl", span("def planted"));
+        let y = b.param("y", ParamTy::Ptr);
+        let yp = b.ld_param(y);
+        let tid = b.special(SReg::Tid(Dim::X));
+        let t = b.reg(Ty::U32);
+        b.push(Op::Shfl {
+            mode,
+            dst: t,
+            src: tid.into(),
+            lane: imm(bval),
+            clamp: imm(c),
+            mask: u32::MAX,
+        });
+        let a = b.mad_wide(Ty::U32, tid, imm(4), yp);
+        b.st(Space::Global, Ty::U32, a, 0, &[t.into()]);
+        b.ret();
+        let k = b.finish().unwrap();
+        let mut bufs = vec![vec![0u8; 128]];
+        run(
+            &k,
+            Launch::linear(1, 32),
+            &[Arg::Ptr {
+                buffer: 0,
+                offset: 0,
+            }],
+            &mut bufs,
+        )
+        .unwrap();
+        let got: Vec<u32> = bufs[0]
+            .chunks(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        assert_eq!(got, want, "{mode:?}");
+    }
+}
+
+#[test]
+fn endless_loop_hits_the_step_limit() {
+    let mut b = KernelBuilder::new("spin", span("def planted"));
+    let l = b.block("loop");
+    b.br(l);
+    b.switch_to(l);
+    b.mov(Ty::U32, imm(1));
+    b.br(l);
+    let k = b.finish().unwrap();
+    let e = run_with(
+        &k,
+        Launch::linear(1, 32),
+        &[],
+        &mut [],
+        &Options { max_steps: 1000 },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e.kind, EmuErrorKind::StepLimit { steps: 1000 }),
+        "{e}"
+    );
+}
+
+#[test]
+fn malformed_input_is_an_error_not_a_panic() {
+    // Unverified IR: a register read before any write.
+    let mut b = KernelBuilder::new("bad", span("def planted"));
+    let r = b.reg(Ty::U32);
+    b.bin(BinOp::Add, Ty::U32, r, imm(1));
+    let k = b.into_unverified();
+    let e = run(&k, Launch::linear(1, 32), &[], &mut []).unwrap_err();
+    assert!(matches!(e.kind, EmuErrorKind::InvalidKernel(_)), "{e}");
+
+    let k = neighbour_kernel(true);
+    let launch = Launch::linear(1, 32);
+    let e = run(&k, launch, &[], &mut []).unwrap_err();
+    assert!(
+        matches!(
+            e.kind,
+            EmuErrorKind::ArgCount {
+                expected: 1,
+                got: 0
+            }
+        ),
+        "{e}"
+    );
+    let e = run(&k, launch, &[Arg::F32(1.0)], &mut []).unwrap_err();
+    assert!(
+        matches!(e.kind, EmuErrorKind::ArgType { index: 0, .. }),
+        "{e}"
+    );
+    let e = run(
+        &k,
+        launch,
+        &[Arg::Ptr {
+            buffer: 3,
+            offset: 0,
+        }],
+        &mut [],
+    )
+    .unwrap_err();
+    assert!(matches!(e.kind, EmuErrorKind::NoBuffer { .. }), "{e}");
+    let e = run(
+        &k,
+        Launch::linear(1, 2048),
+        &[Arg::Ptr {
+            buffer: 0,
+            offset: 0,
+        }],
+        &mut [vec![]],
+    )
+    .unwrap_err();
+    assert!(matches!(e.kind, EmuErrorKind::BadLaunch { .. }), "{e}");
+    // A wild pointer (not from any buffer) is out of bounds, not a crash.
+    let e = run(&k, launch, &[Arg::U64(12345)], &mut []).unwrap_err();
+    assert!(
+        matches!(
+            e.kind,
+            EmuErrorKind::OutOfBounds {
+                space: Space::Global,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn integer_division_by_zero_is_reported() {
+    let mut b = KernelBuilder::new("divz", span("def planted"));
+    let tid = b.special(SReg::Tid(Dim::X));
+    b.bin(BinOp::Div, Ty::U32, imm(7), tid);
+    b.ret();
+    let k = b.finish().unwrap();
+    let e = run(&k, Launch::linear(1, 4), &[], &mut []).unwrap_err();
+    assert!(matches!(e.kind, EmuErrorKind::DivideByZero), "{e}");
+    assert_eq!(e.thread, Some([0, 0, 0]));
+}
