@@ -3,7 +3,7 @@
 //! abstract results (every runtime op propagates shapes and dtypes without data).
 
 use crate::tensor::rt;
-use crate::trace::{rbin, rdt, rred, run as run_unary, rscalar};
+use crate::trace::{rbin, rdt, rred, rscalar, run as run_unary};
 use tessera_compiler::graph::{Epilogue, Graph, Op, SliceItem, ValueId};
 use tessera_lang::diag::{Code, Diagnostic};
 use tessera_runtime::{self as rtm, IndexItem, Operand, Scalar, Tensor};
@@ -44,9 +44,7 @@ pub fn run(g: &Graph, inputs: &[Tensor], captures: &[Tensor]) -> Result<Vec<Tens
     let tens = |vals: &Vec<Option<Val>>, v: ValueId| -> Result<Tensor, Diagnostic> {
         match get(vals, v)? {
             Val::T(t) => Ok(t),
-            Val::S(s) => {
-                Tensor::scalar(s, s.default_dtype()).map_err(rt)
-            }
+            Val::S(s) => Tensor::scalar(s, s.default_dtype()).map_err(rt),
         }
     };
     for id in g.ids() {
@@ -66,7 +64,9 @@ pub fn run(g: &Graph, inputs: &[Tensor], captures: &[Tensor]) -> Result<Vec<Tens
                     .ok_or_else(|| internal("missing captured tensor"))?,
             ),
             Op::Const { value } => Val::S(rscalar(*value)),
-            Op::Unary { op, x } => Val::T(rtm::unary(run_unary(*op), &tens(&vals, *x)?).map_err(rt)?),
+            Op::Unary { op, x } => {
+                Val::T(rtm::unary(run_unary(*op), &tens(&vals, *x)?).map_err(rt)?)
+            }
             Op::Binary { op, a, b } => {
                 let (a, b) = (get(&vals, *a)?, get(&vals, *b)?);
                 Val::T(rtm::binary(rbin(*op), a.operand(), b.operand()).map_err(rt)?)
@@ -83,8 +83,8 @@ pub fn run(g: &Graph, inputs: &[Tensor], captures: &[Tensor]) -> Result<Vec<Tens
                 accum,
                 epilogue,
             } => {
-                let mut acc =
-                    rtm::matmul(&tens(&vals, *a)?, &tens(&vals, *b)?, accum.map(rdt)).map_err(rt)?;
+                let mut acc = rtm::matmul(&tens(&vals, *a)?, &tens(&vals, *b)?, accum.map(rdt))
+                    .map_err(rt)?;
                 for s in epilogue {
                     acc = match &s.step {
                         Epilogue::Binary { op, operand } => {
@@ -106,8 +106,13 @@ pub fn run(g: &Graph, inputs: &[Tensor], captures: &[Tensor]) -> Result<Vec<Tens
                 axis,
                 keepdim,
             } => Val::T(
-                rtm::reduce(&tens(&vals, *x)?, rred(*op), axis.map(|a| a as isize), *keepdim)
-                    .map_err(rt)?,
+                rtm::reduce(
+                    &tens(&vals, *x)?,
+                    rred(*op),
+                    axis.map(|a| a as isize),
+                    *keepdim,
+                )
+                .map_err(rt)?,
             ),
             Op::Softmax { x, axis } => {
                 Val::T(rtm::softmax(&tens(&vals, *x)?, *axis as isize).map_err(rt)?)
@@ -120,9 +125,7 @@ pub fn run(g: &Graph, inputs: &[Tensor], captures: &[Tensor]) -> Result<Vec<Tens
             } => {
                 let w = weight.map(|w| tens(&vals, w)).transpose()?;
                 let b = bias.map(|b| tens(&vals, b)).transpose()?;
-                Val::T(
-                    rtm::layernorm(&tens(&vals, *x)?, w.as_ref(), b.as_ref(), *eps).map_err(rt)?,
-                )
+                Val::T(rtm::layernorm(&tens(&vals, *x)?, w.as_ref(), b.as_ref(), *eps).map_err(rt)?)
             }
             Op::RmsNorm { x, weight, eps } => {
                 let w = weight.map(|w| tens(&vals, w)).transpose()?;

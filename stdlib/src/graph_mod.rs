@@ -150,7 +150,7 @@ pub fn module(session: Rc<Session>) -> Module {
                     }
                 }
                 let c = compiled(it, &s, &f, &rest)?;
-                Ok(Value::str(&print(&c.graph, &it.sources)))
+                Ok(Value::str(print(&c.graph, &it.sources).trim_end()))
             },
         ),
     );
@@ -176,13 +176,7 @@ pub fn module(session: Rc<Session>) -> Module {
                     }
                 }
                 let c = compiled(it, &s, &f, &rest)?;
-                let fired = Value::list(
-                    c.fired
-                        .rules
-                        .iter()
-                        .map(|(r, _)| Value::str(r))
-                        .collect(),
-                );
+                let fired = Value::list(c.fired.rules.iter().map(|(r, _)| Value::str(r)).collect());
                 if !explain {
                     return Ok(fired);
                 }

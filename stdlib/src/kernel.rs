@@ -208,7 +208,11 @@ pub fn compile(
                 c.len() - 1
             };
             let ty = TensorType::new(t.shape().to_vec(), crate::trace::cdt(t.dtype()));
-            outputs.push(ctx.graph.borrow_mut().push(Op::Capture { index }, ty, op_span));
+            outputs.push(
+                ctx.graph
+                    .borrow_mut()
+                    .push(Op::Capture { index }, ty, op_span),
+            );
             continue;
         }
         return Err(Diagnostic::new(
@@ -222,8 +226,9 @@ pub fn compile(
         .with_secondary(op_span, "this kernel"));
     }
     if outputs.is_empty() {
-        return Err(Diagnostic::new(Code::E0101, "a kernel must return at least one tensor")
-            .at(args.span));
+        return Err(
+            Diagnostic::new(Code::E0101, "a kernel must return at least one tensor").at(args.span),
+        );
     }
     let mut traced = ctx.graph.borrow().clone();
     traced.outputs = outputs;
@@ -303,7 +308,8 @@ impl KernelObj {
             .filter(|v| is_tensor_like(v))
             .filter_map(|v| as_tensor(v).cloned())
             .collect();
-        let outs = crate::exec::run(&c.graph, &inputs, &c.captures).map_err(|d| d.or_at(args.span))?;
+        let outs =
+            crate::exec::run(&c.graph, &inputs, &c.captures).map_err(|d| d.or_at(args.span))?;
         let vals: Vec<Value> = outs.into_iter().map(crate::tensor::tensor_value).collect();
         Ok(match c.out {
             OutShape::One => vals.into_iter().next().unwrap_or(Value::None),
@@ -415,12 +421,16 @@ pub fn autotune_decorator(session: Rc<Session>) -> Value {
             None => None,
         };
         let s = session.clone();
-        Ok(Value::native("autotune", "autotune decorator", move |_, args| {
-            let a = args.bind("autotune", &["f"], &[])?;
-            let Some(f) = a.into_iter().flatten().next() else {
-                return Ok(Value::None);
-            };
-            with_autotune(&s, f.value, f.span, cache.clone())
-        }))
+        Ok(Value::native(
+            "autotune",
+            "autotune decorator",
+            move |_, args| {
+                let a = args.bind("autotune", &["f"], &[])?;
+                let Some(f) = a.into_iter().flatten().next() else {
+                    return Ok(Value::None);
+                };
+                with_autotune(&s, f.value, f.span, cache.clone())
+            },
+        ))
     })
 }

@@ -124,7 +124,8 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
     match name {
         "tile" => {
             let a = args.bind("tile", &["shape"], &["warp"])?;
-            let s = get(&a, 0).ok_or_else(|| Diagnostic::new(Code::E0101, "tile() needs a shape"))?;
+            let s =
+                get(&a, 0).ok_or_else(|| Diagnostic::new(Code::E0101, "tile() needs a shape"))?;
             let t = ints(s, "the tile shape (BM, BN, BK)", Some(3))?;
             let w = get(&a, 1)
                 .map(|w| ints(w, "the warp tile (WM, WN)", Some(2)))
@@ -148,7 +149,10 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
         }
         "use_tensor_cores" | "async_copy" => {
             let a = args.bind(name, &[], &["on"])?;
-            let on = get(&a, 0).map(|x| bool_of(x, "on")).transpose()?.unwrap_or(true);
+            let on = get(&a, 0)
+                .map(|x| bool_of(x, "on"))
+                .transpose()?
+                .unwrap_or(true);
             if name == "async_copy" {
                 d.async_copy = Some(on);
             } else {
@@ -217,7 +221,10 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
         "search_space" => {
             let a = args.bind(name, &[], &["tile_sizes", "vectorize", "pipeline_stages"])?;
             let mut space = Vec::new();
-            for (i, key) in ["tile_sizes", "vectorize", "pipeline_stages"].iter().enumerate() {
+            for (i, key) in ["tile_sizes", "vectorize", "pipeline_stages"]
+                .iter()
+                .enumerate()
+            {
                 let Some(x) = get(&a, i) else { continue };
                 let items: Vec<Value> = match &x.value {
                     Value::List(l) => l.borrow().clone(),
@@ -282,7 +289,10 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
 
 /// Builds the `schedule` module.
 pub fn module(session: Rc<Session>) -> Module {
-    let m = Module::new("schedule", "schedule directives for the kernel being traced");
+    let m = Module::new(
+        "schedule",
+        "schedule directives for the kernel being traced",
+    );
     for (name, doc) in FUNCTIONS {
         let s = session.clone();
         let n: &'static str = name;
@@ -295,7 +305,9 @@ pub fn module(session: Rc<Session>) -> Module {
                         format!("schedule.{n}() is only meaningful inside an @op.kernel function"),
                     )
                     .at(args.span)
-                    .with_help("call it at the top of a kernel body, where it applies to that kernel"));
+                    .with_help(
+                        "call it at the top of a kernel body, where it applies to that kernel",
+                    ));
                 };
                 apply(&mut ctx.directives.borrow_mut(), n, &args)?;
                 Ok(Value::None)

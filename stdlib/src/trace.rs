@@ -240,9 +240,7 @@ impl TraceCtx {
                     .push(Op::Capture { index }, ctype(aval), span)
             }
             TArg::Scalar(s) => self.graph.borrow_mut().push(
-                Op::Const {
-                    value: cscalar(*s),
-                },
+                Op::Const { value: cscalar(*s) },
                 gir::TensorType::new(vec![], cdt(scalar_dtype)),
                 span,
             ),
@@ -332,7 +330,10 @@ pub fn find_ctx(args: &CallArgs) -> Option<Rc<TraceCtx>> {
             return Some(s.ctx.clone());
         }
         match v {
-            Value::List(l) => l.borrow().iter().find_map(|x| as_sym(x).map(|s| s.ctx.clone())),
+            Value::List(l) => l
+                .borrow()
+                .iter()
+                .find_map(|x| as_sym(x).map(|s| s.ctx.clone())),
             Value::Tuple(t) => t.iter().find_map(|x| as_sym(x).map(|s| s.ctx.clone())),
             _ => None,
         }
@@ -436,7 +437,9 @@ fn norm_axis(axis: i64, nd: usize) -> Result<usize, Diagnostic> {
 // ----- recording each op --------------------------------------------------------------------
 
 pub fn t_unary(ctx: &Rc<TraceCtx>, u: UnaryOp, x: &TArg, span: Span) -> Result<Value, Diagnostic> {
-    let xa = x.tensor().ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+    let xa = x
+        .tensor()
+        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
     let aval = rtm::unary(u, xa).map_err(rt)?;
     let xi = ctx.id_of(x, xa.dtype(), span);
     Ok(ctx.record(Op::Unary { op: cun(u), x: xi }, aval, span))
@@ -465,7 +468,9 @@ pub fn t_binary(
 }
 
 fn t_cast(ctx: &Rc<TraceCtx>, x: &TArg, d: DType, span: Span) -> Result<Value, Diagnostic> {
-    let xa = x.tensor().ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+    let xa = x
+        .tensor()
+        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
     if let TArg::Sym(id, _) = x {
         if xa.dtype() == d {
             return Ok(Value::host(SymTensor {
@@ -511,7 +516,9 @@ fn t_transpose(
     perm: Option<Vec<usize>>,
     span: Span,
 ) -> Result<Value, Diagnostic> {
-    let xa = x.tensor().ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+    let xa = x
+        .tensor()
+        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
     let perm = perm.unwrap_or_else(|| (0..xa.ndim()).rev().collect());
     let aval = xa.transpose(Some(&perm)).map_err(rt)?;
     let xi = ctx.id_of(x, xa.dtype(), span);
@@ -519,7 +526,9 @@ fn t_transpose(
 }
 
 fn t_reshape(ctx: &Rc<TraceCtx>, x: &TArg, dims: &[i64], span: Span) -> Result<Value, Diagnostic> {
-    let xa = x.tensor().ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+    let xa = x
+        .tensor()
+        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
     let aval = xa.reshape(dims).map_err(rt)?;
     let xi = ctx.id_of(x, xa.dtype(), span);
     Ok(ctx.record(Op::Reshape { x: xi }, aval, span))
@@ -533,7 +542,9 @@ fn t_reduce(
     keep: bool,
     span: Span,
 ) -> Result<Value, Diagnostic> {
-    let xa = x.tensor().ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+    let xa = x
+        .tensor()
+        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
     let aval = rtm::reduce(xa, r, axis.map(|a| a as isize), keep).map_err(rt)?;
     let axis = axis.map(|a| norm_axis(a, xa.ndim())).transpose()?;
     let xi = ctx.id_of(x, xa.dtype(), span);
@@ -559,7 +570,9 @@ fn t_reduce_axes(
     keep: bool,
     span: Span,
 ) -> Result<Value, Diagnostic> {
-    let xa = x.tensor().ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+    let xa = x
+        .tensor()
+        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
     let shape = xa.shape().to_vec();
     let mut red = Vec::new();
     for &a in axes {
@@ -573,7 +586,10 @@ fn t_reduce_axes(
             )
         })?;
         if red.contains(&x) {
-            return Err(Diagnostic::new(Code::E0200, format!("axis {a} is repeated")));
+            return Err(Diagnostic::new(
+                Code::E0200,
+                format!("axis {a} is repeated"),
+            ));
         }
         red.push(x);
     }
@@ -627,7 +643,9 @@ fn sym_value(ctx: &Rc<TraceCtx>, x: &TArg, span: Span) -> Result<Value, Diagnost
 }
 
 fn t_index(ctx: &Rc<TraceCtx>, x: &TArg, index: &Value, span: Span) -> Result<Value, Diagnostic> {
-    let xa = x.tensor().ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+    let xa = x
+        .tensor()
+        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
     let parts: Vec<Value> = match index {
         Value::Tuple(t) => t.as_ref().clone(),
         other => vec![other.clone()],
@@ -773,7 +791,9 @@ pub fn trace_op(
         }
         "matmul" => {
             let a = args.bind("matmul", &["A", "B"], &["accum_dtype", "tile_shape"])?;
-            let acc = opt(&a, 2).map(|x| dtype_arg(&x.value, x.span)).transpose()?;
+            let acc = opt(&a, 2)
+                .map(|x| dtype_arg(&x.value, x.span))
+                .transpose()?;
             if let Some(ts) = opt(&a, 3) {
                 ints_arg(&ts.value, ts.span)?;
             }
@@ -782,7 +802,10 @@ pub fn trace_op(
         "softmax" => {
             let a = args.bind("softmax", &["x"], &["axis"])?;
             let x = targ(&a, 0)?;
-            let xa = x.tensor().cloned().ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+            let xa = x
+                .tensor()
+                .cloned()
+                .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
             let ax = int_opt(&a, 1, "axis")?.unwrap_or(-1);
             let aval = rtm::softmax(&xa, ax as isize).map_err(rt)?;
             let axis = norm_axis(ax, xa.ndim())?;
@@ -797,15 +820,22 @@ pub fn trace_op(
                 args.bind(name, &["x"], &["weight", "eps"])?
             };
             let x = targ(&a, 0)?;
-            let w = opt(&a, 1).map(|v| tens(ctx, &v.value, v.span)).transpose()?;
+            let w = opt(&a, 1)
+                .map(|v| tens(ctx, &v.value, v.span))
+                .transpose()?;
             let b = if layer {
-                opt(&a, 2).map(|v| tens(ctx, &v.value, v.span)).transpose()?
+                opt(&a, 2)
+                    .map(|v| tens(ctx, &v.value, v.span))
+                    .transpose()?
             } else {
                 None
             };
             let eps_i = if layer { 3 } else { 2 };
             let eps = float_opt(&a, eps_i, "eps")?.unwrap_or(if layer { 1e-5 } else { 1e-6 });
-            let xa = x.tensor().cloned().ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+            let xa = x
+                .tensor()
+                .cloned()
+                .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
             let aval = if layer {
                 rtm::layernorm(
                     &xa,
@@ -844,9 +874,10 @@ pub fn trace_op(
                 Some(p) => {
                     let mut out = Vec::new();
                     for v in ints_arg(&p.value, p.span)? {
-                        out.push(norm_axis(v, nd.max(1)).map_err(|d| {
-                            Diagnostic::new(Code::E0200, d.message).at(p.span)
-                        })?);
+                        out.push(
+                            norm_axis(v, nd.max(1))
+                                .map_err(|d| Diagnostic::new(Code::E0200, d.message).at(p.span))?,
+                        );
                     }
                     Some(out)
                 }
@@ -883,7 +914,10 @@ pub fn trace_op(
             let (q, k, v) = (targ(&a, 0)?, targ(&a, 1)?, targ(&a, 2)?);
             let scale = float_opt(&a, 4, "scale")?;
             let (Some(qa), Some(ka), Some(va)) = (q.tensor(), k.tensor(), v.tensor()) else {
-                return Err(Diagnostic::new(Code::E0101, "flash_attention needs tensors"));
+                return Err(Diagnostic::new(
+                    Code::E0101,
+                    "flash_attention needs tensors",
+                ));
             };
             let aval = rtm::flash_attention(qa, ka, va, causal, scale).map_err(rt)?;
             let d = qa.shape().last().copied().unwrap_or(1);
@@ -918,9 +952,29 @@ pub fn trace_op(
 
 /// Methods of a traced tensor (the eager ones; reading values is E0201).
 const SYM_METHODS: &[&str] = &[
-    "to", "cast", "reshape", "tolist", "item", "transpose", "sum", "mean", "max", "min",
-    "softmax", "exp", "log", "sqrt", "rsqrt", "abs", "tanh", "sigmoid", "relu", "gelu", "silu",
-    "matmul", "numel",
+    "to",
+    "cast",
+    "reshape",
+    "tolist",
+    "item",
+    "transpose",
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "softmax",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "abs",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "gelu",
+    "silu",
+    "matmul",
+    "numel",
 ];
 
 fn bin_op(op: BinOp) -> BinaryOp {
@@ -1051,7 +1105,12 @@ impl HostObject for SymTensor {
     }
     fn unary(&self, op: AstUnary) -> HostResult {
         match op {
-            AstUnary::Neg => Some(t_unary(&self.ctx, UnaryOp::Neg, &self.me(), self.ctx.op_span)),
+            AstUnary::Neg => Some(t_unary(
+                &self.ctx,
+                UnaryOp::Neg,
+                &self.me(),
+                self.ctx.op_span,
+            )),
             AstUnary::Pos => Some(Ok(Value::host(SymTensor {
                 ctx: self.ctx.clone(),
                 id: self.id,
@@ -1061,15 +1120,14 @@ impl HostObject for SymTensor {
         }
     }
     fn truthy(&self) -> Result<bool, Diagnostic> {
-        Err(Diagnostic::new(
-            Code::E0201,
-            "value-dependent control flow in a kernel",
-        )
-        .with_label("this condition depends on a traced tensor's values")
-        .with_help(
-            "kernels are traced with symbolic tensors: branch on shapes (x.shape[0] > 1), \
+        Err(
+            Diagnostic::new(Code::E0201, "value-dependent control flow in a kernel")
+                .with_label("this condition depends on a traced tensor's values")
+                .with_help(
+                    "kernels are traced with symbolic tensors: branch on shapes (x.shape[0] > 1), \
              or select values with op.where(cond, a, b)",
-        ))
+                ),
+        )
     }
     fn len(&self) -> Option<Result<usize, Diagnostic>> {
         Some(match self.aval.shape().first() {
@@ -1083,11 +1141,23 @@ impl HostObject for SymTensor {
     fn iter(&self) -> Option<Result<Vec<Value>, Diagnostic>> {
         let n = match self.aval.shape().first() {
             Some(n) => *n,
-            None => return Some(Err(Diagnostic::new(Code::E0101, "iteration over a 0-d tensor"))),
+            None => {
+                return Some(Err(Diagnostic::new(
+                    Code::E0101,
+                    "iteration over a 0-d tensor",
+                )))
+            }
         };
         Some(
             (0..n)
-                .map(|i| t_index(&self.ctx, &self.me(), &Value::Int(i as i64), self.ctx.op_span))
+                .map(|i| {
+                    t_index(
+                        &self.ctx,
+                        &self.me(),
+                        &Value::Int(i as i64),
+                        self.ctx.op_span,
+                    )
+                })
                 .collect(),
         )
     }

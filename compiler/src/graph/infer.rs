@@ -211,7 +211,10 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
         Op::Where { cond, a, b } => {
             let (tc, ta, tb) = (ty(g, *cond)?, ty(g, *a)?, ty(g, *b)?);
             let s = broadcast(&tc.shape, &ta.shape)?;
-            TensorType::new(broadcast(&s, &tb.shape)?, DType::promote(ta.dtype, tb.dtype))
+            TensorType::new(
+                broadcast(&s, &tb.shape)?,
+                DType::promote(ta.dtype, tb.dtype),
+            )
         }
         Op::Cast { x } => TensorType::new(ty(g, *x)?.shape.clone(), declared.dtype),
         Op::Matmul {
@@ -258,7 +261,9 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             }
             TensorType::new(t.shape.clone(), float_or_f32(t.dtype))
         }
-        Op::LayerNorm { x, weight, bias, .. } => {
+        Op::LayerNorm {
+            x, weight, bias, ..
+        } => {
             let t = ty(g, *x)?;
             let d = *t.shape.last().ok_or("layernorm of a 0-d tensor")?;
             for p in [weight, bias].into_iter().flatten() {
@@ -296,7 +301,8 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
         }
         Op::Reshape { x } => {
             let t = ty(g, *x)?;
-            let (n, m): (usize, usize) = (t.shape.iter().product(), declared.shape.iter().product());
+            let (n, m): (usize, usize) =
+                (t.shape.iter().product(), declared.shape.iter().product());
             if n != m {
                 return Err(format!("reshape of {n} elements into {m}"));
             }
@@ -320,8 +326,7 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             for x in xs {
                 let t = ty(g, *x)?;
                 let same = t.shape.len() == shape.len()
-                    && t
-                        .shape
+                    && t.shape
                         .iter()
                         .zip(&first.shape)
                         .enumerate()

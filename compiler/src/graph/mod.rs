@@ -61,16 +61,35 @@ pub struct EpilogueStep {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Op {
     /// The `index`-th parameter of the function.
-    Param { index: usize },
+    Param {
+        index: usize,
+    },
     /// The `index`-th tensor captured at trace time (a concrete tensor the body closed over).
-    Capture { index: usize },
+    Capture {
+        index: usize,
+    },
     /// A Python scalar; its dtype is the one it takes next to the tensor it meets.
-    Const { value: Scalar },
-    Unary { op: UnaryOp, x: ValueId },
-    Binary { op: BinaryOp, a: ValueId, b: ValueId },
-    Where { cond: ValueId, a: ValueId, b: ValueId },
+    Const {
+        value: Scalar,
+    },
+    Unary {
+        op: UnaryOp,
+        x: ValueId,
+    },
+    Binary {
+        op: BinaryOp,
+        a: ValueId,
+        b: ValueId,
+    },
+    Where {
+        cond: ValueId,
+        a: ValueId,
+        b: ValueId,
+    },
     /// A cast to the result type's dtype.
-    Cast { x: ValueId },
+    Cast {
+        x: ValueId,
+    },
     /// `a @ b` with an optional requested result dtype and the epilogue fused into it.
     Matmul {
         a: ValueId,
@@ -85,7 +104,10 @@ pub enum Op {
         axis: Option<usize>,
         keepdim: bool,
     },
-    Softmax { x: ValueId, axis: usize },
+    Softmax {
+        x: ValueId,
+        axis: usize,
+    },
     LayerNorm {
         x: ValueId,
         weight: Option<ValueId>,
@@ -97,13 +119,26 @@ pub enum Op {
         weight: Option<ValueId>,
         eps: f64,
     },
-    Transpose { x: ValueId, perm: Vec<usize> },
+    Transpose {
+        x: ValueId,
+        perm: Vec<usize>,
+    },
     /// A reshape to the result type's shape.
-    Reshape { x: ValueId },
+    Reshape {
+        x: ValueId,
+    },
     /// A broadcast to the result type's shape.
-    Broadcast { x: ValueId },
-    Concat { xs: Vec<ValueId>, axis: usize },
-    Slice { x: ValueId, items: Vec<SliceItem> },
+    Broadcast {
+        x: ValueId,
+    },
+    Concat {
+        xs: Vec<ValueId>,
+        axis: usize,
+    },
+    Slice {
+        x: ValueId,
+        items: Vec<SliceItem>,
+    },
     FlashAttention {
         q: ValueId,
         k: ValueId,
@@ -112,7 +147,10 @@ pub enum Op {
         scale: f64,
     },
     /// A chain of elementwise ops run as one: `body`'s params are `inputs`, its output the result.
-    FusedElementwise { inputs: Vec<ValueId>, body: Box<Graph> },
+    FusedElementwise {
+        inputs: Vec<ValueId>,
+        body: Box<Graph>,
+    },
 }
 
 impl Op {
@@ -177,7 +215,9 @@ impl Op {
                     }
                 }
             }
-            Op::LayerNorm { x, weight, bias, .. } => {
+            Op::LayerNorm {
+                x, weight, bias, ..
+            } => {
                 f(*x);
                 if let Some(w) = weight {
                     f(*w);
@@ -235,7 +275,9 @@ impl Op {
                     }
                 }
             }
-            Op::LayerNorm { x, weight, bias, .. } => {
+            Op::LayerNorm {
+                x, weight, bias, ..
+            } => {
                 *x = f(*x);
                 if let Some(w) = weight {
                     *w = f(*w);

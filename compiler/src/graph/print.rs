@@ -85,6 +85,7 @@ impl Printer<'_> {
             let operands: Vec<String> = op.operands().iter().map(|v| self.get(names, *v)).collect();
             let ty = g.ty(id).map(|t| t.to_string()).unwrap_or_default();
             let mut spans = vec![g.span(id)];
+            let n = self.name(names, id);
             let text = match op {
                 Op::FusedElementwise { inputs, body } => {
                     let ins: Vec<String> = inputs.iter().map(|v| self.get(names, *v)).collect();
@@ -127,7 +128,6 @@ impl Printer<'_> {
                     s
                 }
             };
-            let n = self.name(names, id);
             let locs = if spans.len() == 1 {
                 loc(self.sources, g.span(id))
             } else {

@@ -55,7 +55,11 @@ fn verify_inner(g: &Graph, is_body: bool) -> Result<(), VerifyError> {
     }
     for o in &g.outputs {
         if o.index() >= g.len() {
-            return Err(err(g, None, format!("output %{} is not defined", o.index())));
+            return Err(err(
+                g,
+                None,
+                format!("output %{} is not defined", o.index()),
+            ));
         }
     }
     if g.outputs.is_empty() {
@@ -67,12 +71,20 @@ fn verify_inner(g: &Graph, is_body: bool) -> Result<(), VerifyError> {
             return Err(err(
                 g,
                 Some(id),
-                format!("%{} ({}) has no source span", id.index(), g.op(id).map(|o| o.name()).unwrap_or("?")),
+                format!(
+                    "%{} ({}) has no source span",
+                    id.index(),
+                    g.op(id).map(|o| o.name()).unwrap_or("?")
+                ),
             ));
         }
         if let Some(Op::Matmul { epilogue, .. }) = g.op(id) {
             if epilogue.iter().any(|s| s.span == Span::default()) {
-                return Err(err(g, Some(id), "an epilogue step has no source span".into()));
+                return Err(err(
+                    g,
+                    Some(id),
+                    "an epilogue step has no source span".into(),
+                ));
             }
         }
     }
@@ -85,7 +97,10 @@ fn verify_inner(g: &Graph, is_body: bool) -> Result<(), VerifyError> {
             return Err(err(
                 g,
                 Some(id),
-                format!("{} is not elementwise but is inside a fused body", op.name()),
+                format!(
+                    "{} is not elementwise but is inside a fused body",
+                    op.name()
+                ),
             ));
         }
         if let Op::FusedElementwise { body, .. } = op {

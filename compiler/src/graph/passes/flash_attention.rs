@@ -102,7 +102,10 @@ pub fn run(g: &mut Graph, _cx: &PassCx) -> Fired {
         if axis + 1 != rank {
             fired.miss(
                 RULE,
-                format!("softmax over axis {axis}, not the key axis {}", rank.saturating_sub(1)),
+                format!(
+                    "softmax over axis {axis}, not the key axis {}",
+                    rank.saturating_sub(1)
+                ),
                 g.span(probs),
             );
             continue;
@@ -122,11 +125,19 @@ pub fn run(g: &mut Graph, _cx: &PassCx) -> Fired {
             ..
         }) = g.op(qk).cloned()
         else {
-            fired.miss(RULE, "the softmax input is not a matmul (Q @ K^T)", g.span(probs));
+            fired.miss(
+                RULE,
+                "the softmax input is not a matmul (Q @ K^T)",
+                g.span(probs),
+            );
             continue;
         };
         if !qk_epi.is_empty() {
-            fired.miss(RULE, "the scores matmul already has an epilogue", g.span(qk));
+            fired.miss(
+                RULE,
+                "the scores matmul already has an epilogue",
+                g.span(qk),
+            );
             continue;
         }
         // Every op between the scores matmul and the softmax must feed only the next one.
@@ -136,13 +147,20 @@ pub fn run(g: &mut Graph, _cx: &PassCx) -> Fired {
             chain.push(cur);
             match g.op(cur) {
                 Some(Op::Binary { a, b, .. }) => {
-                    cur = if const_number(g, *a).is_some() { *b } else { *a };
+                    cur = if const_number(g, *a).is_some() {
+                        *b
+                    } else {
+                        *a
+                    };
                 }
                 _ => break,
             }
         }
         chain.push(qk);
-        if let Some(shared) = chain.iter().find(|v| uses.get(v.index()).copied() != Some(1)) {
+        if let Some(shared) = chain
+            .iter()
+            .find(|v| uses.get(v.index()).copied() != Some(1))
+        {
             let what = if *shared == probs {
                 "the softmax result is used elsewhere"
             } else {
@@ -166,7 +184,11 @@ pub fn run(g: &mut Graph, _cx: &PassCx) -> Fired {
             }
         };
         let Some(Op::Transpose { x: ks, perm }) = g.op(kt).cloned() else {
-            fired.miss(RULE, "the second operand of Q @ K^T is not a transpose", g.span(qk));
+            fired.miss(
+                RULE,
+                "the second operand of Q @ K^T is not a transpose",
+                g.span(qk),
+            );
             continue;
         };
         if !swaps_last_two(&perm) {

@@ -42,8 +42,7 @@ pub fn run(g: &mut Graph, cx: &PassCx) -> Fired {
     let absorbable = |v: ValueId| {
         uses.get(v.index()).copied() == Some(1)
             && !is_output(v)
-            && g
-                .op(v)
+            && g.op(v)
                 .is_some_and(|o| o.is_elementwise() || matches!(o, Op::Const { .. }))
     };
     let roots: Vec<ValueId> = g

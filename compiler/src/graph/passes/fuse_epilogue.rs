@@ -45,7 +45,13 @@ fn as_step(g: &Graph, user: &Op, acc: ValueId) -> Option<(Epilogue, &'static str
                 if matches!(value, Scalar::Bool(_)) {
                     return None;
                 }
-                return Some((Epilogue::Scalar { op: *op, value: *value }, rule));
+                return Some((
+                    Epilogue::Scalar {
+                        op: *op,
+                        value: *value,
+                    },
+                    rule,
+                ));
             }
             let rule = match (op, g.ty(other), g.ty(acc)) {
                 (BinaryOp::Add, Some(o), Some(t)) if o.shape == t.shape => "epilogue_residual",
