@@ -521,6 +521,10 @@ fn t_transpose(
         .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
     let perm = perm.unwrap_or_else(|| (0..xa.ndim()).rev().collect());
     let aval = xa.transpose(Some(&perm)).map_err(rt)?;
+    if perm.iter().enumerate().all(|(i, p)| i == *p) {
+        // The identity: eager `transpose` returns its input, and so does the trace.
+        return sym_value(ctx, x, span);
+    }
     let xi = ctx.id_of(x, xa.dtype(), span);
     Ok(ctx.record(Op::Transpose { x: xi, perm }, aval, span))
 }

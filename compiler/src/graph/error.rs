@@ -42,7 +42,7 @@ impl CompileError {
                 )
                 .with_help("only level=\"graph\" can be lowered for now");
                 if let Some(s) = span {
-                    d = d.at(*s);
+                    d = d.at(*s).with_label("this level cannot be produced yet");
                 }
                 d
             }

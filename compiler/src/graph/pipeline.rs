@@ -27,11 +27,14 @@ pub struct Options {
 
 type Pass = fn(&mut Graph, &PassCx) -> Fired;
 
-/// The passes, in order: (name, pass, is a fusion).
+/// The passes, in order: (name, pass, is a fusion). DCE runs after each fusion so that no
+/// pass matches ops a previous one left dead.
 const PASSES: &[(&str, Pass, bool)] = &[
     ("dce", dce::run, false),
     ("flash_attention", flash_attention::run, true),
+    ("dce", dce::run, false),
     ("fuse_epilogue", fuse_epilogue::run, true),
+    ("dce", dce::run, false),
     ("fuse_elementwise", fuse_elementwise::run, true),
     ("dce", dce::run, false),
 ];
