@@ -49,12 +49,11 @@ impl HostObject for GraphObj {
     }
 }
 
+/// Keyword arguments a `graph` function keeps for itself: (name, value, span).
+type Own = Vec<(String, Value, tessera_lang::Span)>;
+
 /// Splits `f, *args` off a call, removing the keywords in `own` (returned separately).
-fn split(
-    fname: &str,
-    args: &CallArgs,
-    own: &[&str],
-) -> Result<(Value, CallArgs, Vec<(String, Value, tessera_lang::Span)>), Diagnostic> {
+fn split(fname: &str, args: &CallArgs, own: &[&str]) -> Result<(Value, CallArgs, Own), Diagnostic> {
     let Some((f, _)) = args.positional.first() else {
         return Err(Diagnostic::new(
             Code::E0101,

@@ -12,6 +12,9 @@ pub mod schedule;
 pub mod tensor;
 pub mod trace;
 
+#[cfg(test)]
+mod tests;
+
 use std::rc::Rc;
 use tessera_lang::eval::{Interp, Module, Value};
 use tessera_lang::Diagnostic;

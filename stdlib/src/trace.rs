@@ -782,8 +782,6 @@ pub fn trace_op(
         "cast" | "to" | "tensor" => {
             let a = if name == "tensor" {
                 args.bind(name, &["data"], &["dtype"])?
-            } else if name == "to" {
-                args.bind(name, &["x", "dtype"], &[])?
             } else {
                 args.bind(name, &["x", "dtype"], &[])?
             };
