@@ -38,7 +38,7 @@ fn dump_graph_prints_each_compiled_kernel_to_stderr() {
         stderr,
         "graph @f(%0: fp32[4,8], %1: fp32[8,2], %2: fp32[2]) {\n  \
          %3 = matmul %0, %1 {accum = fp32, epilogue = [add %2, relu]} : fp32[4,2]   \
-         loc(fused[\"dump.tsr\":3:20, \"dump.tsr\":2:5, \"dump.tsr\":3:12])\n  \
+         loc(fused[\"dump.tsr\":3:20, \"dump.tsr\":3:20, \"dump.tsr\":3:12])\n  \
          return %3\n}\n"
     );
     let _ = std::fs::remove_dir_all(&dir);
