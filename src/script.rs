@@ -67,6 +67,7 @@ pub fn new_interp(opts: &RunOptions, script_name: &str) -> Result<Interp, Diagno
             argv,
             target: opts.target.clone(),
             device: opts.device.clone(),
+            dump: opts.dump.clone(),
         },
     )?;
     Ok(interp)

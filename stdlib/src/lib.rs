@@ -4,8 +4,16 @@
 // `Diagnostic` is the one error type of host code; it is returned by value on purpose.
 #![allow(clippy::result_large_err)]
 
+pub mod exec;
+pub mod graph_mod;
+pub mod kernel;
 pub mod op;
+pub mod schedule;
 pub mod tensor;
+pub mod trace;
+
+#[cfg(test)]
+mod tests;
 
 use std::rc::Rc;
 use tessera_lang::eval::{Interp, Module, Value};
@@ -18,6 +26,8 @@ pub struct Config {
     pub argv: Vec<String>,
     pub target: Option<String>,
     pub device: Option<String>,
+    /// `--dump` levels: each compiled kernel's IR at that level goes to stderr.
+    pub dump: Vec<String>,
 }
 
 /// Installs every builtin module into an interpreter.
@@ -28,6 +38,15 @@ pub fn install(interp: &mut Interp, cfg: &Config) -> Result<(), Diagnostic> {
         Value::list(cfg.argv.iter().map(|a| Value::str(a)).collect()),
     );
     interp.set_builtin("sys", Value::Module(Rc::new(sys)));
-    interp.set_builtin("op", Value::Module(Rc::new(op::module())));
+    let session = kernel::Session::new(cfg.dump.clone(), cfg.target.clone());
+    let op = op::module();
+    op.set("kernel", kernel::kernel_decorator(session.clone()));
+    op.set("autotune", kernel::autotune_decorator(session.clone()));
+    interp.set_builtin("op", Value::Module(Rc::new(op)));
+    interp.set_builtin(
+        "schedule",
+        Value::Module(Rc::new(schedule::module(session.clone()))),
+    );
+    interp.set_builtin("graph", Value::Module(Rc::new(graph_mod::module(session))));
     Ok(())
 }

@@ -1,1 +1,479 @@
-//! Graph IR: what a traced kernel computes (tensor ops with shapes, dtypes, layouts, spans).
+//! Graph IR: what a traced kernel computes — tensor ops with shapes, dtypes and the `.tsr`
+//! span each came from.
+//!
+//! One data type, [`Graph`]: an arena of ops where op `i` defines value `ValueId(i)` (one result
+//! per op). Invariants (checked by [`verify::verify`], run after every pass):
+//! - every operand of op `i` is a value `< i` (defined before use); outputs are in range;
+//! - `params[k]` is an [`Op::Param`] with `index == k`;
+//! - every op has a real span (never `Span::default()`), kept in a side table so op equality
+//!   ignores spans;
+//! - each op's type is the one [`infer::infer`] computes from its operands;
+//! - the body of an [`Op::FusedElementwise`] is a graph of elementwise ops whose params have the
+//!   inputs' types and whose one output has the fused op's type.
+
+pub mod error;
+pub mod infer;
+pub mod passes;
+pub mod pipeline;
+pub mod print;
+mod types;
+pub mod verify;
+
+#[cfg(test)]
+mod tests;
+
+pub use types::{BinaryOp, DType, ReduceOp, Scalar, SliceItem, TensorType, UnaryOp};
+
+use tessera_lang::Span;
+
+/// A value of a [`Graph`]: the result of the op with the same index.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ValueId(pub u32);
+
+impl ValueId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// One step of a matmul epilogue, applied to the accumulator in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Epilogue {
+    /// `acc op operand` (for `add mul maximum minimum` the accumulator may have been on either
+    /// side; for `sub div` it is the left operand).
+    Binary { op: BinaryOp, operand: ValueId },
+    /// `acc op scalar` (a Python scalar, applied exactly like the eager scalar operand).
+    Scalar { op: BinaryOp, value: Scalar },
+    /// An activation.
+    Unary(UnaryOp),
+    /// A cast of the result.
+    Cast(DType),
+}
+
+/// An epilogue step and the span of the op it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EpilogueStep {
+    pub step: Epilogue,
+    pub span: Span,
+}
+
+/// The ops of Graph IR. Shapes and dtypes of results live in the graph's type table.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// The `index`-th parameter of the function.
+    Param {
+        index: usize,
+    },
+    /// The `index`-th tensor captured at trace time (a concrete tensor the body closed over).
+    Capture {
+        index: usize,
+    },
+    /// A Python scalar; its dtype is the one it takes next to the tensor it meets.
+    Const {
+        value: Scalar,
+    },
+    Unary {
+        op: UnaryOp,
+        x: ValueId,
+    },
+    Binary {
+        op: BinaryOp,
+        a: ValueId,
+        b: ValueId,
+    },
+    Where {
+        cond: ValueId,
+        a: ValueId,
+        b: ValueId,
+    },
+    /// A cast to the result type's dtype.
+    Cast {
+        x: ValueId,
+    },
+    /// `a @ b` with an optional requested result dtype and the epilogue fused into it.
+    Matmul {
+        a: ValueId,
+        b: ValueId,
+        accum: Option<DType>,
+        epilogue: Vec<EpilogueStep>,
+    },
+    /// A reduction over one axis (`None`: all of them).
+    Reduce {
+        op: ReduceOp,
+        x: ValueId,
+        axis: Option<usize>,
+        keepdim: bool,
+    },
+    Softmax {
+        x: ValueId,
+        axis: usize,
+    },
+    LayerNorm {
+        x: ValueId,
+        weight: Option<ValueId>,
+        bias: Option<ValueId>,
+        eps: f64,
+    },
+    RmsNorm {
+        x: ValueId,
+        weight: Option<ValueId>,
+        eps: f64,
+    },
+    Transpose {
+        x: ValueId,
+        perm: Vec<usize>,
+    },
+    /// A reshape to the result type's shape.
+    Reshape {
+        x: ValueId,
+    },
+    /// A broadcast to the result type's shape.
+    Broadcast {
+        x: ValueId,
+    },
+    Concat {
+        xs: Vec<ValueId>,
+        axis: usize,
+    },
+    Slice {
+        x: ValueId,
+        items: Vec<SliceItem>,
+    },
+    FlashAttention {
+        q: ValueId,
+        k: ValueId,
+        v: ValueId,
+        causal: bool,
+        scale: f64,
+    },
+    /// A chain of elementwise ops run as one: `body`'s params are `inputs`, its output the result.
+    FusedElementwise {
+        inputs: Vec<ValueId>,
+        body: Box<Graph>,
+    },
+}
+
+impl Op {
+    /// The op's name as printed.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Param { .. } => "param",
+            Op::Capture { .. } => "capture",
+            Op::Const { .. } => "const",
+            Op::Unary { op, .. } => op.name(),
+            Op::Binary { op, .. } => op.name(),
+            Op::Where { .. } => "where",
+            Op::Cast { .. } => "cast",
+            Op::Matmul { .. } => "matmul",
+            Op::Reduce { op, .. } => op.name(),
+            Op::Softmax { .. } => "softmax",
+            Op::LayerNorm { .. } => "layernorm",
+            Op::RmsNorm { .. } => "rmsnorm",
+            Op::Transpose { .. } => "transpose",
+            Op::Reshape { .. } => "reshape",
+            Op::Broadcast { .. } => "broadcast",
+            Op::Concat { .. } => "concat",
+            Op::Slice { .. } => "slice",
+            Op::FlashAttention { .. } => "flash_attention",
+            Op::FusedElementwise { .. } => "fused_elementwise",
+        }
+    }
+
+    /// The values the op reads, in order.
+    pub fn operands(&self) -> Vec<ValueId> {
+        let mut v = Vec::new();
+        self.visit_operands(&mut |x| v.push(x));
+        v
+    }
+
+    fn visit_operands(&self, f: &mut dyn FnMut(ValueId)) {
+        match self {
+            Op::Param { .. } | Op::Capture { .. } | Op::Const { .. } => {}
+            Op::Unary { x, .. }
+            | Op::Cast { x }
+            | Op::Reduce { x, .. }
+            | Op::Softmax { x, .. }
+            | Op::Transpose { x, .. }
+            | Op::Reshape { x }
+            | Op::Broadcast { x }
+            | Op::Slice { x, .. } => f(*x),
+            Op::Binary { a, b, .. } => {
+                f(*a);
+                f(*b);
+            }
+            Op::Where { cond, a, b } => {
+                f(*cond);
+                f(*a);
+                f(*b);
+            }
+            Op::Matmul { a, b, epilogue, .. } => {
+                f(*a);
+                f(*b);
+                for s in epilogue {
+                    if let Epilogue::Binary { operand, .. } = s.step {
+                        f(operand);
+                    }
+                }
+            }
+            Op::LayerNorm {
+                x, weight, bias, ..
+            } => {
+                f(*x);
+                if let Some(w) = weight {
+                    f(*w);
+                }
+                if let Some(b) = bias {
+                    f(*b);
+                }
+            }
+            Op::RmsNorm { x, weight, .. } => {
+                f(*x);
+                if let Some(w) = weight {
+                    f(*w);
+                }
+            }
+            Op::Concat { xs, .. } | Op::FusedElementwise { inputs: xs, .. } => {
+                for x in xs {
+                    f(*x);
+                }
+            }
+            Op::FlashAttention { q, k, v, .. } => {
+                f(*q);
+                f(*k);
+                f(*v);
+            }
+        }
+    }
+
+    /// Rewrites every operand through `f`.
+    pub fn map_operands(&mut self, f: &mut dyn FnMut(ValueId) -> ValueId) {
+        match self {
+            Op::Param { .. } | Op::Capture { .. } | Op::Const { .. } => {}
+            Op::Unary { x, .. }
+            | Op::Cast { x }
+            | Op::Reduce { x, .. }
+            | Op::Softmax { x, .. }
+            | Op::Transpose { x, .. }
+            | Op::Reshape { x }
+            | Op::Broadcast { x }
+            | Op::Slice { x, .. } => *x = f(*x),
+            Op::Binary { a, b, .. } => {
+                *a = f(*a);
+                *b = f(*b);
+            }
+            Op::Where { cond, a, b } => {
+                *cond = f(*cond);
+                *a = f(*a);
+                *b = f(*b);
+            }
+            Op::Matmul { a, b, epilogue, .. } => {
+                *a = f(*a);
+                *b = f(*b);
+                for s in epilogue {
+                    if let Epilogue::Binary { operand, .. } = &mut s.step {
+                        *operand = f(*operand);
+                    }
+                }
+            }
+            Op::LayerNorm {
+                x, weight, bias, ..
+            } => {
+                *x = f(*x);
+                if let Some(w) = weight {
+                    *w = f(*w);
+                }
+                if let Some(b) = bias {
+                    *b = f(*b);
+                }
+            }
+            Op::RmsNorm { x, weight, .. } => {
+                *x = f(*x);
+                if let Some(w) = weight {
+                    *w = f(*w);
+                }
+            }
+            Op::Concat { xs, .. } | Op::FusedElementwise { inputs: xs, .. } => {
+                for x in xs {
+                    *x = f(*x);
+                }
+            }
+            Op::FlashAttention { q, k, v, .. } => {
+                *q = f(*q);
+                *k = f(*k);
+                *v = f(*v);
+            }
+        }
+    }
+
+    /// An elementwise op that `fuse_elementwise` may put into a fused body.
+    pub fn is_elementwise(&self) -> bool {
+        matches!(
+            self,
+            Op::Unary { .. } | Op::Binary { .. } | Op::Where { .. } | Op::Cast { .. }
+        )
+    }
+}
+
+/// A traced function: params, ops, outputs. See the module docs for the invariants.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Graph {
+    pub name: String,
+    ops: Vec<Op>,
+    types: Vec<TensorType>,
+    /// Side table: the span of each op (not part of equality in spirit; kept beside the ops).
+    spans: Vec<Span>,
+    pub params: Vec<ValueId>,
+    pub outputs: Vec<ValueId>,
+}
+
+impl Graph {
+    pub fn new(name: impl Into<String>) -> Graph {
+        Graph {
+            name: name.into(),
+            ops: Vec::new(),
+            types: Vec::new(),
+            spans: Vec::new(),
+            params: Vec::new(),
+            outputs: Vec::new(),
+        }
+    }
+
+    /// Appends an op with its result type and span.
+    pub fn push(&mut self, op: Op, ty: TensorType, span: Span) -> ValueId {
+        let id = ValueId(self.ops.len() as u32);
+        self.ops.push(op);
+        self.types.push(ty);
+        self.spans.push(span);
+        id
+    }
+
+    /// Appends the next parameter.
+    pub fn add_param(&mut self, ty: TensorType, span: Span) -> ValueId {
+        let index = self.params.len();
+        let id = self.push(Op::Param { index }, ty, span);
+        self.params.push(id);
+        id
+    }
+
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+    /// Every value, in definition order.
+    pub fn ids(&self) -> impl Iterator<Item = ValueId> {
+        (0..self.ops.len() as u32).map(ValueId)
+    }
+    pub fn op(&self, id: ValueId) -> Option<&Op> {
+        self.ops.get(id.index())
+    }
+    pub fn ty(&self, id: ValueId) -> Option<&TensorType> {
+        self.types.get(id.index())
+    }
+    /// The op's span (`Span::default()` for an id out of range, which the verifier rejects).
+    pub fn span(&self, id: ValueId) -> Span {
+        self.spans.get(id.index()).copied().unwrap_or_default()
+    }
+    /// Replaces the op defining `id` (a pass rewriting a root in place keeps every use valid).
+    pub fn replace(&mut self, id: ValueId, op: Op, ty: TensorType) {
+        if let Some(slot) = self.ops.get_mut(id.index()) {
+            *slot = op;
+        }
+        if let Some(slot) = self.types.get_mut(id.index()) {
+            *slot = ty;
+        }
+    }
+
+    /// Sets the span of the op defining `id` (a fused op takes its root's span).
+    pub fn set_span(&mut self, id: ValueId, span: Span) {
+        if let Some(slot) = self.spans.get_mut(id.index()) {
+            *slot = span;
+        }
+    }
+
+    /// How many times each value is read (by ops and as an output).
+    pub fn use_counts(&self) -> Vec<usize> {
+        let mut n = vec![0usize; self.ops.len()];
+        for op in &self.ops {
+            op.visit_operands(&mut |x| {
+                if let Some(c) = n.get_mut(x.index()) {
+                    *c += 1;
+                }
+            });
+        }
+        for o in &self.outputs {
+            if let Some(c) = n.get_mut(o.index()) {
+                *c += 1;
+            }
+        }
+        n
+    }
+
+    /// Keeps only the ops where `keep` is true, renumbering values; operands of kept ops must
+    /// be kept too (DCE guarantees it). Params are always kept.
+    pub fn retain(&mut self, keep: &[bool]) {
+        let mut map: Vec<Option<ValueId>> = vec![None; self.ops.len()];
+        let mut ops = Vec::new();
+        let mut types = Vec::new();
+        let mut spans = Vec::new();
+        let old_ops = std::mem::take(&mut self.ops);
+        for (i, mut op) in old_ops.into_iter().enumerate() {
+            let is_param = matches!(op, Op::Param { .. });
+            if !is_param && !keep.get(i).copied().unwrap_or(true) {
+                continue;
+            }
+            op.map_operands(&mut |x| map.get(x.index()).copied().flatten().unwrap_or(x));
+            if let Some(m) = map.get_mut(i) {
+                *m = Some(ValueId(ops.len() as u32));
+            }
+            ops.push(op);
+            types.push(self.types.get(i).cloned().unwrap_or(TensorType {
+                shape: vec![],
+                dtype: DType::F32,
+            }));
+            spans.push(self.spans.get(i).copied().unwrap_or_default());
+        }
+        let remap = |x: ValueId| map.get(x.index()).copied().flatten().unwrap_or(x);
+        self.params = self.params.iter().map(|p| remap(*p)).collect();
+        self.outputs = self.outputs.iter().map(|p| remap(*p)).collect();
+        self.ops = ops;
+        self.types = types;
+        self.spans = spans;
+    }
+}
+
+/// What a pass did: the rules that fired (with the span of the op each rewrote) and the near
+/// misses (a pattern that almost matched, and why it did not).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Fired {
+    pub rules: Vec<(String, Span)>,
+    pub near_misses: Vec<NearMiss>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct NearMiss {
+    pub rule: String,
+    pub reason: String,
+    pub span: Span,
+}
+
+impl Fired {
+    pub fn fire(&mut self, rule: &str, span: Span) {
+        self.rules.push((rule.to_string(), span));
+    }
+    pub fn miss(&mut self, rule: &str, reason: impl Into<String>, span: Span) {
+        self.near_misses.push(NearMiss {
+            rule: rule.to_string(),
+            reason: reason.into(),
+            span,
+        });
+    }
+    pub fn extend(&mut self, other: Fired) {
+        self.rules.extend(other.rules);
+        self.near_misses.extend(other.near_misses);
+    }
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+}

@@ -1,0 +1,378 @@
+//! The type rules of Graph IR: the result shape and dtype of each op from its operands' types.
+//! They mirror the eager ops (SPEC §4, docs/decisions.md); the verifier checks every op with
+//! them and passes use them to type the ops they build.
+
+use super::{DType, Epilogue, Graph, Op, SliceItem, TensorType, ValueId};
+
+type R<T> = Result<T, String>;
+
+fn ty(g: &Graph, v: ValueId) -> R<&TensorType> {
+    g.ty(v)
+        .ok_or_else(|| format!("value %{} is not defined", v.index()))
+}
+
+/// NumPy broadcasting of two shapes.
+pub fn broadcast(a: &[usize], b: &[usize]) -> R<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0usize; n];
+    for (i, o) in out.iter_mut().enumerate() {
+        let da = (i + a.len()).checked_sub(n).and_then(|j| a.get(j)).copied();
+        let db = (i + b.len()).checked_sub(n).and_then(|j| b.get(j)).copied();
+        *o = match (da, db) {
+            (Some(x), Some(y)) if x == y => x,
+            (Some(1), Some(y)) => y,
+            (Some(x), Some(1)) => x,
+            (Some(x), None) => x,
+            (None, Some(y)) => y,
+            (None, None) => 1,
+            (Some(x), Some(y)) => {
+                return Err(format!(
+                    "shapes {a:?} and {b:?} cannot be broadcast ({x} vs {y})"
+                ))
+            }
+        };
+    }
+    Ok(out)
+}
+
+/// Result type of `a @ b` (`accum`: the requested result dtype).
+pub fn matmul(a: &TensorType, b: &TensorType, accum: Option<DType>) -> R<TensorType> {
+    if a.shape.is_empty() || b.shape.is_empty() {
+        return Err("matmul needs at least 1-D operands".into());
+    }
+    let (ab, m, ka) = match a.shape.as_slice() {
+        [k] => (&[][..], None, *k),
+        [rest @ .., m, k] => (rest, Some(*m), *k),
+        [] => return Err("matmul needs at least 1-D operands".into()),
+    };
+    let (bb, kb, n) = match b.shape.as_slice() {
+        [k] => (&[][..], *k, None),
+        [rest @ .., k, n] => (rest, *k, Some(*n)),
+        [] => return Err("matmul needs at least 1-D operands".into()),
+    };
+    if ka != kb {
+        return Err(format!("matmul inner dimensions {ka} and {kb} differ"));
+    }
+    let mut shape = broadcast(ab, bb)?;
+    shape.extend(m);
+    shape.extend(n);
+    let p = DType::promote(a.dtype, b.dtype);
+    let p = if p == DType::Bool { DType::I64 } else { p };
+    let r = accum.unwrap_or(p);
+    if p.is_float() && !r.is_float() {
+        return Err(format!("accum dtype {r} cannot accumulate {p} inputs"));
+    }
+    Ok(TensorType::new(shape, r))
+}
+
+/// The dtype a matmul accumulates in (printed as `accum`).
+pub fn accumulator(a: DType, b: DType, result: DType) -> DType {
+    let p = DType::promote(a, b);
+    if p == DType::F64 || result == DType::F64 {
+        DType::F64
+    } else if p.is_float() || result.is_float() {
+        DType::F32
+    } else {
+        DType::I64
+    }
+}
+
+/// Result type of one epilogue step applied to an accumulator of type `acc`.
+pub fn epilogue_step(g: &Graph, acc: &TensorType, step: &Epilogue) -> R<TensorType> {
+    Ok(match step {
+        Epilogue::Binary { op, operand } => {
+            let o = ty(g, *operand)?;
+            let shape = broadcast(&acc.shape, &o.shape)?;
+            if shape != acc.shape {
+                return Err(format!(
+                    "epilogue operand {o} would change the matmul shape {:?}",
+                    acc.shape
+                ));
+            }
+            TensorType::new(shape, op.result_dtype(acc.dtype, o.dtype))
+        }
+        Epilogue::Scalar { op, value } => TensorType::new(
+            acc.shape.clone(),
+            op.result_dtype(acc.dtype, DType::promote_scalar(acc.dtype, value)),
+        ),
+        Epilogue::Unary(u) => TensorType::new(acc.shape.clone(), u.result_dtype(acc.dtype)),
+        Epilogue::Cast(d) => TensorType::new(acc.shape.clone(), *d),
+    })
+}
+
+fn float_or_f32(d: DType) -> DType {
+    if d.is_float() {
+        d
+    } else {
+        DType::F32
+    }
+}
+
+/// Python slice bounds: (count) for `start:stop:step` over a dimension of length `len`.
+fn slice_count(start: Option<i64>, stop: Option<i64>, step: Option<i64>, len: usize) -> R<usize> {
+    let step = step.unwrap_or(1);
+    if step == 0 {
+        return Err("slice step cannot be zero".into());
+    }
+    let n = len as i64;
+    let clamp = |v: i64, lo: i64, hi: i64| v.max(lo).min(hi);
+    let norm = |v: i64| if v < 0 { v.saturating_add(n) } else { v };
+    let (s, e) = if step > 0 {
+        (
+            start.map(|s| clamp(norm(s), 0, n)).unwrap_or(0),
+            stop.map(|s| clamp(norm(s), 0, n)).unwrap_or(n),
+        )
+    } else {
+        (
+            start.map(|s| clamp(norm(s), -1, n - 1)).unwrap_or(n - 1),
+            stop.map(|s| clamp(norm(s), -1, n - 1)).unwrap_or(-1),
+        )
+    };
+    let (s, e, st) = (i128::from(s), i128::from(e), i128::from(step));
+    let c = if st > 0 {
+        if e > s {
+            (e - s - 1) / st + 1
+        } else {
+            0
+        }
+    } else if s > e {
+        (s - e - 1) / (-st) + 1
+    } else {
+        0
+    };
+    Ok(c as usize)
+}
+
+/// Result shape of `x[items]`.
+pub fn slice_shape(shape: &[usize], items: &[SliceItem]) -> R<Vec<usize>> {
+    let consumed = items
+        .iter()
+        .filter(|i| matches!(i, SliceItem::Index(_) | SliceItem::Range { .. }))
+        .count();
+    if consumed > shape.len() {
+        return Err(format!("too many indices for shape {shape:?}"));
+    }
+    let mut out = Vec::new();
+    let mut dim = 0usize;
+    for it in items {
+        match it {
+            SliceItem::Index(i) => {
+                let len = shape.get(dim).copied().unwrap_or(0) as i64;
+                let j = if *i < 0 { i + len } else { *i };
+                if j < 0 || j >= len {
+                    return Err(format!("index {i} out of range for axis {dim}"));
+                }
+                dim += 1;
+            }
+            SliceItem::Range { start, stop, step } => {
+                let len = shape.get(dim).copied().unwrap_or(0);
+                out.push(slice_count(*start, *stop, *step, len)?);
+                dim += 1;
+            }
+            SliceItem::NewAxis => out.push(1),
+            SliceItem::Ellipsis => {
+                for _ in 0..shape.len() - consumed {
+                    out.push(shape.get(dim).copied().unwrap_or(0));
+                    dim += 1;
+                }
+            }
+        }
+    }
+    while dim < shape.len() {
+        out.push(shape.get(dim).copied().unwrap_or(0));
+        dim += 1;
+    }
+    Ok(out)
+}
+
+/// The type op `op` of graph `g` must have, or why it is ill-typed. `declared` is the type the
+/// op carries (for ops whose attributes live in the type: param, capture, const, cast,
+/// reshape, broadcast).
+pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
+    Ok(match op {
+        Op::Param { .. } | Op::Capture { .. } => declared.clone(),
+        Op::Const { .. } => {
+            if !declared.shape.is_empty() {
+                return Err("a const is 0-d".into());
+            }
+            declared.clone()
+        }
+        Op::Unary { op, x } => {
+            let t = ty(g, *x)?;
+            TensorType::new(t.shape.clone(), op.result_dtype(t.dtype))
+        }
+        Op::Binary { op, a, b } => {
+            let (ta, tb) = (ty(g, *a)?, ty(g, *b)?);
+            TensorType::new(
+                broadcast(&ta.shape, &tb.shape)?,
+                op.result_dtype(ta.dtype, tb.dtype),
+            )
+        }
+        Op::Where { cond, a, b } => {
+            let (tc, ta, tb) = (ty(g, *cond)?, ty(g, *a)?, ty(g, *b)?);
+            let s = broadcast(&tc.shape, &ta.shape)?;
+            TensorType::new(
+                broadcast(&s, &tb.shape)?,
+                DType::promote(ta.dtype, tb.dtype),
+            )
+        }
+        Op::Cast { x } => TensorType::new(ty(g, *x)?.shape.clone(), declared.dtype),
+        Op::Matmul {
+            a,
+            b,
+            accum,
+            epilogue,
+        } => {
+            let mut t = matmul(ty(g, *a)?, ty(g, *b)?, *accum)?;
+            for s in epilogue {
+                t = epilogue_step(g, &t, &s.step)?;
+            }
+            t
+        }
+        Op::Reduce {
+            op,
+            x,
+            axis,
+            keepdim,
+        } => {
+            let t = ty(g, *x)?;
+            let shape = match axis {
+                None if *keepdim => vec![1; t.shape.len()],
+                None => vec![],
+                Some(ax) => {
+                    if *ax >= t.shape.len() {
+                        return Err(format!("axis {ax} out of range"));
+                    }
+                    let mut s = t.shape.clone();
+                    if *keepdim {
+                        s[*ax] = 1;
+                    } else {
+                        s.remove(*ax);
+                    }
+                    s
+                }
+            };
+            TensorType::new(shape, op.result_dtype(t.dtype))
+        }
+        Op::Softmax { x, axis } => {
+            let t = ty(g, *x)?;
+            if *axis >= t.shape.len() {
+                return Err(format!("axis {axis} out of range"));
+            }
+            TensorType::new(t.shape.clone(), float_or_f32(t.dtype))
+        }
+        Op::LayerNorm {
+            x, weight, bias, ..
+        } => {
+            let t = ty(g, *x)?;
+            let d = *t.shape.last().ok_or("layernorm of a 0-d tensor")?;
+            for p in [weight, bias].into_iter().flatten() {
+                if ty(g, *p)?.shape != [d] {
+                    return Err(format!("layernorm parameter is not [{d}]"));
+                }
+            }
+            TensorType::new(t.shape.clone(), float_or_f32(t.dtype))
+        }
+        Op::RmsNorm { x, weight, .. } => {
+            let t = ty(g, *x)?;
+            let d = *t.shape.last().ok_or("rmsnorm of a 0-d tensor")?;
+            if let Some(w) = weight {
+                if ty(g, *w)?.shape != [d] {
+                    return Err(format!("rmsnorm weight is not [{d}]"));
+                }
+            }
+            TensorType::new(t.shape.clone(), float_or_f32(t.dtype))
+        }
+        Op::Transpose { x, perm } => {
+            let t = ty(g, *x)?;
+            let mut seen = vec![false; t.shape.len()];
+            let mut shape = Vec::with_capacity(perm.len());
+            for &p in perm {
+                match seen.get_mut(p) {
+                    Some(s) if !*s => *s = true,
+                    _ => return Err(format!("{perm:?} is not a permutation")),
+                }
+                shape.push(t.shape[p]);
+            }
+            if perm.len() != t.shape.len() {
+                return Err(format!("{perm:?} is not a permutation"));
+            }
+            TensorType::new(shape, t.dtype)
+        }
+        Op::Reshape { x } => {
+            let t = ty(g, *x)?;
+            let (n, m): (usize, usize) =
+                (t.shape.iter().product(), declared.shape.iter().product());
+            if n != m {
+                return Err(format!("reshape of {n} elements into {m}"));
+            }
+            TensorType::new(declared.shape.clone(), t.dtype)
+        }
+        Op::Broadcast { x } => {
+            let t = ty(g, *x)?;
+            if broadcast(&t.shape, &declared.shape)? != declared.shape {
+                return Err(format!("cannot broadcast {t} to {:?}", declared.shape));
+            }
+            TensorType::new(declared.shape.clone(), t.dtype)
+        }
+        Op::Concat { xs, axis } => {
+            let first = ty(g, *xs.first().ok_or("concat of nothing")?)?;
+            let mut shape = first.shape.clone();
+            if *axis >= shape.len() {
+                return Err(format!("axis {axis} out of range"));
+            }
+            shape[*axis] = 0;
+            let mut dtype = first.dtype;
+            for x in xs {
+                let t = ty(g, *x)?;
+                let same = t.shape.len() == shape.len()
+                    && t.shape
+                        .iter()
+                        .zip(&first.shape)
+                        .enumerate()
+                        .all(|(i, (a, b))| i == *axis || a == b);
+                if !same {
+                    return Err("concat shapes differ outside the axis".into());
+                }
+                shape[*axis] += t.shape[*axis];
+                dtype = DType::promote(dtype, t.dtype);
+            }
+            TensorType::new(shape, dtype)
+        }
+        Op::Slice { x, items } => {
+            let t = ty(g, *x)?;
+            TensorType::new(slice_shape(&t.shape, items)?, t.dtype)
+        }
+        Op::FlashAttention { q, k, v, .. } => {
+            let (tq, tk, tv) = (ty(g, *q)?, ty(g, *k)?, ty(g, *v)?);
+            let split = |t: &TensorType| -> R<(Vec<usize>, usize, usize)> {
+                match t.shape.as_slice() {
+                    [b @ .., s, d] => Ok((b.to_vec(), *s, *d)),
+                    _ => Err("flash_attention operands must be at least 2-D".into()),
+                }
+            };
+            let ((qb, sq, dq), (kb, sk, dk), (vb, sv, dv)) = (split(tq)?, split(tk)?, split(tv)?);
+            if dq != dk || sk != sv {
+                return Err("flash_attention q/k head dims or k/v lengths differ".into());
+            }
+            let mut shape = broadcast(&broadcast(&qb, &kb)?, &vb)?;
+            shape.extend([sq, dv]);
+            let d = DType::promote(DType::promote(tq.dtype, tk.dtype), tv.dtype);
+            TensorType::new(shape, float_or_f32(d))
+        }
+        Op::FusedElementwise { inputs, body } => {
+            if inputs.len() != body.params.len() {
+                return Err("fused body params do not match the inputs".into());
+            }
+            for (i, p) in inputs.iter().zip(&body.params) {
+                if ty(g, *i)? != ty(body, *p)? {
+                    return Err("fused body param type differs from its input".into());
+                }
+            }
+            match body.outputs.as_slice() {
+                [o] => ty(body, *o)?.clone(),
+                _ => return Err("a fused body has exactly one output".into()),
+            }
+        }
+    })
+}

@@ -1,0 +1,211 @@
+//! The one Graph IR printer: MLIR-like, stable, values renumbered in print order, every op
+//! followed by `loc("file.tsr":line:col)`.
+//!
+//! ```text
+//! graph @mlp(%0: bf16[64,4096], %1: bf16[4096,4096], %2: bf16[4096]) {
+//!   %3 = matmul %0, %1 {accum = fp32, epilogue = [add %2, gelu]} : bf16[64,4096]   loc(fused["mlp.tsr":5:12, "mlp.tsr":5:20, "mlp.tsr":5:12])
+//!   return %3
+//! }
+//! ```
+
+use super::infer::accumulator;
+use super::{Epilogue, Graph, Op, ValueId};
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use tessera_lang::{SourceMap, Span};
+
+/// Prints a graph.
+pub fn print(g: &Graph, sources: &SourceMap) -> String {
+    let mut p = Printer {
+        sources,
+        next: 0,
+        out: String::new(),
+    };
+    let mut names = HashMap::new();
+    let params: Vec<String> = g
+        .params
+        .iter()
+        .map(|v| {
+            let n = p.name(&mut names, *v);
+            let t = g.ty(*v).map(|t| t.to_string()).unwrap_or_default();
+            format!("{n}: {t}")
+        })
+        .collect();
+    let _ = writeln!(p.out, "graph @{}({}) {{", g.name, params.join(", "));
+    p.body(g, &mut names, 1);
+    let outs: Vec<String> = g.outputs.iter().map(|v| p.get(&names, *v)).collect();
+    let _ = writeln!(p.out, "  return {}", outs.join(", "));
+    p.out.push_str("}\n");
+    p.out
+}
+
+/// `loc("file.tsr":line:col)` of a span.
+pub fn loc(sources: &SourceMap, span: Span) -> String {
+    format!("loc({})", loc_inner(sources, span))
+}
+
+fn loc_inner(sources: &SourceMap, span: Span) -> String {
+    match sources.get(span.file) {
+        Some(f) => {
+            let (l, c) = f.line_col(span.lo as usize);
+            let name = f.name.rsplit('/').next().unwrap_or(&f.name);
+            format!("\"{name}\":{l}:{c}")
+        }
+        None => "unknown".to_string(),
+    }
+}
+
+struct Printer<'a> {
+    sources: &'a SourceMap,
+    next: usize,
+    out: String,
+}
+
+impl Printer<'_> {
+    fn name(&mut self, names: &mut HashMap<ValueId, usize>, v: ValueId) -> String {
+        let n = self.next;
+        self.next += 1;
+        names.insert(v, n);
+        format!("%{n}")
+    }
+    fn get(&self, names: &HashMap<ValueId, usize>, v: ValueId) -> String {
+        match names.get(&v) {
+            Some(n) => format!("%{n}"),
+            None => format!("%<undefined {}>", v.index()),
+        }
+    }
+
+    fn body(&mut self, g: &Graph, names: &mut HashMap<ValueId, usize>, depth: usize) {
+        let ind = "  ".repeat(depth);
+        for id in g.ids() {
+            let Some(op) = g.op(id) else { continue };
+            if matches!(op, Op::Param { .. }) {
+                continue;
+            }
+            let operands: Vec<String> = op.operands().iter().map(|v| self.get(names, *v)).collect();
+            let ty = g.ty(id).map(|t| t.to_string()).unwrap_or_default();
+            let mut spans = vec![g.span(id)];
+            let n = self.name(names, id);
+            let text = match op {
+                Op::FusedElementwise { inputs, body } => {
+                    let ins: Vec<String> = inputs.iter().map(|v| self.get(names, *v)).collect();
+                    let mut inner = HashMap::new();
+                    let bparams: Vec<String> = body
+                        .params
+                        .iter()
+                        .map(|v| {
+                            let n = self.name(&mut inner, *v);
+                            let t = body.ty(*v).map(|t| t.to_string()).unwrap_or_default();
+                            format!("{n}: {t}")
+                        })
+                        .collect();
+                    let saved = std::mem::take(&mut self.out);
+                    let _ = writeln!(self.out, "{ind}  ^({}):", bparams.join(", "));
+                    self.body(body, &mut inner, depth + 1);
+                    let outs: Vec<String> =
+                        body.outputs.iter().map(|v| self.get(&inner, *v)).collect();
+                    let _ = writeln!(self.out, "{ind}  yield {}", outs.join(", "));
+                    let region = std::mem::replace(&mut self.out, saved);
+                    format!("fused_elementwise({}) {{\n{region}{ind}}}", ins.join(", "))
+                }
+                _ => {
+                    let attrs = self.attrs(g, op, names, &mut spans);
+                    let mut s = op.name().to_string();
+                    if let Op::Const { value } = op {
+                        let _ = write!(s, " {value}");
+                    }
+                    if !operands.is_empty() {
+                        let shown = match op {
+                            // Epilogue operands print inside the attribute.
+                            Op::Matmul { .. } => &operands[..2.min(operands.len())],
+                            _ => &operands[..],
+                        };
+                        let _ = write!(s, " {}", shown.join(", "));
+                    }
+                    if !attrs.is_empty() {
+                        let _ = write!(s, " {{{}}}", attrs.join(", "));
+                    }
+                    s
+                }
+            };
+            let locs = if spans.len() == 1 {
+                loc(self.sources, g.span(id))
+            } else {
+                let l: Vec<String> = spans.iter().map(|s| loc_inner(self.sources, *s)).collect();
+                format!("loc(fused[{}])", l.join(", "))
+            };
+            let _ = writeln!(self.out, "{ind}{n} = {text} : {ty}   {locs}");
+        }
+    }
+
+    fn attrs(
+        &self,
+        g: &Graph,
+        op: &Op,
+        names: &HashMap<ValueId, usize>,
+        spans: &mut Vec<Span>,
+    ) -> Vec<String> {
+        match op {
+            Op::Param { .. }
+            | Op::Const { .. }
+            | Op::Unary { .. }
+            | Op::Binary { .. }
+            | Op::Where { .. }
+            | Op::Cast { .. }
+            | Op::Reshape { .. }
+            | Op::Broadcast { .. }
+            | Op::FusedElementwise { .. } => vec![],
+            Op::Capture { index } => vec![format!("index = {index}")],
+            Op::Matmul {
+                a,
+                b,
+                accum,
+                epilogue,
+            } => {
+                let dt = |v: &ValueId| g.ty(*v).map(|t| t.dtype);
+                let mut v = Vec::new();
+                if let (Some(da), Some(db)) = (dt(a), dt(b)) {
+                    let res = accum.unwrap_or(crate::graph::DType::promote(da, db));
+                    v.push(format!("accum = {}", accumulator(da, db, res)));
+                }
+                if !epilogue.is_empty() {
+                    let steps: Vec<String> = epilogue
+                        .iter()
+                        .map(|s| {
+                            spans.push(s.span);
+                            match &s.step {
+                                Epilogue::Binary { op, operand } => {
+                                    format!("{} {}", op.name(), self.get(names, *operand))
+                                }
+                                Epilogue::Scalar { op, value } => format!("{} {value}", op.name()),
+                                Epilogue::Unary(u) => u.name().to_string(),
+                                Epilogue::Cast(d) => format!("cast {d}"),
+                            }
+                        })
+                        .collect();
+                    v.push(format!("epilogue = [{}]", steps.join(", ")));
+                }
+                v
+            }
+            Op::Reduce { axis, keepdim, .. } => {
+                let mut v = Vec::new();
+                if let Some(a) = axis {
+                    v.push(format!("axis = {a}"));
+                }
+                v.push(format!("keepdim = {keepdim}"));
+                v
+            }
+            Op::Softmax { axis, .. } => vec![format!("axis = {axis}")],
+            Op::LayerNorm { eps, .. } | Op::RmsNorm { eps, .. } => vec![format!("eps = {eps:?}")],
+            Op::Transpose { perm, .. } => vec![format!("perm = {perm:?}")],
+            Op::Concat { axis, .. } => vec![format!("axis = {axis}")],
+            Op::Slice { items, .. } => {
+                let s: Vec<String> = items.iter().map(|i| i.to_string()).collect();
+                vec![format!("index = [{}]", s.join(", "))]
+            }
+            Op::FlashAttention { causal, scale, .. } => {
+                vec![format!("causal = {causal}"), format!("scale = {scale:?}")]
+            }
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! Running optimised Graph IR on the CPU: op by op with the runtime's reference ops. Fused ops
+//! run their body; `flash_attention` runs `runtime::flash_attention`. Abstract inputs give
+//! abstract results (every runtime op propagates shapes and dtypes without data).
+
+use crate::tensor::rt;
+use crate::trace::{rbin, rdt, rred, rscalar, run as run_unary};
+use tessera_compiler::graph::{Epilogue, Graph, Op, SliceItem, ValueId};
+use tessera_lang::diag::{Code, Diagnostic};
+use tessera_runtime::{self as rtm, IndexItem, Operand, Scalar, Tensor};
+
+/// A computed value: a tensor, or a scalar const (applied as the eager scalar operand).
+#[derive(Clone)]
+enum Val {
+    T(Tensor),
+    S(Scalar),
+}
+
+impl Val {
+    fn operand(&self) -> Operand<'_> {
+        match self {
+            Val::T(t) => Operand::Tensor(t),
+            Val::S(s) => Operand::Scalar(*s),
+        }
+    }
+}
+
+fn internal(msg: &str) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0500,
+        format!("internal compiler error: cannot run the kernel: {msg}"),
+    )
+    .with_help("this is a bug in Tessera, not in your script; please report it")
+}
+
+/// Runs `g` with `inputs` (one per param) and the captured tensors; returns the outputs.
+pub fn run(g: &Graph, inputs: &[Tensor], captures: &[Tensor]) -> Result<Vec<Tensor>, Diagnostic> {
+    let mut vals: Vec<Option<Val>> = vec![None; g.len()];
+    let get = |vals: &Vec<Option<Val>>, v: ValueId| -> Result<Val, Diagnostic> {
+        vals.get(v.index())
+            .cloned()
+            .flatten()
+            .ok_or_else(|| internal("a value is used before it is computed"))
+    };
+    let tens = |vals: &Vec<Option<Val>>, v: ValueId| -> Result<Tensor, Diagnostic> {
+        match get(vals, v)? {
+            Val::T(t) => Ok(t),
+            Val::S(s) => Tensor::scalar(s, s.default_dtype()).map_err(rt),
+        }
+    };
+    for id in g.ids() {
+        let Some(op) = g.op(id) else { continue };
+        let ty = g.ty(id).ok_or_else(|| internal("a value has no type"))?;
+        let v = match op {
+            Op::Param { index } => Val::T(
+                inputs
+                    .get(*index)
+                    .cloned()
+                    .ok_or_else(|| internal("missing kernel input"))?,
+            ),
+            Op::Capture { index } => Val::T(
+                captures
+                    .get(*index)
+                    .cloned()
+                    .ok_or_else(|| internal("missing captured tensor"))?,
+            ),
+            Op::Const { value } => Val::S(rscalar(*value)),
+            Op::Unary { op, x } => {
+                Val::T(rtm::unary(run_unary(*op), &tens(&vals, *x)?).map_err(rt)?)
+            }
+            Op::Binary { op, a, b } => {
+                let (a, b) = (get(&vals, *a)?, get(&vals, *b)?);
+                Val::T(rtm::binary(rbin(*op), a.operand(), b.operand()).map_err(rt)?)
+            }
+            Op::Where { cond, a, b } => {
+                let c = tens(&vals, *cond)?;
+                let (a, b) = (get(&vals, *a)?, get(&vals, *b)?);
+                Val::T(rtm::where_(&c, a.operand(), b.operand()).map_err(rt)?)
+            }
+            Op::Cast { x } => Val::T(tens(&vals, *x)?.cast(rdt(ty.dtype)).map_err(rt)?),
+            Op::Matmul {
+                a,
+                b,
+                accum,
+                epilogue,
+            } => {
+                let mut acc = rtm::matmul(&tens(&vals, *a)?, &tens(&vals, *b)?, accum.map(rdt))
+                    .map_err(rt)?;
+                for s in epilogue {
+                    acc = match &s.step {
+                        Epilogue::Binary { op, operand } => {
+                            let o = get(&vals, *operand)?;
+                            rtm::binary(rbin(*op), &acc, o.operand()).map_err(rt)?
+                        }
+                        Epilogue::Scalar { op, value } => {
+                            rtm::binary(rbin(*op), &acc, rscalar(*value)).map_err(rt)?
+                        }
+                        Epilogue::Unary(u) => rtm::unary(run_unary(*u), &acc).map_err(rt)?,
+                        Epilogue::Cast(d) => acc.cast(rdt(*d)).map_err(rt)?,
+                    };
+                }
+                Val::T(acc)
+            }
+            Op::Reduce {
+                op,
+                x,
+                axis,
+                keepdim,
+            } => Val::T(
+                rtm::reduce(
+                    &tens(&vals, *x)?,
+                    rred(*op),
+                    axis.map(|a| a as isize),
+                    *keepdim,
+                )
+                .map_err(rt)?,
+            ),
+            Op::Softmax { x, axis } => {
+                Val::T(rtm::softmax(&tens(&vals, *x)?, *axis as isize).map_err(rt)?)
+            }
+            Op::LayerNorm {
+                x,
+                weight,
+                bias,
+                eps,
+            } => {
+                let w = weight.map(|w| tens(&vals, w)).transpose()?;
+                let b = bias.map(|b| tens(&vals, b)).transpose()?;
+                Val::T(rtm::layernorm(&tens(&vals, *x)?, w.as_ref(), b.as_ref(), *eps).map_err(rt)?)
+            }
+            Op::RmsNorm { x, weight, eps } => {
+                let w = weight.map(|w| tens(&vals, w)).transpose()?;
+                Val::T(rtm::rmsnorm(&tens(&vals, *x)?, w.as_ref(), *eps).map_err(rt)?)
+            }
+            Op::Transpose { x, perm } => {
+                Val::T(tens(&vals, *x)?.transpose(Some(perm)).map_err(rt)?)
+            }
+            Op::Reshape { x } => {
+                let dims: Vec<i64> = ty.shape.iter().map(|d| *d as i64).collect();
+                Val::T(tens(&vals, *x)?.reshape(&dims).map_err(rt)?)
+            }
+            Op::Broadcast { x } => {
+                let t = tens(&vals, *x)?;
+                let all = Tensor::ones(&ty.shape, tessera_runtime::DType::Bool).map_err(rt)?;
+                Val::T(rtm::where_(&all, &t, &t).map_err(rt)?)
+            }
+            Op::Concat { xs, axis } => {
+                let ts = xs
+                    .iter()
+                    .map(|x| tens(&vals, *x))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Val::T(rtm::concat(&ts, *axis as isize).map_err(rt)?)
+            }
+            Op::Slice { x, items } => {
+                let items: Vec<IndexItem> = items
+                    .iter()
+                    .map(|i| match i {
+                        SliceItem::Index(i) => IndexItem::Int(*i),
+                        SliceItem::Range { start, stop, step } => IndexItem::Slice {
+                            start: *start,
+                            stop: *stop,
+                            step: *step,
+                        },
+                        SliceItem::NewAxis => IndexItem::NewAxis,
+                        SliceItem::Ellipsis => IndexItem::Ellipsis,
+                    })
+                    .collect();
+                Val::T(tens(&vals, *x)?.index(&items).map_err(rt)?)
+            }
+            Op::FlashAttention {
+                q,
+                k,
+                v,
+                causal,
+                scale,
+            } => Val::T(
+                rtm::flash_attention(
+                    &tens(&vals, *q)?,
+                    &tens(&vals, *k)?,
+                    &tens(&vals, *v)?,
+                    *causal,
+                    Some(*scale),
+                )
+                .map_err(rt)?,
+            ),
+            Op::FusedElementwise { inputs, body } => {
+                let ins = inputs
+                    .iter()
+                    .map(|x| tens(&vals, *x))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let out = run(body, &ins, captures)?;
+                Val::T(
+                    out.into_iter()
+                        .next()
+                        .ok_or_else(|| internal("a fused body returned nothing"))?,
+                )
+            }
+        };
+        if let Some(slot) = vals.get_mut(id.index()) {
+            *slot = Some(v);
+        }
+    }
+    g.outputs.iter().map(|o| tens(&vals, *o)).collect()
+}

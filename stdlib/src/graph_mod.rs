@@ -1,0 +1,217 @@
+//! The `graph` module: inspecting what the compiler makes of a kernel (SPEC §6).
+//!
+//! - `graph.trace(f, *args)` → the Graph IR as traced (a value that prints as the text);
+//! - `graph.lower(f, *args, level="graph")` → str: the Graph IR after the Graph IR passes
+//!   (what the next level receives); other levels are E0300 "not implemented yet";
+//! - `graph.fusions(f, *args)` → the names of the rules that fired, in order;
+//!   `explain=True` gives `(fired, missed)`, `missed` a list of `(rule, reason, "file:line:col")`;
+//! - `graph.cache_stats()` → `(hits, misses)` of the kernel compile cache of the session.
+//!
+//! `f` may be an `@op.kernel` (its compile cache is used, and counted) or a plain function
+//! (traced afresh each time).
+
+use crate::kernel::{compile, Compiled, KernelObj, Session};
+use std::any::Any;
+use std::rc::Rc;
+use tessera_compiler::graph::error::CompileError;
+use tessera_compiler::graph::print::print;
+use tessera_lang::diag::{Code, Diagnostic};
+use tessera_lang::eval::{CallArgs, HostObject, Interp, Module, Value};
+
+/// A Graph IR value: prints as its text.
+pub struct GraphObj {
+    pub text: String,
+}
+
+impl HostObject for GraphObj {
+    fn type_name(&self) -> &'static str {
+        "graph"
+    }
+    fn repr(&self) -> String {
+        self.text.trim_end().to_string()
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn get_attr(
+        &self,
+        _this: &Value,
+        name: &str,
+        _it: &mut Interp,
+    ) -> Result<Option<Value>, Diagnostic> {
+        Ok(match name {
+            "text" => Some(Value::str(&self.text)),
+            _ => None,
+        })
+    }
+    fn attr_names(&self) -> Vec<&'static str> {
+        vec!["text"]
+    }
+}
+
+/// Keyword arguments a `graph` function keeps for itself: (name, value, span).
+type Own = Vec<(String, Value, tessera_lang::Span)>;
+
+/// Splits `f, *args` off a call, removing the keywords in `own` (returned separately).
+fn split(fname: &str, args: &CallArgs, own: &[&str]) -> Result<(Value, CallArgs, Own), Diagnostic> {
+    let Some((f, _)) = args.positional.first() else {
+        return Err(Diagnostic::new(
+            Code::E0101,
+            format!("graph.{fname}() missing required argument 'f'"),
+        )
+        .at(args.span)
+        .with_help(format!("the signature is graph.{fname}(f, *args)")));
+    };
+    let mut rest = CallArgs::new(args.span);
+    rest.positional = args.positional.iter().skip(1).cloned().collect();
+    let mut mine = Vec::new();
+    for (k, v, s) in &args.keywords {
+        if own.contains(&&**k) {
+            mine.push((k.to_string(), v.clone(), *s));
+        } else {
+            rest.keywords.push((k.clone(), v.clone(), *s));
+        }
+    }
+    Ok((f.clone(), rest, mine))
+}
+
+fn compiled(
+    it: &mut Interp,
+    session: &Rc<Session>,
+    f: &Value,
+    args: &CallArgs,
+) -> Result<Rc<Compiled>, Diagnostic> {
+    if let Some(k) = f.downcast::<KernelObj>() {
+        return k.compiled(it, args);
+    }
+    match f {
+        Value::Function(_) => Ok(Rc::new(compile(it, session, f, args)?)),
+        other => Err(Diagnostic::new(
+            Code::E0101,
+            format!("expected a kernel or a function, got {}", other.type_name()),
+        )
+        .at(args.span)),
+    }
+}
+
+/// Builds the `graph` module.
+pub fn module(session: Rc<Session>) -> Module {
+    let m = Module::new("graph", "inspect the compiler's view of a kernel");
+    let s = session.clone();
+    m.set(
+        "trace",
+        Value::native("trace", "trace(f, *args)", move |it, args| {
+            let (f, rest, _) = split("trace", &args, &[])?;
+            let c = compiled(it, &s, &f, &rest)?;
+            Ok(Value::host(GraphObj {
+                text: print(&c.traced, &it.sources),
+            }))
+        }),
+    );
+    let s = session.clone();
+    m.set(
+        "lower",
+        Value::native(
+            "lower",
+            "lower(f, *args, level='graph')",
+            move |it, args| {
+                let (f, rest, own) = split("lower", &args, &["level"])?;
+                let mut level = "graph".to_string();
+                for (_, v, sp) in &own {
+                    match v {
+                        Value::Str(x) => level = x.to_string(),
+                        other => {
+                            return Err(Diagnostic::new(
+                                Code::E0101,
+                                format!("level must be a str, not {}", other.type_name()),
+                            )
+                            .at(*sp))
+                        }
+                    }
+                }
+                let lspan = own.first().map(|o| o.2).unwrap_or(args.span);
+                match level.as_str() {
+                    "graph" => {}
+                    "schedule" | "tile" | "target" | "ptx" => {
+                        return Err(CompileError::NotImplemented {
+                            level,
+                            span: Some(lspan),
+                        }
+                        .to_diagnostic())
+                    }
+                    _ => {
+                        return Err(Diagnostic::new(
+                            Code::E0101,
+                            format!("unknown level '{level}'"),
+                        )
+                        .at(lspan)
+                        .with_help("levels are graph, schedule, tile, target, ptx"))
+                    }
+                }
+                let c = compiled(it, &s, &f, &rest)?;
+                Ok(Value::str(print(&c.graph, &it.sources).trim_end()))
+            },
+        ),
+    );
+    let s = session.clone();
+    m.set(
+        "fusions",
+        Value::native(
+            "fusions",
+            "fusions(f, *args, explain=False)",
+            move |it, args| {
+                let (f, rest, own) = split("fusions", &args, &["explain"])?;
+                let mut explain = false;
+                for (_, v, sp) in &own {
+                    match v {
+                        Value::Bool(b) => explain = *b,
+                        other => {
+                            return Err(Diagnostic::new(
+                                Code::E0101,
+                                format!("explain must be a bool, not {}", other.type_name()),
+                            )
+                            .at(*sp))
+                        }
+                    }
+                }
+                let c = compiled(it, &s, &f, &rest)?;
+                let fired = Value::list(c.fired.rules.iter().map(|(r, _)| Value::str(r)).collect());
+                if !explain {
+                    return Ok(fired);
+                }
+                let missed = Value::list(
+                    c.fired
+                        .near_misses
+                        .iter()
+                        .map(|n| {
+                            Value::tuple(vec![
+                                Value::str(&n.rule),
+                                Value::str(&n.reason),
+                                Value::str(&describe(it, n.span)),
+                            ])
+                        })
+                        .collect(),
+                );
+                Ok(Value::tuple(vec![fired, missed]))
+            },
+        ),
+    );
+    let s = session;
+    m.set(
+        "cache_stats",
+        Value::native("cache_stats", "cache_stats()", move |_, args| {
+            args.bind("cache_stats", &[], &[])?;
+            Ok(Value::tuple(vec![
+                Value::Int(s.hits.get() as i64),
+                Value::Int(s.misses.get() as i64),
+            ]))
+        }),
+    );
+    m
+}
+
+/// `file.tsr:line:col` with the file's base name.
+fn describe(it: &Interp, span: tessera_lang::Span) -> String {
+    let d = it.sources.describe(span);
+    d.rsplit('/').next().unwrap_or(&d).to_string()
+}

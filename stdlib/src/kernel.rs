@@ -1,0 +1,436 @@
+//! `@op.kernel` and `@op.autotune`: kernel objects, their compile cache and their CPU run.
+//!
+//! Calling a kernel with tensors looks up its compile cache by signature — each tensor
+//! argument's shape and dtype, the `repr` of each other argument (they are static, baked into
+//! the trace), the target name and a hash of the function's source. A miss traces the body
+//! (see [`crate::trace`]), runs the Graph IR pipeline and stores the result; a hit does neither.
+//! Schedule directives are recorded by the trace, so they are a function of the key. Then the
+//! optimised graph runs on the CPU ([`crate::exec`]).
+//!
+//! Called with traced tensors (from inside another kernel), a kernel is inlined.
+
+use crate::schedule::Directives;
+use crate::tensor::as_tensor;
+use crate::trace::{as_sym, TraceCtx};
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::rc::Rc;
+use tessera_compiler::graph::pipeline::{optimize, Options};
+use tessera_compiler::graph::print::print;
+use tessera_compiler::graph::{Fired, Graph, Op, TensorType, ValueId};
+use tessera_lang::diag::{Code, Diagnostic};
+use tessera_lang::eval::{CallArgs, HostObject, HostResult, Interp, Value};
+use tessera_lang::Span;
+use tessera_runtime::Tensor;
+
+/// Per-session state shared by `op.kernel`, `schedule` and `graph`.
+pub struct Session {
+    /// `--dump` levels.
+    pub dump: Vec<String>,
+    pub target: String,
+    pub hits: Cell<u64>,
+    pub misses: Cell<u64>,
+    traces: RefCell<Vec<Rc<TraceCtx>>>,
+}
+
+impl Session {
+    pub fn new(dump: Vec<String>, target: Option<String>) -> Rc<Session> {
+        Rc::new(Session {
+            dump,
+            target: target.unwrap_or_else(|| "sm_90".to_string()),
+            hits: Cell::new(0),
+            misses: Cell::new(0),
+            traces: RefCell::new(Vec::new()),
+        })
+    }
+    /// The innermost trace in progress.
+    pub fn current_trace(&self) -> Option<Rc<TraceCtx>> {
+        self.traces.borrow().last().cloned()
+    }
+}
+
+/// How the kernel's result is shaped.
+#[derive(Clone, Debug, PartialEq)]
+enum OutShape {
+    One,
+    Tuple(usize),
+    List(usize),
+}
+
+/// A traced and optimised kernel.
+pub struct Compiled {
+    /// The graph as traced.
+    pub traced: Graph,
+    /// After the Graph IR passes.
+    pub graph: Graph,
+    pub fired: Fired,
+    pub captures: Vec<Tensor>,
+    pub directives: Directives,
+    out: OutShape,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum ArgKey {
+    Tensor(Vec<usize>, &'static str),
+    Static(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Key {
+    args: Vec<ArgKey>,
+    kwargs: Vec<(String, ArgKey)>,
+    target: String,
+    source: u64,
+}
+
+/// A function decorated with `@op.kernel`.
+pub struct KernelObj {
+    pub func: Value,
+    pub name: String,
+    /// `@op.autotune(cache=...)`: recorded; tuning is a later level.
+    pub autotune_cache: RefCell<Option<String>>,
+    session: Rc<Session>,
+    cache: RefCell<HashMap<Key, Rc<Compiled>>>,
+}
+
+fn func_name(f: &Value) -> String {
+    match f {
+        Value::Function(func) => func.def.name.name.to_string(),
+        Value::Native(n) => n.name.to_string(),
+        other => other.type_name().to_string(),
+    }
+}
+
+fn arg_key(v: &Value) -> ArgKey {
+    match as_tensor(v) {
+        Some(t) => ArgKey::Tensor(t.shape().to_vec(), t.dtype().name()),
+        None => ArgKey::Static(v.repr()),
+    }
+}
+
+/// A hash of the function's source text (its `def` line to the end of its body).
+fn source_hash(it: &Interp, f: &Value) -> u64 {
+    let mut h = DefaultHasher::new();
+    if let Value::Function(func) = f {
+        let lo = func.def.span.lo as usize;
+        let hi = func
+            .def
+            .body
+            .last()
+            .map(|s| s.span.hi as usize)
+            .unwrap_or(func.def.span.hi as usize);
+        if let Some(file) = it.sources.get(func.def.span.file) {
+            file.text.get(lo..hi).unwrap_or("").hash(&mut h);
+        }
+    }
+    h.finish()
+}
+
+/// The span of parameter `i` (or keyword `name`) of `f`, else `fallback`.
+fn param_span(f: &Value, i: Option<usize>, name: Option<&str>, fallback: Span) -> Span {
+    if let Value::Function(func) = f {
+        let p = match (i, name) {
+            (Some(i), _) => func.def.params.get(i),
+            (None, Some(n)) => func.def.params.iter().find(|p| &*p.name.name == n),
+            (None, None) => None,
+        };
+        if let Some(p) = p {
+            return p.name.span;
+        }
+    }
+    fallback
+}
+
+fn is_tensor_like(v: &Value) -> bool {
+    as_tensor(v).is_some()
+}
+
+/// Traces `f` with `args` and runs the Graph IR pipeline.
+pub fn compile(
+    it: &mut Interp,
+    session: &Rc<Session>,
+    f: &Value,
+    args: &CallArgs,
+) -> Result<Compiled, Diagnostic> {
+    let name = func_name(f);
+    let op_span = match f {
+        Value::Function(func) => func.def.name.span,
+        _ => args.span,
+    };
+    let ctx = TraceCtx::new(&name, op_span);
+    let mut targs = CallArgs::new(args.span);
+    for (i, (v, s)) in args.positional.iter().enumerate() {
+        if let Some(t) = as_tensor(v) {
+            let p = ctx.param(t, param_span(f, Some(i), None, *s))?;
+            targs.positional.push((p, *s));
+        } else {
+            targs.positional.push((v.clone(), *s));
+        }
+    }
+    for (k, v, s) in &args.keywords {
+        if let Some(t) = as_tensor(v) {
+            let p = ctx.param(t, param_span(f, None, Some(k), *s))?;
+            targs.keywords.push((k.clone(), p, *s));
+        } else {
+            targs.keywords.push((k.clone(), v.clone(), *s));
+        }
+    }
+    session.traces.borrow_mut().push(ctx.clone());
+    let result = it.call(f, targs);
+    session.traces.borrow_mut().pop();
+    ctx.active.set(false);
+    let ret = result?;
+    let (items, out) = match &ret {
+        Value::Tuple(t) => (t.as_ref().clone(), OutShape::Tuple(t.len())),
+        Value::List(l) => {
+            let v = l.borrow().clone();
+            let n = v.len();
+            (v, OutShape::List(n))
+        }
+        other => (vec![other.clone()], OutShape::One),
+    };
+    let mut outputs: Vec<ValueId> = Vec::new();
+    for v in &items {
+        if let Some(s) = as_sym(v) {
+            if Rc::ptr_eq(&s.ctx, &ctx) {
+                outputs.push(s.id);
+                continue;
+            }
+        }
+        if let Some(t) = as_tensor(v) {
+            // A concrete tensor returned as is: a capture.
+            let index = {
+                let mut c = ctx.captures.borrow_mut();
+                c.push(t.clone());
+                c.len() - 1
+            };
+            let ty = TensorType::new(t.shape().to_vec(), crate::trace::cdt(t.dtype()));
+            outputs.push(
+                ctx.graph
+                    .borrow_mut()
+                    .push(Op::Capture { index }, ty, op_span),
+            );
+            continue;
+        }
+        return Err(Diagnostic::new(
+            Code::E0101,
+            format!(
+                "a kernel must return a tensor or a tuple of tensors, not {}",
+                v.type_name()
+            ),
+        )
+        .at(args.span)
+        .with_secondary(op_span, "this kernel"));
+    }
+    if outputs.is_empty() {
+        return Err(
+            Diagnostic::new(Code::E0101, "a kernel must return at least one tensor").at(args.span),
+        );
+    }
+    let mut traced = ctx.graph.borrow().clone();
+    traced.outputs = outputs;
+    let directives = ctx.directives.borrow().clone();
+    let mut graph = traced.clone();
+    let opts = Options {
+        fusion: directives.fusion,
+    };
+    let fired = optimize(&mut graph, &opts, &it.sources).map_err(|e| {
+        let d = e.to_diagnostic();
+        if d.span.is_none() {
+            d.at(args.span)
+        } else {
+            d
+        }
+    })?;
+    if session.dump.iter().any(|d| d == "graph") {
+        eprint!("{}", print(&graph, &it.sources));
+    }
+    let captures = ctx.captures.borrow().clone();
+    Ok(Compiled {
+        traced,
+        graph,
+        fired,
+        captures,
+        directives,
+        out,
+    })
+}
+
+impl KernelObj {
+    pub fn new(func: Value, session: Rc<Session>) -> KernelObj {
+        KernelObj {
+            name: func_name(&func),
+            func,
+            autotune_cache: RefCell::new(None),
+            session,
+            cache: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// The compiled kernel for these arguments, from the cache or freshly compiled.
+    pub fn compiled(&self, it: &mut Interp, args: &CallArgs) -> Result<Rc<Compiled>, Diagnostic> {
+        let key = Key {
+            args: args.positional.iter().map(|(v, _)| arg_key(v)).collect(),
+            kwargs: args
+                .keywords
+                .iter()
+                .map(|(k, v, _)| (k.to_string(), arg_key(v)))
+                .collect(),
+            target: self.session.target.clone(),
+            source: source_hash(it, &self.func),
+        };
+        if let Some(c) = self.cache.borrow().get(&key) {
+            self.session.hits.set(self.session.hits.get() + 1);
+            return Ok(c.clone());
+        }
+        self.session.misses.set(self.session.misses.get() + 1);
+        let c = Rc::new(compile(it, &self.session, &self.func, args)?);
+        self.cache.borrow_mut().insert(key, c.clone());
+        Ok(c)
+    }
+
+    fn invoke(&self, it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
+        let traced_arg = args.positional.iter().any(|(v, _)| as_sym(v).is_some())
+            || args.keywords.iter().any(|(_, v, _)| as_sym(v).is_some());
+        if traced_arg {
+            // Inside another kernel's trace: inline the body.
+            return it.call(&self.func, args);
+        }
+        let c = self.compiled(it, &args)?;
+        let inputs: Vec<Tensor> = args
+            .positional
+            .iter()
+            .map(|(v, _)| v)
+            .chain(args.keywords.iter().map(|(_, v, _)| v))
+            .filter(|v| is_tensor_like(v))
+            .filter_map(|v| as_tensor(v).cloned())
+            .collect();
+        let outs =
+            crate::exec::run(&c.graph, &inputs, &c.captures).map_err(|d| d.or_at(args.span))?;
+        let vals: Vec<Value> = outs.into_iter().map(crate::tensor::tensor_value).collect();
+        Ok(match c.out {
+            OutShape::One => vals.into_iter().next().unwrap_or(Value::None),
+            OutShape::Tuple(_) => Value::tuple(vals),
+            OutShape::List(_) => Value::list(vals),
+        })
+    }
+}
+
+impl HostObject for KernelObj {
+    fn type_name(&self) -> &'static str {
+        "kernel"
+    }
+    fn repr(&self) -> String {
+        format!("<kernel {}>", self.name)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn call(&self, _this: &Value, it: &mut Interp, args: CallArgs) -> HostResult {
+        Some(self.invoke(it, args))
+    }
+    fn get_attr(
+        &self,
+        _this: &Value,
+        name: &str,
+        _it: &mut Interp,
+    ) -> Result<Option<Value>, Diagnostic> {
+        Ok(match name {
+            "__name__" => Some(Value::str(&self.name)),
+            "autotune_cache" => Some(match &*self.autotune_cache.borrow() {
+                Some(c) => Value::str(c),
+                None => Value::None,
+            }),
+            _ => None,
+        })
+    }
+    fn attr_names(&self) -> Vec<&'static str> {
+        vec!["__name__", "autotune_cache"]
+    }
+}
+
+fn check_callable(v: &Value, span: Span, what: &str) -> Result<(), Diagnostic> {
+    match v {
+        Value::Function(_) => Ok(()),
+        other => Err(Diagnostic::new(
+            Code::E0101,
+            format!("{what} decorates a function, not {}", other.type_name()),
+        )
+        .at(span)),
+    }
+}
+
+/// `op.kernel`: the decorator.
+pub fn kernel_decorator(session: Rc<Session>) -> Value {
+    Value::native("kernel", "kernel(f)", move |_, args| {
+        let a = args.bind("kernel", &["f"], &[])?;
+        let Some(f) = a.into_iter().flatten().next() else {
+            return Ok(Value::None);
+        };
+        if f.value.downcast::<KernelObj>().is_some() {
+            return Ok(f.value);
+        }
+        check_callable(&f.value, f.span, "@op.kernel")?;
+        Ok(Value::host(KernelObj::new(f.value, session.clone())))
+    })
+}
+
+fn with_autotune(
+    session: &Rc<Session>,
+    f: Value,
+    span: Span,
+    cache: Option<String>,
+) -> Result<Value, Diagnostic> {
+    if let Some(k) = f.downcast::<KernelObj>() {
+        *k.autotune_cache.borrow_mut() = cache;
+        return Ok(f);
+    }
+    check_callable(&f, span, "@op.autotune")?;
+    let k = KernelObj::new(f, session.clone());
+    *k.autotune_cache.borrow_mut() = cache;
+    Ok(Value::host(k))
+}
+
+/// `op.autotune(cache=None)`: a decorator factory (or, given a function, the decorator itself);
+/// alone it implies `@op.kernel`. The cache name is recorded; tuning comes with Schedule IR.
+pub fn autotune_decorator(session: Rc<Session>) -> Value {
+    Value::native("autotune", "autotune(cache=None)", move |_, args| {
+        if args.positional.len() == 1 && args.keywords.is_empty() {
+            if let Some((f, s)) = args.positional.first() {
+                if matches!(f, Value::Function(_)) || f.downcast::<KernelObj>().is_some() {
+                    return with_autotune(&session, f.clone(), *s, None);
+                }
+            }
+        }
+        let a = args.bind("autotune", &[], &["cache"])?;
+        let cache = match a.into_iter().flatten().next() {
+            Some(x) => match &x.value {
+                Value::Str(s) => Some(s.to_string()),
+                Value::None => None,
+                other => {
+                    return Err(Diagnostic::new(
+                        Code::E0101,
+                        format!("cache must be a str, not {}", other.type_name()),
+                    )
+                    .at(x.span))
+                }
+            },
+            None => None,
+        };
+        let s = session.clone();
+        Ok(Value::native(
+            "autotune",
+            "autotune decorator",
+            move |_, args| {
+                let a = args.bind("autotune", &["f"], &[])?;
+                let Some(f) = a.into_iter().flatten().next() else {
+                    return Ok(Value::None);
+                };
+                with_autotune(&s, f.value, f.span, cache.clone())
+            },
+        ))
+    })
+}

@@ -1,0 +1,318 @@
+//! The `schedule` module: directives recorded on the kernel being traced (SPEC §5).
+//!
+//! Each call validates its arguments (E0101 for a wrong type, E0300 for a value no schedule can
+//! have) and records the directive on the trace. Outside a kernel body there is nothing to
+//! schedule: E0201. The Graph IR level uses only `fusion`; the others are kept for the
+//! Schedule IR level (tile sizes, stages, ...).
+
+use crate::kernel::Session;
+use std::rc::Rc;
+use tessera_compiler::graph::pipeline::Fusion;
+use tessera_lang::diag::{Code, Diagnostic};
+use tessera_lang::eval::{Arg, CallArgs, Module, Value};
+use tessera_lang::Span;
+
+/// The directives of one traced kernel.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Directives {
+    /// (BM, BN, BK) and the optional warp tile.
+    pub tile: Option<([i64; 3], Option<[i64; 2]>)>,
+    pub tensor_cores: Option<bool>,
+    pub pipeline_stages: Option<i64>,
+    pub async_copy: Option<bool>,
+    pub occupancy: Option<(Option<i64>, Option<i64>)>,
+    pub vectorize: Option<i64>,
+    pub fusion: Fusion,
+    /// `search_space(name=[...])`: each name and its candidate values.
+    pub search_space: Vec<(String, Vec<i64>)>,
+    /// `autotune(cost_model=, max_trials=)`.
+    pub autotune: Option<(String, i64)>,
+}
+
+const FUNCTIONS: &[(&str, &str)] = &[
+    ("tile", "tile(shape, warp=None)"),
+    ("use_tensor_cores", "use_tensor_cores(on=True)"),
+    ("pipeline_stages", "pipeline_stages(n)"),
+    ("async_copy", "async_copy(on=True)"),
+    (
+        "occupancy_target",
+        "occupancy_target(min_warps=None, max_warps=None)",
+    ),
+    ("vectorize", "vectorize(n)"),
+    ("fusion", "fusion(mode)"),
+    (
+        "search_space",
+        "search_space(tile_sizes=None, vectorize=None, pipeline_stages=None)",
+    ),
+    ("autotune", "autotune(cost_model='roofline', max_trials=50)"),
+];
+
+fn bad(span: Span, msg: String) -> Diagnostic {
+    Diagnostic::new(Code::E0300, msg).at(span)
+}
+
+fn int_of(x: &Arg, what: &str) -> Result<i64, Diagnostic> {
+    match &x.value {
+        Value::Int(i) => Ok(*i),
+        other => Err(Diagnostic::new(
+            Code::E0101,
+            format!("{what} must be an int, not {}", other.type_name()),
+        )
+        .at(x.span)),
+    }
+}
+
+fn pos_int(x: &Arg, what: &str) -> Result<i64, Diagnostic> {
+    let v = int_of(x, what)?;
+    if v < 1 {
+        return Err(bad(x.span, format!("{what} must be at least 1, got {v}")));
+    }
+    Ok(v)
+}
+
+fn bool_of(x: &Arg, what: &str) -> Result<bool, Diagnostic> {
+    match &x.value {
+        Value::Bool(b) => Ok(*b),
+        other => Err(Diagnostic::new(
+            Code::E0101,
+            format!("{what} must be a bool, not {}", other.type_name()),
+        )
+        .at(x.span)),
+    }
+}
+
+fn ints(x: &Arg, what: &str, n: Option<usize>) -> Result<Vec<i64>, Diagnostic> {
+    let items: Vec<Value> = match &x.value {
+        Value::Tuple(t) => t.as_ref().clone(),
+        Value::List(l) => l.borrow().clone(),
+        other => {
+            return Err(Diagnostic::new(
+                Code::E0101,
+                format!("{what} must be a tuple of ints, not {}", other.type_name()),
+            )
+            .at(x.span))
+        }
+    };
+    if let Some(n) = n {
+        if items.len() != n {
+            return Err(Diagnostic::new(
+                Code::E0101,
+                format!("{what} must have {n} entries, got {}", items.len()),
+            )
+            .at(x.span));
+        }
+    }
+    let mut out = Vec::new();
+    for v in items {
+        let a = Arg {
+            value: v,
+            span: x.span,
+        };
+        out.push(pos_int(&a, what)?);
+    }
+    Ok(out)
+}
+
+fn get(a: &[Option<Arg>], i: usize) -> Option<&Arg> {
+    a.get(i)
+        .and_then(|x| x.as_ref())
+        .filter(|x| !matches!(x.value, Value::None))
+}
+
+/// Applies one directive call to `d`.
+fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnostic> {
+    match name {
+        "tile" => {
+            let a = args.bind("tile", &["shape"], &["warp"])?;
+            let s =
+                get(&a, 0).ok_or_else(|| Diagnostic::new(Code::E0101, "tile() needs a shape"))?;
+            let t = ints(s, "the tile shape (BM, BN, BK)", Some(3))?;
+            let w = get(&a, 1)
+                .map(|w| ints(w, "the warp tile (WM, WN)", Some(2)))
+                .transpose()?;
+            let (Some(&bm), Some(&bn), Some(&bk)) = (t.first(), t.get(1), t.get(2)) else {
+                return Ok(());
+            };
+            let warp = match w.as_deref() {
+                Some([wm, wn]) => {
+                    if bm % wm != 0 || bn % wn != 0 {
+                        return Err(bad(
+                            get(&a, 1).map(|x| x.span).unwrap_or(args.span),
+                            format!("the warp tile ({wm}, {wn}) does not divide the block tile ({bm}, {bn})"),
+                        ));
+                    }
+                    Some([*wm, *wn])
+                }
+                _ => None,
+            };
+            d.tile = Some(([bm, bn, bk], warp));
+        }
+        "use_tensor_cores" | "async_copy" => {
+            let a = args.bind(name, &[], &["on"])?;
+            let on = get(&a, 0)
+                .map(|x| bool_of(x, "on"))
+                .transpose()?
+                .unwrap_or(true);
+            if name == "async_copy" {
+                d.async_copy = Some(on);
+            } else {
+                d.tensor_cores = Some(on);
+            }
+        }
+        "pipeline_stages" => {
+            let a = args.bind(name, &["n"], &[])?;
+            if let Some(x) = get(&a, 0) {
+                d.pipeline_stages = Some(pos_int(x, "the number of stages")?);
+            }
+        }
+        "occupancy_target" => {
+            let a = args.bind(name, &[], &["min_warps", "max_warps"])?;
+            let lo = get(&a, 0).map(|x| pos_int(x, "min_warps")).transpose()?;
+            let hi = get(&a, 1).map(|x| pos_int(x, "max_warps")).transpose()?;
+            if let (Some(l), Some(h)) = (lo, hi) {
+                if l > h {
+                    return Err(bad(
+                        args.span,
+                        format!("min_warps {l} is more than max_warps {h}"),
+                    ));
+                }
+            }
+            d.occupancy = Some((lo, hi));
+        }
+        "vectorize" => {
+            let a = args.bind(name, &["n"], &[])?;
+            if let Some(x) = get(&a, 0) {
+                let n = pos_int(x, "the vector width")?;
+                if !matches!(n, 1 | 2 | 4 | 8 | 16) {
+                    return Err(bad(
+                        x.span,
+                        format!("the vector width must be 1, 2, 4, 8 or 16, got {n}"),
+                    ));
+                }
+                d.vectorize = Some(n);
+            }
+        }
+        "fusion" => {
+            let a = args.bind(name, &["mode"], &[])?;
+            let Some(x) = get(&a, 0) else { return Ok(()) };
+            d.fusion = match &x.value {
+                Value::Str(s) if &**s == "auto" => Fusion::Auto,
+                Value::Str(s) if &**s == "none" => Fusion::None,
+                Value::Int(_) => Fusion::Depth(pos_int(x, "the fusion depth")? as usize),
+                Value::Str(s) => {
+                    return Err(Diagnostic::new(
+                        Code::E0101,
+                        format!("fusion mode must be \"auto\", \"none\" or a depth, not '{s}'"),
+                    )
+                    .at(x.span))
+                }
+                other => {
+                    return Err(Diagnostic::new(
+                        Code::E0101,
+                        format!(
+                            "fusion mode must be \"auto\", \"none\" or an int, not {}",
+                            other.type_name()
+                        ),
+                    )
+                    .at(x.span))
+                }
+            };
+        }
+        "search_space" => {
+            let a = args.bind(name, &[], &["tile_sizes", "vectorize", "pipeline_stages"])?;
+            let mut space = Vec::new();
+            for (i, key) in ["tile_sizes", "vectorize", "pipeline_stages"]
+                .iter()
+                .enumerate()
+            {
+                let Some(x) = get(&a, i) else { continue };
+                let items: Vec<Value> = match &x.value {
+                    Value::List(l) => l.borrow().clone(),
+                    Value::Tuple(t) => t.as_ref().clone(),
+                    other => {
+                        return Err(Diagnostic::new(
+                            Code::E0101,
+                            format!("{key} must be a list, not {}", other.type_name()),
+                        )
+                        .at(x.span))
+                    }
+                };
+                let mut vals = Vec::new();
+                for v in items {
+                    let arg = Arg {
+                        value: v,
+                        span: x.span,
+                    };
+                    // Tile sizes may be ints or (BM, BN, BK) tuples; keep every number.
+                    if matches!(arg.value, Value::Tuple(_) | Value::List(_)) {
+                        vals.extend(ints(&arg, key, None)?);
+                    } else {
+                        vals.push(pos_int(&arg, key)?);
+                    }
+                }
+                space.push((key.to_string(), vals));
+            }
+            d.search_space = space;
+        }
+        "autotune" => {
+            let a = args.bind(name, &[], &["cost_model", "max_trials"])?;
+            let model = match get(&a, 0) {
+                Some(x) => match &x.value {
+                    Value::Str(s) if &**s == "roofline" => s.to_string(),
+                    Value::Str(s) => {
+                        return Err(Diagnostic::new(
+                            Code::E0101,
+                            format!("unknown cost model '{s}' (the cost model is \"roofline\")"),
+                        )
+                        .at(x.span))
+                    }
+                    other => {
+                        return Err(Diagnostic::new(
+                            Code::E0101,
+                            format!("cost_model must be a str, not {}", other.type_name()),
+                        )
+                        .at(x.span))
+                    }
+                },
+                None => "roofline".to_string(),
+            };
+            let trials = get(&a, 1)
+                .map(|x| pos_int(x, "max_trials"))
+                .transpose()?
+                .unwrap_or(50);
+            d.autotune = Some((model, trials));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Builds the `schedule` module.
+pub fn module(session: Rc<Session>) -> Module {
+    let m = Module::new(
+        "schedule",
+        "schedule directives for the kernel being traced",
+    );
+    for (name, doc) in FUNCTIONS {
+        let s = session.clone();
+        let n: &'static str = name;
+        m.set(
+            name,
+            Value::native(name, doc, move |_, args| {
+                let Some(ctx) = s.current_trace() else {
+                    return Err(Diagnostic::new(
+                        Code::E0201,
+                        format!("schedule.{n}() is only meaningful inside an @op.kernel function"),
+                    )
+                    .at(args.span)
+                    .with_help(
+                        "call it at the top of a kernel body, where it applies to that kernel",
+                    ));
+                };
+                apply(&mut ctx.directives.borrow_mut(), n, &args)?;
+                Ok(Value::None)
+            }),
+        );
+    }
+    m
+}

@@ -1,0 +1,1211 @@
+//! The tracer: runs a kernel body with symbolic tensors and records Graph IR.
+//!
+//! A kernel parameter becomes a [`SymTensor`]: a host object with a shape and dtype (an abstract
+//! runtime tensor, its "aval") and the Graph IR value it stands for. Every `op.*` function, tensor
+//! method and operator applied to a symbolic tensor records one op, typed by running the eager op
+//! on the abstract avals — so shape and dtype errors are exactly the eager ones. Python scalars
+//! become `const` ops; concrete tensors the body meets (globals, `op.ones(...)` inside the body)
+//! become `capture` ops whose values are baked into the compiled kernel, as in JAX.
+//!
+//! Host control flow runs (and so unrolls); branching on, or reading, a traced tensor's values
+//! is E0201. `print(x)` of a traced tensor shows `tensor(shape=[..], dtype=.., traced)`: there are
+//! no values to show (`str()` cannot fail in the evaluator).
+//!
+//! Spans: an op recorded by a native call (`op.matmul(...)`, `x.sum()`) gets the span of that
+//! call. Operators (`a @ b`, `x * 2`, `x[i]`, `x.T`) are reached through `HostObject::binary` and
+//! friends, which receive no span: until `lang` passes one, they get the span of the kernel's
+//! `def` name.
+
+use crate::tensor::{as_tensor, dtype_arg, ints_arg, rt, tensor_arg, DTypeObj};
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use tessera_compiler::graph::{self as gir, Graph, Op, ValueId};
+use tessera_lang::ast::{BinOp, CmpOp, UnaryOp as AstUnary};
+use tessera_lang::diag::{Code, Diagnostic};
+use tessera_lang::eval::{Arg, CallArgs, HostObject, HostResult, Interp, Value};
+use tessera_lang::Span;
+use tessera_runtime::{
+    self as rtm, BinaryOp, DType, IndexItem, Operand, ReduceOp, Scalar, Tensor, UnaryOp,
+};
+
+// ----- conversions between runtime and compiler types ---------------------------------------
+
+pub fn cdt(d: DType) -> gir::DType {
+    match d {
+        DType::F64 => gir::DType::F64,
+        DType::F32 => gir::DType::F32,
+        DType::TF32 => gir::DType::TF32,
+        DType::F16 => gir::DType::F16,
+        DType::BF16 => gir::DType::BF16,
+        DType::F8E4M3 => gir::DType::F8E4M3,
+        DType::F8E5M2 => gir::DType::F8E5M2,
+        DType::I64 => gir::DType::I64,
+        DType::I32 => gir::DType::I32,
+        DType::I8 => gir::DType::I8,
+        DType::Bool => gir::DType::Bool,
+    }
+}
+
+pub fn rdt(d: gir::DType) -> DType {
+    match d {
+        gir::DType::F64 => DType::F64,
+        gir::DType::F32 => DType::F32,
+        gir::DType::TF32 => DType::TF32,
+        gir::DType::F16 => DType::F16,
+        gir::DType::BF16 => DType::BF16,
+        gir::DType::F8E4M3 => DType::F8E4M3,
+        gir::DType::F8E5M2 => DType::F8E5M2,
+        gir::DType::I64 => DType::I64,
+        gir::DType::I32 => DType::I32,
+        gir::DType::I8 => DType::I8,
+        gir::DType::Bool => DType::Bool,
+    }
+}
+
+pub fn cbin(op: BinaryOp) -> gir::BinaryOp {
+    match op {
+        BinaryOp::Add => gir::BinaryOp::Add,
+        BinaryOp::Sub => gir::BinaryOp::Sub,
+        BinaryOp::Mul => gir::BinaryOp::Mul,
+        BinaryOp::Div => gir::BinaryOp::Div,
+        BinaryOp::FloorDiv => gir::BinaryOp::FloorDiv,
+        BinaryOp::Mod => gir::BinaryOp::Mod,
+        BinaryOp::Pow => gir::BinaryOp::Pow,
+        BinaryOp::Maximum => gir::BinaryOp::Maximum,
+        BinaryOp::Minimum => gir::BinaryOp::Minimum,
+        BinaryOp::Eq => gir::BinaryOp::Eq,
+        BinaryOp::Ne => gir::BinaryOp::Ne,
+        BinaryOp::Lt => gir::BinaryOp::Lt,
+        BinaryOp::Le => gir::BinaryOp::Le,
+        BinaryOp::Gt => gir::BinaryOp::Gt,
+        BinaryOp::Ge => gir::BinaryOp::Ge,
+        BinaryOp::LogicalAnd => gir::BinaryOp::LogicalAnd,
+        BinaryOp::LogicalOr => gir::BinaryOp::LogicalOr,
+    }
+}
+
+pub fn rbin(op: gir::BinaryOp) -> BinaryOp {
+    match op {
+        gir::BinaryOp::Add => BinaryOp::Add,
+        gir::BinaryOp::Sub => BinaryOp::Sub,
+        gir::BinaryOp::Mul => BinaryOp::Mul,
+        gir::BinaryOp::Div => BinaryOp::Div,
+        gir::BinaryOp::FloorDiv => BinaryOp::FloorDiv,
+        gir::BinaryOp::Mod => BinaryOp::Mod,
+        gir::BinaryOp::Pow => BinaryOp::Pow,
+        gir::BinaryOp::Maximum => BinaryOp::Maximum,
+        gir::BinaryOp::Minimum => BinaryOp::Minimum,
+        gir::BinaryOp::Eq => BinaryOp::Eq,
+        gir::BinaryOp::Ne => BinaryOp::Ne,
+        gir::BinaryOp::Lt => BinaryOp::Lt,
+        gir::BinaryOp::Le => BinaryOp::Le,
+        gir::BinaryOp::Gt => BinaryOp::Gt,
+        gir::BinaryOp::Ge => BinaryOp::Ge,
+        gir::BinaryOp::LogicalAnd => BinaryOp::LogicalAnd,
+        gir::BinaryOp::LogicalOr => BinaryOp::LogicalOr,
+    }
+}
+
+pub fn cun(op: UnaryOp) -> gir::UnaryOp {
+    match op {
+        UnaryOp::Neg => gir::UnaryOp::Neg,
+        UnaryOp::Abs => gir::UnaryOp::Abs,
+        UnaryOp::Relu => gir::UnaryOp::Relu,
+        UnaryOp::Exp => gir::UnaryOp::Exp,
+        UnaryOp::Log => gir::UnaryOp::Log,
+        UnaryOp::Sqrt => gir::UnaryOp::Sqrt,
+        UnaryOp::Rsqrt => gir::UnaryOp::Rsqrt,
+        UnaryOp::Tanh => gir::UnaryOp::Tanh,
+        UnaryOp::Sigmoid => gir::UnaryOp::Sigmoid,
+        UnaryOp::Gelu => gir::UnaryOp::Gelu,
+        UnaryOp::Silu => gir::UnaryOp::Silu,
+        UnaryOp::Not => gir::UnaryOp::Not,
+    }
+}
+
+pub fn run(op: gir::UnaryOp) -> UnaryOp {
+    match op {
+        gir::UnaryOp::Neg => UnaryOp::Neg,
+        gir::UnaryOp::Abs => UnaryOp::Abs,
+        gir::UnaryOp::Relu => UnaryOp::Relu,
+        gir::UnaryOp::Exp => UnaryOp::Exp,
+        gir::UnaryOp::Log => UnaryOp::Log,
+        gir::UnaryOp::Sqrt => UnaryOp::Sqrt,
+        gir::UnaryOp::Rsqrt => UnaryOp::Rsqrt,
+        gir::UnaryOp::Tanh => UnaryOp::Tanh,
+        gir::UnaryOp::Sigmoid => UnaryOp::Sigmoid,
+        gir::UnaryOp::Gelu => UnaryOp::Gelu,
+        gir::UnaryOp::Silu => UnaryOp::Silu,
+        gir::UnaryOp::Not => UnaryOp::Not,
+    }
+}
+
+pub fn cred(op: ReduceOp) -> gir::ReduceOp {
+    match op {
+        ReduceOp::Sum => gir::ReduceOp::Sum,
+        ReduceOp::Mean => gir::ReduceOp::Mean,
+        ReduceOp::Max => gir::ReduceOp::Max,
+        ReduceOp::Min => gir::ReduceOp::Min,
+    }
+}
+
+pub fn rred(op: gir::ReduceOp) -> ReduceOp {
+    match op {
+        gir::ReduceOp::Sum => ReduceOp::Sum,
+        gir::ReduceOp::Mean => ReduceOp::Mean,
+        gir::ReduceOp::Max => ReduceOp::Max,
+        gir::ReduceOp::Min => ReduceOp::Min,
+    }
+}
+
+pub fn cscalar(s: Scalar) -> gir::Scalar {
+    match s {
+        Scalar::Int(i) => gir::Scalar::Int(i),
+        Scalar::Float(f) => gir::Scalar::Float(f),
+        Scalar::Bool(b) => gir::Scalar::Bool(b),
+    }
+}
+
+pub fn rscalar(s: gir::Scalar) -> Scalar {
+    match s {
+        gir::Scalar::Int(i) => Scalar::Int(i),
+        gir::Scalar::Float(f) => Scalar::Float(f),
+        gir::Scalar::Bool(b) => Scalar::Bool(b),
+    }
+}
+
+fn ctype(t: &Tensor) -> gir::TensorType {
+    gir::TensorType::new(t.shape().to_vec(), cdt(t.dtype()))
+}
+
+// ----- the trace context and symbolic tensors -----------------------------------------------
+
+/// One trace in progress: the graph being recorded and what the body captured.
+pub struct TraceCtx {
+    pub graph: RefCell<Graph>,
+    pub captures: RefCell<Vec<Tensor>>,
+    pub directives: RefCell<crate::schedule::Directives>,
+    /// False once the trace has ended: a traced tensor that escaped cannot be used.
+    pub active: Cell<bool>,
+    /// The span given to ops recorded by operators (see the module docs).
+    pub op_span: Span,
+}
+
+impl TraceCtx {
+    pub fn new(name: &str, op_span: Span) -> Rc<TraceCtx> {
+        Rc::new(TraceCtx {
+            graph: RefCell::new(Graph::new(name)),
+            captures: RefCell::new(Vec::new()),
+            directives: RefCell::new(Default::default()),
+            active: Cell::new(true),
+            op_span,
+        })
+    }
+
+    /// Records an op whose result has the shape and dtype of `aval`.
+    fn record(self: &Rc<Self>, op: Op, aval: Tensor, span: Span) -> Value {
+        let id = self.graph.borrow_mut().push(op, ctype(&aval), span);
+        Value::host(SymTensor {
+            ctx: self.clone(),
+            id,
+            aval,
+        })
+    }
+
+    /// A new parameter.
+    pub fn param(self: &Rc<Self>, t: &Tensor, span: Span) -> Result<Value, Diagnostic> {
+        let aval = Tensor::abstract_tensor(t.shape(), t.dtype()).map_err(rt)?;
+        let id = self.graph.borrow_mut().add_param(ctype(&aval), span);
+        Ok(Value::host(SymTensor {
+            ctx: self.clone(),
+            id,
+            aval,
+        }))
+    }
+
+    /// The value id of an operand, recording a capture or a const as needed. `scalar_dtype`
+    /// is the dtype a scalar takes next to the other operand(s).
+    fn id_of(self: &Rc<Self>, a: &TArg, scalar_dtype: DType, span: Span) -> ValueId {
+        match a {
+            TArg::Sym(id, _) => *id,
+            TArg::Conc(t, aval) => {
+                let index = {
+                    let mut c = self.captures.borrow_mut();
+                    c.push(t.clone());
+                    c.len() - 1
+                };
+                self.graph
+                    .borrow_mut()
+                    .push(Op::Capture { index }, ctype(aval), span)
+            }
+            TArg::Scalar(s) => self.graph.borrow_mut().push(
+                Op::Const { value: cscalar(*s) },
+                gir::TensorType::new(vec![], cdt(scalar_dtype)),
+                span,
+            ),
+        }
+    }
+}
+
+/// A tensor inside a trace: shape and dtype, no data.
+pub struct SymTensor {
+    pub ctx: Rc<TraceCtx>,
+    pub id: ValueId,
+    /// An abstract tensor of the value's shape and dtype.
+    pub aval: Tensor,
+}
+
+/// An operand of a traced op.
+pub enum TArg {
+    Sym(ValueId, Tensor),
+    /// A concrete tensor and an abstract one of its type.
+    Conc(Tensor, Tensor),
+    Scalar(Scalar),
+}
+
+impl TArg {
+    fn aval(&self) -> Operand<'_> {
+        match self {
+            TArg::Sym(_, a) | TArg::Conc(_, a) => Operand::Tensor(a),
+            TArg::Scalar(s) => Operand::Scalar(*s),
+        }
+    }
+    fn tensor(&self) -> Option<&Tensor> {
+        match self {
+            TArg::Sym(_, a) | TArg::Conc(_, a) => Some(a),
+            TArg::Scalar(_) => None,
+        }
+    }
+}
+
+pub fn as_sym(v: &Value) -> Option<&SymTensor> {
+    v.downcast::<SymTensor>()
+}
+
+fn escaped() -> Diagnostic {
+    Diagnostic::new(
+        Code::E0201,
+        "a traced tensor is used outside the kernel that traced it",
+    )
+    .with_help("return it from the kernel instead of storing it elsewhere")
+}
+
+/// An operand of an op traced in `ctx`.
+fn targ(ctx: &Rc<TraceCtx>, v: &Value, span: Span) -> Result<TArg, Diagnostic> {
+    if let Some(s) = as_sym(v) {
+        if !Rc::ptr_eq(&s.ctx, ctx) || !s.ctx.active.get() {
+            return Err(escaped().at(span));
+        }
+        return Ok(TArg::Sym(s.id, s.aval.clone()));
+    }
+    match v {
+        Value::Int(i) => Ok(TArg::Scalar(Scalar::Int(*i))),
+        Value::Float(f) => Ok(TArg::Scalar(Scalar::Float(*f))),
+        Value::Bool(b) => Ok(TArg::Scalar(Scalar::Bool(*b))),
+        _ => {
+            let t = tensor_arg(v, span)?;
+            let a = Tensor::abstract_tensor(t.shape(), t.dtype()).map_err(rt)?;
+            Ok(TArg::Conc(t, a))
+        }
+    }
+}
+
+/// A tensor operand (a scalar becomes a 0-d tensor, as in eager mode).
+fn tens(ctx: &Rc<TraceCtx>, v: &Value, span: Span) -> Result<TArg, Diagnostic> {
+    match targ(ctx, v, span)? {
+        TArg::Scalar(_) => {
+            let t = tensor_arg(v, span)?;
+            let a = Tensor::abstract_tensor(t.shape(), t.dtype()).map_err(rt)?;
+            Ok(TArg::Conc(t, a))
+        }
+        t => Ok(t),
+    }
+}
+
+/// The trace of the first symbolic tensor among the arguments, if any.
+pub fn find_ctx(args: &CallArgs) -> Option<Rc<TraceCtx>> {
+    let from = |v: &Value| -> Option<Rc<TraceCtx>> {
+        if let Some(s) = as_sym(v) {
+            return Some(s.ctx.clone());
+        }
+        match v {
+            Value::List(l) => l
+                .borrow()
+                .iter()
+                .find_map(|x| as_sym(x).map(|s| s.ctx.clone())),
+            Value::Tuple(t) => t.iter().find_map(|x| as_sym(x).map(|s| s.ctx.clone())),
+            _ => None,
+        }
+    };
+    args.positional
+        .iter()
+        .find_map(|(v, _)| from(v))
+        .or_else(|| args.keywords.iter().find_map(|(_, v, _)| from(v)))
+}
+
+/// Wraps the eager `op.<name>` native: with a symbolic argument it traces instead.
+pub fn traced(name: &'static str, eager: Value) -> Value {
+    let Value::Native(n) = &eager else {
+        return eager;
+    };
+    let doc = n.doc.clone();
+    let eager_native = n.clone();
+    Value::native(name, &doc, move |it, args| match find_ctx(&args) {
+        Some(ctx) => trace_op(it, &ctx, name, args),
+        None => (eager_native.func)(it, args),
+    })
+}
+
+fn value_error(what: &str) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0201,
+        format!("{what} reads a tensor's values inside a kernel, where tensors are traced"),
+    )
+    .with_label("no values exist while tracing")
+    .with_help("return the tensor from the kernel and read it outside")
+}
+
+fn req(a: &[Option<Arg>], i: usize) -> Result<&Arg, Diagnostic> {
+    a.get(i)
+        .and_then(|x| x.as_ref())
+        .ok_or_else(|| Diagnostic::new(Code::E0101, "missing argument"))
+}
+
+fn opt(a: &[Option<Arg>], i: usize) -> Option<&Arg> {
+    a.get(i)
+        .and_then(|x| x.as_ref())
+        .filter(|x| !matches!(x.value, Value::None))
+}
+
+fn bool_opt(a: &[Option<Arg>], i: usize, what: &str) -> Result<Option<bool>, Diagnostic> {
+    opt(a, i)
+        .map(|x| match &x.value {
+            Value::Bool(b) => Ok(*b),
+            Value::Int(i) => Ok(*i != 0),
+            other => Err(Diagnostic::new(
+                Code::E0101,
+                format!("{what} must be a bool, not {}", other.type_name()),
+            )
+            .at(x.span)),
+        })
+        .transpose()
+}
+
+fn float_opt(a: &[Option<Arg>], i: usize, what: &str) -> Result<Option<f64>, Diagnostic> {
+    opt(a, i)
+        .map(|x| match &x.value {
+            Value::Int(i) => Ok(*i as f64),
+            Value::Float(f) => Ok(*f),
+            other => Err(Diagnostic::new(
+                Code::E0201,
+                format!(
+                    "{what} must be a Python number inside a kernel, not {}",
+                    other.type_name()
+                ),
+            )
+            .at(x.span)),
+        })
+        .transpose()
+}
+
+fn int_opt(a: &[Option<Arg>], i: usize, what: &str) -> Result<Option<i64>, Diagnostic> {
+    opt(a, i)
+        .map(|x| match &x.value {
+            Value::Int(i) => Ok(*i),
+            other => Err(Diagnostic::new(
+                Code::E0101,
+                format!("{what} must be an int, not {}", other.type_name()),
+            )
+            .at(x.span)),
+        })
+        .transpose()
+}
+
+fn norm_axis(axis: i64, nd: usize) -> Result<usize, Diagnostic> {
+    let n = nd as i64;
+    let a = if axis < 0 { axis + n } else { axis };
+    if a < 0 || a >= n {
+        return Err(Diagnostic::new(
+            Code::E0500,
+            format!("axis {axis} is out of range for a tensor of {nd} dimensions"),
+        ));
+    }
+    Ok(a as usize)
+}
+
+// ----- recording each op --------------------------------------------------------------------
+
+pub fn t_unary(ctx: &Rc<TraceCtx>, u: UnaryOp, x: &TArg, span: Span) -> Result<Value, Diagnostic> {
+    let xa = x
+        .tensor()
+        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+    let aval = rtm::unary(u, xa).map_err(rt)?;
+    let xi = ctx.id_of(x, xa.dtype(), span);
+    Ok(ctx.record(Op::Unary { op: cun(u), x: xi }, aval, span))
+}
+
+pub fn t_binary(
+    ctx: &Rc<TraceCtx>,
+    op: BinaryOp,
+    a: &TArg,
+    b: &TArg,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    let aval = rtm::binary(op, a.aval(), b.aval()).map_err(rt)?;
+    let p = rtm::promote_operands(a.aval().operand_type(), b.aval().operand_type());
+    let ai = ctx.id_of(a, p, span);
+    let bi = ctx.id_of(b, p, span);
+    Ok(ctx.record(
+        Op::Binary {
+            op: cbin(op),
+            a: ai,
+            b: bi,
+        },
+        aval,
+        span,
+    ))
+}
+
+fn t_cast(ctx: &Rc<TraceCtx>, x: &TArg, d: DType, span: Span) -> Result<Value, Diagnostic> {
+    let xa = x
+        .tensor()
+        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+    if let TArg::Sym(id, _) = x {
+        if xa.dtype() == d {
+            return Ok(Value::host(SymTensor {
+                ctx: ctx.clone(),
+                id: *id,
+                aval: xa.clone(),
+            }));
+        }
+    }
+    let aval = xa.cast(d).map_err(rt)?;
+    let xi = ctx.id_of(x, xa.dtype(), span);
+    Ok(ctx.record(Op::Cast { x: xi }, aval, span))
+}
+
+pub fn t_matmul(
+    ctx: &Rc<TraceCtx>,
+    a: &TArg,
+    b: &TArg,
+    accum: Option<DType>,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    let (Some(aa), Some(ba)) = (a.tensor(), b.tensor()) else {
+        return Err(Diagnostic::new(Code::E0101, "matmul needs tensors"));
+    };
+    let aval = rtm::matmul(aa, ba, accum).map_err(rt)?;
+    let ai = ctx.id_of(a, aa.dtype(), span);
+    let bi = ctx.id_of(b, ba.dtype(), span);
+    Ok(ctx.record(
+        Op::Matmul {
+            a: ai,
+            b: bi,
+            accum: accum.map(cdt),
+            epilogue: vec![],
+        },
+        aval,
+        span,
+    ))
+}
+
+fn t_transpose(
+    ctx: &Rc<TraceCtx>,
+    x: &TArg,
+    perm: Option<Vec<usize>>,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    let xa = x
+        .tensor()
+        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+    let perm = perm.unwrap_or_else(|| (0..xa.ndim()).rev().collect());
+    let aval = xa.transpose(Some(&perm)).map_err(rt)?;
+    if perm.iter().enumerate().all(|(i, p)| i == *p) {
+        // The identity: eager `transpose` returns its input, and so does the trace.
+        return sym_value(ctx, x, span);
+    }
+    let xi = ctx.id_of(x, xa.dtype(), span);
+    Ok(ctx.record(Op::Transpose { x: xi, perm }, aval, span))
+}
+
+fn t_reshape(ctx: &Rc<TraceCtx>, x: &TArg, dims: &[i64], span: Span) -> Result<Value, Diagnostic> {
+    let xa = x
+        .tensor()
+        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+    let aval = xa.reshape(dims).map_err(rt)?;
+    let xi = ctx.id_of(x, xa.dtype(), span);
+    Ok(ctx.record(Op::Reshape { x: xi }, aval, span))
+}
+
+fn t_reduce(
+    ctx: &Rc<TraceCtx>,
+    r: ReduceOp,
+    x: &TArg,
+    axis: Option<i64>,
+    keep: bool,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    let xa = x
+        .tensor()
+        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+    let aval = rtm::reduce(xa, r, axis.map(|a| a as isize), keep).map_err(rt)?;
+    let axis = axis.map(|a| norm_axis(a, xa.ndim())).transpose()?;
+    let xi = ctx.id_of(x, xa.dtype(), span);
+    Ok(ctx.record(
+        Op::Reduce {
+            op: cred(r),
+            x: xi,
+            axis,
+            keepdim: keep,
+        },
+        aval,
+        span,
+    ))
+}
+
+/// A reduction over several axes, recorded as the eager `op.sum(x, axis=(..))` computes it:
+/// move the axes last, merge them, reduce once, restore kept dims.
+fn t_reduce_axes(
+    ctx: &Rc<TraceCtx>,
+    r: ReduceOp,
+    x: &TArg,
+    axes: &[i64],
+    keep: bool,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    let xa = x
+        .tensor()
+        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+    let shape = xa.shape().to_vec();
+    let mut red = Vec::new();
+    for &a in axes {
+        let x = norm_axis(a, shape.len()).map_err(|_| {
+            Diagnostic::new(
+                Code::E0200,
+                format!(
+                    "axis {a} is out of range for a tensor of {} dimensions",
+                    shape.len()
+                ),
+            )
+        })?;
+        if red.contains(&x) {
+            return Err(Diagnostic::new(
+                Code::E0200,
+                format!("axis {a} is repeated"),
+            ));
+        }
+        red.push(x);
+    }
+    if red.is_empty() {
+        return sym_value(ctx, x, span);
+    }
+    red.sort_unstable();
+    let kept: Vec<usize> = (0..shape.len()).filter(|i| !red.contains(i)).collect();
+    let mut perm = kept.clone();
+    perm.extend(red.iter().copied());
+    let moved = t_transpose(ctx, x, Some(perm), span)?;
+    let mut merged: Vec<i64> = kept
+        .iter()
+        .map(|&i| shape.get(i).copied().unwrap_or(1) as i64)
+        .collect();
+    merged.push(
+        red.iter()
+            .map(|&i| shape.get(i).copied().unwrap_or(1) as i64)
+            .product(),
+    );
+    let flat = t_reshape(ctx, &targ(ctx, &moved, span)?, &merged, span)?;
+    let out = t_reduce(ctx, r, &targ(ctx, &flat, span)?, Some(-1), false, span)?;
+    if keep {
+        let dims: Vec<i64> = (0..shape.len())
+            .map(|i| {
+                if red.contains(&i) {
+                    1
+                } else {
+                    shape.get(i).copied().unwrap_or(1) as i64
+                }
+            })
+            .collect();
+        t_reshape(ctx, &targ(ctx, &out, span)?, &dims, span)
+    } else {
+        Ok(out)
+    }
+}
+
+/// The operand as a symbolic value (captures a concrete tensor).
+fn sym_value(ctx: &Rc<TraceCtx>, x: &TArg, span: Span) -> Result<Value, Diagnostic> {
+    let xa = x
+        .tensor()
+        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?
+        .clone();
+    let id = ctx.id_of(x, xa.dtype(), span);
+    Ok(Value::host(SymTensor {
+        ctx: ctx.clone(),
+        id,
+        aval: xa,
+    }))
+}
+
+fn t_index(ctx: &Rc<TraceCtx>, x: &TArg, index: &Value, span: Span) -> Result<Value, Diagnostic> {
+    let xa = x
+        .tensor()
+        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+    let parts: Vec<Value> = match index {
+        Value::Tuple(t) => t.as_ref().clone(),
+        other => vec![other.clone()],
+    };
+    let opt = |v: &Value| -> Result<Option<i64>, Diagnostic> {
+        match v {
+            Value::None => Ok(None),
+            Value::Int(i) => Ok(Some(*i)),
+            Value::Bool(b) => Ok(Some(i64::from(*b))),
+            other => Err(Diagnostic::new(
+                Code::E0101,
+                format!(
+                    "slice indices must be ints or None, not {}",
+                    other.type_name()
+                ),
+            )),
+        }
+    };
+    let mut ritems = Vec::new();
+    let mut gitems = Vec::new();
+    for p in &parts {
+        match p {
+            Value::Int(i) => {
+                ritems.push(IndexItem::Int(*i));
+                gitems.push(gir::SliceItem::Index(*i));
+            }
+            Value::None => {
+                ritems.push(IndexItem::NewAxis);
+                gitems.push(gir::SliceItem::NewAxis);
+            }
+            Value::Slice(s) => {
+                let (start, stop, step) = (opt(&s[0])?, opt(&s[1])?, opt(&s[2])?);
+                ritems.push(IndexItem::Slice { start, stop, step });
+                gitems.push(gir::SliceItem::Range { start, stop, step });
+            }
+            other => {
+                return Err(Diagnostic::new(
+                    Code::E0101,
+                    format!(
+                        "tensor indices inside a kernel must be ints, slices or None, not {}",
+                        other.type_name()
+                    ),
+                ))
+            }
+        }
+    }
+    let aval = xa.index(&ritems).map_err(rt)?;
+    let xi = ctx.id_of(x, xa.dtype(), span);
+    Ok(ctx.record(
+        Op::Slice {
+            x: xi,
+            items: gitems,
+        },
+        aval,
+        span,
+    ))
+}
+
+/// `op.<name>(...)` with at least one symbolic argument.
+pub fn trace_op(
+    it: &mut Interp,
+    ctx: &Rc<TraceCtx>,
+    name: &str,
+    args: CallArgs,
+) -> Result<Value, Diagnostic> {
+    let span = args.span;
+    if !ctx.active.get() {
+        return Err(escaped().at(span));
+    }
+    let arg = |a: &[Option<Arg>], i: usize| -> Result<TArg, Diagnostic> {
+        let x = req(a, i)?;
+        targ(ctx, &x.value, x.span)
+    };
+    let targ = |a: &[Option<Arg>], i: usize| -> Result<TArg, Diagnostic> {
+        let x = req(a, i)?;
+        tens(ctx, &x.value, x.span)
+    };
+    if let Some(u) = crate::tensor::unary_op(name) {
+        let a = args.bind(name, &["x"], &[])?;
+        return t_unary(ctx, u, &targ(&a, 0)?, span);
+    }
+    if let Some(r) = crate::tensor::reduce_op(name) {
+        let a = args.bind(name, &["x"], &["axis", "keepdim"])?;
+        let keep = bool_opt(&a, 2, "keepdim")?.unwrap_or(false);
+        let x = targ(&a, 0)?;
+        return match opt(&a, 1) {
+            Some(ax) if matches!(ax.value, Value::Tuple(_) | Value::List(_)) => {
+                let axes = ints_arg(&ax.value, ax.span)?;
+                t_reduce_axes(ctx, r, &x, &axes, keep, span).map_err(|d| d.or_at(ax.span))
+            }
+            _ => t_reduce(ctx, r, &x, int_opt(&a, 1, "axis")?, keep, span),
+        };
+    }
+    let bin = match name {
+        "add" => Some(BinaryOp::Add),
+        "sub" => Some(BinaryOp::Sub),
+        "mul" => Some(BinaryOp::Mul),
+        "div" => Some(BinaryOp::Div),
+        "pow" => Some(BinaryOp::Pow),
+        "maximum" => Some(BinaryOp::Maximum),
+        "minimum" => Some(BinaryOp::Minimum),
+        _ => None,
+    };
+    if let Some(op) = bin {
+        let a = args.bind(name, &["a", "b"], &[])?;
+        return t_binary(ctx, op, &arg(&a, 0)?, &arg(&a, 1)?, span);
+    }
+    match name {
+        "where" => {
+            let a = args.bind("where", &["cond", "a", "b"], &[])?;
+            let (c, x, y) = (targ(&a, 0)?, arg(&a, 1)?, arg(&a, 2)?);
+            let ca = c
+                .tensor()
+                .ok_or_else(|| Diagnostic::new(Code::E0101, "where needs a tensor condition"))?;
+            let aval = rtm::where_(ca, x.aval(), y.aval()).map_err(rt)?;
+            let p = rtm::promote_operands(x.aval().operand_type(), y.aval().operand_type());
+            let ci = ctx.id_of(&c, ca.dtype(), span);
+            let xi = ctx.id_of(&x, p, span);
+            let yi = ctx.id_of(&y, p, span);
+            Ok(ctx.record(
+                Op::Where {
+                    cond: ci,
+                    a: xi,
+                    b: yi,
+                },
+                aval,
+                span,
+            ))
+        }
+        "cast" | "to" | "tensor" => {
+            let a = if name == "tensor" {
+                args.bind(name, &["data"], &["dtype"])?
+            } else {
+                args.bind(name, &["x", "dtype"], &[])?
+            };
+            let x = targ(&a, 0)?;
+            match opt(&a, 1) {
+                Some(d) => t_cast(ctx, &x, dtype_arg(&d.value, d.span)?, span),
+                None => sym_value(ctx, &x, span),
+            }
+        }
+        "matmul" => {
+            let a = args.bind("matmul", &["A", "B"], &["accum_dtype", "tile_shape"])?;
+            let acc = opt(&a, 2)
+                .map(|x| dtype_arg(&x.value, x.span))
+                .transpose()?;
+            if let Some(ts) = opt(&a, 3) {
+                ints_arg(&ts.value, ts.span)?;
+            }
+            t_matmul(ctx, &targ(&a, 0)?, &targ(&a, 1)?, acc, span)
+        }
+        "softmax" => {
+            let a = args.bind("softmax", &["x"], &["axis"])?;
+            let x = targ(&a, 0)?;
+            let xa = x
+                .tensor()
+                .cloned()
+                .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+            let ax = int_opt(&a, 1, "axis")?.unwrap_or(-1);
+            let aval = rtm::softmax(&xa, ax as isize).map_err(rt)?;
+            let axis = norm_axis(ax, xa.ndim())?;
+            let xi = ctx.id_of(&x, xa.dtype(), span);
+            Ok(ctx.record(Op::Softmax { x: xi, axis }, aval, span))
+        }
+        "layernorm" | "rmsnorm" => {
+            let layer = name == "layernorm";
+            let a = if layer {
+                args.bind(name, &["x"], &["weight", "bias", "eps"])?
+            } else {
+                args.bind(name, &["x"], &["weight", "eps"])?
+            };
+            let x = targ(&a, 0)?;
+            let w = opt(&a, 1)
+                .map(|v| tens(ctx, &v.value, v.span))
+                .transpose()?;
+            let b = if layer {
+                opt(&a, 2)
+                    .map(|v| tens(ctx, &v.value, v.span))
+                    .transpose()?
+            } else {
+                None
+            };
+            let eps_i = if layer { 3 } else { 2 };
+            let eps = float_opt(&a, eps_i, "eps")?.unwrap_or(if layer { 1e-5 } else { 1e-6 });
+            let xa = x
+                .tensor()
+                .cloned()
+                .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+            let aval = if layer {
+                rtm::layernorm(
+                    &xa,
+                    w.as_ref().and_then(|t| t.tensor()),
+                    b.as_ref().and_then(|t| t.tensor()),
+                    eps,
+                )
+            } else {
+                rtm::rmsnorm(&xa, w.as_ref().and_then(|t| t.tensor()), eps)
+            }
+            .map_err(rt)?;
+            let xi = ctx.id_of(&x, xa.dtype(), span);
+            let wi = w.map(|t| ctx.id_of(&t, xa.dtype(), span));
+            let bi = b.map(|t| ctx.id_of(&t, xa.dtype(), span));
+            let op = if layer {
+                Op::LayerNorm {
+                    x: xi,
+                    weight: wi,
+                    bias: bi,
+                    eps,
+                }
+            } else {
+                Op::RmsNorm {
+                    x: xi,
+                    weight: wi,
+                    eps,
+                }
+            };
+            Ok(ctx.record(op, aval, span))
+        }
+        "transpose" => {
+            let a = args.bind("transpose", &["x"], &["perm"])?;
+            let x = targ(&a, 0)?;
+            let nd = x.tensor().map(|t| t.ndim()).unwrap_or(0);
+            let perm = match opt(&a, 1) {
+                Some(p) => {
+                    let mut out = Vec::new();
+                    for v in ints_arg(&p.value, p.span)? {
+                        out.push(
+                            norm_axis(v, nd.max(1))
+                                .map_err(|d| Diagnostic::new(Code::E0200, d.message).at(p.span))?,
+                        );
+                    }
+                    Some(out)
+                }
+                None => None,
+            };
+            t_transpose(ctx, &x, perm, span)
+        }
+        "reshape" => {
+            let a = args.bind("reshape", &["x", "shape"], &[])?;
+            let s = req(&a, 1)?;
+            t_reshape(ctx, &targ(&a, 0)?, &ints_arg(&s.value, s.span)?, span)
+        }
+        "concat" => {
+            let a = args.bind("concat", &["xs"], &["axis"])?;
+            let xs = req(&a, 0)?;
+            let items = it.iterate(&xs.value, xs.span)?;
+            let ts = items
+                .iter()
+                .map(|v| tens(ctx, v, xs.span))
+                .collect::<Result<Vec<_>, _>>()?;
+            let avals: Vec<Tensor> = ts.iter().filter_map(|t| t.tensor().cloned()).collect();
+            let ax = int_opt(&a, 1, "axis")?.unwrap_or(0);
+            let aval = rtm::concat(&avals, ax as isize).map_err(rt)?;
+            let axis = norm_axis(ax, aval.ndim())?;
+            let ids = ts
+                .iter()
+                .map(|t| ctx.id_of(t, aval.dtype(), span))
+                .collect();
+            Ok(ctx.record(Op::Concat { xs: ids, axis }, aval, span))
+        }
+        "flash_attention" => {
+            let a = args.bind("flash_attention", &["Q", "K", "V"], &["causal", "scale"])?;
+            let causal = bool_opt(&a, 3, "causal")?.unwrap_or(false);
+            let (q, k, v) = (targ(&a, 0)?, targ(&a, 1)?, targ(&a, 2)?);
+            let scale = float_opt(&a, 4, "scale")?;
+            let (Some(qa), Some(ka), Some(va)) = (q.tensor(), k.tensor(), v.tensor()) else {
+                return Err(Diagnostic::new(
+                    Code::E0101,
+                    "flash_attention needs tensors",
+                ));
+            };
+            let aval = rtm::flash_attention(qa, ka, va, causal, scale).map_err(rt)?;
+            let d = qa.shape().last().copied().unwrap_or(1);
+            let scale = scale.unwrap_or(1.0 / (d as f64).sqrt());
+            let (qi, ki, vi) = (
+                ctx.id_of(&q, qa.dtype(), span),
+                ctx.id_of(&k, ka.dtype(), span),
+                ctx.id_of(&v, va.dtype(), span),
+            );
+            Ok(ctx.record(
+                Op::FlashAttention {
+                    q: qi,
+                    k: ki,
+                    v: vi,
+                    causal,
+                    scale,
+                },
+                aval,
+                span,
+            ))
+        }
+        "allclose" | "max_abs_diff" => Err(value_error(&format!("op.{name}")).at(span)),
+        _ => Err(Diagnostic::new(
+            Code::E0201,
+            format!("op.{name} cannot take a traced tensor inside a kernel"),
+        )
+        .at(span)),
+    }
+}
+
+// ----- the symbolic tensor as a host object -------------------------------------------------
+
+/// Methods of a traced tensor (the eager ones; reading values is E0201).
+const SYM_METHODS: &[&str] = &[
+    "to",
+    "cast",
+    "reshape",
+    "tolist",
+    "item",
+    "transpose",
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "softmax",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "abs",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "gelu",
+    "silu",
+    "matmul",
+    "numel",
+];
+
+fn bin_op(op: BinOp) -> BinaryOp {
+    match op {
+        BinOp::Add => BinaryOp::Add,
+        BinOp::Sub => BinaryOp::Sub,
+        BinOp::Mul => BinaryOp::Mul,
+        BinOp::Div => BinaryOp::Div,
+        BinOp::FloorDiv => BinaryOp::FloorDiv,
+        BinOp::Mod => BinaryOp::Mod,
+        BinOp::Pow => BinaryOp::Pow,
+        // `@` is handled before this is called.
+        BinOp::MatMul => BinaryOp::Mul,
+    }
+}
+
+impl SymTensor {
+    fn me(&self) -> TArg {
+        TArg::Sym(self.id, self.aval.clone())
+    }
+
+    /// `self op other` at `span` (operators reach here with the trace's operator span).
+    pub fn binary_at(&self, op: BinOp, other: &Value, reflected: bool, span: Span) -> HostResult {
+        let ctx = &self.ctx;
+        let o = match other {
+            Value::Int(_) | Value::Float(_) | Value::Bool(_) => targ(ctx, other, span),
+            _ if as_sym(other).is_some() || as_tensor(other).is_some() => targ(ctx, other, span),
+            Value::List(_) | Value::Tuple(_) => tens(ctx, other, span),
+            _ => return None,
+        };
+        let o = match o {
+            Ok(o) => o,
+            Err(e) => return Some(Err(e)),
+        };
+        let me = self.me();
+        let (l, r) = if reflected { (&o, &me) } else { (&me, &o) };
+        Some(if op == BinOp::MatMul {
+            match (l, r) {
+                (TArg::Scalar(_), _) | (_, TArg::Scalar(_)) => {
+                    return None;
+                }
+                _ => t_matmul(ctx, l, r, None, span),
+            }
+        } else {
+            t_binary(ctx, bin_op(op), l, r, span)
+        })
+    }
+
+    pub fn compare_at(&self, op: CmpOp, other: &Value, reflected: bool, span: Span) -> HostResult {
+        let b = match op {
+            CmpOp::Eq => BinaryOp::Eq,
+            CmpOp::Ne => BinaryOp::Ne,
+            CmpOp::Lt => BinaryOp::Lt,
+            CmpOp::Le => BinaryOp::Le,
+            CmpOp::Gt => BinaryOp::Gt,
+            CmpOp::Ge => BinaryOp::Ge,
+            CmpOp::In | CmpOp::NotIn | CmpOp::Is | CmpOp::IsNot => return None,
+        };
+        if !matches!(other, Value::Int(_) | Value::Float(_) | Value::Bool(_))
+            && as_sym(other).is_none()
+            && as_tensor(other).is_none()
+        {
+            return None;
+        }
+        let o = match targ(&self.ctx, other, span) {
+            Ok(o) => o,
+            Err(e) => return Some(Err(e)),
+        };
+        let me = self.me();
+        let (l, r) = if reflected { (&o, &me) } else { (&me, &o) };
+        Some(t_binary(&self.ctx, b, l, r, span))
+    }
+}
+
+impl HostObject for SymTensor {
+    fn type_name(&self) -> &'static str {
+        "tensor"
+    }
+    fn repr(&self) -> String {
+        let dims: Vec<String> = self.aval.shape().iter().map(|d| d.to_string()).collect();
+        format!(
+            "tensor(shape=[{}], dtype={}, traced)",
+            dims.join(", "),
+            self.aval.dtype().name()
+        )
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn get_attr(
+        &self,
+        this: &Value,
+        name: &str,
+        _it: &mut Interp,
+    ) -> Result<Option<Value>, Diagnostic> {
+        let t = &self.aval;
+        Ok(Some(match name {
+            "shape" => Value::tuple(t.shape().iter().map(|d| Value::Int(*d as i64)).collect()),
+            "dtype" => Value::host(DTypeObj(t.dtype())),
+            "ndim" => Value::Int(t.ndim() as i64),
+            "T" => t_transpose(&self.ctx, &self.me(), None, self.ctx.op_span)?,
+            "is_abstract" => Value::Bool(true),
+            "layout" => Value::None,
+            _ => {
+                if !SYM_METHODS.contains(&name) {
+                    return Ok(None);
+                }
+                let recv = this.clone();
+                let m = name.to_string();
+                return Ok(Some(Value::native(
+                    name,
+                    &format!("tensor.{name}"),
+                    move |it, args| sym_method(it, &recv, &m, args),
+                )));
+            }
+        }))
+    }
+    fn attr_names(&self) -> Vec<&'static str> {
+        let mut v = vec!["shape", "dtype", "ndim", "T", "is_abstract", "layout"];
+        v.extend_from_slice(SYM_METHODS);
+        v
+    }
+    fn binary(&self, op: BinOp, other: &Value, reflected: bool) -> HostResult {
+        self.binary_at(op, other, reflected, self.ctx.op_span)
+    }
+    fn compare(&self, op: CmpOp, other: &Value, reflected: bool) -> HostResult {
+        self.compare_at(op, other, reflected, self.ctx.op_span)
+    }
+    fn unary(&self, op: AstUnary) -> HostResult {
+        match op {
+            AstUnary::Neg => Some(t_unary(
+                &self.ctx,
+                UnaryOp::Neg,
+                &self.me(),
+                self.ctx.op_span,
+            )),
+            AstUnary::Pos => Some(Ok(Value::host(SymTensor {
+                ctx: self.ctx.clone(),
+                id: self.id,
+                aval: self.aval.clone(),
+            }))),
+            AstUnary::Not => None,
+        }
+    }
+    fn truthy(&self) -> Result<bool, Diagnostic> {
+        Err(
+            Diagnostic::new(Code::E0201, "value-dependent control flow in a kernel")
+                .with_label("this condition depends on a traced tensor's values")
+                .with_help(
+                    "kernels are traced with symbolic tensors: branch on shapes (x.shape[0] > 1), \
+             or select values with op.where(cond, a, b)",
+                ),
+        )
+    }
+    fn len(&self) -> Option<Result<usize, Diagnostic>> {
+        Some(match self.aval.shape().first() {
+            Some(n) => Ok(*n),
+            None => Err(Diagnostic::new(Code::E0101, "len() of a 0-d tensor")),
+        })
+    }
+    fn getitem(&self, index: &Value) -> HostResult {
+        Some(t_index(&self.ctx, &self.me(), index, self.ctx.op_span))
+    }
+    fn iter(&self) -> Option<Result<Vec<Value>, Diagnostic>> {
+        let n = match self.aval.shape().first() {
+            Some(n) => *n,
+            None => {
+                return Some(Err(Diagnostic::new(
+                    Code::E0101,
+                    "iteration over a 0-d tensor",
+                )))
+            }
+        };
+        Some(
+            (0..n)
+                .map(|i| {
+                    t_index(
+                        &self.ctx,
+                        &self.me(),
+                        &Value::Int(i as i64),
+                        self.ctx.op_span,
+                    )
+                })
+                .collect(),
+        )
+    }
+}
+
+fn sym_method(
+    it: &mut Interp,
+    recv: &Value,
+    name: &str,
+    args: CallArgs,
+) -> Result<Value, Diagnostic> {
+    let Some(s) = as_sym(recv) else {
+        return Err(Diagnostic::new(Code::E0101, "not a tensor"));
+    };
+    let ctx = s.ctx.clone();
+    let span = args.span;
+    match name {
+        "tolist" | "item" => Err(value_error(&format!(".{name}()")).at(span)),
+        "numel" => {
+            args.bind("numel", &[], &[])?;
+            Ok(Value::Int(s.aval.numel() as i64))
+        }
+        "reshape" => {
+            let dims = if args.positional.len() == 1 && args.keywords.is_empty() {
+                let (v, sp) = &args.positional[0];
+                ints_arg(v, *sp)?
+            } else if args.keywords.is_empty() {
+                let mut d = Vec::new();
+                for (v, sp) in &args.positional {
+                    d.extend(ints_arg(v, *sp)?);
+                }
+                d
+            } else {
+                let a = args.bind("reshape", &["shape"], &[])?;
+                let x = req(&a, 0)?;
+                ints_arg(&x.value, x.span)?
+            };
+            t_reshape(&ctx, &s.me(), &dims, span)
+        }
+        _ => {
+            let mut full = CallArgs::new(span);
+            full.positional.push((recv.clone(), span));
+            full.positional.extend(args.positional.iter().cloned());
+            full.keywords = args.keywords.clone();
+            let op = if name == "to" { "cast" } else { name };
+            trace_op(it, &ctx, op, full)
+        }
+    }
+}
