@@ -998,8 +998,8 @@ impl SymTensor {
         TArg::Sym(self.id, self.aval.clone())
     }
 
-    /// `self op other` at `span` (operators reach here with the trace's operator span).
-    pub fn binary_at(&self, op: BinOp, other: &Value, reflected: bool, span: Span) -> HostResult {
+    /// `self op other` at `span` (the operator expression's span).
+    fn binary_span(&self, op: BinOp, other: &Value, reflected: bool, span: Span) -> HostResult {
         let ctx = &self.ctx;
         let o = match other {
             Value::Int(_) | Value::Float(_) | Value::Bool(_) => targ(ctx, other, span),
@@ -1025,7 +1025,7 @@ impl SymTensor {
         })
     }
 
-    pub fn compare_at(&self, op: CmpOp, other: &Value, reflected: bool, span: Span) -> HostResult {
+    fn compare_span(&self, op: CmpOp, other: &Value, reflected: bool, span: Span) -> HostResult {
         let b = match op {
             CmpOp::Eq => BinaryOp::Eq,
             CmpOp::Ne => BinaryOp::Ne,
@@ -1070,14 +1070,14 @@ impl HostObject for SymTensor {
         &self,
         this: &Value,
         name: &str,
-        _it: &mut Interp,
+        it: &mut Interp,
     ) -> Result<Option<Value>, Diagnostic> {
         let t = &self.aval;
         Ok(Some(match name {
             "shape" => Value::tuple(t.shape().iter().map(|d| Value::Int(*d as i64)).collect()),
             "dtype" => Value::host(DTypeObj(t.dtype())),
             "ndim" => Value::Int(t.ndim() as i64),
-            "T" => t_transpose(&self.ctx, &self.me(), None, self.ctx.op_span)?,
+            "T" => t_transpose(&self.ctx, &self.me(), None, it.call_span)?,
             "is_abstract" => Value::Bool(true),
             "layout" => Value::None,
             _ => {
@@ -1100,19 +1100,23 @@ impl HostObject for SymTensor {
         v
     }
     fn binary(&self, op: BinOp, other: &Value, reflected: bool) -> HostResult {
-        self.binary_at(op, other, reflected, self.ctx.op_span)
+        self.binary_span(op, other, reflected, self.ctx.op_span)
+    }
+    fn binary_at(&self, op: BinOp, other: &Value, reflected: bool, span: Span) -> HostResult {
+        self.binary_span(op, other, reflected, span)
     }
     fn compare(&self, op: CmpOp, other: &Value, reflected: bool) -> HostResult {
-        self.compare_at(op, other, reflected, self.ctx.op_span)
+        self.compare_span(op, other, reflected, self.ctx.op_span)
+    }
+    fn compare_at(&self, op: CmpOp, other: &Value, reflected: bool, span: Span) -> HostResult {
+        self.compare_span(op, other, reflected, span)
     }
     fn unary(&self, op: AstUnary) -> HostResult {
+        self.unary_at(op, self.ctx.op_span)
+    }
+    fn unary_at(&self, op: AstUnary, span: Span) -> HostResult {
         match op {
-            AstUnary::Neg => Some(t_unary(
-                &self.ctx,
-                UnaryOp::Neg,
-                &self.me(),
-                self.ctx.op_span,
-            )),
+            AstUnary::Neg => Some(t_unary(&self.ctx, UnaryOp::Neg, &self.me(), span)),
             AstUnary::Pos => Some(Ok(Value::host(SymTensor {
                 ctx: self.ctx.clone(),
                 id: self.id,
@@ -1138,7 +1142,10 @@ impl HostObject for SymTensor {
         })
     }
     fn getitem(&self, index: &Value) -> HostResult {
-        Some(t_index(&self.ctx, &self.me(), index, self.ctx.op_span))
+        self.getitem_at(index, self.ctx.op_span)
+    }
+    fn getitem_at(&self, index: &Value, span: Span) -> HostResult {
+        Some(t_index(&self.ctx, &self.me(), index, span))
     }
     fn iter(&self) -> Option<Result<Vec<Value>, Diagnostic>> {
         let n = match self.aval.shape().first() {

@@ -6,6 +6,7 @@ use super::value::Value;
 use super::Interp;
 use crate::ast::{BinOp, CmpOp, UnaryOp};
 use crate::diag::Diagnostic;
+use crate::span::Span;
 use std::any::Any;
 
 /// The result of an optional host operation: `None` means "not supported", and the evaluator
@@ -24,7 +25,8 @@ pub trait HostObject: Any {
     }
     fn as_any(&self) -> &dyn Any;
 
-    /// `x.name`. `this` is the value holding `self`, for building bound methods.
+    /// `x.name`. `this` is the value holding `self`, for building bound methods;
+    /// `interp.call_span` holds the span of the attribute expression.
     /// `Ok(None)`: no such attribute (the evaluator reports E0100 with suggestions from
     /// [`HostObject::attr_names`]).
     fn get_attr(
@@ -53,6 +55,23 @@ pub trait HostObject: Any {
     }
     fn unary(&self, _op: UnaryOp) -> HostResult {
         None
+    }
+    /// [`HostObject::binary`] with the span of the operator expression (the evaluator calls
+    /// this one; tracers override it to record where an op came from).
+    fn binary_at(&self, op: BinOp, other: &Value, reflected: bool, _span: Span) -> HostResult {
+        self.binary(op, other, reflected)
+    }
+    /// [`HostObject::compare`] with the span of the comparison.
+    fn compare_at(&self, op: CmpOp, other: &Value, reflected: bool, _span: Span) -> HostResult {
+        self.compare(op, other, reflected)
+    }
+    /// [`HostObject::unary`] with the span of the operator expression.
+    fn unary_at(&self, op: UnaryOp, _span: Span) -> HostResult {
+        self.unary(op)
+    }
+    /// [`HostObject::getitem`] with the span of the subscript expression.
+    fn getitem_at(&self, index: &Value, _span: Span) -> HostResult {
+        self.getitem(index)
     }
     /// `bool(x)`, `if x:`.
     fn truthy(&self) -> Result<bool, Diagnostic> {

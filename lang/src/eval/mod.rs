@@ -936,7 +936,13 @@ impl Interp {
     pub fn get_attr(&mut self, v: &Value, name: &str, span: Span) -> R<Value> {
         let found = match v {
             Value::Module(m) => m.get(name),
-            Value::Host(h) => h.get_attr(v, name, self).map_err(|d| d.or_at(span))?,
+            Value::Host(h) => {
+                let saved = self.call_span;
+                self.call_span = span;
+                let r = h.get_attr(v, name, self);
+                self.call_span = saved;
+                r.map_err(|d| d.or_at(span))?
+            }
             _ => builtins::method(v, name),
         };
         match found {

@@ -62,7 +62,7 @@ impl Interp {
             (UnaryOp::Neg, Value::Float(f)) => Ok(Value::Float(-f)),
             (UnaryOp::Pos, Value::Int(_) | Value::Float(_)) => Ok(v.clone()),
             (UnaryOp::Pos, Value::Bool(b)) => Ok(Value::Int(i64::from(*b))),
-            (_, Value::Host(h)) => match h.unary(op) {
+            (_, Value::Host(h)) => match h.unary_at(op, span) {
                 Some(r) => r.map_err(|d| d.or_at(span).into()),
                 None => Err(bad_unary(op, v, span)),
             },
@@ -82,12 +82,12 @@ impl Interp {
     ) -> R<Value> {
         // Host objects first: a tensor on either side decides.
         if let Value::Host(h) = a {
-            if let Some(r) = h.binary(op, b, false) {
+            if let Some(r) = h.binary_at(op, b, false, span) {
                 return r.map_err(|d| d.or_at(span).into());
             }
         }
         if let Value::Host(h) = b {
-            if let Some(r) = h.binary(op, a, true) {
+            if let Some(r) = h.binary_at(op, a, true, span) {
                 return r.map_err(|d| d.or_at(span).into());
             }
         }
@@ -185,12 +185,12 @@ impl Interp {
             _ => {}
         }
         if let Value::Host(h) = a {
-            if let Some(r) = h.compare(op, b, false) {
+            if let Some(r) = h.compare_at(op, b, false, span) {
                 return r.map_err(|d| d.or_at(span).into());
             }
         }
         if let Value::Host(h) = b {
-            if let Some(r) = h.compare(op, a, true) {
+            if let Some(r) = h.compare_at(op, a, true, span) {
                 return r.map_err(|d| d.or_at(span).into());
             }
         }
@@ -301,7 +301,7 @@ impl Interp {
                     }
                 }
             }
-            Value::Host(h) => match h.getitem(idx) {
+            Value::Host(h) => match h.getitem_at(idx, span) {
                 Some(r) => r.map_err(|d| d.or_at(span).into()),
                 None => Err(not_subscriptable(v, span)),
             },
