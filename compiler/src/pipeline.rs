@@ -35,7 +35,10 @@ impl ScheduleError {
         } else {
             Diagnostic::new(
                 Code::E0500,
-                format!("internal compiler error: invalid Schedule IR: {}", self.message),
+                format!(
+                    "internal compiler error: invalid Schedule IR: {}",
+                    self.message
+                ),
             )
             .with_help("this is a bug in Tessera, not in your script; please report it")
         };
@@ -105,7 +108,11 @@ impl Lowered {
         }
         let mut out = String::new();
         for c in &self.kernels {
-            let name = p.kernels.get(c.index).map(|k| k.name.as_str()).unwrap_or("?");
+            let name = p
+                .kernels
+                .get(c.index)
+                .map(|k| k.name.as_str())
+                .unwrap_or("?");
             let kind = p.kernels.get(c.index).map(|k| k.kind.name()).unwrap_or("?");
             let piece = match (level, &c.tile, &c.target) {
                 ("tile", Some(t), _) => tile::print(t, sources),
@@ -142,7 +149,12 @@ pub fn print_target(k: &crate::target::Kernel, sources: &SourceMap) -> String {
     for b in &k.blocks {
         let _ = writeln!(out, "{}:", b.label);
         for (i, sp) in b.insts.iter().zip(&b.spans) {
-            let _ = writeln!(out, "  {}   {}", ptx::instr_text(k, &names, i).trim(), loc(sources, *sp));
+            let _ = writeln!(
+                out,
+                "  {}   {}",
+                ptx::instr_text(k, &names, i).trim(),
+                loc(sources, *sp)
+            );
         }
         let label = |id: crate::target::BlockId| {
             k.blocks

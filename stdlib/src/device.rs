@@ -4,8 +4,8 @@
 
 use crate::tensor::rt;
 use crate::trace::rdt;
-use tessera_compiler::lower::to_target::Lowered;
 use tessera_compiler::graph::{DType, TensorType};
+use tessera_compiler::lower::to_target::Lowered;
 use tessera_lang::diag::{Code, Diagnostic};
 use tessera_runtime::emu::{self, Arg, Launch};
 use tessera_runtime::Tensor;
@@ -21,10 +21,7 @@ fn bytes_of(t: &Tensor) -> Result<Vec<u8>, Diagnostic> {
     Ok(match d {
         DType::F32 => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         DType::BF16 => v.iter().flat_map(|x| bf16_bits(*x).to_le_bytes()).collect(),
-        DType::F16 => v
-            .iter()
-            .flat_map(|x| f16_bits(*x).to_le_bytes())
-            .collect(),
+        DType::F16 => v.iter().flat_map(|x| f16_bits(*x).to_le_bytes()).collect(),
         other => {
             return Err(Diagnostic::new(
                 Code::E0800,
@@ -77,7 +74,12 @@ fn f16_to_f32(h: u16) -> f32 {
 }
 
 /// Runs `l` with `inputs` (the kernel's input buffers, in order) and returns its result.
-pub fn run(l: &Lowered, name: &str, inputs: &[Tensor], out: &TensorType) -> Result<Tensor, Diagnostic> {
+pub fn run(
+    l: &Lowered,
+    name: &str,
+    inputs: &[Tensor],
+    out: &TensorType,
+) -> Result<Tensor, Diagnostic> {
     let mut buffers = Vec::new();
     for t in inputs {
         buffers.push(bytes_of(t)?);

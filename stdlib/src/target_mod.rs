@@ -21,7 +21,10 @@ fn str_arg(v: &Value, what: &str, span: tessera_lang::Span) -> Result<String, Di
 
 /// Builds the `target` module.
 pub fn module(session: Rc<Session>) -> Module {
-    let m = Module::new("target", "the compilation target and the device kernels run on");
+    let m = Module::new(
+        "target",
+        "the compilation target and the device kernels run on",
+    );
     let s = session.clone();
     m.set(
         "set",
@@ -32,9 +35,11 @@ pub fn module(session: Rc<Session>) -> Module {
             };
             let name = str_arg(&x.value, "name", x.span)?;
             if Target::parse(&name).is_none() {
-                return Err(Diagnostic::new(Code::E0101, format!("unknown target '{name}'"))
-                    .at(x.span)
-                    .with_help("targets are sm_80, sm_90, sm_90a, sm_100"));
+                return Err(
+                    Diagnostic::new(Code::E0101, format!("unknown target '{name}'"))
+                        .at(x.span)
+                        .with_help("targets are sm_80, sm_90, sm_90a, sm_100"),
+                );
             }
             *s.target.borrow_mut() = name;
             Ok(Value::None)
@@ -86,9 +91,11 @@ pub fn module(session: Rc<Session>) -> Module {
                     .at(x.span))
                 }
                 _ => {
-                    return Err(Diagnostic::new(Code::E0101, format!("unknown device '{name}'"))
-                        .at(x.span)
-                        .with_help("devices are auto, cpu, emu, cuda"))
+                    return Err(
+                        Diagnostic::new(Code::E0101, format!("unknown device '{name}'"))
+                            .at(x.span)
+                            .with_help("devices are auto, cpu, emu, cuda"),
+                    )
                 }
             };
             *s.device.borrow_mut() = dev.to_string();

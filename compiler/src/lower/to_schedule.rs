@@ -10,8 +10,7 @@
 
 use crate::graph::{Graph, Op, TensorType};
 use crate::schedule::{
-    kind_of, tensor_core_dtype, verify, Directives, Kernel, Kind, Program, Schedule,
-    ScheduleError,
+    kind_of, tensor_core_dtype, verify, Directives, Kernel, Kind, Program, Schedule, ScheduleError,
 };
 use crate::target::Target;
 

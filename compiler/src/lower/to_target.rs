@@ -8,8 +8,8 @@
 use crate::graph::{BinaryOp, DType, Epilogue, EpilogueStep, Graph, Op, Scalar, UnaryOp, ValueId};
 use crate::target::builder::{fimm, imm};
 use crate::target::{
-    BinOp, BlockId, CacheOp, Cmp, Dim, Kernel, KernelBuilder, MmaKind, Op as TOp, Operand,
-    ParamTy, Reg, Rnd, SReg, ShflMode, Space, TargetError, Ty, UnOp,
+    BinOp, BlockId, CacheOp, Cmp, Dim, Kernel, KernelBuilder, MmaKind, Op as TOp, Operand, ParamTy,
+    Reg, Rnd, SReg, ShflMode, Space, TargetError, Ty, UnOp,
 };
 use crate::tile::{Shape, TileKernel};
 use tessera_lang::Span;
@@ -219,7 +219,14 @@ enum Index {
 fn index_of(shape: &[usize], out: &[usize]) -> R<Index> {
     let n: usize = shape.iter().product();
     let on: usize = out.iter().product();
-    if shape == out || (n == on && n > 0 && shape.iter().filter(|&&d| d != 1).eq(out.iter().filter(|&&d| d != 1))) {
+    if shape == out
+        || (n == on
+            && n > 0
+            && shape
+                .iter()
+                .filter(|&&d| d != 1)
+                .eq(out.iter().filter(|&&d| d != 1)))
+    {
         return Ok(Index::Same);
     }
     if n == 1 {
@@ -227,11 +234,15 @@ fn index_of(shape: &[usize], out: &[usize]) -> R<Index> {
     }
     let s: Vec<usize> = shape.iter().copied().skip_while(|&d| d == 1).collect();
     if s.len() <= out.len() && out[out.len() - s.len()..] == s[..] {
-        return Ok(Index::Mod(u32::try_from(n).map_err(|_| Error::NotLowered("size".into()))?));
+        return Ok(Index::Mod(
+            u32::try_from(n).map_err(|_| Error::NotLowered("size".into()))?,
+        ));
     }
     // [.., M, 1] against [.., M, N]: one value per row.
     if out.len() == 2 && s.len() == 2 && s[1] == 1 && s[0] == out[0] {
-        return Ok(Index::Div(u32::try_from(out[1]).map_err(|_| Error::NotLowered("size".into()))?));
+        return Ok(Index::Div(
+            u32::try_from(out[1]).map_err(|_| Error::NotLowered("size".into()))?,
+        ));
     }
     no(format!("broadcasting {shape:?} to {out:?}"))
 }
@@ -307,7 +318,9 @@ fn eval_body(b: &mut KernelBuilder, body: &Graph, params: &[Reg]) -> R<Reg> {
 /// The body graph of an elementwise kernel: the fused body, or the one op with its tensor
 /// operands as params.
 fn body_of(g: &Graph, tk: &TileKernel) -> R<Graph> {
-    let op = g.op(tk.root).ok_or_else(|| Error::NotLowered("no op".into()))?;
+    let op = g
+        .op(tk.root)
+        .ok_or_else(|| Error::NotLowered("no op".into()))?;
     if let Op::FusedElementwise { body, .. } = op {
         return Ok((**body).clone());
     }
@@ -317,7 +330,10 @@ fn body_of(g: &Graph, tk: &TileKernel) -> R<Graph> {
         if map.contains_key(&v) {
             continue;
         }
-        let ty = g.ty(v).cloned().ok_or_else(|| Error::NotLowered("type".into()))?;
+        let ty = g
+            .ty(v)
+            .cloned()
+            .ok_or_else(|| Error::NotLowered("type".into()))?;
         let nv = match g.op(v) {
             Some(Op::Const { value }) => body.push(Op::Const { value: *value }, ty, g.span(v)),
             _ => body.add_param(ty, g.span(v)),
@@ -326,7 +342,10 @@ fn body_of(g: &Graph, tk: &TileKernel) -> R<Graph> {
     }
     let mut op2 = op.clone();
     op2.map_operands(&mut |v| map.get(&v).copied().unwrap_or(v));
-    let ty = g.ty(tk.root).cloned().ok_or_else(|| Error::NotLowered("type".into()))?;
+    let ty = g
+        .ty(tk.root)
+        .cloned()
+        .ok_or_else(|| Error::NotLowered("type".into()))?;
     let r = body.push(op2, ty, g.span(tk.root));
     body.outputs = vec![r];
     Ok(body)
@@ -339,7 +358,10 @@ fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Lowered> {
     b.max_threads(tk.block[0]);
     let mut ins = vec![];
     for (i, v) in tk.inputs.iter().enumerate() {
-        let t = g.ty(*v).cloned().ok_or_else(|| Error::NotLowered("type".into()))?;
+        let t = g
+            .ty(*v)
+            .cloned()
+            .ok_or_else(|| Error::NotLowered("type".into()))?;
         let ix = index_of(&t.shape, &out_ty.shape)?;
         b.at(g.span(*v));
         ins.push((ptr_param(&mut b, &format!("in{i}")), t.dtype, ix));
@@ -415,7 +437,10 @@ fn warp_allreduce(b: &mut KernelBuilder, v: Reg, op: BinOp) {
 }
 
 fn softmax(g: &Graph, tk: &TileKernel, rows: u32, cols: u32) -> R<Lowered> {
-    let xin = *tk.inputs.first().ok_or_else(|| Error::NotLowered("input".into()))?;
+    let xin = *tk
+        .inputs
+        .first()
+        .ok_or_else(|| Error::NotLowered("input".into()))?;
     let xd = g.ty(xin).map(|t| t.dtype).unwrap_or(DType::F32);
     let yd = tk.ty.dtype;
     let mut b = KernelBuilder::new(&tk.name, tk.span);
@@ -490,7 +515,10 @@ fn epilogue_params(
     let mut operands = vec![];
     for (i, s) in steps.iter().enumerate() {
         if let Epilogue::Binary { operand, .. } = s.step {
-            let t = g.ty(operand).cloned().ok_or_else(|| Error::NotLowered("type".into()))?;
+            let t = g
+                .ty(operand)
+                .cloned()
+                .ok_or_else(|| Error::NotLowered("type".into()))?;
             if !matches!(t.dtype, DType::F32 | DType::BF16 | DType::F16) {
                 return no(format!("{} epilogue operands", t.dtype));
             }
@@ -706,10 +734,26 @@ fn matmul_fma(
     let b_base = b.add(Ty::U32, b_rd, b_off);
     for kk in 0..bki {
         let av: Vec<Reg> = (0..4)
-            .map(|i| b.ld(Space::Shared, Ty::F32, a_base, (i * sm * bki * 4 + kk * 4) as i32, 1)[0])
+            .map(|i| {
+                b.ld(
+                    Space::Shared,
+                    Ty::F32,
+                    a_base,
+                    (i * sm * bki * 4 + kk * 4) as i32,
+                    1,
+                )[0]
+            })
             .collect();
         let bv: Vec<Reg> = (0..4)
-            .map(|j| b.ld(Space::Shared, Ty::F32, b_base, (kk * bni * 4 + j * sn * 4) as i32, 1)[0])
+            .map(|j| {
+                b.ld(
+                    Space::Shared,
+                    Ty::F32,
+                    b_base,
+                    (kk * bni * 4 + j * sn * 4) as i32,
+                    1,
+                )[0]
+            })
             .collect();
         for i in 0..4 {
             for j in 0..4 {
@@ -822,7 +866,9 @@ fn matmul_mma(
     let bcol = b.fma(Ty::U32, lhi, imm(8), bcol);
     let b_ld = b.fma(Ty::U32, bcol, imm(2), b_ld);
     let (mt_n, nt_n) = ((wmi / 16) as usize, (wni / 8) as usize);
-    let acc: Vec<Reg> = (0..mt_n * nt_n * 4).map(|_| b.mov(Ty::F32, fimm(0.0))).collect();
+    let acc: Vec<Reg> = (0..mt_n * nt_n * 4)
+        .map(|_| b.mov(Ty::F32, fimm(0.0)))
+        .collect();
     let kt = b.mov(Ty::U32, imm(0));
     let nk = b.add(Ty::U32, k, imm(bki - 1));
     let nk = b.bin(BinOp::Shr, Ty::U32, nk, imm(log2(bk_)));
@@ -850,7 +896,13 @@ fn matmul_mma(
         let v = b.mov(Ty::B16, zero);
         b.when(ok);
         b.ld_to(Space::Global, Ty::B16, &[v], aptr, 0);
-        b.st(Space::Shared, Ty::B16, a_st, (i * a_step * bki * 2) as i32, &[v.into()]);
+        b.st(
+            Space::Shared,
+            Ty::B16,
+            a_st,
+            (i * a_step * bki * 2) as i32,
+            &[v.into()],
+        );
         if i + 1 < a_cnt {
             b.bin_to(aptr, BinOp::Add, Ty::U64, aptr, astep);
         }
@@ -866,7 +918,13 @@ fn matmul_mma(
         let v = b.mov(Ty::B16, zero);
         b.when(ok);
         b.ld_to(Space::Global, Ty::B16, &[v], bptr, 0);
-        b.st(Space::Shared, Ty::B16, b_st, (i * b_step * bni * 2) as i32, &[v.into()]);
+        b.st(
+            Space::Shared,
+            Ty::B16,
+            b_st,
+            (i * b_step * bni * 2) as i32,
+            &[v.into()],
+        );
         if i + 1 < b_cnt {
             b.bin_to(bptr, BinOp::Add, Ty::U64, bptr, bstep);
         }
@@ -876,7 +934,12 @@ fn matmul_mma(
         let mut af = vec![];
         for mt in 0..mt_n as i64 {
             let addr = b.add(Ty::U32, a_ld, imm(mt * 16 * bki * 2 + ks * 16 * 2));
-            let d = [b.reg(Ty::B32), b.reg(Ty::B32), b.reg(Ty::B32), b.reg(Ty::B32)];
+            let d = [
+                b.reg(Ty::B32),
+                b.reg(Ty::B32),
+                b.reg(Ty::B32),
+                b.reg(Ty::B32),
+            ];
             b.push(TOp::Ldmatrix {
                 trans: false,
                 dsts: d,
@@ -887,7 +950,12 @@ fn matmul_mma(
         let mut bf = vec![];
         for np in 0..(wni / 16) {
             let addr = b.add(Ty::U32, b_ld, imm(ks * 16 * bni * 2 + np * 16 * 2));
-            let d = [b.reg(Ty::B32), b.reg(Ty::B32), b.reg(Ty::B32), b.reg(Ty::B32)];
+            let d = [
+                b.reg(Ty::B32),
+                b.reg(Ty::B32),
+                b.reg(Ty::B32),
+                b.reg(Ty::B32),
+            ];
             b.push(TOp::Ldmatrix {
                 trans: true,
                 dsts: d,

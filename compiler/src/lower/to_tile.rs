@@ -71,7 +71,11 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 return Err(nl(k, "empty or too large (>2^32 elements)"));
             }
             let grid = ceil(n, u64::from(s.threads * s.vector));
-            tk.grid = [u32::try_from(grid).map_err(|_| nl(k, "grid too large"))?, 1, 1];
+            tk.grid = [
+                u32::try_from(grid).map_err(|_| nl(k, "grid too large"))?,
+                1,
+                1,
+            ];
             tk.shape = Shape::Elementwise {
                 n,
                 vector: s.vector,
@@ -88,16 +92,14 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 }
                 other => other.name().to_string(),
             };
-            tk.body = vec![
-                (
-                    TileOp::Map(format!(
-                        "thread -> {} consecutive elements, block.x -> {} elements",
-                        s.vector,
-                        s.threads * s.vector
-                    )),
-                    sp,
-                ),
-            ];
+            tk.body = vec![(
+                TileOp::Map(format!(
+                    "thread -> {} consecutive elements, block.x -> {} elements",
+                    s.vector,
+                    s.threads * s.vector
+                )),
+                sp,
+            )];
             for v in &k.inputs {
                 tk.body.push((
                     TileOp::Load {
@@ -108,7 +110,8 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                     g.span(*v),
                 ));
             }
-            tk.body.push((TileOp::Compute(format!("fp32 {body_desc}")), sp));
+            tk.body
+                .push((TileOp::Compute(format!("fp32 {body_desc}")), sp));
             tk.body.push((
                 TileOp::Store {
                     dst: out,
@@ -130,7 +133,11 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 return Err(nl(k, format!("{} softmax", k.ty.dtype)));
             }
             let cols = *k.ty.shape.last().unwrap_or(&1);
-            let rows = if cols == 0 { 0 } else { numel(&k.ty) / cols as u64 };
+            let rows = if cols == 0 {
+                0
+            } else {
+                numel(&k.ty) / cols as u64
+            };
             if rows == 0 {
                 return Err(nl(k, "empty softmax"));
             }
@@ -162,7 +169,10 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 ],
             };
             tk.body = vec![
-                (TileOp::Map("warp -> row, lane -> columns j ≡ lane (mod 32)".into()), sp),
+                (
+                    TileOp::Map("warp -> row, lane -> columns j ≡ lane (mod 32)".into()),
+                    sp,
+                ),
                 (lanes("max"), sp),
                 (TileOp::ReduceWarp("max"), sp),
                 (lanes("sum exp(x - max)"), sp),
@@ -231,7 +241,12 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 let kind = match (at.dtype, bt.dtype) {
                     (DType::BF16, DType::BF16) => MmaKind::M16n8k16Bf16,
                     (DType::F16, DType::F16) => MmaKind::M16n8k16F16,
-                    _ => return Err(nl(k, "tensor cores with operands other than bf16/fp16 pairs")),
+                    _ => {
+                        return Err(nl(
+                            k,
+                            "tensor cores with operands other than bf16/fp16 pairs",
+                        ))
+                    }
                 };
                 let [wm, wn] = s.warp;
                 if !(pow2(wm) && pow2(wn)) || bk % 16 != 0 {
@@ -395,8 +410,14 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                         var: "%kt".into(),
                         extent: format!("ceil({kk}/{bk})"),
                         body: vec![
-                            copy(&format!("{a_name}[k-tile %kt+{}]", s.stages - 1), "%smem_a[stage]"),
-                            copy(&format!("{b_name}[k-tile %kt+{}]", s.stages - 1), "%smem_b[stage]"),
+                            copy(
+                                &format!("{a_name}[k-tile %kt+{}]", s.stages - 1),
+                                "%smem_a[stage]",
+                            ),
+                            copy(
+                                &format!("{b_name}[k-tile %kt+{}]", s.stages - 1),
+                                "%smem_b[stage]",
+                            ),
                             (TileOp::Commit, sp),
                             (TileOp::Wait(s.stages - 1), sp),
                             (TileOp::Barrier, sp),
@@ -408,8 +429,10 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 ));
             }
             if !eps.is_empty() {
-                tk.body
-                    .push((TileOp::Compute(format!("epilogue [{}]", eps.join(", "))), epi_span));
+                tk.body.push((
+                    TileOp::Compute(format!("epilogue [{}]", eps.join(", "))),
+                    epi_span,
+                ));
             }
             tk.body.push((
                 TileOp::Store {
@@ -421,7 +444,10 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
             ));
         }
         Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce | Kind::FlashAttention | Kind::Copy => {
-            return Err(nl(k, format!("{} kernels have no block program yet", k.kind.name())));
+            return Err(nl(
+                k,
+                format!("{} kernels have no block program yet", k.kind.name()),
+            ));
         }
     }
     if tk.body.iter().any(|(_, s)| *s == Span::default()) {

@@ -179,7 +179,10 @@ pub fn print(p: &Program, sources: &SourceMap) -> String {
         let mut attrs = vec![];
         match k.kind {
             Kind::Matmul => {
-                attrs.push(format!("tile = [{}, {}, {}]", s.tile[0], s.tile[1], s.tile[2]));
+                attrs.push(format!(
+                    "tile = [{}, {}, {}]",
+                    s.tile[0], s.tile[1], s.tile[2]
+                ));
                 attrs.push(format!("warp = [{}, {}]", s.warp[0], s.warp[1]));
                 attrs.push(format!("stages = {}", s.stages));
                 attrs.push(format!("tensor_cores = {}", s.tensor_cores));
@@ -212,7 +215,12 @@ pub fn print(p: &Program, sources: &SourceMap) -> String {
             loc(sources, k.span)
         );
     }
-    let outs: Vec<String> = p.graph.outputs.iter().map(|v| format!("%{}", v.0)).collect();
+    let outs: Vec<String> = p
+        .graph
+        .outputs
+        .iter()
+        .map(|v| format!("%{}", v.0))
+        .collect();
     let _ = writeln!(out, "  return {}", outs.join(", "));
     out.push_str("}\n");
     out
@@ -295,14 +303,22 @@ pub fn verify_kernel(k: &Kernel, target: Target, span: Span) -> Result<(), Sched
 pub fn verify(p: &Program) -> Result<(), ScheduleError> {
     for k in &p.kernels {
         let op = p.graph.op(k.root).ok_or_else(|| ScheduleError {
-            message: format!("kernel '{}' computes %{}, not a graph value", k.name, k.root.0),
+            message: format!(
+                "kernel '{}' computes %{}, not a graph value",
+                k.name, k.root.0
+            ),
             help: None,
             span: Some(k.span),
             user: false,
         })?;
         if kind_of(op) != Some(k.kind) {
             return Err(ScheduleError {
-                message: format!("kernel '{}' has kind {} but computes {}", k.name, k.kind.name(), op.name()),
+                message: format!(
+                    "kernel '{}' has kind {} but computes {}",
+                    k.name,
+                    k.kind.name(),
+                    op.name()
+                ),
                 help: None,
                 span: Some(k.span),
                 user: false,

@@ -65,7 +65,11 @@ pub enum TileOp {
     /// How threads map onto the data (`block.x -> columns of C`, ...).
     Map(String),
     /// `tile.load %v[idx] {vector, mask}` into registers.
-    Load { src: String, vector: u32, masked: bool },
+    Load {
+        src: String,
+        vector: u32,
+        masked: bool,
+    },
     /// A global → shared copy; `async` is `cp.async` (zero-filled past the edges).
     Copy {
         src: String,
@@ -77,17 +81,30 @@ pub enum TileOp {
     Wait(u32),
     Barrier,
     /// `ldmatrix.x4{.trans}` fragments from a shared buffer.
-    Ldmatrix { src: String, trans: bool },
+    Ldmatrix {
+        src: String,
+        trans: bool,
+    },
     /// `tiles` MMAs of `shape` per warp per k-step.
-    Mma { shape: &'static str, tiles: u32 },
+    Mma {
+        shape: &'static str,
+        tiles: u32,
+    },
     /// An `rows × cols` register tile of FMAs per thread per k-step.
-    Fma { rows: u32, cols: u32 },
+    Fma {
+        rows: u32,
+        cols: u32,
+    },
     /// Elementwise computation in fp32 registers.
     Compute(String),
     /// A butterfly all-reduce across the warp (`shfl.sync.bfly`).
     ReduceWarp(&'static str),
     /// `tile.store %out {vector, mask}`.
-    Store { dst: String, vector: u32, masked: bool },
+    Store {
+        dst: String,
+        vector: u32,
+        masked: bool,
+    },
     For {
         var: String,
         extent: String,
@@ -127,7 +144,10 @@ fn print_ops(out: &mut String, ops: &[(TileOp, Span)], depth: usize, sources: &S
                 src,
                 vector,
                 masked,
-            } => format!("tile.load {src} {{vector = {vector}, mask = {}}}", mask(*masked)),
+            } => format!(
+                "tile.load {src} {{vector = {vector}, mask = {}}}",
+                mask(*masked)
+            ),
             TileOp::Copy {
                 src,
                 dst,
@@ -135,15 +155,18 @@ fn print_ops(out: &mut String, ops: &[(TileOp, Span)], depth: usize, sources: &S
                 is_async,
             } => format!(
                 "{} {src} -> {dst} {{bytes = {bytes}, mask = edge}}",
-                if *is_async { "tile.copy_async" } else { "tile.copy" }
+                if *is_async {
+                    "tile.copy_async"
+                } else {
+                    "tile.copy"
+                }
             ),
             TileOp::Commit => "tile.commit".to_string(),
             TileOp::Wait(n) => format!("tile.wait {n}"),
             TileOp::Barrier => "tile.barrier".to_string(),
-            TileOp::Ldmatrix { src, trans } => format!(
-                "tile.ldmatrix{} {src}",
-                if *trans { ".trans" } else { "" }
-            ),
+            TileOp::Ldmatrix { src, trans } => {
+                format!("tile.ldmatrix{} {src}", if *trans { ".trans" } else { "" })
+            }
             TileOp::Mma { shape, tiles } => format!("tile.mma {shape} x{tiles}"),
             TileOp::Fma { rows, cols } => format!("tile.fma {rows}x{cols}"),
             TileOp::Compute(s) => format!("tile.compute {s}"),
@@ -152,7 +175,10 @@ fn print_ops(out: &mut String, ops: &[(TileOp, Span)], depth: usize, sources: &S
                 dst,
                 vector,
                 masked,
-            } => format!("tile.store {dst} {{vector = {vector}, mask = {}}}", mask(*masked)),
+            } => format!(
+                "tile.store {dst} {{vector = {vector}, mask = {}}}",
+                mask(*masked)
+            ),
             TileOp::For { var, extent, body } => {
                 let _ = writeln!(out, "{pad}tile.for {var} in 0..{extent} {{   {l}");
                 print_ops(out, body, depth + 1, sources);
