@@ -235,7 +235,7 @@ pub fn print(k: &TileKernel, sources: &SourceMap) -> String {
 /// Checks the invariants in the module docs.
 pub fn verify(k: &TileKernel) -> Result<(), String> {
     let t = k.threads();
-    if t == 0 || t > 1024 || t % 32 != 0 {
+    if t == 0 || t > 1024 || !t.is_multiple_of(32) {
         return Err(format!(
             "kernel '{}': {t} threads per block (must be 1..=1024 whole warps)",
             k.name
