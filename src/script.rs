@@ -68,6 +68,7 @@ pub fn new_interp(opts: &RunOptions, script_name: &str) -> Result<Interp, Diagno
             target: opts.target.clone(),
             device: opts.device.clone(),
             dump: opts.dump.clone(),
+            emit_ptx: opts.emit_ptx.clone(),
         },
     )?;
     Ok(interp)

@@ -6,4 +6,8 @@
 #![allow(clippy::result_large_err)]
 
 pub mod graph;
+pub mod lower;
+pub mod pipeline;
+pub mod schedule;
 pub mod target;
+pub mod tile;

@@ -32,8 +32,22 @@ fn internal(msg: &str) -> Diagnostic {
     .with_help("this is a bug in Tessera, not in your script; please report it")
 }
 
+/// Runs one op elsewhere (the emulator): given the op's value and its tensor operands (in
+/// operand order, consts left out), `Some(result)` replaces the CPU evaluation.
+pub type Hook<'a> = dyn FnMut(ValueId, &[Tensor]) -> Option<Result<Tensor, Diagnostic>> + 'a;
+
 /// Runs `g` with `inputs` (one per param) and the captured tensors; returns the outputs.
 pub fn run(g: &Graph, inputs: &[Tensor], captures: &[Tensor]) -> Result<Vec<Tensor>, Diagnostic> {
+    run_with(g, inputs, captures, &mut |_, _| None)
+}
+
+/// [`run`] with a [`Hook`] asked first for every op.
+pub fn run_with(
+    g: &Graph,
+    inputs: &[Tensor],
+    captures: &[Tensor],
+    hook: &mut Hook<'_>,
+) -> Result<Vec<Tensor>, Diagnostic> {
     let mut vals: Vec<Option<Val>> = vec![None; g.len()];
     let get = |vals: &Vec<Option<Val>>, v: ValueId| -> Result<Val, Diagnostic> {
         vals.get(v.index())
@@ -50,6 +64,20 @@ pub fn run(g: &Graph, inputs: &[Tensor], captures: &[Tensor]) -> Result<Vec<Tens
     for id in g.ids() {
         let Some(op) = g.op(id) else { continue };
         let ty = g.ty(id).ok_or_else(|| internal("a value has no type"))?;
+        if !matches!(op, Op::Param { .. } | Op::Capture { .. } | Op::Const { .. }) {
+            let mut operands = Vec::new();
+            for x in op.operands() {
+                if let Some(Val::T(t)) = vals.get(x.index()).cloned().flatten() {
+                    operands.push(t);
+                }
+            }
+            if let Some(r) = hook(id, &operands) {
+                if let Some(slot) = vals.get_mut(id.index()) {
+                    *slot = Some(Val::T(r?));
+                }
+                continue;
+            }
+        }
         let v = match op {
             Op::Param { index } => Val::T(
                 inputs

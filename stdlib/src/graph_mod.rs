@@ -1,8 +1,9 @@
 //! The `graph` module: inspecting what the compiler makes of a kernel (SPEC §6).
 //!
 //! - `graph.trace(f, *args)` → the Graph IR as traced (a value that prints as the text);
-//! - `graph.lower(f, *args, level="graph")` → str: the Graph IR after the Graph IR passes
-//!   (what the next level receives); other levels are E0300 "not implemented yet";
+//! - `graph.lower(f, *args, level="graph")` → str: the Graph IR after the Graph IR passes;
+//!   `"schedule"` the Schedule IR, `"tile"`/`"target"`/`"ptx"` each kernel's Tile IR, Target
+//!   IR or PTX for `target.current()` (a kernel not lowered that far says why, as a comment);
 //! - `graph.fusions(f, *args)` → the names of the rules that fired, in order;
 //!   `explain=True` gives `(fired, missed)`, `missed` a list of `(rule, reason, "file:line:col")`;
 //! - `graph.cache_stats()` → `(hits, misses)` of the kernel compile cache of the session.
@@ -13,7 +14,6 @@
 use crate::kernel::{compile, Compiled, KernelObj, Session};
 use std::any::Any;
 use std::rc::Rc;
-use tessera_compiler::graph::error::CompileError;
 use tessera_compiler::graph::print::print;
 use tessera_lang::diag::{Code, Diagnostic};
 use tessera_lang::eval::{CallArgs, HostObject, Interp, Module, Value};
@@ -131,14 +131,7 @@ pub fn module(session: Rc<Session>) -> Module {
                 }
                 let lspan = own.first().map(|o| o.2).unwrap_or(args.span);
                 match level.as_str() {
-                    "graph" => {}
-                    "schedule" | "tile" | "target" | "ptx" => {
-                        return Err(CompileError::NotImplemented {
-                            level,
-                            span: Some(lspan),
-                        }
-                        .to_diagnostic())
-                    }
+                    "graph" | "schedule" | "tile" | "target" | "ptx" => {}
                     _ => {
                         return Err(Diagnostic::new(
                             Code::E0101,
@@ -149,7 +142,11 @@ pub fn module(session: Rc<Session>) -> Module {
                     }
                 }
                 let c = compiled(it, &s, &f, &rest)?;
-                Ok(Value::str(print(&c.graph, &it.sources).trim_end()))
+                if level == "graph" {
+                    return Ok(Value::str(print(&c.graph, &it.sources).trim_end()));
+                }
+                let text = c.lowered.text(&level, &it.sources)?;
+                Ok(Value::str(text.trim_end()))
             },
         ),
     );

@@ -21,6 +21,9 @@ use std::rc::Rc;
 use tessera_compiler::graph::pipeline::{optimize, Options};
 use tessera_compiler::graph::print::print;
 use tessera_compiler::graph::{Fired, Graph, Op, TensorType, ValueId};
+use tessera_compiler::pipeline::{lower, Lowered};
+use tessera_compiler::schedule::Directives as SchedDirectives;
+use tessera_compiler::target::Target;
 use tessera_lang::diag::{Code, Diagnostic};
 use tessera_lang::eval::{CallArgs, HostObject, HostResult, Interp, Value};
 use tessera_lang::Span;
@@ -30,7 +33,14 @@ use tessera_runtime::Tensor;
 pub struct Session {
     /// `--dump` levels.
     pub dump: Vec<String>,
-    pub target: String,
+    /// `target.set(...)` / `--target`.
+    pub target: RefCell<String>,
+    /// `cpu` or `emu` (`target.set_device(...)` / `--device`).
+    pub device: RefCell<String>,
+    /// `--emit-ptx DIR`.
+    pub emit_ptx: Option<std::path::PathBuf>,
+    /// Kernels already reported as falling back to the CPU.
+    warned: RefCell<std::collections::HashSet<String>>,
     pub hits: Cell<u64>,
     pub misses: Cell<u64>,
     traces: RefCell<Vec<Rc<TraceCtx>>>,
@@ -38,9 +48,25 @@ pub struct Session {
 
 impl Session {
     pub fn new(dump: Vec<String>, target: Option<String>) -> Rc<Session> {
+        Session::with_device(dump, target, None, None)
+    }
+    /// A session with a device (`auto`/`cpu`/`cuda` run on the cpu, `emu` in the emulator).
+    pub fn with_device(
+        dump: Vec<String>,
+        target: Option<String>,
+        device: Option<String>,
+        emit_ptx: Option<std::path::PathBuf>,
+    ) -> Rc<Session> {
+        let device = match device.as_deref() {
+            Some("emu") => "emu",
+            _ => "cpu",
+        };
         Rc::new(Session {
             dump,
-            target: target.unwrap_or_else(|| "sm_90".to_string()),
+            target: RefCell::new(target.unwrap_or_else(|| "sm_90".to_string())),
+            device: RefCell::new(device.to_string()),
+            emit_ptx,
+            warned: RefCell::new(std::collections::HashSet::new()),
             hits: Cell::new(0),
             misses: Cell::new(0),
             traces: RefCell::new(Vec::new()),
@@ -69,6 +95,8 @@ pub struct Compiled {
     pub fired: Fired,
     pub captures: Vec<Tensor>,
     pub directives: Directives,
+    /// Schedule, Tile and Target IR of every kernel of `graph` for the session's target.
+    pub lowered: Lowered,
     out: OutShape,
 }
 
@@ -248,6 +276,16 @@ pub fn compile(
     if session.dump.iter().any(|d| d == "graph") {
         eprint!("{}", print(&graph, &it.sources));
     }
+    let target = Target::parse(&session.target.borrow()).unwrap_or(Target::Sm90);
+    let lowered = lower(&graph, &sched_directives(&directives, args.span), target)?;
+    for level in &session.dump {
+        if level != "graph" {
+            eprint!("{}", lowered.text(level, &it.sources)?);
+        }
+    }
+    if let Some(dir) = &session.emit_ptx {
+        emit_ptx(dir, &lowered, target, &it.sources).map_err(|d| d.or_at(args.span))?;
+    }
     let captures = ctx.captures.borrow().clone();
     Ok(Compiled {
         traced,
@@ -255,8 +293,44 @@ pub fn compile(
         fired,
         captures,
         directives,
+        lowered,
         out,
     })
+}
+
+/// The compiler's view of the `schedule.*` directives.
+fn sched_directives(d: &Directives, span: Span) -> SchedDirectives {
+    let u = |v: i64| u32::try_from(v).unwrap_or(u32::MAX);
+    SchedDirectives {
+        tile: d.tile.map(|(t, _)| t.map(u)),
+        warp: d.tile.and_then(|(_, w)| w.map(|w| w.map(u))),
+        tensor_cores: d.tensor_cores,
+        stages: d.pipeline_stages.map(u),
+        async_copy: d.async_copy,
+        vectorize: d.vectorize.map(u),
+        span: Some(span),
+    }
+}
+
+/// Writes `DIR/<kernel>.ptx` for every kernel that reached Target IR.
+fn emit_ptx(
+    dir: &std::path::Path,
+    l: &Lowered,
+    target: Target,
+    sources: &tessera_lang::SourceMap,
+) -> Result<(), Diagnostic> {
+    let io = |e: std::io::Error| {
+        Diagnostic::new(Code::E0500, format!("--emit-ptx {}: {e}", dir.display()))
+    };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    for c in &l.kernels {
+        if let Some(t) = &c.target {
+            let text = tessera_compiler::target::ptx::print(&t.kernel, target, sources)
+                .map_err(|e| e.to_diagnostic())?;
+            std::fs::write(dir.join(format!("{}.ptx", t.kernel.name)), text).map_err(io)?;
+        }
+    }
+    Ok(())
 }
 
 impl KernelObj {
@@ -279,7 +353,7 @@ impl KernelObj {
                 .iter()
                 .map(|(k, v, _)| (k.to_string(), arg_key(v)))
                 .collect(),
-            target: self.session.target.clone(),
+            target: self.session.target.borrow().clone(),
             source: source_hash(it, &self.func),
         };
         if let Some(c) = self.cache.borrow().get(&key) {
@@ -290,6 +364,36 @@ impl KernelObj {
         let c = Rc::new(compile(it, &self.session, &self.func, args)?);
         self.cache.borrow_mut().insert(key, c.clone());
         Ok(c)
+    }
+
+    /// Runs the graph with every kernel that reached Target IR in the emulator; the others
+    /// run on the CPU, each reported once per session (stderr).
+    fn run_emu(&self, c: &Compiled, inputs: &[Tensor]) -> Result<Vec<Tensor>, Diagnostic> {
+        let l = &c.lowered;
+        let session = &self.session;
+        let mut hook = |id: ValueId, operands: &[Tensor]| {
+            let (k, ck) = l
+                .program
+                .kernels
+                .iter()
+                .zip(&l.kernels)
+                .find(|(k, _)| k.root == id)?;
+            if let Some(t) = &ck.target {
+                if operands.iter().all(|o| !o.is_abstract()) {
+                    return Some(crate::device::run(t, &k.name, operands, &k.ty));
+                }
+            }
+            if session.warned.borrow_mut().insert(k.name.clone()) {
+                eprintln!(
+                    "warning: kernel '{}' ({}) is not lowered to Target IR yet ({}); it runs on the cpu",
+                    k.name,
+                    k.kind.name(),
+                    ck.not_lowered.as_deref().unwrap_or("abstract inputs")
+                );
+            }
+            None
+        };
+        crate::exec::run_with(&c.graph, inputs, &c.captures, &mut hook)
     }
 
     fn invoke(&self, it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
@@ -308,8 +412,12 @@ impl KernelObj {
             .filter(|v| is_tensor_like(v))
             .filter_map(|v| as_tensor(v).cloned())
             .collect();
-        let outs =
-            crate::exec::run(&c.graph, &inputs, &c.captures).map_err(|d| d.or_at(args.span))?;
+        let outs = if *self.session.device.borrow() == "emu" {
+            self.run_emu(&c, &inputs)
+        } else {
+            crate::exec::run(&c.graph, &inputs, &c.captures)
+        }
+        .map_err(|d| d.or_at(args.span))?;
         let vals: Vec<Value> = outs.into_iter().map(crate::tensor::tensor_value).collect();
         Ok(match c.out {
             OutShape::One => vals.into_iter().next().unwrap_or(Value::None),

@@ -4,11 +4,13 @@
 // `Diagnostic` is the one error type of host code; it is returned by value on purpose.
 #![allow(clippy::result_large_err)]
 
+pub mod device;
 pub mod exec;
 pub mod graph_mod;
 pub mod kernel;
 pub mod op;
 pub mod schedule;
+pub mod target_mod;
 pub mod tensor;
 pub mod trace;
 
@@ -28,6 +30,8 @@ pub struct Config {
     pub device: Option<String>,
     /// `--dump` levels: each compiled kernel's IR at that level goes to stderr.
     pub dump: Vec<String>,
+    /// `--emit-ptx DIR`.
+    pub emit_ptx: Option<std::path::PathBuf>,
 }
 
 /// Installs every builtin module into an interpreter.
@@ -38,7 +42,12 @@ pub fn install(interp: &mut Interp, cfg: &Config) -> Result<(), Diagnostic> {
         Value::list(cfg.argv.iter().map(|a| Value::str(a)).collect()),
     );
     interp.set_builtin("sys", Value::Module(Rc::new(sys)));
-    let session = kernel::Session::new(cfg.dump.clone(), cfg.target.clone());
+    let session = kernel::Session::with_device(
+        cfg.dump.clone(),
+        cfg.target.clone(),
+        cfg.device.clone(),
+        cfg.emit_ptx.clone(),
+    );
     let op = op::module();
     op.set("kernel", kernel::kernel_decorator(session.clone()));
     op.set("autotune", kernel::autotune_decorator(session.clone()));
@@ -46,6 +55,10 @@ pub fn install(interp: &mut Interp, cfg: &Config) -> Result<(), Diagnostic> {
     interp.set_builtin(
         "schedule",
         Value::Module(Rc::new(schedule::module(session.clone()))),
+    );
+    interp.set_builtin(
+        "target",
+        Value::Module(Rc::new(target_mod::module(session.clone()))),
     );
     interp.set_builtin("graph", Value::Module(Rc::new(graph_mod::module(session))));
     Ok(())

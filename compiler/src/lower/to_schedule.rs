@@ -1,0 +1,161 @@
+//! Graph IR → Schedule IR: one kernel per op that does work, each with the directives of the
+//! kernel body or the target's defaults:
+//!
+//! | kernel | default schedule |
+//! | --- | --- |
+//! | matmul, bf16/fp16 operands | 128×128×32 tile, warp 64×32 (8 warps), tensor cores, 3 stages, async copies |
+//! | matmul, other dtypes | 64×64×16 tile, fp32 FMA, 256 threads (4×4 outputs each), 2 stages, async copies |
+//! | elementwise | 256 threads, vector width 4 when every operand allows it, else 1 |
+//! | row kernels | one warp per row, 4 rows per block |
+
+use crate::graph::{Graph, Op, TensorType};
+use crate::schedule::{
+    kind_of, tensor_core_dtype, verify, Directives, Kernel, Kind, Program, Schedule, ScheduleError,
+};
+use crate::target::Target;
+
+fn bytes(d: crate::graph::DType) -> u32 {
+    use crate::graph::DType as D;
+    match d {
+        D::F64 | D::I64 => 8,
+        D::F32 | D::TF32 | D::I32 => 4,
+        D::F16 | D::BF16 => 2,
+        D::F8E4M3 | D::F8E5M2 | D::I8 | D::Bool => 1,
+    }
+}
+
+fn numel(t: &TensorType) -> u64 {
+    t.shape.iter().map(|&d| d as u64).product()
+}
+
+/// The vector width of an elementwise kernel: 4 when the output and every operand that is not
+/// a broadcast scalar have a trailing length divisible by 4, else 1.
+fn elementwise_vector(g: &Graph, inputs: &[crate::graph::ValueId], out: &TensorType) -> u32 {
+    let ok = |t: &TensorType| numel(t) == 1 || t.shape.last().is_some_and(|d| d % 4 == 0);
+    if !ok(out) || numel(out) == 0 {
+        return 1;
+    }
+    for v in inputs {
+        match g.ty(*v) {
+            Some(t) if ok(t) => {}
+            _ => return 1,
+        }
+    }
+    4
+}
+
+fn schedule_for(
+    g: &Graph,
+    kind: Kind,
+    op: &Op,
+    ty: &TensorType,
+    inputs: &[crate::graph::ValueId],
+    d: &Directives,
+) -> Schedule {
+    match kind {
+        Kind::Matmul => {
+            let (ad, bd) = match op {
+                Op::Matmul { a, b, .. } => (
+                    g.ty(*a).map(|t| t.dtype).unwrap_or(ty.dtype),
+                    g.ty(*b).map(|t| t.dtype).unwrap_or(ty.dtype),
+                ),
+                _ => (ty.dtype, ty.dtype),
+            };
+            let tc = d.tensor_cores.unwrap_or(tensor_core_dtype(ad, bd));
+            let (tile, warp, stages) = if tc {
+                ([128, 128, 32], [64, 32], 3)
+            } else {
+                ([64, 64, 16], [32, 32], 2)
+            };
+            let tile = d.tile.unwrap_or(tile);
+            let warp = d.warp.unwrap_or(if tc {
+                [warp[0].min(tile[0]), warp[1].min(tile[1])]
+            } else {
+                warp
+            });
+            let threads = if tc {
+                let wm = warp[0].max(1);
+                let wn = warp[1].max(1);
+                (tile[0] / wm).max(1) * (tile[1] / wn).max(1) * 32
+            } else {
+                // 4×4 outputs per thread.
+                (tile[0] * tile[1] / 16).max(1)
+            };
+            Schedule {
+                tile,
+                warp,
+                stages: d.stages.unwrap_or(stages),
+                vector: 1,
+                tensor_cores: tc,
+                async_copy: d.async_copy.unwrap_or(true),
+                threads,
+                elem_bytes: if tc { bytes(ad) } else { 4 },
+            }
+        }
+        Kind::Elementwise | Kind::Copy => {
+            let vector = d
+                .vectorize
+                .unwrap_or_else(|| elementwise_vector(g, inputs, ty));
+            Schedule {
+                tile: [256 * vector, 1, 1],
+                warp: [1, 1],
+                stages: 1,
+                vector,
+                tensor_cores: false,
+                async_copy: false,
+                threads: 256,
+                elem_bytes: bytes(ty.dtype),
+            }
+        }
+        Kind::Softmax | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce | Kind::FlashAttention => {
+            Schedule {
+                tile: [4, 1, 1],
+                warp: [1, 1],
+                stages: 1,
+                vector: 1,
+                tensor_cores: false,
+                async_copy: false,
+                threads: 128,
+                elem_bytes: bytes(ty.dtype),
+            }
+        }
+    }
+}
+
+/// Schedules an optimised graph for `target` with the kernel body's directives.
+pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Program, ScheduleError> {
+    let mut kernels = Vec::new();
+    for id in g.ids() {
+        let Some(op) = g.op(id) else { continue };
+        let Some(kind) = kind_of(op) else { continue };
+        let Some(ty) = g.ty(id) else { continue };
+        let inputs: Vec<_> = op
+            .operands()
+            .into_iter()
+            .filter(|v| !matches!(g.op(*v), Some(Op::Const { .. })))
+            .collect();
+        let schedule = schedule_for(g, kind, op, ty, &inputs, d);
+        kernels.push(Kernel {
+            name: format!("{}_{}_{}", g.name, kind.name(), kernels.len()),
+            kind,
+            root: id,
+            inputs,
+            ty: ty.clone(),
+            span: g.span(id),
+            schedule,
+        });
+    }
+    let p = Program {
+        graph: g.clone(),
+        target,
+        kernels,
+    };
+    // A directive the target cannot run is reported at the kernel call when known.
+    if let Some(span) = d.span {
+        for k in &p.kernels {
+            crate::schedule::verify_kernel(k, target, span)?;
+        }
+    }
+    verify(&p)?;
+    Ok(p)
+}

@@ -1,0 +1,1044 @@
+//! Tile IR → Target IR: instantiates the block program of a [`TileKernel`] with the
+//! [`KernelBuilder`]. Every instruction carries the span of the Graph op it comes from
+//! (the fused body's ops, the epilogue steps), so the PTX has `.loc` lines into the `.tsr`.
+//!
+//! Kernel parameters, in order: one pointer per input buffer (the tile kernel's `inputs`),
+//! the output pointer, then the `u32` sizes listed in [`Lowered::scalars`].
+
+use crate::graph::{BinaryOp, DType, Epilogue, EpilogueStep, Graph, Op, Scalar, UnaryOp, ValueId};
+use crate::target::builder::{fimm, imm};
+use crate::target::{
+    BinOp, BlockId, CacheOp, Cmp, Dim, Kernel, KernelBuilder, MmaKind, Op as TOp, Operand, ParamTy,
+    Reg, Rnd, SReg, ShflMode, Space, TargetError, Ty, UnOp,
+};
+use crate::tile::{Shape, TileKernel};
+use tessera_lang::Span;
+
+/// A lowered kernel and how to launch it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lowered {
+    pub kernel: Kernel,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// The trailing `u32` parameters.
+    pub scalars: Vec<u32>,
+}
+
+/// Why Target IR could not be produced.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Error {
+    /// Not supported yet (the caller falls back): the reason.
+    NotLowered(String),
+    /// The builder's verifier rejected the kernel (a compiler bug).
+    Target(TargetError),
+}
+
+impl From<TargetError> for Error {
+    fn from(e: TargetError) -> Error {
+        Error::Target(e)
+    }
+}
+
+type R<T> = Result<T, Error>;
+
+fn no<T>(why: impl Into<String>) -> R<T> {
+    Err(Error::NotLowered(why.into()))
+}
+
+fn ptr_param(b: &mut KernelBuilder, name: &str) -> Reg {
+    let p = b.param(name, ParamTy::Ptr);
+    let r = b.ld_param(p);
+    b.cvta_global(r)
+}
+
+fn u32_param(b: &mut KernelBuilder, name: &str) -> Reg {
+    let p = b.param(name, ParamTy::U32);
+    b.ld_param(p)
+}
+
+fn dsize(d: DType) -> i64 {
+    match d {
+        DType::F16 | DType::BF16 => 2,
+        _ => 4,
+    }
+}
+
+/// Loads element `idx` of a `d` tensor at `base` as f32 (into `dst` when given, guarded by
+/// `guard`).
+fn load_f32(b: &mut KernelBuilder, d: DType, base: Reg, idx: Reg, guard: Option<Reg>) -> Reg {
+    let addr = b.mad_wide(Ty::U32, idx, imm(dsize(d)), base);
+    match d {
+        DType::BF16 | DType::F16 => {
+            let t = if d == DType::BF16 { Ty::BF16 } else { Ty::F16 };
+            let h = b.mov(Ty::B16, imm(0));
+            if let Some(g) = guard {
+                b.when(g);
+            }
+            b.ld_to(Space::Global, Ty::B16, &[h], addr, 0);
+            let hh = b.reg(t);
+            b.push(TOp::Mov {
+                ty: Ty::B16,
+                dst: hh,
+                src: h.into(),
+            });
+            b.cvt(Ty::F32, t, None, hh)
+        }
+        _ => {
+            let v = b.mov(Ty::F32, fimm(0.0));
+            if let Some(g) = guard {
+                b.when(g);
+            }
+            b.ld_to(Space::Global, Ty::F32, &[v], addr, 0);
+            v
+        }
+    }
+}
+
+/// Stores f32 `v` as element `idx` of a `d` tensor at `base`.
+fn store_f32(b: &mut KernelBuilder, d: DType, base: Reg, idx: Reg, v: Reg, guard: Option<Reg>) {
+    let addr = b.mad_wide(Ty::U32, idx, imm(dsize(d)), base);
+    let val: Operand = match d {
+        DType::BF16 | DType::F16 => {
+            let t = if d == DType::BF16 { Ty::BF16 } else { Ty::F16 };
+            b.cvt(t, Ty::F32, Some(Rnd::Rn), v).into()
+        }
+        _ => v.into(),
+    };
+    let ty = match d {
+        DType::BF16 | DType::F16 => Ty::B16,
+        _ => Ty::F32,
+    };
+    if let Some(g) = guard {
+        b.when(g);
+    }
+    b.st(Space::Global, ty, addr, 0, &[val]);
+}
+
+/// Rounds an f32 value to `d` (bf16/fp16: round to nearest even and back), as the CPU does
+/// for an intermediate of that dtype.
+fn round_to(b: &mut KernelBuilder, d: DType, v: Reg) -> R<Reg> {
+    match d {
+        DType::F32 => Ok(v),
+        DType::BF16 | DType::F16 => {
+            let t = if d == DType::BF16 { Ty::BF16 } else { Ty::F16 };
+            let h = b.cvt(t, Ty::F32, Some(Rnd::Rn), v);
+            Ok(b.cvt(Ty::F32, t, None, h))
+        }
+        other => no(format!("{other} values")),
+    }
+}
+
+const LOG2E: f32 = std::f32::consts::LOG2_E;
+
+fn exp(b: &mut KernelBuilder, x: Reg) -> Reg {
+    let t = b.mul(Ty::F32, x, fimm(LOG2E));
+    b.unary(UnOp::Ex2Approx, Ty::F32, t)
+}
+
+fn sigmoid(b: &mut KernelBuilder, x: Reg) -> Reg {
+    let t = b.mul(Ty::F32, x, fimm(-LOG2E));
+    let e = b.unary(UnOp::Ex2Approx, Ty::F32, t);
+    let d = b.add(Ty::F32, e, fimm(1.0));
+    b.unary(UnOp::Rcp, Ty::F32, d)
+}
+
+/// `0.5·x·(1 + erf(x/√2))` with erf by Abramowitz–Stegun 7.1.26 (|error| < 1.5e-7).
+fn gelu(b: &mut KernelBuilder, x: Reg) -> Reg {
+    let ax = b.unary(UnOp::Abs, Ty::F32, x);
+    let z = b.mul(Ty::F32, ax, fimm(std::f32::consts::FRAC_1_SQRT_2));
+    let d = b.fma(Ty::F32, z, fimm(0.327_591_1), fimm(1.0));
+    let t = b.unary(UnOp::Rcp, Ty::F32, d);
+    let mut p = b.mov(Ty::F32, fimm(1.061_405_4));
+    for c in [-1.453_152_1f32, 1.421_413_7, -0.284_496_74, 0.254_829_6] {
+        p = b.fma(Ty::F32, p, t, fimm(c));
+    }
+    p = b.mul(Ty::F32, p, t);
+    let z2 = b.mul(Ty::F32, z, z);
+    let ze = b.mul(Ty::F32, z2, fimm(-LOG2E));
+    let e = b.unary(UnOp::Ex2Approx, Ty::F32, ze);
+    let pe = b.mul(Ty::F32, p, e);
+    let erf = b.sub(Ty::F32, fimm(1.0), pe);
+    let nerf = b.unary(UnOp::Neg, Ty::F32, erf);
+    let neg = b.setp(Cmp::Lt, Ty::F32, x, fimm(0.0));
+    let s = b.selp(Ty::F32, nerf, erf, neg);
+    let h = b.fma(Ty::F32, s, fimm(0.5), fimm(0.5));
+    b.mul(Ty::F32, x, h)
+}
+
+fn unary(b: &mut KernelBuilder, u: UnaryOp, x: Reg) -> R<Reg> {
+    Ok(match u {
+        UnaryOp::Neg => b.unary(UnOp::Neg, Ty::F32, x),
+        UnaryOp::Abs => b.unary(UnOp::Abs, Ty::F32, x),
+        UnaryOp::Relu => b.bin(BinOp::Max, Ty::F32, x, fimm(0.0)),
+        UnaryOp::Exp => exp(b, x),
+        UnaryOp::Log => {
+            let l = b.unary(UnOp::Lg2Approx, Ty::F32, x);
+            b.mul(Ty::F32, l, fimm(std::f32::consts::LN_2))
+        }
+        UnaryOp::Sqrt => b.unary(UnOp::Sqrt, Ty::F32, x),
+        UnaryOp::Rsqrt => b.unary(UnOp::RsqrtApprox, Ty::F32, x),
+        UnaryOp::Tanh => b.unary(UnOp::TanhApprox, Ty::F32, x),
+        UnaryOp::Sigmoid => sigmoid(b, x),
+        UnaryOp::Silu => {
+            let s = sigmoid(b, x);
+            b.mul(Ty::F32, x, s)
+        }
+        UnaryOp::Gelu => gelu(b, x),
+        UnaryOp::Not => return no("logical_not"),
+    })
+}
+
+fn binary(b: &mut KernelBuilder, op: BinaryOp, x: Operand, y: Operand) -> R<Reg> {
+    let o = match op {
+        BinaryOp::Add => BinOp::Add,
+        BinaryOp::Sub => BinOp::Sub,
+        BinaryOp::Mul => BinOp::Mul,
+        BinaryOp::Div => BinOp::Div,
+        BinaryOp::Maximum => BinOp::Max,
+        BinaryOp::Minimum => BinOp::Min,
+        other => return no(format!("the elementwise op {}", other.name())),
+    };
+    Ok(b.bin(o, Ty::F32, x, y))
+}
+
+fn scalar_f32(s: Scalar) -> Operand {
+    fimm(s.as_f64() as f32)
+}
+
+/// How an operand's element is found from the output's flat index.
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum Index {
+    Same,
+    Scalar,
+    /// `i % inner` (a trailing-dims vector like a bias).
+    Mod(u32),
+    /// `(i / inner) % outer`... not needed: rows of a `[M,1]` operand: `i / inner`.
+    Div(u32),
+}
+
+fn index_of(shape: &[usize], out: &[usize]) -> R<Index> {
+    let n: usize = shape.iter().product();
+    let on: usize = out.iter().product();
+    if shape == out
+        || (n == on
+            && n > 0
+            && shape
+                .iter()
+                .filter(|&&d| d != 1)
+                .eq(out.iter().filter(|&&d| d != 1)))
+    {
+        return Ok(Index::Same);
+    }
+    if n == 1 {
+        return Ok(Index::Scalar);
+    }
+    let s: Vec<usize> = shape.iter().copied().skip_while(|&d| d == 1).collect();
+    if s.len() <= out.len() && out[out.len() - s.len()..] == s[..] {
+        return Ok(Index::Mod(
+            u32::try_from(n).map_err(|_| Error::NotLowered("size".into()))?,
+        ));
+    }
+    // [.., M, 1] against [.., M, N]: one value per row.
+    if out.len() == 2 && s.len() == 2 && s[1] == 1 && s[0] == out[0] {
+        return Ok(Index::Div(
+            u32::try_from(out[1]).map_err(|_| Error::NotLowered("size".into()))?,
+        ));
+    }
+    no(format!("broadcasting {shape:?} to {out:?}"))
+}
+
+fn index_reg(b: &mut KernelBuilder, ix: Index, i: Reg) -> Reg {
+    match ix {
+        Index::Same => i,
+        Index::Scalar => b.mov(Ty::U32, imm(0)),
+        Index::Mod(m) => b.bin(BinOp::Rem, Ty::U32, i, imm(i64::from(m))),
+        Index::Div(m) => b.bin(BinOp::Div, Ty::U32, i, imm(i64::from(m))),
+    }
+}
+
+/// Evaluates a fused body (or one elementwise op) on f32 registers holding its params.
+fn eval_body(b: &mut KernelBuilder, body: &Graph, params: &[Reg]) -> R<Reg> {
+    let mut vals: Vec<Option<Operand>> = vec![None; body.len()];
+    for id in body.ids() {
+        let Some(op) = body.op(id) else { continue };
+        let ty = body.ty(id).map(|t| t.dtype).unwrap_or(DType::F32);
+        b.at(body.span(id));
+        let get = |v: ValueId| -> R<Operand> {
+            vals.get(v.index())
+                .copied()
+                .flatten()
+                .ok_or_else(|| Error::NotLowered("a value used before it is computed".into()))
+        };
+        let as_reg = |b: &mut KernelBuilder, o: Operand| -> Reg {
+            match o {
+                Operand::Reg(r) => r,
+                other => b.mov(Ty::F32, other),
+            }
+        };
+        let v: Operand = match op {
+            Op::Param { index } => params
+                .get(*index)
+                .copied()
+                .map(Operand::from)
+                .ok_or_else(|| Error::NotLowered("missing param".into()))?,
+            Op::Const { value } => scalar_f32(*value),
+            Op::Unary { op, x } => {
+                let x = get(*x)?;
+                let x = as_reg(b, x);
+                let r = unary(b, *op, x)?;
+                round_to(b, ty, r)?.into()
+            }
+            Op::Binary { op, a, b: y } => {
+                let (x, y) = (get(*a)?, get(*y)?);
+                let r = binary(b, *op, x, y)?;
+                round_to(b, ty, r)?.into()
+            }
+            Op::Cast { x } => {
+                let x = get(*x)?;
+                let x = as_reg(b, x);
+                round_to(b, ty, x)?.into()
+            }
+            other => return no(format!("{} inside an elementwise kernel", other.name())),
+        };
+        if let Some(slot) = vals.get_mut(id.index()) {
+            *slot = Some(v);
+        }
+    }
+    let out = body
+        .outputs
+        .first()
+        .and_then(|o| vals.get(o.index()).copied().flatten())
+        .ok_or_else(|| Error::NotLowered("a body without an output".into()))?;
+    Ok(match out {
+        Operand::Reg(r) => r,
+        other => b.mov(Ty::F32, other),
+    })
+}
+
+/// The body graph of an elementwise kernel: the fused body, or the one op with its tensor
+/// operands as params.
+fn body_of(g: &Graph, tk: &TileKernel) -> R<Graph> {
+    let op = g
+        .op(tk.root)
+        .ok_or_else(|| Error::NotLowered("no op".into()))?;
+    if let Op::FusedElementwise { body, .. } = op {
+        return Ok((**body).clone());
+    }
+    let mut body = Graph::new("body");
+    let mut map = std::collections::HashMap::new();
+    for v in op.operands() {
+        if map.contains_key(&v) {
+            continue;
+        }
+        let ty = g
+            .ty(v)
+            .cloned()
+            .ok_or_else(|| Error::NotLowered("type".into()))?;
+        let nv = match g.op(v) {
+            Some(Op::Const { value }) => body.push(Op::Const { value: *value }, ty, g.span(v)),
+            _ => body.add_param(ty, g.span(v)),
+        };
+        map.insert(v, nv);
+    }
+    let mut op2 = op.clone();
+    op2.map_operands(&mut |v| map.get(&v).copied().unwrap_or(v));
+    let ty = g
+        .ty(tk.root)
+        .cloned()
+        .ok_or_else(|| Error::NotLowered("type".into()))?;
+    let r = body.push(op2, ty, g.span(tk.root));
+    body.outputs = vec![r];
+    Ok(body)
+}
+
+fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Lowered> {
+    let body = body_of(g, tk)?;
+    let out_ty = tk.ty.clone();
+    let mut b = KernelBuilder::new(&tk.name, tk.span);
+    b.max_threads(tk.block[0]);
+    let mut ins = vec![];
+    for (i, v) in tk.inputs.iter().enumerate() {
+        let t = g
+            .ty(*v)
+            .cloned()
+            .ok_or_else(|| Error::NotLowered("type".into()))?;
+        let ix = index_of(&t.shape, &out_ty.shape)?;
+        b.at(g.span(*v));
+        ins.push((ptr_param(&mut b, &format!("in{i}")), t.dtype, ix));
+    }
+    b.at(tk.span);
+    let y = ptr_param(&mut b, "out");
+    let nr = u32_param(&mut b, "n");
+    let tid = b.special(SReg::Tid(Dim::X));
+    let ntid = b.special(SReg::Ntid(Dim::X));
+    let ctaid = b.special(SReg::Ctaid(Dim::X));
+    let gid = b.fma(Ty::U32, ctaid, ntid, tid);
+    let v = i64::from(vector.max(1));
+    let base = b.mul(Ty::U32, gid, imm(v));
+    for e in 0..v {
+        b.at(tk.span);
+        let i = b.add(Ty::U32, base, imm(e));
+        let ok = b.setp(Cmp::Lt, Ty::U32, i, nr);
+        let mut params = vec![];
+        for (p, d, ix) in &ins {
+            let j = index_reg(&mut b, *ix, i);
+            params.push(load_f32(&mut b, *d, *p, j, Some(ok)));
+        }
+        let r = eval_body(&mut b, &body, &params)?;
+        b.at(tk.span);
+        store_f32(&mut b, out_ty.dtype, y, i, r, Some(ok));
+    }
+    b.ret();
+    Ok(Lowered {
+        kernel: b.finish()?,
+        grid: tk.grid,
+        block: tk.block,
+        scalars: vec![u32::try_from(n).map_err(|_| Error::NotLowered("size".into()))?],
+    })
+}
+
+/// A strided loop `for j = lane; j < cols; j += 32 { body(j) }`; returns the block after it.
+fn lane_loop(
+    b: &mut KernelBuilder,
+    name: &str,
+    lane: Reg,
+    cols: Reg,
+    body: &mut dyn FnMut(&mut KernelBuilder, Reg),
+) -> BlockId {
+    let j = b.mov(Ty::U32, lane);
+    let head = b.block(&format!("{name}_head"));
+    let bodyb = b.block(&format!("{name}_body"));
+    let after = b.block(&format!("{name}_done"));
+    b.br(head);
+    b.switch_to(head);
+    let p = b.setp(Cmp::Lt, Ty::U32, j, cols);
+    b.cbr(p, bodyb, after);
+    b.switch_to(bodyb);
+    body(b, j);
+    b.bin_to(j, BinOp::Add, Ty::U32, j, imm(32));
+    b.br(head);
+    b.switch_to(after);
+    after
+}
+
+fn warp_allreduce(b: &mut KernelBuilder, v: Reg, op: BinOp) {
+    for s in [16, 8, 4, 2, 1] {
+        let t = b.reg(Ty::F32);
+        b.push(TOp::Shfl {
+            mode: ShflMode::Bfly,
+            dst: t,
+            src: v.into(),
+            lane: imm(s),
+            clamp: imm(31),
+            mask: 0xffff_ffff,
+        });
+        b.bin_to(v, op, Ty::F32, v, t);
+    }
+}
+
+fn softmax(g: &Graph, tk: &TileKernel, rows: u32, cols: u32) -> R<Lowered> {
+    let xin = *tk
+        .inputs
+        .first()
+        .ok_or_else(|| Error::NotLowered("input".into()))?;
+    let xd = g.ty(xin).map(|t| t.dtype).unwrap_or(DType::F32);
+    let yd = tk.ty.dtype;
+    let mut b = KernelBuilder::new(&tk.name, tk.span);
+    b.max_threads(tk.block[0]);
+    let x = ptr_param(&mut b, "x");
+    let y = ptr_param(&mut b, "y");
+    let rows_r = u32_param(&mut b, "rows");
+    let cols_r = u32_param(&mut b, "cols");
+    let tid = b.special(SReg::Tid(Dim::X));
+    let ntid = b.special(SReg::Ntid(Dim::X));
+    let ctaid = b.special(SReg::Ctaid(Dim::X));
+    let warp = b.bin(BinOp::Shr, Ty::U32, tid, imm(5));
+    let lane = b.bin(BinOp::And, Ty::B32, tid, imm(31));
+    let wpb = b.bin(BinOp::Shr, Ty::U32, ntid, imm(5));
+    let row = b.fma(Ty::U32, ctaid, wpb, warp);
+    let out = b.setp(Cmp::Ge, Ty::U32, row, rows_r);
+    let init = b.block("row");
+    b.cbr(out, BlockId(u32::MAX), init);
+    let entry = b.current();
+    b.switch_to(init);
+    let rowbase = b.mul(Ty::U32, row, cols_r);
+    let m = b.mov(Ty::F32, fimm(f32::NEG_INFINITY));
+    lane_loop(&mut b, "max", lane, cols_r, &mut |b, j| {
+        let i = b.add(Ty::U32, rowbase, j);
+        let v = load_f32(b, xd, x, i, None);
+        b.bin_to(m, BinOp::Max, Ty::F32, m, v);
+    });
+    warp_allreduce(&mut b, m, BinOp::Max);
+    let mb = b.mul(Ty::F32, m, fimm(-LOG2E));
+    let s = b.mov(Ty::F32, fimm(0.0));
+    lane_loop(&mut b, "sum", lane, cols_r, &mut |b, j| {
+        let i = b.add(Ty::U32, rowbase, j);
+        let v = load_f32(b, xd, x, i, None);
+        let t = b.fma(Ty::F32, v, fimm(LOG2E), mb);
+        let e = b.unary(UnOp::Ex2Approx, Ty::F32, t);
+        b.bin_to(s, BinOp::Add, Ty::F32, s, e);
+    });
+    warp_allreduce(&mut b, s, BinOp::Add);
+    let inv = b.unary(UnOp::Rcp, Ty::F32, s);
+    let done = lane_loop(&mut b, "out", lane, cols_r, &mut |b, j| {
+        let i = b.add(Ty::U32, rowbase, j);
+        let v = load_f32(b, xd, x, i, None);
+        let t = b.fma(Ty::F32, v, fimm(LOG2E), mb);
+        let e = b.unary(UnOp::Ex2Approx, Ty::F32, t);
+        let r = b.mul(Ty::F32, e, inv);
+        store_f32(b, yd, y, i, r, None);
+    });
+    b.switch_to(done);
+    b.ret();
+    b.switch_to(entry);
+    b.cbr(out, done, init);
+    Ok(Lowered {
+        kernel: b.finish()?,
+        grid: tk.grid,
+        block: tk.block,
+        scalars: vec![rows, cols],
+    })
+}
+
+/// The epilogue operands: (pointer, dtype, index kind) per `Epilogue::Binary`, in order.
+struct Epi {
+    steps: Vec<EpilogueStep>,
+    operands: Vec<(Reg, DType, Index)>,
+}
+
+fn epilogue_params(
+    g: &Graph,
+    b: &mut KernelBuilder,
+    steps: &[EpilogueStep],
+    out: &[usize],
+) -> R<Epi> {
+    let mut operands = vec![];
+    for (i, s) in steps.iter().enumerate() {
+        if let Epilogue::Binary { operand, .. } = s.step {
+            let t = g
+                .ty(operand)
+                .cloned()
+                .ok_or_else(|| Error::NotLowered("type".into()))?;
+            if !matches!(t.dtype, DType::F32 | DType::BF16 | DType::F16) {
+                return no(format!("{} epilogue operands", t.dtype));
+            }
+            let ix = index_of(&t.shape, out)?;
+            b.at(s.span);
+            operands.push((ptr_param(b, &format!("epi{i}")), t.dtype, ix));
+        }
+    }
+    Ok(Epi {
+        steps: steps.to_vec(),
+        operands,
+    })
+}
+
+/// Applies the epilogue to accumulator `v` of output flat index `i` (guarded loads by `ok`).
+fn apply_epilogue(b: &mut KernelBuilder, e: &Epi, v: Reg, i: Reg, ok: Reg) -> R<Reg> {
+    let mut v = v;
+    let mut k = 0;
+    for s in &e.steps {
+        b.at(s.span);
+        v = match &s.step {
+            Epilogue::Binary { op, .. } => {
+                let (p, d, ix) = e.operands[k];
+                k += 1;
+                let j = index_reg(b, ix, i);
+                let x = load_f32(b, d, p, j, Some(ok));
+                binary(b, *op, v.into(), x.into())?
+            }
+            Epilogue::Scalar { op, value } => binary(b, *op, v.into(), scalar_f32(*value))?,
+            Epilogue::Unary(u) => unary(b, *u, v)?,
+            Epilogue::Cast(d) => round_to(b, *d, v)?,
+        };
+    }
+    Ok(v)
+}
+
+fn log2(v: u32) -> i64 {
+    i64::from(v.trailing_zeros())
+}
+
+fn matmul_parts(g: &Graph, tk: &TileKernel) -> R<(DType, DType, Vec<EpilogueStep>)> {
+    match g.op(tk.root) {
+        Some(Op::Matmul { a, b, epilogue, .. }) => Ok((
+            g.ty(*a).map(|t| t.dtype).unwrap_or(DType::F32),
+            g.ty(*b).map(|t| t.dtype).unwrap_or(DType::F32),
+            epilogue.clone(),
+        )),
+        _ => no("not a matmul"),
+    }
+}
+
+/// fp32 tiled matmul: BM×BN block tile, k-step BK, `BM·BN/16` threads each computing 4×4
+/// outputs strided by (BM/4, BN/4); tiles stream into shared memory with 4-byte `cp.async.ca`
+/// (zero-filled past the edges via src-size) through `stages` buffers
+/// (`commit_group`/`wait_group stages-1`, `bar.sync`). Any M, N, K.
+#[allow(clippy::too_many_arguments)]
+fn matmul_fma(
+    g: &Graph,
+    tk: &TileKernel,
+    dims: [u32; 3],
+    tile: [u32; 3],
+    stages: u32,
+) -> R<Lowered> {
+    let (ad, bd, steps) = matmul_parts(g, tk)?;
+    if ad != DType::F32 || bd != DType::F32 {
+        return no("FMA matmul of operands other than fp32");
+    }
+    let [bm_, bn_, bk_] = tile;
+    let (bmi, bni, bki) = (i64::from(bm_), i64::from(bn_), i64::from(bk_));
+    let threads = bm_ * bn_ / 16;
+    let ti = i64::from(threads);
+    let si = i64::from(stages);
+    let mut b = KernelBuilder::new(&tk.name, tk.span);
+    b.max_threads(threads);
+    let a = ptr_param(&mut b, "a");
+    let bp = ptr_param(&mut b, "b");
+    let epi = epilogue_params(g, &mut b, &steps, &tk.ty.shape)?;
+    b.at(tk.span);
+    let c = ptr_param(&mut b, "c");
+    let m = u32_param(&mut b, "m");
+    let n = u32_param(&mut b, "n");
+    let k = u32_param(&mut b, "k");
+    let sa = b.shared("smem_a", (si * bmi * bki * 4) as u32, 16);
+    let sb = b.shared("smem_b", (si * bki * bni * 4) as u32, 16);
+    let tid = b.special(SReg::Tid(Dim::X));
+    let bx = b.special(SReg::Ctaid(Dim::X));
+    let by = b.special(SReg::Ctaid(Dim::Y));
+    let bm = b.mul(Ty::U32, by, imm(bmi));
+    let bn = b.mul(Ty::U32, bx, imm(bni));
+    let sa0 = b.shared_addr(sa);
+    let sb0 = b.shared_addr(sb);
+    // Loaders: A (r, c) = (tid/BK + (T/BK)·i, tid%BK); B (r, c) = (tid/BN + (T/BN)·i, tid%BN).
+    let a_step = ti / bki;
+    let b_step = ti / bni;
+    let a_cnt = (bmi * bki / ti) as usize;
+    let b_cnt = (bki * bni / ti) as usize;
+    let ac = b.bin(BinOp::And, Ty::B32, tid, imm(bki - 1));
+    let ar0 = b.bin(BinOp::Shr, Ty::U32, tid, imm(log2(bk_)));
+    let bc = b.bin(BinOp::And, Ty::B32, tid, imm(bni - 1));
+    let br0 = b.bin(BinOp::Shr, Ty::U32, tid, imm(log2(bn_)));
+    let mut a_src = vec![];
+    let mut a_row_ok = vec![];
+    for i in 0..a_cnt {
+        let gr = b.add(Ty::U32, bm, ar0);
+        let gr = b.add(Ty::U32, gr, imm(a_step * i as i64));
+        a_row_ok.push(b.setp(Cmp::Lt, Ty::U32, gr, m));
+        let idx = b.fma(Ty::U32, gr, k, ac);
+        a_src.push(b.mad_wide(Ty::U32, idx, imm(4), a));
+    }
+    let mut b_src = vec![];
+    let mut b_row = vec![];
+    for i in 0..b_cnt {
+        let r = b.add(Ty::U32, br0, imm(b_step * i as i64));
+        b_row.push(r);
+        let idx = b.fma(Ty::U32, r, n, bn);
+        let idx = b.add(Ty::U32, idx, bc);
+        b_src.push(b.mad_wide(Ty::U32, idx, imm(4), bp));
+    }
+    let gc = b.add(Ty::U32, bn, bc);
+    let b_col_ok = b.setp(Cmp::Lt, Ty::U32, gc, n);
+    let a_dst = b.fma(Ty::U32, ar0, imm(bki * 4), sa0);
+    let a_dst = b.fma(Ty::U32, ac, imm(4), a_dst);
+    let b_dst = b.fma(Ty::U32, br0, imm(bni * 4), sb0);
+    let b_dst = b.fma(Ty::U32, bc, imm(4), b_dst);
+    let n4 = b.mul(Ty::U32, n, imm(4));
+    let buf_of = |b: &mut KernelBuilder, kt: Reg| {
+        if stages.is_power_of_two() {
+            b.bin(BinOp::And, Ty::B32, kt, imm(si - 1))
+        } else {
+            b.bin(BinOp::Rem, Ty::U32, kt, imm(si))
+        }
+    };
+    let issue = |b: &mut KernelBuilder, kt: Reg, guard: Option<Reg>| {
+        let k0 = b.mul(Ty::U32, kt, imm(bki));
+        let buf = buf_of(b, kt);
+        let a_off = b.mul(Ty::U32, buf, imm(bmi * bki * 4));
+        let b_off = b.mul(Ty::U32, buf, imm(bki * bni * 4));
+        let col = b.add(Ty::U32, k0, ac);
+        let col_ok = b.setp(Cmp::Lt, Ty::U32, col, k);
+        let koff = b.mul_wide(Ty::U32, k0, imm(4));
+        let kboff = b.mul_wide(Ty::U32, k0, n4);
+        for i in 0..a_cnt {
+            let ok = b.bin(BinOp::And, Ty::Pred, a_row_ok[i], col_ok);
+            let src = b.add(Ty::U64, a_src[i], koff);
+            let src = b.selp(Ty::U64, src, a, ok);
+            let size = b.selp(Ty::U32, imm(4), imm(0), ok);
+            let dst = b.add(Ty::U32, a_dst, a_off);
+            let dst = b.add(Ty::U32, dst, imm(i as i64 * a_step * bki * 4));
+            if let Some(g) = guard {
+                b.when(g);
+            }
+            b.push(TOp::CpAsync {
+                cache: CacheOp::Ca,
+                dst,
+                src,
+                bytes: 4,
+                src_size: Some(size.into()),
+            });
+        }
+        for i in 0..b_cnt {
+            let r = b.add(Ty::U32, k0, b_row[i]);
+            let r_ok = b.setp(Cmp::Lt, Ty::U32, r, k);
+            let ok = b.bin(BinOp::And, Ty::Pred, r_ok, b_col_ok);
+            let src = b.add(Ty::U64, b_src[i], kboff);
+            let src = b.selp(Ty::U64, src, bp, ok);
+            let size = b.selp(Ty::U32, imm(4), imm(0), ok);
+            let dst = b.add(Ty::U32, b_dst, b_off);
+            let dst = b.add(Ty::U32, dst, imm(i as i64 * b_step * bni * 4));
+            if let Some(g) = guard {
+                b.when(g);
+            }
+            b.push(TOp::CpAsync {
+                cache: CacheOp::Ca,
+                dst,
+                src,
+                bytes: 4,
+                src_size: Some(size.into()),
+            });
+        }
+    };
+    for st in 0..si - 1 {
+        let kt = b.mov(Ty::U32, imm(st));
+        issue(&mut b, kt, None);
+        b.push(TOp::CpAsyncCommit);
+    }
+    let kt = b.mov(Ty::U32, imm(0));
+    let nk = b.add(Ty::U32, k, imm(bki - 1));
+    let nk = b.bin(BinOp::Shr, Ty::U32, nk, imm(log2(bk_)));
+    let acc: Vec<Reg> = (0..16).map(|_| b.mov(Ty::F32, fimm(0.0))).collect();
+    let (sm, sn) = (bmi / 4, bni / 4);
+    let tx = b.bin(BinOp::And, Ty::B32, tid, imm(sn - 1));
+    let ty = b.bin(BinOp::Shr, Ty::U32, tid, imm(log2(bn_ / 4)));
+    let a_rd = b.fma(Ty::U32, ty, imm(bki * 4), sa0);
+    let b_rd = b.fma(Ty::U32, tx, imm(4), sb0);
+    let head = b.block("k_head");
+    let body = b.block("k_body");
+    let epib = b.block("epilogue");
+    b.br(head);
+    b.switch_to(head);
+    let more = b.setp(Cmp::Lt, Ty::U32, kt, nk);
+    b.cbr(more, body, epib);
+    b.switch_to(body);
+    let next = b.add(Ty::U32, kt, imm(si - 1));
+    let has_next = b.setp(Cmp::Lt, Ty::U32, next, nk);
+    issue(&mut b, next, Some(has_next));
+    b.push(TOp::CpAsyncCommit);
+    b.push(TOp::CpAsyncWait { n: stages - 1 });
+    b.bar_sync();
+    let buf = buf_of(&mut b, kt);
+    let a_off = b.mul(Ty::U32, buf, imm(bmi * bki * 4));
+    let b_off = b.mul(Ty::U32, buf, imm(bki * bni * 4));
+    let a_base = b.add(Ty::U32, a_rd, a_off);
+    let b_base = b.add(Ty::U32, b_rd, b_off);
+    for kk in 0..bki {
+        let av: Vec<Reg> = (0..4)
+            .map(|i| {
+                b.ld(
+                    Space::Shared,
+                    Ty::F32,
+                    a_base,
+                    (i * sm * bki * 4 + kk * 4) as i32,
+                    1,
+                )[0]
+            })
+            .collect();
+        let bv: Vec<Reg> = (0..4)
+            .map(|j| {
+                b.ld(
+                    Space::Shared,
+                    Ty::F32,
+                    b_base,
+                    (kk * bni * 4 + j * sn * 4) as i32,
+                    1,
+                )[0]
+            })
+            .collect();
+        for i in 0..4 {
+            for j in 0..4 {
+                let x = acc[i * 4 + j];
+                b.fma_to(x, Ty::F32, av[i], bv[j], x);
+            }
+        }
+    }
+    b.bar_sync();
+    b.bin_to(kt, BinOp::Add, Ty::U32, kt, imm(1));
+    b.br(head);
+    b.switch_to(epib);
+    for i in 0..4i64 {
+        let row = b.add(Ty::U32, bm, ty);
+        let row = b.add(Ty::U32, row, imm(sm * i));
+        let row_ok = b.setp(Cmp::Lt, Ty::U32, row, m);
+        for j in 0..4i64 {
+            b.at(tk.span);
+            let col = b.add(Ty::U32, bn, tx);
+            let col = b.add(Ty::U32, col, imm(sn * j));
+            let col_ok = b.setp(Cmp::Lt, Ty::U32, col, n);
+            let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok);
+            let idx = b.fma(Ty::U32, row, n, col);
+            let v = apply_epilogue(&mut b, &epi, acc[(i * 4 + j) as usize], idx, ok)?;
+            b.at(tk.span);
+            store_f32(&mut b, tk.ty.dtype, c, idx, v, Some(ok));
+        }
+    }
+    b.ret();
+    Ok(Lowered {
+        kernel: b.finish()?,
+        grid: tk.grid,
+        block: tk.block,
+        scalars: dims.to_vec(),
+    })
+}
+
+/// Tensor-core matmul (bf16/fp16 operands, fp32 accumulators): BM×BN block tile, k-step BK,
+/// warps of WM×WN (`m16n8k16` tiles); tiles are staged through shared memory by masked
+/// `ld.global.b16` (zero past the edges), A fragments by `ldmatrix.x4`, B by
+/// `ldmatrix.x4.trans`. Any M, N, K.
+fn matmul_mma(
+    g: &Graph,
+    tk: &TileKernel,
+    dims: [u32; 3],
+    tile: [u32; 3],
+    warp: [u32; 2],
+    kind: MmaKind,
+) -> R<Lowered> {
+    let (_, _, steps) = matmul_parts(g, tk)?;
+    let [bm_, bn_, bk_] = tile;
+    let [wm_, wn_] = warp;
+    if wn_ % 16 != 0 || wm_ % 16 != 0 || bk_ % 16 != 0 {
+        return no("warp tiles that are not multiples of 16");
+    }
+    let (bmi, bni, bki) = (i64::from(bm_), i64::from(bn_), i64::from(bk_));
+    let (wmi, wni) = (i64::from(wm_), i64::from(wn_));
+    let warps_n = bni / wni;
+    let threads = ((bmi / wmi) * warps_n * 32) as u32;
+    let ti = i64::from(threads);
+    let mut b = KernelBuilder::new(&tk.name, tk.span);
+    b.max_threads(threads);
+    let a = ptr_param(&mut b, "a");
+    let bp = ptr_param(&mut b, "b");
+    let epi = epilogue_params(g, &mut b, &steps, &tk.ty.shape)?;
+    b.at(tk.span);
+    let c = ptr_param(&mut b, "c");
+    let m = u32_param(&mut b, "m");
+    let n = u32_param(&mut b, "n");
+    let k = u32_param(&mut b, "k");
+    let sa = b.shared("smem_a", (bmi * bki * 2) as u32, 16);
+    let sb = b.shared("smem_b", (bki * bni * 2) as u32, 16);
+    let tid = b.special(SReg::Tid(Dim::X));
+    let bx = b.special(SReg::Ctaid(Dim::X));
+    let by = b.special(SReg::Ctaid(Dim::Y));
+    let bm = b.mul(Ty::U32, by, imm(bmi));
+    let bn = b.mul(Ty::U32, bx, imm(bni));
+    let sa0 = b.shared_addr(sa);
+    let sb0 = b.shared_addr(sb);
+    let lane = b.bin(BinOp::And, Ty::B32, tid, imm(31));
+    let warp_id = b.bin(BinOp::Shr, Ty::U32, tid, imm(5));
+    let wm = b.bin(BinOp::Div, Ty::U32, warp_id, imm(warps_n));
+    let wn = b.bin(BinOp::Rem, Ty::U32, warp_id, imm(warps_n));
+    let a_step = ti / bki;
+    let b_step = ti / bni;
+    let a_cnt = bmi * bki / ti;
+    let b_cnt = bki * bni / ti;
+    let a_c = b.bin(BinOp::And, Ty::B32, tid, imm(bki - 1));
+    let a_r = b.bin(BinOp::Shr, Ty::U32, tid, imm(log2(bk_)));
+    let b_c = b.bin(BinOp::And, Ty::B32, tid, imm(bni - 1));
+    let b_r = b.bin(BinOp::Shr, Ty::U32, tid, imm(log2(bn_)));
+    let a_st = b.fma(Ty::U32, a_r, imm(bki * 2), sa0);
+    let a_st = b.fma(Ty::U32, a_c, imm(2), a_st);
+    let b_st = b.fma(Ty::U32, b_r, imm(bni * 2), sb0);
+    let b_st = b.fma(Ty::U32, b_c, imm(2), b_st);
+    let a_grow = b.add(Ty::U32, bm, a_r);
+    let b_gcol = b.add(Ty::U32, bn, b_c);
+    let b_col_ok = b.setp(Cmp::Lt, Ty::U32, b_gcol, n);
+    let l16 = b.bin(BinOp::And, Ty::B32, lane, imm(15));
+    let lhi = b.bin(BinOp::Shr, Ty::U32, lane, imm(4));
+    let arow = b.fma(Ty::U32, wm, imm(wmi), l16);
+    let a_ld = b.fma(Ty::U32, arow, imm(bki * 2), sa0);
+    let a_ld = b.fma(Ty::U32, lhi, imm(16), a_ld);
+    let l8 = b.bin(BinOp::And, Ty::B32, lane, imm(7));
+    let l8hi = b.bin(BinOp::Shr, Ty::U32, lane, imm(3));
+    let l8hi = b.bin(BinOp::And, Ty::B32, l8hi, imm(1));
+    let brow = b.fma(Ty::U32, l8hi, imm(8), l8);
+    let b_ld = b.fma(Ty::U32, brow, imm(bni * 2), sb0);
+    let bcol = b.mul(Ty::U32, wn, imm(wni));
+    let bcol = b.fma(Ty::U32, lhi, imm(8), bcol);
+    let b_ld = b.fma(Ty::U32, bcol, imm(2), b_ld);
+    let (mt_n, nt_n) = ((wmi / 16) as usize, (wni / 8) as usize);
+    let acc: Vec<Reg> = (0..mt_n * nt_n * 4)
+        .map(|_| b.mov(Ty::F32, fimm(0.0)))
+        .collect();
+    let kt = b.mov(Ty::U32, imm(0));
+    let nk = b.add(Ty::U32, k, imm(bki - 1));
+    let nk = b.bin(BinOp::Shr, Ty::U32, nk, imm(log2(bk_)));
+    let zero = b.mov(Ty::B16, imm(0));
+    let k2 = b.mul(Ty::U32, k, imm(2));
+    let n2 = b.mul(Ty::U32, n, imm(2));
+    let head = b.block("k_head");
+    let body = b.block("k_body");
+    let epib = b.block("epilogue");
+    b.br(head);
+    b.switch_to(head);
+    let more = b.setp(Cmp::Lt, Ty::U32, kt, nk);
+    b.cbr(more, body, epib);
+    b.switch_to(body);
+    let k0 = b.mul(Ty::U32, kt, imm(bki));
+    let acol = b.add(Ty::U32, k0, a_c);
+    let acol_ok = b.setp(Cmp::Lt, Ty::U32, acol, k);
+    let aidx = b.fma(Ty::U32, a_grow, k, acol);
+    let aptr = b.mad_wide(Ty::U32, aidx, imm(2), a);
+    let astep = b.mul_wide(Ty::U32, k2, imm(a_step));
+    for i in 0..a_cnt {
+        let r = b.add(Ty::U32, a_grow, imm(a_step * i));
+        let r_ok = b.setp(Cmp::Lt, Ty::U32, r, m);
+        let ok = b.bin(BinOp::And, Ty::Pred, r_ok, acol_ok);
+        let v = b.mov(Ty::B16, zero);
+        b.when(ok);
+        b.ld_to(Space::Global, Ty::B16, &[v], aptr, 0);
+        b.st(
+            Space::Shared,
+            Ty::B16,
+            a_st,
+            (i * a_step * bki * 2) as i32,
+            &[v.into()],
+        );
+        if i + 1 < a_cnt {
+            b.bin_to(aptr, BinOp::Add, Ty::U64, aptr, astep);
+        }
+    }
+    let brow0 = b.add(Ty::U32, k0, b_r);
+    let bidx = b.fma(Ty::U32, brow0, n, b_gcol);
+    let bptr = b.mad_wide(Ty::U32, bidx, imm(2), bp);
+    let bstep = b.mul_wide(Ty::U32, n2, imm(b_step));
+    for i in 0..b_cnt {
+        let r = b.add(Ty::U32, brow0, imm(b_step * i));
+        let r_ok = b.setp(Cmp::Lt, Ty::U32, r, k);
+        let ok = b.bin(BinOp::And, Ty::Pred, r_ok, b_col_ok);
+        let v = b.mov(Ty::B16, zero);
+        b.when(ok);
+        b.ld_to(Space::Global, Ty::B16, &[v], bptr, 0);
+        b.st(
+            Space::Shared,
+            Ty::B16,
+            b_st,
+            (i * b_step * bni * 2) as i32,
+            &[v.into()],
+        );
+        if i + 1 < b_cnt {
+            b.bin_to(bptr, BinOp::Add, Ty::U64, bptr, bstep);
+        }
+    }
+    b.bar_sync();
+    for ks in 0..bki / 16 {
+        let mut af = vec![];
+        for mt in 0..mt_n as i64 {
+            let addr = b.add(Ty::U32, a_ld, imm(mt * 16 * bki * 2 + ks * 16 * 2));
+            let d = [
+                b.reg(Ty::B32),
+                b.reg(Ty::B32),
+                b.reg(Ty::B32),
+                b.reg(Ty::B32),
+            ];
+            b.push(TOp::Ldmatrix {
+                trans: false,
+                dsts: d,
+                addr,
+            });
+            af.push(d);
+        }
+        let mut bf = vec![];
+        for np in 0..(wni / 16) {
+            let addr = b.add(Ty::U32, b_ld, imm(ks * 16 * bni * 2 + np * 16 * 2));
+            let d = [
+                b.reg(Ty::B32),
+                b.reg(Ty::B32),
+                b.reg(Ty::B32),
+                b.reg(Ty::B32),
+            ];
+            b.push(TOp::Ldmatrix {
+                trans: true,
+                dsts: d,
+                addr,
+            });
+            bf.push([d[0], d[1]]);
+            bf.push([d[2], d[3]]);
+        }
+        for (mt, a_frag) in af.iter().enumerate() {
+            for (nt, b_frag) in bf.iter().enumerate() {
+                let base = (mt * nt_n + nt) * 4;
+                let d = [acc[base], acc[base + 1], acc[base + 2], acc[base + 3]];
+                b.push(TOp::Mma {
+                    kind,
+                    d,
+                    a: *a_frag,
+                    b: *b_frag,
+                    c: d,
+                });
+            }
+        }
+    }
+    b.bar_sync();
+    b.bin_to(kt, BinOp::Add, Ty::U32, kt, imm(1));
+    b.br(head);
+    b.switch_to(epib);
+    let gq = b.bin(BinOp::Shr, Ty::U32, lane, imm(2));
+    let t = b.bin(BinOp::And, Ty::B32, lane, imm(3));
+    let row0 = b.fma(Ty::U32, wm, imm(wmi), bm);
+    let row0 = b.add(Ty::U32, row0, gq);
+    let col0 = b.fma(Ty::U32, wn, imm(wni), bn);
+    let col0 = b.fma(Ty::U32, t, imm(2), col0);
+    for mt in 0..mt_n as i64 {
+        for half in 0..2i64 {
+            b.at(tk.span);
+            let row = b.add(Ty::U32, row0, imm(mt * 16 + half * 8));
+            let row_ok = b.setp(Cmp::Lt, Ty::U32, row, m);
+            for nt in 0..nt_n as i64 {
+                for e in 0..2i64 {
+                    b.at(tk.span);
+                    let col = b.add(Ty::U32, col0, imm(nt * 8 + e));
+                    let col_ok = b.setp(Cmp::Lt, Ty::U32, col, n);
+                    let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok);
+                    let idx = b.fma(Ty::U32, row, n, col);
+                    let r = acc[((mt * nt_n as i64 + nt) * 4 + half * 2 + e) as usize];
+                    let v = apply_epilogue(&mut b, &epi, r, idx, ok)?;
+                    b.at(tk.span);
+                    store_f32(&mut b, tk.ty.dtype, c, idx, v, Some(ok));
+                }
+            }
+        }
+    }
+    b.ret();
+    Ok(Lowered {
+        kernel: b.finish()?,
+        grid: tk.grid,
+        block: [threads, 1, 1],
+        scalars: dims.to_vec(),
+    })
+}
+
+/// Lowers one tile kernel of graph `g`.
+pub fn lower(g: &Graph, tk: &TileKernel) -> R<Lowered> {
+    if tk.span == Span::default() {
+        return no("a kernel without a span");
+    }
+    match &tk.shape {
+        Shape::Elementwise { n, vector } => elementwise(g, tk, *n, *vector),
+        Shape::RowSoftmax { rows, cols, .. } => softmax(g, tk, *rows, *cols),
+        Shape::MatmulFma {
+            m,
+            n,
+            k,
+            tile,
+            stages,
+        } => matmul_fma(g, tk, [*m, *n, *k], *tile, *stages),
+        Shape::MatmulMma {
+            m,
+            n,
+            k,
+            tile,
+            warp,
+            kind,
+        } => matmul_mma(g, tk, [*m, *n, *k], *tile, *warp, *kind),
+    }
+}

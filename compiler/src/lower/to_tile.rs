@@ -1,0 +1,457 @@
+//! Schedule IR → Tile IR: the block program of one scheduled kernel. Kernels whose kind has
+//! no block program yet give [`NotLowered`] with the reason (the caller falls back).
+
+use crate::graph::{DType, Graph, Op, TensorType};
+use crate::schedule::{Kernel, Kind};
+use crate::target::MmaKind;
+use crate::tile::{Shape, Smem, TileKernel, TileOp};
+use tessera_lang::Span;
+
+/// Why a kernel has no Tile IR (yet).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NotLowered {
+    pub kernel: String,
+    pub reason: String,
+}
+
+fn nl(k: &Kernel, reason: impl Into<String>) -> NotLowered {
+    NotLowered {
+        kernel: k.name.clone(),
+        reason: reason.into(),
+    }
+}
+
+fn u32_of(k: &Kernel, v: usize) -> Result<u32, NotLowered> {
+    u32::try_from(v).map_err(|_| nl(k, "a dimension does not fit in 32 bits"))
+}
+
+fn numel(t: &TensorType) -> u64 {
+    t.shape.iter().map(|&d| d as u64).product()
+}
+
+fn float_io(d: DType) -> bool {
+    matches!(d, DType::F32 | DType::BF16 | DType::F16)
+}
+
+fn ceil(a: u64, b: u64) -> u64 {
+    a.div_ceil(b.max(1))
+}
+
+/// Lowers one kernel of `g`.
+pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
+    let op = g.op(k.root).ok_or_else(|| nl(k, "no such graph value"))?;
+    let s = &k.schedule;
+    let sp = k.span;
+    let mut tk = TileKernel {
+        name: k.name.clone(),
+        root: k.root,
+        inputs: k.inputs.clone(),
+        ty: k.ty.clone(),
+        grid: [1, 1, 1],
+        block: [s.threads, 1, 1],
+        smem: vec![],
+        body: vec![],
+        shape: Shape::Elementwise { n: 0, vector: 1 },
+        span: sp,
+    };
+    let out = format!("%{}", k.root.0);
+    match k.kind {
+        Kind::Elementwise => {
+            if !float_io(k.ty.dtype) {
+                return Err(nl(k, format!("{} results are not lowered yet", k.ty.dtype)));
+            }
+            for v in &k.inputs {
+                let t = g.ty(*v).ok_or_else(|| nl(k, "untyped input"))?;
+                if !float_io(t.dtype) {
+                    return Err(nl(k, format!("{} operands are not lowered yet", t.dtype)));
+                }
+            }
+            let n = numel(&k.ty);
+            if n == 0 || n > u64::from(u32::MAX) {
+                return Err(nl(k, "empty or too large (>2^32 elements)"));
+            }
+            let grid = ceil(n, u64::from(s.threads * s.vector));
+            tk.grid = [
+                u32::try_from(grid).map_err(|_| nl(k, "grid too large"))?,
+                1,
+                1,
+            ];
+            tk.shape = Shape::Elementwise {
+                n,
+                vector: s.vector,
+            };
+            let body_desc = match op {
+                Op::FusedElementwise { body, .. } => {
+                    let names: Vec<&str> = body
+                        .ids()
+                        .filter_map(|i| body.op(i))
+                        .filter(|o| !matches!(o, Op::Param { .. } | Op::Const { .. }))
+                        .map(Op::name)
+                        .collect();
+                    names.join(" -> ")
+                }
+                other => other.name().to_string(),
+            };
+            tk.body = vec![(
+                TileOp::Map(format!(
+                    "thread -> {} consecutive elements, block.x -> {} elements",
+                    s.vector,
+                    s.threads * s.vector
+                )),
+                sp,
+            )];
+            for v in &k.inputs {
+                tk.body.push((
+                    TileOp::Load {
+                        src: format!("%{}", v.0),
+                        vector: s.vector,
+                        masked: true,
+                    },
+                    g.span(*v),
+                ));
+            }
+            tk.body
+                .push((TileOp::Compute(format!("fp32 {body_desc}")), sp));
+            tk.body.push((
+                TileOp::Store {
+                    dst: out,
+                    vector: s.vector,
+                    masked: true,
+                },
+                sp,
+            ));
+        }
+        Kind::Softmax => {
+            let axis = match op {
+                Op::Softmax { axis, .. } => *axis,
+                _ => return Err(nl(k, "not a softmax")),
+            };
+            if axis + 1 != k.ty.shape.len() {
+                return Err(nl(k, "softmax over an axis other than the last"));
+            }
+            if !float_io(k.ty.dtype) {
+                return Err(nl(k, format!("{} softmax", k.ty.dtype)));
+            }
+            let cols = *k.ty.shape.last().unwrap_or(&1);
+            let rows = if cols == 0 {
+                0
+            } else {
+                numel(&k.ty) / cols as u64
+            };
+            if rows == 0 {
+                return Err(nl(k, "empty softmax"));
+            }
+            let warps = s.threads / 32;
+            tk.grid = [
+                u32::try_from(ceil(rows, u64::from(warps))).map_err(|_| nl(k, "grid too large"))?,
+                1,
+                1,
+            ];
+            tk.shape = Shape::RowSoftmax {
+                rows: u32::try_from(rows).map_err(|_| nl(k, "too many rows"))?,
+                cols: u32_of(k, cols)?,
+                warps,
+            };
+            let inp = format!("%{}", k.inputs.first().map(|v| v.0).unwrap_or(0));
+            let lanes = |what: &str| TileOp::For {
+                var: "%j".to_string(),
+                extent: format!("{cols} step 32 (lane-strided)"),
+                body: vec![
+                    (
+                        TileOp::Load {
+                            src: format!("{inp}[row, %j]"),
+                            vector: 1,
+                            masked: true,
+                        },
+                        sp,
+                    ),
+                    (TileOp::Compute(what.to_string()), sp),
+                ],
+            };
+            tk.body = vec![
+                (
+                    TileOp::Map("warp -> row, lane -> columns j ≡ lane (mod 32)".into()),
+                    sp,
+                ),
+                (lanes("max"), sp),
+                (TileOp::ReduceWarp("max"), sp),
+                (lanes("sum exp(x - max)"), sp),
+                (TileOp::ReduceWarp("add"), sp),
+                (
+                    TileOp::For {
+                        var: "%j".to_string(),
+                        extent: format!("{cols} step 32 (lane-strided)"),
+                        body: vec![
+                            (TileOp::Compute("exp(x - max) / sum".into()), sp),
+                            (
+                                TileOp::Store {
+                                    dst: format!("{out}[row, %j]"),
+                                    vector: 1,
+                                    masked: true,
+                                },
+                                sp,
+                            ),
+                        ],
+                    },
+                    sp,
+                ),
+            ];
+        }
+        Kind::Matmul => {
+            let (a, b, epilogue) = match op {
+                Op::Matmul { a, b, epilogue, .. } => (*a, *b, epilogue),
+                _ => return Err(nl(k, "not a matmul")),
+            };
+            let at = g.ty(a).ok_or_else(|| nl(k, "untyped operand"))?;
+            let bt = g.ty(b).ok_or_else(|| nl(k, "untyped operand"))?;
+            if at.shape.len() != 2 || bt.shape.len() != 2 {
+                return Err(nl(k, "batched or 1-D matmul"));
+            }
+            if !float_io(k.ty.dtype) {
+                return Err(nl(k, format!("{} result", k.ty.dtype)));
+            }
+            let (m, kk, n) = (
+                u32_of(k, at.shape[0])?,
+                u32_of(k, at.shape[1])?,
+                u32_of(k, bt.shape[1])?,
+            );
+            let [bm, bn, bk] = s.tile;
+            let pow2 = |v: u32| v.is_power_of_two();
+            if !(pow2(bm) && pow2(bn) && pow2(bk)) {
+                return Err(nl(k, "tile sizes that are not powers of two"));
+            }
+            tk.grid = [n.div_ceil(bn).max(1), m.div_ceil(bm).max(1), 1];
+            let eps: Vec<String> = epilogue
+                .iter()
+                .map(|e| match &e.step {
+                    crate::graph::Epilogue::Binary { op, operand } => {
+                        format!("{} %{}", op.name(), operand.0)
+                    }
+                    crate::graph::Epilogue::Scalar { op, value } => {
+                        format!("{} {value}", op.name())
+                    }
+                    crate::graph::Epilogue::Unary(u) => u.name().to_string(),
+                    crate::graph::Epilogue::Cast(d) => format!("cast {d}"),
+                })
+                .collect();
+            let a_name = format!("%{}", a.0);
+            let b_name = format!("%{}", b.0);
+            let epi_span = epilogue.last().map(|e| e.span).unwrap_or(sp);
+            if s.tensor_cores {
+                let kind = match (at.dtype, bt.dtype) {
+                    (DType::BF16, DType::BF16) => MmaKind::M16n8k16Bf16,
+                    (DType::F16, DType::F16) => MmaKind::M16n8k16F16,
+                    _ => {
+                        return Err(nl(
+                            k,
+                            "tensor cores with operands other than bf16/fp16 pairs",
+                        ))
+                    }
+                };
+                let [wm, wn] = s.warp;
+                if !(pow2(wm) && pow2(wn)) || bk % 16 != 0 {
+                    return Err(nl(k, "warp tiles that are not powers of two"));
+                }
+                let threads = (bm / wm) * (bn / wn) * 32;
+                if (bm * bk) % threads != 0 || (bk * bn) % threads != 0 || threads > 1024 {
+                    return Err(nl(k, "a tile the threads cannot load evenly"));
+                }
+                tk.block = [threads, 1, 1];
+                tk.shape = Shape::MatmulMma {
+                    m,
+                    n,
+                    k: kk,
+                    tile: s.tile,
+                    warp: s.warp,
+                    kind,
+                };
+                tk.smem = vec![
+                    Smem {
+                        name: "smem_a".into(),
+                        elem_bytes: 2,
+                        shape: vec![1, bm, bk],
+                    },
+                    Smem {
+                        name: "smem_b".into(),
+                        elem_bytes: 2,
+                        shape: vec![1, bk, bn],
+                    },
+                ];
+                let tiles = (wm / 16) * (wn / 8);
+                tk.body = vec![
+                    (
+                        TileOp::Map(format!(
+                            "block (x, y) -> C tile ({bm}x{bn}), warp -> {wm}x{wn} warp tile ({} warps)",
+                            threads / 32
+                        )),
+                        sp,
+                    ),
+                    (
+                        TileOp::For {
+                            var: "%kt".into(),
+                            extent: format!("ceil({kk}/{bk})"),
+                            body: vec![
+                                (
+                                    TileOp::Copy {
+                                        src: format!("{a_name}[tile]"),
+                                        dst: "%smem_a".into(),
+                                        bytes: 2,
+                                        is_async: false,
+                                    },
+                                    sp,
+                                ),
+                                (
+                                    TileOp::Copy {
+                                        src: format!("{b_name}[tile]"),
+                                        dst: "%smem_b".into(),
+                                        bytes: 2,
+                                        is_async: false,
+                                    },
+                                    sp,
+                                ),
+                                (TileOp::Barrier, sp),
+                                (
+                                    TileOp::For {
+                                        var: "%ks".into(),
+                                        extent: format!("{}", bk / 16),
+                                        body: vec![
+                                            (
+                                                TileOp::Ldmatrix {
+                                                    src: "%smem_a".into(),
+                                                    trans: false,
+                                                },
+                                                sp,
+                                            ),
+                                            (
+                                                TileOp::Ldmatrix {
+                                                    src: "%smem_b".into(),
+                                                    trans: true,
+                                                },
+                                                sp,
+                                            ),
+                                            (
+                                                TileOp::Mma {
+                                                    shape: "m16n8k16",
+                                                    tiles,
+                                                },
+                                                sp,
+                                            ),
+                                        ],
+                                    },
+                                    sp,
+                                ),
+                                (TileOp::Barrier, sp),
+                            ],
+                        },
+                        sp,
+                    ),
+                ];
+            } else {
+                let threads = bm * bn / 16;
+                if !(16..=1024).contains(&threads)
+                    || bm < 4
+                    || bn < 4
+                    || threads % bk != 0
+                    || threads % bn != 0
+                    || (bm * bk) % threads != 0
+                    || (bk * bn) % threads != 0
+                    || s.stages < 2
+                {
+                    return Err(nl(k, "a tile the threads cannot load evenly"));
+                }
+                tk.block = [threads, 1, 1];
+                tk.shape = Shape::MatmulFma {
+                    m,
+                    n,
+                    k: kk,
+                    tile: s.tile,
+                    stages: s.stages,
+                };
+                tk.smem = vec![
+                    Smem {
+                        name: "smem_a".into(),
+                        elem_bytes: 4,
+                        shape: vec![s.stages, bm, bk],
+                    },
+                    Smem {
+                        name: "smem_b".into(),
+                        elem_bytes: 4,
+                        shape: vec![s.stages, bk, bn],
+                    },
+                ];
+                let copy = |src: &str, dst: &str| {
+                    (
+                        TileOp::Copy {
+                            src: src.to_string(),
+                            dst: dst.to_string(),
+                            bytes: 4,
+                            is_async: true,
+                        },
+                        sp,
+                    )
+                };
+                let mut prologue = vec![];
+                for st in 0..s.stages - 1 {
+                    prologue.push(copy(&format!("{a_name}[k-tile {st}]"), "%smem_a[stage]"));
+                    prologue.push(copy(&format!("{b_name}[k-tile {st}]"), "%smem_b[stage]"));
+                    prologue.push((TileOp::Commit, sp));
+                }
+                tk.body = vec![(
+                    TileOp::Map(format!(
+                        "block (x, y) -> C tile ({bm}x{bn}), thread -> 4x4 outputs strided by ({}, {})",
+                        bm / 4,
+                        bn / 4
+                    )),
+                    sp,
+                )];
+                tk.body.extend(prologue);
+                tk.body.push((
+                    TileOp::For {
+                        var: "%kt".into(),
+                        extent: format!("ceil({kk}/{bk})"),
+                        body: vec![
+                            copy(
+                                &format!("{a_name}[k-tile %kt+{}]", s.stages - 1),
+                                "%smem_a[stage]",
+                            ),
+                            copy(
+                                &format!("{b_name}[k-tile %kt+{}]", s.stages - 1),
+                                "%smem_b[stage]",
+                            ),
+                            (TileOp::Commit, sp),
+                            (TileOp::Wait(s.stages - 1), sp),
+                            (TileOp::Barrier, sp),
+                            (TileOp::Fma { rows: 4, cols: 4 }, sp),
+                            (TileOp::Barrier, sp),
+                        ],
+                    },
+                    sp,
+                ));
+            }
+            if !eps.is_empty() {
+                tk.body.push((
+                    TileOp::Compute(format!("epilogue [{}]", eps.join(", "))),
+                    epi_span,
+                ));
+            }
+            tk.body.push((
+                TileOp::Store {
+                    dst: out,
+                    vector: 1,
+                    masked: true,
+                },
+                sp,
+            ));
+        }
+        Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce | Kind::FlashAttention | Kind::Copy => {
+            return Err(nl(
+                k,
+                format!("{} kernels have no block program yet", k.kind.name()),
+            ));
+        }
+    }
+    if tk.body.iter().any(|(_, s)| *s == Span::default()) {
+        return Err(nl(k, "an op without a span"));
+    }
+    Ok(tk)
+}

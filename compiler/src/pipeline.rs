@@ -1,0 +1,185 @@
+//! The lowering pipeline on one screen: optimised Graph IR → Schedule IR (verified against
+//! the target) → Tile IR per kernel (verified) → Target IR per kernel (verified by the
+//! builder) → PTX. A kernel whose kind is not lowered yet stays in the result with the reason,
+//! so a caller can fall back (the CPU executor) and say so.
+
+use crate::graph::Graph;
+use crate::lower::{to_schedule, to_target, to_tile};
+use crate::schedule::{self, Directives, Program, ScheduleError};
+use crate::target::{ptx, Target, TargetError};
+use crate::tile::{self, TileKernel};
+use tessera_lang::{Code, Diagnostic, SourceMap};
+
+/// One kernel through every level it reached.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    /// Index into the program's kernels.
+    pub index: usize,
+    pub tile: Option<TileKernel>,
+    pub target: Option<to_target::Lowered>,
+    /// Why the kernel stops before Target IR (None when it reached it).
+    pub not_lowered: Option<String>,
+}
+
+/// A whole graph lowered.
+#[derive(Clone, Debug)]
+pub struct Lowered {
+    pub program: Program,
+    pub kernels: Vec<Compiled>,
+}
+
+impl ScheduleError {
+    pub fn to_diagnostic(&self) -> Diagnostic {
+        let mut d = if self.user {
+            Diagnostic::new(Code::E0300, self.message.clone())
+        } else {
+            Diagnostic::new(
+                Code::E0500,
+                format!(
+                    "internal compiler error: invalid Schedule IR: {}",
+                    self.message
+                ),
+            )
+            .with_help("this is a bug in Tessera, not in your script; please report it")
+        };
+        if let Some(h) = &self.help {
+            d = d.with_help(h.clone());
+        }
+        if let Some(s) = self.span {
+            d = d.at(s).with_label(if self.user {
+                "the schedule of this kernel"
+            } else {
+                "while scheduling this op"
+            });
+        }
+        d
+    }
+}
+
+fn internal(kernel: &str, msg: String) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0500,
+        format!("internal compiler error: lowering kernel '{kernel}': {msg}"),
+    )
+    .with_help("this is a bug in Tessera, not in your script; please report it")
+}
+
+/// Lowers an optimised graph for `target`.
+pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Lowered, Diagnostic> {
+    let program = to_schedule::lower(g, d, target).map_err(|e| e.to_diagnostic())?;
+    schedule::verify(&program).map_err(|e| e.to_diagnostic())?;
+    let mut kernels = Vec::new();
+    for (index, k) in program.kernels.iter().enumerate() {
+        let mut c = Compiled {
+            index,
+            tile: None,
+            target: None,
+            not_lowered: None,
+        };
+        match to_tile::lower(&program.graph, k) {
+            Ok(tk) => {
+                tile::verify(&tk).map_err(|m| internal(&k.name, m))?;
+                match to_target::lower(&program.graph, &tk) {
+                    Ok(l) => c.target = Some(l),
+                    Err(to_target::Error::NotLowered(r)) => c.not_lowered = Some(r),
+                    Err(to_target::Error::Target(e)) => {
+                        return Err(internal(&k.name, target_msg(&e)))
+                    }
+                }
+                c.tile = Some(tk);
+            }
+            Err(nl) => c.not_lowered = Some(nl.reason),
+        }
+        kernels.push(c);
+    }
+    Ok(Lowered { program, kernels })
+}
+
+fn target_msg(e: &TargetError) -> String {
+    e.to_diagnostic().message
+}
+
+impl Lowered {
+    /// The text of one level (`schedule`, `tile`, `target`, `ptx`) of every kernel.
+    pub fn text(&self, level: &str, sources: &SourceMap) -> Result<String, Diagnostic> {
+        let p = &self.program;
+        if level == "schedule" {
+            return Ok(schedule::print(p, sources));
+        }
+        let mut out = String::new();
+        for c in &self.kernels {
+            let name = p
+                .kernels
+                .get(c.index)
+                .map(|k| k.name.as_str())
+                .unwrap_or("?");
+            let kind = p.kernels.get(c.index).map(|k| k.kind.name()).unwrap_or("?");
+            let piece = match (level, &c.tile, &c.target) {
+                ("tile", Some(t), _) => tile::print(t, sources),
+                ("target", _, Some(l)) => print_target(&l.kernel, sources),
+                ("ptx", _, Some(l)) => ptx::print(&l.kernel, p.target, sources)
+                    .map_err(|e| internal(name, target_msg(&e)))?,
+                _ => format!(
+                    "// kernel @{name} ({kind}): no {level} code: {}\n",
+                    c.not_lowered.as_deref().unwrap_or("not lowered")
+                ),
+            };
+            out.push_str(&piece);
+        }
+        Ok(out)
+    }
+}
+
+/// Target IR as text: MLIR-like blocks of PTX-spelled instructions, each with its `loc(...)`.
+pub fn print_target(k: &crate::target::Kernel, sources: &SourceMap) -> String {
+    use crate::graph::print::loc;
+    use crate::target::Terminator;
+    use std::fmt::Write as _;
+    let names = ptx::RegNames::new(k);
+    let mut out = String::new();
+    let params: Vec<String> = k
+        .params
+        .iter()
+        .map(|p| format!("{}: {}", p.name, p.ty.ty().name()))
+        .collect();
+    let _ = writeln!(out, "target.kernel @{}({}) {{", k.name, params.join(", "));
+    for s in &k.shared {
+        let _ = writeln!(out, "  .shared {}[{}] align {}", s.name, s.size, s.align);
+    }
+    for b in &k.blocks {
+        let _ = writeln!(out, "{}:", b.label);
+        for (i, sp) in b.insts.iter().zip(&b.spans) {
+            let _ = writeln!(
+                out,
+                "  {}   {}",
+                ptx::instr_text(k, &names, i).trim(),
+                loc(sources, *sp)
+            );
+        }
+        let label = |id: crate::target::BlockId| {
+            k.blocks
+                .get(id.0 as usize)
+                .map(|b| b.label.clone())
+                .unwrap_or_default()
+        };
+        let t = match b.term {
+            Terminator::Bra(t) => format!("bra {}", label(t)),
+            Terminator::CondBra {
+                pred,
+                negate,
+                then,
+                els,
+            } => format!(
+                "@{}{} bra {}; bra {}",
+                if negate { "!" } else { "" },
+                names.get(pred),
+                label(then),
+                label(els)
+            ),
+            Terminator::Ret => "ret".to_string(),
+        };
+        let _ = writeln!(out, "  {t}   {}", loc(sources, b.term_span));
+    }
+    out.push_str("}\n");
+    out
+}

@@ -1,0 +1,343 @@
+//! Schedule IR: how an optimised graph is split into kernels and how each kernel is tiled.
+//!
+//! One data type, [`Program`]: the optimised Graph IR it schedules plus one [`Kernel`] per
+//! fused group (a graph op that does work: fused elementwise, matmul with its epilogue, a row
+//! reduction, flash attention, a data movement op). Glue (`param`, `capture`, `const`,
+//! `reshape`) is no kernel. Each kernel has a [`Schedule`]: tile sizes, warp tile, pipeline
+//! stages, vector width, tensor cores, async copies, threads per block.
+//!
+//! Invariants (checked by [`verify`] against the [`Target`]; a violation caused by a user's
+//! directive is E0300 naming the number that breaks the target):
+//! - `root` is a value of the graph and `inputs` are its operands, in order;
+//! - with tensor cores on, BM, BN, BK are multiples of the MMA shape m16n8k16 and the warp tile
+//!   divides the block tile (and is itself a multiple of 16×8);
+//! - shared memory per block, `stages × (BM·BK + BK·BN) × bytes`, is within the target's limit;
+//! - at most 1024 threads per block (the target's limit).
+
+use crate::graph::print::loc;
+use crate::graph::{DType, Graph, Op, TensorType, ValueId};
+use crate::target::Target;
+use std::fmt::Write as _;
+use tessera_lang::{SourceMap, Span};
+
+/// What a kernel computes (one per kind of fused group).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// A fused chain of elementwise ops (or one elementwise op).
+    Elementwise,
+    /// `a @ b` with its epilogue.
+    Matmul,
+    /// Row softmax over the last axis.
+    Softmax,
+    LayerNorm,
+    RmsNorm,
+    /// `sum mean max min` over an axis or all.
+    Reduce,
+    FlashAttention,
+    /// Data movement: transpose, broadcast, concat, slice.
+    Copy,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Elementwise => "elementwise",
+            Kind::Matmul => "matmul",
+            Kind::Softmax => "softmax",
+            Kind::LayerNorm => "layernorm",
+            Kind::RmsNorm => "rmsnorm",
+            Kind::Reduce => "reduce",
+            Kind::FlashAttention => "flash_attention",
+            Kind::Copy => "copy",
+        }
+    }
+}
+
+/// The schedule directives of a kernel body (`schedule.*`), as the compiler sees them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Directives {
+    /// (BM, BN, BK).
+    pub tile: Option<[u32; 3]>,
+    /// (WM, WN).
+    pub warp: Option<[u32; 2]>,
+    pub tensor_cores: Option<bool>,
+    pub stages: Option<u32>,
+    pub async_copy: Option<bool>,
+    pub vectorize: Option<u32>,
+    /// Where the kernel was called / the directives were given (for E0300).
+    pub span: Option<Span>,
+}
+
+/// How one kernel is tiled.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Schedule {
+    /// (BM, BN, BK) for matmul; (rows per block, 1, 1) for row kernels; (elements per block,
+    /// 1, 1) for elementwise.
+    pub tile: [u32; 3],
+    /// (WM, WN): the warp tile of a matmul (16×8 multiples with tensor cores).
+    pub warp: [u32; 2],
+    pub stages: u32,
+    pub vector: u32,
+    pub tensor_cores: bool,
+    pub async_copy: bool,
+    pub threads: u32,
+    /// Operand element size in bytes (for the shared-memory budget).
+    pub elem_bytes: u32,
+}
+
+impl Schedule {
+    /// Shared memory per block: `stages × (BM·BK + BK·BN) × bytes` for a matmul, 0 otherwise.
+    pub fn smem_bytes(&self, kind: Kind) -> u64 {
+        match kind {
+            Kind::Matmul => {
+                let [bm, bn, bk] = self.tile.map(u64::from);
+                u64::from(self.stages) * (bm * bk + bk * bn) * u64::from(self.elem_bytes)
+            }
+            Kind::Elementwise
+            | Kind::Softmax
+            | Kind::LayerNorm
+            | Kind::RmsNorm
+            | Kind::Reduce
+            | Kind::FlashAttention
+            | Kind::Copy => 0,
+        }
+    }
+}
+
+/// One kernel: a fused group of the graph and its schedule.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    pub name: String,
+    pub kind: Kind,
+    /// The graph value the kernel computes.
+    pub root: ValueId,
+    /// The graph values it reads (tensor operands, in operand order).
+    pub inputs: Vec<ValueId>,
+    pub ty: TensorType,
+    pub span: Span,
+    pub schedule: Schedule,
+}
+
+/// A scheduled graph.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    pub graph: Graph,
+    pub target: Target,
+    pub kernels: Vec<Kernel>,
+}
+
+/// A schedule a target cannot run (E0300) or a broken invariant.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScheduleError {
+    pub message: String,
+    pub help: Option<String>,
+    pub span: Option<Span>,
+    /// A user error (E0300), not a compiler bug.
+    pub user: bool,
+}
+
+/// The kind of kernel a graph op becomes (`None`: glue, no kernel).
+pub fn kind_of(op: &Op) -> Option<Kind> {
+    Some(match op {
+        Op::Param { .. } | Op::Capture { .. } | Op::Const { .. } | Op::Reshape { .. } => {
+            return None
+        }
+        Op::Unary { .. }
+        | Op::Binary { .. }
+        | Op::Where { .. }
+        | Op::Cast { .. }
+        | Op::FusedElementwise { .. } => Kind::Elementwise,
+        Op::Matmul { .. } => Kind::Matmul,
+        Op::Reduce { .. } => Kind::Reduce,
+        Op::Softmax { .. } => Kind::Softmax,
+        Op::LayerNorm { .. } => Kind::LayerNorm,
+        Op::RmsNorm { .. } => Kind::RmsNorm,
+        Op::FlashAttention { .. } => Kind::FlashAttention,
+        Op::Transpose { .. } | Op::Broadcast { .. } | Op::Concat { .. } | Op::Slice { .. } => {
+            Kind::Copy
+        }
+    })
+}
+
+/// Whether a matmul of these operand dtypes runs on tensor cores by default.
+pub fn tensor_core_dtype(a: DType, b: DType) -> bool {
+    a == b && matches!(a, DType::BF16 | DType::F16)
+}
+
+/// Prints a program: one line per kernel with its schedule and location.
+pub fn print(p: &Program, sources: &SourceMap) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "schedule @{} target = {} {{",
+        p.graph.name,
+        p.target.name()
+    );
+    for k in &p.kernels {
+        let ins: Vec<String> = k.inputs.iter().map(|v| format!("%{}", v.0)).collect();
+        let s = &k.schedule;
+        let mut attrs = vec![];
+        match k.kind {
+            Kind::Matmul => {
+                attrs.push(format!(
+                    "tile = [{}, {}, {}]",
+                    s.tile[0], s.tile[1], s.tile[2]
+                ));
+                attrs.push(format!("warp = [{}, {}]", s.warp[0], s.warp[1]));
+                attrs.push(format!("stages = {}", s.stages));
+                attrs.push(format!("tensor_cores = {}", s.tensor_cores));
+                attrs.push(format!("async_copy = {}", s.async_copy));
+                attrs.push(format!("smem = {}", s.smem_bytes(k.kind)));
+            }
+            Kind::Elementwise | Kind::Copy => {
+                attrs.push(format!("block_elems = {}", s.tile[0]));
+                attrs.push(format!("vector = {}", s.vector));
+            }
+            Kind::Softmax
+            | Kind::LayerNorm
+            | Kind::RmsNorm
+            | Kind::Reduce
+            | Kind::FlashAttention => {
+                attrs.push(format!("rows_per_block = {}", s.tile[0]));
+                attrs.push("warp_per_row".to_string());
+            }
+        }
+        attrs.push(format!("threads = {}", s.threads));
+        let _ = writeln!(
+            out,
+            "  kernel @{} = {} %{}({}) {{{}}} : {}   {}",
+            k.name,
+            k.kind.name(),
+            k.root.0,
+            ins.join(", "),
+            attrs.join(", "),
+            k.ty,
+            loc(sources, k.span)
+        );
+    }
+    let outs: Vec<String> = p
+        .graph
+        .outputs
+        .iter()
+        .map(|v| format!("%{}", v.0))
+        .collect();
+    let _ = writeln!(out, "  return {}", outs.join(", "));
+    out.push_str("}\n");
+    out
+}
+
+fn user(span: Span, message: String, help: &str) -> ScheduleError {
+    ScheduleError {
+        message,
+        help: Some(help.to_string()),
+        span: Some(span),
+        user: true,
+    }
+}
+
+/// Checks one kernel's schedule against the target (E0300 rules of SPEC §5).
+pub fn verify_kernel(k: &Kernel, target: Target, span: Span) -> Result<(), ScheduleError> {
+    let s = &k.schedule;
+    let limits = target.limits();
+    if s.threads == 0 || s.threads > limits.max_threads_per_block {
+        return Err(user(
+            span,
+            format!(
+                "kernel '{}' needs {} threads per block, more than {}'s limit of {}",
+                k.name,
+                s.threads,
+                target.name(),
+                limits.max_threads_per_block
+            ),
+            "use a smaller tile or a larger warp tile",
+        ));
+    }
+    if k.kind != Kind::Matmul {
+        return Ok(());
+    }
+    let [bm, bn, bk] = s.tile;
+    if s.tensor_cores {
+        for (name, v, m) in [("BM", bm, 16), ("BN", bn, 8), ("BK", bk, 16)] {
+            if v % m != 0 {
+                return Err(user(
+                    span,
+                    format!(
+                        "tile dimension {name} = {v} is not a multiple of {m}, the MMA shape m16n8k16, with tensor cores on"
+                    ),
+                    "use tile dimensions that are multiples of (16, 8, 16), or schedule.use_tensor_cores(False)",
+                ));
+            }
+        }
+        let [wm, wn] = s.warp;
+        for (name, w, m, t) in [("WM", wm, 16, bm), ("WN", wn, 8, bn)] {
+            if w == 0 || w % m != 0 || t % w != 0 {
+                return Err(user(
+                    span,
+                    format!(
+                        "warp tile dimension {name} = {w} must be a multiple of {m} (the MMA shape) and divide the block tile ({t})"
+                    ),
+                    "pick a warp tile such as (64, 32) that divides the block tile",
+                ));
+            }
+        }
+    }
+    let smem = s.smem_bytes(k.kind);
+    let limit = u64::from(limits.max_dynamic_shared_bytes);
+    if smem > limit {
+        return Err(user(
+            span,
+            format!(
+                "kernel '{}' needs {smem} bytes of shared memory per block ({} stages × ({bm}·{bk} + {bk}·{bn}) × {} bytes), over {}'s limit of {limit}",
+                k.name,
+                s.stages,
+                s.elem_bytes,
+                target.name()
+            ),
+            "use fewer pipeline stages or a smaller tile",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the whole program: structure first (a compiler bug if broken), then each schedule.
+pub fn verify(p: &Program) -> Result<(), ScheduleError> {
+    for k in &p.kernels {
+        let op = p.graph.op(k.root).ok_or_else(|| ScheduleError {
+            message: format!(
+                "kernel '{}' computes %{}, not a graph value",
+                k.name, k.root.0
+            ),
+            help: None,
+            span: Some(k.span),
+            user: false,
+        })?;
+        if kind_of(op) != Some(k.kind) {
+            return Err(ScheduleError {
+                message: format!(
+                    "kernel '{}' has kind {} but computes {}",
+                    k.name,
+                    k.kind.name(),
+                    op.name()
+                ),
+                help: None,
+                span: Some(k.span),
+                user: false,
+            });
+        }
+        let ops = op.operands();
+        let tensors: Vec<ValueId> = ops
+            .into_iter()
+            .filter(|v| !matches!(p.graph.op(*v), Some(Op::Const { .. })))
+            .collect();
+        if tensors != k.inputs {
+            return Err(ScheduleError {
+                message: format!("kernel '{}' inputs are not its op's operands", k.name),
+                help: None,
+                span: Some(k.span),
+                user: false,
+            });
+        }
+        verify_kernel(k, p.target, k.span)?;
+    }
+    Ok(())
+}
