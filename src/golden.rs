@@ -5,6 +5,14 @@
 //! `NAME.code` beside it; a missing file is not checked. Runs get `TESSERA_MAX_BYTES=4 GiB`
 //! unless it is set, so E0700 messages do not depend on the machine. Blessing writes `.stdout` always and
 //! `.stderr` / `.code` when they are not empty / not 0 (removing stale ones).
+//!
+//! Snapshots: a line `# snapshot: graph, tile, ptx` (any of `graph`, `schedule`, `tile`,
+//! `target`, `ptx`) makes the run also pass `--dump LEVEL` for each level, with
+//! `TESSERA_DUMP_DIR` set to a fresh temporary directory so the dumps land in files there
+//! instead of on the script's stderr; the dump of each level (every kernel the script compiles,
+//! in order) is compared with `NAME.LEVEL` (`NAME.graph`, `NAME.schedule`, `NAME.tile`,
+//! `NAME.target`, `NAME.ptx`). A declared snapshot whose file is missing fails; blessing writes
+//! them all.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -47,6 +55,57 @@ struct Run {
     stdout: String,
     stderr: String,
     code: i32,
+    /// `(level, dump)` for each snapshot level, in the order of the `# snapshot:` line.
+    snapshots: Vec<(String, String)>,
+}
+
+/// The IR levels a snapshot may name (SPEC §1).
+pub const SNAPSHOT_LEVELS: [&str; 5] = ["graph", "schedule", "tile", "target", "ptx"];
+
+/// The levels of the first `# snapshot: a, b` line of a script (empty when it has none).
+pub fn snapshot_levels(text: &str) -> Result<Vec<String>, String> {
+    for line in text.lines() {
+        let Some(rest) = line.trim().strip_prefix('#') else {
+            continue;
+        };
+        let Some(list) = rest.trim_start().strip_prefix("snapshot:") else {
+            continue;
+        };
+        let mut out: Vec<String> = Vec::new();
+        for l in list.split(',').map(str::trim).filter(|l| !l.is_empty()) {
+            if !SNAPSHOT_LEVELS.contains(&l) {
+                return Err(format!(
+                    "unknown snapshot level '{l}' (levels are {})",
+                    SNAPSHOT_LEVELS.join(", ")
+                ));
+            }
+            if !out.iter().any(|o| o == l) {
+                out.push(l.to_string());
+            }
+        }
+        return Ok(out);
+    }
+    Ok(Vec::new())
+}
+
+/// A fresh, empty directory for one run's dumps (removed on drop).
+struct DumpDir(PathBuf);
+
+impl DumpDir {
+    fn new() -> std::io::Result<DumpDir> {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("tessera-dump-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p)?;
+        Ok(DumpDir(p))
+    }
+}
+
+impl Drop for DumpDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// The memory limit of golden runs (4 GiB) unless `TESSERA_MAX_BYTES` is set.
@@ -55,7 +114,7 @@ pub const GOLDEN_MAX_BYTES: &str = "4294967296";
 /// Per-case time limit.
 const TIMEOUT: Duration = Duration::from_secs(120);
 
-fn run(exe: &Path, tsr: &Path) -> Result<Run, String> {
+fn run(exe: &Path, tsr: &Path, levels: &[String]) -> Result<Run, String> {
     let dir = tsr
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -67,8 +126,19 @@ fn run(exe: &Path, tsr: &Path) -> Result<Run, String> {
         // every machine.
         cmd.env("TESSERA_MAX_BYTES", GOLDEN_MAX_BYTES);
     }
+    cmd.arg("run");
+    let dump_dir = if levels.is_empty() {
+        cmd.env_remove("TESSERA_DUMP_DIR");
+        None
+    } else {
+        let d = DumpDir::new().map_err(|e| format!("cannot create a dump directory: {e}"))?;
+        cmd.env("TESSERA_DUMP_DIR", &d.0);
+        for l in levels {
+            cmd.arg("--dump").arg(l);
+        }
+        Some(d)
+    };
     let mut child = cmd
-        .arg("run")
         .arg(name)
         .current_dir(dir)
         .env("NO_COLOR", "1")
@@ -115,10 +185,22 @@ fn run(exe: &Path, tsr: &Path) -> Result<Run, String> {
             .replace("\r\n", "\n")
             .replace(&abs.display().to_string(), "$DIR")
     };
+    let snapshots = match &dump_dir {
+        Some(d) => levels
+            .iter()
+            .map(|l| {
+                // A level no kernel reached leaves no file: an empty snapshot.
+                let b = std::fs::read(d.0.join(l)).unwrap_or_default();
+                (l.clone(), norm(b))
+            })
+            .collect(),
+        None => Vec::new(),
+    };
     Ok(Run {
         stdout: norm(stdout),
         stderr: norm(stderr),
         code: status.code().unwrap_or(-1),
+        snapshots,
     })
 }
 
@@ -149,7 +231,14 @@ fn write_or_remove(path: &Path, text: &str) -> std::io::Result<()> {
 
 /// Runs one case and compares (or blesses) its expected files.
 pub fn run_case(exe: &Path, tsr: &Path, bless: bool) -> Outcome {
-    let r = match run(exe, tsr) {
+    let levels = match std::fs::read_to_string(tsr) {
+        Ok(text) => match snapshot_levels(&text) {
+            Ok(l) => l,
+            Err(e) => return Outcome::Failed(format!("{e}\n")),
+        },
+        Err(e) => return Outcome::Failed(format!("cannot read {}: {e}\n", tsr.display())),
+    };
+    let r = match run(exe, tsr, &levels) {
         Ok(r) => r,
         Err(e) => return Outcome::Failed(e),
     };
@@ -162,7 +251,12 @@ pub fn run_case(exe: &Path, tsr: &Path, bless: bool) -> Outcome {
         // `.stdout` is always written (an empty one checks that nothing was printed).
         let res = std::fs::write(sibling(tsr, "stdout"), &r.stdout)
             .and_then(|_| write_or_remove(&sibling(tsr, "stderr"), &r.stderr))
-            .and_then(|_| write_or_remove(&sibling(tsr, "code"), &code));
+            .and_then(|_| write_or_remove(&sibling(tsr, "code"), &code))
+            .and_then(|_| {
+                r.snapshots
+                    .iter()
+                    .try_for_each(|(l, text)| std::fs::write(sibling(tsr, l), text))
+            });
         return match res {
             Ok(()) => Outcome::Blessed,
             Err(e) => Outcome::Failed(format!("cannot write expected files: {e}")),
@@ -177,6 +271,21 @@ pub fn run_case(exe: &Path, tsr: &Path, bless: bool) -> Outcome {
             if expected != *actual {
                 report.push_str(&diff(ext, &expected, actual));
             }
+        }
+    }
+    for (level, actual) in &r.snapshots {
+        checked += 1;
+        match std::fs::read_to_string(sibling(tsr, level)) {
+            Ok(expected) => {
+                let expected = expected.replace("\r\n", "\n");
+                if expected != *actual {
+                    report.push_str(&diff(level, &expected, actual));
+                }
+            }
+            Err(_) => report.push_str(&format!(
+                "snapshot {level}: no {} (run with --bless)\n",
+                sibling(tsr, level).display()
+            )),
         }
     }
     let code_file = sibling(tsr, "code");

@@ -1,4 +1,4 @@
-//! Golden script tests: every `.tsr` under `tests/golden/` and `examples/` runs through the same
+//! Golden script tests: every `.tsr` under `tests/golden/`, `tests/ir/` and `examples/` runs through the same
 //! runner as `tessera test`. `TESSERA_BLESS=1 cargo test --test golden` rewrites expectations.
 
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -9,7 +9,11 @@ fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_tessera"));
     let bless = std::env::var_os("TESSERA_BLESS").is_some_and(|v| v == "1");
-    let cases = tessera::golden::discover(&[root.join("tests/golden"), root.join("examples")]);
+    let cases = tessera::golden::discover(&[
+        root.join("tests/golden"),
+        root.join("tests/ir"),
+        root.join("examples"),
+    ]);
     assert!(
         !cases.is_empty(),
         "no golden cases found under tests/golden and examples"

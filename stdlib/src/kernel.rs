@@ -274,13 +274,13 @@ pub fn compile(
         }
     })?;
     if session.dump.iter().any(|d| d == "graph") {
-        eprint!("{}", print(&graph, &it.sources));
+        dump_out("graph", &print(&graph, &it.sources));
     }
     let target = Target::parse(&session.target.borrow()).unwrap_or(Target::Sm90);
     let lowered = lower(&graph, &sched_directives(&directives, args.span), target)?;
     for level in &session.dump {
         if level != "graph" {
-            eprint!("{}", lowered.text(level, &it.sources)?);
+            dump_out(level, &lowered.text(level, &it.sources)?);
         }
     }
     if let Some(dir) = &session.emit_ptx {
@@ -296,6 +296,29 @@ pub fn compile(
         lowered,
         out,
     })
+}
+
+/// Where `--dump LEVEL` goes: stderr, or appended to the file `$TESSERA_DUMP_DIR/LEVEL` when
+/// that variable is set (`tessera test` snapshots keep dumps apart from the script's stderr).
+fn dump_out(level: &str, text: &str) {
+    match std::env::var_os("TESSERA_DUMP_DIR") {
+        Some(dir) if !dir.is_empty() => {
+            use std::io::Write as _;
+            let path = std::path::Path::new(&dir).join(level);
+            let r = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .and_then(|mut f| f.write_all(text.as_bytes()));
+            if let Err(e) = r {
+                eprintln!(
+                    "warning: TESSERA_DUMP_DIR: cannot write {}: {e}",
+                    path.display()
+                );
+            }
+        }
+        _ => eprint!("{text}"),
+    }
 }
 
 /// The compiler's view of the `schedule.*` directives.
