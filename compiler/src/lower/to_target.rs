@@ -11,7 +11,7 @@ use crate::target::{
     BinOp, BlockId, CacheOp, Cmp, Dim, Kernel, KernelBuilder, MmaKind, Op as TOp, Operand, ParamTy,
     Reg, Rnd, SReg, ShflMode, Space, TargetError, Ty, UnOp,
 };
-use crate::tile::{RowOp, Shape, TileKernel};
+use crate::tile::{MatmulBatch, RowOp, Shape, TileKernel};
 use tessera_lang::Span;
 
 /// A lowered kernel and how to launch it.
@@ -957,6 +957,38 @@ fn matmul_parts(g: &Graph, tk: &TileKernel) -> R<(DType, DType, Vec<EpilogueStep
     }
 }
 
+/// The operand pointers of this block's problem of a batched matmul (grid z) and the flat
+/// index of its first output element; unchanged (and `None`) when not batched.
+fn batch_offsets(
+    b: &mut KernelBuilder,
+    batch: MatmulBatch,
+    a: Reg,
+    bp: Reg,
+    [m, n, k]: [Reg; 3],
+    esize: i64,
+) -> (Reg, Reg, Option<Reg>) {
+    if batch.count <= 1 {
+        return (a, bp, None);
+    }
+    let z = b.special(SReg::Ctaid(Dim::Z));
+    let a = if batch.a {
+        let mk = b.mul(Ty::U32, m, k);
+        let off = b.mul(Ty::U32, z, mk);
+        b.mad_wide(Ty::U32, off, imm(esize), a)
+    } else {
+        a
+    };
+    let bp = if batch.b {
+        let kn = b.mul(Ty::U32, k, n);
+        let off = b.mul(Ty::U32, z, kn);
+        b.mad_wide(Ty::U32, off, imm(esize), bp)
+    } else {
+        bp
+    };
+    let mn = b.mul(Ty::U32, m, n);
+    (a, bp, Some(b.mul(Ty::U32, z, mn)))
+}
+
 /// fp32 tiled matmul: BM×BN block tile, k-step BK, `BM·BN/16` threads each computing 4×4
 /// outputs strided by (BM/4, BN/4); tiles stream into shared memory with 4-byte `cp.async.ca`
 /// (zero-filled past the edges via src-size) through `stages` buffers
@@ -968,11 +1000,13 @@ fn matmul_fma(
     dims: [u32; 3],
     tile: [u32; 3],
     stages: u32,
+    batch: MatmulBatch,
 ) -> R<Lowered> {
     let (ad, bd, steps) = matmul_parts(g, tk)?;
     if ad != DType::F32 || bd != DType::F32 {
         return no("FMA matmul of operands other than fp32");
     }
+    let esize = 4;
     let [bm_, bn_, bk_] = tile;
     let (bmi, bni, bki) = (i64::from(bm_), i64::from(bn_), i64::from(bk_));
     let threads = bm_ * bn_ / 16;
@@ -988,6 +1022,7 @@ fn matmul_fma(
     let m = u32_param(&mut b, "m");
     let n = u32_param(&mut b, "n");
     let k = u32_param(&mut b, "k");
+    let (a, bp, cbase) = batch_offsets(&mut b, batch, a, bp, [m, n, k], esize);
     let sa = b.shared("smem_a", (si * bmi * bki * 4) as u32, 16);
     let sb = b.shared("smem_b", (si * bki * bni * 4) as u32, 16);
     let tid = b.special(SReg::Tid(Dim::X));
@@ -1164,6 +1199,10 @@ fn matmul_fma(
             let col_ok = b.setp(Cmp::Lt, Ty::U32, col, n);
             let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok);
             let idx = b.fma(Ty::U32, row, n, col);
+            let idx = match cbase {
+                Some(cb) => b.add(Ty::U32, idx, cb),
+                None => idx,
+            };
             let v = apply_epilogue(&mut b, &epi, acc[(i * 4 + j) as usize], idx, ok)?;
             b.at(tk.span);
             store_f32(&mut b, tk.ty.dtype, c, idx, v, Some(ok));
@@ -1189,8 +1228,10 @@ fn matmul_mma(
     tile: [u32; 3],
     warp: [u32; 2],
     kind: MmaKind,
+    batch: MatmulBatch,
 ) -> R<Lowered> {
     let (_, _, steps) = matmul_parts(g, tk)?;
+    let esize = 2;
     let [bm_, bn_, bk_] = tile;
     let [wm_, wn_] = warp;
     if wn_ % 16 != 0 || wm_ % 16 != 0 || bk_ % 16 != 0 {
@@ -1211,6 +1252,7 @@ fn matmul_mma(
     let m = u32_param(&mut b, "m");
     let n = u32_param(&mut b, "n");
     let k = u32_param(&mut b, "k");
+    let (a, bp, cbase) = batch_offsets(&mut b, batch, a, bp, [m, n, k], esize);
     let sa = b.shared("smem_a", (bmi * bki * 2) as u32, 16);
     let sb = b.shared("smem_b", (bki * bni * 2) as u32, 16);
     let tid = b.special(SReg::Tid(Dim::X));
@@ -1387,6 +1429,10 @@ fn matmul_mma(
                     let col_ok = b.setp(Cmp::Lt, Ty::U32, col, n);
                     let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok);
                     let idx = b.fma(Ty::U32, row, n, col);
+                    let idx = match cbase {
+                        Some(cb) => b.add(Ty::U32, idx, cb),
+                        None => idx,
+                    };
                     let r = acc[((mt * nt_n as i64 + nt) * 4 + half * 2 + e) as usize];
                     let v = apply_epilogue(&mut b, &epi, r, idx, ok)?;
                     b.at(tk.span);
@@ -1430,7 +1476,8 @@ pub fn lower(g: &Graph, tk: &TileKernel) -> R<Lowered> {
             k,
             tile,
             stages,
-        } => matmul_fma(g, tk, [*m, *n, *k], *tile, *stages),
+            batch,
+        } => matmul_fma(g, tk, [*m, *n, *k], *tile, *stages, *batch),
         Shape::MatmulMma {
             m,
             n,
@@ -1438,6 +1485,7 @@ pub fn lower(g: &Graph, tk: &TileKernel) -> R<Lowered> {
             tile,
             warp,
             kind,
-        } => matmul_mma(g, tk, [*m, *n, *k], *tile, *warp, *kind),
+            batch,
+        } => matmul_mma(g, tk, [*m, *n, *k], *tile, *warp, *kind, *batch),
     }
 }

@@ -4,7 +4,7 @@
 use crate::graph::{DType, Graph, Op, TensorType};
 use crate::schedule::{Kernel, Kind};
 use crate::target::MmaKind;
-use crate::tile::{RowOp, Shape, Smem, TileKernel, TileOp};
+use crate::tile::{MatmulBatch, RowOp, Shape, Smem, TileKernel, TileOp};
 use tessera_lang::Span;
 
 /// Why a kernel has no Tile IR (yet).
@@ -204,9 +204,45 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
             };
             let at = g.ty(a).ok_or_else(|| nl(k, "untyped operand"))?;
             let bt = g.ty(b).ok_or_else(|| nl(k, "untyped operand"))?;
-            if at.shape.len() != 2 || bt.shape.len() != 2 {
-                return Err(nl(k, "batched or 1-D matmul"));
+            if at.shape.len() < 2 || bt.shape.len() < 2 || k.ty.shape.len() < 2 {
+                return Err(nl(k, "1-D matmul"));
             }
+            // Leading batch dims: each operand has the output's batch dims or none (shared).
+            let ob = &k.ty.shape[..k.ty.shape.len() - 2];
+            let batched = |t: &TensorType| -> Result<bool, NotLowered> {
+                let tb = &t.shape[..t.shape.len() - 2];
+                if tb == ob {
+                    Ok(true)
+                } else if tb.iter().all(|&d| d == 1) {
+                    Ok(false)
+                } else {
+                    Err(nl(k, "a matmul with broadcast batch dimensions"))
+                }
+            };
+            let count: u64 = ob.iter().map(|&d| d as u64).product();
+            if count > 65535 {
+                return Err(nl(k, "more than 65535 batched matmuls"));
+            }
+            let batch = MatmulBatch {
+                count: count.max(1) as u32,
+                a: batched(at)?,
+                b: batched(bt)?,
+            };
+            let batch = if batch.count == 1 {
+                MatmulBatch::NONE
+            } else {
+                batch
+            };
+            let (at, bt) = (
+                &TensorType {
+                    shape: at.shape[at.shape.len() - 2..].to_vec(),
+                    dtype: at.dtype,
+                },
+                &TensorType {
+                    shape: bt.shape[bt.shape.len() - 2..].to_vec(),
+                    dtype: bt.dtype,
+                },
+            );
             if !float_io(k.ty.dtype) {
                 return Err(nl(k, format!("{} result", k.ty.dtype)));
             }
@@ -220,7 +256,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
             if !(pow2(bm) && pow2(bn) && pow2(bk)) {
                 return Err(nl(k, "tile sizes that are not powers of two"));
             }
-            tk.grid = [n.div_ceil(bn).max(1), m.div_ceil(bm).max(1), 1];
+            tk.grid = [n.div_ceil(bn).max(1), m.div_ceil(bm).max(1), batch.count];
             let eps: Vec<String> = epilogue
                 .iter()
                 .map(|e| match &e.step {
@@ -264,6 +300,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                     tile: s.tile,
                     warp: s.warp,
                     kind,
+                    batch,
                 };
                 tk.smem = vec![
                     Smem {
@@ -366,6 +403,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                     k: kk,
                     tile: s.tile,
                     stages: s.stages,
+                    batch,
                 };
                 tk.smem = vec![
                     Smem {

@@ -51,6 +51,23 @@ impl RowOp {
     }
 }
 
+/// The batch of a batched matmul: `count` problems along grid z; `a`/`b` say whether that
+/// operand has the batch dims (else it is shared by every problem). `count` 1: not batched.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct MatmulBatch {
+    pub count: u32,
+    pub a: bool,
+    pub b: bool,
+}
+
+impl MatmulBatch {
+    pub const NONE: MatmulBatch = MatmulBatch {
+        count: 1,
+        a: false,
+        b: false,
+    };
+}
+
 /// The parameters the Target IR lowering instantiates for this kernel.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Shape {
@@ -87,6 +104,7 @@ pub enum Shape {
         k: u32,
         tile: [u32; 3],
         stages: u32,
+        batch: MatmulBatch,
     },
     /// Tensor cores: BM×BN×BK tile, WM×WN warp tile, `mma.sync` of `kind`.
     MatmulMma {
@@ -96,6 +114,7 @@ pub enum Shape {
         tile: [u32; 3],
         warp: [u32; 2],
         kind: MmaKind,
+        batch: MatmulBatch,
     },
 }
 
