@@ -17,8 +17,6 @@ use crate::diag::{Code, Diagnostic};
 use crate::lex::{self, Tok};
 use crate::span::{FileId, Span};
 use block::{Builder, EndState};
-use chumsky::input::Input;
-use chumsky::prelude::*;
 use std::ops::Range;
 
 /// Parses a whole file or REPL cell. On failure returns every syntax error found (error recovery).
@@ -95,18 +93,9 @@ pub(crate) fn parse_expr_in(
     if let Err(d) = limits::precheck(&toks, file) {
         return Err(d.into_iter().map(|d| *d).collect());
     }
-    let end = toks.last().map(|(_, s)| s.end).unwrap_or(range.end);
-    let grammar = grammar::grammar::<block::TokInput<'_>>(file);
-    let (out, errs) = grammar
-        .expr
-        .parse(toks.as_slice().split_token_span(SimpleSpan::from(end..end)))
-        .into_output_errors();
-    if let Some(e) = errs.iter().min_by_key(|e| e.span().start) {
-        return Err(vec![errors::to_diagnostic(e, Some(&first_tok), file)]);
-    }
-    let Some(expr) = out else {
-        return Err(vec![Diagnostic::new(Code::E0001, "expected an expression")
-            .at(Span::new(file, range.start, range.end))]);
+    let expr = match grammar::Grammars::new().expr(&toks, file) {
+        Ok(e) => e,
+        Err(e) => return Err(vec![errors::to_diagnostic(&e, Some(&first_tok), file)]),
     };
     if let Some(s) = limits::too_deep(&expr, MAX_EXPR_DEPTH) {
         limits::dismantle(expr);

@@ -7,6 +7,7 @@
 //! | matmul, other dtypes | 64×64×16 tile, fp32 FMA, 256 threads (4×4 outputs each), 2 stages, async copies |
 //! | elementwise | 256 threads, vector width 4 when every operand allows it, else 1 |
 //! | row kernels | one warp per row, 4 rows per block |
+//! | flash attention | 16 query rows per block (4 warps × 4 rows), key tiles of 32, fp32 FMA |
 
 use crate::graph::{Graph, Op, TensorType};
 use crate::schedule::{
@@ -107,18 +108,27 @@ fn schedule_for(
                 elem_bytes: bytes(ty.dtype),
             }
         }
-        Kind::Softmax | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce | Kind::FlashAttention => {
-            Schedule {
-                tile: [4, 1, 1],
-                warp: [1, 1],
-                stages: 1,
-                vector: 1,
-                tensor_cores: false,
-                async_copy: false,
-                threads: 128,
-                elem_bytes: bytes(ty.dtype),
-            }
-        }
+        Kind::FlashAttention => Schedule {
+            // 16 query rows per block (4 warps × 4 rows), key tiles of 32.
+            tile: [16, 32, 1],
+            warp: [1, 1],
+            stages: 1,
+            vector: 1,
+            tensor_cores: false,
+            async_copy: false,
+            threads: 128,
+            elem_bytes: 4,
+        },
+        Kind::Softmax | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => Schedule {
+            tile: [4, 1, 1],
+            warp: [1, 1],
+            stages: 1,
+            vector: 1,
+            tensor_cores: false,
+            async_copy: false,
+            threads: 128,
+            elem_bytes: bytes(ty.dtype),
+        },
     }
 }
 

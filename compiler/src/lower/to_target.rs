@@ -11,7 +11,7 @@ use crate::target::{
     BinOp, BlockId, CacheOp, Cmp, Dim, Kernel, KernelBuilder, MmaKind, Op as TOp, Operand, ParamTy,
     Reg, Rnd, SReg, ShflMode, Space, TargetError, Ty, UnOp,
 };
-use crate::tile::{Shape, TileKernel};
+use crate::tile::{MatmulBatch, RowOp, Shape, TileKernel};
 use tessera_lang::Span;
 
 /// A lowered kernel and how to launch it.
@@ -500,6 +500,393 @@ fn softmax(g: &Graph, tk: &TileKernel, rows: u32, cols: u32) -> R<Lowered> {
     })
 }
 
+/// A normalisation or reduction over the last axis: one warp per row, lane-strided loops,
+/// fp32 accumulation, butterfly all-reduces. Parameters: x, [weight], [bias], y, rows, cols.
+fn rows_kernel(g: &Graph, tk: &TileKernel, op: RowOp, rows: u32, cols: u32) -> R<Lowered> {
+    let dt = |v: ValueId| g.ty(v).map(|t| t.dtype).unwrap_or(DType::F32);
+    let xin = *tk
+        .inputs
+        .first()
+        .ok_or_else(|| Error::NotLowered("input".into()))?;
+    let xd = dt(xin);
+    let yd = tk.ty.dtype;
+    let (has_w, has_b) = match op {
+        RowOp::LayerNorm { weight, bias, .. } => (weight, bias),
+        RowOp::RmsNorm { weight, .. } => (weight, false),
+        _ => (false, false),
+    };
+    let mut b = KernelBuilder::new(&tk.name, tk.span);
+    b.max_threads(tk.block[0]);
+    let x = ptr_param(&mut b, "x");
+    let mut next = 1;
+    let mut extra = |b: &mut KernelBuilder, name: &str, on: bool| -> R<Option<(Reg, DType)>> {
+        if !on {
+            return Ok(None);
+        }
+        let v = *tk
+            .inputs
+            .get(next)
+            .ok_or_else(|| Error::NotLowered("missing input".into()))?;
+        next += 1;
+        Ok(Some((ptr_param(b, name), dt(v))))
+    };
+    let w = extra(&mut b, "weight", has_w)?;
+    let bias = extra(&mut b, "bias", has_b)?;
+    let y = ptr_param(&mut b, "y");
+    let rows_r = u32_param(&mut b, "rows");
+    let cols_r = u32_param(&mut b, "cols");
+    let tid = b.special(SReg::Tid(Dim::X));
+    let ntid = b.special(SReg::Ntid(Dim::X));
+    let ctaid = b.special(SReg::Ctaid(Dim::X));
+    let warp = b.bin(BinOp::Shr, Ty::U32, tid, imm(5));
+    let lane = b.bin(BinOp::And, Ty::B32, tid, imm(31));
+    let wpb = b.bin(BinOp::Shr, Ty::U32, ntid, imm(5));
+    let row = b.fma(Ty::U32, ctaid, wpb, warp);
+    let out = b.setp(Cmp::Ge, Ty::U32, row, rows_r);
+    let init = b.block("row");
+    b.cbr(out, BlockId(u32::MAX), init);
+    let entry = b.current();
+    b.switch_to(init);
+    let rowbase = b.mul(Ty::U32, row, cols_r);
+    let colsf = b.cvt(Ty::F32, Ty::U32, Some(Rnd::Rn), cols_r);
+    let (init_v, fold) = match op {
+        RowOp::Max => (f32::NEG_INFINITY, BinOp::Max),
+        RowOp::Min => (f32::INFINITY, BinOp::Min),
+        _ => (0.0, BinOp::Add),
+    };
+    let acc = b.mov(Ty::F32, fimm(init_v));
+    let square = matches!(op, RowOp::RmsNorm { .. });
+    lane_loop(&mut b, "acc", lane, cols_r, &mut |b, j| {
+        let i = b.add(Ty::U32, rowbase, j);
+        let v = load_f32(b, xd, x, i, None);
+        if square {
+            b.fma_to(acc, Ty::F32, v, v, acc);
+        } else {
+            b.bin_to(acc, fold, Ty::F32, acc, v);
+        }
+    });
+    warp_allreduce(&mut b, acc, fold);
+    let done = match op {
+        RowOp::Sum | RowOp::Mean | RowOp::Max | RowOp::Min => {
+            let r = if op == RowOp::Mean {
+                b.bin(BinOp::Div, Ty::F32, acc, colsf)
+            } else {
+                acc
+            };
+            let first = b.setp(Cmp::Eq, Ty::U32, lane, imm(0));
+            store_f32(&mut b, yd, y, row, r, Some(first));
+            b.current()
+        }
+        RowOp::LayerNorm { eps, .. } | RowOp::RmsNorm { eps, .. } => {
+            let (mean, ms) = if let RowOp::LayerNorm { .. } = op {
+                let mean = b.bin(BinOp::Div, Ty::F32, acc, colsf);
+                let var = b.mov(Ty::F32, fimm(0.0));
+                lane_loop(&mut b, "var", lane, cols_r, &mut |b, j| {
+                    let i = b.add(Ty::U32, rowbase, j);
+                    let v = load_f32(b, xd, x, i, None);
+                    let d = b.sub(Ty::F32, v, mean);
+                    b.fma_to(var, Ty::F32, d, d, var);
+                });
+                warp_allreduce(&mut b, var, BinOp::Add);
+                (Some(mean), var)
+            } else {
+                (None, acc)
+            };
+            let ms = b.bin(BinOp::Div, Ty::F32, ms, colsf);
+            let ms = b.add(Ty::F32, ms, fimm(eps as f32));
+            let sd = b.unary(UnOp::Sqrt, Ty::F32, ms);
+            let rstd = b.unary(UnOp::Rcp, Ty::F32, sd);
+            lane_loop(&mut b, "out", lane, cols_r, &mut |b, j| {
+                let i = b.add(Ty::U32, rowbase, j);
+                let v = load_f32(b, xd, x, i, None);
+                let c = match mean {
+                    Some(m) => b.sub(Ty::F32, v, m),
+                    None => v,
+                };
+                let mut r = b.mul(Ty::F32, c, rstd);
+                if let Some((wp, wd)) = w {
+                    let wv = load_f32(b, wd, wp, j, None);
+                    r = b.mul(Ty::F32, r, wv);
+                }
+                if let Some((bp, bd)) = bias {
+                    let bv = load_f32(b, bd, bp, j, None);
+                    r = b.add(Ty::F32, r, bv);
+                }
+                store_f32(b, yd, y, i, r, None);
+            })
+        }
+    };
+    let fin = b.block("fin");
+    b.switch_to(done);
+    b.br(fin);
+    b.switch_to(fin);
+    b.ret();
+    b.switch_to(entry);
+    b.cbr(out, fin, init);
+    Ok(Lowered {
+        kernel: b.finish()?,
+        grid: tk.grid,
+        block: tk.block,
+        scalars: vec![rows, cols],
+    })
+}
+
+/// Cooperative copy of a `[tile_rows, d]` tile of a row-major `[.., d]` tensor (rows from
+/// `row0`, at most `nrows` rows) into shared memory at `dst` (row pitch `pitch` floats),
+/// zero-filled past the edge. `threads` threads, `tid` this thread.
+#[allow(clippy::too_many_arguments)]
+fn tile_to_shared(
+    b: &mut KernelBuilder,
+    d: DType,
+    src: Reg,
+    base: Reg,
+    row0: Reg,
+    nrows: Reg,
+    tile_rows: u32,
+    dim: u32,
+    pitch: u32,
+    dst: Reg,
+    tid: Reg,
+    threads: u32,
+) {
+    let total = tile_rows * dim;
+    for i in 0..total.div_ceil(threads) {
+        let idx = b.add(Ty::U32, tid, imm(i64::from(i * threads)));
+        let r = b.bin(BinOp::Div, Ty::U32, idx, imm(i64::from(dim)));
+        let c = b.bin(BinOp::Rem, Ty::U32, idx, imm(i64::from(dim)));
+        let gr = b.add(Ty::U32, row0, r);
+        let mut ok = b.setp(Cmp::Lt, Ty::U32, gr, nrows);
+        let in_tile = (i + 1) * threads > total;
+        if in_tile {
+            let t = b.setp(Cmp::Lt, Ty::U32, idx, imm(i64::from(total)));
+            ok = b.bin(BinOp::And, Ty::Pred, ok, t);
+        }
+        let gi = b.fma(Ty::U32, gr, imm(i64::from(dim)), base);
+        let gi = b.add(Ty::U32, gi, c);
+        let v = load_f32(b, d, src, gi, Some(ok));
+        let so = b.fma(Ty::U32, r, imm(i64::from(pitch)), c);
+        let addr = b.fma(Ty::U32, so, imm(4), dst);
+        if in_tile {
+            let t = b.setp(Cmp::Lt, Ty::U32, idx, imm(i64::from(total)));
+            b.when(t);
+        }
+        b.st(Space::Shared, Ty::F32, addr, 0, &[v.into()]);
+    }
+}
+
+/// FlashAttention forward with fp32 FMA: a block of 4 warps per `bm` query rows, key tiles of
+/// 32 keys (lane ↔ key for the scores, lane ↔ output columns for the accumulator) staged
+/// through shared memory, online softmax (running max and sum, the accumulator rescaled).
+/// Parameters: q, k, v, o, sq, sk; the batch is grid y.
+#[allow(clippy::too_many_arguments)]
+fn flash_attention(
+    g: &Graph,
+    tk: &TileKernel,
+    sq: u32,
+    sk: u32,
+    dq: u32,
+    dv: u32,
+    causal: bool,
+    scale: f64,
+    bm: u32,
+    bn: u32,
+) -> R<Lowered> {
+    if bn != 32 || !bm.is_multiple_of(4) || bm == 0 {
+        return no("flash attention tiles other than 4k×32");
+    }
+    let dt = |i: usize| -> R<DType> {
+        tk.inputs
+            .get(i)
+            .and_then(|v| g.ty(*v))
+            .map(|t| t.dtype)
+            .ok_or_else(|| Error::NotLowered("input".into()))
+    };
+    let (qd, kd, vd) = (dt(0)?, dt(1)?, dt(2)?);
+    let threads = 128u32;
+    let rpw = (bm / 4) as usize;
+    let dtv = dv.div_ceil(32) as usize;
+    let vpitch = dv.next_multiple_of(32);
+    let mut b = KernelBuilder::new(&tk.name, tk.span);
+    b.max_threads(threads);
+    let qp = ptr_param(&mut b, "q");
+    let kp = ptr_param(&mut b, "k");
+    let vp = ptr_param(&mut b, "v");
+    let op = ptr_param(&mut b, "o");
+    let sq_r = u32_param(&mut b, "sq");
+    let sk_r = u32_param(&mut b, "sk");
+    let sqs = b.shared("smem_q", bm * dq * 4, 16);
+    let sks = b.shared("smem_k", bn * (dq + 1) * 4, 16);
+    let svs = b.shared("smem_v", (bn + 1) * vpitch * 4, 16);
+    let tid = b.special(SReg::Tid(Dim::X));
+    let bx = b.special(SReg::Ctaid(Dim::X));
+    let bz = b.special(SReg::Ctaid(Dim::Y));
+    let lane = b.bin(BinOp::And, Ty::B32, tid, imm(31));
+    let warp = b.bin(BinOp::Shr, Ty::U32, tid, imm(5));
+    let q0 = b.mul(Ty::U32, bx, imm(i64::from(bm)));
+    let qbase = b.mul(Ty::U32, bz, sq_r);
+    let kbase = b.mul(Ty::U32, bz, sk_r);
+    let qrow0 = b.mul(Ty::U32, qbase, imm(i64::from(dq)));
+    let krow0 = b.mul(Ty::U32, kbase, imm(i64::from(dq)));
+    let vrow0 = b.mul(Ty::U32, kbase, imm(i64::from(dv)));
+    let orow0 = b.mul(Ty::U32, qbase, imm(i64::from(dv)));
+    let sq0 = b.shared_addr(sqs);
+    let sk0 = b.shared_addr(sks);
+    let sv0 = b.shared_addr(svs);
+    tile_to_shared(
+        &mut b, qd, qp, qrow0, q0, sq_r, bm, dq, dq, sq0, tid, threads,
+    );
+    // This warp's query rows and their state.
+    let wrow = b.mul(Ty::U32, warp, imm(rpw as i64));
+    let qi: Vec<Reg> = (0..rpw)
+        .map(|r| {
+            let t = b.add(Ty::U32, q0, wrow);
+            b.add(Ty::U32, t, imm(r as i64))
+        })
+        .collect();
+    let qrd = b.fma(Ty::U32, wrow, imm(i64::from(dq) * 4), sq0);
+    let krd = b.fma(Ty::U32, lane, imm(i64::from(dq + 1) * 4), sk0);
+    let vrd = b.fma(Ty::U32, lane, imm(4), sv0);
+    let m: Vec<Reg> = (0..rpw)
+        .map(|_| b.mov(Ty::F32, fimm(f32::NEG_INFINITY)))
+        .collect();
+    let l: Vec<Reg> = (0..rpw).map(|_| b.mov(Ty::F32, fimm(0.0))).collect();
+    let acc: Vec<Vec<Reg>> = (0..rpw)
+        .map(|_| (0..dtv).map(|_| b.mov(Ty::F32, fimm(0.0))).collect())
+        .collect();
+    let kend = if causal {
+        let e = b.add(Ty::U32, q0, imm(i64::from(bm)));
+        b.bin(BinOp::Min, Ty::U32, e, sk_r)
+    } else {
+        sk_r
+    };
+    let k0 = b.mov(Ty::U32, imm(0));
+    let head = b.block("kv_head");
+    let body = b.block("kv_body");
+    let epib = b.block("epilogue");
+    b.br(head);
+    b.switch_to(head);
+    let more = b.setp(Cmp::Lt, Ty::U32, k0, kend);
+    b.cbr(more, body, epib);
+    b.switch_to(body);
+    tile_to_shared(
+        &mut b,
+        kd,
+        kp,
+        krow0,
+        k0,
+        sk_r,
+        bn,
+        dq,
+        dq + 1,
+        sk0,
+        tid,
+        threads,
+    );
+    tile_to_shared(
+        &mut b, vd, vp, vrow0, k0, sk_r, bn, dv, vpitch, sv0, tid, threads,
+    );
+    b.bar_sync();
+    // Scores: lane j holds s[r] = q_r · k_j.
+    let s: Vec<Reg> = (0..rpw).map(|_| b.mov(Ty::F32, fimm(0.0))).collect();
+    for c in 0..dq as i32 {
+        let kv = b.ld(Space::Shared, Ty::F32, krd, c * 4, 1)[0];
+        for (r, sr) in s.iter().enumerate() {
+            let qv = b.ld(
+                Space::Shared,
+                Ty::F32,
+                qrd,
+                (r as i32 * dq as i32 + c) * 4,
+                1,
+            )[0];
+            b.fma_to(*sr, Ty::F32, qv, kv, *sr);
+        }
+    }
+    let key = b.add(Ty::U32, k0, lane);
+    let key_ok = b.setp(Cmp::Lt, Ty::U32, key, sk_r);
+    let c2 = (scale * f64::from(LOG2E)) as f32;
+    let mut p = vec![];
+    for r in 0..rpw {
+        let mut ok = key_ok;
+        if causal {
+            let c = b.setp(Cmp::Le, Ty::U32, key, qi[r]);
+            ok = b.bin(BinOp::And, Ty::Pred, ok, c);
+        }
+        let t = b.mul(Ty::F32, s[r], fimm(c2));
+        let t = b.selp(Ty::F32, t, fimm(f32::NEG_INFINITY), ok);
+        let mx = b.mov(Ty::F32, t);
+        warp_allreduce(&mut b, mx, BinOp::Max);
+        let mnew = b.bin(BinOp::Max, Ty::F32, m[r], mx);
+        let none = b.setp(Cmp::Eq, Ty::F32, mnew, fimm(f32::NEG_INFINITY));
+        let muse = b.selp(Ty::F32, fimm(0.0), mnew, none);
+        let e = b.sub(Ty::F32, t, muse);
+        let pr = b.unary(UnOp::Ex2Approx, Ty::F32, e);
+        let a = b.sub(Ty::F32, m[r], muse);
+        let alpha = b.unary(UnOp::Ex2Approx, Ty::F32, a);
+        let ps = b.mov(Ty::F32, pr);
+        warp_allreduce(&mut b, ps, BinOp::Add);
+        b.fma_to(l[r], Ty::F32, l[r], alpha, ps);
+        b.assign(m[r], mnew);
+        for x in &acc[r] {
+            b.bin_to(*x, BinOp::Mul, Ty::F32, *x, alpha);
+        }
+        p.push(pr);
+    }
+    // acc[r][t] += Σ_j p_r[j] · v[j][lane + 32t].
+    for j in 0..bn as i32 {
+        let vv: Vec<Reg> = (0..dtv as i32)
+            .map(|t| {
+                b.ld(
+                    Space::Shared,
+                    Ty::F32,
+                    vrd,
+                    (j * vpitch as i32 + t * 32) * 4,
+                    1,
+                )[0]
+            })
+            .collect();
+        for r in 0..rpw {
+            let pj = b.reg(Ty::F32);
+            b.push(TOp::Shfl {
+                mode: ShflMode::Idx,
+                dst: pj,
+                src: p[r].into(),
+                lane: imm(i64::from(j)),
+                clamp: imm(31),
+                mask: 0xffff_ffff,
+            });
+            for (t, x) in acc[r].iter().enumerate() {
+                b.fma_to(*x, Ty::F32, pj, vv[t], *x);
+            }
+        }
+    }
+    b.bar_sync();
+    b.bin_to(k0, BinOp::Add, Ty::U32, k0, imm(i64::from(bn)));
+    b.br(head);
+    b.switch_to(epib);
+    for r in 0..rpw {
+        let row_ok = b.setp(Cmp::Lt, Ty::U32, qi[r], sq_r);
+        let pos = b.setp(Cmp::Gt, Ty::F32, l[r], fimm(0.0));
+        let inv = b.unary(UnOp::Rcp, Ty::F32, l[r]);
+        let inv = b.selp(Ty::F32, inv, fimm(0.0), pos);
+        let obase = b.fma(Ty::U32, qi[r], imm(i64::from(dv)), orow0);
+        for (t, x) in acc[r].iter().enumerate() {
+            let col = b.add(Ty::U32, lane, imm(32 * t as i64));
+            let col_ok = b.setp(Cmp::Lt, Ty::U32, col, imm(i64::from(dv)));
+            let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok);
+            let idx = b.add(Ty::U32, obase, col);
+            let v = b.mul(Ty::F32, *x, inv);
+            store_f32(&mut b, tk.ty.dtype, op, idx, v, Some(ok));
+        }
+    }
+    b.ret();
+    Ok(Lowered {
+        kernel: b.finish()?,
+        grid: tk.grid,
+        block: [threads, 1, 1],
+        scalars: vec![sq, sk],
+    })
+}
+
 /// The epilogue operands: (pointer, dtype, index kind) per `Epilogue::Binary`, in order.
 struct Epi {
     steps: Vec<EpilogueStep>,
@@ -570,6 +957,38 @@ fn matmul_parts(g: &Graph, tk: &TileKernel) -> R<(DType, DType, Vec<EpilogueStep
     }
 }
 
+/// The operand pointers of this block's problem of a batched matmul (grid z) and the flat
+/// index of its first output element; unchanged (and `None`) when not batched.
+fn batch_offsets(
+    b: &mut KernelBuilder,
+    batch: MatmulBatch,
+    a: Reg,
+    bp: Reg,
+    [m, n, k]: [Reg; 3],
+    esize: i64,
+) -> (Reg, Reg, Option<Reg>) {
+    if batch.count <= 1 {
+        return (a, bp, None);
+    }
+    let z = b.special(SReg::Ctaid(Dim::Z));
+    let a = if batch.a {
+        let mk = b.mul(Ty::U32, m, k);
+        let off = b.mul(Ty::U32, z, mk);
+        b.mad_wide(Ty::U32, off, imm(esize), a)
+    } else {
+        a
+    };
+    let bp = if batch.b {
+        let kn = b.mul(Ty::U32, k, n);
+        let off = b.mul(Ty::U32, z, kn);
+        b.mad_wide(Ty::U32, off, imm(esize), bp)
+    } else {
+        bp
+    };
+    let mn = b.mul(Ty::U32, m, n);
+    (a, bp, Some(b.mul(Ty::U32, z, mn)))
+}
+
 /// fp32 tiled matmul: BM×BN block tile, k-step BK, `BM·BN/16` threads each computing 4×4
 /// outputs strided by (BM/4, BN/4); tiles stream into shared memory with 4-byte `cp.async.ca`
 /// (zero-filled past the edges via src-size) through `stages` buffers
@@ -581,11 +1000,13 @@ fn matmul_fma(
     dims: [u32; 3],
     tile: [u32; 3],
     stages: u32,
+    batch: MatmulBatch,
 ) -> R<Lowered> {
     let (ad, bd, steps) = matmul_parts(g, tk)?;
     if ad != DType::F32 || bd != DType::F32 {
         return no("FMA matmul of operands other than fp32");
     }
+    let esize = 4;
     let [bm_, bn_, bk_] = tile;
     let (bmi, bni, bki) = (i64::from(bm_), i64::from(bn_), i64::from(bk_));
     let threads = bm_ * bn_ / 16;
@@ -601,6 +1022,7 @@ fn matmul_fma(
     let m = u32_param(&mut b, "m");
     let n = u32_param(&mut b, "n");
     let k = u32_param(&mut b, "k");
+    let (a, bp, cbase) = batch_offsets(&mut b, batch, a, bp, [m, n, k], esize);
     let sa = b.shared("smem_a", (si * bmi * bki * 4) as u32, 16);
     let sb = b.shared("smem_b", (si * bki * bni * 4) as u32, 16);
     let tid = b.special(SReg::Tid(Dim::X));
@@ -777,6 +1199,10 @@ fn matmul_fma(
             let col_ok = b.setp(Cmp::Lt, Ty::U32, col, n);
             let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok);
             let idx = b.fma(Ty::U32, row, n, col);
+            let idx = match cbase {
+                Some(cb) => b.add(Ty::U32, idx, cb),
+                None => idx,
+            };
             let v = apply_epilogue(&mut b, &epi, acc[(i * 4 + j) as usize], idx, ok)?;
             b.at(tk.span);
             store_f32(&mut b, tk.ty.dtype, c, idx, v, Some(ok));
@@ -802,8 +1228,10 @@ fn matmul_mma(
     tile: [u32; 3],
     warp: [u32; 2],
     kind: MmaKind,
+    batch: MatmulBatch,
 ) -> R<Lowered> {
     let (_, _, steps) = matmul_parts(g, tk)?;
+    let esize = 2;
     let [bm_, bn_, bk_] = tile;
     let [wm_, wn_] = warp;
     if wn_ % 16 != 0 || wm_ % 16 != 0 || bk_ % 16 != 0 {
@@ -824,6 +1252,7 @@ fn matmul_mma(
     let m = u32_param(&mut b, "m");
     let n = u32_param(&mut b, "n");
     let k = u32_param(&mut b, "k");
+    let (a, bp, cbase) = batch_offsets(&mut b, batch, a, bp, [m, n, k], esize);
     let sa = b.shared("smem_a", (bmi * bki * 2) as u32, 16);
     let sb = b.shared("smem_b", (bki * bni * 2) as u32, 16);
     let tid = b.special(SReg::Tid(Dim::X));
@@ -1000,6 +1429,10 @@ fn matmul_mma(
                     let col_ok = b.setp(Cmp::Lt, Ty::U32, col, n);
                     let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok);
                     let idx = b.fma(Ty::U32, row, n, col);
+                    let idx = match cbase {
+                        Some(cb) => b.add(Ty::U32, idx, cb),
+                        None => idx,
+                    };
                     let r = acc[((mt * nt_n as i64 + nt) * 4 + half * 2 + e) as usize];
                     let v = apply_epilogue(&mut b, &epi, r, idx, ok)?;
                     b.at(tk.span);
@@ -1025,13 +1458,26 @@ pub fn lower(g: &Graph, tk: &TileKernel) -> R<Lowered> {
     match &tk.shape {
         Shape::Elementwise { n, vector } => elementwise(g, tk, *n, *vector),
         Shape::RowSoftmax { rows, cols, .. } => softmax(g, tk, *rows, *cols),
+        Shape::Rows { op, rows, cols, .. } => rows_kernel(g, tk, *op, *rows, *cols),
+        Shape::FlashAttention {
+            sq,
+            sk,
+            dq,
+            dv,
+            causal,
+            scale,
+            bm,
+            bn,
+            ..
+        } => flash_attention(g, tk, *sq, *sk, *dq, *dv, *causal, *scale, *bm, *bn),
         Shape::MatmulFma {
             m,
             n,
             k,
             tile,
             stages,
-        } => matmul_fma(g, tk, [*m, *n, *k], *tile, *stages),
+            batch,
+        } => matmul_fma(g, tk, [*m, *n, *k], *tile, *stages, *batch),
         Shape::MatmulMma {
             m,
             n,
@@ -1039,6 +1485,7 @@ pub fn lower(g: &Graph, tk: &TileKernel) -> R<Lowered> {
             tile,
             warp,
             kind,
-        } => matmul_mma(g, tk, [*m, *n, *k], *tile, *warp, *kind),
+            batch,
+        } => matmul_mma(g, tk, [*m, *n, *k], *tile, *warp, *kind, *batch),
     }
 }

@@ -4,7 +4,7 @@
 use crate::graph::{DType, Graph, Op, TensorType};
 use crate::schedule::{Kernel, Kind};
 use crate::target::MmaKind;
-use crate::tile::{Shape, Smem, TileKernel, TileOp};
+use crate::tile::{MatmulBatch, RowOp, Shape, Smem, TileKernel, TileOp};
 use tessera_lang::Span;
 
 /// Why a kernel has no Tile IR (yet).
@@ -204,9 +204,45 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
             };
             let at = g.ty(a).ok_or_else(|| nl(k, "untyped operand"))?;
             let bt = g.ty(b).ok_or_else(|| nl(k, "untyped operand"))?;
-            if at.shape.len() != 2 || bt.shape.len() != 2 {
-                return Err(nl(k, "batched or 1-D matmul"));
+            if at.shape.len() < 2 || bt.shape.len() < 2 || k.ty.shape.len() < 2 {
+                return Err(nl(k, "1-D matmul"));
             }
+            // Leading batch dims: each operand has the output's batch dims or none (shared).
+            let ob = &k.ty.shape[..k.ty.shape.len() - 2];
+            let batched = |t: &TensorType| -> Result<bool, NotLowered> {
+                let tb = &t.shape[..t.shape.len() - 2];
+                if tb == ob {
+                    Ok(true)
+                } else if tb.iter().all(|&d| d == 1) {
+                    Ok(false)
+                } else {
+                    Err(nl(k, "a matmul with broadcast batch dimensions"))
+                }
+            };
+            let count: u64 = ob.iter().map(|&d| d as u64).product();
+            if count > 65535 {
+                return Err(nl(k, "more than 65535 batched matmuls"));
+            }
+            let batch = MatmulBatch {
+                count: count.max(1) as u32,
+                a: batched(at)?,
+                b: batched(bt)?,
+            };
+            let batch = if batch.count == 1 {
+                MatmulBatch::NONE
+            } else {
+                batch
+            };
+            let (at, bt) = (
+                &TensorType {
+                    shape: at.shape[at.shape.len() - 2..].to_vec(),
+                    dtype: at.dtype,
+                },
+                &TensorType {
+                    shape: bt.shape[bt.shape.len() - 2..].to_vec(),
+                    dtype: bt.dtype,
+                },
+            );
             if !float_io(k.ty.dtype) {
                 return Err(nl(k, format!("{} result", k.ty.dtype)));
             }
@@ -220,7 +256,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
             if !(pow2(bm) && pow2(bn) && pow2(bk)) {
                 return Err(nl(k, "tile sizes that are not powers of two"));
             }
-            tk.grid = [n.div_ceil(bn).max(1), m.div_ceil(bm).max(1), 1];
+            tk.grid = [n.div_ceil(bn).max(1), m.div_ceil(bm).max(1), batch.count];
             let eps: Vec<String> = epilogue
                 .iter()
                 .map(|e| match &e.step {
@@ -264,6 +300,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                     tile: s.tile,
                     warp: s.warp,
                     kind,
+                    batch,
                 };
                 tk.smem = vec![
                     Smem {
@@ -366,6 +403,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                     k: kk,
                     tile: s.tile,
                     stages: s.stages,
+                    batch,
                 };
                 tk.smem = vec![
                     Smem {
@@ -443,7 +481,326 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 sp,
             ));
         }
-        Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce | Kind::FlashAttention | Kind::Copy => {
+        Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => {
+            let x = *k.inputs.first().ok_or_else(|| nl(k, "no input"))?;
+            let xt = g.ty(x).ok_or_else(|| nl(k, "untyped input"))?;
+            let (row_op, reduce_all) = match op {
+                Op::LayerNorm {
+                    weight, bias, eps, ..
+                } => (
+                    RowOp::LayerNorm {
+                        eps: *eps,
+                        weight: weight.is_some(),
+                        bias: bias.is_some(),
+                    },
+                    false,
+                ),
+                Op::RmsNorm { weight, eps, .. } => (
+                    RowOp::RmsNorm {
+                        eps: *eps,
+                        weight: weight.is_some(),
+                    },
+                    false,
+                ),
+                Op::Reduce { op: r, axis, .. } => {
+                    use crate::graph::ReduceOp as Ro;
+                    let ro = match r {
+                        Ro::Sum => RowOp::Sum,
+                        Ro::Mean => RowOp::Mean,
+                        Ro::Max => RowOp::Max,
+                        Ro::Min => RowOp::Min,
+                    };
+                    match axis {
+                        None => (ro, true),
+                        Some(a) if a + 1 == xt.shape.len() => (ro, false),
+                        Some(_) => {
+                            return Err(nl(k, "a reduction over an axis other than the last"))
+                        }
+                    }
+                }
+                _ => return Err(nl(k, "not a row kernel")),
+            };
+            if !float_io(k.ty.dtype) {
+                return Err(nl(k, format!("{} results", k.ty.dtype)));
+            }
+            for v in &k.inputs {
+                let t = g.ty(*v).ok_or_else(|| nl(k, "untyped input"))?;
+                if !float_io(t.dtype) {
+                    return Err(nl(k, format!("{} operands", t.dtype)));
+                }
+            }
+            let n = numel(xt);
+            let cols = if reduce_all {
+                n
+            } else {
+                xt.shape.last().map(|&c| c as u64).unwrap_or(1)
+            };
+            if cols == 0 || n == 0 || n > u64::from(u32::MAX) {
+                return Err(nl(k, "an empty or too large (>2^32 elements) row kernel"));
+            }
+            let rows = n / cols;
+            let warps = (s.threads / 32).max(1);
+            tk.block = [warps * 32, 1, 1];
+            tk.grid = [
+                u32::try_from(ceil(rows, u64::from(warps))).map_err(|_| nl(k, "grid too large"))?,
+                1,
+                1,
+            ];
+            tk.shape = Shape::Rows {
+                op: row_op,
+                rows: rows as u32,
+                cols: cols as u32,
+                warps,
+            };
+            let inp = format!("%{}", x.0);
+            let lanes = |what: String| TileOp::For {
+                var: "%j".to_string(),
+                extent: format!("{cols} step 32 (lane-strided)"),
+                body: vec![
+                    (
+                        TileOp::Load {
+                            src: format!("{inp}[row, %j]"),
+                            vector: 1,
+                            masked: true,
+                        },
+                        sp,
+                    ),
+                    (TileOp::Compute(what), sp),
+                ],
+            };
+            tk.body = vec![(
+                TileOp::Map("warp -> row, lane -> columns j ≡ lane (mod 32)".into()),
+                sp,
+            )];
+            let store_row = |what: String| TileOp::For {
+                var: "%j".to_string(),
+                extent: format!("{cols} step 32 (lane-strided)"),
+                body: vec![
+                    (TileOp::Compute(what), sp),
+                    (
+                        TileOp::Store {
+                            dst: format!("{out}[row, %j]"),
+                            vector: 1,
+                            masked: true,
+                        },
+                        sp,
+                    ),
+                ],
+            };
+            match row_op {
+                RowOp::LayerNorm { weight, bias, .. } => {
+                    tk.body.push((lanes("fp32 sum x".into()), sp));
+                    tk.body.push((TileOp::ReduceWarp("add"), sp));
+                    tk.body.push((lanes("fp32 sum (x - mean)^2".into()), sp));
+                    tk.body.push((TileOp::ReduceWarp("add"), sp));
+                    let mut what = "(x - mean) * rsqrt(var + eps)".to_string();
+                    if weight {
+                        what.push_str(" * weight[%j]");
+                    }
+                    if bias {
+                        what.push_str(" + bias[%j]");
+                    }
+                    tk.body.push((store_row(what), sp));
+                }
+                RowOp::RmsNorm { weight, .. } => {
+                    tk.body.push((lanes("fp32 sum x^2".into()), sp));
+                    tk.body.push((TileOp::ReduceWarp("add"), sp));
+                    let mut what = "x * rsqrt(mean(x^2) + eps)".to_string();
+                    if weight {
+                        what.push_str(" * weight[%j]");
+                    }
+                    tk.body.push((store_row(what), sp));
+                }
+                RowOp::Sum | RowOp::Mean | RowOp::Max | RowOp::Min => {
+                    let (acc, red) = match row_op {
+                        RowOp::Max => ("max", "max"),
+                        RowOp::Min => ("min", "min"),
+                        _ => ("sum", "add"),
+                    };
+                    tk.body.push((lanes(format!("fp32 {acc}")), sp));
+                    tk.body.push((TileOp::ReduceWarp(red), sp));
+                    tk.body.push((
+                        TileOp::Store {
+                            dst: format!("{out}[row] (lane 0)"),
+                            vector: 1,
+                            masked: true,
+                        },
+                        sp,
+                    ));
+                }
+            }
+        }
+        Kind::FlashAttention => {
+            let (q, kv, v, causal, scale) = match op {
+                Op::FlashAttention {
+                    q,
+                    k: kk,
+                    v,
+                    causal,
+                    scale,
+                } => (*q, *kk, *v, *causal, *scale),
+                _ => return Err(nl(k, "not a flash attention")),
+            };
+            let qt = g.ty(q).ok_or_else(|| nl(k, "untyped operand"))?;
+            let kt = g.ty(kv).ok_or_else(|| nl(k, "untyped operand"))?;
+            let vt = g.ty(v).ok_or_else(|| nl(k, "untyped operand"))?;
+            for t in [qt, kt, vt, &k.ty] {
+                if !float_io(t.dtype) {
+                    return Err(nl(k, format!("{} attention", t.dtype)));
+                }
+                if t.shape.len() < 2 {
+                    return Err(nl(k, "attention operands below 2-D"));
+                }
+            }
+            let r = qt.shape.len();
+            let bq = &qt.shape[..r - 2];
+            if kt.shape.len() != r
+                || vt.shape.len() != r
+                || &kt.shape[..r - 2] != bq
+                || &vt.shape[..r - 2] != bq
+            {
+                return Err(nl(k, "attention with broadcast batch dimensions"));
+            }
+            let (sq, dq) = (qt.shape[r - 2], qt.shape[r - 1]);
+            let (sk, dv) = (kt.shape[r - 2], vt.shape[r - 1]);
+            if dq == 0 || dv == 0 || sq == 0 || sk == 0 {
+                return Err(nl(k, "empty attention"));
+            }
+            if dq > 128 || dv > 128 {
+                return Err(nl(k, "head dimensions over 128"));
+            }
+            let batch: u64 = bq.iter().map(|&d| d as u64).product();
+            if batch > 65535 || numel(qt).max(numel(kt)).max(numel(vt)) > u64::from(u32::MAX) {
+                return Err(nl(k, "too large an attention"));
+            }
+            let bm = s.tile[0];
+            let bn = 32;
+            let warps = 4;
+            if bm == 0 || !bm.is_multiple_of(warps) || bm / warps > 8 {
+                return Err(nl(
+                    k,
+                    "a query tile that is not 4..32 rows, a multiple of 4",
+                ));
+            }
+            let (sq, sk, dq, dv) = (
+                u32_of(k, sq)?,
+                u32_of(k, sk)?,
+                u32_of(k, dq)?,
+                u32_of(k, dv)?,
+            );
+            tk.block = [warps * 32, 1, 1];
+            tk.grid = [sq.div_ceil(bm), batch.max(1) as u32, 1];
+            tk.shape = Shape::FlashAttention {
+                batch: batch.max(1) as u32,
+                sq,
+                sk,
+                dq,
+                dv,
+                causal,
+                scale,
+                bm,
+                bn,
+            };
+            tk.smem = vec![
+                Smem {
+                    name: "smem_q".into(),
+                    elem_bytes: 4,
+                    shape: vec![1, bm, dq],
+                },
+                Smem {
+                    name: "smem_k".into(),
+                    elem_bytes: 4,
+                    shape: vec![1, bn, dq + 1],
+                },
+                Smem {
+                    name: "smem_v".into(),
+                    elem_bytes: 4,
+                    shape: vec![1, bn + 1, dv.next_multiple_of(32)],
+                },
+            ];
+            let copy = |src: String, dst: &str| {
+                (
+                    TileOp::Copy {
+                        src,
+                        dst: dst.to_string(),
+                        bytes: 4,
+                        is_async: false,
+                    },
+                    sp,
+                )
+            };
+            let kend = if causal {
+                format!("min({sk}, q0 + {bm})")
+            } else {
+                sk.to_string()
+            };
+            tk.body = vec![
+                (
+                    TileOp::Map(format!(
+                        "block (x, y) -> ({bm} query rows, batch), warp -> {} query rows, lane -> key of the tile / columns lane + 32t of the output",
+                        bm / warps
+                    )),
+                    sp,
+                ),
+                copy(format!("%{}[q-tile]", q.0), "%smem_q"),
+                (
+                    TileOp::Compute("m = -inf, l = 0, acc = 0 (fp32 registers)".into()),
+                    sp,
+                ),
+                (
+                    TileOp::For {
+                        var: "%k0".into(),
+                        extent: format!("{kend} step {bn}"),
+                        body: vec![
+                            copy(format!("%{}[k-tile]", kv.0), "%smem_k"),
+                            copy(format!("%{}[k-tile]", v.0), "%smem_v"),
+                            (TileOp::Barrier, sp),
+                            (
+                                TileOp::Fma {
+                                    rows: bm / warps,
+                                    cols: dq,
+                                },
+                                sp,
+                            ),
+                            (
+                                TileOp::Compute(format!(
+                                    "s = q·k * {scale}{}, edge mask",
+                                    if causal { ", causal mask j <= i" } else { "" }
+                                )),
+                                sp,
+                            ),
+                            (TileOp::ReduceWarp("max"), sp),
+                            (
+                                TileOp::Compute(
+                                    "m' = max(m, max s), p = exp(s - m'), acc *= exp(m - m')".into(),
+                                ),
+                                sp,
+                            ),
+                            (TileOp::ReduceWarp("add"), sp),
+                            (
+                                TileOp::Fma {
+                                    rows: bm / warps,
+                                    cols: dv.div_ceil(32),
+                                },
+                                sp,
+                            ),
+                            (TileOp::Barrier, sp),
+                        ],
+                    },
+                    sp,
+                ),
+                (TileOp::Compute("acc / l".into()), sp),
+                (
+                    TileOp::Store {
+                        dst: out,
+                        vector: 1,
+                        masked: true,
+                    },
+                    sp,
+                ),
+            ];
+        }
+        Kind::Copy => {
             return Err(nl(
                 k,
                 format!("{} kernels have no block program yet", k.kind.name()),

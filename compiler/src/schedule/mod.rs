@@ -193,11 +193,11 @@ pub fn print(p: &Program, sources: &SourceMap) -> String {
                 attrs.push(format!("block_elems = {}", s.tile[0]));
                 attrs.push(format!("vector = {}", s.vector));
             }
-            Kind::Softmax
-            | Kind::LayerNorm
-            | Kind::RmsNorm
-            | Kind::Reduce
-            | Kind::FlashAttention => {
+            Kind::FlashAttention => {
+                attrs.push(format!("block_q = {}", s.tile[0]));
+                attrs.push(format!("block_k = {}", s.tile[1]));
+            }
+            Kind::Softmax | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => {
                 attrs.push(format!("rows_per_block = {}", s.tile[0]));
                 attrs.push("warp_per_row".to_string());
             }

@@ -18,6 +18,56 @@ use crate::target::MmaKind;
 use std::fmt::Write as _;
 use tessera_lang::{SourceMap, Span};
 
+/// What a row kernel computes over the last axis of each row.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum RowOp {
+    /// `(x - mean) / sqrt(var + eps) · weight + bias` (biased variance).
+    LayerNorm {
+        eps: f64,
+        weight: bool,
+        bias: bool,
+    },
+    /// `x / sqrt(mean(x²) + eps) · weight`.
+    RmsNorm {
+        eps: f64,
+        weight: bool,
+    },
+    Sum,
+    Mean,
+    Max,
+    Min,
+}
+
+impl RowOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            RowOp::LayerNorm { .. } => "layernorm",
+            RowOp::RmsNorm { .. } => "rmsnorm",
+            RowOp::Sum => "sum",
+            RowOp::Mean => "mean",
+            RowOp::Max => "max",
+            RowOp::Min => "min",
+        }
+    }
+}
+
+/// The batch of a batched matmul: `count` problems along grid z; `a`/`b` say whether that
+/// operand has the batch dims (else it is shared by every problem). `count` 1: not batched.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct MatmulBatch {
+    pub count: u32,
+    pub a: bool,
+    pub b: bool,
+}
+
+impl MatmulBatch {
+    pub const NONE: MatmulBatch = MatmulBatch {
+        count: 1,
+        a: false,
+        b: false,
+    };
+}
+
 /// The parameters the Target IR lowering instantiates for this kernel.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Shape {
@@ -25,6 +75,28 @@ pub enum Shape {
     Elementwise { n: u64, vector: u32 },
     /// `rows × cols`, one warp per row, `warps` rows per block.
     RowSoftmax { rows: u32, cols: u32, warps: u32 },
+    /// A normalisation or reduction of `rows × cols`, one warp per row, `warps` rows per
+    /// block (a reduction writes one value per row).
+    Rows {
+        op: RowOp,
+        rows: u32,
+        cols: u32,
+        warps: u32,
+    },
+    /// FlashAttention forward, fp32 FMA: `batch` independent `[sq, dq]·[sk, dq]ᵀ·[sk, dv]`
+    /// problems (grid y), a block of 4 warps per `bm` query rows (`bm / 4` rows per warp),
+    /// key tiles of `bn` = 32 (lane ↔ key) through shared memory, online softmax.
+    FlashAttention {
+        batch: u32,
+        sq: u32,
+        sk: u32,
+        dq: u32,
+        dv: u32,
+        causal: bool,
+        scale: f64,
+        bm: u32,
+        bn: u32,
+    },
     /// `c[m,n] = a[m,k]·b[k,n]` with fp32 FMA: BM×BN×BK tile, 4×4 outputs per thread.
     MatmulFma {
         m: u32,
@@ -32,6 +104,7 @@ pub enum Shape {
         k: u32,
         tile: [u32; 3],
         stages: u32,
+        batch: MatmulBatch,
     },
     /// Tensor cores: BM×BN×BK tile, WM×WN warp tile, `mma.sync` of `kind`.
     MatmulMma {
@@ -41,6 +114,7 @@ pub enum Shape {
         tile: [u32; 3],
         warp: [u32; 2],
         kind: MmaKind,
+        batch: MatmulBatch,
     },
 }
 

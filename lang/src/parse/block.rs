@@ -2,17 +2,13 @@
 //! pass). Each line is parsed on its own, so one run reports an error per bad line and goes on.
 
 use super::errors::to_diagnostic;
-use super::grammar::{check_params, grammar, Grammar, Header, HeaderKind, Line};
+use super::grammar::{check_params, Grammars, Header, HeaderKind, Line};
 use super::limits::{dismantle_stmt, precheck, stmt_exprs, too_deep, MAX_EXPR_DEPTH};
 use crate::ast::{Expr, ExprKind, FunctionDef, Stmt, StmtKind};
 use crate::diag::{Code, Diagnostic};
 use crate::lex::{Tok, TokSpan};
 use crate::span::{FileId, Span};
-use chumsky::input::{Input, MappedInput};
-use chumsky::prelude::*;
 use std::rc::Rc;
-
-pub(crate) type TokInput<'t> = MappedInput<'t, Tok, SimpleSpan, &'t [(Tok, SimpleSpan)]>;
 
 type Toks<'t> = &'t [(Tok, TokSpan)];
 
@@ -36,7 +32,7 @@ pub(crate) struct Builder<'t> {
     pos: usize,
     file: FileId,
     source: &'t str,
-    grammar: Grammar<'t, TokInput<'t>>,
+    grammars: Grammars<'t>,
     pub diags: Vec<Diagnostic>,
     /// Errors only because the input ended (a header or decorator without its body yet).
     pub eof_diags: Vec<Diagnostic>,
@@ -50,7 +46,7 @@ impl<'t> Builder<'t> {
             pos: 0,
             file,
             source,
-            grammar: grammar(file),
+            grammars: Grammars::new(),
             diags: Vec::new(),
             eof_diags: Vec::new(),
             end: EndState::default(),
@@ -174,14 +170,13 @@ impl<'t> Builder<'t> {
             self.diags.extend(d.map(|d| *d));
             return None;
         }
-        let end = line.last().map(|(_, s)| s.end).unwrap_or(0);
-        let input = line.split_token_span(SimpleSpan::from(end..end));
-        let (out, errs) = self.grammar.line.parse(input).into_output_errors();
-        if let Some(e) = errs.iter().min_by_key(|e| e.span().start) {
-            self.diags.push(to_diagnostic(e, first, self.file));
-            return None;
-        }
-        let line = out?;
+        let line = match self.grammars.line(line, self.file) {
+            Ok(line) => line,
+            Err(e) => {
+                self.diags.push(to_diagnostic(&e, first, self.file));
+                return None;
+            }
+        };
         let exprs: Vec<&Expr> = match &line {
             Line::Simple(stmts) => stmts.iter().flat_map(stmt_exprs).collect(),
             Line::Decorator(e, _) => vec![e],

@@ -9,11 +9,50 @@ use crate::ast::{
 };
 use crate::lex::Tok;
 use crate::span::{FileId, Span};
-use chumsky::input::ValueInput;
+use chumsky::input::{Input, MapExtra, MappedInput};
+use chumsky::inspector::SimpleState;
+use chumsky::label::LabelError;
 use chumsky::prelude::*;
 use chumsky::recursive::Direct;
+use std::cell::OnceCell;
 
-pub(crate) type Extra<'t> = extra::Err<Rich<'t, Tok, SimpleSpan>>;
+/// Parser extras: the error type, and the file id as state (spans carry it).
+pub(crate) type Ex<Er> = extra::Full<Er, SimpleState<FileId>, ()>;
+
+/// The input: one logical line's tokens.
+pub(crate) type I<'t> = MappedInput<'t, Tok, SimpleSpan, &'t [(Tok, SimpleSpan)]>;
+
+/// An error type the grammar can produce: `EmptyErr` for the fast first pass, `Rich` for the
+/// messages when a line does not parse.
+pub(crate) trait GrammarError<'t>:
+    chumsky::error::Error<'t, I<'t>> + LabelError<'t, I<'t>, &'static str> + 't
+{
+    fn custom(span: SimpleSpan, msg: &'static str) -> Self;
+}
+
+impl<'t> GrammarError<'t> for EmptyErr {
+    fn custom(_: SimpleSpan, _: &'static str) -> Self {
+        EmptyErr::default()
+    }
+}
+
+impl<'t> GrammarError<'t> for Rich<'t, Tok, SimpleSpan> {
+    fn custom(span: SimpleSpan, msg: &'static str) -> Self {
+        Rich::custom(span, msg)
+    }
+}
+
+/// The span of what a `map_with` closure matched, with the file id from the parser state.
+macro_rules! sp {
+    ($e:expr) => {
+        span_of::<Er>($e)
+    };
+}
+
+fn span_of<'t, Er: GrammarError<'t>>(e: &mut MapExtra<'t, '_, I<'t>, Ex<Er>>) -> Span {
+    let s: SimpleSpan = e.span();
+    Span::new(e.state().0, s.start, s.end)
+}
 
 /// One parsed logical line.
 #[derive(Debug)]
@@ -55,12 +94,43 @@ pub(crate) enum RawParam {
     Slash(Span),
 }
 
-type Rec<'t, I> = Recursive<Direct<'t, 't, I, Expr, Extra<'t>>>;
+type Rec<'t, Er> = Recursive<Direct<'t, 't, I<'t>, Expr, Ex<Er>>>;
 
-/// The parsers of the language, built once per parse.
-pub(crate) struct Grammar<'t, I: ValueInput<'t, Token = Tok, Span = SimpleSpan>> {
-    pub line: Boxed<'t, 't, I, Line, Extra<'t>>,
-    pub expr: Boxed<'t, 't, I, Expr, Extra<'t>>,
+/// The parsers of the language (cheap to build: a few microseconds).
+pub(crate) struct Grammar<'t, Er: GrammarError<'t>> {
+    lines: Lines<'t, Er>,
+    expr: Boxed<'t, 't, I<'t>, Expr, Ex<Er>>,
+}
+
+type LineParser<'t, Er> = Boxed<'t, 't, I<'t>, Line, Ex<Er>>;
+
+/// One parser per kind of line.
+struct Lines<'t, Er: GrammarError<'t>> {
+    if_: LineParser<'t, Er>,
+    elif: LineParser<'t, Er>,
+    else_: LineParser<'t, Er>,
+    while_: LineParser<'t, Er>,
+    for_: LineParser<'t, Er>,
+    def: LineParser<'t, Er>,
+    decorator: LineParser<'t, Er>,
+    simple: LineParser<'t, Er>,
+}
+
+impl<'t, Er: GrammarError<'t>> Grammar<'t, Er> {
+    /// The parser for a line starting with `first`.
+    fn line_for(&self, first: Option<&Tok>) -> &LineParser<'t, Er> {
+        let l = &self.lines;
+        match first {
+            Some(Tok::If) => &l.if_,
+            Some(Tok::Elif) => &l.elif,
+            Some(Tok::Else) => &l.else_,
+            Some(Tok::While) => &l.while_,
+            Some(Tok::For) => &l.for_,
+            Some(Tok::Def) => &l.def,
+            Some(Tok::At) => &l.decorator,
+            _ => &l.simple,
+        }
+    }
 }
 
 fn mk(kind: ExprKind, span: Span) -> Expr {
@@ -131,18 +201,14 @@ fn tuple_or_single(mut items: Vec<Expr>, trailing: bool, span: Span) -> Expr {
     mk(ExprKind::Tuple(items), span)
 }
 
-pub(crate) fn grammar<'t, I>(file: FileId) -> Grammar<'t, I>
-where
-    I: ValueInput<'t, Token = Tok, Span = SimpleSpan>,
-{
-    let sp = move |s: SimpleSpan| Span::new(file, s.start, s.end);
-    let mut arith_out: Option<Rec<'t, I>> = None;
+pub(crate) fn grammar<'t, Er: GrammarError<'t>>() -> Grammar<'t, Er> {
+    let mut arith_out: Option<Rec<'t, Er>> = None;
 
-    let expr: Rec<'t, I> = recursive(|expr| {
+    let expr: Rec<'t, Er> = recursive(|expr| {
         let name = select! { Tok::Name(n) => n }.labelled("an identifier");
         let ident = name.map_with(move |n, e| Ident {
             name: n,
-            span: sp(e.span()),
+            span: sp!(e),
         });
 
         // comprehension targets: names and (nested) tuples/lists of names
@@ -156,9 +222,9 @@ where
                 ident.map(|i: Ident| mk(ExprKind::Name(i.name), i.span)),
                 seq.clone()
                     .delimited_by(just(Tok::LParen), just(Tok::RParen))
-                    .map_with(move |v, e| mk(ExprKind::Tuple(v), sp(e.span()))),
+                    .map_with(move |v, e| mk(ExprKind::Tuple(v), sp!(e))),
                 seq.delimited_by(just(Tok::LBracket), just(Tok::RBracket))
-                    .map_with(move |v, e| mk(ExprKind::List(v), sp(e.span()))),
+                    .map_with(move |v, e| mk(ExprKind::List(v), sp!(e))),
             ))
             .labelled("a loop variable")
         });
@@ -168,7 +234,7 @@ where
             .at_least(1)
             .collect::<Vec<Expr>>()
             .then(just(Tok::Comma).or_not())
-            .map_with(move |(v, t), e| tuple_or_single(v, t.is_some(), sp(e.span())));
+            .map_with(move |(v, t), e| tuple_or_single(v, t.is_some(), sp!(e)));
 
         let items = expr
             .clone()
@@ -184,13 +250,13 @@ where
             Tok::None => ExprKind::None,
             Tok::Name(n) => ExprKind::Name(n),
         }
-        .map_with(move |k, e| mk(k, sp(e.span())));
+        .map_with(move |k, e| mk(k, sp!(e)));
 
         let strings = select! { t @ (Tok::Str(_) | Tok::FStr(_)) => t }
             .repeated()
             .at_least(1)
             .collect::<Vec<Tok>>()
-            .map_with(move |v, e| mk(concat_strings(v), sp(e.span())));
+            .map_with(move |v, e| mk(concat_strings(v), sp!(e)));
 
         // `(`: `()`, `(e)`, `(e,)`, `(e, f, ...)`
         let paren = expr
@@ -199,13 +265,13 @@ where
             .or_not()
             .delimited_by(just(Tok::LParen), just(Tok::RParen))
             .map_with(move |inner, e| match inner {
-                None => mk(ExprKind::Tuple(Vec::new()), sp(e.span())),
+                None => mk(ExprKind::Tuple(Vec::new()), sp!(e)),
                 Some((first, None)) => first,
                 Some((first, Some(rest))) => {
                     let mut v = Vec::with_capacity(rest.len() + 1);
                     v.push(first);
                     v.extend(rest);
-                    mk(ExprKind::Tuple(v), sp(e.span()))
+                    mk(ExprKind::Tuple(v), sp!(e))
                 }
             });
 
@@ -235,7 +301,7 @@ where
             .or_not()
             .delimited_by(just(Tok::LBracket), just(Tok::RBracket))
             .map_with(move |inner, e| {
-                let span = sp(e.span());
+                let span = sp!(e);
                 match inner {
                     None => mk(ExprKind::List(Vec::new()), span),
                     Some((first, None)) => mk(ExprKind::List(vec![first]), span),
@@ -279,7 +345,7 @@ where
                         Arg::Keyword(..) => seen_kw = true,
                         Arg::Positional(e) if seen_kw => {
                             let _ = span;
-                            return Err(Rich::custom(
+                            return Err(Er::custom(
                                 SimpleSpan::from(e.span.range()),
                                 "positional argument follows keyword argument",
                             ));
@@ -305,7 +371,7 @@ where
                             hi: hi.map(Box::new),
                             step: step.flatten().map(Box::new),
                         },
-                        sp(e.span()),
+                        sp!(e),
                     ),
                 },
             ),
@@ -316,7 +382,7 @@ where
                         hi: hi.map(Box::new),
                         step: step.flatten().map(Box::new),
                     },
-                    sp(e.span()),
+                    sp!(e),
                 )
             }),
         ));
@@ -325,15 +391,15 @@ where
             .at_least(1)
             .collect::<Vec<Expr>>()
             .then(just(Tok::Comma).or_not())
-            .map_with(move |(v, t), e| tuple_or_single(v, t.is_some(), sp(e.span())))
+            .map_with(move |(v, t), e| tuple_or_single(v, t.is_some(), sp!(e)))
             .delimited_by(just(Tok::LBracket), just(Tok::RBracket));
 
         let postfix = choice((
-            args.map_with(move |a, e| Postfix::Call(a, sp(e.span()))),
+            args.map_with(move |a, e| Postfix::Call(a, sp!(e))),
             just(Tok::Dot)
                 .ignore_then(ident.labelled("an attribute name"))
                 .map(Postfix::Attr),
-            subscript.map_with(move |i, e| Postfix::Index(i, sp(e.span()))),
+            subscript.map_with(move |i, e| Postfix::Index(i, sp!(e))),
         ));
         let primary = atom.foldl(postfix.repeated(), |value, p| match p {
             Postfix::Call(args, s) => {
@@ -378,8 +444,8 @@ where
                     Some(exp) => bin(BinOp::Pow, base, exp),
                 });
             let unary = select! {
-                Tok::Minus = e => (UnaryOp::Neg, sp(e.span())),
-                Tok::Plus = e => (UnaryOp::Pos, sp(e.span())),
+                Tok::Minus = e => (UnaryOp::Neg, sp!(e)),
+                Tok::Plus = e => (UnaryOp::Pos, sp!(e)),
             };
             unary
                 .repeated()
@@ -396,98 +462,81 @@ where
                 .labelled("an expression")
         });
 
-        let term_op = select! {
-            Tok::Star => BinOp::Mul,
-            Tok::Slash => BinOp::Div,
-            Tok::DSlash => BinOp::FloorDiv,
-            Tok::Percent => BinOp::Mod,
-            Tok::At => BinOp::MatMul,
+        // Binary operators below `**`, `not` and comparisons: one flat chain
+        // `operand (op operand)*`, folded by precedence without recursion (`fold_chain`).
+        let single_op = select! {
+            Tok::Star => Op::Bin(BinOp::Mul),
+            Tok::Slash => Op::Bin(BinOp::Div),
+            Tok::DSlash => Op::Bin(BinOp::FloorDiv),
+            Tok::Percent => Op::Bin(BinOp::Mod),
+            Tok::At => Op::Bin(BinOp::MatMul),
+            Tok::Plus => Op::Bin(BinOp::Add),
+            Tok::Minus => Op::Bin(BinOp::Sub),
+            Tok::EqEq => Op::Cmp(CmpOp::Eq),
+            Tok::NotEq => Op::Cmp(CmpOp::Ne),
+            Tok::Lt => Op::Cmp(CmpOp::Lt),
+            Tok::Le => Op::Cmp(CmpOp::Le),
+            Tok::Gt => Op::Cmp(CmpOp::Gt),
+            Tok::Ge => Op::Cmp(CmpOp::Ge),
+            Tok::In => Op::Cmp(CmpOp::In),
+            Tok::And => Op::And,
+            Tok::Or => Op::Or,
         };
-        let arith_op = select! { Tok::Plus => BinOp::Add, Tok::Minus => BinOp::Sub };
-        let term = factor
-            .clone()
-            .foldl(term_op.then(factor).repeated(), |l, (op, r)| bin(op, l, r));
-        let arith = term
-            .clone()
-            .foldl(arith_op.then(term).repeated(), |l, (op, r)| bin(op, l, r));
-        let arith_rec: Rec<'t, I> = recursive(|_| arith);
-        arith_out = Some(arith_rec.clone());
-
-        let cmp_op = choice((
-            select! {
-                Tok::EqEq => CmpOp::Eq,
-                Tok::NotEq => CmpOp::Ne,
-                Tok::Lt => CmpOp::Lt,
-                Tok::Le => CmpOp::Le,
-                Tok::Gt => CmpOp::Gt,
-                Tok::Ge => CmpOp::Ge,
-                Tok::In => CmpOp::In,
-            },
-            just(Tok::Not).then(just(Tok::In)).to(CmpOp::NotIn),
-            just(Tok::Is).ignore_then(just(Tok::Not).or_not()).map(|n| {
-                if n.is_some() {
-                    CmpOp::IsNot
-                } else {
-                    CmpOp::Is
-                }
-            }),
+        let any_op = choice((
+            single_op,
+            just(Tok::Not).then(just(Tok::In)).to(Op::Cmp(CmpOp::NotIn)),
+            just(Tok::Is)
+                .ignore_then(just(Tok::Not).or_not())
+                .map(|n| Op::Cmp(if n.is_some() { CmpOp::IsNot } else { CmpOp::Is })),
         ));
-        let comparison = arith_rec
+        let nots = select! { Tok::Not = e => sp!(e) }
+            .repeated()
+            .collect::<Vec<Span>>();
+        let chain = nots
+            .clone()
+            .then(factor.clone())
+            .then(
+                any_op
+                    .then(nots)
+                    .then(factor.clone())
+                    .validate(|((op, nots), e): ((Op, Vec<Span>), Expr), x, emitter| {
+                        if !nots.is_empty() && !matches!(op, Op::And | Op::Or) {
+                            emitter.emit(Er::custom(
+                                x.span(),
+                                "`not` cannot follow an operator here; put the operand in parentheses",
+                            ));
+                        }
+                        ((op, nots), e)
+                    })
+                    .repeated()
+                    .collect::<Vec<((Op, Vec<Span>), Expr)>>(),
+            )
+            .map(|(first, rest)| fold_chain(first, rest))
+            .labelled("an expression");
+
+        let arith_op = select! {
+            Tok::Star => Op::Bin(BinOp::Mul),
+            Tok::Slash => Op::Bin(BinOp::Div),
+            Tok::DSlash => Op::Bin(BinOp::FloorDiv),
+            Tok::Percent => Op::Bin(BinOp::Mod),
+            Tok::At => Op::Bin(BinOp::MatMul),
+            Tok::Plus => Op::Bin(BinOp::Add),
+            Tok::Minus => Op::Bin(BinOp::Sub),
+        };
+        let arith = factor
             .clone()
             .then(
-                cmp_op
-                    .then(arith_rec.clone())
+                arith_op
+                    .then(factor)
+                    .map(|(op, e)| ((op, Vec::new()), e))
                     .repeated()
-                    .collect::<Vec<_>>(),
+                    .collect::<Vec<((Op, Vec<Span>), Expr)>>(),
             )
-            .map(|(left, ops): (Expr, Vec<(CmpOp, Expr)>)| {
-                if ops.is_empty() {
-                    return left;
-                }
-                let span = ops
-                    .last()
-                    .map(|(_, e)| left.span.to(e.span))
-                    .unwrap_or(left.span);
-                mk(
-                    ExprKind::Compare {
-                        left: Box::new(left),
-                        ops,
-                    },
-                    span,
-                )
-            });
-        let not_test = select! { Tok::Not = e => sp(e.span()) }
-            .repeated()
-            .foldr(comparison, |s: Span, operand: Expr| {
-                let span = s.to(operand.span);
-                mk(
-                    ExprKind::Unary {
-                        op: UnaryOp::Not,
-                        operand: Box::new(operand),
-                    },
-                    span,
-                )
-            })
-            .labelled("an expression");
-        let boolop = |l: Expr, op: BoolOp, r: Expr| {
-            let span = l.span.to(r.span);
-            mk(
-                ExprKind::BoolOp {
-                    op,
-                    left: Box::new(l),
-                    right: Box::new(r),
-                },
-                span,
-            )
-        };
-        let and_test = not_test.clone().foldl(
-            just(Tok::And).ignore_then(not_test).repeated(),
-            move |l, r| boolop(l, BoolOp::And, r),
-        );
-        let or_test = and_test.clone().foldl(
-            just(Tok::Or).ignore_then(and_test).repeated(),
-            move |l, r| boolop(l, BoolOp::Or, r),
-        );
+            .map(|(first, rest)| fold_chain((Vec::new(), first), rest));
+        let arith_rec: Rec<'t, Er> = recursive(|_| arith);
+        arith_out = Some(arith_rec);
+
+        let or_test = chain;
         or_test
             .clone()
             .then(
@@ -525,10 +574,10 @@ where
         .at_least(1)
         .collect::<Vec<Expr>>()
         .then(just(Tok::Comma).or_not())
-        .map_with(move |(v, t), e| tuple_or_single(v, t.is_some(), sp(e.span())));
+        .map_with(move |(v, t), e| tuple_or_single(v, t.is_some(), sp!(e)));
 
     let augop = select! { Tok::AugAssign(op) => op };
-    let stmt_at = move |kind: StmtKind, s: SimpleSpan| Stmt { kind, span: sp(s) };
+    let stmt_at = |kind: StmtKind, span: Span| Stmt { kind, span };
     let expr_stmt = testlist
         .clone()
         .then(
@@ -563,19 +612,21 @@ where
                     value,
                 },
             };
-            stmt_at(kind, e.span())
+            stmt_at(kind, sp!(e))
         });
     let small = choice((
-        just(Tok::Pass).map_with(move |_, e| stmt_at(StmtKind::Pass, e.span())),
-        just(Tok::Break).map_with(move |_, e| stmt_at(StmtKind::Break, e.span())),
-        just(Tok::Continue).map_with(move |_, e| stmt_at(StmtKind::Continue, e.span())),
+        select! {
+            Tok::Pass = e => stmt_at(StmtKind::Pass, sp!(e)),
+            Tok::Break = e => stmt_at(StmtKind::Break, sp!(e)),
+            Tok::Continue = e => stmt_at(StmtKind::Continue, sp!(e)),
+        },
         just(Tok::Return)
             .ignore_then(testlist.clone().or_not())
-            .map_with(move |v, e| stmt_at(StmtKind::Return(v), e.span())),
+            .map_with(move |v, e| stmt_at(StmtKind::Return(v), sp!(e))),
         just(Tok::Assert)
             .ignore_then(expr.clone())
             .then(just(Tok::Comma).ignore_then(expr.clone()).or_not())
-            .map_with(move |(test, msg), e| stmt_at(StmtKind::Assert { test, msg }, e.span())),
+            .map_with(move |(test, msg), e| stmt_at(StmtKind::Assert { test, msg }, sp!(e))),
         expr_stmt,
     ));
     let simple = small
@@ -584,36 +635,36 @@ where
         .collect::<Vec<Stmt>>()
         .then_ignore(just(Tok::Semi).or_not());
 
-    let colon = just(Tok::Colon).map_with(|_, e| e.span());
-    let kw = |t: Tok| just(t).map_with(|_, e| e.span());
-    let header = |p: Boxed<'t, 't, I, (SimpleSpan, HeaderKind), Extra<'t>>| {
+    let colon = just(Tok::Colon).map_with(|_, e| sp!(e));
+    let kw = |t: Tok| just(t).map_with(|_, e| sp!(e));
+    let header = |p: Boxed<'t, 't, I<'t>, (Span, HeaderKind), Ex<Er>>| {
         p.then(colon.clone()).then(simple.clone().or_not()).map(
             move |(((start, kind), end), body)| {
                 Line::Header(
                     Header {
                         kind,
-                        span: sp(start).to(sp(end)),
+                        span: start.to(end),
                     },
                     body,
                 )
             },
         )
     };
-    let name = select! { Tok::Name(n) = e => Ident { name: n, span: sp(e.span()) } };
+    let name = select! { Tok::Name(n) = e => Ident { name: n, span: sp!(e) } };
     let annotation = just(Tok::Colon)
         .ignore_then(expr.clone())
         .or_not()
         .ignored();
     let param = choice((
         just(Tok::DStar)
-            .map_with(move |_, e| sp(e.span()))
+            .map_with(move |_, e| sp!(e))
             .then_ignore(name.then_ignore(annotation.clone()).or_not())
             .map(RawParam::DoubleStar),
         just(Tok::Star)
-            .map_with(move |_, e| sp(e.span()))
+            .map_with(move |_, e| sp!(e))
             .then(name.then_ignore(annotation.clone()).or_not())
             .map(|(s, n)| RawParam::Star(n, s)),
-        just(Tok::Slash).map_with(move |_, e| RawParam::Slash(sp(e.span()))),
+        just(Tok::Slash).map_with(move |_, e| RawParam::Slash(sp!(e))),
         name.then_ignore(annotation)
             .then(just(Tok::Assign).ignore_then(expr.clone()).or_not())
             .map(|(n, d)| RawParam::Named(n, d)),
@@ -623,7 +674,7 @@ where
         .separated_by(just(Tok::Comma))
         .allow_trailing()
         .collect::<Vec<RawParam>>()
-        .then(just(Tok::RParen).map_with(|_, e| e.span()));
+        .then(just(Tok::RParen).map_with(|_, e| sp!(e)));
     let params = just(Tok::LParen).ignore_then(params);
     let target_list = arith
         .clone()
@@ -631,7 +682,7 @@ where
         .at_least(1)
         .collect::<Vec<Expr>>()
         .then(just(Tok::Comma).or_not())
-        .map_with(move |(v, t), e| tuple_or_single(v, t.is_some(), sp(e.span())));
+        .map_with(move |(v, t), e| tuple_or_single(v, t.is_some(), sp!(e)));
 
     let if_h = kw(Tok::If).then(expr.clone().map(HeaderKind::If)).boxed();
     let elif_h = kw(Tok::Elif)
@@ -654,31 +705,153 @@ where
         .then(params)
         .then_ignore(just(Tok::Arrow).ignore_then(expr.clone()).or_not())
         .map(move |((start, n), (ps, close))| {
-            let span = sp(start).to(sp(close));
+            let span = start.to(close);
             (start, HeaderKind::Def(n, ps, span))
         })
         .boxed();
     let decorator = kw(Tok::At)
         .then(expr.clone())
-        .map(move |(s, e)| Line::Decorator(e, sp(s)));
+        .map(|(s, e)| Line::Decorator(e, s));
 
-    let line = choice((
-        header(if_h),
-        header(elif_h),
-        header(else_h),
-        header(while_h),
-        header(for_h),
-        header(def_h),
-        decorator,
-        simple.map(Line::Simple),
-    ))
-    .then_ignore(end())
-    .boxed();
+    // dispatched on the line's first token (see `Grammar::line_for`)
+    let lines = Lines {
+        if_: header(if_h).then_ignore(end()).boxed(),
+        elif: header(elif_h).then_ignore(end()).boxed(),
+        else_: header(else_h).then_ignore(end()).boxed(),
+        while_: header(while_h).then_ignore(end()).boxed(),
+        for_: header(for_h).then_ignore(end()).boxed(),
+        def: header(def_h).then_ignore(end()).boxed(),
+        decorator: decorator.then_ignore(end()).boxed(),
+        simple: simple.map(Line::Simple).then_ignore(end()).boxed(),
+    };
 
     Grammar {
-        line,
+        lines,
         expr: expr.then_ignore(end()).boxed(),
     }
+}
+
+/// A binary operator of the flat chain.
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    Bin(BinOp),
+    Cmp(CmpOp),
+    And,
+    Or,
+}
+
+/// Precedence: `or` < `and` < `not` < comparisons < `+ -` < `* / // % @`.
+fn prec(op: Op) -> u8 {
+    match op {
+        Op::Or => 1,
+        Op::And => 2,
+        Op::Cmp(_) => 4,
+        Op::Bin(BinOp::Add | BinOp::Sub) => 5,
+        Op::Bin(_) => 6,
+    }
+}
+const NOT_PREC: u8 = 3;
+
+enum Pending {
+    Op(Op),
+    Not(Span),
+}
+
+/// Folds `operand (op operand)*` (each operand with its leading `not`s) into a tree with
+/// Python's precedence, left-associative, comparisons chained (`a < b <= c`); iterative.
+fn fold_chain(first: (Vec<Span>, Expr), rest: Vec<((Op, Vec<Span>), Expr)>) -> Expr {
+    // operands, each with "is a comparison chain built here" (so `(a < b) < c` stays nested)
+    let mut vals: Vec<(Expr, bool)> = Vec::with_capacity(rest.len() + 1);
+    let mut ops: Vec<Pending> = Vec::new();
+    let pending_prec = |p: &Pending| match p {
+        Pending::Op(op) => prec(*op),
+        Pending::Not(_) => NOT_PREC,
+    };
+    let reduce = |vals: &mut Vec<(Expr, bool)>, p: Pending| {
+        match p {
+            Pending::Not(s) => {
+                if let Some((operand, _)) = vals.pop() {
+                    let span = s.to(operand.span);
+                    vals.push((
+                        mk(
+                            ExprKind::Unary {
+                                op: UnaryOp::Not,
+                                operand: Box::new(operand),
+                            },
+                            span,
+                        ),
+                        false,
+                    ));
+                }
+            }
+            Pending::Op(op) => {
+                let (Some((r, _)), Some((l, chained))) = (vals.pop(), vals.pop()) else {
+                    return;
+                };
+                let span = l.span.to(r.span);
+                let out = match op {
+                    Op::Cmp(c) => {
+                        if chained {
+                            if let Expr {
+                                kind: ExprKind::Compare { left, mut ops },
+                                ..
+                            } = l
+                            {
+                                ops.push((c, r));
+                                vals.push((mk(ExprKind::Compare { left, ops }, span), true));
+                                return;
+                            }
+                        }
+                        vals.push((
+                            mk(
+                                ExprKind::Compare {
+                                    left: Box::new(l),
+                                    ops: vec![(c, r)],
+                                },
+                                span,
+                            ),
+                            true,
+                        ));
+                        return;
+                    }
+                    Op::And | Op::Or => mk(
+                        ExprKind::BoolOp {
+                            op: if matches!(op, Op::And) {
+                                BoolOp::And
+                            } else {
+                                BoolOp::Or
+                            },
+                            left: Box::new(l),
+                            right: Box::new(r),
+                        },
+                        span,
+                    ),
+                    Op::Bin(b) => bin(b, l, r),
+                };
+                vals.push((out, false));
+            }
+        }
+    };
+    let (nots, e) = first;
+    ops.extend(nots.into_iter().map(Pending::Not));
+    vals.push((e, false));
+    for ((op, nots), e) in rest {
+        let p = prec(op);
+        while ops.last().map(|t| pending_prec(t) >= p).unwrap_or(false) {
+            if let Some(t) = ops.pop() {
+                reduce(&mut vals, t);
+            }
+        }
+        ops.push(Pending::Op(op));
+        ops.extend(nots.into_iter().map(Pending::Not));
+        vals.push((e, false));
+    }
+    while let Some(t) = ops.pop() {
+        reduce(&mut vals, t);
+    }
+    vals.pop()
+        .map(|(e, _)| e)
+        .unwrap_or_else(|| mk(ExprKind::Error, Span::default()))
 }
 
 #[derive(Clone)]
@@ -783,4 +956,71 @@ pub(crate) fn check_params(
     }
     // names also clash with `*args`
     Ok(out)
+}
+
+/// The grammar with both error types.
+pub(crate) struct Grammars<'t> {
+    fast: Grammar<'t, EmptyErr>,
+    /// built on the first error
+    rich: OnceCell<Grammar<'t, Rich<'t, Tok, SimpleSpan>>>,
+}
+
+pub(crate) type ParseError<'t> = Rich<'t, Tok, SimpleSpan>;
+
+impl<'t> Grammars<'t> {
+    pub(crate) fn new() -> Grammars<'t> {
+        Grammars {
+            fast: grammar(),
+            rich: OnceCell::new(),
+        }
+    }
+
+    /// Parses a line: first without error bookkeeping (fast), then, if it fails, again with
+    /// `Rich` errors to explain why. The error is the earliest one.
+    pub(crate) fn line(
+        &self,
+        toks: &'t [(Tok, SimpleSpan)],
+        file: FileId,
+    ) -> Result<Line, ParseError<'t>> {
+        let first = toks.first().map(|(t, _)| t);
+        run(
+            self.fast.line_for(first),
+            || self.rich.get_or_init(grammar).line_for(first),
+            toks,
+            file,
+        )
+    }
+
+    pub(crate) fn expr(
+        &self,
+        toks: &'t [(Tok, SimpleSpan)],
+        file: FileId,
+    ) -> Result<Expr, ParseError<'t>> {
+        run(&self.fast.expr, || &self.rich.get_or_init(grammar).expr, toks, file)
+    }
+}
+
+fn run<'a, 't: 'a, O: 'a>(
+    fast: &Boxed<'t, 't, I<'t>, O, Ex<EmptyErr>>,
+    rich: impl FnOnce() -> &'a Boxed<'t, 't, I<'t>, O, Ex<ParseError<'t>>>,
+    toks: &'t [(Tok, SimpleSpan)],
+    file: FileId,
+) -> Result<O, ParseError<'t>> {
+    let end = toks.last().map(|(_, s)| s.end).unwrap_or(0);
+    let eoi = SimpleSpan::from(end..end);
+    let mut state = SimpleState(file);
+    if let Ok(out) = fast
+        .parse_with_state(toks.split_token_span(eoi), &mut state)
+        .into_result()
+    {
+        return Ok(out);
+    }
+    let (out, errs) = rich()
+        .parse_with_state(toks.split_token_span(eoi), &mut state)
+        .into_output_errors();
+    match (errs.into_iter().min_by_key(|e| e.span().start), out) {
+        (Some(e), _) => Err(e),
+        (None, Some(out)) => Ok(out),
+        (None, None) => Err(Rich::custom(eoi, "invalid syntax")),
+    }
 }
