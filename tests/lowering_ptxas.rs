@@ -10,7 +10,7 @@ use tessera_compiler::target::Target;
 fn scripts() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut v = vec![];
-    for dir in ["tests/golden", "examples"] {
+    for dir in ["tests/golden", "tests/ir", "examples"] {
         let Ok(rd) = std::fs::read_dir(root.join(dir)) else {
             continue;
         };
