@@ -1,6 +1,9 @@
 use std::time::Instant;
 fn main() {
-    let block = std::env::args().nth(1).unwrap_or_else(|| "x = a + b * c\n".into()).replace("\\n", "\n");
+    let block = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "x = a + b * c\n".into())
+        .replace("\\n", "\n");
     let mut src = String::new();
     while src.lines().count() < 1000 {
         src.push_str(&block);
