@@ -479,24 +479,19 @@ pub(crate) fn grammar<'t, Er: GrammarError<'t>>() -> Grammar<'t, Er> {
             Tok::Gt => Op::Cmp(CmpOp::Gt),
             Tok::Ge => Op::Cmp(CmpOp::Ge),
             Tok::In => Op::Cmp(CmpOp::In),
+            Tok::NotIn => Op::Cmp(CmpOp::NotIn),
+            Tok::Is => Op::Cmp(CmpOp::Is),
+            Tok::IsNot => Op::Cmp(CmpOp::IsNot),
             Tok::And => Op::And,
             Tok::Or => Op::Or,
         };
-        let any_op = choice((
-            single_op,
-            just(Tok::Not).then(just(Tok::In)).to(Op::Cmp(CmpOp::NotIn)),
-            just(Tok::Is)
-                .ignore_then(just(Tok::Not).or_not())
-                .map(|n| Op::Cmp(if n.is_some() { CmpOp::IsNot } else { CmpOp::Is })),
-        ));
         let nots = select! { Tok::Not = e => sp!(e) }
             .repeated()
             .collect::<Vec<Span>>();
         let chain = nots
-            .clone()
             .then(factor.clone())
             .then(
-                any_op
+                single_op
                     .then(nots)
                     .then(factor.clone())
                     .validate(|((op, nots), e): ((Op, Vec<Span>), Expr), x, emitter| {
@@ -767,69 +762,67 @@ fn fold_chain(first: (Vec<Span>, Expr), rest: Vec<((Op, Vec<Span>), Expr)>) -> E
         Pending::Op(op) => prec(*op),
         Pending::Not(_) => NOT_PREC,
     };
-    let reduce = |vals: &mut Vec<(Expr, bool)>, p: Pending| {
-        match p {
-            Pending::Not(s) => {
-                if let Some((operand, _)) = vals.pop() {
-                    let span = s.to(operand.span);
-                    vals.push((
-                        mk(
-                            ExprKind::Unary {
-                                op: UnaryOp::Not,
-                                operand: Box::new(operand),
-                            },
-                            span,
-                        ),
-                        false,
-                    ));
-                }
-            }
-            Pending::Op(op) => {
-                let (Some((r, _)), Some((l, chained))) = (vals.pop(), vals.pop()) else {
-                    return;
-                };
-                let span = l.span.to(r.span);
-                let out = match op {
-                    Op::Cmp(c) => {
-                        if chained {
-                            if let Expr {
-                                kind: ExprKind::Compare { left, mut ops },
-                                ..
-                            } = l
-                            {
-                                ops.push((c, r));
-                                vals.push((mk(ExprKind::Compare { left, ops }, span), true));
-                                return;
-                            }
-                        }
-                        vals.push((
-                            mk(
-                                ExprKind::Compare {
-                                    left: Box::new(l),
-                                    ops: vec![(c, r)],
-                                },
-                                span,
-                            ),
-                            true,
-                        ));
-                        return;
-                    }
-                    Op::And | Op::Or => mk(
-                        ExprKind::BoolOp {
-                            op: if matches!(op, Op::And) {
-                                BoolOp::And
-                            } else {
-                                BoolOp::Or
-                            },
-                            left: Box::new(l),
-                            right: Box::new(r),
+    let reduce = |vals: &mut Vec<(Expr, bool)>, p: Pending| match p {
+        Pending::Not(s) => {
+            if let Some((operand, _)) = vals.pop() {
+                let span = s.to(operand.span);
+                vals.push((
+                    mk(
+                        ExprKind::Unary {
+                            op: UnaryOp::Not,
+                            operand: Box::new(operand),
                         },
                         span,
                     ),
-                    Op::Bin(b) => bin(b, l, r),
-                };
-                vals.push((out, false));
+                    false,
+                ));
             }
+        }
+        Pending::Op(op) => {
+            let (Some((r, _)), Some((l, chained))) = (vals.pop(), vals.pop()) else {
+                return;
+            };
+            let span = l.span.to(r.span);
+            let out = match op {
+                Op::Cmp(c) => {
+                    if chained {
+                        if let Expr {
+                            kind: ExprKind::Compare { left, mut ops },
+                            ..
+                        } = l
+                        {
+                            ops.push((c, r));
+                            vals.push((mk(ExprKind::Compare { left, ops }, span), true));
+                            return;
+                        }
+                    }
+                    vals.push((
+                        mk(
+                            ExprKind::Compare {
+                                left: Box::new(l),
+                                ops: vec![(c, r)],
+                            },
+                            span,
+                        ),
+                        true,
+                    ));
+                    return;
+                }
+                Op::And | Op::Or => mk(
+                    ExprKind::BoolOp {
+                        op: if matches!(op, Op::And) {
+                            BoolOp::And
+                        } else {
+                            BoolOp::Or
+                        },
+                        left: Box::new(l),
+                        right: Box::new(r),
+                    },
+                    span,
+                ),
+                Op::Bin(b) => bin(b, l, r),
+            };
+            vals.push((out, false));
         }
     };
     let (nots, e) = first;
@@ -996,7 +989,12 @@ impl<'t> Grammars<'t> {
         toks: &'t [(Tok, SimpleSpan)],
         file: FileId,
     ) -> Result<Expr, ParseError<'t>> {
-        run(&self.fast.expr, || &self.rich.get_or_init(grammar).expr, toks, file)
+        run(
+            &self.fast.expr,
+            || &self.rich.get_or_init(grammar).expr,
+            toks,
+            file,
+        )
     }
 }
 
