@@ -44,6 +44,10 @@ pub enum Tok {
     Or,
     Not,
     Is,
+    /// `not in` (merged by the layout pass, as Python's tokenizer does)
+    NotIn,
+    /// `is not`
+    IsNot,
     True,
     False,
     None,
@@ -129,6 +133,8 @@ impl Tok {
                 | Tok::Or
                 | Tok::Not
                 | Tok::Is
+                | Tok::NotIn
+                | Tok::IsNot
                 | Tok::True
                 | Tok::False
                 | Tok::None
@@ -154,6 +160,8 @@ impl Tok {
             Tok::Or => "or",
             Tok::Not => "not",
             Tok::Is => "is",
+            Tok::NotIn => "not in",
+            Tok::IsNot => "is not",
             Tok::True => "True",
             Tok::False => "False",
             Tok::None => "None",
@@ -333,6 +341,11 @@ pub fn lex(source: &str, range: Range<usize>, file: FileId, fdepth: u32) -> Lexe
     let base = range.start;
     let text = source.get(range).unwrap_or("");
     let mut out = Lexed::default();
+    // a UTF-8 byte order mark at the start of a file is not part of the program
+    let (base, text) = match text.strip_prefix('\u{feff}') {
+        Some(rest) if base == 0 => (base + '\u{feff}'.len_utf8(), rest),
+        _ => (base, text),
+    };
     let mut lexer = Raw::lexer(text);
     while let Some(raw) = lexer.next() {
         let r = lexer.span();

@@ -206,6 +206,3 @@ fn ends_with_blank_line(source: &str) -> bool {
         tail.matches('\n').count() + tail.matches('\r').count() - tail.matches("\r\n").count();
     breaks >= 2
 }
-
-#[cfg(test)]
-mod tests;

@@ -205,6 +205,12 @@ fn statements() {
         ("x = 1\r\ny = 2\r\n", "(= x 1)\n(= y 2)"),
         ("x = 1\ry = 2\r", "(= x 1)\n(= y 2)"),
         ("\n\n# only comments\n   \n", ""),
+        ("\u{feff}x = 1\n", "(= x 1)"),
+        (
+            "x = a not in b is not c\n",
+            "(= x (cmp a not in b is not c))",
+        ),
+        ("x = not a in b\n", "(= x (not (in a b)))"),
         ("", ""),
     ];
     for (src, want) in cases {

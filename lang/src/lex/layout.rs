@@ -109,6 +109,19 @@ pub fn layout(source: &str, file: FileId, toks: Vec<(Tok, TokSpan)>, expr_only: 
             },
             other => other,
         };
+        // `not in` and `is not` are single operators
+        if let Some((prev, pspan)) = out.last_mut() {
+            let merged = match (&*prev, &tok) {
+                (Tok::Not, Tok::In) => Some(Tok::NotIn),
+                (Tok::Is, Tok::Not) => Some(Tok::IsNot),
+                _ => None,
+            };
+            if let Some(m) = merged {
+                *prev = m;
+                *pspan = TokSpan::from(pspan.start..span.end);
+                continue;
+            }
+        }
         out.push((tok, span));
     }
     let end = source.len();
@@ -188,6 +201,7 @@ fn indentation(
                 width = (width / 8 + 1) * 8;
             }
             '\x0c' => width = 0,
+            '\u{feff}' => {}
             _ => width += 1,
         }
     }

@@ -46,6 +46,8 @@ fn is_continuation(t: &Tok) -> bool {
             | Tok::Not
             | Tok::In
             | Tok::Is
+            | Tok::NotIn
+            | Tok::IsNot
             | Tok::And
             | Tok::Or
             | Tok::Assign

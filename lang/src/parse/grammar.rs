@@ -479,23 +479,19 @@ pub(crate) fn grammar<'t, Er: GrammarError<'t>>() -> Grammar<'t, Er> {
             Tok::Gt => Op::Cmp(CmpOp::Gt),
             Tok::Ge => Op::Cmp(CmpOp::Ge),
             Tok::In => Op::Cmp(CmpOp::In),
+            Tok::NotIn => Op::Cmp(CmpOp::NotIn),
+            Tok::Is => Op::Cmp(CmpOp::Is),
+            Tok::IsNot => Op::Cmp(CmpOp::IsNot),
             Tok::And => Op::And,
             Tok::Or => Op::Or,
         };
-        let any_op = choice((
-            single_op,
-            just(Tok::Not).then(just(Tok::In)).to(Op::Cmp(CmpOp::NotIn)),
-            just(Tok::Is)
-                .ignore_then(just(Tok::Not).or_not())
-                .map(|n| Op::Cmp(if n.is_some() { CmpOp::IsNot } else { CmpOp::Is })),
-        ));
         let nots = select! { Tok::Not = e => sp!(e) }
             .repeated()
             .collect::<Vec<Span>>();
         let chain = nots
             .then(factor.clone())
             .then(
-                any_op
+                single_op
                     .then(nots)
                     .then(factor.clone())
                     .validate(|((op, nots), e): ((Op, Vec<Span>), Expr), x, emitter| {
