@@ -91,11 +91,14 @@ pub struct SessionOptions {
     pub color: bool,
 }
 
+/// Where a session's outputs go, shared with the interpreter's print hook.
+type Sink = Rc<RefCell<Box<dyn FnMut(Output)>>>;
+
 /// A notebook session.
 pub struct Session {
     interp: Interp,
     opts: SessionOptions,
-    sink: Rc<RefCell<Box<dyn FnMut(Output)>>>,
+    sink: Sink,
     execution_count: u32,
 }
 
@@ -199,10 +202,7 @@ impl Session {
     }
 }
 
-fn new_interp(
-    opts: &SessionOptions,
-    sink: &Rc<RefCell<Box<dyn FnMut(Output)>>>,
-) -> Result<Interp, Diagnostic> {
+fn new_interp(opts: &SessionOptions, sink: &Sink) -> Result<Interp, Diagnostic> {
     let mut interp = Interp::new();
     tessera_stdlib::install(
         &mut interp,
