@@ -46,11 +46,14 @@ impl ScheduleError {
             d = d.with_help(h.clone());
         }
         if let Some(s) = self.span {
-            d = d.at(s).with_label(if self.user {
-                "the schedule of this kernel"
-            } else {
-                "while scheduling this op"
+            d = d.at(s).with_label(match (self.user, self.call) {
+                (true, Some(_)) => "this directive",
+                (true, None) => "the schedule of this kernel",
+                (false, _) => "while scheduling this op",
             });
+        }
+        if let Some(c) = self.call {
+            d = d.with_secondary(c, "the kernel is compiled for this call");
         }
         d
     }

@@ -332,6 +332,9 @@ fn sched_directives(d: &Directives, span: Span) -> SchedDirectives {
         async_copy: d.async_copy,
         vectorize: d.vectorize.map(u),
         span: Some(span),
+        tile_span: d.span_of("tile"),
+        stages_span: d.span_of("pipeline_stages"),
+        tensor_cores_span: d.span_of("use_tensor_cores"),
     }
 }
 

@@ -27,6 +27,20 @@ pub struct Directives {
     pub search_space: Vec<(String, Vec<i64>)>,
     /// `autotune(cost_model=, max_trials=)`.
     pub autotune: Option<(String, i64)>,
+    /// Where each directive was given (the whole `schedule.NAME(...)` call), for diagnostics that
+    /// blame a directive; the last call of a name wins, as its value does.
+    pub spans: Vec<(&'static str, Span)>,
+}
+
+impl Directives {
+    /// The span of the `schedule.NAME(...)` call that set `name`, if any.
+    pub fn span_of(&self, name: &str) -> Option<Span> {
+        self.spans
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == name)
+            .map(|(_, s)| *s)
+    }
 }
 
 const FUNCTIONS: &[(&str, &str)] = &[
@@ -309,7 +323,9 @@ pub fn module(session: Rc<Session>) -> Module {
                         "call it at the top of a kernel body, where it applies to that kernel",
                     ));
                 };
-                apply(&mut ctx.directives.borrow_mut(), n, &args)?;
+                let mut d = ctx.directives.borrow_mut();
+                apply(&mut d, n, &args)?;
+                d.spans.push((n, args.span));
                 Ok(Value::None)
             }),
         );

@@ -160,10 +160,16 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Program, Sched
         target,
         kernels,
     };
-    // A directive the target cannot run is reported at the kernel call when known.
-    if let Some(span) = d.span {
+    // A directive the target cannot run is reported at that directive, with the kernel call.
+    if let Some(call) = d.span {
+        let blame = crate::schedule::Blame {
+            call,
+            tile: d.tile_span,
+            stages: d.stages_span,
+            tensor_cores: d.tensor_cores_span,
+        };
         for k in &p.kernels {
-            crate::schedule::verify_kernel(k, target, span)?;
+            crate::schedule::verify_kernel(k, target, &blame)?;
         }
     }
     verify(&p)?;

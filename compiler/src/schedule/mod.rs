@@ -64,8 +64,13 @@ pub struct Directives {
     pub stages: Option<u32>,
     pub async_copy: Option<bool>,
     pub vectorize: Option<u32>,
-    /// Where the kernel was called / the directives were given (for E0300).
+    /// Where the kernel was called (for E0300).
     pub span: Option<Span>,
+    /// Where `schedule.tile`, `schedule.pipeline_stages` and `schedule.use_tensor_cores` were
+    /// given: E0300 points at the directive that breaks the limit.
+    pub tile_span: Option<Span>,
+    pub stages_span: Option<Span>,
+    pub tensor_cores_span: Option<Span>,
 }
 
 /// How one kernel is tiled.
@@ -134,6 +139,8 @@ pub struct ScheduleError {
     pub span: Option<Span>,
     /// A user error (E0300), not a compiler bug.
     pub user: bool,
+    /// The kernel call, when the primary span is the directive that breaks the limit.
+    pub call: Option<Span>,
 }
 
 /// The kind of kernel a graph op becomes (`None`: glue, no kernel).
@@ -226,22 +233,47 @@ pub fn print(p: &Program, sources: &SourceMap) -> String {
     out
 }
 
-fn user(span: Span, message: String, help: &str) -> ScheduleError {
-    ScheduleError {
-        message,
-        help: Some(help.to_string()),
-        span: Some(span),
-        user: true,
+/// Where a user error about a schedule is reported: at the directive responsible when it was
+/// given, with the kernel call as a secondary label; at the call otherwise.
+#[derive(Copy, Clone, Debug)]
+pub struct Blame {
+    pub call: Span,
+    pub tile: Option<Span>,
+    pub stages: Option<Span>,
+    pub tensor_cores: Option<Span>,
+}
+
+impl Blame {
+    /// Blames the call only.
+    pub fn call(call: Span) -> Blame {
+        Blame {
+            call,
+            tile: None,
+            stages: None,
+            tensor_cores: None,
+        }
+    }
+
+    /// The first directive span of `of` that was given, else the call.
+    fn error(&self, of: &[Option<Span>], message: String, help: &str) -> ScheduleError {
+        let directive = of.iter().flatten().next().copied();
+        ScheduleError {
+            message,
+            help: Some(help.to_string()),
+            span: Some(directive.unwrap_or(self.call)),
+            user: true,
+            call: directive.map(|_| self.call),
+        }
     }
 }
 
 /// Checks one kernel's schedule against the target (E0300 rules of SPEC §5).
-pub fn verify_kernel(k: &Kernel, target: Target, span: Span) -> Result<(), ScheduleError> {
+pub fn verify_kernel(k: &Kernel, target: Target, blame: &Blame) -> Result<(), ScheduleError> {
     let s = &k.schedule;
     let limits = target.limits();
     if s.threads == 0 || s.threads > limits.max_threads_per_block {
-        return Err(user(
-            span,
+        return Err(blame.error(
+            &[blame.tile],
             format!(
                 "kernel '{}' needs {} threads per block, more than {}'s limit of {}",
                 k.name,
@@ -259,8 +291,8 @@ pub fn verify_kernel(k: &Kernel, target: Target, span: Span) -> Result<(), Sched
     if s.tensor_cores {
         for (name, v, m) in [("BM", bm, 16), ("BN", bn, 8), ("BK", bk, 16)] {
             if v % m != 0 {
-                return Err(user(
-                    span,
+                return Err(blame.error(
+                    &[blame.tile, blame.tensor_cores],
                     format!(
                         "tile dimension {name} = {v} is not a multiple of {m}, the MMA shape m16n8k16, with tensor cores on"
                     ),
@@ -271,8 +303,8 @@ pub fn verify_kernel(k: &Kernel, target: Target, span: Span) -> Result<(), Sched
         let [wm, wn] = s.warp;
         for (name, w, m, t) in [("WM", wm, 16, bm), ("WN", wn, 8, bn)] {
             if w == 0 || w % m != 0 || t % w != 0 {
-                return Err(user(
-                    span,
+                return Err(blame.error(
+                    &[blame.tile, blame.tensor_cores],
                     format!(
                         "warp tile dimension {name} = {w} must be a multiple of {m} (the MMA shape) and divide the block tile ({t})"
                     ),
@@ -284,8 +316,8 @@ pub fn verify_kernel(k: &Kernel, target: Target, span: Span) -> Result<(), Sched
     let smem = s.smem_bytes(k.kind);
     let limit = u64::from(limits.max_dynamic_shared_bytes);
     if smem > limit {
-        return Err(user(
-            span,
+        return Err(blame.error(
+            &[blame.stages, blame.tile],
             format!(
                 "kernel '{}' needs {smem} bytes of shared memory per block ({} stages × ({bm}·{bk} + {bk}·{bn}) × {} bytes), over {}'s limit of {limit}",
                 k.name,
@@ -310,6 +342,7 @@ pub fn verify(p: &Program) -> Result<(), ScheduleError> {
             help: None,
             span: Some(k.span),
             user: false,
+            call: None,
         })?;
         if kind_of(op) != Some(k.kind) {
             return Err(ScheduleError {
@@ -322,6 +355,7 @@ pub fn verify(p: &Program) -> Result<(), ScheduleError> {
                 help: None,
                 span: Some(k.span),
                 user: false,
+                call: None,
             });
         }
         let ops = op.operands();
@@ -335,9 +369,10 @@ pub fn verify(p: &Program) -> Result<(), ScheduleError> {
                 help: None,
                 span: Some(k.span),
                 user: false,
+                call: None,
             });
         }
-        verify_kernel(k, p.target, k.span)?;
+        verify_kernel(k, p.target, &Blame::call(k.span))?;
     }
     Ok(())
 }
