@@ -93,6 +93,7 @@ pub fn tolerance(d: DType, k: u64, max_abs: f64) -> (f64, f64) {
 }
 
 /// The result of comparing one launch.
+#[derive(Debug)]
 pub struct Agreement {
     /// The largest `|diff| / (atol + rtol·|cpu|)` over the elements (0 when all equal).
     pub worst_ratio: f64,
@@ -220,5 +221,121 @@ pub fn log(k: &Kernel, elements: usize, a: &Agreement) {
             "warning: {LOG_VAR}: cannot write {}: {e}",
             std::path::Path::new(&path).display()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_compiler::graph::TensorType;
+    use tessera_compiler::schedule::{Kind, Schedule};
+    use tessera_lang::{SourceMap, Span};
+    use tessera_runtime::DType as RDType;
+
+    fn kernel(g: &Graph, root: ValueId, ty: TensorType) -> Kernel {
+        Kernel {
+            name: "f_copy_0".into(),
+            kind: Kind::Copy,
+            root,
+            inputs: vec![],
+            ty,
+            span: g.span(root),
+            schedule: Schedule {
+                tile: [256, 1, 1],
+                warp: [1, 1],
+                stages: 1,
+                vector: 1,
+                tensor_cores: false,
+                async_copy: false,
+                threads: 256,
+                elem_bytes: 4,
+            },
+        }
+    }
+
+    fn span() -> Span {
+        let mut sm = SourceMap::new();
+        let f = sm.add("t.tsr", "x = f(y)\n");
+        Span::new(f, 0, 8)
+    }
+
+    #[test]
+    fn tolerance_follows_the_dtype_and_the_reduction_length() {
+        assert_eq!(tolerance(DType::F32, 1, 2.0), (1e-5, 2e-5));
+        let (r, _) = tolerance(DType::F32, 10_000, 1.0);
+        assert!((r - 1e-3).abs() < 1e-12);
+        assert_eq!(tolerance(DType::BF16, 1, 1.0).0, 4.0 / 256.0);
+        assert_eq!(tolerance(DType::F16, 1, 1.0).0, 4.0 / 2048.0);
+        assert_eq!(tolerance(DType::I32, 100, 5.0), (0.0, 0.0));
+    }
+
+    #[test]
+    fn a_difference_beyond_the_tolerance_names_the_element_and_both_values() {
+        let mut g = Graph::new("f");
+        let ty = TensorType::new(vec![2, 3], DType::F32);
+        let x = g.add_param(ty.clone(), span());
+        let k = kernel(&g, x, ty);
+        let cpu =
+            Tensor::from_f32(&[2, 3], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], RDType::F32).unwrap();
+        // Within rtol·|x| + rtol·max: 6e-5 + 1e-5·|x|.
+        let near =
+            Tensor::from_f32(&[2, 3], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.00009], RDType::F32).unwrap();
+        let a = compare(&g, &k, &cpu, &near).unwrap();
+        assert!(
+            a.worst_ratio > 0.5 && a.worst_ratio <= 1.0,
+            "{}",
+            a.worst_ratio
+        );
+        let far =
+            Tensor::from_f32(&[2, 3], vec![1.0, 2.0, 3.0, 4.0, 5.01, 6.0], RDType::F32).unwrap();
+        let e = compare(&g, &k, &cpu, &far).unwrap_err();
+        assert_eq!(e.code, Code::E0800);
+        assert!(
+            e.message.contains("kernel 'f_copy_0' (copy)"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("at index [1, 1]"), "{}", e.message);
+        assert!(e.message.contains("cpu 5.0, emu 5.01"), "{}", e.message);
+    }
+
+    #[test]
+    fn nans_agree_with_nans_and_infinities_only_with_themselves() {
+        let mut g = Graph::new("f");
+        let ty = TensorType::new(vec![2], DType::F32);
+        let x = g.add_param(ty.clone(), span());
+        let k = kernel(&g, x, ty);
+        let t = |v: Vec<f32>| Tensor::from_f32(&[2], v, RDType::F32).unwrap();
+        assert!(compare(&g, &k, &t(vec![f32::NAN, 1.0]), &t(vec![f32::NAN, 1.0])).is_ok());
+        assert!(compare(&g, &k, &t(vec![f32::NAN, 1.0]), &t(vec![0.0, 1.0])).is_err());
+        assert!(compare(&g, &k, &t(vec![f32::INFINITY, 1.0]), &t(vec![1e30, 1.0])).is_err());
+    }
+
+    /// Broadcasts have no `.tsr` spelling of their own yet; the copy generator still lowers
+    /// them, and the emulator agrees with the cpu executor.
+    #[test]
+    fn a_broadcast_kernel_runs_on_emu_and_agrees() {
+        use tessera_compiler::graph::Op;
+        use tessera_compiler::pipeline::lower;
+        use tessera_compiler::schedule::Directives;
+        use tessera_compiler::target::Target;
+        let mut g = Graph::new("f");
+        let x = g.add_param(TensorType::new(vec![3, 1, 5], DType::BF16), span());
+        let out_ty = TensorType::new(vec![2, 3, 70, 5], DType::BF16);
+        let y = g.push(Op::Broadcast { x }, out_ty, span());
+        g.outputs = vec![y];
+        let l = lower(&g, &Directives::default(), Target::Sm90).unwrap();
+        let c = &l.kernels[0];
+        assert!(c.not_lowered.is_none(), "{:?}", c.not_lowered);
+        let t = c.target.as_ref().unwrap();
+        let input = Tensor::randn(&[3, 1, 5], RDType::BF16, 7).unwrap();
+        let cpu = crate::exec::run(&g, std::slice::from_ref(&input), &[]).unwrap();
+        let k = &l.program.kernels[0];
+        let emu = crate::device::run(t, &k.name, &[input.clone()], &k.ty).unwrap();
+        assert_eq!(cpu[0].to_f64_vec().unwrap(), emu.to_f64_vec().unwrap());
+        // And it is a real broadcast: element [1, 2, 69, 4] is input [2, 0, 4].
+        let v = emu.to_f64_vec().unwrap();
+        let i = input.to_f64_vec().unwrap();
+        assert_eq!(v[((3 + 2) * 70 + 69) * 5 + 4], i[2 * 5 + 4]);
     }
 }
