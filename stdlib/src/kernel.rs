@@ -440,8 +440,8 @@ impl KernelObj {
             else {
                 return Ok(None);
             };
-            if cpu.is_abstract() || operands.iter().any(|o| o.is_abstract()) {
-                // Shapes only: nothing runs.
+            if cpu.is_abstract() || operands.iter().any(|o| o.is_abstract()) || cpu.numel() == 0 {
+                // Shapes only, or an empty result: nothing would be launched.
                 return Ok(None);
             }
             let Some(t) = &ck.target else {
