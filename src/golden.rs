@@ -114,7 +114,30 @@ pub const GOLDEN_MAX_BYTES: &str = "4294967296";
 /// Per-case time limit.
 const TIMEOUT: Duration = Duration::from_secs(120);
 
+/// What `tessera run` printed and its exit status.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Output {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+/// Runs one script as a golden case does (its directory, `NO_COLOR`, the memory limit, the
+/// time limit, `$DIR` for its directory in the output), with `env` set too; no snapshots.
+pub fn run_script(exe: &Path, tsr: &Path, env: &[(&str, &str)]) -> Result<Output, String> {
+    let r = run_env(exe, tsr, &[], env)?;
+    Ok(Output {
+        stdout: r.stdout,
+        stderr: r.stderr,
+        code: r.code,
+    })
+}
+
 fn run(exe: &Path, tsr: &Path, levels: &[String]) -> Result<Run, String> {
+    run_env(exe, tsr, levels, &[])
+}
+
+fn run_env(exe: &Path, tsr: &Path, levels: &[String], env: &[(&str, &str)]) -> Result<Run, String> {
     let dir = tsr
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -125,6 +148,9 @@ fn run(exe: &Path, tsr: &Path, levels: &[String]) -> Result<Run, String> {
         // E0700 messages name the memory limit: a fixed one keeps expected output the same on
         // every machine.
         cmd.env("TESSERA_MAX_BYTES", GOLDEN_MAX_BYTES);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
     }
     cmd.arg("run");
     let dump_dir = if levels.is_empty() {

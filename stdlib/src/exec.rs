@@ -41,12 +41,29 @@ pub fn run(g: &Graph, inputs: &[Tensor], captures: &[Tensor]) -> Result<Vec<Tens
     run_with(g, inputs, captures, &mut |_, _| None)
 }
 
+/// Sees every op the CPU evaluated: its value, its tensor operands (as for [`Hook`]) and the
+/// result; `Some(tensor)` replaces the result for the ops after it; an error stops the run.
+pub type Observer<'a> =
+    dyn FnMut(ValueId, &[Tensor], &Tensor) -> Result<Option<Tensor>, Diagnostic> + 'a;
+
 /// [`run`] with a [`Hook`] asked first for every op.
 pub fn run_with(
     g: &Graph,
     inputs: &[Tensor],
     captures: &[Tensor],
     hook: &mut Hook<'_>,
+) -> Result<Vec<Tensor>, Diagnostic> {
+    run_observed(g, inputs, captures, hook, &mut |_, _, _| Ok(None))
+}
+
+/// [`run_with`], and `observe` called after the CPU evaluates an op that is not a param,
+/// capture or const (ops the hook replaced are not observed).
+pub fn run_observed(
+    g: &Graph,
+    inputs: &[Tensor],
+    captures: &[Tensor],
+    hook: &mut Hook<'_>,
+    observe: &mut Observer<'_>,
 ) -> Result<Vec<Tensor>, Diagnostic> {
     let mut vals: Vec<Option<Val>> = vec![None; g.len()];
     let get = |vals: &Vec<Option<Val>>, v: ValueId| -> Result<Val, Diagnostic> {
@@ -64,8 +81,8 @@ pub fn run_with(
     for id in g.ids() {
         let Some(op) = g.op(id) else { continue };
         let ty = g.ty(id).ok_or_else(|| internal("a value has no type"))?;
+        let mut operands = Vec::new();
         if !matches!(op, Op::Param { .. } | Op::Capture { .. } | Op::Const { .. }) {
-            let mut operands = Vec::new();
             for x in op.operands() {
                 if let Some(Val::T(t)) = vals.get(x.index()).cloned().flatten() {
                     operands.push(t);
@@ -222,6 +239,17 @@ pub fn run_with(
                         .ok_or_else(|| internal("a fused body returned nothing"))?,
                 )
             }
+        };
+        let v = match &v {
+            Val::T(t)
+                if !matches!(op, Op::Param { .. } | Op::Capture { .. } | Op::Const { .. }) =>
+            {
+                match observe(id, &operands, t)? {
+                    Some(r) => Val::T(r),
+                    None => v,
+                }
+            }
+            _ => v,
         };
         if let Some(slot) = vals.get_mut(id.index()) {
             *slot = Some(v);

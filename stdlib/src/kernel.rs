@@ -422,6 +422,52 @@ impl KernelObj {
         crate::exec::run_with(&c.graph, inputs, &c.captures, &mut hook)
     }
 
+    /// Runs every kernel of the graph on the CPU and in the emulator, comparing the two
+    /// results ([`crate::crosscheck`]). The results of the `emu` device when `emu` is set (they
+    /// also feed the kernels after them), else those of the CPU.
+    fn run_crosscheck(
+        &self,
+        c: &Compiled,
+        inputs: &[Tensor],
+        emu_results: bool,
+    ) -> Result<Vec<Tensor>, Diagnostic> {
+        let l = &c.lowered;
+        let g = &l.program.graph;
+        let mut observe = |id: ValueId, operands: &[Tensor], cpu: &Tensor| {
+            let Some((k, ck)) = l
+                .program
+                .kernels
+                .iter()
+                .zip(&l.kernels)
+                .find(|(k, _)| k.root == id)
+            else {
+                return Ok(None);
+            };
+            if cpu.is_abstract() || operands.iter().any(|o| o.is_abstract()) || cpu.numel() == 0 {
+                // Shapes only, or an empty result: nothing would be launched.
+                return Ok(None);
+            }
+            let Some(t) = &ck.target else {
+                return Err(crate::crosscheck::not_lowered(
+                    k,
+                    ck.not_lowered.as_deref().unwrap_or("no reason given"),
+                ));
+            };
+            let emu =
+                crate::device::run(t, &k.name, operands, &k.ty).map_err(|d| d.or_at(k.span))?;
+            let a = crate::crosscheck::compare(g, k, cpu, &emu)?;
+            crate::crosscheck::log(k, cpu.numel(), &a);
+            Ok(emu_results.then_some(emu))
+        };
+        crate::exec::run_observed(
+            &c.graph,
+            inputs,
+            &c.captures,
+            &mut |_, _| None,
+            &mut observe,
+        )
+    }
+
     fn invoke(&self, it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
         let traced_arg = args.positional.iter().any(|(v, _)| as_sym(v).is_some())
             || args.keywords.iter().any(|(_, v, _)| as_sym(v).is_some());
@@ -438,7 +484,10 @@ impl KernelObj {
             .filter(|v| is_tensor_like(v))
             .filter_map(|v| as_tensor(v).cloned())
             .collect();
-        let outs = if *self.session.device.borrow() == "emu" {
+        let on_emu = *self.session.device.borrow() == "emu";
+        let outs = if crate::crosscheck::enabled().map_err(|d| d.or_at(args.span))? {
+            self.run_crosscheck(&c, &inputs, on_emu)
+        } else if on_emu {
             self.run_emu(&c, &inputs)
         } else {
             crate::exec::run(&c.graph, &inputs, &c.captures)

@@ -4,6 +4,7 @@
 // `Diagnostic` is the one error type of host code; it is returned by value on purpose.
 #![allow(clippy::result_large_err)]
 
+pub mod crosscheck;
 pub mod device;
 pub mod exec;
 pub mod graph_mod;

@@ -1047,6 +1047,12 @@ def max_abs_diff(a, b):
     return float(np.max(d))
 
 
+def kernel(f):
+    """`@op.kernel`: a kernel's result equals its body run eagerly (SPEC §5), so the oracle
+    runs the body."""
+    return f
+
+
 # --------------------------------------------------------------------------------------
 # module object
 
@@ -1060,7 +1066,7 @@ class _OpModule:
                  "neg", "exp", "log", "sqrt", "rsqrt", "abs", "tanh", "sigmoid", "relu", "gelu",
                  "silu", "maximum", "minimum", "where", "matmul", "sum", "mean", "max", "min",
                  "softmax", "layernorm", "rmsnorm", "transpose", "reshape", "concat",
-                 "flash_attention", "allclose", "max_abs_diff"]
+                 "flash_attention", "allclose", "max_abs_diff", "kernel"]
         for n in names:
             object.__setattr__(self, n, g[n])
         for n, d in _CANON.items():

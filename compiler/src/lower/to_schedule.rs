@@ -62,7 +62,9 @@ fn schedule_for(
                 ),
                 _ => (ty.dtype, ty.dtype),
             };
-            let tc = d.tensor_cores.unwrap_or(tensor_core_dtype(ad, bd));
+            // Tensor cores take bf16/fp16 operand pairs; other operands keep fp32 FMA even
+            // when asked (tf32 tensor cores would round fp32 operands to 10-bit mantissas).
+            let tc = d.tensor_cores.unwrap_or(true) && tensor_core_dtype(ad, bd);
             let (tile, warp, stages) = if tc {
                 ([128, 128, 32], [64, 32], 3)
             } else {

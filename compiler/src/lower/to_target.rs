@@ -11,7 +11,7 @@ use crate::target::{
     BinOp, BlockId, CacheOp, Cmp, Dim, Kernel, KernelBuilder, MmaKind, Op as TOp, Operand, ParamTy,
     Reg, Rnd, SReg, ShflMode, Space, TargetError, Ty, UnOp,
 };
-use crate::tile::{MatmulBatch, RowOp, Shape, TileKernel};
+use crate::tile::{AttnBatch, MatmulBatch, RowOp, Shape, TileKernel};
 use tessera_lang::Span;
 
 /// A lowered kernel and how to launch it.
@@ -690,6 +690,7 @@ fn flash_attention(
     scale: f64,
     bm: u32,
     bn: u32,
+    bcast: Option<&AttnBatch>,
 ) -> R<Lowered> {
     if bn != 32 || !bm.is_multiple_of(4) || bm == 0 {
         return no("flash attention tiles other than 4k×32");
@@ -723,12 +724,52 @@ fn flash_attention(
     let lane = b.bin(BinOp::And, Ty::B32, tid, imm(31));
     let warp = b.bin(BinOp::Shr, Ty::U32, tid, imm(5));
     let q0 = b.mul(Ty::U32, bx, imm(i64::from(bm)));
-    let qbase = b.mul(Ty::U32, bz, sq_r);
-    let kbase = b.mul(Ty::U32, bz, sk_r);
-    let qrow0 = b.mul(Ty::U32, qbase, imm(i64::from(dq)));
-    let krow0 = b.mul(Ty::U32, kbase, imm(i64::from(dq)));
-    let vrow0 = b.mul(Ty::U32, kbase, imm(i64::from(dv)));
-    let orow0 = b.mul(Ty::U32, qbase, imm(i64::from(dv)));
+    let (qrow0, krow0, vrow0, orow0) = match bcast {
+        None => {
+            let qbase = b.mul(Ty::U32, bz, sq_r);
+            let kbase = b.mul(Ty::U32, bz, sk_r);
+            let qrow0 = b.mul(Ty::U32, qbase, imm(i64::from(dq)));
+            let krow0 = b.mul(Ty::U32, kbase, imm(i64::from(dq)));
+            let vrow0 = b.mul(Ty::U32, kbase, imm(i64::from(dv)));
+            let orow0 = b.mul(Ty::U32, qbase, imm(i64::from(dv)));
+            (qrow0, krow0, vrow0, orow0)
+        }
+        Some(m) => {
+            // Each operand's batch from the output batch's coordinates.
+            let mut c = vec![bz; m.dims.len()];
+            let mut rest = bz;
+            for d in (1..m.dims.len()).rev() {
+                let dd = i64::from(m.dims[d].max(1));
+                c[d] = b.bin(BinOp::Rem, Ty::U32, rest, imm(dd));
+                rest = b.bin(BinOp::Div, Ty::U32, rest, imm(dd));
+            }
+            if let Some(c0) = c.first_mut() {
+                *c0 = rest;
+            }
+            let batch_of = |b: &mut KernelBuilder, st: &[u32]| {
+                let mut acc = b.mov(Ty::U32, imm(0));
+                for (cd, &s) in c.iter().zip(st) {
+                    if s != 0 {
+                        acc = b.fma(Ty::U32, *cd, imm(i64::from(s)), acc);
+                    }
+                }
+                acc
+            };
+            let qb = batch_of(&mut b, &m.q);
+            let kb = batch_of(&mut b, &m.k);
+            let vb = batch_of(&mut b, &m.v);
+            let qbase = b.mul(Ty::U32, qb, sq_r);
+            let kbase = b.mul(Ty::U32, kb, sk_r);
+            let vbase = b.mul(Ty::U32, vb, sk_r);
+            let obase = b.mul(Ty::U32, bz, sq_r);
+            (
+                b.mul(Ty::U32, qbase, imm(i64::from(dq))),
+                b.mul(Ty::U32, kbase, imm(i64::from(dq))),
+                b.mul(Ty::U32, vbase, imm(i64::from(dv))),
+                b.mul(Ty::U32, obase, imm(i64::from(dv))),
+            )
+        }
+    };
     let sq0 = b.shared_addr(sqs);
     let sk0 = b.shared_addr(sks);
     let sv0 = b.shared_addr(svs);
@@ -1457,6 +1498,15 @@ pub fn lower(g: &Graph, tk: &TileKernel) -> R<Lowered> {
     }
     match &tk.shape {
         Shape::Elementwise { n, vector } => elementwise(g, tk, *n, *vector),
+        Shape::Gather {
+            n,
+            vector,
+            dims,
+            sources,
+        } => super::copy::target(g, tk, *n, *vector, dims, sources),
+        Shape::ReduceAxis { op, len, inner, .. } => {
+            super::reduce_axis::target(g, tk, *op, *len, *inner)
+        }
         Shape::RowSoftmax { rows, cols, .. } => softmax(g, tk, *rows, *cols),
         Shape::Rows { op, rows, cols, .. } => rows_kernel(g, tk, *op, *rows, *cols),
         Shape::FlashAttention {
@@ -1468,8 +1518,21 @@ pub fn lower(g: &Graph, tk: &TileKernel) -> R<Lowered> {
             scale,
             bm,
             bn,
+            bcast,
             ..
-        } => flash_attention(g, tk, *sq, *sk, *dq, *dv, *causal, *scale, *bm, *bn),
+        } => flash_attention(
+            g,
+            tk,
+            *sq,
+            *sk,
+            *dq,
+            *dv,
+            *causal,
+            *scale,
+            *bm,
+            *bn,
+            bcast.as_ref(),
+        ),
         Shape::MatmulFma {
             m,
             n,

@@ -37,6 +37,38 @@ fn ceil(a: u64, b: u64) -> u64 {
     a.div_ceil(b.max(1))
 }
 
+/// The batch strides of attention operands whose batch dims broadcast to `ob`.
+fn attn_batch(
+    k: &Kernel,
+    ob: &[usize],
+    ops: [&TensorType; 3],
+) -> Result<crate::tile::AttnBatch, NotLowered> {
+    let strides = |t: &TensorType| -> Result<Vec<u32>, NotLowered> {
+        let tb = &t.shape[..t.shape.len() - 2];
+        let lead = ob.len() - tb.len().min(ob.len());
+        let mut st = vec![0u32; ob.len()];
+        let mut acc: u64 = 1;
+        for d in (0..ob.len()).rev() {
+            if let Some(j) = d.checked_sub(lead) {
+                if tb[j] != 1 {
+                    if tb[j] != ob[d] {
+                        return Err(nl(k, "attention batch dimensions that do not broadcast"));
+                    }
+                    st[d] = u32::try_from(acc).map_err(|_| nl(k, "too large an attention"))?;
+                }
+                acc *= tb[j] as u64;
+            }
+        }
+        Ok(st)
+    };
+    Ok(crate::tile::AttnBatch {
+        dims: ob.iter().map(|&d| u32_of(k, d)).collect::<Result<_, _>>()?,
+        q: strides(ops[0])?,
+        k: strides(ops[1])?,
+        v: strides(ops[2])?,
+    })
+}
+
 /// Lowers one kernel of `g`.
 pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
     let op = g.op(k.root).ok_or_else(|| nl(k, "no such graph value"))?;
@@ -396,6 +428,14 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 {
                     return Err(nl(k, "a tile the threads cannot load evenly"));
                 }
+                let smem = u64::from(s.stages) * u64::from(bm * bk + bk * bn) * 4;
+                if smem > 48 * 1024 {
+                    // The generator declares static shared memory (48 KiB at most).
+                    return Err(nl(
+                        k,
+                        format!("{smem} bytes of shared memory (static shared memory is 48 KiB at most)"),
+                    ));
+                }
                 tk.block = [threads, 1, 1];
                 tk.shape = Shape::MatmulFma {
                     m,
@@ -510,11 +550,33 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                         Ro::Max => RowOp::Max,
                         Ro::Min => RowOp::Min,
                     };
+                    let inner: u64 = match axis {
+                        Some(a) => xt.shape.iter().skip(a + 1).map(|&d| d as u64).product(),
+                        None => 1,
+                    };
                     match axis {
                         None => (ro, true),
-                        Some(a) if a + 1 == xt.shape.len() => (ro, false),
-                        Some(_) => {
-                            return Err(nl(k, "a reduction over an axis other than the last"))
+                        Some(_) if inner == 1 => (ro, false),
+                        Some(a) => {
+                            // A middle axis: [outer, len, inner] -> [outer, inner].
+                            if !float_io(k.ty.dtype) || !float_io(xt.dtype) {
+                                return Err(nl(k, format!("{} reductions", xt.dtype)));
+                            }
+                            let outer: u64 = xt.shape[..*a].iter().map(|&d| d as u64).product();
+                            let len = xt.shape.get(*a).map(|&d| d as u64).unwrap_or(1);
+                            if outer * len * inner == 0 || outer * len * inner > u64::from(u32::MAX)
+                            {
+                                return Err(nl(
+                                    k,
+                                    "an empty or too large (>2^32 elements) reduction",
+                                ));
+                            }
+                            super::reduce_axis::tile(k, ro, outer, len, inner, &mut tk)
+                                .map_err(|r| nl(k, r))?;
+                            if tk.body.iter().any(|(_, s)| *s == Span::default()) {
+                                return Err(nl(k, "an op without a span"));
+                            }
+                            return Ok(tk);
                         }
                     }
                 }
@@ -530,10 +592,13 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 }
             }
             let n = numel(xt);
-            let cols = if reduce_all {
-                n
-            } else {
-                xt.shape.last().map(|&c| c as u64).unwrap_or(1)
+            let cols = match op {
+                _ if reduce_all => n,
+                // Over an axis followed by unit dims only: rows of `shape[axis..]`.
+                Op::Reduce { axis: Some(a), .. } => {
+                    xt.shape.iter().skip(*a).map(|&c| c as u64).product()
+                }
+                _ => xt.shape.last().map(|&c| c as u64).unwrap_or(1),
             };
             if cols == 0 || n == 0 || n > u64::from(u32::MAX) {
                 return Err(nl(k, "an empty or too large (>2^32 elements) row kernel"));
@@ -653,24 +718,27 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 }
             }
             let r = qt.shape.len();
-            let bq = &qt.shape[..r - 2];
-            if kt.shape.len() != r
-                || vt.shape.len() != r
-                || &kt.shape[..r - 2] != bq
-                || &vt.shape[..r - 2] != bq
-            {
-                return Err(nl(k, "attention with broadcast batch dimensions"));
-            }
             let (sq, dq) = (qt.shape[r - 2], qt.shape[r - 1]);
-            let (sk, dv) = (kt.shape[r - 2], vt.shape[r - 1]);
+            let (sk, dv) = (kt.shape[kt.shape.len() - 2], vt.shape[vt.shape.len() - 1]);
+            let ob = &k.ty.shape[..k.ty.shape.len().saturating_sub(2)];
+            let bcast = if [qt, kt, vt]
+                .iter()
+                .all(|t| &t.shape[..t.shape.len() - 2] == ob)
+            {
+                None
+            } else {
+                Some(attn_batch(k, ob, [qt, kt, vt])?)
+            };
             if dq == 0 || dv == 0 || sq == 0 || sk == 0 {
                 return Err(nl(k, "empty attention"));
             }
             if dq > 128 || dv > 128 {
                 return Err(nl(k, "head dimensions over 128"));
             }
-            let batch: u64 = bq.iter().map(|&d| d as u64).product();
-            if batch > 65535 || numel(qt).max(numel(kt)).max(numel(vt)) > u64::from(u32::MAX) {
+            let batch: u64 = ob.iter().map(|&d| d as u64).product();
+            if batch > 65535
+                || numel(qt).max(numel(kt)).max(numel(vt)).max(numel(&k.ty)) > u64::from(u32::MAX)
+            {
                 return Err(nl(k, "too large an attention"));
             }
             let bm = s.tile[0];
@@ -700,6 +768,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 scale,
                 bm,
                 bn,
+                bcast,
             };
             tk.smem = vec![
                 Smem {
@@ -801,10 +870,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
             ];
         }
         Kind::Copy => {
-            return Err(nl(
-                k,
-                format!("{} kernels have no block program yet", k.kind.name()),
-            ));
+            super::copy::tile(g, k, op, &mut tk).map_err(|r| nl(k, r))?;
         }
     }
     if tk.body.iter().any(|(_, s)| *s == Span::default()) {

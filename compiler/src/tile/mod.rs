@@ -68,9 +68,49 @@ impl MatmulBatch {
     };
 }
 
+/// One source of a copy kernel ([`Shape::Gather`]): output coordinates `c` (row-major over
+/// the kernel's `dims`) read element `base + Σ c[d]·strides[d]` of kernel input `input`, when
+/// `select` is `None` or `c[select.0]` lies in `select.1..select.2` (a concat segment).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GatherSrc {
+    pub input: usize,
+    pub base: i64,
+    pub strides: Vec<i64>,
+    pub select: Option<(usize, u32, u32)>,
+}
+
+/// The batches of an attention whose operands' batch dims broadcast: output batch `z`
+/// (row-major coordinates `c` over `dims`) reads batch `Σ c[d]·q[d]` of Q (likewise K, V;
+/// a stride is 0 along a broadcast dimension).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttnBatch {
+    pub dims: Vec<u32>,
+    pub q: Vec<u32>,
+    pub k: Vec<u32>,
+    pub v: Vec<u32>,
+}
+
 /// The parameters the Target IR lowering instantiates for this kernel.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Shape {
+    /// A copy kernel (transpose, broadcast, slice, concat): `n` output elements, `vector`
+    /// consecutive ones per thread, each read from the first of `sources` that selects it.
+    /// `dims` is the output shape with unit dims dropped and contiguous runs merged.
+    Gather {
+        n: u64,
+        vector: u32,
+        dims: Vec<u32>,
+        sources: Vec<GatherSrc>,
+    },
+    /// A reduction of `[outer, len, inner]` over the middle axis (`inner` > 1): a block of
+    /// 32 columns × 8 row slices (lane ↔ column, so loads are coalesced), fp32 partials
+    /// combined through shared memory in a fixed order.
+    ReduceAxis {
+        op: RowOp,
+        outer: u32,
+        len: u32,
+        inner: u32,
+    },
     /// `n` elements, `vector` per thread.
     Elementwise { n: u64, vector: u32 },
     /// `rows × cols`, one warp per row, `warps` rows per block.
@@ -96,6 +136,8 @@ pub enum Shape {
         scale: f64,
         bm: u32,
         bn: u32,
+        /// `None`: every operand has the output's batch dims.
+        bcast: Option<AttnBatch>,
     },
     /// `c[m,n] = a[m,k]·b[k,n]` with fp32 FMA: BM×BN×BK tile, 4×4 outputs per thread.
     MatmulFma {

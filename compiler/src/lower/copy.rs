@@ -1,0 +1,513 @@
+//! Copy kernels (transpose/permute, broadcast, slice, concat) through Tile IR to Target IR.
+//!
+//! Every copy is a gather: output element `i` (row-major coordinates `c`) reads element
+//! `base + Σ c[d]·stride[d]` of one input — strides of a permutation for a transpose, 0 for
+//! a broadcast dimension, `step × stride` from a start offset for a slice, and one source per
+//! input selected by the coordinate along the axis for a concat. Unit dimensions are dropped
+//! and runs of dimensions every source reads contiguously are merged, so a contiguous slice
+//! or a concat of rows needs one division per element. Threads take `vector` consecutive
+//! output elements (stores coalesced); integer arithmetic is `u32`, wrapping, which is exact
+//! because every final offset lies inside its buffer (< 2^32 elements).
+
+use super::emit::{self, ptr_param, u32_param};
+use super::to_target::{Error, Lowered};
+use crate::graph::{DType, Graph, Op, SliceItem, TensorType};
+use crate::schedule::Kernel;
+use crate::target::builder::imm;
+use crate::target::{BinOp, Cmp, Dim, KernelBuilder, Reg, SReg, Ty};
+use crate::tile::{GatherSrc, Shape, TileKernel, TileOp};
+
+fn contiguous_strides(shape: &[usize]) -> Vec<i64> {
+    let mut s = vec![1i64; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * shape[d + 1] as i64;
+    }
+    s
+}
+
+/// Python's `slice.indices(len)`: (start, count, step).
+fn slice_indices(
+    start: Option<i64>,
+    stop: Option<i64>,
+    step: Option<i64>,
+    len: usize,
+) -> Result<(i64, usize, i64), String> {
+    let step = step.unwrap_or(1);
+    if step == 0 {
+        return Err("a slice with step 0".into());
+    }
+    let n = len as i64;
+    let clamp = |v: i64, lo: i64, hi: i64| v.max(lo).min(hi);
+    let norm = |v: i64| if v < 0 { v.saturating_add(n) } else { v };
+    let (start, stop) = if step > 0 {
+        (
+            start.map(|s| clamp(norm(s), 0, n)).unwrap_or(0),
+            stop.map(|s| clamp(norm(s), 0, n)).unwrap_or(n),
+        )
+    } else {
+        (
+            start.map(|s| clamp(norm(s), -1, n - 1)).unwrap_or(n - 1),
+            stop.map(|s| clamp(norm(s), -1, n - 1)).unwrap_or(-1),
+        )
+    };
+    let (st, sp, stp) = (i128::from(start), i128::from(stop), i128::from(step));
+    let count = if step > 0 {
+        if sp > st {
+            (sp - st - 1) / stp + 1
+        } else {
+            0
+        }
+    } else if st > sp {
+        (st - sp - 1) / (-stp) + 1
+    } else {
+        0
+    };
+    Ok((start, count as usize, step))
+}
+
+/// The view `x[items]` of a contiguous `shape`: (offset, shape, strides).
+fn slice_view(shape: &[usize], items: &[SliceItem]) -> Result<(i64, Vec<usize>, Vec<i64>), String> {
+    let consumed = items
+        .iter()
+        .filter(|it| matches!(it, SliceItem::Index(_) | SliceItem::Range { .. }))
+        .count();
+    if consumed > shape.len() {
+        return Err("more indices than dimensions".into());
+    }
+    let cs = contiguous_strides(shape);
+    let (mut off, mut dims, mut strides) = (0i64, vec![], vec![]);
+    let mut dim = 0usize;
+    for it in items {
+        match *it {
+            SliceItem::Index(i) => {
+                let len = shape[dim] as i64;
+                let j = if i < 0 { i + len } else { i };
+                if j < 0 || j >= len {
+                    return Err("an index out of range".into());
+                }
+                off += j * cs[dim];
+                dim += 1;
+            }
+            SliceItem::Range { start, stop, step } => {
+                let (s, count, st) = slice_indices(start, stop, step, shape[dim])?;
+                if count > 0 {
+                    off += s * cs[dim];
+                }
+                dims.push(count);
+                strides.push(if count > 1 { st * cs[dim] } else { 0 });
+                dim += 1;
+            }
+            SliceItem::NewAxis => {
+                dims.push(1);
+                strides.push(0);
+            }
+            SliceItem::Ellipsis => {
+                for _ in 0..shape.len() - consumed {
+                    dims.push(shape[dim]);
+                    strides.push(cs[dim]);
+                    dim += 1;
+                }
+            }
+        }
+    }
+    while dim < shape.len() {
+        dims.push(shape[dim]);
+        strides.push(cs[dim]);
+        dim += 1;
+    }
+    Ok((off, dims, strides))
+}
+
+fn ty_of(g: &Graph, v: crate::graph::ValueId) -> Result<&TensorType, String> {
+    g.ty(v).ok_or_else(|| "an untyped operand".to_string())
+}
+
+/// The gather map of copy op `op` with output shape `out`: per input, (base, strides,
+/// select) over the output's dims (before simplification).
+fn gather_map(g: &Graph, op: &Op, out: &[usize]) -> Result<Vec<GatherSrc>, String> {
+    let src = |base: i64, strides: Vec<i64>| GatherSrc {
+        input: 0,
+        base,
+        strides,
+        select: None,
+    };
+    match op {
+        Op::Transpose { x, perm } => {
+            let s = &ty_of(g, *x)?.shape;
+            if perm.len() != s.len() || perm.iter().any(|&p| p >= s.len()) {
+                return Err("an invalid permutation".into());
+            }
+            let cs = contiguous_strides(s);
+            Ok(vec![src(0, perm.iter().map(|&p| cs[p]).collect())])
+        }
+        Op::Broadcast { x } => {
+            let s = &ty_of(g, *x)?.shape;
+            if s.len() > out.len() {
+                return Err("a broadcast to fewer dimensions".into());
+            }
+            let cs = contiguous_strides(s);
+            let lead = out.len() - s.len();
+            let strides = (0..out.len())
+                .map(|d| match d.checked_sub(lead) {
+                    Some(j) if s[j] != 1 => cs[j],
+                    _ => 0,
+                })
+                .collect();
+            Ok(vec![src(0, strides)])
+        }
+        Op::Slice { x, items } => {
+            let s = &ty_of(g, *x)?.shape;
+            let (off, dims, strides) = slice_view(s, items)?;
+            if dims != out {
+                return Err(format!(
+                    "a slice whose view {dims:?} differs from its type {out:?}"
+                ));
+            }
+            Ok(vec![src(off, strides)])
+        }
+        Op::Concat { xs, axis } => {
+            let mut lo = 0usize;
+            let mut v = vec![];
+            for (i, x) in xs.iter().enumerate() {
+                let s = &ty_of(g, *x)?.shape;
+                if s.len() != out.len() || *axis >= s.len() {
+                    return Err("a concat of mismatched ranks".into());
+                }
+                let cs = contiguous_strides(s);
+                let hi = lo + s[*axis];
+                v.push(GatherSrc {
+                    input: i,
+                    base: -(lo as i64) * cs[*axis],
+                    strides: cs,
+                    select: Some((*axis, lo as u32, hi as u32)),
+                });
+                lo = hi;
+            }
+            Ok(v)
+        }
+        other => Err(format!("{} is not a copy", other.name())),
+    }
+}
+
+/// Drops unit dims, removes sources that select nothing, and merges runs of dims every
+/// source reads contiguously.
+fn simplify(out: &[usize], mut sources: Vec<GatherSrc>) -> (Vec<u32>, Vec<GatherSrc>) {
+    let mut dims: Vec<usize> = out.to_vec();
+    // Unit dims: the coordinate is 0.
+    let mut d = 0;
+    while d < dims.len() {
+        if dims[d] == 1 {
+            dims.remove(d);
+            sources.retain_mut(|s| {
+                s.strides.remove(d);
+                match s.select {
+                    Some((a, lo, hi)) if a == d => {
+                        s.select = None;
+                        lo == 0 && hi >= 1
+                    }
+                    Some((a, lo, hi)) if a > d => {
+                        s.select = Some((a - 1, lo, hi));
+                        true
+                    }
+                    _ => true,
+                }
+            });
+        } else {
+            d += 1;
+        }
+    }
+    sources.retain(|s| s.select.is_none_or(|(_, lo, hi)| lo < hi));
+    // A source covering its whole select axis needs no select.
+    for s in &mut sources {
+        if let Some((a, lo, hi)) = s.select {
+            if lo == 0 && hi as usize == dims[a] {
+                s.select = None;
+            }
+        }
+    }
+    // Merge d with d + 1 where every source has stride[d] == stride[d+1]·dims[d+1] and does
+    // not select on d + 1 (a select on d scales: c[d] in lo..hi is c' in lo·m..hi·m).
+    let mut d = 0;
+    while d + 1 < dims.len() {
+        let m = dims[d + 1];
+        let ok = sources.iter().all(|s| {
+            s.strides[d] == s.strides[d + 1] * m as i64
+                && s.select.is_none_or(|(a, lo, hi)| {
+                    a != d + 1
+                        && (a != d || u64::from(hi) * m as u64 <= u64::from(u32::MAX) && lo <= hi)
+                })
+        });
+        if ok {
+            dims[d] *= m;
+            dims.remove(d + 1);
+            for s in &mut sources {
+                s.strides.remove(d);
+                if let Some((a, lo, hi)) = s.select {
+                    if a == d {
+                        s.select = Some((a, lo * m as u32, hi * m as u32));
+                    } else if a > d {
+                        s.select = Some((a - 1, lo, hi));
+                    }
+                }
+            }
+        } else {
+            d += 1;
+        }
+    }
+    (dims.iter().map(|&d| d as u32).collect(), sources)
+}
+
+fn float_io(d: DType) -> bool {
+    matches!(d, DType::F32 | DType::BF16 | DType::F16)
+}
+
+/// Fills in the Tile IR of copy kernel `k` (root op `op`), or says why it cannot.
+pub fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Result<(), String> {
+    let s = &k.schedule;
+    let sp = k.span;
+    if !float_io(k.ty.dtype) {
+        return Err(format!("{} copies are not lowered yet", k.ty.dtype));
+    }
+    for v in &k.inputs {
+        let t = ty_of(g, *v)?;
+        if !float_io(t.dtype) {
+            return Err(format!("{} copies are not lowered yet", t.dtype));
+        }
+        if t.shape.iter().map(|&d| d as u64).product::<u64>() > u64::from(u32::MAX) {
+            return Err("an input of more than 2^32 elements".into());
+        }
+    }
+    let n: u64 = k.ty.shape.iter().map(|&d| d as u64).product();
+    if n == 0 || n > u64::from(u32::MAX) {
+        return Err("empty or too large (>2^32 elements)".into());
+    }
+    let sources = gather_map(g, op, &k.ty.shape)?;
+    let (dims, sources) = simplify(&k.ty.shape, sources);
+    let vector = s.vector.max(1);
+    let grid = n.div_ceil(u64::from(s.threads * vector));
+    tk.grid = [
+        u32::try_from(grid).map_err(|_| "grid too large".to_string())?,
+        1,
+        1,
+    ];
+    tk.block = [s.threads, 1, 1];
+    let desc = |src: &GatherSrc| {
+        let st: Vec<String> = src.strides.iter().map(|x| x.to_string()).collect();
+        let sel = match src.select {
+            Some((a, lo, hi)) => format!(" if c{a} in {lo}..{hi}"),
+            None => String::new(),
+        };
+        format!(
+            "%{}[{} + c·({})]{sel}",
+            k.inputs.get(src.input).map(|v| v.0).unwrap_or(0),
+            src.base,
+            st.join(", ")
+        )
+    };
+    let dl: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+    tk.body = vec![(
+        TileOp::Map(format!(
+            "thread -> {vector} consecutive elements, block.x -> {} elements, c = coordinates in [{}]",
+            s.threads * vector,
+            dl.join(", ")
+        )),
+        sp,
+    )];
+    for src in &sources {
+        let v = k.inputs.get(src.input).copied();
+        tk.body.push((
+            TileOp::Load {
+                src: desc(src),
+                vector: 1,
+                masked: true,
+            },
+            v.map(|v| g.span(v)).unwrap_or(sp),
+        ));
+    }
+    tk.body.push((
+        TileOp::Store {
+            dst: format!("%{}", k.root.0),
+            vector,
+            masked: true,
+        },
+        sp,
+    ));
+    tk.shape = Shape::Gather {
+        n,
+        vector,
+        dims,
+        sources,
+    };
+    Ok(())
+}
+
+/// Target IR of a [`Shape::Gather`] kernel. Parameters: one pointer per input, out, n.
+pub fn target(
+    g: &Graph,
+    tk: &TileKernel,
+    n: u64,
+    vector: u32,
+    dims: &[u32],
+    sources: &[GatherSrc],
+) -> Result<Lowered, Error> {
+    let nl = |m: &str| Error::NotLowered(m.to_string());
+    let od = tk.ty.dtype;
+    let mut b = KernelBuilder::new(&tk.name, tk.span);
+    b.max_threads(tk.block[0]);
+    let mut ins = vec![];
+    for (i, v) in tk.inputs.iter().enumerate() {
+        let t = g.ty(*v).ok_or_else(|| nl("an untyped input"))?;
+        b.at(g.span(*v));
+        ins.push((ptr_param(&mut b, &format!("in{i}")), t.dtype));
+    }
+    b.at(tk.span);
+    let y = ptr_param(&mut b, "out");
+    let nr = u32_param(&mut b, "n");
+    let tid = b.special(SReg::Tid(Dim::X));
+    let ntid = b.special(SReg::Ntid(Dim::X));
+    let ctaid = b.special(SReg::Ctaid(Dim::X));
+    let gid = b.fma(Ty::U32, ctaid, ntid, tid);
+    let v = i64::from(vector.max(1));
+    let first = b.mul(Ty::U32, gid, imm(v));
+    let raw = sources
+        .iter()
+        .all(|s| ins.get(s.input).is_some_and(|(_, d)| *d == od));
+    for e in 0..v {
+        let i = b.add(Ty::U32, first, imm(e));
+        let ok = b.setp(Cmp::Lt, Ty::U32, i, nr);
+        // Coordinates, last dim first.
+        let mut c: Vec<Reg> = vec![i; dims.len()];
+        let mut rest = i;
+        for d in (0..dims.len()).rev() {
+            if d == 0 {
+                c[0] = rest;
+            } else {
+                let (q, r) = emit::divmod(&mut b, rest, dims[d]);
+                c[d] = r;
+                rest = q;
+            }
+        }
+        let mut picked: Option<Reg> = None;
+        let zero = match od {
+            DType::BF16 | DType::F16 => imm(0),
+            _ => crate::target::builder::fimm(0.0),
+        };
+        // An element no source selects (none: the sources cover the output) reads as zero.
+        let val = b.mov(emit::bits_ty(od), zero);
+        for s in sources {
+            let (p, sd) = *ins.get(s.input).ok_or_else(|| nl("a missing input"))?;
+            b.at(g.span(tk.inputs[s.input]));
+            let mut off = b.mov(Ty::U32, imm(s.base));
+            for (d, &st) in s.strides.iter().enumerate() {
+                if st != 0 {
+                    off = b.fma(Ty::U32, c[d], imm(st), off);
+                }
+            }
+            let mut guard = ok;
+            if let Some((a, lo, hi)) = s.select {
+                if lo > 0 {
+                    let ge = b.setp(Cmp::Ge, Ty::U32, c[a], imm(i64::from(lo)));
+                    guard = b.bin(BinOp::And, Ty::Pred, guard, ge);
+                }
+                let lt = b.setp(Cmp::Lt, Ty::U32, c[a], imm(i64::from(hi)));
+                guard = b.bin(BinOp::And, Ty::Pred, guard, lt);
+            }
+            if raw {
+                emit::load_bits_to(&mut b, sd, val, p, off, Some(guard));
+            } else {
+                let x = emit::load_f32(&mut b, sd, p, off, Some(guard));
+                picked = Some(match picked {
+                    None => x,
+                    Some(prev) => b.selp(Ty::F32, x, prev, guard),
+                });
+            }
+        }
+        b.at(tk.span);
+        match picked {
+            Some(x) => emit::store_f32(&mut b, od, y, i, x, Some(ok)),
+            None => emit::store_bits(&mut b, od, y, i, val, Some(ok)),
+        }
+    }
+    b.ret();
+    Ok(Lowered {
+        kernel: b.finish()?,
+        grid: tk.grid,
+        block: tk.block,
+        scalars: vec![u32::try_from(n).map_err(|_| nl("size"))?],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn src(base: i64, strides: &[i64], select: Option<(usize, u32, u32)>) -> GatherSrc {
+        GatherSrc {
+            input: 0,
+            base,
+            strides: strides.to_vec(),
+            select,
+        }
+    }
+
+    #[test]
+    fn contiguous_runs_merge_and_unit_dims_drop() {
+        // A [4, 1, 6] broadcast of [4, 1, 6]: one dim of 24.
+        let (d, s) = simplify(&[4, 1, 6], vec![src(0, &[6, 0, 1], None)]);
+        assert_eq!(d, vec![24]);
+        assert_eq!(s[0].strides, vec![1]);
+        // A transpose [3, 5] -> [5, 3] does not merge.
+        let (d, s) = simplify(&[5, 3], vec![src(0, &[1, 5], None)]);
+        assert_eq!(d, vec![5, 3]);
+        assert_eq!(s[0].strides, vec![1, 5]);
+    }
+
+    #[test]
+    fn concat_select_axis_stays_and_empty_sources_go() {
+        let out = [2, 5, 3];
+        let srcs = vec![
+            GatherSrc {
+                input: 0,
+                base: 0,
+                strides: vec![6, 3, 1],
+                select: Some((1, 0, 2)),
+            },
+            GatherSrc {
+                input: 1,
+                base: -2 * 3,
+                strides: vec![9, 3, 1],
+                select: Some((1, 2, 5)),
+            },
+            GatherSrc {
+                input: 2,
+                base: -5 * 3,
+                strides: vec![0, 3, 1],
+                select: Some((1, 5, 5)),
+            },
+        ];
+        let (d, s) = simplify(&out, srcs);
+        assert_eq!(s.len(), 2, "the empty input is dropped");
+        // The select axis merges with the dim after it (its range scaled by 3), not with the
+        // dim before it.
+        assert_eq!(d, vec![2, 15]);
+        assert_eq!(s[0].select, Some((1, 0, 6)));
+        assert_eq!(s[1].select, Some((1, 6, 15)));
+        assert_eq!(s[1].base, -6);
+        assert_eq!(s[1].strides, vec![9, 1]);
+    }
+
+    #[test]
+    fn python_slice_indices() {
+        assert_eq!(slice_indices(None, None, Some(-1), 5).unwrap(), (4, 5, -1));
+        assert_eq!(
+            slice_indices(Some(1), Some(-1), None, 5).unwrap(),
+            (1, 3, 1)
+        );
+        assert_eq!(slice_indices(Some(10), None, None, 5).unwrap(), (5, 0, 1));
+        assert_eq!(
+            slice_indices(Some(-2), None, Some(2), 7).unwrap(),
+            (5, 1, 2)
+        );
+        assert!(slice_indices(None, None, Some(0), 3).is_err());
+    }
+}

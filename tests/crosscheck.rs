@@ -1,0 +1,260 @@
+//! Every kernel of the golden suite runs on both `cpu` and `emu` and agrees: each script of
+//! `tests/golden`, `tests/ir` and `examples` that makes a kernel (`op.kernel` or
+//! `op.autotune` in its text) runs with `TESSERA_CROSSCHECK=emu`, so every kernel launch also
+//! runs its Target IR in the emulator and is compared with the cpu result within the dtype's
+//! tolerance (docs/decisions.md, "Cross-check"); a mismatch or a kernel without Target IR is an
+//! error. The script must still print its expected `.stdout` (and `.stderr` where there is one)
+//! and exit with its expected status. Run with `--nocapture` to see the scripts and kernels
+//! covered.
+//!
+//! Two explicit lists name the scripts expected to fail with "not lowered to Target IR",
+//! each with the reason the error must give; a listed script that passes fails the test (the
+//! list must shrink with the compiler), and any other failure is a failure.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// Scripts whose only cross-check failure is an elementwise kernel the elementwise generator
+/// does not lower yet (int/bool dtypes, comparisons, `where`, `pow`): (script, reason).
+/// Empty: no golden kernel needs those today.
+const ELEMENTWISE_NOT_LOWERED_YET: &[(&str, &str)] = &[];
+
+/// Scripts that show the cpu fallback of the `emu` device on purpose, with a kernel kind that
+/// has no generator: (script, reason).
+const FALLBACK_DEMOS: &[(&str, &str)] = &[("tests/golden/lower_emu_fallback.tsr", "fp64 result")];
+
+fn scripts(root: &Path) -> Vec<PathBuf> {
+    tessera::golden::discover(&[
+        root.join("tests/golden"),
+        root.join("tests/ir"),
+        root.join("examples"),
+    ])
+    .into_iter()
+    .filter(|p| {
+        std::fs::read_to_string(p)
+            .is_ok_and(|t| t.contains("op.kernel") || t.contains("op.autotune"))
+    })
+    .collect()
+}
+
+struct Result1 {
+    name: String,
+    /// Checked launches: (kernel, kind).
+    launches: Vec<(String, String)>,
+    failure: Option<String>,
+    seconds: f64,
+}
+
+fn expected(tsr: &Path, ext: &str) -> Option<String> {
+    std::fs::read_to_string(tsr.with_extension(ext))
+        .ok()
+        .map(|s| s.replace("\r\n", "\n"))
+}
+
+fn check(exe: &Path, root: &Path, tsr: &Path, log_dir: &Path, i: usize) -> Result1 {
+    let name = tsr.strip_prefix(root).unwrap_or(tsr).display().to_string();
+    let log = log_dir.join(format!("{i}.log"));
+    let _ = std::fs::remove_file(&log);
+    let start = Instant::now();
+    let run = tessera::golden::run_script(
+        exe,
+        tsr,
+        &[
+            ("TESSERA_CROSSCHECK", "emu"),
+            ("TESSERA_CROSSCHECK_LOG", &log.display().to_string()),
+        ],
+    );
+    let seconds = start.elapsed().as_secs_f64();
+    let launches: Vec<(String, String)> = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f.first() == Some(&"checked") && f.len() >= 3)
+                .then(|| (f[1].to_string(), f[2].to_string()))
+        })
+        .collect();
+    let out = match run {
+        Ok(o) => o,
+        Err(e) => {
+            return Result1 {
+                name,
+                launches,
+                failure: Some(e),
+                seconds,
+            }
+        }
+    };
+    let want_stdout = expected(tsr, "stdout").unwrap_or_default();
+    let want_code: i32 = expected(tsr, "code")
+        .and_then(|c| c.trim().parse().ok())
+        .unwrap_or(0);
+    let listed = ELEMENTWISE_NOT_LOWERED_YET
+        .iter()
+        .chain(FALLBACK_DEMOS)
+        .find(|(s, _)| *s == name);
+    let failure = if let Some((_, reason)) = listed {
+        let needle = format!("is not lowered to Target IR ({reason}");
+        if out.code == want_code && out.stdout == want_stdout {
+            Some(format!(
+                "listed as failing the cross-check ({reason}) but it passes: remove it from the list"
+            ))
+        } else if out.code != 1
+            || !out.stderr.contains("cross-check: kernel '")
+            || !out.stderr.contains(&needle)
+            || !want_stdout.starts_with(&out.stdout)
+        {
+            Some(format!(
+                "expected to stop at a kernel that {needle}...), after a prefix of its stdout; got exit {}\n--- stdout ---\n{}--- stderr ---\n{}",
+                out.code, out.stdout, out.stderr
+            ))
+        } else {
+            None
+        }
+    } else {
+        let mut report = String::new();
+        if out.stdout != want_stdout {
+            report.push_str(&format!(
+                "stdout differs\n--- expected ---\n{want_stdout}--- actual ---\n{}",
+                out.stdout
+            ));
+        }
+        if let Some(want) = expected(tsr, "stderr") {
+            if want != out.stderr {
+                report.push_str(&format!(
+                    "stderr differs\n--- expected ---\n{want}--- actual ---\n{}",
+                    out.stderr
+                ));
+            }
+        }
+        if out.code != want_code {
+            report.push_str(&format!(
+                "exit status {} (expected {want_code})\n--- stderr ---\n{}",
+                out.code, out.stderr
+            ));
+        }
+        (!report.is_empty()).then_some(report)
+    };
+    Result1 {
+        name,
+        launches,
+        failure,
+        seconds,
+    }
+}
+
+#[test]
+fn every_golden_kernel_agrees_on_cpu_and_emu() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_tessera"));
+    let list = scripts(root);
+    assert!(
+        list.len() >= 20,
+        "only {} golden scripts make kernels",
+        list.len()
+    );
+    for (s, _) in ELEMENTWISE_NOT_LOWERED_YET.iter().chain(FALLBACK_DEMOS) {
+        assert!(
+            list.iter()
+                .any(|p| p.strip_prefix(root).is_ok_and(|q| q == Path::new(s))),
+            "{s} is listed but is not a golden script that makes a kernel"
+        );
+    }
+    let log_dir = std::env::temp_dir().join(format!("tessera-crosscheck-{}", std::process::id()));
+    std::fs::create_dir_all(&log_dir).expect("create a log directory");
+    let start = Instant::now();
+    let next = AtomicUsize::new(0);
+    let results = Mutex::new(Vec::new());
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        .clamp(2, 8);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(tsr) = list.get(i) else { break };
+                let r = check(&exe, root, tsr, &log_dir, i);
+                results.lock().unwrap_or_else(|e| e.into_inner()).push(r);
+            });
+        }
+    });
+    let _ = std::fs::remove_dir_all(&log_dir);
+    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    results.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut kernels = std::collections::BTreeSet::new();
+    let mut kinds = std::collections::BTreeMap::<String, usize>::new();
+    let mut launches = 0;
+    let mut with_launches = 0;
+    for r in &results {
+        println!(
+            "{:<48} {:>6.2}s {:>3} launches{}",
+            r.name,
+            r.seconds,
+            r.launches.len(),
+            if r.failure.is_some() { "  FAILED" } else { "" }
+        );
+        launches += r.launches.len();
+        if !r.launches.is_empty() {
+            with_launches += 1;
+        }
+        for (k, kind) in &r.launches {
+            if kernels.insert(format!("{}:{k}", r.name)) {
+                *kinds.entry(kind.clone()).or_default() += 1;
+            }
+        }
+    }
+    println!(
+        "{} scripts ({} launching kernels), {} distinct kernels, {} checked launches, by kind {:?}; {:.1}s",
+        results.len(),
+        with_launches,
+        kernels.len(),
+        launches,
+        kinds,
+        start.elapsed().as_secs_f64()
+    );
+    let failures: Vec<String> = results
+        .iter()
+        .filter_map(|r| {
+            r.failure
+                .as_ref()
+                .map(|f| format!("=== {} ===\n{f}", r.name))
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} scripts fail the cpu/emu cross-check:\n{}",
+        failures.len(),
+        results.len(),
+        failures.join("\n")
+    );
+}
+
+/// A value other than `emu` is an error, not a silently disabled check.
+#[test]
+fn an_unknown_crosscheck_device_is_an_error() {
+    let dir = std::env::temp_dir().join(format!("tessera-crosscheck-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("create a directory");
+    let tsr = dir.join("k.tsr");
+    std::fs::write(
+        &tsr,
+        "@op.kernel\ndef f(x):\n    return x * 2.0\n\nprint(f(op.ones((3,))))\n",
+    )
+    .expect("write a script");
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_tessera"));
+    let bad = tessera::golden::run_script(&exe, &tsr, &[("TESSERA_CROSSCHECK", "gpu")])
+        .expect("run tessera");
+    let good = tessera::golden::run_script(&exe, &tsr, &[("TESSERA_CROSSCHECK", "emu")])
+        .expect("run tessera");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(bad.code, 1, "{}", bad.stderr);
+    assert!(bad.stderr.contains("error[E0101]"), "{}", bad.stderr);
+    assert!(bad.stderr.contains("TESSERA_CROSSCHECK"), "{}", bad.stderr);
+    assert_eq!(good.code, 0, "{}", good.stderr);
+    assert_eq!(
+        good.stdout,
+        "tensor([2.0000, 2.0000, 2.0000], dtype=fp32)\n"
+    );
+}
