@@ -4,6 +4,7 @@
 //! | kernel | default schedule |
 //! | --- | --- |
 //! | matmul, bf16/fp16 operands | 128×128×32 tile, warp 64×32 (8 warps), tensor cores, 3 stages, async copies |
+//! | matmul, tf32 (both operands tf32, or `accum_dtype="tf32"`) | 128×128×16 tile, warp 64×32, tf32 tensor cores (m16n8k8), 3 stages |
 //! | matmul, other dtypes | 64×64×16 tile, fp32 FMA, 256 threads (4×4 outputs each), 2 stages, async copies |
 //! | elementwise | 256 threads, vector width 4 when every operand allows it, else 1 |
 //! | row kernels | one warp per row, 4 rows per block |
@@ -11,7 +12,8 @@
 
 use crate::graph::{Graph, Op, TensorType};
 use crate::schedule::{
-    kind_of, tensor_core_dtype, verify, Directives, Kernel, Kind, Program, Schedule, ScheduleError,
+    kind_of, mma_tf32, tensor_core_dtype, verify, Directives, Kernel, Kind, Program, Schedule,
+    ScheduleError,
 };
 use crate::target::Target;
 
@@ -55,15 +57,20 @@ fn schedule_for(
 ) -> Schedule {
     match kind {
         Kind::Matmul => {
-            let (ad, bd) = match op {
-                Op::Matmul { a, b, .. } => (
+            let (ad, bd, accum) = match op {
+                Op::Matmul { a, b, accum, .. } => (
                     g.ty(*a).map(|t| t.dtype).unwrap_or(ty.dtype),
                     g.ty(*b).map(|t| t.dtype).unwrap_or(ty.dtype),
+                    *accum,
                 ),
-                _ => (ty.dtype, ty.dtype),
+                _ => (ty.dtype, ty.dtype, None),
             };
-            let tc = d.tensor_cores.unwrap_or(tensor_core_dtype(ad, bd));
-            let (tile, warp, stages) = if tc {
+            let tf32 = mma_tf32(ad, bd, accum);
+            let tc = d.tensor_cores.unwrap_or(tensor_core_dtype(ad, bd) || tf32);
+            let (tile, warp, stages) = if tc && tf32 {
+                // 4-byte operands: half the k-step keeps 3 stages within 48 KiB.
+                ([128, 128, 16], [64, 32], 3)
+            } else if tc {
                 ([128, 128, 32], [64, 32], 3)
             } else {
                 ([64, 64, 16], [32, 32], 2)
@@ -90,7 +97,7 @@ fn schedule_for(
                 tensor_cores: tc,
                 async_copy: d.async_copy.unwrap_or(true),
                 threads,
-                elem_bytes: if tc { bytes(ad) } else { 4 },
+                elem_bytes: if tc { bytes(ad).max(bytes(bd)) } else { 4 },
             }
         }
         Kind::Elementwise | Kind::Copy => {

@@ -102,6 +102,7 @@ fn store_f32(b: &mut KernelBuilder, d: DType, base: Reg, idx: Reg, v: Reg, guard
             let t = if d == DType::BF16 { Ty::BF16 } else { Ty::F16 };
             b.cvt(t, Ty::F32, Some(Rnd::Rn), v).into()
         }
+        DType::TF32 => round_tf32(b, v).into(),
         _ => v.into(),
     };
     let ty = match d {
@@ -119,6 +120,7 @@ fn store_f32(b: &mut KernelBuilder, d: DType, base: Reg, idx: Reg, v: Reg, guard
 fn round_to(b: &mut KernelBuilder, d: DType, v: Reg) -> R<Reg> {
     match d {
         DType::F32 => Ok(v),
+        DType::TF32 => Ok(round_tf32(b, v)),
         DType::BF16 | DType::F16 => {
             let t = if d == DType::BF16 { Ty::BF16 } else { Ty::F16 };
             let h = b.cvt(t, Ty::F32, Some(Rnd::Rn), v);
@@ -906,7 +908,7 @@ fn epilogue_params(
                 .ty(operand)
                 .cloned()
                 .ok_or_else(|| Error::NotLowered("type".into()))?;
-            if !matches!(t.dtype, DType::F32 | DType::BF16 | DType::F16) {
+            if !matches!(t.dtype, DType::F32 | DType::TF32 | DType::BF16 | DType::F16) {
                 return no(format!("{} epilogue operands", t.dtype));
             }
             let ix = index_of(&t.shape, out)?;
@@ -1217,31 +1219,249 @@ fn matmul_fma(
     })
 }
 
-/// Tensor-core matmul (bf16/fp16 operands, fp32 accumulators): BM×BN block tile, k-step BK,
-/// warps of WM×WN (`m16n8k16` tiles); tiles are staged through shared memory by masked
-/// `ld.global.b16` (zero past the edges), A fragments by `ldmatrix.x4`, B by
-/// `ldmatrix.x4.trans`. Any M, N, K.
+/// One operand's tile copy (global → one stage of shared memory) in a tensor-core matmul.
+///
+/// The tile is `rows × cols` elements of a row-major global matrix with `pitch` elements per
+/// row; k-tile `kt` starts at (`row0 + kt·drow`, `col0 + kt·dcol`) (A moves along columns, B
+/// along rows). Threads copy chunks of `ve` elements (`ve·esize` bytes: 16, 8 or 4 with
+/// `cp.async`, or one element by `ld.global` + `st.shared` when rows are not 4-byte aligned);
+/// chunk `tid + i·T` is row `(c / cpr)`, column `(c % cpr)·ve` with `cpr = cols / ve`.
+/// A chunk is either wholly inside the matrix or wholly outside (the chunk size divides the
+/// pitch, which is the column bound), so the mask is per chunk: copies outside are zero-filled
+/// (`src-size` 0) or, for element copies, store zero.
+struct MmaCopy {
+    rows: i64,
+    cols: i64,
+    ve: i64,
+    esize: i64,
+    /// The global pointer of this thread's first chunk of k-tile 0.
+    ptr0: Reg,
+    /// Any valid, aligned global pointer (the source of a zero-fill copy).
+    any: Reg,
+    /// Row (elements) of this thread's first chunk inside the tile.
+    r0: Reg,
+    /// Shared address of this thread's first chunk in stage 0.
+    dst0: Reg,
+    /// Row pitch in bytes (register) and the global bounds (rows, cols).
+    pitch_bytes: Reg,
+    bound_rows: Reg,
+    bound_cols: Reg,
+    /// The matrix row and column of this thread's first chunk of k-tile 0, and the tile's
+    /// move per k-tile (elements).
+    grow: Reg,
+    gcol: Reg,
+    drow: i64,
+    dcol: i64,
+    /// Chunk slots per thread and their (row, column-chunk) deltas from the first.
+    slots: Vec<(i64, i64)>,
+    /// Whether slot 0 may lie past the tile (fewer chunks than threads).
+    partial: bool,
+}
+
+impl MmaCopy {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        b: &mut KernelBuilder,
+        tid: Reg,
+        threads: i64,
+        [rows, cols]: [i64; 2],
+        ve: i64,
+        esize: i64,
+        base: Reg,
+        [pitch, bound_rows, bound_cols]: [Reg; 3],
+        [orow, ocol]: [Option<Reg>; 2],
+        [drow, dcol]: [i64; 2],
+        smem: Reg,
+    ) -> MmaCopy {
+        let cpr = cols / ve;
+        let total = rows * cpr;
+        let r0 = b.bin(BinOp::Shr, Ty::U32, tid, imm(cpr.trailing_zeros() as i64));
+        let cc = b.bin(BinOp::And, Ty::B32, tid, imm(cpr - 1));
+        let c0 = b.mul(Ty::U32, cc, imm(ve));
+        let slots: Vec<(i64, i64)> = (0..((total + threads - 1) / threads).max(1))
+            .map(|i| {
+                let c = i * threads;
+                (c / cpr, c % cpr)
+            })
+            .collect();
+        let pitch_bytes = b.mul(Ty::U32, pitch, imm(esize));
+        let gr = match orow {
+            Some(o) => b.add(Ty::U32, o, r0),
+            None => r0,
+        };
+        let gc = match ocol {
+            Some(o) => b.add(Ty::U32, o, c0),
+            None => c0,
+        };
+        let idx = b.fma(Ty::U32, gr, pitch, gc);
+        let ptr0 = b.mad_wide(Ty::U32, idx, imm(esize), base);
+        let so = b.fma(Ty::U32, r0, imm(cols), c0);
+        let dst0 = b.fma(Ty::U32, so, imm(esize), smem);
+        MmaCopy {
+            rows,
+            cols,
+            ve,
+            esize,
+            ptr0,
+            any: base,
+            r0,
+            dst0,
+            pitch_bytes,
+            bound_rows,
+            bound_cols,
+            grow: gr,
+            gcol: gc,
+            drow,
+            dcol,
+            slots,
+            partial: total < threads,
+        }
+    }
+
+    /// Copies k-tile `kt` into the stage at byte offset `stage_off` (only when `has`).
+    fn issue(&self, b: &mut KernelBuilder, kt: Reg, stage_off: Reg, has: Option<Reg>) {
+        let dst = b.add(Ty::U32, self.dst0, stage_off);
+        // The chunk's row and column in the matrix, and the byte offset of k-tile kt from
+        // k-tile 0: kt·(drow·pitch + dcol)·esize (one of drow, dcol is 0).
+        let (row, col) = (self.grow, self.gcol);
+        let (row, col, koff) = if self.drow != 0 {
+            let kr = b.mul(Ty::U32, kt, imm(self.drow));
+            let row = b.add(Ty::U32, row, kr);
+            (row, col, b.mul(Ty::U32, kr, self.pitch_bytes))
+        } else {
+            let kc = b.mul(Ty::U32, kt, imm(self.dcol));
+            let col = b.add(Ty::U32, col, kc);
+            (row, col, b.mul(Ty::U32, kc, imm(self.esize)))
+        };
+        let src0 = b.mad_wide(Ty::U32, koff, imm(1), self.ptr0);
+        let vb = self.ve * self.esize;
+        for &(dr, dc) in &self.slots {
+            let r = add_imm(b, row, dr);
+            let c = add_imm(b, col, dc * self.ve);
+            let r_ok = b.setp(Cmp::Lt, Ty::U32, r, self.bound_rows);
+            let c_ok = b.setp(Cmp::Lt, Ty::U32, c, self.bound_cols);
+            let ok = b.bin(BinOp::And, Ty::Pred, r_ok, c_ok);
+            let mut guard = has;
+            if self.partial {
+                let tr = add_imm(b, self.r0, dr);
+                let in_tile = b.setp(Cmp::Lt, Ty::U32, tr, imm(self.rows));
+                guard = Some(match guard {
+                    Some(g) => b.bin(BinOp::And, Ty::Pred, g, in_tile),
+                    None => in_tile,
+                });
+            }
+            let src = if dr == 0 && dc == 0 {
+                src0
+            } else {
+                let goff = b.fma(Ty::U32, self.pitch_bytes, imm(dr), imm(dc * vb));
+                b.mad_wide(Ty::U32, goff, imm(1), src0)
+            };
+            let soff = (dr * self.cols + dc * self.ve) * self.esize;
+            if vb >= 4 {
+                let src = b.selp(Ty::U64, src, self.any, ok);
+                let size = b.selp(Ty::U32, imm(vb), imm(0), ok);
+                let d = add_imm(b, dst, soff);
+                if let Some(g) = guard {
+                    b.when(g);
+                }
+                b.push(TOp::CpAsync {
+                    cache: if vb == 16 { CacheOp::Cg } else { CacheOp::Ca },
+                    dst: d,
+                    src,
+                    bytes: vb as u32,
+                    src_size: Some(size.into()),
+                });
+            } else {
+                let ty = if self.esize == 2 { Ty::B16 } else { Ty::B32 };
+                let v = b.mov(ty, imm(0));
+                let ld_ok = match guard {
+                    Some(g) => b.bin(BinOp::And, Ty::Pred, g, ok),
+                    None => ok,
+                };
+                b.when(ld_ok);
+                b.ld_to(Space::Global, ty, &[v], src, 0);
+                if let Some(g) = guard {
+                    b.when(g);
+                }
+                b.st(Space::Shared, ty, dst, soff as i32, &[v.into()]);
+            }
+        }
+    }
+}
+
+/// `r + v` (u32), or `r` itself when `v` is 0.
+fn add_imm(b: &mut KernelBuilder, r: Reg, v: i64) -> Reg {
+    if v == 0 {
+        r
+    } else {
+        b.add(Ty::U32, r, imm(v))
+    }
+}
+
+/// The widest copy (elements) that keeps every chunk of a row aligned: 16, 8 or 4 bytes when
+/// the row length allows it, else one element (synchronous copies).
+fn mma_chunk(pitch: u32, esize: i64, cols: i64) -> i64 {
+    for bytes in [16, 8, 4] {
+        let ve = bytes / esize;
+        if ve >= 1 && i64::from(pitch) % ve == 0 && cols % ve == 0 {
+            return ve;
+        }
+    }
+    1
+}
+
+/// Rounds an f32 held in a `.b32` register to tf32 (nearest, ties to even; inf and NaN kept),
+/// as the CPU's `f32 → tf32` cast does.
+fn round_tf32(b: &mut KernelBuilder, x: Reg) -> Reg {
+    let x = b.mov(Ty::B32, x);
+    let lsb = b.bin(BinOp::Shr, Ty::U32, x, imm(13));
+    let lsb = b.bin(BinOp::And, Ty::B32, lsb, imm(1));
+    let bias = b.add(Ty::U32, lsb, imm(0xfff));
+    let r = b.add(Ty::U32, x, bias);
+    let r = b.bin(BinOp::And, Ty::B32, r, imm(0xffff_e000));
+    let mag = b.bin(BinOp::And, Ty::B32, x, imm(0x7fff_ffff));
+    let special = b.setp(Cmp::Ge, Ty::U32, mag, imm(0x7f80_0000));
+    b.selp(Ty::B32, x, r, special)
+}
+
+/// Tensor-core matmul, fp32 accumulators: BM×BN block tile, k-step BK, warps of WM×WN
+/// (`m16n8k16` bf16/fp16 or `m16n8k8` tf32 tiles), `stages` shared buffers per operand.
+///
+/// Pipeline (stages S ≥ 2): the prologue issues k-tiles 0..S−2 (one `cp.async.commit_group`
+/// each); iteration kt waits for its tile (`cp.async.wait_group S−2`), `bar.sync` (every
+/// thread's copies of tile kt are visible and every thread is done reading tile kt−1), issues
+/// tile kt+S−1 into the buffer tile kt−1 used, commits, then runs the MMAs on buffer kt mod S
+/// while the later tiles load. With S = 1: copy, wait 0, barrier, compute, barrier.
+/// Fragments: A by `ldmatrix.x4`, B by `ldmatrix.x4.trans` (16-bit) or `ld.shared.b32` (tf32).
+/// Tiles are zero-filled past the matrix edges, so any M, N, K works.
+#[allow(clippy::too_many_arguments)]
 fn matmul_mma(
     g: &Graph,
     tk: &TileKernel,
     dims: [u32; 3],
     tile: [u32; 3],
     warp: [u32; 2],
+    stages: u32,
     kind: MmaKind,
     batch: MatmulBatch,
 ) -> R<Lowered> {
-    let (_, _, steps) = matmul_parts(g, tk)?;
-    let esize = 2;
+    let (ad, bd, steps) = matmul_parts(g, tk)?;
+    let tf32 = kind == MmaKind::M16n8k8Tf32;
+    let esize: i64 = if tf32 { 4 } else { 2 };
+    let kstep: i64 = if tf32 { 8 } else { 16 };
     let [bm_, bn_, bk_] = tile;
     let [wm_, wn_] = warp;
-    if wn_ % 16 != 0 || wm_ % 16 != 0 || bk_ % 16 != 0 {
+    if wn_ % 16 != 0 || wm_ % 16 != 0 || bk_ % 16 != 0 || stages == 0 {
         return no("warp tiles that are not multiples of 16");
     }
     let (bmi, bni, bki) = (i64::from(bm_), i64::from(bn_), i64::from(bk_));
     let (wmi, wni) = (i64::from(wm_), i64::from(wn_));
+    let si = i64::from(stages);
     let warps_n = bni / wni;
     let threads = ((bmi / wmi) * warps_n * 32) as u32;
     let ti = i64::from(threads);
+    let a_stage = bmi * bki * esize;
+    let b_stage = bki * bni * esize;
     let mut b = KernelBuilder::new(&tk.name, tk.span);
     b.max_threads(threads);
     let a = ptr_param(&mut b, "a");
@@ -1253,8 +1473,8 @@ fn matmul_mma(
     let n = u32_param(&mut b, "n");
     let k = u32_param(&mut b, "k");
     let (a, bp, cbase) = batch_offsets(&mut b, batch, a, bp, [m, n, k], esize);
-    let sa = b.shared("smem_a", (bmi * bki * 2) as u32, 16);
-    let sb = b.shared("smem_b", (bki * bni * 2) as u32, 16);
+    let sa = b.shared("smem_a", (si * a_stage) as u32, 16);
+    let sb = b.shared("smem_b", (si * b_stage) as u32, 16);
     let tid = b.special(SReg::Tid(Dim::X));
     let bx = b.special(SReg::Ctaid(Dim::X));
     let by = b.special(SReg::Ctaid(Dim::Y));
@@ -1262,48 +1482,87 @@ fn matmul_mma(
     let bn = b.mul(Ty::U32, bx, imm(bni));
     let sa0 = b.shared_addr(sa);
     let sb0 = b.shared_addr(sb);
+    let [_, dn, dk] = dims;
+    let a_copy = MmaCopy::new(
+        &mut b,
+        tid,
+        ti,
+        [bmi, bki],
+        mma_chunk(dk, esize, bki),
+        esize,
+        a,
+        [k, m, k],
+        [Some(bm), None],
+        [0, bki],
+        sa0,
+    );
+    let b_copy = MmaCopy::new(
+        &mut b,
+        tid,
+        ti,
+        [bki, bni],
+        mma_chunk(dn, esize, bni),
+        esize,
+        bp,
+        [n, k, n],
+        [None, Some(bn)],
+        [bki, 0],
+        sb0,
+    );
     let lane = b.bin(BinOp::And, Ty::B32, tid, imm(31));
     let warp_id = b.bin(BinOp::Shr, Ty::U32, tid, imm(5));
     let wm = b.bin(BinOp::Div, Ty::U32, warp_id, imm(warps_n));
     let wn = b.bin(BinOp::Rem, Ty::U32, warp_id, imm(warps_n));
-    let a_step = ti / bki;
-    let b_step = ti / bni;
-    let a_cnt = bmi * bki / ti;
-    let b_cnt = bki * bni / ti;
-    let a_c = b.bin(BinOp::And, Ty::B32, tid, imm(bki - 1));
-    let a_r = b.bin(BinOp::Shr, Ty::U32, tid, imm(log2(bk_)));
-    let b_c = b.bin(BinOp::And, Ty::B32, tid, imm(bni - 1));
-    let b_r = b.bin(BinOp::Shr, Ty::U32, tid, imm(log2(bn_)));
-    let a_st = b.fma(Ty::U32, a_r, imm(bki * 2), sa0);
-    let a_st = b.fma(Ty::U32, a_c, imm(2), a_st);
-    let b_st = b.fma(Ty::U32, b_r, imm(bni * 2), sb0);
-    let b_st = b.fma(Ty::U32, b_c, imm(2), b_st);
-    let a_grow = b.add(Ty::U32, bm, a_r);
-    let b_gcol = b.add(Ty::U32, bn, b_c);
-    let b_col_ok = b.setp(Cmp::Lt, Ty::U32, b_gcol, n);
+    // ldmatrix row addresses: A lane l → row l%16 of the warp's m-tile, 16-byte column l/16.
     let l16 = b.bin(BinOp::And, Ty::B32, lane, imm(15));
     let lhi = b.bin(BinOp::Shr, Ty::U32, lane, imm(4));
     let arow = b.fma(Ty::U32, wm, imm(wmi), l16);
-    let a_ld = b.fma(Ty::U32, arow, imm(bki * 2), sa0);
+    let a_ld = b.fma(Ty::U32, arow, imm(bki * esize), sa0);
     let a_ld = b.fma(Ty::U32, lhi, imm(16), a_ld);
-    let l8 = b.bin(BinOp::And, Ty::B32, lane, imm(7));
-    let l8hi = b.bin(BinOp::Shr, Ty::U32, lane, imm(3));
-    let l8hi = b.bin(BinOp::And, Ty::B32, l8hi, imm(1));
-    let brow = b.fma(Ty::U32, l8hi, imm(8), l8);
-    let b_ld = b.fma(Ty::U32, brow, imm(bni * 2), sb0);
-    let bcol = b.mul(Ty::U32, wn, imm(wni));
-    let bcol = b.fma(Ty::U32, lhi, imm(8), bcol);
-    let b_ld = b.fma(Ty::U32, bcol, imm(2), b_ld);
+    let b_ld = if tf32 {
+        // b0 = B[k = l%4][n = l/4], b1 = B[k = l%4 + 4][n = l/4] of each 8×8 (k×n) tile.
+        let gq = b.bin(BinOp::Shr, Ty::U32, lane, imm(2));
+        let t4 = b.bin(BinOp::And, Ty::B32, lane, imm(3));
+        let col = b.fma(Ty::U32, wn, imm(wni), gq);
+        let off = b.fma(Ty::U32, t4, imm(bni), col);
+        b.fma(Ty::U32, off, imm(4), sb0)
+    } else {
+        let l8 = b.bin(BinOp::And, Ty::B32, lane, imm(7));
+        let l8hi = b.bin(BinOp::Shr, Ty::U32, lane, imm(3));
+        let l8hi = b.bin(BinOp::And, Ty::B32, l8hi, imm(1));
+        let brow = b.fma(Ty::U32, l8hi, imm(8), l8);
+        let b_ld = b.fma(Ty::U32, brow, imm(bni * 2), sb0);
+        let bcol = b.mul(Ty::U32, wn, imm(wni));
+        let bcol = b.fma(Ty::U32, lhi, imm(8), bcol);
+        b.fma(Ty::U32, bcol, imm(2), b_ld)
+    };
     let (mt_n, nt_n) = ((wmi / 16) as usize, (wni / 8) as usize);
     let acc: Vec<Reg> = (0..mt_n * nt_n * 4)
         .map(|_| b.mov(Ty::F32, fimm(0.0)))
         .collect();
-    let kt = b.mov(Ty::U32, imm(0));
     let nk = b.add(Ty::U32, k, imm(bki - 1));
     let nk = b.bin(BinOp::Shr, Ty::U32, nk, imm(log2(bk_)));
-    let zero = b.mov(Ty::B16, imm(0));
-    let k2 = b.mul(Ty::U32, k, imm(2));
-    let n2 = b.mul(Ty::U32, n, imm(2));
+    let stage_of = |b: &mut KernelBuilder, kt: Reg| -> Reg {
+        if stages.is_power_of_two() {
+            b.bin(BinOp::And, Ty::B32, kt, imm(si - 1))
+        } else {
+            b.bin(BinOp::Rem, Ty::U32, kt, imm(si))
+        }
+    };
+    let issue = |b: &mut KernelBuilder, kt: Reg, has: Option<Reg>| {
+        let st = stage_of(b, kt);
+        let aoff = b.mul(Ty::U32, st, imm(a_stage));
+        let boff = b.mul(Ty::U32, st, imm(b_stage));
+        a_copy.issue(b, kt, aoff, has);
+        b_copy.issue(b, kt, boff, has);
+        b.push(TOp::CpAsyncCommit);
+    };
+    for s in 0..si - 1 {
+        let kt = b.mov(Ty::U32, imm(s));
+        let has = b.setp(Cmp::Lt, Ty::U32, kt, nk);
+        issue(&mut b, kt, Some(has));
+    }
+    let kt = b.mov(Ty::U32, imm(0));
     let head = b.block("k_head");
     let body = b.block("k_body");
     let epib = b.block("epilogue");
@@ -1312,58 +1571,25 @@ fn matmul_mma(
     let more = b.setp(Cmp::Lt, Ty::U32, kt, nk);
     b.cbr(more, body, epib);
     b.switch_to(body);
-    let k0 = b.mul(Ty::U32, kt, imm(bki));
-    let acol = b.add(Ty::U32, k0, a_c);
-    let acol_ok = b.setp(Cmp::Lt, Ty::U32, acol, k);
-    let aidx = b.fma(Ty::U32, a_grow, k, acol);
-    let aptr = b.mad_wide(Ty::U32, aidx, imm(2), a);
-    let astep = b.mul_wide(Ty::U32, k2, imm(a_step));
-    for i in 0..a_cnt {
-        let r = b.add(Ty::U32, a_grow, imm(a_step * i));
-        let r_ok = b.setp(Cmp::Lt, Ty::U32, r, m);
-        let ok = b.bin(BinOp::And, Ty::Pred, r_ok, acol_ok);
-        let v = b.mov(Ty::B16, zero);
-        b.when(ok);
-        b.ld_to(Space::Global, Ty::B16, &[v], aptr, 0);
-        b.st(
-            Space::Shared,
-            Ty::B16,
-            a_st,
-            (i * a_step * bki * 2) as i32,
-            &[v.into()],
-        );
-        if i + 1 < a_cnt {
-            b.bin_to(aptr, BinOp::Add, Ty::U64, aptr, astep);
-        }
+    if stages >= 2 {
+        b.push(TOp::CpAsyncWait { n: stages - 2 });
+        b.bar_sync();
+        let next = b.add(Ty::U32, kt, imm(si - 1));
+        let has = b.setp(Cmp::Lt, Ty::U32, next, nk);
+        issue(&mut b, next, Some(has));
+    } else {
+        issue(&mut b, kt, None);
+        b.push(TOp::CpAsyncWait { n: 0 });
+        b.bar_sync();
     }
-    let brow0 = b.add(Ty::U32, k0, b_r);
-    let bidx = b.fma(Ty::U32, brow0, n, b_gcol);
-    let bptr = b.mad_wide(Ty::U32, bidx, imm(2), bp);
-    let bstep = b.mul_wide(Ty::U32, n2, imm(b_step));
-    for i in 0..b_cnt {
-        let r = b.add(Ty::U32, brow0, imm(b_step * i));
-        let r_ok = b.setp(Cmp::Lt, Ty::U32, r, k);
-        let ok = b.bin(BinOp::And, Ty::Pred, r_ok, b_col_ok);
-        let v = b.mov(Ty::B16, zero);
-        b.when(ok);
-        b.ld_to(Space::Global, Ty::B16, &[v], bptr, 0);
-        b.st(
-            Space::Shared,
-            Ty::B16,
-            b_st,
-            (i * b_step * bni * 2) as i32,
-            &[v.into()],
-        );
-        if i + 1 < b_cnt {
-            b.bin_to(bptr, BinOp::Add, Ty::U64, bptr, bstep);
-        }
-    }
-    b.bar_sync();
-    for ks in 0..bki / 16 {
+    let st = stage_of(&mut b, kt);
+    let a_base = b.fma(Ty::U32, st, imm(a_stage), a_ld);
+    let b_base = b.fma(Ty::U32, st, imm(b_stage), b_ld);
+    for ks in 0..bki / kstep {
         let mut af = vec![];
         for mt in 0..mt_n as i64 {
-            let addr = b.add(Ty::U32, a_ld, imm(mt * 16 * bki * 2 + ks * 16 * 2));
-            let d = [
+            let addr = add_imm(&mut b, a_base, mt * 16 * bki * esize + ks * 32);
+            let mut d = [
                 b.reg(Ty::B32),
                 b.reg(Ty::B32),
                 b.reg(Ty::B32),
@@ -1374,24 +1600,46 @@ fn matmul_mma(
                 dsts: d,
                 addr,
             });
+            if tf32 && ad == DType::F32 {
+                d = d.map(|x| round_tf32(&mut b, x));
+            }
             af.push(d);
         }
         let mut bf = vec![];
-        for np in 0..(wni / 16) {
-            let addr = b.add(Ty::U32, b_ld, imm(ks * 16 * bni * 2 + np * 16 * 2));
-            let d = [
-                b.reg(Ty::B32),
-                b.reg(Ty::B32),
-                b.reg(Ty::B32),
-                b.reg(Ty::B32),
-            ];
-            b.push(TOp::Ldmatrix {
-                trans: true,
-                dsts: d,
-                addr,
-            });
-            bf.push([d[0], d[1]]);
-            bf.push([d[2], d[3]]);
+        if tf32 {
+            for nt in 0..nt_n as i64 {
+                let off = (ks * 8 * bni + nt * 8) * 4;
+                let lo = b.ld(Space::Shared, Ty::B32, b_base, off as i32, 1)[0];
+                let hi = b.ld(
+                    Space::Shared,
+                    Ty::B32,
+                    b_base,
+                    (off + 4 * bni * 4) as i32,
+                    1,
+                )[0];
+                let mut f = [lo, hi];
+                if bd == DType::F32 {
+                    f = f.map(|x| round_tf32(&mut b, x));
+                }
+                bf.push(f);
+            }
+        } else {
+            for np in 0..(wni / 16) {
+                let addr = add_imm(&mut b, b_base, ks * 16 * bni * 2 + np * 16 * 2);
+                let d = [
+                    b.reg(Ty::B32),
+                    b.reg(Ty::B32),
+                    b.reg(Ty::B32),
+                    b.reg(Ty::B32),
+                ];
+                b.push(TOp::Ldmatrix {
+                    trans: true,
+                    dsts: d,
+                    addr,
+                });
+                bf.push([d[0], d[1]]);
+                bf.push([d[2], d[3]]);
+            }
         }
         for (mt, a_frag) in af.iter().enumerate() {
             for (nt, b_frag) in bf.iter().enumerate() {
@@ -1407,7 +1655,9 @@ fn matmul_mma(
             }
         }
     }
-    b.bar_sync();
+    if stages < 2 {
+        b.bar_sync();
+    }
     b.bin_to(kt, BinOp::Add, Ty::U32, kt, imm(1));
     b.br(head);
     b.switch_to(epib);
@@ -1484,8 +1734,9 @@ pub fn lower(g: &Graph, tk: &TileKernel) -> R<Lowered> {
             k,
             tile,
             warp,
+            stages,
             kind,
             batch,
-        } => matmul_mma(g, tk, [*m, *n, *k], *tile, *warp, *kind, *batch),
+        } => matmul_mma(g, tk, [*m, *n, *k], *tile, *warp, *stages, *kind, *batch),
     }
 }
