@@ -6,7 +6,7 @@
 //! | matmul, bf16/fp16 operands | 128×128×32 tile, warp 64×32 (8 warps), tensor cores, 3 stages, async copies |
 //! | matmul, tf32 (both operands tf32, or `accum_dtype="tf32"`) | 128×128×16 tile, warp 64×32, tf32 tensor cores (m16n8k8), 3 stages |
 //! | matmul, other dtypes | 64×64×16 tile, fp32 FMA, 256 threads (4×4 outputs each), 2 stages, async copies |
-//! | elementwise | 256 threads, vector width 4 when every operand allows it, else 1 |
+//! | elementwise | 256 threads, 16-byte vectors: width 16 / the widest full-size dtype (4 fp32, 8 bf16/fp16) |
 //! | row kernels | one warp per row, 4 rows per block |
 //! | flash attention | 16 query rows per block (4 warps × 4 rows), key tiles of 32, fp32 FMA |
 
@@ -31,20 +31,33 @@ fn numel(t: &TensorType) -> u64 {
     t.shape.iter().map(|&d| d as u64).product()
 }
 
-/// The vector width of an elementwise kernel: 4 when the output and every operand that is not
-/// a broadcast scalar have a trailing length divisible by 4, else 1.
+/// The vector width of an elementwise kernel: the elements one thread handles, as many as fit
+/// one 16-byte access of the widest full-size operand or result (4 fp32, 8 bf16/fp16, 2 int64);
+/// 1-byte dtypes (bool) and broadcast operands are read element by element and do not count.
+/// The generator vectorises the threads whose elements are all in range and runs the last
+/// partial group element by element, so any length works.
 fn elementwise_vector(g: &Graph, inputs: &[crate::graph::ValueId], out: &TensorType) -> u32 {
-    let ok = |t: &TensorType| numel(t) == 1 || t.shape.last().is_some_and(|d| d % 4 == 0);
-    if !ok(out) || numel(out) == 0 {
+    let n = numel(out);
+    if n == 0 {
         return 1;
     }
+    let mut widest = if bytes(out.dtype) > 1 {
+        bytes(out.dtype)
+    } else {
+        0
+    };
     for v in inputs {
         match g.ty(*v) {
-            Some(t) if ok(t) => {}
-            _ => return 1,
+            Some(t) if numel(t) == n && bytes(t.dtype) > 1 => widest = widest.max(bytes(t.dtype)),
+            Some(_) => {}
+            None => return 1,
         }
     }
-    4
+    if widest == 0 {
+        1
+    } else {
+        (16 / widest).clamp(1, 8)
+    }
 }
 
 fn schedule_for(

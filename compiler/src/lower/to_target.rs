@@ -8,8 +8,8 @@
 use crate::graph::{BinaryOp, DType, Epilogue, EpilogueStep, Graph, Op, Scalar, UnaryOp, ValueId};
 use crate::target::builder::{fimm, imm};
 use crate::target::{
-    BinOp, BlockId, CacheOp, Cmp, Dim, Kernel, KernelBuilder, MmaKind, Op as TOp, Operand, ParamTy,
-    Reg, Rnd, SReg, ShflMode, Space, TargetError, Ty, UnOp,
+    BinOp, BlockId, CacheOp, Cmp, Dim, Kernel, KernelBuilder, MmaKind, Op as TOp, Operand, Pack,
+    ParamTy, Reg, Rnd, SReg, ShflMode, Space, TargetError, Ty, UnOp,
 };
 use crate::tile::{MatmulBatch, RowOp, Shape, TileKernel};
 use tessera_lang::Span;
@@ -353,6 +353,87 @@ fn body_of(g: &Graph, tk: &TileKernel) -> R<Graph> {
     Ok(body)
 }
 
+/// Whether `v` elements of `d` at an element index that is a multiple of `v` can be read or
+/// written with vector accesses (4-byte words, at most 16 bytes per access).
+fn vectorizable(d: DType, v: u32) -> bool {
+    let bytes = dsize(d) * i64::from(v);
+    v.is_power_of_two()
+        && bytes >= 4
+        && matches!(d, DType::F32 | DType::TF32 | DType::BF16 | DType::F16)
+}
+
+/// Loads elements `i0 .. i0+v` of a `d` tensor at `base` as f32 with `ld.global.v{1,2,4}.b32`
+/// accesses of at most 16 bytes (`i0` a multiple of `v`, the tensor 16-byte aligned).
+fn load_vec_f32(b: &mut KernelBuilder, d: DType, base: Reg, i0: Reg, v: u32) -> Vec<Reg> {
+    let addr = b.mad_wide(Ty::U32, i0, imm(dsize(d)), base);
+    let words = (dsize(d) * i64::from(v) / 4) as usize;
+    let mut w = vec![];
+    let mut off = 0;
+    while w.len() < words {
+        let cnt = (words - w.len()).min(4);
+        w.extend(b.ld(Space::Global, Ty::B32, addr, off, cnt));
+        off += (cnt * 4) as i32;
+    }
+    match d {
+        DType::BF16 => w
+            .iter()
+            .flat_map(|&x| {
+                let lo = b.bin(BinOp::Shl, Ty::B32, x, imm(16));
+                let hi = b.bin(BinOp::And, Ty::B32, x, imm(0xffff_0000));
+                [lo, hi]
+            })
+            .collect(),
+        DType::F16 => w
+            .iter()
+            .flat_map(|&x| {
+                let lo = b.cvt(Ty::F32, Ty::F16, None, x);
+                let h = b.bin(BinOp::Shr, Ty::B32, x, imm(16));
+                let hi = b.cvt(Ty::F32, Ty::F16, None, h);
+                [lo, hi]
+            })
+            .collect(),
+        _ => w,
+    }
+}
+
+/// Stores f32 values `vals` as elements `i0 ..` of a `d` tensor at `base` (rounded to `d`),
+/// with `st.global.v{1,2,4}.b32` accesses of at most 16 bytes.
+fn store_vec_f32(b: &mut KernelBuilder, d: DType, base: Reg, i0: Reg, vals: &[Reg]) {
+    let addr = b.mad_wide(Ty::U32, i0, imm(dsize(d)), base);
+    let words: Vec<Operand> = match d {
+        DType::BF16 | DType::F16 => {
+            let pack = if d == DType::BF16 {
+                Pack::BF16x2
+            } else {
+                Pack::F16x2
+            };
+            let ty = if d == DType::BF16 {
+                Ty::BF16x2
+            } else {
+                Ty::F16x2
+            };
+            vals.chunks(2)
+                .map(|p| {
+                    let dst = b.reg(ty);
+                    let (lo, hi) = (p[0], p.get(1).copied().unwrap_or(p[0]));
+                    b.push(TOp::CvtPack { pack, dst, hi, lo });
+                    dst.into()
+                })
+                .collect()
+        }
+        DType::TF32 => vals.iter().map(|&x| round_tf32(b, x).into()).collect(),
+        _ => vals.iter().map(|&x| x.into()).collect(),
+    };
+    for (k, c) in words.chunks(4).enumerate() {
+        b.st(Space::Global, Ty::B32, addr, (k * 16) as i32, c);
+    }
+}
+
+/// An elementwise kernel: thread `t` computes elements `t·v .. t·v+v`. Threads whose `v`
+/// elements are all in range take the vector path (full-size operands and the result by
+/// 16-byte `ld/st.global.v4.b32` accesses where their dtype allows it); the one thread with a
+/// partial group takes the element-by-element tail, each element guarded by `i < n`.
+/// Broadcast operands are read element by element (their index from the output's).
 fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Lowered> {
     let body = body_of(g, tk)?;
     let out_ty = tk.ty.clone();
@@ -375,11 +456,62 @@ fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Lowered> {
     let ntid = b.special(SReg::Ntid(Dim::X));
     let ctaid = b.special(SReg::Ctaid(Dim::X));
     let gid = b.fma(Ty::U32, ctaid, ntid, tid);
-    let v = i64::from(vector.max(1));
-    let base = b.mul(Ty::U32, gid, imm(v));
-    for e in 0..v {
+    let v = vector.max(1);
+    let base = b.mul(Ty::U32, gid, imm(i64::from(v)));
+    let done = if v > 1 {
+        let vec_b = b.block("vector");
+        let tail_b = b.block("tail");
+        let done = b.block("done");
+        let end = b.add(Ty::U32, base, imm(i64::from(v)));
+        let full = b.setp(Cmp::Le, Ty::U32, end, nr);
+        b.cbr(full, vec_b, tail_b);
+        b.switch_to(vec_b);
+        let mut cols: Vec<Vec<Reg>> = vec![vec![]; v as usize];
+        for (p, d, ix) in &ins {
+            b.at(tk.span);
+            if *ix == Index::Same && vectorizable(*d, v) {
+                for (e, x) in load_vec_f32(&mut b, *d, *p, base, v)
+                    .into_iter()
+                    .enumerate()
+                {
+                    cols[e].push(x);
+                }
+            } else if *ix == Index::Scalar {
+                let j = index_reg(&mut b, *ix, base);
+                let x = load_f32(&mut b, *d, *p, j, None);
+                for c in cols.iter_mut() {
+                    c.push(x);
+                }
+            } else {
+                for (e, c) in cols.iter_mut().enumerate() {
+                    let i = add_imm(&mut b, base, e as i64);
+                    let j = index_reg(&mut b, *ix, i);
+                    c.push(load_f32(&mut b, *d, *p, j, None));
+                }
+            }
+        }
+        let mut res = vec![];
+        for params in &cols {
+            res.push(eval_body(&mut b, &body, params)?);
+        }
         b.at(tk.span);
-        let i = b.add(Ty::U32, base, imm(e));
+        if vectorizable(out_ty.dtype, v) {
+            store_vec_f32(&mut b, out_ty.dtype, y, base, &res);
+        } else {
+            for (e, r) in res.iter().enumerate() {
+                let i = add_imm(&mut b, base, e as i64);
+                store_f32(&mut b, out_ty.dtype, y, i, *r, None);
+            }
+        }
+        b.br(done);
+        b.switch_to(tail_b);
+        Some(done)
+    } else {
+        None
+    };
+    for e in 0..i64::from(v) {
+        b.at(tk.span);
+        let i = add_imm(&mut b, base, e);
         let ok = b.setp(Cmp::Lt, Ty::U32, i, nr);
         let mut params = vec![];
         for (p, d, ix) in &ins {
@@ -389,6 +521,11 @@ fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Lowered> {
         let r = eval_body(&mut b, &body, &params)?;
         b.at(tk.span);
         store_f32(&mut b, out_ty.dtype, y, i, r, Some(ok));
+    }
+    if let Some(done) = done {
+        b.at(tk.span);
+        b.br(done);
+        b.switch_to(done);
     }
     b.ret();
     Ok(Lowered {
