@@ -53,11 +53,7 @@ fn elementwise_vector(g: &Graph, inputs: &[crate::graph::ValueId], out: &TensorT
             None => return 1,
         }
     }
-    if widest == 0 {
-        1
-    } else {
-        (16 / widest).clamp(1, 8)
-    }
+    16u32.checked_div(widest).map_or(1, |v| v.clamp(1, 8))
 }
 
 fn schedule_for(
