@@ -59,6 +59,8 @@ fn u32_param(b: &mut KernelBuilder, name: &str) -> Reg {
 fn dsize(d: DType) -> i64 {
     match d {
         DType::F16 | DType::BF16 => 2,
+        DType::I64 | DType::F64 => 8,
+        DType::Bool | DType::I8 | DType::F8E4M3 | DType::F8E5M2 => 1,
         _ => 4,
     }
 }
@@ -258,47 +260,270 @@ fn index_reg(b: &mut KernelBuilder, ix: Index, i: Reg) -> Reg {
     }
 }
 
-/// Evaluates a fused body (or one elementwise op) on f32 registers holding its params.
-fn eval_body(b: &mut KernelBuilder, body: &Graph, params: &[Reg]) -> R<Reg> {
-    let mut vals: Vec<Option<Operand>> = vec![None; body.len()];
+/// A body value in registers: floats of every dtype as f32 (rounded to their dtype), int32 in
+/// `.s32`, int64 in `.s64`, bool as a predicate.
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum Val {
+    F(Reg),
+    I32(Reg),
+    I64(Reg),
+    B(Reg),
+}
+
+fn is_float(d: DType) -> bool {
+    matches!(d, DType::F32 | DType::TF32 | DType::BF16 | DType::F16)
+}
+
+/// Converts `v` to the register form of dtype `d` (the CPU's casts: ints to float round to
+/// nearest, bool is 0/1, a nonzero value is true; int64 → int32 keeps the low 32 bits).
+fn conv(b: &mut KernelBuilder, v: Val, d: DType) -> R<Val> {
+    if is_float(d) {
+        let f = match v {
+            Val::F(x) => x,
+            Val::I32(x) => b.cvt(Ty::F32, Ty::S32, Some(Rnd::Rn), x),
+            Val::I64(x) => b.cvt(Ty::F32, Ty::S64, Some(Rnd::Rn), x),
+            Val::B(p) => b.selp(Ty::F32, fimm(1.0), fimm(0.0), p),
+        };
+        return Ok(Val::F(round_to(b, d, f)?));
+    }
+    Ok(match (v, d) {
+        (Val::I32(x), DType::I32) => Val::I32(x),
+        (Val::I64(x), DType::I64) => Val::I64(x),
+        (Val::I32(x), DType::I64) => Val::I64(b.cvt(Ty::S64, Ty::S32, None, x)),
+        (Val::I64(x), DType::I32) => {
+            let lo = b.cvt(Ty::U32, Ty::U64, None, x);
+            Val::I32(b.mov(Ty::S32, lo))
+        }
+        (Val::B(p), DType::I32) => Val::I32(b.selp(Ty::S32, imm(1), imm(0), p)),
+        (Val::B(p), DType::I64) => Val::I64(b.selp(Ty::S64, imm(1), imm(0), p)),
+        (Val::B(p), DType::Bool) => Val::B(p),
+        (Val::F(x), DType::Bool) => Val::B(b.setp(Cmp::Ne, Ty::F32, x, fimm(0.0))),
+        (Val::I32(x), DType::Bool) => Val::B(b.setp(Cmp::Ne, Ty::S32, x, imm(0))),
+        (Val::I64(x), DType::Bool) => Val::B(b.setp(Cmp::Ne, Ty::S64, x, imm(0))),
+        (Val::F(_), DType::I32 | DType::I64) => return no("float to int casts in a kernel"),
+        (_, other) => return no(format!("{other} values")),
+    })
+}
+
+fn f_of(v: Val) -> R<Reg> {
+    match v {
+        Val::F(r) => Ok(r),
+        _ => no("a non-float value where a float is needed"),
+    }
+}
+
+/// `x ** y` in f32 with NumPy's rules: 2^(y·log2|x|); a negative base gives NaN unless `y` is
+/// an integer (then the sign of (−1)^y); `x ** 0` and `1 ** y` are 1; `0 ** y` is 0 for y > 0
+/// and inf for y < 0. ex2/lg2 are the hardware's approximations (2^-22 relative error each),
+/// so the result is within a few ulps of the correctly rounded power for moderate exponents.
+fn pow_f32(b: &mut KernelBuilder, x: Reg, y: Reg) -> Reg {
+    let ax = b.unary(UnOp::Abs, Ty::F32, x);
+    let l = b.unary(UnOp::Lg2Approx, Ty::F32, ax);
+    let t = b.mul(Ty::F32, y, l);
+    let r = b.unary(UnOp::Ex2Approx, Ty::F32, t);
+    let yi = b.cvt(Ty::F32, Ty::F32, Some(Rnd::Rni), y);
+    let is_int = b.setp(Cmp::Eq, Ty::F32, yi, y);
+    let half = b.mul(Ty::F32, y, fimm(0.5));
+    let hi = b.cvt(Ty::F32, Ty::F32, Some(Rnd::Rni), half);
+    let even = b.setp(Cmp::Eq, Ty::F32, hi, half);
+    let nr = b.unary(UnOp::Neg, Ty::F32, r);
+    let signed = b.selp(Ty::F32, r, nr, even);
+    let neg_int = b.selp(Ty::F32, signed, fimm(f32::NAN), is_int);
+    let neg = b.setp(Cmp::Lt, Ty::F32, x, fimm(0.0));
+    let r = b.selp(Ty::F32, neg_int, r, neg);
+    let y0 = b.setp(Cmp::Eq, Ty::F32, y, fimm(0.0));
+    let x1 = b.setp(Cmp::Eq, Ty::F32, x, fimm(1.0));
+    let one = b.bin(BinOp::Or, Ty::Pred, y0, x1);
+    b.selp(Ty::F32, fimm(1.0), r, one)
+}
+
+fn cmp_of(op: BinaryOp) -> Option<Cmp> {
+    Some(match op {
+        BinaryOp::Eq => Cmp::Eq,
+        BinaryOp::Ne => Cmp::Ne,
+        BinaryOp::Lt => Cmp::Lt,
+        BinaryOp::Le => Cmp::Le,
+        BinaryOp::Gt => Cmp::Gt,
+        BinaryOp::Ge => Cmp::Ge,
+        _ => return None,
+    })
+}
+
+/// The dtype two operands are compared in (the CPU's promotion; bool compares as int32).
+fn common(a: DType, b: DType) -> DType {
+    if is_float(a) || is_float(b) {
+        DType::F32
+    } else if a == DType::I64 || b == DType::I64 {
+        DType::I64
+    } else {
+        DType::I32
+    }
+}
+
+fn int_pair(b: &mut KernelBuilder, x: Val, y: Val, d: DType) -> R<(Ty, Reg, Reg)> {
+    match (conv(b, x, d)?, conv(b, y, d)?) {
+        (Val::I32(x), Val::I32(y)) => Ok((Ty::S32, x, y)),
+        (Val::I64(x), Val::I64(y)) => Ok((Ty::S64, x, y)),
+        _ => no("an integer op on other values"),
+    }
+}
+
+/// One binary op on typed values of dtypes `dx`, `dy`; `out` is the result dtype.
+fn binary_val(
+    b: &mut KernelBuilder,
+    op: BinaryOp,
+    (x, dx): (Val, DType),
+    (y, dy): (Val, DType),
+    out: DType,
+) -> R<Val> {
+    if let Some(c) = cmp_of(op) {
+        let d = common(dx, dy);
+        let p = if d == DType::F32 {
+            let (x, y) = (f_of(conv(b, x, d)?)?, f_of(conv(b, y, d)?)?);
+            if c == Cmp::Ne {
+                // NaN != anything is true: the negation of the ordered ==.
+                let eq = b.setp(Cmp::Eq, Ty::F32, x, y);
+                b.unary(UnOp::Not, Ty::Pred, eq)
+            } else {
+                b.setp(c, Ty::F32, x, y)
+            }
+        } else {
+            let (ty, x, y) = int_pair(b, x, y, d)?;
+            b.setp(c, ty, x, y)
+        };
+        return conv(b, Val::B(p), out);
+    }
+    if matches!(op, BinaryOp::LogicalAnd | BinaryOp::LogicalOr) {
+        let (Val::B(x), Val::B(y)) = (conv(b, x, DType::Bool)?, conv(b, y, DType::Bool)?) else {
+            return no("a logical op on other values");
+        };
+        let o = if op == BinaryOp::LogicalAnd {
+            BinOp::And
+        } else {
+            BinOp::Or
+        };
+        let r = b.bin(o, Ty::Pred, x, y);
+        return conv(b, Val::B(r), out);
+    }
+    if is_float(out) {
+        let x = f_of(conv(b, x, DType::F32)?)?;
+        let y = f_of(conv(b, y, DType::F32)?)?;
+        let r = if op == BinaryOp::Pow {
+            pow_f32(b, x, y)
+        } else {
+            binary(b, op, x.into(), y.into())?
+        };
+        return Ok(Val::F(round_to(b, out, r)?));
+    }
+    if matches!(out, DType::I32 | DType::I64) {
+        let (ty, x, y) = int_pair(b, x, y, out)?;
+        let o = match op {
+            BinaryOp::Add => BinOp::Add,
+            BinaryOp::Sub => BinOp::Sub,
+            BinaryOp::Mul => BinOp::Mul,
+            BinaryOp::Maximum => BinOp::Max,
+            BinaryOp::Minimum => BinOp::Min,
+            other => return no(format!("the integer op {}", other.name())),
+        };
+        let r = b.bin(o, ty, x, y);
+        return Ok(if ty == Ty::S32 {
+            Val::I32(r)
+        } else {
+            Val::I64(r)
+        });
+    }
+    no(format!("{out} results of {}", op.name()))
+}
+
+fn unary_val(b: &mut KernelBuilder, u: UnaryOp, x: Val, out: DType) -> R<Val> {
+    if u == UnaryOp::Not {
+        let Val::B(p) = conv(b, x, DType::Bool)? else {
+            return no("logical_not of other values");
+        };
+        let r = b.unary(UnOp::Not, Ty::Pred, p);
+        return conv(b, Val::B(r), out);
+    }
+    if matches!(out, DType::I32 | DType::I64)
+        && matches!(u, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu)
+    {
+        let (ty, r) = match conv(b, x, out)? {
+            Val::I32(r) => (Ty::S32, r),
+            Val::I64(r) => (Ty::S64, r),
+            _ => return no("an integer op on other values"),
+        };
+        let r = match u {
+            UnaryOp::Neg => b.unary(UnOp::Neg, ty, r),
+            UnaryOp::Abs => b.unary(UnOp::Abs, ty, r),
+            _ => b.bin(BinOp::Max, ty, r, imm(0)),
+        };
+        return Ok(if ty == Ty::S32 {
+            Val::I32(r)
+        } else {
+            Val::I64(r)
+        });
+    }
+    let x = f_of(conv(b, x, DType::F32)?)?;
+    let r = unary(b, u, x)?;
+    conv(b, Val::F(r), out)
+}
+
+/// Evaluates a fused body (or one elementwise op) on typed registers holding its params.
+fn eval_body(b: &mut KernelBuilder, body: &Graph, params: &[Val]) -> R<Val> {
+    let mut vals: Vec<Option<Val>> = vec![None; body.len()];
     for id in body.ids() {
         let Some(op) = body.op(id) else { continue };
         let ty = body.ty(id).map(|t| t.dtype).unwrap_or(DType::F32);
         b.at(body.span(id));
-        let get = |v: ValueId| -> R<Operand> {
-            vals.get(v.index())
-                .copied()
-                .flatten()
-                .ok_or_else(|| Error::NotLowered("a value used before it is computed".into()))
+        let get = |v: ValueId| -> R<(Val, DType)> {
+            let val =
+                vals.get(v.index()).copied().flatten().ok_or_else(|| {
+                    Error::NotLowered("a value used before it is computed".into())
+                })?;
+            Ok((val, body.ty(v).map(|t| t.dtype).unwrap_or(DType::F32)))
         };
-        let as_reg = |b: &mut KernelBuilder, o: Operand| -> Reg {
-            match o {
-                Operand::Reg(r) => r,
-                other => b.mov(Ty::F32, other),
-            }
-        };
-        let v: Operand = match op {
+        let v: Val = match op {
             Op::Param { index } => params
                 .get(*index)
                 .copied()
-                .map(Operand::from)
                 .ok_or_else(|| Error::NotLowered("missing param".into()))?,
-            Op::Const { value } => scalar_f32(*value),
+            Op::Const { value } => {
+                let f = Val::F(b.mov(Ty::F32, scalar_f32(*value)));
+                match ty {
+                    DType::I32 => Val::I32(b.mov(Ty::S32, imm(value.as_f64() as i64))),
+                    DType::I64 => Val::I64(b.mov(Ty::S64, imm(value.as_f64() as i64))),
+                    _ => conv(b, f, ty)?,
+                }
+            }
             Op::Unary { op, x } => {
-                let x = get(*x)?;
-                let x = as_reg(b, x);
-                let r = unary(b, *op, x)?;
-                round_to(b, ty, r)?.into()
+                let (x, _) = get(*x)?;
+                unary_val(b, *op, x, ty)?
             }
             Op::Binary { op, a, b: y } => {
                 let (x, y) = (get(*a)?, get(*y)?);
-                let r = binary(b, *op, x, y)?;
-                round_to(b, ty, r)?.into()
+                binary_val(b, *op, x, y, ty)?
             }
             Op::Cast { x } => {
-                let x = get(*x)?;
-                let x = as_reg(b, x);
-                round_to(b, ty, x)?.into()
+                let (x, _) = get(*x)?;
+                conv(b, x, ty)?
+            }
+            Op::Where { cond, a, b: y } => {
+                let (c, _) = get(*cond)?;
+                let Val::B(p) = conv(b, c, DType::Bool)? else {
+                    return no("where of other values");
+                };
+                let ((x, _), (y, _)) = (get(*a)?, get(*y)?);
+                match (conv(b, x, ty)?, conv(b, y, ty)?) {
+                    (Val::F(x), Val::F(y)) => Val::F(b.selp(Ty::F32, x, y, p)),
+                    (Val::I32(x), Val::I32(y)) => Val::I32(b.selp(Ty::S32, x, y, p)),
+                    (Val::I64(x), Val::I64(y)) => Val::I64(b.selp(Ty::S64, x, y, p)),
+                    (Val::B(x), Val::B(y)) => {
+                        let t = b.bin(BinOp::And, Ty::Pred, p, x);
+                        let np = b.unary(UnOp::Not, Ty::Pred, p);
+                        let f = b.bin(BinOp::And, Ty::Pred, np, y);
+                        Val::B(b.bin(BinOp::Or, Ty::Pred, t, f))
+                    }
+                    _ => return no("where of mixed values"),
+                }
             }
             other => return no(format!("{} inside an elementwise kernel", other.name())),
         };
@@ -306,15 +531,57 @@ fn eval_body(b: &mut KernelBuilder, body: &Graph, params: &[Reg]) -> R<Reg> {
             *slot = Some(v);
         }
     }
-    let out = body
-        .outputs
+    body.outputs
         .first()
         .and_then(|o| vals.get(o.index()).copied().flatten())
-        .ok_or_else(|| Error::NotLowered("a body without an output".into()))?;
-    Ok(match out {
-        Operand::Reg(r) => r,
-        other => b.mov(Ty::F32, other),
+        .ok_or_else(|| Error::NotLowered("a body without an output".into()))
+}
+
+/// Loads element `idx` of a `d` tensor (guarded by `guard`; zero when the guard is off).
+fn load_val(b: &mut KernelBuilder, d: DType, base: Reg, idx: Reg, guard: Option<Reg>) -> R<Val> {
+    let ty = match d {
+        DType::I32 => Ty::S32,
+        DType::I64 => Ty::S64,
+        _ if is_float(d) => return Ok(Val::F(load_f32(b, d, base, idx, guard))),
+        other => return no(format!("{other} tensors in memory")),
+    };
+    let addr = b.mad_wide(Ty::U32, idx, imm(dsize(d)), base);
+    let v = b.mov(ty, imm(0));
+    if let Some(g) = guard {
+        b.when(g);
+    }
+    b.ld_to(Space::Global, ty, &[v], addr, 0);
+    Ok(if ty == Ty::S32 {
+        Val::I32(v)
+    } else {
+        Val::I64(v)
     })
+}
+
+/// Stores `v` converted to `d` as element `idx` of a `d` tensor.
+fn store_val(
+    b: &mut KernelBuilder,
+    d: DType,
+    base: Reg,
+    idx: Reg,
+    v: Val,
+    guard: Option<Reg>,
+) -> R<()> {
+    let (ty, x) = match conv(b, v, d)? {
+        Val::F(x) => {
+            store_f32(b, d, base, idx, x, guard);
+            return Ok(());
+        }
+        Val::I32(x) => (Ty::S32, x),
+        Val::I64(x) => (Ty::S64, x),
+        Val::B(_) => return no("bool tensors in memory (8-bit stores are not generated yet)"),
+    };
+    let addr = b.mad_wide(Ty::U32, idx, imm(dsize(d)), base);
+    if let Some(g) = guard {
+        b.when(g);
+    }
+    b.st(Space::Global, ty, addr, 0, &[x.into()]);
+    Ok(())
 }
 
 /// The body graph of an elementwise kernel: the fused body, or the one op with its tensor
@@ -466,7 +733,7 @@ fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Lowered> {
         let full = b.setp(Cmp::Le, Ty::U32, end, nr);
         b.cbr(full, vec_b, tail_b);
         b.switch_to(vec_b);
-        let mut cols: Vec<Vec<Reg>> = vec![vec![]; v as usize];
+        let mut cols: Vec<Vec<Val>> = vec![vec![]; v as usize];
         for (p, d, ix) in &ins {
             b.at(tk.span);
             if *ix == Index::Same && vectorizable(*d, v) {
@@ -474,11 +741,11 @@ fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Lowered> {
                     .into_iter()
                     .enumerate()
                 {
-                    cols[e].push(x);
+                    cols[e].push(Val::F(x));
                 }
             } else if *ix == Index::Scalar {
                 let j = index_reg(&mut b, *ix, base);
-                let x = load_f32(&mut b, *d, *p, j, None);
+                let x = load_val(&mut b, *d, *p, j, None)?;
                 for c in cols.iter_mut() {
                     c.push(x);
                 }
@@ -486,7 +753,7 @@ fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Lowered> {
                 for (e, c) in cols.iter_mut().enumerate() {
                     let i = add_imm(&mut b, base, e as i64);
                     let j = index_reg(&mut b, *ix, i);
-                    c.push(load_f32(&mut b, *d, *p, j, None));
+                    c.push(load_val(&mut b, *d, *p, j, None)?);
                 }
             }
         }
@@ -495,12 +762,22 @@ fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Lowered> {
             res.push(eval_body(&mut b, &body, params)?);
         }
         b.at(tk.span);
-        if vectorizable(out_ty.dtype, v) {
-            store_vec_f32(&mut b, out_ty.dtype, y, base, &res);
-        } else {
-            for (e, r) in res.iter().enumerate() {
-                let i = add_imm(&mut b, base, e as i64);
-                store_f32(&mut b, out_ty.dtype, y, i, *r, None);
+        let floats: Option<Vec<Reg>> = res
+            .iter()
+            .map(|r| match r {
+                Val::F(x) => Some(*x),
+                _ => None,
+            })
+            .collect();
+        match floats {
+            Some(f) if vectorizable(out_ty.dtype, v) => {
+                store_vec_f32(&mut b, out_ty.dtype, y, base, &f)
+            }
+            _ => {
+                for (e, r) in res.iter().enumerate() {
+                    let i = add_imm(&mut b, base, e as i64);
+                    store_val(&mut b, out_ty.dtype, y, i, *r, None)?;
+                }
             }
         }
         b.br(done);
@@ -516,11 +793,11 @@ fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Lowered> {
         let mut params = vec![];
         for (p, d, ix) in &ins {
             let j = index_reg(&mut b, *ix, i);
-            params.push(load_f32(&mut b, *d, *p, j, Some(ok)));
+            params.push(load_val(&mut b, *d, *p, j, Some(ok))?);
         }
         let r = eval_body(&mut b, &body, &params)?;
         b.at(tk.span);
-        store_f32(&mut b, out_ty.dtype, y, i, r, Some(ok));
+        store_val(&mut b, out_ty.dtype, y, i, r, Some(ok))?;
     }
     if let Some(done) = done {
         b.at(tk.span);

@@ -57,12 +57,13 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
     let out = format!("%{}", k.root.0);
     match k.kind {
         Kind::Elementwise => {
-            if !float_io(k.ty.dtype) {
+            let io = |d: DType| float_io(d) || matches!(d, DType::I32 | DType::I64);
+            if !io(k.ty.dtype) {
                 return Err(nl(k, format!("{} results are not lowered yet", k.ty.dtype)));
             }
             for v in &k.inputs {
                 let t = g.ty(*v).ok_or_else(|| nl(k, "untyped input"))?;
-                if !float_io(t.dtype) {
+                if !io(t.dtype) {
                     return Err(nl(k, format!("{} operands are not lowered yet", t.dtype)));
                 }
             }
