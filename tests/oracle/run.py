@@ -29,6 +29,23 @@ class _Unavailable:
         return f"<module {self._name}>"
 
 
+class _Target:
+    """`target`: the device choice does not change results (every device equals the cpu)."""
+
+    def __init__(self):
+        self._device = "cpu"
+
+    def set_device(self, name):
+        self._device = name
+
+    def device(self):
+        return self._device
+
+    def __getattr__(self, attr):
+        raise tessera_np.TesseraError(
+            "E0100", f"'target.{attr}' is not available in the NumPy oracle")
+
+
 def main(argv):
     if len(argv) != 2:
         print("usage: run.py FILE.tsr", file=sys.stderr)
@@ -42,8 +59,9 @@ def main(argv):
         traceback.print_exc(limit=0)
         return 2
     g = {"__name__": "__main__", "__file__": path, "op": tessera_np.op}
-    for m in ("dist", "schedule", "graph", "autotune", "target"):
+    for m in ("dist", "schedule", "graph", "autotune"):
         g[m] = _Unavailable(m)
+    g["target"] = _Target()
     try:
         exec(code, g)
     except SystemExit:

@@ -4,14 +4,16 @@
 //! | kernel | default schedule |
 //! | --- | --- |
 //! | matmul, bf16/fp16 operands | 128×128×32 tile, warp 64×32 (8 warps), tensor cores, 3 stages, async copies |
+//! | matmul, tf32 (both operands tf32, or `accum_dtype="tf32"`) | 128×128×16 tile, warp 64×32, tf32 tensor cores (m16n8k8), 3 stages |
 //! | matmul, other dtypes | 64×64×16 tile, fp32 FMA, 256 threads (4×4 outputs each), 2 stages, async copies |
-//! | elementwise | 256 threads, vector width 4 when every operand allows it, else 1 |
+//! | elementwise | 256 threads, 16-byte vectors: width 16 / the widest full-size dtype (4 fp32, 8 bf16/fp16) |
 //! | row kernels | one warp per row, 4 rows per block |
 //! | flash attention | 16 query rows per block (4 warps × 4 rows), key tiles of 32, fp32 FMA |
 
 use crate::graph::{Graph, Op, TensorType};
 use crate::schedule::{
-    kind_of, tensor_core_dtype, verify, Directives, Kernel, Kind, Program, Schedule, ScheduleError,
+    kind_of, mma_tf32, tensor_core_dtype, verify, Directives, Kernel, Kind, Program, Schedule,
+    ScheduleError,
 };
 use crate::target::Target;
 
@@ -29,20 +31,29 @@ fn numel(t: &TensorType) -> u64 {
     t.shape.iter().map(|&d| d as u64).product()
 }
 
-/// The vector width of an elementwise kernel: 4 when the output and every operand that is not
-/// a broadcast scalar have a trailing length divisible by 4, else 1.
+/// The vector width of an elementwise kernel: the elements one thread handles, as many as fit
+/// one 16-byte access of the widest full-size operand or result (4 fp32, 8 bf16/fp16, 2 int64);
+/// 1-byte dtypes (bool) and broadcast operands are read element by element and do not count.
+/// The generator vectorises the threads whose elements are all in range and runs the last
+/// partial group element by element, so any length works.
 fn elementwise_vector(g: &Graph, inputs: &[crate::graph::ValueId], out: &TensorType) -> u32 {
-    let ok = |t: &TensorType| numel(t) == 1 || t.shape.last().is_some_and(|d| d % 4 == 0);
-    if !ok(out) || numel(out) == 0 {
+    let n = numel(out);
+    if n == 0 {
         return 1;
     }
+    let mut widest = if bytes(out.dtype) > 1 {
+        bytes(out.dtype)
+    } else {
+        0
+    };
     for v in inputs {
         match g.ty(*v) {
-            Some(t) if ok(t) => {}
-            _ => return 1,
+            Some(t) if numel(t) == n && bytes(t.dtype) > 1 => widest = widest.max(bytes(t.dtype)),
+            Some(_) => {}
+            None => return 1,
         }
     }
-    4
+    16u32.checked_div(widest).map_or(1, |v| v.clamp(1, 8))
 }
 
 fn schedule_for(
@@ -55,17 +66,23 @@ fn schedule_for(
 ) -> Schedule {
     match kind {
         Kind::Matmul => {
-            let (ad, bd) = match op {
-                Op::Matmul { a, b, .. } => (
+            let (ad, bd, accum) = match op {
+                Op::Matmul { a, b, accum, .. } => (
                     g.ty(*a).map(|t| t.dtype).unwrap_or(ty.dtype),
                     g.ty(*b).map(|t| t.dtype).unwrap_or(ty.dtype),
+                    *accum,
                 ),
-                _ => (ty.dtype, ty.dtype),
+                _ => (ty.dtype, ty.dtype, None),
             };
-            // Tensor cores take bf16/fp16 operand pairs; other operands keep fp32 FMA even
-            // when asked (tf32 tensor cores would round fp32 operands to 10-bit mantissas).
-            let tc = d.tensor_cores.unwrap_or(true) && tensor_core_dtype(ad, bd);
-            let (tile, warp, stages) = if tc {
+            // Tensor cores take bf16/fp16 operand pairs, and tf32 when the operands or the
+            // accumulator ask for it; fp32 operands otherwise keep fp32 FMA even when tensor
+            // cores are requested (tf32 would round them to 10-bit mantissas).
+            let tf32 = mma_tf32(ad, bd, accum);
+            let tc = d.tensor_cores.unwrap_or(true) && (tensor_core_dtype(ad, bd) || tf32);
+            let (tile, warp, stages) = if tc && tf32 {
+                // 4-byte operands: half the k-step keeps 3 stages within 48 KiB.
+                ([128, 128, 16], [64, 32], 3)
+            } else if tc {
                 ([128, 128, 32], [64, 32], 3)
             } else {
                 ([64, 64, 16], [32, 32], 2)
@@ -92,7 +109,7 @@ fn schedule_for(
                 tensor_cores: tc,
                 async_copy: d.async_copy.unwrap_or(true),
                 threads,
-                elem_bytes: if tc { bytes(ad) } else { 4 },
+                elem_bytes: if tc { bytes(ad).max(bytes(bd)) } else { 4 },
             }
         }
         Kind::Elementwise | Kind::Copy => {

@@ -8,8 +8,8 @@
 use crate::graph::{BinaryOp, DType, Epilogue, EpilogueStep, Graph, Op, Scalar, UnaryOp, ValueId};
 use crate::target::builder::{fimm, imm};
 use crate::target::{
-    BinOp, BlockId, CacheOp, Cmp, Dim, Kernel, KernelBuilder, MmaKind, Op as TOp, Operand, ParamTy,
-    Reg, Rnd, SReg, ShflMode, Space, TargetError, Ty, UnOp,
+    BinOp, BlockId, CacheOp, Cmp, Dim, Kernel, KernelBuilder, MmaKind, Op as TOp, Operand, Pack,
+    ParamTy, Reg, Rnd, SReg, ShflMode, Space, TargetError, Ty, UnOp,
 };
 use crate::tile::{AttnBatch, MatmulBatch, RowOp, Shape, TileKernel};
 use tessera_lang::Span;
@@ -59,6 +59,8 @@ fn u32_param(b: &mut KernelBuilder, name: &str) -> Reg {
 fn dsize(d: DType) -> i64 {
     match d {
         DType::F16 | DType::BF16 => 2,
+        DType::I64 | DType::F64 => 8,
+        DType::Bool | DType::I8 | DType::F8E4M3 | DType::F8E5M2 => 1,
         _ => 4,
     }
 }
@@ -102,6 +104,7 @@ fn store_f32(b: &mut KernelBuilder, d: DType, base: Reg, idx: Reg, v: Reg, guard
             let t = if d == DType::BF16 { Ty::BF16 } else { Ty::F16 };
             b.cvt(t, Ty::F32, Some(Rnd::Rn), v).into()
         }
+        DType::TF32 => round_tf32(b, v).into(),
         _ => v.into(),
     };
     let ty = match d {
@@ -119,6 +122,7 @@ fn store_f32(b: &mut KernelBuilder, d: DType, base: Reg, idx: Reg, v: Reg, guard
 fn round_to(b: &mut KernelBuilder, d: DType, v: Reg) -> R<Reg> {
     match d {
         DType::F32 => Ok(v),
+        DType::TF32 => Ok(round_tf32(b, v)),
         DType::BF16 | DType::F16 => {
             let t = if d == DType::BF16 { Ty::BF16 } else { Ty::F16 };
             let h = b.cvt(t, Ty::F32, Some(Rnd::Rn), v);
@@ -256,47 +260,270 @@ fn index_reg(b: &mut KernelBuilder, ix: Index, i: Reg) -> Reg {
     }
 }
 
-/// Evaluates a fused body (or one elementwise op) on f32 registers holding its params.
-fn eval_body(b: &mut KernelBuilder, body: &Graph, params: &[Reg]) -> R<Reg> {
-    let mut vals: Vec<Option<Operand>> = vec![None; body.len()];
+/// A body value in registers: floats of every dtype as f32 (rounded to their dtype), int32 in
+/// `.s32`, int64 in `.s64`, bool as a predicate.
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum Val {
+    F(Reg),
+    I32(Reg),
+    I64(Reg),
+    B(Reg),
+}
+
+fn is_float(d: DType) -> bool {
+    matches!(d, DType::F32 | DType::TF32 | DType::BF16 | DType::F16)
+}
+
+/// Converts `v` to the register form of dtype `d` (the CPU's casts: ints to float round to
+/// nearest, bool is 0/1, a nonzero value is true; int64 → int32 keeps the low 32 bits).
+fn conv(b: &mut KernelBuilder, v: Val, d: DType) -> R<Val> {
+    if is_float(d) {
+        let f = match v {
+            Val::F(x) => x,
+            Val::I32(x) => b.cvt(Ty::F32, Ty::S32, Some(Rnd::Rn), x),
+            Val::I64(x) => b.cvt(Ty::F32, Ty::S64, Some(Rnd::Rn), x),
+            Val::B(p) => b.selp(Ty::F32, fimm(1.0), fimm(0.0), p),
+        };
+        return Ok(Val::F(round_to(b, d, f)?));
+    }
+    Ok(match (v, d) {
+        (Val::I32(x), DType::I32) => Val::I32(x),
+        (Val::I64(x), DType::I64) => Val::I64(x),
+        (Val::I32(x), DType::I64) => Val::I64(b.cvt(Ty::S64, Ty::S32, None, x)),
+        (Val::I64(x), DType::I32) => {
+            let lo = b.cvt(Ty::U32, Ty::U64, None, x);
+            Val::I32(b.mov(Ty::S32, lo))
+        }
+        (Val::B(p), DType::I32) => Val::I32(b.selp(Ty::S32, imm(1), imm(0), p)),
+        (Val::B(p), DType::I64) => Val::I64(b.selp(Ty::S64, imm(1), imm(0), p)),
+        (Val::B(p), DType::Bool) => Val::B(p),
+        (Val::F(x), DType::Bool) => Val::B(b.setp(Cmp::Ne, Ty::F32, x, fimm(0.0))),
+        (Val::I32(x), DType::Bool) => Val::B(b.setp(Cmp::Ne, Ty::S32, x, imm(0))),
+        (Val::I64(x), DType::Bool) => Val::B(b.setp(Cmp::Ne, Ty::S64, x, imm(0))),
+        (Val::F(_), DType::I32 | DType::I64) => return no("float to int casts in a kernel"),
+        (_, other) => return no(format!("{other} values")),
+    })
+}
+
+fn f_of(v: Val) -> R<Reg> {
+    match v {
+        Val::F(r) => Ok(r),
+        _ => no("a non-float value where a float is needed"),
+    }
+}
+
+/// `x ** y` in f32 with NumPy's rules: 2^(y·log2|x|); a negative base gives NaN unless `y` is
+/// an integer (then the sign of (−1)^y); `x ** 0` and `1 ** y` are 1; `0 ** y` is 0 for y > 0
+/// and inf for y < 0. ex2/lg2 are the hardware's approximations (2^-22 relative error each),
+/// so the result is within a few ulps of the correctly rounded power for moderate exponents.
+fn pow_f32(b: &mut KernelBuilder, x: Reg, y: Reg) -> Reg {
+    let ax = b.unary(UnOp::Abs, Ty::F32, x);
+    let l = b.unary(UnOp::Lg2Approx, Ty::F32, ax);
+    let t = b.mul(Ty::F32, y, l);
+    let r = b.unary(UnOp::Ex2Approx, Ty::F32, t);
+    let yi = b.cvt(Ty::F32, Ty::F32, Some(Rnd::Rni), y);
+    let is_int = b.setp(Cmp::Eq, Ty::F32, yi, y);
+    let half = b.mul(Ty::F32, y, fimm(0.5));
+    let hi = b.cvt(Ty::F32, Ty::F32, Some(Rnd::Rni), half);
+    let even = b.setp(Cmp::Eq, Ty::F32, hi, half);
+    let nr = b.unary(UnOp::Neg, Ty::F32, r);
+    let signed = b.selp(Ty::F32, r, nr, even);
+    let neg_int = b.selp(Ty::F32, signed, fimm(f32::NAN), is_int);
+    let neg = b.setp(Cmp::Lt, Ty::F32, x, fimm(0.0));
+    let r = b.selp(Ty::F32, neg_int, r, neg);
+    let y0 = b.setp(Cmp::Eq, Ty::F32, y, fimm(0.0));
+    let x1 = b.setp(Cmp::Eq, Ty::F32, x, fimm(1.0));
+    let one = b.bin(BinOp::Or, Ty::Pred, y0, x1);
+    b.selp(Ty::F32, fimm(1.0), r, one)
+}
+
+fn cmp_of(op: BinaryOp) -> Option<Cmp> {
+    Some(match op {
+        BinaryOp::Eq => Cmp::Eq,
+        BinaryOp::Ne => Cmp::Ne,
+        BinaryOp::Lt => Cmp::Lt,
+        BinaryOp::Le => Cmp::Le,
+        BinaryOp::Gt => Cmp::Gt,
+        BinaryOp::Ge => Cmp::Ge,
+        _ => return None,
+    })
+}
+
+/// The dtype two operands are compared in (the CPU's promotion; bool compares as int32).
+fn common(a: DType, b: DType) -> DType {
+    if is_float(a) || is_float(b) {
+        DType::F32
+    } else if a == DType::I64 || b == DType::I64 {
+        DType::I64
+    } else {
+        DType::I32
+    }
+}
+
+fn int_pair(b: &mut KernelBuilder, x: Val, y: Val, d: DType) -> R<(Ty, Reg, Reg)> {
+    match (conv(b, x, d)?, conv(b, y, d)?) {
+        (Val::I32(x), Val::I32(y)) => Ok((Ty::S32, x, y)),
+        (Val::I64(x), Val::I64(y)) => Ok((Ty::S64, x, y)),
+        _ => no("an integer op on other values"),
+    }
+}
+
+/// One binary op on typed values of dtypes `dx`, `dy`; `out` is the result dtype.
+fn binary_val(
+    b: &mut KernelBuilder,
+    op: BinaryOp,
+    (x, dx): (Val, DType),
+    (y, dy): (Val, DType),
+    out: DType,
+) -> R<Val> {
+    if let Some(c) = cmp_of(op) {
+        let d = common(dx, dy);
+        let p = if d == DType::F32 {
+            let (x, y) = (f_of(conv(b, x, d)?)?, f_of(conv(b, y, d)?)?);
+            if c == Cmp::Ne {
+                // NaN != anything is true: the negation of the ordered ==.
+                let eq = b.setp(Cmp::Eq, Ty::F32, x, y);
+                b.unary(UnOp::Not, Ty::Pred, eq)
+            } else {
+                b.setp(c, Ty::F32, x, y)
+            }
+        } else {
+            let (ty, x, y) = int_pair(b, x, y, d)?;
+            b.setp(c, ty, x, y)
+        };
+        return conv(b, Val::B(p), out);
+    }
+    if matches!(op, BinaryOp::LogicalAnd | BinaryOp::LogicalOr) {
+        let (Val::B(x), Val::B(y)) = (conv(b, x, DType::Bool)?, conv(b, y, DType::Bool)?) else {
+            return no("a logical op on other values");
+        };
+        let o = if op == BinaryOp::LogicalAnd {
+            BinOp::And
+        } else {
+            BinOp::Or
+        };
+        let r = b.bin(o, Ty::Pred, x, y);
+        return conv(b, Val::B(r), out);
+    }
+    if is_float(out) {
+        let x = f_of(conv(b, x, DType::F32)?)?;
+        let y = f_of(conv(b, y, DType::F32)?)?;
+        let r = if op == BinaryOp::Pow {
+            pow_f32(b, x, y)
+        } else {
+            binary(b, op, x.into(), y.into())?
+        };
+        return Ok(Val::F(round_to(b, out, r)?));
+    }
+    if matches!(out, DType::I32 | DType::I64) {
+        let (ty, x, y) = int_pair(b, x, y, out)?;
+        let o = match op {
+            BinaryOp::Add => BinOp::Add,
+            BinaryOp::Sub => BinOp::Sub,
+            BinaryOp::Mul => BinOp::Mul,
+            BinaryOp::Maximum => BinOp::Max,
+            BinaryOp::Minimum => BinOp::Min,
+            other => return no(format!("the integer op {}", other.name())),
+        };
+        let r = b.bin(o, ty, x, y);
+        return Ok(if ty == Ty::S32 {
+            Val::I32(r)
+        } else {
+            Val::I64(r)
+        });
+    }
+    no(format!("{out} results of {}", op.name()))
+}
+
+fn unary_val(b: &mut KernelBuilder, u: UnaryOp, x: Val, out: DType) -> R<Val> {
+    if u == UnaryOp::Not {
+        let Val::B(p) = conv(b, x, DType::Bool)? else {
+            return no("logical_not of other values");
+        };
+        let r = b.unary(UnOp::Not, Ty::Pred, p);
+        return conv(b, Val::B(r), out);
+    }
+    if matches!(out, DType::I32 | DType::I64)
+        && matches!(u, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu)
+    {
+        let (ty, r) = match conv(b, x, out)? {
+            Val::I32(r) => (Ty::S32, r),
+            Val::I64(r) => (Ty::S64, r),
+            _ => return no("an integer op on other values"),
+        };
+        let r = match u {
+            UnaryOp::Neg => b.unary(UnOp::Neg, ty, r),
+            UnaryOp::Abs => b.unary(UnOp::Abs, ty, r),
+            _ => b.bin(BinOp::Max, ty, r, imm(0)),
+        };
+        return Ok(if ty == Ty::S32 {
+            Val::I32(r)
+        } else {
+            Val::I64(r)
+        });
+    }
+    let x = f_of(conv(b, x, DType::F32)?)?;
+    let r = unary(b, u, x)?;
+    conv(b, Val::F(r), out)
+}
+
+/// Evaluates a fused body (or one elementwise op) on typed registers holding its params.
+fn eval_body(b: &mut KernelBuilder, body: &Graph, params: &[Val]) -> R<Val> {
+    let mut vals: Vec<Option<Val>> = vec![None; body.len()];
     for id in body.ids() {
         let Some(op) = body.op(id) else { continue };
         let ty = body.ty(id).map(|t| t.dtype).unwrap_or(DType::F32);
         b.at(body.span(id));
-        let get = |v: ValueId| -> R<Operand> {
-            vals.get(v.index())
-                .copied()
-                .flatten()
-                .ok_or_else(|| Error::NotLowered("a value used before it is computed".into()))
+        let get = |v: ValueId| -> R<(Val, DType)> {
+            let val =
+                vals.get(v.index()).copied().flatten().ok_or_else(|| {
+                    Error::NotLowered("a value used before it is computed".into())
+                })?;
+            Ok((val, body.ty(v).map(|t| t.dtype).unwrap_or(DType::F32)))
         };
-        let as_reg = |b: &mut KernelBuilder, o: Operand| -> Reg {
-            match o {
-                Operand::Reg(r) => r,
-                other => b.mov(Ty::F32, other),
-            }
-        };
-        let v: Operand = match op {
+        let v: Val = match op {
             Op::Param { index } => params
                 .get(*index)
                 .copied()
-                .map(Operand::from)
                 .ok_or_else(|| Error::NotLowered("missing param".into()))?,
-            Op::Const { value } => scalar_f32(*value),
+            Op::Const { value } => {
+                let f = Val::F(b.mov(Ty::F32, scalar_f32(*value)));
+                match ty {
+                    DType::I32 => Val::I32(b.mov(Ty::S32, imm(value.as_f64() as i64))),
+                    DType::I64 => Val::I64(b.mov(Ty::S64, imm(value.as_f64() as i64))),
+                    _ => conv(b, f, ty)?,
+                }
+            }
             Op::Unary { op, x } => {
-                let x = get(*x)?;
-                let x = as_reg(b, x);
-                let r = unary(b, *op, x)?;
-                round_to(b, ty, r)?.into()
+                let (x, _) = get(*x)?;
+                unary_val(b, *op, x, ty)?
             }
             Op::Binary { op, a, b: y } => {
                 let (x, y) = (get(*a)?, get(*y)?);
-                let r = binary(b, *op, x, y)?;
-                round_to(b, ty, r)?.into()
+                binary_val(b, *op, x, y, ty)?
             }
             Op::Cast { x } => {
-                let x = get(*x)?;
-                let x = as_reg(b, x);
-                round_to(b, ty, x)?.into()
+                let (x, _) = get(*x)?;
+                conv(b, x, ty)?
+            }
+            Op::Where { cond, a, b: y } => {
+                let (c, _) = get(*cond)?;
+                let Val::B(p) = conv(b, c, DType::Bool)? else {
+                    return no("where of other values");
+                };
+                let ((x, _), (y, _)) = (get(*a)?, get(*y)?);
+                match (conv(b, x, ty)?, conv(b, y, ty)?) {
+                    (Val::F(x), Val::F(y)) => Val::F(b.selp(Ty::F32, x, y, p)),
+                    (Val::I32(x), Val::I32(y)) => Val::I32(b.selp(Ty::S32, x, y, p)),
+                    (Val::I64(x), Val::I64(y)) => Val::I64(b.selp(Ty::S64, x, y, p)),
+                    (Val::B(x), Val::B(y)) => {
+                        let t = b.bin(BinOp::And, Ty::Pred, p, x);
+                        let np = b.unary(UnOp::Not, Ty::Pred, p);
+                        let f = b.bin(BinOp::And, Ty::Pred, np, y);
+                        Val::B(b.bin(BinOp::Or, Ty::Pred, t, f))
+                    }
+                    _ => return no("where of mixed values"),
+                }
             }
             other => return no(format!("{} inside an elementwise kernel", other.name())),
         };
@@ -304,15 +531,57 @@ fn eval_body(b: &mut KernelBuilder, body: &Graph, params: &[Reg]) -> R<Reg> {
             *slot = Some(v);
         }
     }
-    let out = body
-        .outputs
+    body.outputs
         .first()
         .and_then(|o| vals.get(o.index()).copied().flatten())
-        .ok_or_else(|| Error::NotLowered("a body without an output".into()))?;
-    Ok(match out {
-        Operand::Reg(r) => r,
-        other => b.mov(Ty::F32, other),
+        .ok_or_else(|| Error::NotLowered("a body without an output".into()))
+}
+
+/// Loads element `idx` of a `d` tensor (guarded by `guard`; zero when the guard is off).
+fn load_val(b: &mut KernelBuilder, d: DType, base: Reg, idx: Reg, guard: Option<Reg>) -> R<Val> {
+    let ty = match d {
+        DType::I32 => Ty::S32,
+        DType::I64 => Ty::S64,
+        _ if is_float(d) => return Ok(Val::F(load_f32(b, d, base, idx, guard))),
+        other => return no(format!("{other} tensors in memory")),
+    };
+    let addr = b.mad_wide(Ty::U32, idx, imm(dsize(d)), base);
+    let v = b.mov(ty, imm(0));
+    if let Some(g) = guard {
+        b.when(g);
+    }
+    b.ld_to(Space::Global, ty, &[v], addr, 0);
+    Ok(if ty == Ty::S32 {
+        Val::I32(v)
+    } else {
+        Val::I64(v)
     })
+}
+
+/// Stores `v` converted to `d` as element `idx` of a `d` tensor.
+fn store_val(
+    b: &mut KernelBuilder,
+    d: DType,
+    base: Reg,
+    idx: Reg,
+    v: Val,
+    guard: Option<Reg>,
+) -> R<()> {
+    let (ty, x) = match conv(b, v, d)? {
+        Val::F(x) => {
+            store_f32(b, d, base, idx, x, guard);
+            return Ok(());
+        }
+        Val::I32(x) => (Ty::S32, x),
+        Val::I64(x) => (Ty::S64, x),
+        Val::B(_) => return no("bool tensors in memory (8-bit stores are not generated yet)"),
+    };
+    let addr = b.mad_wide(Ty::U32, idx, imm(dsize(d)), base);
+    if let Some(g) = guard {
+        b.when(g);
+    }
+    b.st(Space::Global, ty, addr, 0, &[x.into()]);
+    Ok(())
 }
 
 /// The body graph of an elementwise kernel: the fused body, or the one op with its tensor
@@ -351,6 +620,87 @@ fn body_of(g: &Graph, tk: &TileKernel) -> R<Graph> {
     Ok(body)
 }
 
+/// Whether `v` elements of `d` at an element index that is a multiple of `v` can be read or
+/// written with vector accesses (4-byte words, at most 16 bytes per access).
+fn vectorizable(d: DType, v: u32) -> bool {
+    let bytes = dsize(d) * i64::from(v);
+    v.is_power_of_two()
+        && bytes >= 4
+        && matches!(d, DType::F32 | DType::TF32 | DType::BF16 | DType::F16)
+}
+
+/// Loads elements `i0 .. i0+v` of a `d` tensor at `base` as f32 with `ld.global.v{1,2,4}.b32`
+/// accesses of at most 16 bytes (`i0` a multiple of `v`, the tensor 16-byte aligned).
+fn load_vec_f32(b: &mut KernelBuilder, d: DType, base: Reg, i0: Reg, v: u32) -> Vec<Reg> {
+    let addr = b.mad_wide(Ty::U32, i0, imm(dsize(d)), base);
+    let words = (dsize(d) * i64::from(v) / 4) as usize;
+    let mut w = vec![];
+    let mut off = 0;
+    while w.len() < words {
+        let cnt = (words - w.len()).min(4);
+        w.extend(b.ld(Space::Global, Ty::B32, addr, off, cnt));
+        off += (cnt * 4) as i32;
+    }
+    match d {
+        DType::BF16 => w
+            .iter()
+            .flat_map(|&x| {
+                let lo = b.bin(BinOp::Shl, Ty::B32, x, imm(16));
+                let hi = b.bin(BinOp::And, Ty::B32, x, imm(0xffff_0000));
+                [lo, hi]
+            })
+            .collect(),
+        DType::F16 => w
+            .iter()
+            .flat_map(|&x| {
+                let lo = b.cvt(Ty::F32, Ty::F16, None, x);
+                let h = b.bin(BinOp::Shr, Ty::B32, x, imm(16));
+                let hi = b.cvt(Ty::F32, Ty::F16, None, h);
+                [lo, hi]
+            })
+            .collect(),
+        _ => w,
+    }
+}
+
+/// Stores f32 values `vals` as elements `i0 ..` of a `d` tensor at `base` (rounded to `d`),
+/// with `st.global.v{1,2,4}.b32` accesses of at most 16 bytes.
+fn store_vec_f32(b: &mut KernelBuilder, d: DType, base: Reg, i0: Reg, vals: &[Reg]) {
+    let addr = b.mad_wide(Ty::U32, i0, imm(dsize(d)), base);
+    let words: Vec<Operand> = match d {
+        DType::BF16 | DType::F16 => {
+            let pack = if d == DType::BF16 {
+                Pack::BF16x2
+            } else {
+                Pack::F16x2
+            };
+            let ty = if d == DType::BF16 {
+                Ty::BF16x2
+            } else {
+                Ty::F16x2
+            };
+            vals.chunks(2)
+                .map(|p| {
+                    let dst = b.reg(ty);
+                    let (lo, hi) = (p[0], p.get(1).copied().unwrap_or(p[0]));
+                    b.push(TOp::CvtPack { pack, dst, hi, lo });
+                    dst.into()
+                })
+                .collect()
+        }
+        DType::TF32 => vals.iter().map(|&x| round_tf32(b, x).into()).collect(),
+        _ => vals.iter().map(|&x| x.into()).collect(),
+    };
+    for (k, c) in words.chunks(4).enumerate() {
+        b.st(Space::Global, Ty::B32, addr, (k * 16) as i32, c);
+    }
+}
+
+/// An elementwise kernel: thread `t` computes elements `t·v .. t·v+v`. Threads whose `v`
+/// elements are all in range take the vector path (full-size operands and the result by
+/// 16-byte `ld/st.global.v4.b32` accesses where their dtype allows it); the one thread with a
+/// partial group takes the element-by-element tail, each element guarded by `i < n`.
+/// Broadcast operands are read element by element (their index from the output's).
 fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Lowered> {
     let body = body_of(g, tk)?;
     let out_ty = tk.ty.clone();
@@ -373,20 +723,86 @@ fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Lowered> {
     let ntid = b.special(SReg::Ntid(Dim::X));
     let ctaid = b.special(SReg::Ctaid(Dim::X));
     let gid = b.fma(Ty::U32, ctaid, ntid, tid);
-    let v = i64::from(vector.max(1));
-    let base = b.mul(Ty::U32, gid, imm(v));
-    for e in 0..v {
+    let v = vector.max(1);
+    let base = b.mul(Ty::U32, gid, imm(i64::from(v)));
+    let done = if v > 1 {
+        let vec_b = b.block("vector");
+        let tail_b = b.block("tail");
+        let done = b.block("done");
+        let end = b.add(Ty::U32, base, imm(i64::from(v)));
+        let full = b.setp(Cmp::Le, Ty::U32, end, nr);
+        b.cbr(full, vec_b, tail_b);
+        b.switch_to(vec_b);
+        let mut cols: Vec<Vec<Val>> = vec![vec![]; v as usize];
+        for (p, d, ix) in &ins {
+            b.at(tk.span);
+            if *ix == Index::Same && vectorizable(*d, v) {
+                for (e, x) in load_vec_f32(&mut b, *d, *p, base, v)
+                    .into_iter()
+                    .enumerate()
+                {
+                    cols[e].push(Val::F(x));
+                }
+            } else if *ix == Index::Scalar {
+                let j = index_reg(&mut b, *ix, base);
+                let x = load_val(&mut b, *d, *p, j, None)?;
+                for c in cols.iter_mut() {
+                    c.push(x);
+                }
+            } else {
+                for (e, c) in cols.iter_mut().enumerate() {
+                    let i = add_imm(&mut b, base, e as i64);
+                    let j = index_reg(&mut b, *ix, i);
+                    c.push(load_val(&mut b, *d, *p, j, None)?);
+                }
+            }
+        }
+        let mut res = vec![];
+        for params in &cols {
+            res.push(eval_body(&mut b, &body, params)?);
+        }
         b.at(tk.span);
-        let i = b.add(Ty::U32, base, imm(e));
+        let floats: Option<Vec<Reg>> = res
+            .iter()
+            .map(|r| match r {
+                Val::F(x) => Some(*x),
+                _ => None,
+            })
+            .collect();
+        match floats {
+            Some(f) if vectorizable(out_ty.dtype, v) => {
+                store_vec_f32(&mut b, out_ty.dtype, y, base, &f)
+            }
+            _ => {
+                for (e, r) in res.iter().enumerate() {
+                    let i = add_imm(&mut b, base, e as i64);
+                    store_val(&mut b, out_ty.dtype, y, i, *r, None)?;
+                }
+            }
+        }
+        b.br(done);
+        b.switch_to(tail_b);
+        Some(done)
+    } else {
+        None
+    };
+    for e in 0..i64::from(v) {
+        b.at(tk.span);
+        let i = add_imm(&mut b, base, e);
         let ok = b.setp(Cmp::Lt, Ty::U32, i, nr);
         let mut params = vec![];
         for (p, d, ix) in &ins {
             let j = index_reg(&mut b, *ix, i);
-            params.push(load_f32(&mut b, *d, *p, j, Some(ok)));
+            params.push(load_val(&mut b, *d, *p, j, Some(ok))?);
         }
         let r = eval_body(&mut b, &body, &params)?;
         b.at(tk.span);
-        store_f32(&mut b, out_ty.dtype, y, i, r, Some(ok));
+        store_val(&mut b, out_ty.dtype, y, i, r, Some(ok))?;
+    }
+    if let Some(done) = done {
+        b.at(tk.span);
+        b.br(done);
+        b.switch_to(done);
     }
     b.ret();
     Ok(Lowered {
@@ -947,7 +1363,7 @@ fn epilogue_params(
                 .ty(operand)
                 .cloned()
                 .ok_or_else(|| Error::NotLowered("type".into()))?;
-            if !matches!(t.dtype, DType::F32 | DType::BF16 | DType::F16) {
+            if !matches!(t.dtype, DType::F32 | DType::TF32 | DType::BF16 | DType::F16) {
                 return no(format!("{} epilogue operands", t.dtype));
             }
             let ix = index_of(&t.shape, out)?;
@@ -1258,31 +1674,249 @@ fn matmul_fma(
     })
 }
 
-/// Tensor-core matmul (bf16/fp16 operands, fp32 accumulators): BM×BN block tile, k-step BK,
-/// warps of WM×WN (`m16n8k16` tiles); tiles are staged through shared memory by masked
-/// `ld.global.b16` (zero past the edges), A fragments by `ldmatrix.x4`, B by
-/// `ldmatrix.x4.trans`. Any M, N, K.
+/// One operand's tile copy (global → one stage of shared memory) in a tensor-core matmul.
+///
+/// The tile is `rows × cols` elements of a row-major global matrix with `pitch` elements per
+/// row; k-tile `kt` starts at (`row0 + kt·drow`, `col0 + kt·dcol`) (A moves along columns, B
+/// along rows). Threads copy chunks of `ve` elements (`ve·esize` bytes: 16, 8 or 4 with
+/// `cp.async`, or one element by `ld.global` + `st.shared` when rows are not 4-byte aligned);
+/// chunk `tid + i·T` is row `(c / cpr)`, column `(c % cpr)·ve` with `cpr = cols / ve`.
+/// A chunk is either wholly inside the matrix or wholly outside (the chunk size divides the
+/// pitch, which is the column bound), so the mask is per chunk: copies outside are zero-filled
+/// (`src-size` 0) or, for element copies, store zero.
+struct MmaCopy {
+    rows: i64,
+    cols: i64,
+    ve: i64,
+    esize: i64,
+    /// The global pointer of this thread's first chunk of k-tile 0.
+    ptr0: Reg,
+    /// Any valid, aligned global pointer (the source of a zero-fill copy).
+    any: Reg,
+    /// Row (elements) of this thread's first chunk inside the tile.
+    r0: Reg,
+    /// Shared address of this thread's first chunk in stage 0.
+    dst0: Reg,
+    /// Row pitch in bytes (register) and the global bounds (rows, cols).
+    pitch_bytes: Reg,
+    bound_rows: Reg,
+    bound_cols: Reg,
+    /// The matrix row and column of this thread's first chunk of k-tile 0, and the tile's
+    /// move per k-tile (elements).
+    grow: Reg,
+    gcol: Reg,
+    drow: i64,
+    dcol: i64,
+    /// Chunk slots per thread and their (row, column-chunk) deltas from the first.
+    slots: Vec<(i64, i64)>,
+    /// Whether slot 0 may lie past the tile (fewer chunks than threads).
+    partial: bool,
+}
+
+impl MmaCopy {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        b: &mut KernelBuilder,
+        tid: Reg,
+        threads: i64,
+        [rows, cols]: [i64; 2],
+        ve: i64,
+        esize: i64,
+        base: Reg,
+        [pitch, bound_rows, bound_cols]: [Reg; 3],
+        [orow, ocol]: [Option<Reg>; 2],
+        [drow, dcol]: [i64; 2],
+        smem: Reg,
+    ) -> MmaCopy {
+        let cpr = cols / ve;
+        let total = rows * cpr;
+        let r0 = b.bin(BinOp::Shr, Ty::U32, tid, imm(cpr.trailing_zeros() as i64));
+        let cc = b.bin(BinOp::And, Ty::B32, tid, imm(cpr - 1));
+        let c0 = b.mul(Ty::U32, cc, imm(ve));
+        let slots: Vec<(i64, i64)> = (0..((total + threads - 1) / threads).max(1))
+            .map(|i| {
+                let c = i * threads;
+                (c / cpr, c % cpr)
+            })
+            .collect();
+        let pitch_bytes = b.mul(Ty::U32, pitch, imm(esize));
+        let gr = match orow {
+            Some(o) => b.add(Ty::U32, o, r0),
+            None => r0,
+        };
+        let gc = match ocol {
+            Some(o) => b.add(Ty::U32, o, c0),
+            None => c0,
+        };
+        let idx = b.fma(Ty::U32, gr, pitch, gc);
+        let ptr0 = b.mad_wide(Ty::U32, idx, imm(esize), base);
+        let so = b.fma(Ty::U32, r0, imm(cols), c0);
+        let dst0 = b.fma(Ty::U32, so, imm(esize), smem);
+        MmaCopy {
+            rows,
+            cols,
+            ve,
+            esize,
+            ptr0,
+            any: base,
+            r0,
+            dst0,
+            pitch_bytes,
+            bound_rows,
+            bound_cols,
+            grow: gr,
+            gcol: gc,
+            drow,
+            dcol,
+            slots,
+            partial: total < threads,
+        }
+    }
+
+    /// Copies k-tile `kt` into the stage at byte offset `stage_off` (only when `has`).
+    fn issue(&self, b: &mut KernelBuilder, kt: Reg, stage_off: Reg, has: Option<Reg>) {
+        let dst = b.add(Ty::U32, self.dst0, stage_off);
+        // The chunk's row and column in the matrix, and the byte offset of k-tile kt from
+        // k-tile 0: kt·(drow·pitch + dcol)·esize (one of drow, dcol is 0).
+        let (row, col) = (self.grow, self.gcol);
+        let (row, col, koff) = if self.drow != 0 {
+            let kr = b.mul(Ty::U32, kt, imm(self.drow));
+            let row = b.add(Ty::U32, row, kr);
+            (row, col, b.mul(Ty::U32, kr, self.pitch_bytes))
+        } else {
+            let kc = b.mul(Ty::U32, kt, imm(self.dcol));
+            let col = b.add(Ty::U32, col, kc);
+            (row, col, b.mul(Ty::U32, kc, imm(self.esize)))
+        };
+        let src0 = b.mad_wide(Ty::U32, koff, imm(1), self.ptr0);
+        let vb = self.ve * self.esize;
+        for &(dr, dc) in &self.slots {
+            let r = add_imm(b, row, dr);
+            let c = add_imm(b, col, dc * self.ve);
+            let r_ok = b.setp(Cmp::Lt, Ty::U32, r, self.bound_rows);
+            let c_ok = b.setp(Cmp::Lt, Ty::U32, c, self.bound_cols);
+            let ok = b.bin(BinOp::And, Ty::Pred, r_ok, c_ok);
+            let mut guard = has;
+            if self.partial {
+                let tr = add_imm(b, self.r0, dr);
+                let in_tile = b.setp(Cmp::Lt, Ty::U32, tr, imm(self.rows));
+                guard = Some(match guard {
+                    Some(g) => b.bin(BinOp::And, Ty::Pred, g, in_tile),
+                    None => in_tile,
+                });
+            }
+            let src = if dr == 0 && dc == 0 {
+                src0
+            } else {
+                let goff = b.fma(Ty::U32, self.pitch_bytes, imm(dr), imm(dc * vb));
+                b.mad_wide(Ty::U32, goff, imm(1), src0)
+            };
+            let soff = (dr * self.cols + dc * self.ve) * self.esize;
+            if vb >= 4 {
+                let src = b.selp(Ty::U64, src, self.any, ok);
+                let size = b.selp(Ty::U32, imm(vb), imm(0), ok);
+                let d = add_imm(b, dst, soff);
+                if let Some(g) = guard {
+                    b.when(g);
+                }
+                b.push(TOp::CpAsync {
+                    cache: if vb == 16 { CacheOp::Cg } else { CacheOp::Ca },
+                    dst: d,
+                    src,
+                    bytes: vb as u32,
+                    src_size: Some(size.into()),
+                });
+            } else {
+                let ty = if self.esize == 2 { Ty::B16 } else { Ty::B32 };
+                let v = b.mov(ty, imm(0));
+                let ld_ok = match guard {
+                    Some(g) => b.bin(BinOp::And, Ty::Pred, g, ok),
+                    None => ok,
+                };
+                b.when(ld_ok);
+                b.ld_to(Space::Global, ty, &[v], src, 0);
+                if let Some(g) = guard {
+                    b.when(g);
+                }
+                b.st(Space::Shared, ty, dst, soff as i32, &[v.into()]);
+            }
+        }
+    }
+}
+
+/// `r + v` (u32), or `r` itself when `v` is 0.
+fn add_imm(b: &mut KernelBuilder, r: Reg, v: i64) -> Reg {
+    if v == 0 {
+        r
+    } else {
+        b.add(Ty::U32, r, imm(v))
+    }
+}
+
+/// The widest copy (elements) that keeps every chunk of a row aligned: 16, 8 or 4 bytes when
+/// the row length allows it, else one element (synchronous copies).
+fn mma_chunk(pitch: u32, esize: i64, cols: i64) -> i64 {
+    for bytes in [16, 8, 4] {
+        let ve = bytes / esize;
+        if ve >= 1 && i64::from(pitch) % ve == 0 && cols % ve == 0 {
+            return ve;
+        }
+    }
+    1
+}
+
+/// Rounds an f32 held in a `.b32` register to tf32 (nearest, ties to even; inf and NaN kept),
+/// as the CPU's `f32 → tf32` cast does.
+fn round_tf32(b: &mut KernelBuilder, x: Reg) -> Reg {
+    let x = b.mov(Ty::B32, x);
+    let lsb = b.bin(BinOp::Shr, Ty::U32, x, imm(13));
+    let lsb = b.bin(BinOp::And, Ty::B32, lsb, imm(1));
+    let bias = b.add(Ty::U32, lsb, imm(0xfff));
+    let r = b.add(Ty::U32, x, bias);
+    let r = b.bin(BinOp::And, Ty::B32, r, imm(0xffff_e000));
+    let mag = b.bin(BinOp::And, Ty::B32, x, imm(0x7fff_ffff));
+    let special = b.setp(Cmp::Ge, Ty::U32, mag, imm(0x7f80_0000));
+    b.selp(Ty::B32, x, r, special)
+}
+
+/// Tensor-core matmul, fp32 accumulators: BM×BN block tile, k-step BK, warps of WM×WN
+/// (`m16n8k16` bf16/fp16 or `m16n8k8` tf32 tiles), `stages` shared buffers per operand.
+///
+/// Pipeline (stages S ≥ 2): the prologue issues k-tiles 0..S−2 (one `cp.async.commit_group`
+/// each); iteration kt waits for its tile (`cp.async.wait_group S−2`), `bar.sync` (every
+/// thread's copies of tile kt are visible and every thread is done reading tile kt−1), issues
+/// tile kt+S−1 into the buffer tile kt−1 used, commits, then runs the MMAs on buffer kt mod S
+/// while the later tiles load. With S = 1: copy, wait 0, barrier, compute, barrier.
+/// Fragments: A by `ldmatrix.x4`, B by `ldmatrix.x4.trans` (16-bit) or `ld.shared.b32` (tf32).
+/// Tiles are zero-filled past the matrix edges, so any M, N, K works.
+#[allow(clippy::too_many_arguments)]
 fn matmul_mma(
     g: &Graph,
     tk: &TileKernel,
     dims: [u32; 3],
     tile: [u32; 3],
     warp: [u32; 2],
+    stages: u32,
     kind: MmaKind,
     batch: MatmulBatch,
 ) -> R<Lowered> {
-    let (_, _, steps) = matmul_parts(g, tk)?;
-    let esize = 2;
+    let (ad, bd, steps) = matmul_parts(g, tk)?;
+    let tf32 = kind == MmaKind::M16n8k8Tf32;
+    let esize: i64 = if tf32 { 4 } else { 2 };
+    let kstep: i64 = if tf32 { 8 } else { 16 };
     let [bm_, bn_, bk_] = tile;
     let [wm_, wn_] = warp;
-    if wn_ % 16 != 0 || wm_ % 16 != 0 || bk_ % 16 != 0 {
+    if wn_ % 16 != 0 || wm_ % 16 != 0 || bk_ % 16 != 0 || stages == 0 {
         return no("warp tiles that are not multiples of 16");
     }
     let (bmi, bni, bki) = (i64::from(bm_), i64::from(bn_), i64::from(bk_));
     let (wmi, wni) = (i64::from(wm_), i64::from(wn_));
+    let si = i64::from(stages);
     let warps_n = bni / wni;
     let threads = ((bmi / wmi) * warps_n * 32) as u32;
     let ti = i64::from(threads);
+    let a_stage = bmi * bki * esize;
+    let b_stage = bki * bni * esize;
     let mut b = KernelBuilder::new(&tk.name, tk.span);
     b.max_threads(threads);
     let a = ptr_param(&mut b, "a");
@@ -1294,8 +1928,8 @@ fn matmul_mma(
     let n = u32_param(&mut b, "n");
     let k = u32_param(&mut b, "k");
     let (a, bp, cbase) = batch_offsets(&mut b, batch, a, bp, [m, n, k], esize);
-    let sa = b.shared("smem_a", (bmi * bki * 2) as u32, 16);
-    let sb = b.shared("smem_b", (bki * bni * 2) as u32, 16);
+    let sa = b.shared("smem_a", (si * a_stage) as u32, 16);
+    let sb = b.shared("smem_b", (si * b_stage) as u32, 16);
     let tid = b.special(SReg::Tid(Dim::X));
     let bx = b.special(SReg::Ctaid(Dim::X));
     let by = b.special(SReg::Ctaid(Dim::Y));
@@ -1303,48 +1937,87 @@ fn matmul_mma(
     let bn = b.mul(Ty::U32, bx, imm(bni));
     let sa0 = b.shared_addr(sa);
     let sb0 = b.shared_addr(sb);
+    let [_, dn, dk] = dims;
+    let a_copy = MmaCopy::new(
+        &mut b,
+        tid,
+        ti,
+        [bmi, bki],
+        mma_chunk(dk, esize, bki),
+        esize,
+        a,
+        [k, m, k],
+        [Some(bm), None],
+        [0, bki],
+        sa0,
+    );
+    let b_copy = MmaCopy::new(
+        &mut b,
+        tid,
+        ti,
+        [bki, bni],
+        mma_chunk(dn, esize, bni),
+        esize,
+        bp,
+        [n, k, n],
+        [None, Some(bn)],
+        [bki, 0],
+        sb0,
+    );
     let lane = b.bin(BinOp::And, Ty::B32, tid, imm(31));
     let warp_id = b.bin(BinOp::Shr, Ty::U32, tid, imm(5));
     let wm = b.bin(BinOp::Div, Ty::U32, warp_id, imm(warps_n));
     let wn = b.bin(BinOp::Rem, Ty::U32, warp_id, imm(warps_n));
-    let a_step = ti / bki;
-    let b_step = ti / bni;
-    let a_cnt = bmi * bki / ti;
-    let b_cnt = bki * bni / ti;
-    let a_c = b.bin(BinOp::And, Ty::B32, tid, imm(bki - 1));
-    let a_r = b.bin(BinOp::Shr, Ty::U32, tid, imm(log2(bk_)));
-    let b_c = b.bin(BinOp::And, Ty::B32, tid, imm(bni - 1));
-    let b_r = b.bin(BinOp::Shr, Ty::U32, tid, imm(log2(bn_)));
-    let a_st = b.fma(Ty::U32, a_r, imm(bki * 2), sa0);
-    let a_st = b.fma(Ty::U32, a_c, imm(2), a_st);
-    let b_st = b.fma(Ty::U32, b_r, imm(bni * 2), sb0);
-    let b_st = b.fma(Ty::U32, b_c, imm(2), b_st);
-    let a_grow = b.add(Ty::U32, bm, a_r);
-    let b_gcol = b.add(Ty::U32, bn, b_c);
-    let b_col_ok = b.setp(Cmp::Lt, Ty::U32, b_gcol, n);
+    // ldmatrix row addresses: A lane l → row l%16 of the warp's m-tile, 16-byte column l/16.
     let l16 = b.bin(BinOp::And, Ty::B32, lane, imm(15));
     let lhi = b.bin(BinOp::Shr, Ty::U32, lane, imm(4));
     let arow = b.fma(Ty::U32, wm, imm(wmi), l16);
-    let a_ld = b.fma(Ty::U32, arow, imm(bki * 2), sa0);
+    let a_ld = b.fma(Ty::U32, arow, imm(bki * esize), sa0);
     let a_ld = b.fma(Ty::U32, lhi, imm(16), a_ld);
-    let l8 = b.bin(BinOp::And, Ty::B32, lane, imm(7));
-    let l8hi = b.bin(BinOp::Shr, Ty::U32, lane, imm(3));
-    let l8hi = b.bin(BinOp::And, Ty::B32, l8hi, imm(1));
-    let brow = b.fma(Ty::U32, l8hi, imm(8), l8);
-    let b_ld = b.fma(Ty::U32, brow, imm(bni * 2), sb0);
-    let bcol = b.mul(Ty::U32, wn, imm(wni));
-    let bcol = b.fma(Ty::U32, lhi, imm(8), bcol);
-    let b_ld = b.fma(Ty::U32, bcol, imm(2), b_ld);
+    let b_ld = if tf32 {
+        // b0 = B[k = l%4][n = l/4], b1 = B[k = l%4 + 4][n = l/4] of each 8×8 (k×n) tile.
+        let gq = b.bin(BinOp::Shr, Ty::U32, lane, imm(2));
+        let t4 = b.bin(BinOp::And, Ty::B32, lane, imm(3));
+        let col = b.fma(Ty::U32, wn, imm(wni), gq);
+        let off = b.fma(Ty::U32, t4, imm(bni), col);
+        b.fma(Ty::U32, off, imm(4), sb0)
+    } else {
+        let l8 = b.bin(BinOp::And, Ty::B32, lane, imm(7));
+        let l8hi = b.bin(BinOp::Shr, Ty::U32, lane, imm(3));
+        let l8hi = b.bin(BinOp::And, Ty::B32, l8hi, imm(1));
+        let brow = b.fma(Ty::U32, l8hi, imm(8), l8);
+        let b_ld = b.fma(Ty::U32, brow, imm(bni * 2), sb0);
+        let bcol = b.mul(Ty::U32, wn, imm(wni));
+        let bcol = b.fma(Ty::U32, lhi, imm(8), bcol);
+        b.fma(Ty::U32, bcol, imm(2), b_ld)
+    };
     let (mt_n, nt_n) = ((wmi / 16) as usize, (wni / 8) as usize);
     let acc: Vec<Reg> = (0..mt_n * nt_n * 4)
         .map(|_| b.mov(Ty::F32, fimm(0.0)))
         .collect();
-    let kt = b.mov(Ty::U32, imm(0));
     let nk = b.add(Ty::U32, k, imm(bki - 1));
     let nk = b.bin(BinOp::Shr, Ty::U32, nk, imm(log2(bk_)));
-    let zero = b.mov(Ty::B16, imm(0));
-    let k2 = b.mul(Ty::U32, k, imm(2));
-    let n2 = b.mul(Ty::U32, n, imm(2));
+    let stage_of = |b: &mut KernelBuilder, kt: Reg| -> Reg {
+        if stages.is_power_of_two() {
+            b.bin(BinOp::And, Ty::B32, kt, imm(si - 1))
+        } else {
+            b.bin(BinOp::Rem, Ty::U32, kt, imm(si))
+        }
+    };
+    let issue = |b: &mut KernelBuilder, kt: Reg, has: Option<Reg>| {
+        let st = stage_of(b, kt);
+        let aoff = b.mul(Ty::U32, st, imm(a_stage));
+        let boff = b.mul(Ty::U32, st, imm(b_stage));
+        a_copy.issue(b, kt, aoff, has);
+        b_copy.issue(b, kt, boff, has);
+        b.push(TOp::CpAsyncCommit);
+    };
+    for s in 0..si - 1 {
+        let kt = b.mov(Ty::U32, imm(s));
+        let has = b.setp(Cmp::Lt, Ty::U32, kt, nk);
+        issue(&mut b, kt, Some(has));
+    }
+    let kt = b.mov(Ty::U32, imm(0));
     let head = b.block("k_head");
     let body = b.block("k_body");
     let epib = b.block("epilogue");
@@ -1353,58 +2026,25 @@ fn matmul_mma(
     let more = b.setp(Cmp::Lt, Ty::U32, kt, nk);
     b.cbr(more, body, epib);
     b.switch_to(body);
-    let k0 = b.mul(Ty::U32, kt, imm(bki));
-    let acol = b.add(Ty::U32, k0, a_c);
-    let acol_ok = b.setp(Cmp::Lt, Ty::U32, acol, k);
-    let aidx = b.fma(Ty::U32, a_grow, k, acol);
-    let aptr = b.mad_wide(Ty::U32, aidx, imm(2), a);
-    let astep = b.mul_wide(Ty::U32, k2, imm(a_step));
-    for i in 0..a_cnt {
-        let r = b.add(Ty::U32, a_grow, imm(a_step * i));
-        let r_ok = b.setp(Cmp::Lt, Ty::U32, r, m);
-        let ok = b.bin(BinOp::And, Ty::Pred, r_ok, acol_ok);
-        let v = b.mov(Ty::B16, zero);
-        b.when(ok);
-        b.ld_to(Space::Global, Ty::B16, &[v], aptr, 0);
-        b.st(
-            Space::Shared,
-            Ty::B16,
-            a_st,
-            (i * a_step * bki * 2) as i32,
-            &[v.into()],
-        );
-        if i + 1 < a_cnt {
-            b.bin_to(aptr, BinOp::Add, Ty::U64, aptr, astep);
-        }
+    if stages >= 2 {
+        b.push(TOp::CpAsyncWait { n: stages - 2 });
+        b.bar_sync();
+        let next = b.add(Ty::U32, kt, imm(si - 1));
+        let has = b.setp(Cmp::Lt, Ty::U32, next, nk);
+        issue(&mut b, next, Some(has));
+    } else {
+        issue(&mut b, kt, None);
+        b.push(TOp::CpAsyncWait { n: 0 });
+        b.bar_sync();
     }
-    let brow0 = b.add(Ty::U32, k0, b_r);
-    let bidx = b.fma(Ty::U32, brow0, n, b_gcol);
-    let bptr = b.mad_wide(Ty::U32, bidx, imm(2), bp);
-    let bstep = b.mul_wide(Ty::U32, n2, imm(b_step));
-    for i in 0..b_cnt {
-        let r = b.add(Ty::U32, brow0, imm(b_step * i));
-        let r_ok = b.setp(Cmp::Lt, Ty::U32, r, k);
-        let ok = b.bin(BinOp::And, Ty::Pred, r_ok, b_col_ok);
-        let v = b.mov(Ty::B16, zero);
-        b.when(ok);
-        b.ld_to(Space::Global, Ty::B16, &[v], bptr, 0);
-        b.st(
-            Space::Shared,
-            Ty::B16,
-            b_st,
-            (i * b_step * bni * 2) as i32,
-            &[v.into()],
-        );
-        if i + 1 < b_cnt {
-            b.bin_to(bptr, BinOp::Add, Ty::U64, bptr, bstep);
-        }
-    }
-    b.bar_sync();
-    for ks in 0..bki / 16 {
+    let st = stage_of(&mut b, kt);
+    let a_base = b.fma(Ty::U32, st, imm(a_stage), a_ld);
+    let b_base = b.fma(Ty::U32, st, imm(b_stage), b_ld);
+    for ks in 0..bki / kstep {
         let mut af = vec![];
         for mt in 0..mt_n as i64 {
-            let addr = b.add(Ty::U32, a_ld, imm(mt * 16 * bki * 2 + ks * 16 * 2));
-            let d = [
+            let addr = add_imm(&mut b, a_base, mt * 16 * bki * esize + ks * 32);
+            let mut d = [
                 b.reg(Ty::B32),
                 b.reg(Ty::B32),
                 b.reg(Ty::B32),
@@ -1415,24 +2055,46 @@ fn matmul_mma(
                 dsts: d,
                 addr,
             });
+            if tf32 && ad == DType::F32 {
+                d = d.map(|x| round_tf32(&mut b, x));
+            }
             af.push(d);
         }
         let mut bf = vec![];
-        for np in 0..(wni / 16) {
-            let addr = b.add(Ty::U32, b_ld, imm(ks * 16 * bni * 2 + np * 16 * 2));
-            let d = [
-                b.reg(Ty::B32),
-                b.reg(Ty::B32),
-                b.reg(Ty::B32),
-                b.reg(Ty::B32),
-            ];
-            b.push(TOp::Ldmatrix {
-                trans: true,
-                dsts: d,
-                addr,
-            });
-            bf.push([d[0], d[1]]);
-            bf.push([d[2], d[3]]);
+        if tf32 {
+            for nt in 0..nt_n as i64 {
+                let off = (ks * 8 * bni + nt * 8) * 4;
+                let lo = b.ld(Space::Shared, Ty::B32, b_base, off as i32, 1)[0];
+                let hi = b.ld(
+                    Space::Shared,
+                    Ty::B32,
+                    b_base,
+                    (off + 4 * bni * 4) as i32,
+                    1,
+                )[0];
+                let mut f = [lo, hi];
+                if bd == DType::F32 {
+                    f = f.map(|x| round_tf32(&mut b, x));
+                }
+                bf.push(f);
+            }
+        } else {
+            for np in 0..(wni / 16) {
+                let addr = add_imm(&mut b, b_base, ks * 16 * bni * 2 + np * 16 * 2);
+                let d = [
+                    b.reg(Ty::B32),
+                    b.reg(Ty::B32),
+                    b.reg(Ty::B32),
+                    b.reg(Ty::B32),
+                ];
+                b.push(TOp::Ldmatrix {
+                    trans: true,
+                    dsts: d,
+                    addr,
+                });
+                bf.push([d[0], d[1]]);
+                bf.push([d[2], d[3]]);
+            }
         }
         for (mt, a_frag) in af.iter().enumerate() {
             for (nt, b_frag) in bf.iter().enumerate() {
@@ -1448,7 +2110,9 @@ fn matmul_mma(
             }
         }
     }
-    b.bar_sync();
+    if stages < 2 {
+        b.bar_sync();
+    }
     b.bin_to(kt, BinOp::Add, Ty::U32, kt, imm(1));
     b.br(head);
     b.switch_to(epib);
@@ -1547,8 +2211,9 @@ pub fn lower(g: &Graph, tk: &TileKernel) -> R<Lowered> {
             k,
             tile,
             warp,
+            stages,
             kind,
             batch,
-        } => matmul_mma(g, tk, [*m, *n, *k], *tile, *warp, *kind, *batch),
+        } => matmul_mma(g, tk, [*m, *n, *k], *tile, *warp, *stages, *kind, *batch),
     }
 }

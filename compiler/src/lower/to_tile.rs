@@ -30,7 +30,7 @@ fn numel(t: &TensorType) -> u64 {
 }
 
 fn float_io(d: DType) -> bool {
-    matches!(d, DType::F32 | DType::BF16 | DType::F16)
+    matches!(d, DType::F32 | DType::TF32 | DType::BF16 | DType::F16)
 }
 
 fn ceil(a: u64, b: u64) -> u64 {
@@ -89,12 +89,13 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
     let out = format!("%{}", k.root.0);
     match k.kind {
         Kind::Elementwise => {
-            if !float_io(k.ty.dtype) {
+            let io = |d: DType| float_io(d) || matches!(d, DType::I32 | DType::I64);
+            if !io(k.ty.dtype) {
                 return Err(nl(k, format!("{} results are not lowered yet", k.ty.dtype)));
             }
             for v in &k.inputs {
                 let t = g.ty(*v).ok_or_else(|| nl(k, "untyped input"))?;
-                if !float_io(t.dtype) {
+                if !io(t.dtype) {
                     return Err(nl(k, format!("{} operands are not lowered yet", t.dtype)));
                 }
             }
@@ -230,8 +231,13 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
             ];
         }
         Kind::Matmul => {
-            let (a, b, epilogue) = match op {
-                Op::Matmul { a, b, epilogue, .. } => (*a, *b, epilogue),
+            let (a, b, accum, epilogue) = match op {
+                Op::Matmul {
+                    a,
+                    b,
+                    accum,
+                    epilogue,
+                } => (*a, *b, *accum, epilogue),
                 _ => return Err(nl(k, "not a matmul")),
             };
             let at = g.ty(a).ok_or_else(|| nl(k, "untyped operand"))?;
@@ -284,6 +290,15 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 u32_of(k, bt.shape[1])?,
             );
             let [bm, bn, bk] = s.tile;
+            // Generated kernels declare static shared memory (48 KiB per block); a schedule
+            // within the target's larger opt-in limit would need dynamic shared memory.
+            let smem = s.smem_bytes(k.kind);
+            if smem > 48 * 1024 {
+                return Err(nl(
+                    k,
+                    format!("{smem} bytes of shared memory (static shared memory is limited to 49152 bytes; dynamic shared memory is not generated yet)"),
+                ));
+            }
             let pow2 = |v: u32| v.is_power_of_two();
             if !(pow2(bm) && pow2(bn) && pow2(bk)) {
                 return Err(nl(k, "tile sizes that are not powers of two"));
@@ -306,18 +321,25 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
             let b_name = format!("%{}", b.0);
             let epi_span = epilogue.last().map(|e| e.span).unwrap_or(sp);
             if s.tensor_cores {
+                let tf32 = crate::schedule::mma_tf32(at.dtype, bt.dtype, accum);
                 let kind = match (at.dtype, bt.dtype) {
                     (DType::BF16, DType::BF16) => MmaKind::M16n8k16Bf16,
                     (DType::F16, DType::F16) => MmaKind::M16n8k16F16,
+                    _ if tf32 => MmaKind::M16n8k8Tf32,
                     _ => {
                         return Err(nl(
                             k,
-                            "tensor cores with operands other than bf16/fp16 pairs",
+                            "tensor cores with operands other than bf16/fp16 pairs or tf32",
                         ))
                     }
                 };
+                let (esize, mma_shape, kstep) = if tf32 {
+                    (4, "m16n8k8", 8)
+                } else {
+                    (2, "m16n8k16", 16)
+                };
                 let [wm, wn] = s.warp;
-                if !(pow2(wm) && pow2(wn)) || bk % 16 != 0 {
+                if !(pow2(wm) && pow2(wn)) || bk % 16 != 0 || s.stages == 0 {
                     return Err(nl(k, "warp tiles that are not powers of two"));
                 }
                 let threads = (bm / wm) * (bn / wn) * 32;
@@ -331,90 +353,127 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                     k: kk,
                     tile: s.tile,
                     warp: s.warp,
+                    stages: s.stages,
                     kind,
                     batch,
                 };
                 tk.smem = vec![
                     Smem {
                         name: "smem_a".into(),
-                        elem_bytes: 2,
-                        shape: vec![1, bm, bk],
+                        elem_bytes: esize,
+                        shape: vec![s.stages, bm, bk],
                     },
                     Smem {
                         name: "smem_b".into(),
-                        elem_bytes: 2,
-                        shape: vec![1, bk, bn],
+                        elem_bytes: esize,
+                        shape: vec![s.stages, bk, bn],
                     },
                 ];
                 let tiles = (wm / 16) * (wn / 8);
-                tk.body = vec![
+                // Copies: 16-byte cp.async when rows are 16-byte aligned, else 8 or 4 bytes,
+                // else element loads (synchronous).
+                let chunk = |pitch: u32, cols: u32| -> u32 {
+                    [16u32, 8, 4]
+                        .into_iter()
+                        .find(|&by| {
+                            let ve = by / esize;
+                            ve >= 1 && pitch.is_multiple_of(ve) && cols.is_multiple_of(ve)
+                        })
+                        .unwrap_or(esize)
+                };
+                let (ca, cb) = (chunk(kk, bk), chunk(n, bn));
+                let copy = |src: String, dst: &str, bytes: u32| {
                     (
-                        TileOp::Map(format!(
-                            "block (x, y) -> C tile ({bm}x{bn}), warp -> {wm}x{wn} warp tile ({} warps)",
-                            threads / 32
-                        )),
-                        sp,
-                    ),
-                    (
-                        TileOp::For {
-                            var: "%kt".into(),
-                            extent: format!("ceil({kk}/{bk})"),
-                            body: vec![
-                                (
-                                    TileOp::Copy {
-                                        src: format!("{a_name}[tile]"),
-                                        dst: "%smem_a".into(),
-                                        bytes: 2,
-                                        is_async: false,
-                                    },
-                                    sp,
-                                ),
-                                (
-                                    TileOp::Copy {
-                                        src: format!("{b_name}[tile]"),
-                                        dst: "%smem_b".into(),
-                                        bytes: 2,
-                                        is_async: false,
-                                    },
-                                    sp,
-                                ),
-                                (TileOp::Barrier, sp),
-                                (
-                                    TileOp::For {
-                                        var: "%ks".into(),
-                                        extent: format!("{}", bk / 16),
-                                        body: vec![
-                                            (
-                                                TileOp::Ldmatrix {
-                                                    src: "%smem_a".into(),
-                                                    trans: false,
-                                                },
-                                                sp,
-                                            ),
-                                            (
-                                                TileOp::Ldmatrix {
-                                                    src: "%smem_b".into(),
-                                                    trans: true,
-                                                },
-                                                sp,
-                                            ),
-                                            (
-                                                TileOp::Mma {
-                                                    shape: "m16n8k16",
-                                                    tiles,
-                                                },
-                                                sp,
-                                            ),
-                                        ],
-                                    },
-                                    sp,
-                                ),
-                                (TileOp::Barrier, sp),
-                            ],
+                        TileOp::Copy {
+                            src,
+                            dst: dst.to_string(),
+                            bytes,
+                            is_async: bytes >= 4,
                         },
                         sp,
-                    ),
-                ];
+                    )
+                };
+                let mut prologue = vec![];
+                for st in 0..s.stages - 1 {
+                    prologue.push(copy(format!("{a_name}[k-tile {st}]"), "%smem_a[stage]", ca));
+                    prologue.push(copy(format!("{b_name}[k-tile {st}]"), "%smem_b[stage]", cb));
+                    prologue.push((TileOp::Commit, sp));
+                }
+                let mut step = vec![];
+                let next = |name: &str| format!("{name}[k-tile %kt+{}]", s.stages - 1);
+                if s.stages >= 2 {
+                    step.push((TileOp::Wait(s.stages - 2), sp));
+                    step.push((TileOp::Barrier, sp));
+                    step.push(copy(next(&a_name), "%smem_a[stage]", ca));
+                    step.push(copy(next(&b_name), "%smem_b[stage]", cb));
+                    step.push((TileOp::Commit, sp));
+                } else {
+                    step.push(copy(format!("{a_name}[k-tile %kt]"), "%smem_a[stage]", ca));
+                    step.push(copy(format!("{b_name}[k-tile %kt]"), "%smem_b[stage]", cb));
+                    step.push((TileOp::Commit, sp));
+                    step.push((TileOp::Wait(0), sp));
+                    step.push((TileOp::Barrier, sp));
+                }
+                step.push((
+                    TileOp::For {
+                        var: "%ks".into(),
+                        extent: format!("{}", bk / kstep),
+                        body: vec![
+                            (
+                                TileOp::Ldmatrix {
+                                    src: "%smem_a[stage]".into(),
+                                    trans: false,
+                                },
+                                sp,
+                            ),
+                            if tf32 {
+                                (
+                                    TileOp::Load {
+                                        src: "%smem_b[stage]".into(),
+                                        vector: 1,
+                                        masked: false,
+                                    },
+                                    sp,
+                                )
+                            } else {
+                                (
+                                    TileOp::Ldmatrix {
+                                        src: "%smem_b[stage]".into(),
+                                        trans: true,
+                                    },
+                                    sp,
+                                )
+                            },
+                            (
+                                TileOp::Mma {
+                                    shape: mma_shape,
+                                    tiles,
+                                },
+                                sp,
+                            ),
+                        ],
+                    },
+                    sp,
+                ));
+                if s.stages < 2 {
+                    step.push((TileOp::Barrier, sp));
+                }
+                tk.body = vec![(
+                    TileOp::Map(format!(
+                        "block (x, y) -> C tile ({bm}x{bn}), warp -> {wm}x{wn} warp tile ({} warps)",
+                        threads / 32
+                    )),
+                    sp,
+                )];
+                tk.body.extend(prologue);
+                tk.body.push((
+                    TileOp::For {
+                        var: "%kt".into(),
+                        extent: format!("ceil({kk}/{bk})"),
+                        body: step,
+                    },
+                    sp,
+                ));
             } else {
                 let threads = bm * bn / 16;
                 if !(16..=1024).contains(&threads)

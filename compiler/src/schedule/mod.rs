@@ -171,6 +171,13 @@ pub fn tensor_core_dtype(a: DType, b: DType) -> bool {
     a == b && matches!(a, DType::BF16 | DType::F16)
 }
 
+/// Whether a matmul asks for tf32 tensor cores: fp32-stored operands that are both tf32, or a
+/// tf32 accumulator dtype (the CPU then rounds both operands to tf32 and accumulates in fp32).
+pub fn mma_tf32(a: DType, b: DType, accum: Option<DType>) -> bool {
+    let f = |d: DType| matches!(d, DType::F32 | DType::TF32);
+    f(a) && f(b) && ((a == DType::TF32 && b == DType::TF32) || accum == Some(DType::TF32))
+}
+
 /// Prints a program: one line per kernel with its schedule and location.
 pub fn print(p: &Program, sources: &SourceMap) -> String {
     let mut out = String::new();

@@ -13,7 +13,8 @@
 //!   registers written before the loop header);
 //! - each operand's register type is compatible with the instruction type (PTX's rule: a `.bN`
 //!   instruction type takes any register of N bits; `.uN`/`.sN` take `.bN .uN .sN`; `.fN` takes
-//!   `.fN` or `.bN`);
+//!   `.fN` or `.bN`; and, as PTX's relaxed rule for wider source registers allows, a `cvt`
+//!   from `.f16`/`.bf16` may read a `.b32` register, whose low 16 bits it converts);
 //! - every instruction and terminator has a real span (not `Span::default()`);
 //! - block 0 is the entry; layout order matters to the emulator's reconvergence (lanes at the
 //!   lowest block run first), so lowering lays out join blocks after the blocks that reach them.

@@ -382,7 +382,11 @@ impl Checker<'_> {
                 src,
             } => {
                 self.cvt_rule(*dty, *sty, *rnd)?;
-                self.use_reg(*src, *sty)?;
+                // PTX's relaxed rule for a wider source register: a 16-bit float conversion
+                // may read the low half of a .b32 register.
+                let wide16 =
+                    matches!(sty, Ty::F16 | Ty::BF16) && self.k.reg_ty(*src) == Some(Ty::B32);
+                self.use_reg(*src, if wide16 { Ty::B32 } else { *sty })?;
                 self.def(*dst, *dty)
             }
             Op::CvtTf32 { dst, src } => {

@@ -155,6 +155,7 @@ pub enum Shape {
         k: u32,
         tile: [u32; 3],
         warp: [u32; 2],
+        stages: u32,
         kind: MmaKind,
         batch: MatmulBatch,
     },
