@@ -290,15 +290,6 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 u32_of(k, bt.shape[1])?,
             );
             let [bm, bn, bk] = s.tile;
-            // Generated kernels declare static shared memory (48 KiB per block); a schedule
-            // within the target's larger opt-in limit would need dynamic shared memory.
-            let smem = s.smem_bytes(k.kind);
-            if smem > 48 * 1024 {
-                return Err(nl(
-                    k,
-                    format!("{smem} bytes of shared memory (static shared memory is limited to 49152 bytes; dynamic shared memory is not generated yet)"),
-                ));
-            }
             let pow2 = |v: u32| v.is_power_of_two();
             if !(pow2(bm) && pow2(bn) && pow2(bk)) {
                 return Err(nl(k, "tile sizes that are not powers of two"));
@@ -486,14 +477,6 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                     || s.stages < 2
                 {
                     return Err(nl(k, "a tile the threads cannot load evenly"));
-                }
-                let smem = u64::from(s.stages) * u64::from(bm * bk + bk * bn) * 4;
-                if smem > 48 * 1024 {
-                    // The generator declares static shared memory (48 KiB at most).
-                    return Err(nl(
-                        k,
-                        format!("{smem} bytes of shared memory (static shared memory is 48 KiB at most)"),
-                    ));
                 }
                 tk.block = [threads, 1, 1];
                 tk.shape = Shape::MatmulFma {

@@ -620,7 +620,27 @@ impl Kernel {
         }
         (offsets, end.min(u64::from(u32::MAX)) as u32)
     }
+
+    /// Dynamic shared memory the launch must request, in bytes: 0 when the arrays fit the
+    /// 48 KiB of static `.shared` (declared one by one); otherwise the whole layout, which the
+    /// PTX declares as one `.extern .shared` array ([`DYNAMIC_SHARED`]) with each array at its
+    /// offset, and which a launch beyond 48 KiB must opt in to
+    /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
+    pub fn dynamic_shared_bytes(&self) -> u32 {
+        let (_, bytes) = self.shared_layout();
+        if bytes > STATIC_SHARED_LIMIT {
+            bytes
+        } else {
+            0
+        }
+    }
 }
+
+/// Static `.shared` per block on every target (larger layouts are dynamic).
+pub const STATIC_SHARED_LIMIT: u32 = 48 * 1024;
+
+/// The name of the one `.extern .shared` array of a kernel with dynamic shared memory.
+pub const DYNAMIC_SHARED: &str = "tessera_dyn_smem";
 
 impl Op {
     /// Registers this op writes.

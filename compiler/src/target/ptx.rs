@@ -202,12 +202,21 @@ pub fn template(k: &Kernel, n: &RegNames, op: &Op) -> (String, Vec<String>) {
             (format!("ld.param.{ty}"), vec![r(*dst), format!("[{name}]")])
         }
         Op::SharedAddr { dst, shared } => {
-            let name = k
-                .shared
-                .get(shared.0 as usize)
-                .map(|s| s.name.as_str())
-                .unwrap_or("invalid");
-            ("mov.u32".into(), vec![r(*dst), name.into()])
+            let addr = if k.dynamic_shared_bytes() > 0 {
+                // one extern array: each declared array at its layout offset
+                let (offsets, _) = k.shared_layout();
+                match offsets.get(shared.0 as usize) {
+                    Some(0) => super::DYNAMIC_SHARED.to_string(),
+                    Some(off) => format!("{}+{off}", super::DYNAMIC_SHARED),
+                    None => "invalid".into(),
+                }
+            } else {
+                k.shared
+                    .get(shared.0 as usize)
+                    .map(|s| s.name.clone())
+                    .unwrap_or_else(|| "invalid".into())
+            };
+            ("mov.u32".into(), vec![r(*dst), addr])
         }
         Op::Mov { ty, dst, src } => (format!("mov.{}", move_ty(*ty)), vec![r(*dst), o(*src)]),
         Op::Unary { op, ty, dst, src } => {
@@ -453,10 +462,10 @@ pub fn instr_text(k: &Kernel, n: &RegNames, i: &Instr) -> String {
 fn check_target(k: &Kernel, target: Target) -> Result<(), TargetError> {
     let limits = target.limits();
     let (_, bytes) = k.shared_layout();
-    if bytes > limits.static_shared_bytes {
+    if bytes > limits.max_dynamic_shared_bytes {
         return Err(TargetError::SharedTooLarge {
             bytes,
-            limit: limits.static_shared_bytes,
+            limit: limits.max_dynamic_shared_bytes,
             target,
         });
     }
@@ -512,6 +521,15 @@ pub fn print(k: &Kernel, target: Target, sources: &SourceMap) -> Result<String, 
     let _ = writeln!(out, ".version {major}.{minor}");
     let _ = writeln!(out, ".target {}", target.name());
     let _ = writeln!(out, ".address_size 64\n");
+    if k.dynamic_shared_bytes() > 0 {
+        // dynamic shared memory: one module-scope array, sized at launch
+        let align = k.shared.iter().map(|s| s.align).max().unwrap_or(16).max(16);
+        let _ = writeln!(
+            out,
+            ".extern .shared .align {align} .b8 {}[];",
+            super::DYNAMIC_SHARED
+        );
+    }
     for f in &files {
         let file = sources
             .get(*f)
@@ -531,12 +549,14 @@ pub fn print(k: &Kernel, target: Target, sources: &SourceMap) -> Result<String, 
     for (ty, count) in &n.counts {
         let _ = writeln!(out, "\t.reg .{} {}<{}>;", decl_ty(*ty), prefix(*ty), count);
     }
-    for s in &k.shared {
-        let _ = writeln!(
-            out,
-            "\t.shared .align {} .b8 {}[{}];",
-            s.align, s.name, s.size
-        );
+    if k.dynamic_shared_bytes() == 0 {
+        for s in &k.shared {
+            let _ = writeln!(
+                out,
+                "\t.shared .align {} .b8 {}[{}];",
+                s.align, s.name, s.size
+            );
+        }
     }
     let mut last_loc: Option<(u32, usize)> = None;
     let mut loc = |out: &mut String, span: tessera_lang::Span| -> Result<(), TargetError> {
