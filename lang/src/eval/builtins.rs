@@ -656,13 +656,17 @@ pub(super) fn method_names(v: &Value) -> &'static [&'static str] {
             "append", "count", "extend", "index", "insert", "pop", "reverse", "sort",
         ],
         Value::Str(_) => &[
+            "count",
             "endswith",
             "find",
             "format",
             "join",
             "lower",
+            "lstrip",
             "replace",
+            "rstrip",
             "split",
+            "splitlines",
             "startswith",
             "strip",
             "upper",
@@ -836,6 +840,68 @@ fn call_method(
                         Some(cs) => Value::str(s.trim_matches(|c| cs.contains(c))),
                         None => Value::str(s.trim()),
                     })
+                }
+                "lstrip" => {
+                    let a = args.bind("lstrip", &[], &["chars"])?;
+                    Ok(match str_arg(&a[0], "lstrip")? {
+                        Some(cs) => Value::str(s.trim_start_matches(|c| cs.contains(c))),
+                        None => Value::str(s.trim_start()),
+                    })
+                }
+                "rstrip" => {
+                    let a = args.bind("rstrip", &[], &["chars"])?;
+                    Ok(match str_arg(&a[0], "rstrip")? {
+                        Some(cs) => Value::str(s.trim_end_matches(|c| cs.contains(c))),
+                        None => Value::str(s.trim_end()),
+                    })
+                }
+                "splitlines" => {
+                    args.bind("splitlines", &[], &[])?;
+                    // Python's line boundaries: \n, \r\n, \r (and the rarer separators)
+                    let mut out = Vec::new();
+                    let mut start = 0;
+                    let mut it = s.char_indices().peekable();
+                    while let Some((i, c)) = it.next() {
+                        let boundary = matches!(
+                            c,
+                            '\n' | '\r'
+                                | '\x0b'
+                                | '\x0c'
+                                | '\x1c'
+                                | '\x1d'
+                                | '\x1e'
+                                | '\u{85}'
+                                | '\u{2028}'
+                                | '\u{2029}'
+                        );
+                        if boundary {
+                            out.push(Value::str(&s[start..i]));
+                            let mut end = i + c.len_utf8();
+                            if c == '\r' {
+                                if let Some((j, '\n')) = it.peek().copied() {
+                                    it.next();
+                                    end = j + 1;
+                                }
+                            }
+                            start = end;
+                        }
+                    }
+                    if start < s.len() {
+                        out.push(Value::str(&s[start..]));
+                    }
+                    Ok(Value::list(out))
+                }
+                "count" => {
+                    let a = args.bind("count", &["sub"], &[])?;
+                    let sub = str_arg(&a[0], "count")?.unwrap_or_default();
+                    // Python counts non-overlapping occurrences; an empty string occurs
+                    // between every two characters and at both ends
+                    let n = if sub.is_empty() {
+                        s.chars().count() + 1
+                    } else {
+                        s.matches(sub.as_str()).count()
+                    };
+                    Ok(Value::Int(n as i64))
                 }
                 "split" => {
                     let a = args.bind("split", &[], &["sep", "maxsplit"])?;
