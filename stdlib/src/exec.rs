@@ -41,12 +41,26 @@ pub fn run(g: &Graph, inputs: &[Tensor], captures: &[Tensor]) -> Result<Vec<Tens
     run_with(g, inputs, captures, &mut |_, _| None)
 }
 
+/// Told the wall time each op of the graph took (the profiler).
+pub type Timer<'a> = dyn FnMut(ValueId, std::time::Duration) + 'a;
+
 /// [`run`] with a [`Hook`] asked first for every op.
 pub fn run_with(
     g: &Graph,
     inputs: &[Tensor],
     captures: &[Tensor],
     hook: &mut Hook<'_>,
+) -> Result<Vec<Tensor>, Diagnostic> {
+    run_timed(g, inputs, captures, hook, &mut |_, _| {})
+}
+
+/// [`run_with`], telling `timer` how long each op took.
+pub fn run_timed(
+    g: &Graph,
+    inputs: &[Tensor],
+    captures: &[Tensor],
+    hook: &mut Hook<'_>,
+    timer: &mut Timer<'_>,
 ) -> Result<Vec<Tensor>, Diagnostic> {
     let mut vals: Vec<Option<Val>> = vec![None; g.len()];
     let get = |vals: &Vec<Option<Val>>, v: ValueId| -> Result<Val, Diagnostic> {
@@ -63,6 +77,7 @@ pub fn run_with(
     };
     for id in g.ids() {
         let Some(op) = g.op(id) else { continue };
+        let started = std::time::Instant::now();
         let ty = g.ty(id).ok_or_else(|| internal("a value has no type"))?;
         if !matches!(op, Op::Param { .. } | Op::Capture { .. } | Op::Const { .. }) {
             let mut operands = Vec::new();
@@ -75,6 +90,7 @@ pub fn run_with(
                 if let Some(slot) = vals.get_mut(id.index()) {
                     *slot = Some(Val::T(r?));
                 }
+                timer(id, started.elapsed());
                 continue;
             }
         }
@@ -226,6 +242,7 @@ pub fn run_with(
         if let Some(slot) = vals.get_mut(id.index()) {
             *slot = Some(v);
         }
+        timer(id, started.elapsed());
     }
     g.outputs.iter().map(|o| tens(&vals, *o)).collect()
 }
