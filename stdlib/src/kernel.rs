@@ -598,29 +598,30 @@ pub fn autotune_decorator(session: Rc<Session>) -> Value {
             }
         }
         let a = args.bind("autotune", &[], &["cache"])?;
-        let cache =
-            match a.into_iter().flatten().next() {
-                Some(x) => match &x.value {
-                    Value::Str(s) if crate::autotune::valid_cache_name(s) => Some(s.to_string()),
-                    Value::Str(s) => return Err(Diagnostic::new(
+        let cache = match a.into_iter().flatten().next() {
+            Some(x) => match &x.value {
+                Value::Str(s) if crate::autotune::valid_cache_name(s) => Some(s.to_string()),
+                Value::Str(s) => {
+                    return Err(Diagnostic::new(
                         Code::E0101,
                         format!(
                             "cache name '{s}' must be a plain file name (letters, digits, _ - .)"
                         ),
                     )
                     .at(x.span)
-                    .with_help("the cache is the file NAME.json in $TESSERA_CACHE_DIR")),
-                    Value::None => None,
-                    other => {
-                        return Err(Diagnostic::new(
-                            Code::E0101,
-                            format!("cache must be a str, not {}", other.type_name()),
-                        )
-                        .at(x.span))
-                    }
-                },
-                None => None,
-            };
+                    .with_help("the cache is the file NAME.json in $TESSERA_CACHE_DIR"))
+                }
+                Value::None => None,
+                other => {
+                    return Err(Diagnostic::new(
+                        Code::E0101,
+                        format!("cache must be a str, not {}", other.type_name()),
+                    )
+                    .at(x.span))
+                }
+            },
+            None => None,
+        };
         let s = session.clone();
         Ok(Value::native(
             "autotune",

@@ -302,3 +302,70 @@ mod tests {
         assert_eq!(Space::default().candidates(), vec![Config::default()]);
     }
 }
+
+#[cfg(test)]
+mod speed {
+    use super::*;
+    use crate::graph::TensorType;
+    use tessera_lang::Span;
+
+    /// A bf16 matmul graph `[m,k] @ [k,n]`.
+    pub fn matmul(m: usize, n: usize, k: usize) -> Graph {
+        let mut g = Graph::new("mm");
+        let sp = Span::new(0, 0, 0);
+        let a = g.push(
+            Op::Param { index: 0 },
+            TensorType::new(vec![m, k], DType::BF16),
+            sp,
+        );
+        let b = g.push(
+            Op::Param { index: 1 },
+            TensorType::new(vec![k, n], DType::BF16),
+            sp,
+        );
+        let c = g.push(
+            Op::Matmul {
+                a,
+                b,
+                accum: None,
+                epilogue: vec![],
+            },
+            TensorType::new(vec![m, n], DType::BF16),
+            sp,
+        );
+        g.outputs = vec![c];
+        g
+    }
+
+    #[test]
+    fn default_space_ranks_54_candidates() {
+        // The default tensor-core space: 18 tiles × 3 stages = 54 candidates, each lowered to
+        // Target IR and costed; every one is either ranked or pruned with a reason, and the
+        // whole search stays under a second (SPEC §6: nobody waits for a first launch).
+        let g = matmul(4096, 4096, 4096);
+        let kinds = [Kind::Matmul];
+        let space = default_space(&g, Target::Sm90, &kinds);
+        let cands = space.candidates();
+        assert_eq!(cands.len(), 54);
+        let t = Instant::now();
+        let r = rank(
+            &g,
+            &Directives::default(),
+            Target::Sm90,
+            &cands,
+            None,
+            &mut || {},
+        );
+        let took = t.elapsed();
+        assert_eq!(r.ranked.len() + r.pruned.len(), 54);
+        assert!(!r.ranked.is_empty());
+        for w in r.ranked.windows(2) {
+            assert!(w[0].predicted_us <= w[1].predicted_us);
+        }
+        // 256×256×64 with 4 stages: 4·(256·64 + 64·256)·2 = 262144 B > 232448 (sm_90): pruned.
+        assert!(r.pruned.iter().any(|(c, m)| c.tile == Some([256, 256, 64])
+            && c.stages == Some(4)
+            && m.contains("262144")));
+        assert!(took < Duration::from_secs(1), "ranking took {took:?}");
+    }
+}
