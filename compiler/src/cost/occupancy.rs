@@ -95,10 +95,10 @@ pub fn occupancy(spec: &Spec, threads: u32, regs: u32, smem: u32) -> Occupancy {
     );
     let by_smem = if u64::from(smem) > u64::from(spec.max_smem_per_block) {
         0
-    } else if smem_alloc == 0 {
-        u64::from(spec.max_blocks_per_sm)
     } else {
-        u64::from(spec.smem_per_sm) / smem_alloc
+        u64::from(spec.smem_per_sm)
+            .checked_div(smem_alloc)
+            .unwrap_or(u64::from(spec.max_blocks_per_sm))
     };
     let by_blocks = u64::from(spec.max_blocks_per_sm);
     let limits = [by_warps, by_regs, by_smem, by_blocks].map(|v| v.min(u64::from(u32::MAX)) as u32);
