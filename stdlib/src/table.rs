@@ -167,3 +167,29 @@ impl HostObject for TableObj {
         vec!["columns", "html", "rows", "text"]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_and_html_renderings() {
+        let mut t = Table::new(&["op", "latency"]);
+        t.title = Some("p <1>".into());
+        t.right = vec![1];
+        t.rows.push(vec!["a&b".into(), "  1.000 µs".into()]);
+        t.notes.push("* note".into());
+        let o = TableObj {
+            type_name: "profile",
+            parts: vec![t],
+        };
+        let text = o.text();
+        assert!(text.starts_with("p <1>\n| op  |    latency |\n"), "{text}");
+        assert!(text.ends_with("* note"));
+        let html = HostObject::html(&o).unwrap();
+        assert!(html.contains("<caption>p &lt;1&gt;</caption>"));
+        assert!(html.contains("<th>op</th><th>latency</th>"));
+        assert!(html.contains("<td>a&amp;b</td><td style=\"text-align:right\">1.000 µs</td>"));
+        assert!(html.contains("<p>* note</p>"));
+    }
+}
