@@ -13,6 +13,13 @@
 //! in order) is compared with `NAME.LEVEL` (`NAME.graph`, `NAME.schedule`, `NAME.tile`,
 //! `NAME.target`, `NAME.ptx`). A declared snapshot whose file is missing fails; blessing writes
 //! them all.
+//!
+//! Patterns: a line of `NAME.stdout` or `NAME.stderr` may hold `{{re:REGEX}}` holes; such a line
+//! matches an output line when the text around the holes is equal and each hole matches its
+//! regular expression (for measured times and other figures that change from run to run).
+//! Blessing keeps a pattern line whose output line still matches it. Each run also gets a fresh,
+//! empty `TESSERA_CACHE_DIR`, so autotune caches never leak between runs or into the home
+//! directory.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -153,6 +160,8 @@ fn run_env(exe: &Path, tsr: &Path, levels: &[String], env: &[(&str, &str)]) -> R
         cmd.env(k, v);
     }
     cmd.arg("run");
+    let cache_dir = DumpDir::new().map_err(|e| format!("cannot create a cache directory: {e}"))?;
+    cmd.env("TESSERA_CACHE_DIR", &cache_dir.0);
     let dump_dir = if levels.is_empty() {
         cmd.env_remove("TESSERA_DUMP_DIR");
         None
@@ -230,6 +239,71 @@ fn run_env(exe: &Path, tsr: &Path, levels: &[String], env: &[(&str, &str)]) -> R
     })
 }
 
+/// The regular expression of an expected line with `{{re:...}}` holes (None: no hole).
+fn line_pattern(line: &str) -> Option<regex_lite::Regex> {
+    if !line.contains("{{re:") {
+        return None;
+    }
+    let mut re = String::from("^");
+    let mut rest = line;
+    while let Some(at) = rest.find("{{re:") {
+        re.push_str(&regex_lite::escape(&rest[..at]));
+        let after = &rest[at + 5..];
+        let Some(mut end) = after.find("}}") else {
+            re.push_str(&regex_lite::escape(&rest[at..]));
+            rest = "";
+            break;
+        };
+        // `[0-9]{2}}}`: the hole ends at the last brace of the run.
+        while after[end + 2..].starts_with('}') {
+            end += 1;
+        }
+        re.push('(');
+        re.push_str(&after[..end]);
+        re.push(')');
+        rest = &after[end + 2..];
+    }
+    re.push_str(&regex_lite::escape(rest));
+    re.push('$');
+    regex_lite::Regex::new(&re).ok()
+}
+
+/// Whether `actual` matches `expected` (exact text, or line by line with pattern holes).
+pub fn text_matches(expected: &str, actual: &str) -> bool {
+    if expected == actual {
+        return true;
+    }
+    if !expected.contains("{{re:") {
+        return false;
+    }
+    let e: Vec<&str> = expected.split('\n').collect();
+    let a: Vec<&str> = actual.split('\n').collect();
+    e.len() == a.len()
+        && e.iter().zip(&a).all(|(e, a)| match line_pattern(e) {
+            Some(re) => re.is_match(a),
+            None => e == a,
+        })
+}
+
+/// What blessing writes: `actual`, keeping the expected pattern lines that still match.
+fn bless_text(expected: Option<&str>, actual: &str) -> String {
+    let Some(expected) = expected.filter(|e| e.contains("{{re:")) else {
+        return actual.to_string();
+    };
+    let e: Vec<&str> = expected.split('\n').collect();
+    actual
+        .split('\n')
+        .enumerate()
+        .map(
+            |(i, a)| match e.get(i).and_then(|l| line_pattern(l).map(|re| (l, re))) {
+                Some((l, re)) if re.is_match(a) => l.to_string(),
+                _ => a.to_string(),
+            },
+        )
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn diff(name: &str, expected: &str, actual: &str) -> String {
     let d = similar::TextDiff::from_lines(expected, actual);
     format!(
@@ -275,8 +349,11 @@ pub fn run_case(exe: &Path, tsr: &Path, bless: bool) -> Outcome {
             format!("{}\n", r.code)
         };
         // `.stdout` is always written (an empty one checks that nothing was printed).
-        let res = std::fs::write(sibling(tsr, "stdout"), &r.stdout)
-            .and_then(|_| write_or_remove(&sibling(tsr, "stderr"), &r.stderr))
+        let old = |ext: &str| std::fs::read_to_string(sibling(tsr, ext)).ok();
+        let stdout = bless_text(old("stdout").as_deref(), &r.stdout);
+        let stderr = bless_text(old("stderr").as_deref(), &r.stderr);
+        let res = std::fs::write(sibling(tsr, "stdout"), &stdout)
+            .and_then(|_| write_or_remove(&sibling(tsr, "stderr"), &stderr))
             .and_then(|_| write_or_remove(&sibling(tsr, "code"), &code))
             .and_then(|_| {
                 r.snapshots
@@ -294,7 +371,7 @@ pub fn run_case(exe: &Path, tsr: &Path, bless: bool) -> Outcome {
         if let Ok(expected) = std::fs::read_to_string(sibling(tsr, ext)) {
             checked += 1;
             let expected = expected.replace("\r\n", "\n");
-            if expected != *actual {
+            if !text_matches(&expected, actual) {
                 report.push_str(&diff(ext, &expected, actual));
             }
         }
@@ -377,4 +454,36 @@ pub fn main(exe: &Path, paths: &[PathBuf], bless: bool, filter: Option<&str>) ->
         println!("{passed} passed, {failed} failed");
     }
     i32::from(failed > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pattern_lines_match_by_regex() {
+        let e = "a\n| x | {{re: *[0-9.]+ (ns|µs|ms)}} | model |\nb\n";
+        assert!(text_matches(e, "a\n| x |   12.500 µs | model |\nb\n"));
+        assert!(!text_matches(e, "a\n| x |   12.500 µs | measured |\nb\n"));
+        assert!(!text_matches(e, "a\n| x |   fast | model |\nb\n"));
+        assert!(!text_matches(e, "a\n| x |   12.500 µs | model |\n"));
+        // Text around holes is literal (the `|` is not alternation).
+        assert!(!text_matches("x|y {{re:a}}\n", "x a\n"));
+        assert!(text_matches("plain\n", "plain\n"));
+        // A quantifier's brace just before the closing braces belongs to the regex.
+        assert!(text_matches("v {{re:[0-9]{2}}} x\n", "v 42 x\n"));
+        assert!(!text_matches("v {{re:[0-9]{2}}} x\n", "v 4 x\n"));
+        assert!(!text_matches("plain\n", "other\n"));
+    }
+
+    #[test]
+    fn blessing_keeps_matching_patterns() {
+        let e = "t: {{re:[0-9]+}} ms\nold\n";
+        assert_eq!(
+            bless_text(Some(e), "t: 42 ms\nnew\n"),
+            "t: {{re:[0-9]+}} ms\nnew\n"
+        );
+        assert_eq!(bless_text(Some(e), "t: slow\nnew\n"), "t: slow\nnew\n");
+        assert_eq!(bless_text(None, "x\n"), "x\n");
+    }
 }

@@ -58,10 +58,18 @@ pub fn with_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static)
 
 /// A session ready to run host code: the interpreter with every builtin module installed.
 pub fn new_interp(opts: &RunOptions, script_name: &str) -> Result<Interp, Diagnostic> {
+    new_session(opts, script_name).map(|(i, _)| i)
+}
+
+/// [`new_interp`] with the kernel session it installed.
+pub fn new_session(
+    opts: &RunOptions,
+    script_name: &str,
+) -> Result<(Interp, Rc<tessera_stdlib::kernel::Session>), Diagnostic> {
     let mut interp = Interp::new();
     let mut argv = vec![script_name.to_string()];
     argv.extend(opts.args.iter().cloned());
-    tessera_stdlib::install(
+    let session = tessera_stdlib::install_session(
         &mut interp,
         &tessera_stdlib::Config {
             argv,
@@ -71,7 +79,7 @@ pub fn new_interp(opts: &RunOptions, script_name: &str) -> Result<Interp, Diagno
             emit_ptx: opts.emit_ptx.clone(),
         },
     )?;
-    Ok(interp)
+    Ok((interp, session))
 }
 
 /// Runs source text as a script. `check_only` parses and stops.
@@ -82,7 +90,7 @@ pub fn run_source(name: &str, text: String, opts: &RunOptions, check_only: bool)
 }
 
 fn run_source_inner(name: &str, text: String, opts: &RunOptions, check_only: bool) -> ExitCode {
-    let mut interp = match new_interp(opts, name) {
+    let (mut interp, session) = match new_session(opts, name) {
         Ok(i) => i,
         Err(d) => {
             print_diags(&Interp::new(), &[d]);
@@ -118,8 +126,26 @@ fn run_source_inner(name: &str, text: String, opts: &RunOptions, check_only: boo
             let _ = w.flush();
         }
     }));
+    // `--profile`: every launch of the run is timed once; launches of the same kernel are
+    // merged (the median is shown) and the table goes to stderr at exit.
+    let prev = opts
+        .profile
+        .then(|| session.profile.borrow_mut().start(1, true));
     let result = interp.exec_module(&module);
     let _ = out.borrow_mut().flush();
+    if let Some(prev) = prev {
+        let rows = session.profile.borrow_mut().finish(prev);
+        let launches: u32 = rows.iter().map(|r| r.launches).sum();
+        let table = tessera_stdlib::profile::table(
+            &rows,
+            Some(format!(
+                "profile of the run: device {}, model for {}, {launches} kernel launch(es)",
+                session.device.borrow(),
+                session.target.borrow()
+            )),
+        );
+        eprintln!("{}", table.text());
+    }
     match result {
         Ok(_) => 0,
         Err(d) => {

@@ -5,9 +5,11 @@
 // `Diagnostic` is the one error type shared with host code; it is returned by value on purpose.
 #![allow(clippy::result_large_err)]
 
+pub mod cost;
 pub mod graph;
 pub mod lower;
 pub mod pipeline;
 pub mod schedule;
 pub mod target;
 pub mod tile;
+pub mod tune;

@@ -46,6 +46,10 @@ pub fn run(g: &Graph, inputs: &[Tensor], captures: &[Tensor]) -> Result<Vec<Tens
 pub type Observer<'a> =
     dyn FnMut(ValueId, &[Tensor], &Tensor) -> Result<Option<Tensor>, Diagnostic> + 'a;
 
+/// Told the wall time each op of the graph took (the profiler); an observer's time is not
+/// counted.
+pub type Timer<'a> = dyn FnMut(ValueId, std::time::Duration) + 'a;
+
 /// [`run`] with a [`Hook`] asked first for every op.
 pub fn run_with(
     g: &Graph,
@@ -53,7 +57,7 @@ pub fn run_with(
     captures: &[Tensor],
     hook: &mut Hook<'_>,
 ) -> Result<Vec<Tensor>, Diagnostic> {
-    run_observed(g, inputs, captures, hook, &mut |_, _, _| Ok(None))
+    run_full(g, inputs, captures, hook, &mut |_, _, _| Ok(None), &mut |_, _| {})
 }
 
 /// [`run_with`], and `observe` called after the CPU evaluates an op that is not a param,
@@ -64,6 +68,29 @@ pub fn run_observed(
     captures: &[Tensor],
     hook: &mut Hook<'_>,
     observe: &mut Observer<'_>,
+) -> Result<Vec<Tensor>, Diagnostic> {
+    run_full(g, inputs, captures, hook, observe, &mut |_, _| {})
+}
+
+/// [`run_with`], telling `timer` how long each op took.
+pub fn run_timed(
+    g: &Graph,
+    inputs: &[Tensor],
+    captures: &[Tensor],
+    hook: &mut Hook<'_>,
+    timer: &mut Timer<'_>,
+) -> Result<Vec<Tensor>, Diagnostic> {
+    run_full(g, inputs, captures, hook, &mut |_, _, _| Ok(None), timer)
+}
+
+/// [`run_with`] with both an observer and a timer.
+pub fn run_full(
+    g: &Graph,
+    inputs: &[Tensor],
+    captures: &[Tensor],
+    hook: &mut Hook<'_>,
+    observe: &mut Observer<'_>,
+    timer: &mut Timer<'_>,
 ) -> Result<Vec<Tensor>, Diagnostic> {
     let mut vals: Vec<Option<Val>> = vec![None; g.len()];
     let get = |vals: &Vec<Option<Val>>, v: ValueId| -> Result<Val, Diagnostic> {
@@ -80,6 +107,7 @@ pub fn run_observed(
     };
     for id in g.ids() {
         let Some(op) = g.op(id) else { continue };
+        let started = std::time::Instant::now();
         let ty = g.ty(id).ok_or_else(|| internal("a value has no type"))?;
         let mut operands = Vec::new();
         if !matches!(op, Op::Param { .. } | Op::Capture { .. } | Op::Const { .. }) {
@@ -92,6 +120,7 @@ pub fn run_observed(
                 if let Some(slot) = vals.get_mut(id.index()) {
                     *slot = Some(Val::T(r?));
                 }
+                timer(id, started.elapsed());
                 continue;
             }
         }
@@ -240,6 +269,7 @@ pub fn run_observed(
                 )
             }
         };
+        let took = started.elapsed();
         let v = match &v {
             Val::T(t)
                 if !matches!(op, Op::Param { .. } | Op::Capture { .. } | Op::Const { .. }) =>
@@ -254,6 +284,7 @@ pub fn run_observed(
         if let Some(slot) = vals.get_mut(id.index()) {
             *slot = Some(v);
         }
+        timer(id, took);
     }
     g.outputs.iter().map(|o| tens(&vals, *o)).collect()
 }

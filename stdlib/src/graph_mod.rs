@@ -6,7 +6,13 @@
 //!   IR or PTX for `target.current()` (a kernel not lowered that far says why, as a comment);
 //! - `graph.fusions(f, *args)` → the names of the rules that fired, in order;
 //!   `explain=True` gives `(fired, missed)`, `missed` a list of `(rule, reason, "file:line:col")`;
-//! - `graph.cache_stats()` → `(hits, misses)` of the kernel compile cache of the session.
+//! - `graph.cache_stats()` → `(hits, misses)` of the kernel compile cache of the session;
+//! - `graph.profile(f, *args, repeats=5, ptxas=True)` → the profile table of every kernel `f`
+//!   launches (see [`crate::profile`]): `f` an `@op.kernel` is called with `args`; a plain
+//!   function with arguments is compiled as a kernel (as `graph.trace` does) and launched;
+//!   a plain function without arguments is called as host code (a whole step) and every kernel
+//!   it launches is profiled. `repeats` runs of each launch are timed (the median is shown);
+//!   `ptxas=False` uses the Target IR's register estimate even when ptxas is present.
 //!
 //! `f` may be an `@op.kernel` (its compile cache is used, and counted) or a plain function
 //! (traced afresh each time).
@@ -193,6 +199,57 @@ pub fn module(session: Rc<Session>) -> Module {
             },
         ),
     );
+    let s = session.clone();
+    m.set(
+        "profile",
+        Value::native(
+            "profile",
+            "profile(f, *args, repeats=5, ptxas=True)",
+            move |it, args| {
+                let (f, rest, own) = split("profile", &args, &["repeats", "ptxas"])?;
+                let mut repeats = 5usize;
+                let mut ptxas = true;
+                for (k, v, sp) in &own {
+                    match (k.as_str(), v) {
+                        ("repeats", Value::Int(n)) if *n >= 1 && *n <= 10_000 => {
+                            repeats = *n as usize
+                        }
+                        ("repeats", Value::Int(n)) => {
+                            return Err(Diagnostic::new(
+                                Code::E0101,
+                                format!("repeats must be between 1 and 10000, got {n}"),
+                            )
+                            .at(*sp))
+                        }
+                        ("ptxas", Value::Bool(b)) => ptxas = *b,
+                        (k, other) => {
+                            return Err(Diagnostic::new(
+                                Code::E0101,
+                                format!(
+                                    "{k} must be {}, not {}",
+                                    if k == "ptxas" { "a bool" } else { "an int" },
+                                    other.type_name()
+                                ),
+                            )
+                            .at(*sp))
+                        }
+                    }
+                }
+                let prev = s.profile.borrow_mut().start(repeats, ptxas);
+                let result = run_for_profile(it, &s, &f, rest);
+                let rows = s.profile.borrow_mut().finish(prev);
+                result?;
+                let target = s.target.borrow().clone();
+                let device = s.device.borrow().clone();
+                Ok(Value::host(crate::profile::table(
+                    &rows,
+                    Some(format!(
+                        "profile: device {device}, model for {target}, median of {repeats} run(s)"
+                    )),
+                )))
+            },
+        ),
+    );
     let s = session;
     m.set(
         "cache_stats",
@@ -205,6 +262,35 @@ pub fn module(session: Rc<Session>) -> Module {
         }),
     );
     m
+}
+
+/// Calls what `graph.profile` profiles (see the module docs).
+fn run_for_profile(
+    it: &mut Interp,
+    session: &Rc<Session>,
+    f: &Value,
+    args: CallArgs,
+) -> Result<(), Diagnostic> {
+    if f.downcast::<KernelObj>().is_some() {
+        it.call(f, args)?;
+        return Ok(());
+    }
+    match f {
+        Value::Function(_) if args.positional.is_empty() && args.keywords.is_empty() => {
+            it.call(f, args)?;
+            Ok(())
+        }
+        Value::Function(_) => {
+            let k = Value::host(KernelObj::new(f.clone(), session.clone()));
+            it.call(&k, args)?;
+            Ok(())
+        }
+        other => Err(Diagnostic::new(
+            Code::E0101,
+            format!("expected a kernel or a function, got {}", other.type_name()),
+        )
+        .at(args.span)),
+    }
 }
 
 /// `file.tsr:line:col` with the file's base name.

@@ -44,6 +44,10 @@ pub struct Session {
     pub hits: Cell<u64>,
     pub misses: Cell<u64>,
     traces: RefCell<Vec<Rc<TraceCtx>>>,
+    /// The profiler (`graph.profile`, `--profile`).
+    pub profile: RefCell<crate::profile::Recorder>,
+    /// The autotuner (`@op.autotune`, the `autotune` module).
+    pub tune: RefCell<crate::autotune::State>,
 }
 
 impl Session {
@@ -70,6 +74,8 @@ impl Session {
             hits: Cell::new(0),
             misses: Cell::new(0),
             traces: RefCell::new(Vec::new()),
+            profile: RefCell::new(crate::profile::Recorder::default()),
+            tune: RefCell::new(crate::autotune::State::default()),
         })
     }
     /// The innermost trace in progress.
@@ -118,8 +124,11 @@ struct Key {
 pub struct KernelObj {
     pub func: Value,
     pub name: String,
-    /// `@op.autotune(cache=...)`: recorded; tuning is a later level.
+    /// `@op.autotune(cache=...)`: the cache name.
     pub autotune_cache: RefCell<Option<String>>,
+    /// Decorated with `@op.autotune` (or the body calls `schedule.autotune`): tuned on the
+    /// first call of each signature (see [`crate::autotune`]).
+    pub autotune: Cell<bool>,
     session: Rc<Session>,
     cache: RefCell<HashMap<Key, Rc<Compiled>>>,
 }
@@ -322,7 +331,7 @@ fn dump_out(level: &str, text: &str) {
 }
 
 /// The compiler's view of the `schedule.*` directives.
-fn sched_directives(d: &Directives, span: Span) -> SchedDirectives {
+pub(crate) fn sched_directives(d: &Directives, span: Span) -> SchedDirectives {
     let u = |v: i64| u32::try_from(v).unwrap_or(u32::MAX);
     SchedDirectives {
         tile: d.tile.map(|(t, _)| t.map(u)),
@@ -365,6 +374,7 @@ impl KernelObj {
             name: func_name(&func),
             func,
             autotune_cache: RefCell::new(None),
+            autotune: Cell::new(false),
             session,
             cache: RefCell::new(HashMap::new()),
         }
@@ -387,9 +397,51 @@ impl KernelObj {
             return Ok(c.clone());
         }
         self.session.misses.set(self.session.misses.get() + 1);
-        let c = Rc::new(compile(it, &self.session, &self.func, args)?);
+        let mut c = compile(it, &self.session, &self.func, args)?;
+        if self.autotune.get() || c.directives.autotune.is_some() {
+            self.tune(it, args, &mut c)?;
+        }
+        let c = Rc::new(c);
         self.cache.borrow_mut().insert(key, c.clone());
         Ok(c)
+    }
+
+    /// Chooses the schedule of an autotuned kernel (the cache, else a search).
+    fn tune(&self, it: &Interp, args: &CallArgs, c: &mut Compiled) -> Result<(), Diagnostic> {
+        let tensors = args
+            .positional
+            .iter()
+            .map(|(v, _)| v)
+            .chain(args.keywords.iter().map(|(_, v, _)| v))
+            .filter_map(as_tensor);
+        let (shapes, dtypes) = tensors
+            .map(|t| (t.shape().to_vec(), t.dtype().name().to_string()))
+            .unzip();
+        let source = match &self.func {
+            Value::Function(func) => {
+                let lo = func.def.span.lo as usize;
+                let hi = func
+                    .def
+                    .body
+                    .last()
+                    .map_or(func.def.span.hi as usize, |s| s.span.hi as usize);
+                it.sources
+                    .get(func.def.span.file)
+                    .and_then(|f| f.text.get(lo..hi))
+                    .unwrap_or("")
+                    .to_string()
+            }
+            _ => String::new(),
+        };
+        let sig = crate::autotune::Sig {
+            op: self.name.clone(),
+            shapes,
+            dtypes,
+            source: tessera_compiler::tune::cache::stable_hash(&source),
+        };
+        let base = sched_directives(&c.directives, args.span);
+        let cache = self.autotune_cache.borrow().clone();
+        crate::autotune::tune(&self.session, sig, cache.as_deref(), &base, c, args.span)
     }
 
     /// Runs the graph with every kernel that reached Target IR in the emulator; the others
@@ -485,10 +537,17 @@ impl KernelObj {
             .filter_map(|v| as_tensor(v).cloned())
             .collect();
         let on_emu = *self.session.device.borrow() == "emu";
+        let profiling = self.session.profile.borrow().active;
         let outs = if crate::crosscheck::enabled().map_err(|d| d.or_at(args.span))? {
             self.run_crosscheck(&c, &inputs, on_emu)
         } else if on_emu {
-            self.run_emu(&c, &inputs)
+            let outs = self.run_emu(&c, &inputs);
+            if profiling {
+                crate::profile::record(&self.session, &c, &HashMap::new(), None, &it.sources);
+            }
+            outs
+        } else if profiling {
+            crate::profile::run_cpu(&self.session, &c, &inputs, &it.sources)
         } else {
             crate::exec::run(&c.graph, &inputs, &c.captures)
         }
@@ -569,16 +628,18 @@ fn with_autotune(
 ) -> Result<Value, Diagnostic> {
     if let Some(k) = f.downcast::<KernelObj>() {
         *k.autotune_cache.borrow_mut() = cache;
+        k.autotune.set(true);
         return Ok(f);
     }
     check_callable(&f, span, "@op.autotune")?;
     let k = KernelObj::new(f, session.clone());
     *k.autotune_cache.borrow_mut() = cache;
+    k.autotune.set(true);
     Ok(Value::host(k))
 }
 
 /// `op.autotune(cache=None)`: a decorator factory (or, given a function, the decorator itself);
-/// alone it implies `@op.kernel`. The cache name is recorded; tuning comes with Schedule IR.
+/// alone it implies `@op.kernel`. The kernel is tuned on its first call per signature.
 pub fn autotune_decorator(session: Rc<Session>) -> Value {
     Value::native("autotune", "autotune(cache=None)", move |_, args| {
         if args.positional.len() == 1 && args.keywords.is_empty() {
@@ -591,7 +652,17 @@ pub fn autotune_decorator(session: Rc<Session>) -> Value {
         let a = args.bind("autotune", &[], &["cache"])?;
         let cache = match a.into_iter().flatten().next() {
             Some(x) => match &x.value {
-                Value::Str(s) => Some(s.to_string()),
+                Value::Str(s) if crate::autotune::valid_cache_name(s) => Some(s.to_string()),
+                Value::Str(s) => {
+                    return Err(Diagnostic::new(
+                        Code::E0101,
+                        format!(
+                            "cache name '{s}' must be a plain file name (letters, digits, _ - .)"
+                        ),
+                    )
+                    .at(x.span)
+                    .with_help("the cache is the file NAME.json in $TESSERA_CACHE_DIR"))
+                }
                 Value::None => None,
                 other => {
                     return Err(Diagnostic::new(

@@ -4,13 +4,16 @@
 // `Diagnostic` is the one error type of host code; it is returned by value on purpose.
 #![allow(clippy::result_large_err)]
 
+pub mod autotune;
 pub mod crosscheck;
 pub mod device;
 pub mod exec;
 pub mod graph_mod;
 pub mod kernel;
 pub mod op;
+pub mod profile;
 pub mod schedule;
+pub mod table;
 pub mod target_mod;
 pub mod tensor;
 pub mod trace;
@@ -37,6 +40,15 @@ pub struct Config {
 
 /// Installs every builtin module into an interpreter.
 pub fn install(interp: &mut Interp, cfg: &Config) -> Result<(), Diagnostic> {
+    install_session(interp, cfg).map(|_| ())
+}
+
+/// [`install`], returning the session the modules share (the profiler, the autotuner and the
+/// compile caches live there: `tessera run --profile` and the REPL's `:profile` reach them).
+pub fn install_session(
+    interp: &mut Interp,
+    cfg: &Config,
+) -> Result<Rc<kernel::Session>, Diagnostic> {
     let sys = Module::new("sys", "the script's arguments");
     sys.set(
         "argv",
@@ -61,6 +73,13 @@ pub fn install(interp: &mut Interp, cfg: &Config) -> Result<(), Diagnostic> {
         "target",
         Value::Module(Rc::new(target_mod::module(session.clone()))),
     );
-    interp.set_builtin("graph", Value::Module(Rc::new(graph_mod::module(session))));
-    Ok(())
+    interp.set_builtin(
+        "autotune",
+        Value::Module(Rc::new(autotune::module(session.clone()))),
+    );
+    interp.set_builtin(
+        "graph",
+        Value::Module(Rc::new(graph_mod::module(session.clone()))),
+    );
+    Ok(session)
 }

@@ -23,10 +23,10 @@ pub struct Directives {
     pub occupancy: Option<(Option<i64>, Option<i64>)>,
     pub vectorize: Option<i64>,
     pub fusion: Fusion,
-    /// `search_space(name=[...])`: each name and its candidate values.
-    pub search_space: Vec<(String, Vec<i64>)>,
-    /// `autotune(cost_model=, max_trials=)`.
-    pub autotune: Option<(String, i64)>,
+    /// `search_space(tile_sizes=[...], vectorize=[...], pipeline_stages=[...])`.
+    pub search_space: Option<SearchSpace>,
+    /// `autotune(cost_model=, max_trials=, budget_ms=)`.
+    pub autotune: Option<AutotuneOpts>,
     /// Where each directive was given (the whole `schedule.NAME(...)` call), for diagnostics that
     /// blame a directive; the last call of a name wins, as its value does.
     pub spans: Vec<(&'static str, Span)>,
@@ -41,6 +41,24 @@ impl Directives {
             .find(|(n, _)| *n == name)
             .map(|(_, s)| *s)
     }
+}
+
+/// `schedule.search_space(...)`: the values each directive may take (empty: not searched).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SearchSpace {
+    /// (BM, BN, BK); an int `n` in `tile_sizes` is (n, n, 32).
+    pub tiles: Vec<[i64; 3]>,
+    pub vectorize: Vec<i64>,
+    pub stages: Vec<i64>,
+}
+
+/// `schedule.autotune(...)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AutotuneOpts {
+    pub cost_model: String,
+    pub max_trials: i64,
+    /// Wall-time budget of the search (ms).
+    pub budget_ms: Option<i64>,
 }
 
 const FUNCTIONS: &[(&str, &str)] = &[
@@ -58,7 +76,10 @@ const FUNCTIONS: &[(&str, &str)] = &[
         "search_space",
         "search_space(tile_sizes=None, vectorize=None, pipeline_stages=None)",
     ),
-    ("autotune", "autotune(cost_model='roofline', max_trials=50)"),
+    (
+        "autotune",
+        "autotune(cost_model='roofline', max_trials=50, budget_ms=None)",
+    ),
 ];
 
 fn bad(span: Span, msg: String) -> Diagnostic {
@@ -234,7 +255,7 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
         }
         "search_space" => {
             let a = args.bind(name, &[], &["tile_sizes", "vectorize", "pipeline_stages"])?;
-            let mut space = Vec::new();
+            let mut space = SearchSpace::default();
             for (i, key) in ["tile_sizes", "vectorize", "pipeline_stages"]
                 .iter()
                 .enumerate()
@@ -251,25 +272,42 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
                         .at(x.span))
                     }
                 };
-                let mut vals = Vec::new();
+                if items.is_empty() {
+                    return Err(bad(x.span, format!("{key} must not be empty")));
+                }
                 for v in items {
                     let arg = Arg {
                         value: v,
                         span: x.span,
                     };
-                    // Tile sizes may be ints or (BM, BN, BK) tuples; keep every number.
-                    if matches!(arg.value, Value::Tuple(_) | Value::List(_)) {
-                        vals.extend(ints(&arg, key, None)?);
-                    } else {
-                        vals.push(pos_int(&arg, key)?);
+                    match *key {
+                        "tile_sizes" => {
+                            if matches!(arg.value, Value::Tuple(_) | Value::List(_)) {
+                                let t = ints(&arg, "a tile size (BM, BN, BK)", Some(3))?;
+                                space.tiles.push([t[0], t[1], t[2]]);
+                            } else {
+                                let n = pos_int(&arg, key)?;
+                                space.tiles.push([n, n, 32]);
+                            }
+                        }
+                        "vectorize" => {
+                            let n = pos_int(&arg, key)?;
+                            if !matches!(n, 1 | 2 | 4 | 8 | 16) {
+                                return Err(bad(
+                                    x.span,
+                                    format!("the vector width must be 1, 2, 4, 8 or 16, got {n}"),
+                                ));
+                            }
+                            space.vectorize.push(n);
+                        }
+                        _ => space.stages.push(pos_int(&arg, key)?),
                     }
                 }
-                space.push((key.to_string(), vals));
             }
-            d.search_space = space;
+            d.search_space = Some(space);
         }
         "autotune" => {
-            let a = args.bind(name, &[], &["cost_model", "max_trials"])?;
+            let a = args.bind(name, &[], &["cost_model", "max_trials", "budget_ms"])?;
             let model = match get(&a, 0) {
                 Some(x) => match &x.value {
                     Value::Str(s) if &**s == "roofline" => s.to_string(),
@@ -294,7 +332,12 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
                 .map(|x| pos_int(x, "max_trials"))
                 .transpose()?
                 .unwrap_or(50);
-            d.autotune = Some((model, trials));
+            let budget_ms = get(&a, 2).map(|x| pos_int(x, "budget_ms")).transpose()?;
+            d.autotune = Some(AutotuneOpts {
+                cost_model: model,
+                max_trials: trials,
+                budget_ms,
+            });
         }
         _ => {}
     }

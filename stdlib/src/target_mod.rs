@@ -19,6 +19,162 @@ fn str_arg(v: &Value, what: &str, span: tessera_lang::Span) -> Result<String, Di
     }
 }
 
+/// `target.info()`: the target's limits and peak rates. Prints as a table; each figure is also
+/// an attribute (`target.info().sm_count`).
+pub struct TargetInfo(pub Target);
+
+impl TargetInfo {
+    /// (attribute, shown name, value).
+    fn items(&self) -> Vec<(&'static str, &'static str, Value)> {
+        let t = self.0;
+        let sp = t.spec();
+        let l = t.limits();
+        let f = Value::Float;
+        let i = |v: u64| Value::Int(i64::try_from(v).unwrap_or(i64::MAX));
+        let p = &sp.peak_tflops;
+        vec![
+            ("name", "target", Value::str(t.name())),
+            ("gpu", "GPU (rates)", Value::str(sp.gpu)),
+            ("sm_count", "SMs", i(sp.sm_count.into())),
+            (
+                "max_threads_per_block",
+                "threads / block",
+                i(l.max_threads_per_block.into()),
+            ),
+            (
+                "max_threads_per_sm",
+                "threads / SM",
+                i(sp.max_threads_per_sm.into()),
+            ),
+            (
+                "max_warps_per_sm",
+                "warps / SM",
+                i(sp.max_warps_per_sm.into()),
+            ),
+            (
+                "max_blocks_per_sm",
+                "blocks / SM",
+                i(sp.max_blocks_per_sm.into()),
+            ),
+            ("regs_per_sm", "registers / SM", i(sp.regs_per_sm.into())),
+            (
+                "max_regs_per_block",
+                "registers / block",
+                i(sp.max_regs_per_block.into()),
+            ),
+            (
+                "max_regs_per_thread",
+                "registers / thread",
+                i(sp.max_regs_per_thread.into()),
+            ),
+            (
+                "reg_alloc_unit",
+                "register allocation unit",
+                i(sp.reg_alloc_unit.into()),
+            ),
+            (
+                "warp_alloc_granularity",
+                "warp allocation granularity",
+                i(sp.warp_alloc_granularity.into()),
+            ),
+            (
+                "smem_per_sm",
+                "shared memory / SM (B)",
+                i(sp.smem_per_sm.into()),
+            ),
+            (
+                "static_smem_per_block",
+                "static shared memory / block (B)",
+                i(l.static_shared_bytes.into()),
+            ),
+            (
+                "max_smem_per_block",
+                "shared memory / block, opt-in (B)",
+                i(sp.max_smem_per_block.into()),
+            ),
+            (
+                "smem_alloc_unit",
+                "shared memory allocation unit (B)",
+                i(sp.smem_alloc_unit.into()),
+            ),
+            (
+                "reserved_smem_per_block",
+                "reserved shared memory / block (B)",
+                i(sp.reserved_smem_per_block.into()),
+            ),
+            ("warp_size", "warp size", i(l.warp_size.into())),
+            (
+                "mma_shapes",
+                "MMA shapes",
+                Value::list(sp.mma_shapes.iter().map(|m| Value::str(m)).collect()),
+            ),
+            ("fp64_tflops", "peak fp64 (TFLOP/s)", f(p.fp64)),
+            ("fp32_tflops", "peak fp32 (TFLOP/s)", f(p.fp32)),
+            ("tf32_tflops", "peak tf32 tensor (TFLOP/s)", f(p.tf32)),
+            ("bf16_tflops", "peak bf16/fp16 tensor (TFLOP/s)", f(p.bf16)),
+            (
+                "fp8_tflops",
+                "peak fp8 tensor (TFLOP/s)",
+                p.fp8.map_or(Value::None, f),
+            ),
+            ("hbm_gbps", "HBM (GB/s)", f(sp.hbm_gbps)),
+            ("l2_bytes", "L2 (B)", i(sp.l2_bytes)),
+            ("nvlink_gbps", "NVLink (GB/s)", f(sp.nvlink_gbps)),
+        ]
+    }
+    fn table(&self) -> crate::table::TableObj {
+        let mut t = crate::table::Table::new(&["property", "value"]);
+        t.title = Some(format!("target {} ({})", self.0.name(), self.0.spec().gpu));
+        for (_, shown, v) in self.items().into_iter().skip(2) {
+            let text = match &v {
+                Value::List(l) => l
+                    .borrow()
+                    .iter()
+                    .map(|x| x.to_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                Value::None => "-".to_string(),
+                other => other.to_str(),
+            };
+            t.rows.push(vec![shown.to_string(), text]);
+        }
+        crate::table::TableObj {
+            type_name: "target_info",
+            parts: vec![t],
+        }
+    }
+}
+
+impl tessera_lang::eval::HostObject for TargetInfo {
+    fn type_name(&self) -> &'static str {
+        "target_info"
+    }
+    fn repr(&self) -> String {
+        self.table().text()
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn html(&self) -> Option<String> {
+        Some(self.table().html())
+    }
+    fn get_attr(
+        &self,
+        _this: &Value,
+        name: &str,
+        _it: &mut tessera_lang::eval::Interp,
+    ) -> Result<Option<Value>, Diagnostic> {
+        Ok(self
+            .items()
+            .into_iter()
+            .find(|(a, _, _)| *a == name)
+            .map(|(_, _, v)| v))
+    }
+    fn attr_names(&self) -> Vec<&'static str> {
+        self.items().into_iter().map(|(a, _, _)| a).collect()
+    }
+}
+
 /// Builds the `target` module.
 pub fn module(session: Rc<Session>) -> Module {
     let m = Module::new(
@@ -59,16 +215,7 @@ pub fn module(session: Rc<Session>) -> Module {
         Value::native("info", "info()", move |_, args| {
             args.bind("info", &[], &[])?;
             let t = Target::parse(&s.target.borrow()).unwrap_or(Target::Sm90);
-            let l = t.limits();
-            Ok(Value::str(&format!(
-                "{}: max_threads_per_block={}, static_shared_bytes={}, max_shared_bytes={}, max_registers_per_thread={}, warp_size={}",
-                t.name(),
-                l.max_threads_per_block,
-                l.static_shared_bytes,
-                l.max_dynamic_shared_bytes,
-                l.max_registers_per_thread,
-                l.warp_size
-            )))
+            Ok(Value::host(TargetInfo(t)))
         }),
     );
     let s = session.clone();

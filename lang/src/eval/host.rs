@@ -24,6 +24,11 @@ pub trait HostObject: Any {
         self.repr()
     }
     fn as_any(&self) -> &dyn Any;
+    /// An HTML rendering for rich displays (Jupyter `text/html`, the REPL's tables); `None`:
+    /// the `repr` text is all there is.
+    fn html(&self) -> Option<String> {
+        None
+    }
 
     /// `x.name`. `this` is the value holding `self`, for building bound methods;
     /// `interp.call_span` holds the span of the attribute expression.

@@ -1,0 +1,474 @@
+//! The cost model: per kernel the FLOPs and the DRAM bytes its tiling moves (re-reads
+//! included), then a roofline estimate corrected for occupancy (latency hiding) and wave
+//! quantisation; for collectives the ring and tree formulas with the target's link bandwidth.
+//! Every figure here is a model figure: callers show it with `source: model`.
+//!
+//! The model, per kernel on a [`Spec`]:
+//! - compute time = the FLOPs of the tiles the busiest SM runs (edge tiles count whole:
+//!   `ceil(tiles / SMs)` tiles of `2·BM·BN·ceil(K/BK)·BK` FLOPs for a matmul) at the SM's share
+//!   of the peak rate of the kernel's path (tensor cores by operand dtype, else the CUDA cores),
+//!   divided by the pipeline efficiency (below);
+//! - memory time = DRAM bytes / HBM bandwidth, divided by the bytes-in-flight efficiency: by
+//!   Little's law an SM must keep `HBM GB/s × latency / SMs` bytes in flight to reach the peak
+//!   bandwidth; the kernel keeps (resident warps × bytes per load) or (resident blocks ×
+//!   (stages − 1) × stage bytes) in flight;
+//! - a matmul's DRAM bytes: blocks run in waves of `SMs × resident blocks`, in launch order
+//!   (N tiles fastest); each wave reads the A row panels and B column panels its blocks touch
+//!   once (blocks resident together share them through L2; nothing is reused across waves),
+//!   plus the result and epilogue operands;
+//! - pipeline efficiency of a matmul: a k-step of all resident blocks takes
+//!   `max(blocks·t, (latency + t) / stages)` where `t` is one block's k-step at the SM's peak;
+//! - latency = launch overhead + max(compute, memory); `bound` says which term won.
+
+pub mod occupancy;
+pub mod regs;
+
+use crate::graph::{DType, Graph, Op, TensorType};
+use crate::pipeline::Lowered;
+use crate::schedule::{Kernel, Kind};
+use crate::target::arch::Spec;
+use crate::target::Target;
+pub use occupancy::{occupancy, Limiter, Occupancy, RegSource};
+
+/// DRAM access latency the bytes-in-flight and pipeline terms assume (ns). An assumption:
+/// microbenchmarks of A100 and H100 measure 450–650 ns for a DRAM miss.
+pub const DRAM_LATENCY_NS: f64 = 500.0;
+/// Fixed cost of one kernel launch (µs), an assumption (CUDA launch overhead is 2–5 µs).
+pub const LAUNCH_US: f64 = 2.0;
+/// Latency of one hop of a collective over NVLink (µs), an assumption.
+pub const LINK_LATENCY_US: f64 = 2.0;
+
+/// Which term of the roofline dominates.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Bound {
+    Compute,
+    Memory,
+    Comm,
+}
+
+impl Bound {
+    pub fn name(self) -> &'static str {
+        match self {
+            Bound::Compute => "compute",
+            Bound::Memory => "memory",
+            Bound::Comm => "comm",
+        }
+    }
+}
+
+/// The model's estimate for one kernel launch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Estimate {
+    /// Useful FLOPs (edge padding not counted).
+    pub flops: f64,
+    /// DRAM bytes the model expects the launch to move.
+    pub bytes: f64,
+    /// Bytes the kernel reads and writes at least once (inputs and outputs).
+    pub min_bytes: f64,
+    pub compute_us: f64,
+    pub memory_us: f64,
+    pub latency_us: f64,
+    pub bound: Bound,
+    pub occupancy: Occupancy,
+    pub threads: u32,
+    pub smem: u32,
+    pub regs: u32,
+    pub reg_source: RegSource,
+    /// Blocks launched.
+    pub blocks: u64,
+    /// Blocks / (SMs × resident blocks per SM).
+    pub waves: f64,
+}
+
+impl Estimate {
+    /// Achieved TFLOP/s at the model's latency.
+    pub fn tflops(&self) -> f64 {
+        self.flops / (self.latency_us * 1e-6) / 1e12
+    }
+    /// Achieved GB/s (model DRAM bytes) at the model's latency.
+    pub fn gbps(&self) -> f64 {
+        self.bytes / (self.latency_us * 1e-6) / 1e9
+    }
+}
+
+/// Bytes per element of a dtype.
+pub fn dtype_bytes(d: DType) -> u32 {
+    match d {
+        DType::F64 | DType::I64 => 8,
+        DType::F32 | DType::TF32 | DType::I32 => 4,
+        DType::F16 | DType::BF16 => 2,
+        DType::F8E4M3 | DType::F8E5M2 | DType::I8 | DType::Bool => 1,
+    }
+}
+
+fn numel(t: &TensorType) -> f64 {
+    t.shape.iter().map(|&d| d as f64).product()
+}
+
+fn tbytes(t: &TensorType) -> f64 {
+    numel(t) * f64::from(dtype_bytes(t.dtype))
+}
+
+/// Peak TFLOP/s of the path a kernel takes.
+fn peak(spec: &Spec, tensor_cores: bool, dtype: DType) -> f64 {
+    let p = &spec.peak_tflops;
+    if !tensor_cores {
+        return if dtype == DType::F64 { p.fp64 } else { p.fp32 };
+    }
+    match dtype {
+        DType::BF16 | DType::F16 => p.bf16,
+        DType::TF32 | DType::F32 => p.tf32,
+        DType::F8E4M3 | DType::F8E5M2 => p.fp8.unwrap_or(p.bf16),
+        DType::F64 => p.fp64,
+        DType::I64 | DType::I32 | DType::I8 | DType::Bool => p.fp32,
+    }
+}
+
+/// How a kernel is launched: from its Target IR when it has one, else from its schedule.
+#[derive(Copy, Clone, Debug)]
+pub struct LaunchShape {
+    pub blocks: u64,
+    pub threads: u32,
+    pub smem: u32,
+    pub regs: u32,
+    pub reg_source: RegSource,
+}
+
+/// The launch shape of kernel `index` of `l`. `ptxas_regs`: the registers ptxas reported, when
+/// it ran.
+pub fn launch_shape(l: &Lowered, index: usize, ptxas_regs: Option<u32>) -> Option<LaunchShape> {
+    let k = l.program.kernels.get(index)?;
+    let c = l.kernels.get(index)?;
+    let (regs, reg_source) = match (ptxas_regs, &c.target) {
+        (Some(r), _) => (r, RegSource::Ptxas),
+        (None, Some(t)) => (regs::estimate(&t.kernel), RegSource::Estimate),
+        (None, None) => (default_regs(k), RegSource::Estimate),
+    };
+    if let Some(t) = &c.target {
+        let blocks = t.grid.iter().map(|&d| u64::from(d)).product();
+        let threads = t.block.iter().product();
+        let smem = t.kernel.shared_layout().1;
+        return Some(LaunchShape {
+            blocks,
+            threads,
+            smem,
+            regs,
+            reg_source,
+        });
+    }
+    Some(LaunchShape {
+        blocks: schedule_blocks(&l.program.graph, k),
+        threads: k.schedule.threads,
+        smem: k.schedule.smem_bytes(k.kind).min(u64::from(u32::MAX)) as u32,
+        regs,
+        reg_source,
+    })
+}
+
+/// Registers assumed for a kernel with no Target IR (the common register budget of its kind).
+fn default_regs(k: &Kernel) -> u32 {
+    match k.kind {
+        Kind::Matmul if k.schedule.tensor_cores => 128,
+        Kind::Matmul => 64,
+        Kind::FlashAttention => 96,
+        _ => 32,
+    }
+}
+
+/// Matmul dimensions: (batch, M, N, K).
+fn mnk(g: &Graph, k: &Kernel) -> Option<(f64, u64, u64, u64)> {
+    let Some(Op::Matmul { a, .. }) = g.op(k.root) else {
+        return None;
+    };
+    let at = g.ty(*a)?;
+    let out = &k.ty;
+    let n = *out.shape.last()? as u64;
+    let m = if out.shape.len() >= 2 {
+        out.shape[out.shape.len() - 2] as u64
+    } else {
+        1
+    };
+    let kk = *at.shape.last()? as u64;
+    let batch = numel(out) / (m.max(1) * n.max(1)) as f64;
+    Some((batch, m, n, kk))
+}
+
+fn schedule_blocks(g: &Graph, k: &Kernel) -> u64 {
+    let s = &k.schedule;
+    match k.kind {
+        Kind::Matmul => match mnk(g, k) {
+            Some((b, m, n, _)) => {
+                (b as u64).max(1)
+                    * m.div_ceil(u64::from(s.tile[0].max(1)))
+                    * n.div_ceil(u64::from(s.tile[1].max(1)))
+            }
+            None => 1,
+        },
+        Kind::Elementwise | Kind::Copy => {
+            (numel(&k.ty) as u64).div_ceil(u64::from((s.threads * s.vector).max(1)))
+        }
+        Kind::FlashAttention => {
+            let sq = k.ty.shape.len().checked_sub(2).map_or(1, |i| k.ty.shape[i]) as u64;
+            let b = (numel(&k.ty) as u64) / (sq * (*k.ty.shape.last().unwrap_or(&1) as u64)).max(1);
+            b.max(1) * sq.div_ceil(u64::from(s.tile[0].max(1)))
+        }
+        Kind::Softmax | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => {
+            let rows = numel(&k.ty) / k.ty.shape.last().map_or(1.0, |&d| d.max(1) as f64);
+            (rows as u64).div_ceil(u64::from(s.threads / 32).max(1))
+        }
+    }
+}
+
+/// Arithmetic ops of an elementwise body (at least 1).
+fn elementwise_ops(op: &Op) -> f64 {
+    match op {
+        Op::FusedElementwise { body, .. } => {
+            let n = body
+                .ids()
+                .filter(|id| {
+                    matches!(
+                        body.op(*id),
+                        Some(
+                            Op::Unary { .. }
+                                | Op::Binary { .. }
+                                | Op::Where { .. }
+                                | Op::Cast { .. }
+                        )
+                    )
+                })
+                .count();
+            n.max(1) as f64
+        }
+        _ => 1.0,
+    }
+}
+
+/// The model's estimate of kernel `index` of `l` on `target`.
+pub fn estimate(
+    l: &Lowered,
+    index: usize,
+    target: Target,
+    ptxas_regs: Option<u32>,
+) -> Option<Estimate> {
+    let spec = target.spec();
+    let g = &l.program.graph;
+    let k = l.program.kernels.get(index)?;
+    let shape = launch_shape(l, index, ptxas_regs)?;
+    let occ = occupancy(&spec, shape.threads, shape.regs, shape.smem);
+    let op = g.op(k.root)?;
+    let s = &k.schedule;
+    let out_bytes = tbytes(&k.ty);
+    let in_bytes: f64 = k.inputs.iter().filter_map(|v| g.ty(*v)).map(tbytes).sum();
+    let min_bytes = in_bytes + out_bytes;
+    let sms = f64::from(spec.sm_count.max(1));
+    let bps = f64::from(occ.blocks_per_sm.max(1));
+    let hbm = spec.hbm_gbps * 1e9;
+    let need_in_flight = hbm * DRAM_LATENCY_NS * 1e-9 / sms;
+    let blocks = shape.blocks.max(1);
+    let (flops, bytes, compute_s, in_flight) = match k.kind {
+        Kind::Matmul => {
+            let (batch, m, n, kd) = mnk(g, k).unwrap_or((1.0, 1, 1, 1));
+            let [bm, bn, bk] = s.tile.map(|v| u64::from(v.max(1)));
+            let epi = match op {
+                Op::Matmul { epilogue, .. } => epilogue.len() as f64,
+                _ => 0.0,
+            };
+            let flops = 2.0 * batch * (m * n * kd) as f64 + epi * numel(&k.ty);
+            let (ad, bd) = match op {
+                Op::Matmul { a, b, .. } => (
+                    g.ty(*a).map_or(k.ty.dtype, |t| t.dtype),
+                    g.ty(*b).map_or(k.ty.dtype, |t| t.dtype),
+                ),
+                _ => (k.ty.dtype, k.ty.dtype),
+            };
+            let (sa, sb) = (f64::from(dtype_bytes(ad)), f64::from(dtype_bytes(bd)));
+            let tm = m.div_ceil(bm);
+            let tn = n.div_ceil(bn);
+            let per_batch = tm * tn;
+            // Panels: one A row panel is BM×K, one B column panel K×BN.
+            let a_panel = (bm.min(m) * kd) as f64 * sa;
+            let b_panel = (kd * bn.min(n)) as f64 * sb;
+            let wave = (f64::from(spec.sm_count) * bps) as u64;
+            let mut panel_bytes = 0.0;
+            let total = per_batch.max(1);
+            let mut start = 0u64;
+            while start < total {
+                let end = (start + wave.max(1)).min(total);
+                let rows = (end - 1) / tn - start / tn + 1;
+                let cols = if rows > 1 { tn } else { end - start };
+                panel_bytes += rows as f64 * a_panel + cols as f64 * b_panel;
+                start = end;
+            }
+            let epi_bytes: f64 = k
+                .inputs
+                .iter()
+                .skip(2)
+                .filter_map(|v| g.ty(*v))
+                .map(tbytes)
+                .sum();
+            let bytes = batch * panel_bytes + out_bytes + epi_bytes;
+            // Compute: the busiest SM's tiles at its share of the peak.
+            let kpad = kd.div_ceil(bk) * bk;
+            let tile_flops = 2.0 * (bm * bn * kpad) as f64;
+            let dt = if s.tensor_cores { ad } else { DType::F32 };
+            let peak_sm = peak(&spec, s.tensor_cores, dt) * 1e12 / sms;
+            let busiest = (blocks as f64 / sms).ceil();
+            let ideal = busiest * tile_flops / peak_sm;
+            // Pipeline: one k-step of one block at the SM's peak, against the load latency.
+            let t_step = 2.0 * (bm * bn * bk) as f64 / peak_sm;
+            let resident = busiest.min(bps).max(1.0);
+            let lat = DRAM_LATENCY_NS * 1e-9;
+            let round = (resident * t_step).max((lat + t_step) / f64::from(s.stages.max(1)));
+            let eff = (resident * t_step / round).min(1.0);
+            let stage_bytes = ((bm * bk) as f64 * sa + (bk * bn) as f64 * sb)
+                * f64::from(s.stages.saturating_sub(1).max(1));
+            (flops, bytes, ideal / eff, resident * stage_bytes)
+        }
+        Kind::FlashAttention => {
+            let (q, kv) = match op {
+                Op::FlashAttention { q, k, .. } => (g.ty(*q), g.ty(*k)),
+                _ => (None, None),
+            };
+            let (q, kv) = match (q, kv) {
+                (Some(q), Some(kv)) => (q, kv),
+                _ => (&k.ty, &k.ty),
+            };
+            let d = *q.shape.last().unwrap_or(&1) as f64;
+            let sq = q.shape.len().checked_sub(2).map_or(1, |i| q.shape[i]) as f64;
+            let skv = kv.shape.len().checked_sub(2).map_or(1, |i| kv.shape[i]) as f64;
+            let bh = numel(q) / (sq * d).max(1.0);
+            let causal = matches!(op, Op::FlashAttention { causal: true, .. });
+            let flops = 4.0 * bh * sq * skv * d * if causal { 0.5 } else { 1.0 };
+            let q_blocks = (sq / f64::from(s.tile[0].max(1))).ceil();
+            let kv_bytes: f64 = k
+                .inputs
+                .iter()
+                .skip(1)
+                .filter_map(|v| g.ty(*v))
+                .map(tbytes)
+                .sum();
+            let bytes = tbytes(q) + out_bytes + kv_bytes * q_blocks;
+            let peak_sm = spec.peak_tflops.fp32 * 1e12 / sms;
+            let busiest = (blocks as f64 / sms).ceil();
+            let per_block = flops / blocks as f64;
+            let in_flight = f64::from(occ.active_warps) * 32.0 * 4.0;
+            (flops, bytes, busiest * per_block / peak_sm, in_flight)
+        }
+        _ => {
+            let per_elem = match k.kind {
+                Kind::Elementwise => elementwise_ops(op),
+                Kind::Softmax => 5.0,
+                Kind::LayerNorm => 8.0,
+                Kind::RmsNorm => 4.0,
+                Kind::Reduce => 1.0,
+                _ => 0.0,
+            };
+            let work = match k.kind {
+                Kind::Reduce | Kind::Softmax | Kind::LayerNorm | Kind::RmsNorm => k
+                    .inputs
+                    .first()
+                    .and_then(|v| g.ty(*v))
+                    .map_or(numel(&k.ty), numel),
+                _ => numel(&k.ty),
+            };
+            let flops = per_elem * work;
+            let peak_all = spec.peak_tflops.fp32 * 1e12;
+            let waves_exact = blocks as f64 / (sms * bps);
+            let quant = if waves_exact > 0.0 {
+                waves_exact.ceil() / waves_exact
+            } else {
+                1.0
+            };
+            let vec = f64::from(s.vector.max(1));
+            let streams = (k.inputs.len() as f64).max(1.0);
+            let in_flight = f64::from(occ.active_warps)
+                * 32.0
+                * vec
+                * f64::from(dtype_bytes(k.ty.dtype))
+                * streams;
+            (
+                flops,
+                min_bytes,
+                flops / peak_all * quant.min(2.0),
+                in_flight,
+            )
+        }
+    };
+    let mem_eff = (in_flight / need_in_flight).clamp(0.05, 1.0);
+    let memory_s = bytes / hbm / mem_eff;
+    let (compute_s, memory_s) = if occ.blocks_per_sm == 0 {
+        (f64::INFINITY, f64::INFINITY)
+    } else {
+        (compute_s, memory_s)
+    };
+    let bound = if compute_s >= memory_s {
+        Bound::Compute
+    } else {
+        Bound::Memory
+    };
+    let latency_us = LAUNCH_US + compute_s.max(memory_s) * 1e6;
+    Some(Estimate {
+        flops,
+        bytes,
+        min_bytes,
+        compute_us: compute_s * 1e6,
+        memory_us: memory_s * 1e6,
+        latency_us,
+        bound,
+        occupancy: occ,
+        threads: shape.threads,
+        smem: shape.smem,
+        regs: shape.regs,
+        reg_source: shape.reg_source,
+        blocks,
+        waves: blocks as f64 / (sms * bps),
+    })
+}
+
+/// The sum of the model latencies of every kernel of `l` (µs): the autotuner's objective.
+pub fn total_latency_us(l: &Lowered, target: Target) -> f64 {
+    (0..l.program.kernels.len())
+        .filter_map(|i| estimate(l, i, target, None))
+        .map(|e| e.latency_us)
+        .sum()
+}
+
+/// A collective over `p` devices.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Collective {
+    AllReduce,
+    ReduceScatter,
+    AllGather,
+}
+
+/// The model's time for a collective of `bytes` (the full tensor) over `p` devices linked by
+/// NVLink: ring all-reduce `2(p−1)·α + 2(p−1)/p · n/β`, tree all-reduce `2⌈log2 p⌉·α + 2n/β`
+/// (the faster of the two), reduce-scatter and all-gather `(p−1)·α + (p−1)/p · n/β`; `β` is one
+/// direction of the target's NVLink bandwidth, `α` [`LINK_LATENCY_US`]. Returns (µs, algorithm).
+pub fn collective_us(c: Collective, bytes: f64, p: u32, target: Target) -> (f64, &'static str) {
+    if p <= 1 {
+        return (0.0, "none");
+    }
+    let beta = target.spec().nvlink_gbps / 2.0 * 1e9;
+    let a = LINK_LATENCY_US;
+    let pf = f64::from(p);
+    let n_us = bytes / beta * 1e6;
+    match c {
+        Collective::AllReduce => {
+            let ring = 2.0 * (pf - 1.0) * a + 2.0 * (pf - 1.0) / pf * n_us;
+            let steps = f64::from(32 - (p - 1).leading_zeros());
+            let tree = 2.0 * steps * a + 2.0 * n_us;
+            if ring <= tree {
+                (ring, "ring")
+            } else {
+                (tree, "tree")
+            }
+        }
+        Collective::ReduceScatter | Collective::AllGather => {
+            ((pf - 1.0) * a + (pf - 1.0) / pf * n_us, "ring")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,625 @@
+//! The autotuner (SPEC §6): `@op.autotune`, `schedule.search_space`, `schedule.autotune` and
+//! the `autotune` module.
+//!
+//! The first call of an autotuned kernel for a signature looks its key up (op, shapes, dtypes,
+//! arch, compiler version, source hash) in the cache file `$TESSERA_CACHE_DIR/NAME.json` (NAME
+//! from `@op.autotune(cache=NAME)`, default `autotune`). On a hit the cached config is applied:
+//! no candidate is ranked or measured. On a miss the candidates of the search space (the
+//! body's `schedule.search_space`, else a default one per kernel kind) are lowered, pruned by
+//! the target's limits and ranked by the cost model; with a [`DeviceTimer`] (a GPU) the best
+//! `max_trials` are measured and the fastest kept (`source: measured`), else the model's best
+//! is kept (`source: model`) and re-tuned by measurement the first time a GPU of that arch is
+//! there. The result is merged into the cache file (see `tessera_compiler::tune::cache`).
+//!
+//! `TESSERA_AUTOTUNE=off` skips all of it: the model's pick is used, nothing is read from or
+//! written to the cache, nothing is measured. `autotune.enable(False)` turns tuning off for
+//! the session (kernels keep their body's schedule).
+
+use crate::kernel::{Compiled, Session};
+use crate::profile::DeviceTimer;
+use crate::table::{Table, TableObj};
+use std::collections::HashSet;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use tessera_compiler::pipeline::lower;
+use tessera_compiler::schedule::Directives as SchedDirectives;
+use tessera_compiler::target::Target;
+use tessera_compiler::tune::cache::{self, CacheError, Entry, Key};
+use tessera_compiler::tune::{self, Config, Space};
+use tessera_lang::diag::{Code, Diagnostic};
+use tessera_lang::eval::{Module, Value};
+use tessera_lang::Span;
+
+/// How a kernel got its config this session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Searched now.
+    Tuned,
+    /// Taken from the cache.
+    Cache,
+    /// `TESSERA_AUTOTUNE=off`: the model's pick, no cache.
+    Off,
+}
+
+/// One kernel signature's tuning in this session.
+#[derive(Clone, Debug)]
+pub struct Event {
+    pub entry: Entry,
+    pub origin: Origin,
+    /// Candidates ranked by the model now (0 from the cache).
+    pub ranked: u32,
+    pub pruned: u32,
+    /// Candidates measured now.
+    pub trials: u32,
+    pub elapsed: Duration,
+}
+
+/// A candidate measured on the device: its config, the model's and the measured time (µs).
+#[derive(Clone, Debug)]
+pub struct Measured {
+    pub op: String,
+    pub config: Config,
+    pub predicted_us: f64,
+    pub measured_us: f64,
+}
+
+/// The session's autotuner.
+pub struct State {
+    pub enabled: bool,
+    /// Entries known this session (loaded from cache files, tuned, `load_cache`).
+    pub entries: Vec<Entry>,
+    loaded: HashSet<PathBuf>,
+    /// Cache files that are corrupt (warned once, never written).
+    unusable: HashSet<PathBuf>,
+    pub events: Vec<Event>,
+    pub measured: Vec<Measured>,
+    /// Times candidates on a GPU; `None` without one.
+    pub timer: Option<Rc<dyn DeviceTimer>>,
+}
+
+impl Default for State {
+    fn default() -> State {
+        State {
+            enabled: true,
+            entries: Vec::new(),
+            loaded: HashSet::new(),
+            unusable: HashSet::new(),
+            events: Vec::new(),
+            measured: Vec::new(),
+            timer: None,
+        }
+    }
+}
+
+fn warn(msg: &str) {
+    eprintln!("warning: {msg}");
+}
+
+/// Whether `TESSERA_AUTOTUNE` turns tuning off.
+pub fn env_off() -> bool {
+    std::env::var("TESSERA_AUTOTUNE")
+        .map(|v| {
+            matches!(
+                v.to_ascii_lowercase().as_str(),
+                "off" | "0" | "false" | "no"
+            )
+        })
+        .unwrap_or(false)
+}
+
+impl State {
+    fn upsert(&mut self, e: Entry) {
+        match self.entries.iter_mut().find(|x| x.key == e.key) {
+            Some(x) => *x = e,
+            None => self.entries.push(e),
+        }
+    }
+
+    /// Reads `path` into the session once; a corrupt file is a warning.
+    fn ensure_loaded(&mut self, path: &Path) {
+        if !self.loaded.insert(path.to_path_buf()) {
+            return;
+        }
+        match cache::load(path) {
+            Ok(es) => {
+                for e in es {
+                    if !self.entries.iter().any(|x| x.key == e.key) {
+                        self.entries.push(e);
+                    }
+                }
+            }
+            Err(e) => {
+                self.unusable.insert(path.to_path_buf());
+                warn(&format!(
+                    "autotune cache {}: {e}; it is ignored and left as it is",
+                    path.display()
+                ));
+            }
+        }
+    }
+
+    /// Merges `e` into the file at `path` (not when the file is unusable).
+    fn persist(&mut self, path: &Path, e: &Entry) {
+        if self.unusable.contains(path) {
+            return;
+        }
+        if let Err(err) = cache::save_merged(path, std::slice::from_ref(e)) {
+            if matches!(err, CacheError::Corrupt(_)) {
+                self.unusable.insert(path.to_path_buf());
+                warn(&format!(
+                    "autotune cache {}: {err}; it is ignored and left as it is",
+                    path.display()
+                ));
+            } else {
+                warn(&format!(
+                    "autotune cache {}: {err}; the result is kept for this session only",
+                    path.display()
+                ));
+            }
+        }
+    }
+}
+
+/// The cache file of a cache name (`NAME.json` in the cache directory).
+pub fn cache_path(name: Option<&str>) -> PathBuf {
+    cache::cache_dir().join(format!("{}.json", name.unwrap_or("autotune")))
+}
+
+/// Whether a cache name is a plain file name (letters, digits, `_ - .`, not starting with `.`).
+pub fn valid_cache_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// The search space of a kernel: its `schedule.search_space`, else the default one.
+fn space_of(c: &Compiled, target: Target) -> Space {
+    let u = |v: i64| u32::try_from(v).unwrap_or(u32::MAX);
+    match &c.directives.search_space {
+        Some(s) => Space {
+            tiles: s.tiles.iter().map(|t| t.map(u)).collect(),
+            stages: s.stages.iter().copied().map(u).collect(),
+            vectorize: s.vectorize.iter().copied().map(u).collect(),
+        },
+        None => {
+            let kinds: Vec<_> = c.lowered.program.kernels.iter().map(|k| k.kind).collect();
+            tune::default_space(&c.graph, target, &kinds)
+        }
+    }
+}
+
+/// What identifies a tuned kernel signature.
+pub struct Sig {
+    pub op: String,
+    pub shapes: Vec<Vec<usize>>,
+    pub dtypes: Vec<String>,
+    pub source: String,
+}
+
+/// Tunes `c` (see the module docs): replaces its lowering with the chosen config's.
+pub fn tune(
+    session: &Session,
+    sig: Sig,
+    cache_name: Option<&str>,
+    base: &SchedDirectives,
+    c: &mut Compiled,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    if !session.tune.borrow().enabled {
+        return Ok(());
+    }
+    let started = Instant::now();
+    let target = Target::parse(&session.target.borrow()).unwrap_or(Target::Sm90);
+    let key = Key {
+        op: sig.op,
+        shapes: sig.shapes,
+        dtypes: sig.dtypes,
+        arch: target.name().to_string(),
+        compiler: cache::COMPILER_VERSION.to_string(),
+        source: sig.source,
+    };
+    let off = env_off();
+    let path = cache_path(cache_name);
+    let timer = session.tune.borrow().timer.clone();
+    if !off {
+        let mut st = session.tune.borrow_mut();
+        st.ensure_loaded(&path);
+        let hit = st.entries.iter().find(|e| e.key == key).cloned();
+        if let Some(e) = hit {
+            let retune = e.source == "model" && timer.is_some();
+            if !retune {
+                match lower(&c.graph, &e.config.apply(base), target) {
+                    Ok(l) => {
+                        c.lowered = l;
+                        st.events.push(Event {
+                            entry: e,
+                            origin: Origin::Cache,
+                            ranked: 0,
+                            pruned: 0,
+                            trials: 0,
+                            elapsed: started.elapsed(),
+                        });
+                        return Ok(());
+                    }
+                    Err(d) => warn(&format!(
+                        "autotune cache {}: the cached config {} of '{}' is invalid ({}); tuning again",
+                        path.display(),
+                        e.config.describe(),
+                        key.op,
+                        d.message
+                    )),
+                }
+            }
+        }
+    }
+    let opts = c.directives.autotune.clone();
+    let max_trials = opts.as_ref().map_or(50, |o| o.max_trials).max(1) as usize;
+    let budget = opts
+        .as_ref()
+        .and_then(|o| o.budget_ms)
+        .map(|ms| Duration::from_millis(ms.max(0) as u64));
+    let candidates = space_of(c, target).candidates();
+    let bar = progress(candidates.len() as u64, &key.op);
+    let ranking = tune::rank(&c.graph, base, target, &candidates, budget, &mut || {
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let Some(best) = ranking.ranked.first() else {
+        let why = ranking
+            .pruned
+            .first()
+            .map(|(c, m)| format!(": {} — {m}", c.describe()))
+            .unwrap_or_default();
+        return Err(Diagnostic::new(
+            Code::E0300,
+            format!(
+                "no candidate of the search space of '{}' is valid for {}{why}",
+                key.op,
+                target.name()
+            ),
+        )
+        .at(span)
+        .with_help("widen schedule.search_space, or pick values the target can run"));
+    };
+    let mut chosen = best.clone();
+    let mut measured_us = None;
+    let mut trials = 0u32;
+    if let (false, Some(t)) = (off, &timer) {
+        let mut fastest: Option<(f64, usize)> = None;
+        for (i, r) in ranking.ranked.iter().take(max_trials).enumerate() {
+            if budget.is_some_and(|b| started.elapsed() > b) {
+                break;
+            }
+            let mut total = 0.0;
+            let mut ok = true;
+            for k in 0..r.lowered.program.kernels.len() {
+                match t.time_us(&r.lowered, k) {
+                    Ok(us) => total += us,
+                    Err(_) => ok = false,
+                }
+            }
+            if !ok {
+                continue;
+            }
+            trials += 1;
+            session.tune.borrow_mut().measured.push(Measured {
+                op: key.op.clone(),
+                config: r.config.clone(),
+                predicted_us: r.predicted_us,
+                measured_us: total,
+            });
+            if fastest.is_none_or(|(f, _)| total < f) {
+                fastest = Some((total, i));
+            }
+        }
+        if let Some((us, i)) = fastest {
+            if let Some(r) = ranking.ranked.get(i) {
+                chosen = r.clone();
+            }
+            measured_us = Some(us);
+        }
+    }
+    c.lowered = chosen.lowered.clone();
+    let entry = Entry {
+        key,
+        config: chosen.config.clone(),
+        predicted_us: chosen.predicted_us,
+        measured_us,
+        source: if measured_us.is_some() {
+            "measured"
+        } else {
+            "model"
+        }
+        .to_string(),
+        candidates: ranking.ranked.len() as u32,
+        trials,
+    };
+    let mut st = session.tune.borrow_mut();
+    if !off {
+        st.upsert(entry.clone());
+        st.persist(&path, &entry);
+    }
+    st.events.push(Event {
+        entry,
+        origin: if off { Origin::Off } else { Origin::Tuned },
+        ranked: ranking.ranked.len() as u32,
+        pruned: ranking.pruned.len() as u32,
+        trials,
+        elapsed: started.elapsed(),
+    });
+    Ok(())
+}
+
+/// A progress bar on stderr when it is a terminal and the search is long enough to watch.
+fn progress(n: u64, op: &str) -> Option<indicatif::ProgressBar> {
+    if n < 8 || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let b =
+        indicatif::ProgressBar::with_draw_target(Some(n), indicatif::ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("autotune {msg} [{bar:30}] {pos}/{len}")
+    {
+        b.set_style(style.progress_chars("=> "));
+    }
+    b.set_message(op.to_string());
+    Some(b)
+}
+
+fn shapes_text(k: &Key) -> String {
+    k.shapes
+        .iter()
+        .zip(&k.dtypes)
+        .map(|(s, d)| {
+            let dims: Vec<String> = s.iter().map(|x| x.to_string()).collect();
+            format!("{}[{}]", d, dims.join(","))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `autotune.report()`: this session's tuning, the cache entries, and every measured
+/// candidate's predicted beside measured time.
+pub fn report(st: &State) -> TableObj {
+    let mut runs = Table::new(&[
+        "op",
+        "shapes",
+        "arch",
+        "config",
+        "predicted",
+        "measured",
+        "source",
+        "from",
+        "ranked",
+        "pruned",
+        "trials",
+    ]);
+    runs.title = Some("autotune: this session".into());
+    runs.right = vec![4, 5, 8, 9, 10];
+    for e in &st.events {
+        runs.rows.push(vec![
+            e.entry.key.op.clone(),
+            shapes_text(&e.entry.key),
+            e.entry.key.arch.clone(),
+            e.entry.config.describe(),
+            crate::profile::fmt_time(e.entry.predicted_us),
+            e.entry
+                .measured_us
+                .map_or("-".to_string(), crate::profile::fmt_time),
+            e.entry.source.clone(),
+            match e.origin {
+                Origin::Tuned => "tuned",
+                Origin::Cache => "cache",
+                Origin::Off => "off",
+            }
+            .to_string(),
+            e.ranked.to_string(),
+            e.pruned.to_string(),
+            e.trials.to_string(),
+        ]);
+    }
+    let ranked: u32 = st.events.iter().map(|e| e.ranked).sum();
+    let trials: u32 = st.events.iter().map(|e| e.trials).sum();
+    let hits = st
+        .events
+        .iter()
+        .filter(|e| e.origin == Origin::Cache)
+        .count();
+    runs.notes.push(format!(
+        "{} kernel(s): {} candidates ranked by the model, {} trials measured, {} from the cache",
+        st.events.len(),
+        ranked,
+        trials,
+        hits
+    ));
+    if !st.enabled {
+        runs.notes
+            .push("autotuning is disabled (autotune.enable(False))".into());
+    } else if env_off() {
+        runs.notes
+            .push("TESSERA_AUTOTUNE=off: the model's pick, no cache".into());
+    }
+    let mut entries = Table::new(&[
+        "op",
+        "shapes",
+        "arch",
+        "config",
+        "predicted",
+        "measured",
+        "source",
+        "candidates",
+        "trials",
+    ]);
+    entries.title = Some(format!("autotune cache: {} entries", st.entries.len()));
+    entries.right = vec![4, 5, 7, 8];
+    for e in &st.entries {
+        entries.rows.push(vec![
+            e.key.op.clone(),
+            shapes_text(&e.key),
+            e.key.arch.clone(),
+            e.config.describe(),
+            crate::profile::fmt_time(e.predicted_us),
+            e.measured_us
+                .map_or("-".to_string(), crate::profile::fmt_time),
+            e.source.clone(),
+            e.candidates.to_string(),
+            e.trials.to_string(),
+        ]);
+    }
+    let mut meas = Table::new(&["op", "config", "predicted", "measured"]);
+    meas.title = Some("measured candidates".into());
+    meas.right = vec![2, 3];
+    for m in &st.measured {
+        meas.rows.push(vec![
+            m.op.clone(),
+            m.config.describe(),
+            crate::profile::fmt_time(m.predicted_us),
+            crate::profile::fmt_time(m.measured_us),
+        ]);
+    }
+    if st.measured.is_empty() {
+        meas.notes.push(
+            "none: no GPU timer in this session, so configs are the cost model's picks".into(),
+        );
+    } else if let Some(r) = tune::spearman(
+        &st.measured
+            .iter()
+            .map(|m| m.predicted_us)
+            .collect::<Vec<_>>(),
+        &st.measured
+            .iter()
+            .map(|m| m.measured_us)
+            .collect::<Vec<_>>(),
+    ) {
+        meas.notes.push(format!(
+            "Spearman rank correlation of predicted and measured: {r:.3}"
+        ));
+    }
+    TableObj {
+        type_name: "autotune_report",
+        parts: vec![runs, entries, meas],
+    }
+}
+
+fn path_arg(v: &Value, span: Span, what: &str) -> Result<PathBuf, Diagnostic> {
+    match v {
+        Value::Str(s) => Ok(PathBuf::from(&**s)),
+        other => Err(Diagnostic::new(
+            Code::E0101,
+            format!("{what} must be a str, not {}", other.type_name()),
+        )
+        .at(span)),
+    }
+}
+
+/// Builds the `autotune` module.
+pub fn module(session: Rc<Session>) -> Module {
+    let m = Module::new("autotune", "the autotuner and its cache");
+    let s = session.clone();
+    m.set(
+        "enable",
+        Value::native("enable", "enable(on=True)", move |_, args| {
+            let a = args.bind("enable", &[], &["on"])?;
+            let on = match a.into_iter().flatten().next() {
+                Some(x) => match x.value {
+                    Value::Bool(b) => b,
+                    other => {
+                        return Err(Diagnostic::new(
+                            Code::E0101,
+                            format!("on must be a bool, not {}", other.type_name()),
+                        )
+                        .at(x.span))
+                    }
+                },
+                None => true,
+            };
+            s.tune.borrow_mut().enabled = on;
+            Ok(Value::None)
+        }),
+    );
+    let s = session.clone();
+    m.set(
+        "save_cache",
+        Value::native("save_cache", "save_cache(path)", move |_, args| {
+            let a = args.bind("save_cache", &["path"], &[])?;
+            let Some(x) = a.into_iter().flatten().next() else {
+                return Ok(Value::None);
+            };
+            let path = path_arg(&x.value, x.span, "path")?;
+            let entries = s.tune.borrow().entries.clone();
+            let n = cache::save_merged(&path, &entries).map_err(|e| {
+                Diagnostic::new(
+                    Code::E0500,
+                    format!("cannot save the autotune cache to {}: {e}", path.display()),
+                )
+                .at(x.span)
+            })?;
+            Ok(Value::Int(n as i64))
+        }),
+    );
+    let s = session.clone();
+    m.set(
+        "load_cache",
+        Value::native("load_cache", "load_cache(path)", move |_, args| {
+            let a = args.bind("load_cache", &["path"], &[])?;
+            let Some(x) = a.into_iter().flatten().next() else {
+                return Ok(Value::None);
+            };
+            let path = path_arg(&x.value, x.span, "path")?;
+            if !path.exists() {
+                warn(&format!("autotune cache {}: no such file", path.display()));
+                return Ok(Value::Int(0));
+            }
+            match cache::load(&path) {
+                Ok(es) => {
+                    let n = es.len();
+                    let mut st = s.tune.borrow_mut();
+                    for e in es {
+                        st.upsert(e);
+                    }
+                    Ok(Value::Int(n as i64))
+                }
+                Err(e) => {
+                    warn(&format!(
+                        "autotune cache {}: {e}; it is ignored and left as it is",
+                        path.display()
+                    ));
+                    Ok(Value::Int(0))
+                }
+            }
+        }),
+    );
+    let s = session.clone();
+    m.set(
+        "clear",
+        Value::native("clear", "clear()", move |_, args| {
+            args.bind("clear", &[], &[])?;
+            let mut st = s.tune.borrow_mut();
+            st.entries.clear();
+            st.events.clear();
+            st.measured.clear();
+            // Files are read again on the next use (the disk is not touched); kernels already
+            // compiled this session keep their config.
+            st.loaded.clear();
+            st.unusable.clear();
+            Ok(Value::None)
+        }),
+    );
+    let s = session;
+    m.set(
+        "report",
+        Value::native("report", "report()", move |_, args| {
+            args.bind("report", &[], &[])?;
+            Ok(Value::host(report(&s.tune.borrow())))
+        }),
+    );
+    m
+}

@@ -1,0 +1,323 @@
+//! The profiler (SPEC §6): while it records, every kernel launch of the session is timed where
+//! it really runs and set beside the cost model's estimate for the current GPU target.
+//!
+//! - On the `cpu` device each kernel of the launch (one Schedule IR kernel = one graph op that
+//!   does work) is timed by the CPU executor: the wall time of that op, the median of
+//!   `repeats` runs of the whole graph (the result is the last run's). That row says
+//!   `source: measured`, `device: cpu`.
+//! - Beside it, the model's row for the target (`device: sm_90`, `source: model`): latency,
+//!   occupancy (registers from ptxas when it is present, else the Target IR estimate, marked
+//!   `*`), GB/s and TFLOP/s at the model's latency, and which bound.
+//! - On `emu` only the model rows are recorded (the emulator's time says nothing about a GPU).
+//! - On `cuda` a [`DeviceTimer`] (device events) provides the measured rows; none is installed
+//!   in this build.
+//!
+//! A measured row's GB/s and TFLOP/s are the kernel's input + output bytes and its FLOPs over
+//! the measured time; its occupancy and bound are `-` (a CPU has neither).
+
+use crate::kernel::{Compiled, Session};
+use crate::table::{Table, TableObj};
+use std::collections::HashMap;
+use std::time::Duration;
+use tessera_compiler::cost::{self, Estimate, RegSource};
+use tessera_compiler::graph::ValueId;
+use tessera_compiler::schedule::{Kernel, Kind};
+use tessera_compiler::target::Target;
+use tessera_lang::diag::Diagnostic;
+use tessera_lang::SourceMap;
+use tessera_runtime::Tensor;
+
+/// Times kernels on a GPU with device events: the interface the CUDA device implements (none
+/// is installed in this build). `time_us` launches kernel `index` of `l` on inputs of its
+/// operand types (the timer makes them) and returns the median time of repeated launches, µs.
+pub trait DeviceTimer {
+    fn device(&self) -> String;
+    fn time_us(&self, l: &tessera_compiler::pipeline::Lowered, index: usize)
+        -> Result<f64, String>;
+}
+
+/// One kernel as the table shows it (launches of the same kernel are merged).
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub name: String,
+    pub kind: Kind,
+    pub tile: String,
+    /// Measured times (µs) of each launch, and where they were measured.
+    pub samples: Vec<f64>,
+    pub device: Option<String>,
+    pub target: Target,
+    pub estimate: Option<Estimate>,
+    pub launches: u32,
+    /// Shapes of the result, to tell launches apart.
+    shape: Vec<usize>,
+}
+
+/// What the profiler has recorded.
+#[derive(Default)]
+pub struct Recorder {
+    /// Recording (inside `graph.profile`, or the whole run with `--profile`).
+    pub active: bool,
+    /// Runs of each launch's graph; the median is kept.
+    pub repeats: usize,
+    /// Use ptxas' register counts when ptxas is present.
+    pub ptxas: bool,
+    pub rows: Vec<Row>,
+    ptxas_regs: HashMap<String, Option<u32>>,
+}
+
+impl Recorder {
+    /// Starts recording; returns what was recorded before (restore it with [`Recorder::resume`]).
+    pub fn start(&mut self, repeats: usize, ptxas: bool) -> (bool, usize, bool, Vec<Row>) {
+        let prev = (
+            self.active,
+            self.repeats,
+            self.ptxas,
+            std::mem::take(&mut self.rows),
+        );
+        self.active = true;
+        self.repeats = repeats.max(1);
+        self.ptxas = ptxas;
+        prev
+    }
+    /// Stops recording, returns the rows, and restores the previous state.
+    pub fn finish(&mut self, prev: (bool, usize, bool, Vec<Row>)) -> Vec<Row> {
+        let rows = std::mem::replace(&mut self.rows, prev.3);
+        self.active = prev.0;
+        self.repeats = prev.1;
+        self.ptxas = prev.2;
+        // Launches inside a nested profile also belong to the enclosing one.
+        if self.active {
+            for r in &rows {
+                merge(&mut self.rows, r.clone());
+            }
+        }
+        rows
+    }
+}
+
+fn merge(rows: &mut Vec<Row>, r: Row) {
+    match rows.iter_mut().find(|x| {
+        x.name == r.name && x.tile == r.tile && x.shape == r.shape && x.device == r.device
+    }) {
+        Some(x) => {
+            x.samples.extend(r.samples);
+            x.launches += r.launches;
+        }
+        None => rows.push(r),
+    }
+}
+
+/// The `tile` column: what the schedule chose.
+pub fn tile_text(k: &Kernel) -> String {
+    let s = &k.schedule;
+    match k.kind {
+        Kind::Matmul => format!("{}x{}x{}", s.tile[0], s.tile[1], s.tile[2]),
+        Kind::FlashAttention => format!("{}x{}", s.tile[0], s.tile[1]),
+        Kind::Elementwise | Kind::Copy => format!("{}/block", s.tile[0]),
+        Kind::Softmax | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => {
+            format!("{} rows/block", s.tile[0])
+        }
+    }
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    Some(if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    })
+}
+
+/// ptxas' register count of kernel `index`, when ptxas is present (cached per PTX text).
+fn ptxas_regs(
+    rec: &mut Recorder,
+    c: &Compiled,
+    index: usize,
+    target: Target,
+    sources: &SourceMap,
+) -> Option<u32> {
+    if !rec.ptxas {
+        return None;
+    }
+    let t = c.lowered.kernels.get(index)?.target.as_ref()?;
+    let ptx = tessera_compiler::target::ptx::print(&t.kernel, target, sources).ok()?;
+    let key = format!(
+        "{}:{}",
+        target.name(),
+        tessera_compiler::tune::cache::stable_hash(&ptx)
+    );
+    if let Some(r) = rec.ptxas_regs.get(&key) {
+        return *r;
+    }
+    let r = tessera_compiler::target::ptxas::run_ptxas(&ptx, target)
+        .ok()
+        .map(|r| r.registers);
+    rec.ptxas_regs.insert(key, r);
+    r
+}
+
+/// Records one launch of `c`: `times` holds each kernel's measured µs (by its root value),
+/// empty when nothing was measured.
+pub fn record(
+    session: &Session,
+    c: &Compiled,
+    times: &HashMap<ValueId, f64>,
+    device: Option<&str>,
+    sources: &SourceMap,
+) {
+    let target = Target::parse(&session.target.borrow()).unwrap_or(Target::Sm90);
+    let mut rec = session.profile.borrow_mut();
+    for (i, k) in c.lowered.program.kernels.iter().enumerate() {
+        let regs = ptxas_regs(&mut rec, c, i, target, sources);
+        let estimate = cost::estimate(&c.lowered, i, target, regs);
+        let row = Row {
+            name: k.name.clone(),
+            kind: k.kind,
+            tile: tile_text(k),
+            samples: times.get(&k.root).map(|t| vec![*t]).unwrap_or_default(),
+            device: device.map(str::to_string),
+            target,
+            estimate,
+            launches: 1,
+            shape: k.ty.shape.clone(),
+        };
+        merge(&mut rec.rows, row);
+    }
+}
+
+/// Runs `c` on the CPU `repeats` times, timing each kernel, and records the launch.
+pub fn run_cpu(
+    session: &Session,
+    c: &Compiled,
+    inputs: &[Tensor],
+    sources: &SourceMap,
+) -> Result<Vec<Tensor>, Diagnostic> {
+    let repeats = session.profile.borrow().repeats.max(1);
+    let roots: Vec<ValueId> = c.lowered.program.kernels.iter().map(|k| k.root).collect();
+    let mut samples: HashMap<ValueId, Vec<f64>> = HashMap::new();
+    let mut outs = Vec::new();
+    for _ in 0..repeats {
+        let mut timer = |id: ValueId, d: Duration| {
+            if roots.contains(&id) {
+                samples.entry(id).or_default().push(d.as_secs_f64() * 1e6);
+            }
+        };
+        outs = crate::exec::run_timed(&c.graph, inputs, &c.captures, &mut |_, _| None, &mut timer)?;
+    }
+    // Abstract inputs run nothing: no measurement.
+    let abstract_run = inputs.iter().any(|t| t.is_abstract());
+    let times: HashMap<ValueId, f64> = if abstract_run {
+        HashMap::new()
+    } else {
+        samples
+            .iter()
+            .filter_map(|(k, v)| median(v).map(|m| (*k, m)))
+            .collect()
+    };
+    record(session, c, &times, Some("cpu"), sources);
+    Ok(outs)
+}
+
+/// A time with a unit, always 11 characters wide (`   12.345 µs`).
+pub fn fmt_time(us: f64) -> String {
+    if !us.is_finite() {
+        return format!("{:>11}", "-");
+    }
+    let (v, unit) = if us < 1.0 {
+        (us * 1e3, "ns")
+    } else if us < 1e3 {
+        (us, "µs")
+    } else if us < 1e6 {
+        (us / 1e3, "ms")
+    } else {
+        (us / 1e6, "s ")
+    };
+    format!("{v:>8.3} {unit}")
+}
+
+fn fmt_rate(v: f64, width: usize, prec: usize) -> String {
+    if v.is_finite() {
+        format!("{v:>width$.prec$}")
+    } else {
+        format!("{:>width$}", "-")
+    }
+}
+
+/// The profile table of `rows` (SPEC §6 columns).
+pub fn table(rows: &[Row], title: Option<String>) -> TableObj {
+    let mut t = Table::new(&[
+        "op",
+        "tile",
+        "device",
+        "latency",
+        "occupancy",
+        "GB/s",
+        "TFLOP/s",
+        "bound",
+        "source",
+    ]);
+    t.right = vec![3, 4, 5, 6];
+    t.title = title;
+    let mut estimated = false;
+    for r in rows {
+        let name = if r.launches > 1 {
+            format!("{} ×{}", r.name, r.launches)
+        } else {
+            r.name.clone()
+        };
+        if let (Some(m), Some(dev)) = (median(&r.samples), &r.device) {
+            let (flops, bytes) = r
+                .estimate
+                .as_ref()
+                .map_or((0.0, 0.0), |e| (e.flops, e.min_bytes));
+            let s = m * 1e-6;
+            t.rows.push(vec![
+                name.clone(),
+                r.tile.clone(),
+                dev.clone(),
+                fmt_time(m),
+                "-".into(),
+                fmt_rate(bytes / s / 1e9, 9, 2),
+                fmt_rate(flops / s / 1e12, 8, 4),
+                "-".into(),
+                "measured".into(),
+            ]);
+        }
+        if let Some(e) = &r.estimate {
+            let star = if e.reg_source == RegSource::Estimate {
+                estimated = true;
+                "*"
+            } else {
+                " "
+            };
+            t.rows.push(vec![
+                name,
+                r.tile.clone(),
+                r.target.name().to_string(),
+                fmt_time(e.latency_us),
+                format!("{:>5.1}%{star}", e.occupancy.fraction * 100.0),
+                fmt_rate(e.gbps(), 9, 2),
+                fmt_rate(e.tflops(), 8, 4),
+                e.bound.name().to_string(),
+                "model".into(),
+            ]);
+        }
+    }
+    if rows.is_empty() {
+        t.notes.push("no kernel was launched".into());
+    }
+    if estimated {
+        t.notes
+            .push("* occupancy from registers estimated on the Target IR (ptxas not used)".into());
+    }
+    TableObj {
+        type_name: "profile",
+        parts: vec![t],
+    }
+}
