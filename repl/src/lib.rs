@@ -8,6 +8,7 @@
 pub mod commands;
 pub mod render;
 pub mod session;
+pub mod term;
 
 pub use session::{CellOutcome, Completion, IsComplete, Output, Rich, Session, SessionOptions};
 
