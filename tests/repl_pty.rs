@@ -321,3 +321,32 @@ fn history_is_kept_across_runs() {
     assert_eq!(p.quit(), 0);
     cleanup(&h);
 }
+
+/// `tessera repl` with piped stdin: no line editor, values echoed, errors reported without
+/// ending the session; exit status 1 because a cell failed.
+#[test]
+fn piped_repl_echoes_values_and_goes_on_after_errors() {
+    let mut child = Command::new(EXE)
+        .args(["repl", "--device", "emu"])
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let input = "a = 6\na * 7\ndef f(x):\n    return x + 1\n\nf(a)\nmissing + 1\nprint('after the error', a)\n:device\nif a:\n    b = 1\nb + 1\n";
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(input.as_bytes()).expect("write stdin");
+    }
+    let out = child.wait_with_output().expect("wait");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stdout, "42\n7\nafter the error 6\ndevice: emu\n2\n",
+        "stderr: {stderr}"
+    );
+    assert!(stderr.starts_with("error[E0100]"), "{stderr}");
+    assert!(stderr.contains("missing + 1"), "{stderr}");
+    assert!(!stderr.contains(">>>"), "{stderr}");
+    assert_eq!(out.status.code(), Some(1));
+}
