@@ -53,8 +53,15 @@ enum Cmd {
         #[arg(long)]
         filter: Option<String>,
     },
-    /// The interactive REPL.
-    Repl,
+    /// The interactive REPL (without a terminal: reads cells from stdin and echoes values).
+    Repl {
+        /// Target architecture: sm_80, sm_90, sm_90a, sm_100 (default: the GPU present, else sm_90).
+        #[arg(long, value_parser = ["sm_80", "sm_90", "sm_90a", "sm_100"])]
+        target: Option<String>,
+        /// Where kernels run: auto, cpu, emu, cuda.
+        #[arg(long, value_parser = ["auto", "cpu", "emu", "cuda"])]
+        device: Option<String>,
+    },
 }
 
 fn options(flags: RunFlags, args: Vec<String>) -> RunOptions {
@@ -96,10 +103,10 @@ fn main() {
             let bless = bless || std::env::var_os("TESSERA_BLESS").is_some_and(|v| v == "1");
             tessera::golden::main(&exe, &paths, bless, filter.as_deref())
         }
-        Some(Cmd::Repl) => repl_unavailable(),
+        Some(Cmd::Repl { target, device }) => repl(target, device),
         None => {
             if std::io::stdin().is_terminal() {
-                repl_unavailable()
+                repl(None, None)
             } else {
                 let mut text = String::new();
                 match std::io::stdin().read_to_string(&mut text) {
@@ -115,10 +122,12 @@ fn main() {
     std::process::exit(code);
 }
 
-fn repl_unavailable() -> i32 {
-    eprintln!(
-        "tessera: the interactive REPL is not part of this build yet; \
-         run a script with `tessera run FILE.tsr` or pipe one into `tessera`"
-    );
-    2
+/// `tessera repl` (and `tessera` on a terminal), on the evaluator's big-stack thread.
+fn repl(target: Option<String>, device: Option<String>) -> i32 {
+    let opts = tessera_repl::SessionOptions {
+        target,
+        device,
+        color: false,
+    };
+    script::with_big_stack(move || tessera_repl::term::main(opts))
 }

@@ -57,7 +57,14 @@ pub fn run_with(
     captures: &[Tensor],
     hook: &mut Hook<'_>,
 ) -> Result<Vec<Tensor>, Diagnostic> {
-    run_full(g, inputs, captures, hook, &mut |_, _, _| Ok(None), &mut |_, _| {})
+    run_full(
+        g,
+        inputs,
+        captures,
+        hook,
+        &mut |_, _, _| Ok(None),
+        &mut |_, _| {},
+    )
 }
 
 /// [`run_with`], and `observe` called after the CPU evaluates an op that is not a param,

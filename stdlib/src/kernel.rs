@@ -283,13 +283,15 @@ pub fn compile(
         }
     })?;
     if session.dump.iter().any(|d| d == "graph") {
-        dump_out("graph", &print(&graph, &it.sources));
+        let text = print(&graph, &it.sources);
+        dump_out(it, "graph", &text);
     }
     let target = Target::parse(&session.target.borrow()).unwrap_or(Target::Sm90);
     let lowered = lower(&graph, &sched_directives(&directives, args.span), target)?;
     for level in &session.dump {
         if level != "graph" {
-            dump_out(level, &lowered.text(level, &it.sources)?);
+            let text = lowered.text(level, &it.sources)?;
+            dump_out(it, level, &text);
         }
     }
     if let Some(dir) = &session.emit_ptx {
@@ -309,7 +311,8 @@ pub fn compile(
 
 /// Where `--dump LEVEL` goes: stderr, or appended to the file `$TESSERA_DUMP_DIR/LEVEL` when
 /// that variable is set (`tessera test` snapshots keep dumps apart from the script's stderr).
-fn dump_out(level: &str, text: &str) {
+/// "stderr" is the interpreter's error sink: a notebook session shows it as its stderr stream.
+fn dump_out(it: &mut Interp, level: &str, text: &str) {
     match std::env::var_os("TESSERA_DUMP_DIR") {
         Some(dir) if !dir.is_empty() => {
             use std::io::Write as _;
@@ -320,13 +323,13 @@ fn dump_out(level: &str, text: &str) {
                 .open(&path)
                 .and_then(|mut f| f.write_all(text.as_bytes()));
             if let Err(e) = r {
-                eprintln!(
-                    "warning: TESSERA_DUMP_DIR: cannot write {}: {e}",
+                it.write_err(&format!(
+                    "warning: TESSERA_DUMP_DIR: cannot write {}: {e}\n",
                     path.display()
-                );
+                ));
             }
         }
-        _ => eprint!("{text}"),
+        _ => it.write_err(text),
     }
 }
 
@@ -445,10 +448,16 @@ impl KernelObj {
     }
 
     /// Runs the graph with every kernel that reached Target IR in the emulator; the others
-    /// run on the CPU, each reported once per session (stderr).
-    fn run_emu(&self, c: &Compiled, inputs: &[Tensor]) -> Result<Vec<Tensor>, Diagnostic> {
+    /// run on the CPU, each reported once per session (the interpreter's error sink).
+    fn run_emu(
+        &self,
+        it: &mut Interp,
+        c: &Compiled,
+        inputs: &[Tensor],
+    ) -> Result<Vec<Tensor>, Diagnostic> {
         let l = &c.lowered;
         let session = &self.session;
+        let mut warnings = Vec::new();
         let mut hook = |id: ValueId, operands: &[Tensor]| {
             let (k, ck) = l
                 .program
@@ -462,16 +471,20 @@ impl KernelObj {
                 }
             }
             if session.warned.borrow_mut().insert(k.name.clone()) {
-                eprintln!(
-                    "warning: kernel '{}' ({}) is not lowered to Target IR yet ({}); it runs on the cpu",
+                warnings.push(format!(
+                    "warning: kernel '{}' ({}) is not lowered to Target IR yet ({}); it runs on the cpu\n",
                     k.name,
                     k.kind.name(),
                     ck.not_lowered.as_deref().unwrap_or("abstract inputs")
-                );
+                ));
             }
             None
         };
-        crate::exec::run_with(&c.graph, inputs, &c.captures, &mut hook)
+        let r = crate::exec::run_with(&c.graph, inputs, &c.captures, &mut hook);
+        for w in warnings {
+            it.write_err(&w);
+        }
+        r
     }
 
     /// Runs every kernel of the graph on the CPU and in the emulator, comparing the two
@@ -541,7 +554,7 @@ impl KernelObj {
         let outs = if crate::crosscheck::enabled().map_err(|d| d.or_at(args.span))? {
             self.run_crosscheck(&c, &inputs, on_emu)
         } else if on_emu {
-            let outs = self.run_emu(&c, &inputs);
+            let outs = self.run_emu(it, &c, &inputs);
             if profiling {
                 crate::profile::record(&self.session, &c, &HashMap::new(), None, &it.sources);
             }
