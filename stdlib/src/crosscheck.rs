@@ -331,7 +331,7 @@ mod tests {
         let input = Tensor::randn(&[3, 1, 5], RDType::BF16, 7).unwrap();
         let cpu = crate::exec::run(&g, std::slice::from_ref(&input), &[]).unwrap();
         let k = &l.program.kernels[0];
-        let emu = crate::device::run(t, &k.name, &[input.clone()], &k.ty).unwrap();
+        let emu = crate::device::run(t, &k.name, std::slice::from_ref(&input), &k.ty).unwrap();
         assert_eq!(cpu[0].to_f64_vec().unwrap(), emu.to_f64_vec().unwrap());
         // And it is a real broadcast: element [1, 2, 69, 4] is input [2, 0, 4].
         let v = emu.to_f64_vec().unwrap();

@@ -389,6 +389,8 @@ fn general(x: f64, p: usize, repr_like: bool) -> String {
 }
 
 #[cfg(test)]
+// The literals are the inputs under test: exact decimal expansions and a truncated pi.
+#[allow(clippy::excessive_precision, clippy::approx_constant)]
 mod tests {
     use super::*;
 
