@@ -1,0 +1,453 @@
+//! The evaluator: one thread that owns the [`Session`] and answers the shell requests in order.
+//! What it sends goes through one queue to the socket writer, so that on the wire the order is
+//! always busy → execute_input → outputs → reply → idle.
+
+use crate::history::History;
+use crate::wire::Request;
+use jupyter_protocol::{
+    CommInfoReply, CompleteReply, ErrorOutput, ExecuteInput, ExecuteReply, ExecuteResult,
+    ExecutionCount, HistoryReply, InspectReply, IsCompleteReply, JupyterMessage,
+    JupyterMessageContent, Media, MediaType, Payload, ReplyError, ReplyStatus, ShutdownReply,
+    Status, StreamContent, Transient,
+};
+use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
+use tessera_repl::{CellOutcome, IsComplete, Output, Rich, Session, SessionOptions};
+use tokio::sync::mpsc::UnboundedSender;
+
+/// What the evaluator and the control handler hand to the socket writer.
+#[derive(Debug)]
+pub enum Out {
+    Iopub(JupyterMessage),
+    Shell(JupyterMessage),
+    /// Send what is queued, then end the process (shutdown).
+    Exit,
+}
+
+/// Stops the running cell from another thread, and only a running cell: an interrupt that
+/// arrives while the kernel is idle does nothing.
+pub struct Interrupter {
+    flag: Arc<AtomicBool>,
+    running: Mutex<bool>,
+}
+
+impl Interrupter {
+    pub fn new(flag: Arc<AtomicBool>) -> Interrupter {
+        Interrupter {
+            flag,
+            running: Mutex::new(false),
+        }
+    }
+
+    /// Asks the running cell, if any, to stop. Returns whether a cell was running.
+    pub fn interrupt(&self) -> bool {
+        let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        if *running {
+            self.flag.store(true, Ordering::SeqCst);
+        }
+        *running
+    }
+
+    fn begin(&self) {
+        *self.running.lock().unwrap_or_else(|p| p.into_inner()) = true;
+    }
+
+    fn end(&self) {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        *running = false;
+        self.flag.store(false, Ordering::SeqCst);
+    }
+}
+
+/// The cell being executed, as the output sink sees it.
+struct Current {
+    parent: JupyterMessage,
+    count: usize,
+    silent: bool,
+    /// The plain text of the execute_result, for the history.
+    result: String,
+}
+
+/// The reply to `kernel_info_request` (shell and control).
+pub fn kernel_info() -> jupyter_protocol::KernelInfoReply {
+    let version = env!("CARGO_PKG_VERSION").to_string();
+    jupyter_protocol::KernelInfoReply {
+        status: ReplyStatus::Ok,
+        protocol_version: "5.3".into(),
+        implementation: "tessera".into(),
+        implementation_version: version.clone(),
+        language_info: jupyter_protocol::LanguageInfo {
+            name: "tessera".into(),
+            version,
+            mimetype: Some("text/x-tessera".into()),
+            file_extension: Some(".tsr".into()),
+            pygments_lexer: Some("python".into()),
+            codemirror_mode: Some(jupyter_protocol::CodeMirrorMode::python()),
+            nbconvert_exporter: Some("script".into()),
+        },
+        banner: format!(
+            "Tessera {} — a tile-programming language for GPUs (:help lists the commands)",
+            env!("CARGO_PKG_VERSION")
+        ),
+        help_links: Vec::new(),
+        debugger: false,
+        error: None,
+    }
+}
+
+/// A plain-text and, where there is one, HTML bundle.
+pub fn media(r: &Rich) -> Media {
+    let mut parts = vec![MediaType::Plain(r.text.clone())];
+    if let Some(h) = &r.html {
+        parts.push(MediaType::Html(h.clone()));
+    }
+    Media::new(parts)
+}
+
+/// An iopub message: a child of `parent`, without the parent's routing identities.
+pub fn iopub(content: impl Into<JupyterMessageContent>, parent: &JupyterMessage) -> Out {
+    Out::Iopub(JupyterMessage::new(content.into(), Some(parent)).with_zmq_identities(Vec::new()))
+}
+
+fn shell(content: impl Into<JupyterMessageContent>, parent: &JupyterMessage) -> Out {
+    Out::Shell(JupyterMessage::new(content.into(), Some(parent)))
+}
+
+/// Byte offset of code point `cp` in `s` (Jupyter counts cursor positions in code points).
+pub fn byte_of_char(s: &str, cp: usize) -> usize {
+    s.char_indices().nth(cp).map_or(s.len(), |(b, _)| b)
+}
+
+/// Code-point index of byte offset `b` in `s`.
+pub fn char_of_byte(s: &str, b: usize) -> usize {
+    s.char_indices().take_while(|(i, _)| *i < b).count()
+}
+
+/// The evaluator's state.
+pub struct Evaluator {
+    session: Session,
+    out: UnboundedSender<Out>,
+    current: Rc<RefCell<Option<Current>>>,
+    interrupter: Arc<Interrupter>,
+    history: History,
+    execution_count: usize,
+    /// Requests taken off the queue while aborting, to be handled next.
+    backlog: VecDeque<Request>,
+}
+
+impl Evaluator {
+    /// A session whose outputs go to `out`; the error is the rendered diagnostic.
+    pub fn new(opts: SessionOptions, out: UnboundedSender<Out>) -> Result<Evaluator, String> {
+        let current: Rc<RefCell<Option<Current>>> = Rc::new(RefCell::new(None));
+        let sink_cur = current.clone();
+        let sink_out = out.clone();
+        let sink = Box::new(move |o: Output| {
+            let mut cur = sink_cur.borrow_mut();
+            let Some(cell) = cur.as_mut() else { return };
+            if cell.silent {
+                return;
+            }
+            let msg = match o {
+                Output::Stdout(s) => iopub(StreamContent::stdout(&s), &cell.parent),
+                Output::Stderr(s) => iopub(StreamContent::stderr(&s), &cell.parent),
+                Output::Display(r) => iopub(
+                    jupyter_protocol::DisplayData {
+                        data: media(&r),
+                        metadata: Default::default(),
+                        transient: None,
+                    },
+                    &cell.parent,
+                ),
+                Output::Result(r) => {
+                    cell.result = r.text.clone();
+                    iopub(
+                        ExecuteResult {
+                            execution_count: ExecutionCount::new(cell.count),
+                            data: media(&r),
+                            metadata: Default::default(),
+                            transient: Some(Transient::default()),
+                        },
+                        &cell.parent,
+                    )
+                }
+            };
+            let _ = sink_out.send(msg);
+        });
+        let session = Session::new(opts, sink).map_err(|d| format!("{}: {}", d.code, d.message))?;
+        let interrupter = Arc::new(Interrupter::new(session.interrupt_handle()));
+        Ok(Evaluator {
+            session,
+            out,
+            current,
+            interrupter,
+            history: History::default(),
+            execution_count: 0,
+            backlog: VecDeque::new(),
+        })
+    }
+
+    pub fn interrupter(&self) -> Arc<Interrupter> {
+        self.interrupter.clone()
+    }
+
+    fn send(&self, o: Out) {
+        let _ = self.out.send(o);
+    }
+
+    /// Answers requests until the queue closes.
+    pub fn run(mut self, rx: Receiver<Request>) {
+        loop {
+            let req = match self.backlog.pop_front() {
+                Some(r) => r,
+                None => match rx.recv() {
+                    Ok(r) => r,
+                    Err(_) => return,
+                },
+            };
+            let failed = self.handle(&req);
+            if failed {
+                self.abort_queued(&rx);
+            }
+        }
+    }
+
+    /// Handles one shell request between busy and idle; returns whether it was an execute
+    /// request with `stop_on_error` that failed.
+    pub fn handle(&mut self, req: &Request) -> bool {
+        let parent = &req.msg;
+        self.send(iopub(Status::busy(), parent));
+        let mut failed = false;
+        let mut exit = false;
+        match &parent.content {
+            JupyterMessageContent::KernelInfoRequest(_) => {
+                self.send(shell(kernel_info(), parent));
+            }
+            JupyterMessageContent::ExecuteRequest(r) => {
+                let (ok, _) = self.execute(parent, &r.code, r.silent, r.store_history);
+                failed = !ok && r.stop_on_error;
+            }
+            JupyterMessageContent::CompleteRequest(r) => {
+                let cursor = byte_of_char(&r.code, r.cursor_pos);
+                let c = self.session.complete(&r.code, cursor);
+                let reply = CompleteReply {
+                    matches: c.matches,
+                    cursor_start: char_of_byte(&r.code, c.start),
+                    cursor_end: char_of_byte(&r.code, c.end),
+                    metadata: Default::default(),
+                    status: ReplyStatus::Ok,
+                    error: None,
+                };
+                self.send(shell(reply, parent));
+            }
+            JupyterMessageContent::InspectRequest(r) => {
+                let cursor = byte_of_char(&r.code, r.cursor_pos);
+                let found = self.session.inspect(&r.code, cursor);
+                let reply = InspectReply {
+                    found: found.is_some(),
+                    data: found.as_ref().map(media).unwrap_or_default(),
+                    metadata: Default::default(),
+                    status: ReplyStatus::Ok,
+                    error: None,
+                };
+                self.send(shell(reply, parent));
+            }
+            JupyterMessageContent::IsCompleteRequest(r) => {
+                let reply = match self.session.is_complete(&r.code) {
+                    IsComplete::Complete => IsCompleteReply::complete(),
+                    IsComplete::Incomplete { indent } => IsCompleteReply::incomplete(indent),
+                    IsComplete::Invalid => IsCompleteReply::invalid(),
+                };
+                self.send(shell(reply, parent));
+            }
+            JupyterMessageContent::CommInfoRequest(_) => {
+                let reply = CommInfoReply {
+                    status: ReplyStatus::Ok,
+                    comms: Default::default(),
+                    error: None,
+                };
+                self.send(shell(reply, parent));
+            }
+            JupyterMessageContent::ShutdownRequest(r) => {
+                let reply = ShutdownReply {
+                    restart: r.restart,
+                    status: ReplyStatus::Ok,
+                    error: None,
+                };
+                self.send(shell(reply, parent));
+                exit = true;
+            }
+            _ if req.msg_type() == "history_request" => {
+                let history = self
+                    .history
+                    .answer(&req.content)
+                    .into_iter()
+                    .filter_map(|v| serde_json::from_value(v).ok())
+                    .collect();
+                self.send(shell(HistoryReply::new(history), parent));
+            }
+            _ if req.msg_type() == "execute_request" => {
+                // An execute request whose content did not fit the typed form.
+                let code = req
+                    .content
+                    .get("code")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let flag =
+                    |k: &str, d: bool| req.content.get(k).and_then(Value::as_bool).unwrap_or(d);
+                let silent = flag("silent", false);
+                let (ok, _) = self.execute(parent, code, silent, flag("store_history", !silent));
+                failed = !ok && flag("stop_on_error", true);
+            }
+            _ => {
+                eprintln!(
+                    "tessera kernel: ignoring a `{}` message on shell",
+                    req.msg_type()
+                );
+            }
+        }
+        self.send(iopub(Status::idle(), parent));
+        if exit {
+            self.send(Out::Exit);
+        }
+        failed
+    }
+
+    /// Runs one cell; returns whether it succeeded and its execution count.
+    fn execute(
+        &mut self,
+        parent: &JupyterMessage,
+        code: &str,
+        silent: bool,
+        store_history: bool,
+    ) -> (bool, usize) {
+        let store = store_history && !silent;
+        if store {
+            self.execution_count += 1;
+        }
+        let count = self.execution_count;
+        if !silent {
+            self.send(iopub(
+                ExecuteInput {
+                    code: code.to_string(),
+                    execution_count: ExecutionCount::new(count),
+                },
+                parent,
+            ));
+        }
+        *self.current.borrow_mut() = Some(Current {
+            parent: parent.clone(),
+            count,
+            silent,
+            result: String::new(),
+        });
+        self.interrupter.begin();
+        let session = &mut self.session;
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| session.execute(code)))
+                .unwrap_or_else(|p| {
+                    let what = p
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| p.downcast_ref::<String>().cloned())
+                        .unwrap_or_default();
+                    CellOutcome::Error {
+                        ename: "InternalError".into(),
+                        evalue: format!("internal error in the interpreter: {what}"),
+                        traceback: vec![format!("internal error in the interpreter: {what}")],
+                    }
+                });
+        self.interrupter.end();
+        let result = self
+            .current
+            .borrow_mut()
+            .take()
+            .map(|c| c.result)
+            .unwrap_or_default();
+        if store {
+            self.history.push(count as i64, code, result);
+        }
+        let error = match outcome {
+            CellOutcome::Ok => None,
+            CellOutcome::Quit => {
+                let reply = ExecuteReply {
+                    status: ReplyStatus::Ok,
+                    execution_count: ExecutionCount::new(count),
+                    payload: vec![Payload::AskExit { keepkernel: false }],
+                    user_expressions: Some(Default::default()),
+                    error: None,
+                };
+                self.send(shell(reply, parent));
+                return (true, count);
+            }
+            CellOutcome::Error {
+                ename,
+                evalue,
+                traceback,
+            } => Some(ReplyError {
+                ename,
+                evalue,
+                traceback,
+            }),
+            CellOutcome::Interrupted => Some(ReplyError {
+                ename: "Interrupted".into(),
+                evalue: "the cell was interrupted".into(),
+                traceback: vec!["Interrupted: the cell was interrupted".into()],
+            }),
+        };
+        let ok = error.is_none();
+        if let (Some(e), false) = (&error, silent) {
+            self.send(iopub(
+                ErrorOutput {
+                    ename: e.ename.clone(),
+                    evalue: e.evalue.clone(),
+                    traceback: e.traceback.clone(),
+                },
+                parent,
+            ));
+        }
+        let reply = ExecuteReply {
+            status: if ok {
+                ReplyStatus::Ok
+            } else {
+                ReplyStatus::Error
+            },
+            execution_count: ExecutionCount::new(count),
+            payload: Vec::new(),
+            user_expressions: Some(Default::default()),
+            error: error.map(Box::new),
+        };
+        self.send(shell(reply, parent));
+        (ok, count)
+    }
+
+    /// After a failed cell: answers `aborted` to the execute requests already queued behind it
+    /// (nothing that arrives later), and keeps the other requests for handling in order.
+    fn abort_queued(&mut self, rx: &Receiver<Request>) {
+        let mut queued: Vec<Request> = self.backlog.drain(..).collect();
+        while let Ok(r) = rx.try_recv() {
+            queued.push(r);
+        }
+        for req in queued {
+            if req.msg_type() == "execute_request" {
+                let parent = &req.msg;
+                self.send(iopub(Status::busy(), parent));
+                let reply = ExecuteReply {
+                    status: ReplyStatus::Aborted,
+                    execution_count: ExecutionCount::new(self.execution_count),
+                    payload: Vec::new(),
+                    user_expressions: Some(Default::default()),
+                    error: None,
+                };
+                self.send(shell(reply, parent));
+                self.send(iopub(Status::idle(), parent));
+            } else {
+                self.backlog.push_back(req);
+            }
+        }
+    }
+}
