@@ -238,7 +238,8 @@ mod tests {
             &v,
             &[b"peer"],
             &header("a", "execute_request"),
-            &json!({"code": "1 + 1", "silent": false}),
+            &json!({"code": "1 + 1", "silent": false, "store_history": true,
+                    "user_expressions": {}, "allow_stdin": false, "stop_on_error": true}),
         );
         let req = v.accept(f).expect("accepted");
         assert_eq!(req.msg_type(), "execute_request");
