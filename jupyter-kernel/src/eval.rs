@@ -136,8 +136,12 @@ pub struct Evaluator {
     interrupter: Arc<Interrupter>,
     history: History,
     execution_count: usize,
+    /// The queue of shell requests (set by [`Evaluator::run`]).
+    rx: Option<Receiver<Request>>,
     /// Requests taken off the queue while aborting, to be handled next.
     backlog: VecDeque<Request>,
+    /// Execute requests to answer `aborted` once the failed cell is answered.
+    to_abort: Vec<Request>,
 }
 
 impl Evaluator {
@@ -187,7 +191,9 @@ impl Evaluator {
             interrupter,
             history: History::default(),
             execution_count: 0,
+            rx: None,
             backlog: VecDeque::new(),
+            to_abort: Vec::new(),
         })
     }
 
@@ -201,35 +207,31 @@ impl Evaluator {
 
     /// Answers requests until the queue closes.
     pub fn run(mut self, rx: Receiver<Request>) {
-        loop {
-            let req = match self.backlog.pop_front() {
-                Some(r) => r,
-                None => match rx.recv() {
-                    Ok(r) => r,
-                    Err(_) => return,
-                },
-            };
-            let failed = self.handle(&req);
-            if failed {
-                self.abort_queued(&rx);
-            }
+        self.rx = Some(rx);
+        while let Some(req) = self.next_request() {
+            self.handle(&req);
         }
     }
 
-    /// Handles one shell request between busy and idle; returns whether it was an execute
-    /// request with `stop_on_error` that failed.
-    pub fn handle(&mut self, req: &Request) -> bool {
+    fn next_request(&mut self) -> Option<Request> {
+        match self.backlog.pop_front() {
+            Some(r) => Some(r),
+            None => self.rx.as_ref()?.recv().ok(),
+        }
+    }
+
+    /// Handles one shell request between busy and idle (and, after a failed cell with
+    /// `stop_on_error`, answers the execute requests that were queued behind it).
+    pub fn handle(&mut self, req: &Request) {
         let parent = &req.msg;
         self.send(iopub(Status::busy(), parent));
-        let mut failed = false;
         let mut exit = false;
         match &parent.content {
             JupyterMessageContent::KernelInfoRequest(_) => {
                 self.send(shell(kernel_info(), parent));
             }
             JupyterMessageContent::ExecuteRequest(r) => {
-                let (ok, _) = self.execute(parent, &r.code, r.silent, r.store_history);
-                failed = !ok && r.stop_on_error;
+                self.execute(parent, &r.code, r.silent, r.store_history, r.stop_on_error);
             }
             JupyterMessageContent::CompleteRequest(r) => {
                 let cursor = byte_of_char(&r.code, r.cursor_pos);
@@ -300,8 +302,8 @@ impl Evaluator {
                 let flag =
                     |k: &str, d: bool| req.content.get(k).and_then(Value::as_bool).unwrap_or(d);
                 let silent = flag("silent", false);
-                let (ok, _) = self.execute(parent, code, silent, flag("store_history", !silent));
-                failed = !ok && flag("stop_on_error", true);
+                let store = flag("store_history", !silent);
+                self.execute(parent, code, silent, store, flag("stop_on_error", true));
             }
             _ => {
                 eprintln!(
@@ -311,20 +313,33 @@ impl Evaluator {
             }
         }
         self.send(iopub(Status::idle(), parent));
+        for queued in std::mem::take(&mut self.to_abort) {
+            let parent = &queued.msg;
+            self.send(iopub(Status::busy(), parent));
+            let reply = ExecuteReply {
+                status: ReplyStatus::Aborted,
+                execution_count: ExecutionCount::new(self.execution_count),
+                payload: Vec::new(),
+                user_expressions: Some(Default::default()),
+                error: None,
+            };
+            self.send(shell(reply, parent));
+            self.send(iopub(Status::idle(), parent));
+        }
         if exit {
             self.send(Out::Exit);
         }
-        failed
     }
 
-    /// Runs one cell; returns whether it succeeded and its execution count.
+    /// Runs one cell and answers it.
     fn execute(
         &mut self,
         parent: &JupyterMessage,
         code: &str,
         silent: bool,
         store_history: bool,
-    ) -> (bool, usize) {
+        stop_on_error: bool,
+    ) {
         let store = store_history && !silent;
         if store {
             self.execution_count += 1;
@@ -382,7 +397,7 @@ impl Evaluator {
                     error: None,
                 };
                 self.send(shell(reply, parent));
-                return (true, count);
+                return;
             }
             CellOutcome::Error {
                 ename,
@@ -410,6 +425,11 @@ impl Evaluator {
                 parent,
             ));
         }
+        if !ok && stop_on_error {
+            // Before the reply leaves: a request the client sends after seeing it is not
+            // aborted.
+            self.take_queued();
+        }
         let reply = ExecuteReply {
             status: if ok {
                 ReplyStatus::Ok
@@ -422,29 +442,20 @@ impl Evaluator {
             error: error.map(Box::new),
         };
         self.send(shell(reply, parent));
-        (ok, count)
     }
 
-    /// After a failed cell: answers `aborted` to the execute requests already queued behind it
-    /// (nothing that arrives later), and keeps the other requests for handling in order.
-    fn abort_queued(&mut self, rx: &Receiver<Request>) {
+    /// After a failed cell: takes the execute requests already queued behind it (nothing that
+    /// arrives later) for an `aborted` answer, and keeps the other requests for handling in order.
+    fn take_queued(&mut self) {
         let mut queued: Vec<Request> = self.backlog.drain(..).collect();
-        while let Ok(r) = rx.try_recv() {
-            queued.push(r);
+        if let Some(rx) = &self.rx {
+            while let Ok(r) = rx.try_recv() {
+                queued.push(r);
+            }
         }
         for req in queued {
             if req.msg_type() == "execute_request" {
-                let parent = &req.msg;
-                self.send(iopub(Status::busy(), parent));
-                let reply = ExecuteReply {
-                    status: ReplyStatus::Aborted,
-                    execution_count: ExecutionCount::new(self.execution_count),
-                    payload: Vec::new(),
-                    user_expressions: Some(Default::default()),
-                    error: None,
-                };
-                self.send(shell(reply, parent));
-                self.send(iopub(Status::idle(), parent));
+                self.to_abort.push(req);
             } else {
                 self.backlog.push_back(req);
             }
