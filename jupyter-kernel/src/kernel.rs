@@ -339,3 +339,62 @@ pub fn coalesce(batch: Vec<Out>) -> Vec<Out> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jupyter_protocol::StreamContent;
+
+    #[test]
+    fn adjacent_streams_of_one_parent_merge() {
+        let a = JupyterMessage::new(jupyter_protocol::KernelInfoRequest {}, None);
+        let b = JupyterMessage::new(jupyter_protocol::KernelInfoRequest {}, None);
+        let s = |t: &str, p: &JupyterMessage| {
+            Out::Iopub(JupyterMessage::new(StreamContent::stdout(t), Some(p)))
+        };
+        let e = |t: &str, p: &JupyterMessage| {
+            Out::Iopub(JupyterMessage::new(StreamContent::stderr(t), Some(p)))
+        };
+        let merged = coalesce(vec![
+            s("1", &a),
+            s("2", &a),
+            e("x", &a),
+            s("3", &a),
+            s("4", &b),
+        ]);
+        let texts: Vec<String> = merged
+            .iter()
+            .map(|o| match o {
+                Out::Iopub(m) => match &m.content {
+                    JupyterMessageContent::StreamContent(c) => c.text.clone(),
+                    _ => unreachable!(),
+                },
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(texts, vec!["12", "x", "3", "4"]);
+    }
+
+    #[test]
+    fn connection_file_errors_are_reported() {
+        let dir = std::env::temp_dir().join(format!("tessera-conn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let missing = read_connection_file(&dir.join("missing.json")).unwrap_err();
+        assert!(missing.contains("cannot read"), "{missing}");
+        let bad = dir.join("bad.json");
+        std::fs::write(&bad, "{").unwrap();
+        assert!(read_connection_file(&bad)
+            .unwrap_err()
+            .contains("not valid"));
+        let md5 = dir.join("md5.json");
+        std::fs::write(
+            &md5,
+            r#"{"ip": "127.0.0.1", "transport": "tcp", "shell_port": 1, "iopub_port": 2,
+                "stdin_port": 3, "control_port": 4, "hb_port": 5, "key": "k",
+                "signature_scheme": "hmac-md5", "kernel_name": "tessera"}"#,
+        )
+        .unwrap();
+        assert!(read_connection_file(&md5).unwrap_err().contains("hmac-md5"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
