@@ -238,7 +238,9 @@ async fn serve(
     });
 
     // SIGINT interrupts the running cell instead of ending the process.
+    #[cfg(unix)]
     let sig_interrupter = interrupter.clone();
+    #[cfg(unix)]
     tokio::spawn(async move {
         use tokio::signal::unix::{signal, SignalKind};
         match signal(SignalKind::interrupt()) {
@@ -252,6 +254,7 @@ async fn serve(
     });
 
     // End with the parent process (the Jupyter server) so no kernel is orphaned.
+    #[cfg(unix)]
     if let Some(parent) = std::env::var("JPY_PARENT_PID")
         .ok()
         .and_then(|p| p.parse::<u32>().ok())
