@@ -53,8 +53,15 @@ enum Cmd {
         #[arg(long)]
         filter: Option<String>,
     },
-    /// The interactive REPL.
-    Repl,
+    /// The interactive REPL (without a terminal: reads cells from stdin and echoes values).
+    Repl {
+        /// Target architecture: sm_80, sm_90, sm_90a, sm_100 (default: the GPU present, else sm_90).
+        #[arg(long, value_parser = ["sm_80", "sm_90", "sm_90a", "sm_100"])]
+        target: Option<String>,
+        /// Where kernels run: auto, cpu, emu, cuda.
+        #[arg(long, value_parser = ["auto", "cpu", "emu", "cuda"])]
+        device: Option<String>,
+    },
     /// A Jupyter kernel process (started by Jupyter through the kernelspec).
     Kernel {
         /// The connection file Jupyter wrote for this kernel.
@@ -120,7 +127,7 @@ fn main() {
             let bless = bless || std::env::var_os("TESSERA_BLESS").is_some_and(|v| v == "1");
             tessera::golden::main(&exe, &paths, bless, filter.as_deref())
         }
-        Some(Cmd::Repl) => repl_unavailable(),
+        Some(Cmd::Repl { target, device }) => repl(target, device),
         Some(Cmd::Kernel { connection_file }) => tessera_jupyter::run_kernel(
             &connection_file,
             tessera_jupyter::SessionOptions::default(),
@@ -130,7 +137,7 @@ fn main() {
         }) => jupyter_install(user, prefix),
         None => {
             if std::io::stdin().is_terminal() {
-                repl_unavailable()
+                repl(None, None)
             } else {
                 let mut text = String::new();
                 match std::io::stdin().read_to_string(&mut text) {
@@ -171,10 +178,12 @@ fn jupyter_install(user: bool, prefix: Option<PathBuf>) -> i32 {
     }
 }
 
-fn repl_unavailable() -> i32 {
-    eprintln!(
-        "tessera: the interactive REPL is not part of this build yet; \
-         run a script with `tessera run FILE.tsr` or pipe one into `tessera`"
-    );
-    2
+/// `tessera repl` (and `tessera` on a terminal), on the evaluator's big-stack thread.
+fn repl(target: Option<String>, device: Option<String>) -> i32 {
+    let opts = tessera_repl::SessionOptions {
+        target,
+        device,
+        color: false,
+    };
+    script::with_big_stack(move || tessera_repl::term::main(opts))
 }

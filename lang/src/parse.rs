@@ -36,6 +36,16 @@ pub fn parse_expr(source: &str, file: FileId) -> Result<Expr, Vec<Diagnostic>> {
     parse_expr_in(source, 0..source.len(), file, 0)
 }
 
+/// Parses `source[range]` as one expression; spans are offsets into the whole `source` (a REPL
+/// command's argument inside its cell).
+pub fn parse_expr_at(
+    source: &str,
+    range: Range<usize>,
+    file: FileId,
+) -> Result<Expr, Vec<Diagnostic>> {
+    parse_expr_in(source, range, file, 0)
+}
+
 struct Parsed {
     body: Vec<crate::ast::Stmt>,
     diags: Vec<Diagnostic>,

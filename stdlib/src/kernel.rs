@@ -274,13 +274,15 @@ pub fn compile(
         }
     })?;
     if session.dump.iter().any(|d| d == "graph") {
-        dump_out("graph", &print(&graph, &it.sources));
+        let text = print(&graph, &it.sources);
+        dump_out(it, "graph", &text);
     }
     let target = Target::parse(&session.target.borrow()).unwrap_or(Target::Sm90);
     let lowered = lower(&graph, &sched_directives(&directives, args.span), target)?;
     for level in &session.dump {
         if level != "graph" {
-            dump_out(level, &lowered.text(level, &it.sources)?);
+            let text = lowered.text(level, &it.sources)?;
+            dump_out(it, level, &text);
         }
     }
     if let Some(dir) = &session.emit_ptx {
@@ -300,7 +302,8 @@ pub fn compile(
 
 /// Where `--dump LEVEL` goes: stderr, or appended to the file `$TESSERA_DUMP_DIR/LEVEL` when
 /// that variable is set (`tessera test` snapshots keep dumps apart from the script's stderr).
-fn dump_out(level: &str, text: &str) {
+/// "stderr" is the interpreter's error sink: a notebook session shows it as its stderr stream.
+fn dump_out(it: &mut Interp, level: &str, text: &str) {
     match std::env::var_os("TESSERA_DUMP_DIR") {
         Some(dir) if !dir.is_empty() => {
             use std::io::Write as _;
@@ -311,13 +314,13 @@ fn dump_out(level: &str, text: &str) {
                 .open(&path)
                 .and_then(|mut f| f.write_all(text.as_bytes()));
             if let Err(e) = r {
-                eprintln!(
-                    "warning: TESSERA_DUMP_DIR: cannot write {}: {e}",
+                it.write_err(&format!(
+                    "warning: TESSERA_DUMP_DIR: cannot write {}: {e}\n",
                     path.display()
-                );
+                ));
             }
         }
-        _ => eprint!("{text}"),
+        _ => it.write_err(text),
     }
 }
 
@@ -390,10 +393,16 @@ impl KernelObj {
     }
 
     /// Runs the graph with every kernel that reached Target IR in the emulator; the others
-    /// run on the CPU, each reported once per session (stderr).
-    fn run_emu(&self, c: &Compiled, inputs: &[Tensor]) -> Result<Vec<Tensor>, Diagnostic> {
+    /// run on the CPU, each reported once per session (the interpreter's error sink).
+    fn run_emu(
+        &self,
+        it: &mut Interp,
+        c: &Compiled,
+        inputs: &[Tensor],
+    ) -> Result<Vec<Tensor>, Diagnostic> {
         let l = &c.lowered;
         let session = &self.session;
+        let mut warnings = Vec::new();
         let mut hook = |id: ValueId, operands: &[Tensor]| {
             let (k, ck) = l
                 .program
@@ -407,16 +416,20 @@ impl KernelObj {
                 }
             }
             if session.warned.borrow_mut().insert(k.name.clone()) {
-                eprintln!(
-                    "warning: kernel '{}' ({}) is not lowered to Target IR yet ({}); it runs on the cpu",
+                warnings.push(format!(
+                    "warning: kernel '{}' ({}) is not lowered to Target IR yet ({}); it runs on the cpu\n",
                     k.name,
                     k.kind.name(),
                     ck.not_lowered.as_deref().unwrap_or("abstract inputs")
-                );
+                ));
             }
             None
         };
-        crate::exec::run_with(&c.graph, inputs, &c.captures, &mut hook)
+        let r = crate::exec::run_with(&c.graph, inputs, &c.captures, &mut hook);
+        for w in warnings {
+            it.write_err(&w);
+        }
+        r
     }
 
     fn invoke(&self, it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
@@ -436,7 +449,7 @@ impl KernelObj {
             .filter_map(|v| as_tensor(v).cloned())
             .collect();
         let outs = if *self.session.device.borrow() == "emu" {
-            self.run_emu(&c, &inputs)
+            self.run_emu(it, &c, &inputs)
         } else {
             crate::exec::run(&c.graph, &inputs, &c.captures)
         }

@@ -46,6 +46,20 @@ struct Env {
     locals: Rc<Vec<Rc<str>>>,
 }
 
+/// The message of the error that stops a cell interrupted through [`Interp::interrupt`].
+pub const INTERRUPTED: &str = "interrupted";
+
+/// The error (E0500) that stops an interrupted cell; natives with long loops return it when they
+/// observe the interrupt flag.
+pub fn interrupted() -> Diagnostic {
+    Diagnostic::new(Code::E0500, INTERRUPTED)
+}
+
+/// Whether an error is the one an interrupt produces (not a failure of the cell's code).
+pub fn is_interrupt(d: &Diagnostic) -> bool {
+    d.code == Code::E0500 && d.message == INTERRUPTED
+}
+
 /// The default limit of nested calls (Python's `sys.getrecursionlimit()`).
 pub const DEFAULT_RECURSION_LIMIT: usize = 1000;
 
@@ -55,6 +69,7 @@ pub struct Interp {
     globals: Rc<RefCell<HashMap<Rc<str>, Value>>>,
     builtins: HashMap<Rc<str>, Value>,
     out: Box<dyn FnMut(&str)>,
+    err: Box<dyn FnMut(&str)>,
     depth: usize,
     pub recursion_limit: usize,
     steps: u64,
@@ -84,6 +99,10 @@ impl Interp {
                 use std::io::Write;
                 let _ = std::io::stdout().write_all(s.as_bytes());
             }),
+            err: Box::new(|s| {
+                use std::io::Write;
+                let _ = std::io::stderr().write_all(s.as_bytes());
+            }),
             depth: 0,
             recursion_limit: DEFAULT_RECURSION_LIMIT,
             steps: 0,
@@ -104,6 +123,27 @@ impl Interp {
     pub fn write_out(&mut self, s: &str) {
         (self.out)(s)
     }
+    /// Replaces where warnings and `--dump` text go (stderr by default; a notebook session
+    /// routes them to its output sink).
+    pub fn set_err_output(&mut self, err: Box<dyn FnMut(&str)>) {
+        self.err = err;
+    }
+    /// Writes warning or diagnostic text to the error sink.
+    pub fn write_err(&mut self, s: &str) {
+        (self.err)(s)
+    }
+    /// Attribute names of a value (module members, host attributes, builtin methods), for
+    /// completion.
+    pub fn attr_names(v: &Value) -> Vec<String> {
+        match v {
+            Value::Module(m) => m.names().iter().map(|s| s.to_string()).collect(),
+            Value::Host(h) => h.attr_names().iter().map(|s| s.to_string()).collect(),
+            _ => builtins::method_names(v)
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        }
+    }
 
     /// Defines a builtin name (visible everywhere, shadowed by globals).
     pub fn set_builtin(&mut self, name: &str, v: Value) {
@@ -118,6 +158,10 @@ impl Interp {
             .get(name)
             .cloned()
             .or_else(|| self.builtins.get(name).cloned())
+    }
+    /// A builtin name (`graph`, `print`), whatever user globals shadow it.
+    pub fn get_builtin(&self, name: &str) -> Option<Value> {
+        self.builtins.get(name).cloned()
     }
     /// User-defined globals, sorted by name (for `:vars`).
     pub fn user_globals(&self) -> Vec<(Rc<str>, Value)> {
@@ -195,10 +239,7 @@ impl Interp {
         }
         if self.interrupt.load(Ordering::Relaxed) {
             self.interrupt.store(false, Ordering::Relaxed);
-            return Err(Diagnostic::new(Code::E0500, "interrupted")
-                .at(span)
-                .with_label("stopped here")
-                .into());
+            return Err(interrupted().at(span).with_label("stopped here").into());
         }
         Ok(())
     }
