@@ -62,6 +62,30 @@ enum Cmd {
         #[arg(long, value_parser = ["auto", "cpu", "emu", "cuda"])]
         device: Option<String>,
     },
+    /// A Jupyter kernel process (started by Jupyter through the kernelspec).
+    Kernel {
+        /// The connection file Jupyter wrote for this kernel.
+        #[arg(long, value_name = "FILE")]
+        connection_file: PathBuf,
+    },
+    /// Jupyter integration.
+    Jupyter {
+        #[command(subcommand)]
+        command: JupyterCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum JupyterCmd {
+    /// Install the kernelspec `tessera` (system-wide unless --user or --prefix).
+    Install {
+        /// Into the user's Jupyter data directory.
+        #[arg(long, conflicts_with = "prefix")]
+        user: bool,
+        /// Into PREFIX/share/jupyter (a virtual environment, or any private prefix).
+        #[arg(long, value_name = "PREFIX")]
+        prefix: Option<PathBuf>,
+    },
 }
 
 fn options(flags: RunFlags, args: Vec<String>) -> RunOptions {
@@ -104,6 +128,13 @@ fn main() {
             tessera::golden::main(&exe, &paths, bless, filter.as_deref())
         }
         Some(Cmd::Repl { target, device }) => repl(target, device),
+        Some(Cmd::Kernel { connection_file }) => tessera_jupyter::run_kernel(
+            &connection_file,
+            tessera_jupyter::SessionOptions::default(),
+        ),
+        Some(Cmd::Jupyter {
+            command: JupyterCmd::Install { user, prefix },
+        }) => jupyter_install(user, prefix),
         None => {
             if std::io::stdin().is_terminal() {
                 repl(None, None)
@@ -120,6 +151,31 @@ fn main() {
         }
     };
     std::process::exit(code);
+}
+
+fn jupyter_install(user: bool, prefix: Option<PathBuf>) -> i32 {
+    let target = match (user, prefix) {
+        (_, Some(p)) => tessera_jupyter::InstallTarget::Prefix(p),
+        (true, None) => tessera_jupyter::InstallTarget::User,
+        (false, None) => tessera_jupyter::InstallTarget::System,
+    };
+    let exe = match std::env::current_exe().and_then(|p| p.canonicalize()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: cannot find the path of the tessera binary: {e}");
+            return 1;
+        }
+    };
+    match tessera_jupyter::install(&target, &exe) {
+        Ok(dir) => {
+            println!("Installed the kernelspec tessera in {}", dir.display());
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
 }
 
 /// `tessera repl` (and `tessera` on a terminal), on the evaluator's big-stack thread.

@@ -1,0 +1,701 @@
+//! The evaluator: one thread that owns the [`Session`] and answers the shell requests in order.
+//! What it sends goes through one queue to the socket writer, so that on the wire the order is
+//! always busy → execute_input → outputs → reply → idle.
+
+use crate::history::History;
+use crate::wire::Request;
+use jupyter_protocol::{
+    CommInfoReply, CompleteReply, ErrorOutput, ExecuteInput, ExecuteReply, ExecuteResult,
+    ExecutionCount, HistoryReply, InspectReply, IsCompleteReply, JupyterMessage,
+    JupyterMessageContent, Media, MediaType, Payload, ReplyError, ReplyStatus, ShutdownReply,
+    Status, StreamContent, Transient,
+};
+use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
+use tessera_repl::{CellOutcome, IsComplete, Output, Rich, Session, SessionOptions};
+use tokio::sync::mpsc::UnboundedSender;
+
+/// What the evaluator and the control handler hand to the socket writer.
+#[derive(Debug)]
+pub enum Out {
+    Iopub(JupyterMessage),
+    Shell(JupyterMessage),
+    /// Send what is queued, then end the process (shutdown).
+    Exit,
+}
+
+/// Stops the running cell from another thread, and only a running cell: an interrupt that
+/// arrives while the kernel is idle does nothing.
+pub struct Interrupter {
+    flag: Arc<AtomicBool>,
+    running: Mutex<bool>,
+}
+
+impl Interrupter {
+    pub fn new(flag: Arc<AtomicBool>) -> Interrupter {
+        Interrupter {
+            flag,
+            running: Mutex::new(false),
+        }
+    }
+
+    /// Asks the running cell, if any, to stop. Returns whether a cell was running.
+    pub fn interrupt(&self) -> bool {
+        let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        if *running {
+            self.flag.store(true, Ordering::SeqCst);
+        }
+        *running
+    }
+
+    fn begin(&self) {
+        *self.running.lock().unwrap_or_else(|p| p.into_inner()) = true;
+    }
+
+    fn end(&self) {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        *running = false;
+        self.flag.store(false, Ordering::SeqCst);
+    }
+}
+
+/// The cell being executed, as the output sink sees it.
+struct Current {
+    parent: JupyterMessage,
+    count: usize,
+    silent: bool,
+    /// The plain text of the execute_result, for the history.
+    result: String,
+}
+
+/// The reply to `kernel_info_request` (shell and control).
+pub fn kernel_info() -> jupyter_protocol::KernelInfoReply {
+    let version = env!("CARGO_PKG_VERSION").to_string();
+    jupyter_protocol::KernelInfoReply {
+        status: ReplyStatus::Ok,
+        protocol_version: "5.3".into(),
+        implementation: "tessera".into(),
+        implementation_version: version.clone(),
+        language_info: jupyter_protocol::LanguageInfo {
+            name: "tessera".into(),
+            version,
+            mimetype: Some("text/x-tessera".into()),
+            file_extension: Some(".tsr".into()),
+            pygments_lexer: Some("python".into()),
+            codemirror_mode: Some(jupyter_protocol::CodeMirrorMode::python()),
+            nbconvert_exporter: Some("script".into()),
+        },
+        banner: format!(
+            "Tessera {} — a tile-programming language for GPUs (:help lists the commands)",
+            env!("CARGO_PKG_VERSION")
+        ),
+        help_links: Vec::new(),
+        debugger: false,
+        error: None,
+    }
+}
+
+/// A plain-text and, where there is one, HTML bundle.
+pub fn media(r: &Rich) -> Media {
+    let mut parts = vec![MediaType::Plain(r.text.clone())];
+    if let Some(h) = &r.html {
+        parts.push(MediaType::Html(h.clone()));
+    }
+    Media::new(parts)
+}
+
+/// An iopub message: a child of `parent`, without the parent's routing identities.
+pub fn iopub(content: impl Into<JupyterMessageContent>, parent: &JupyterMessage) -> Out {
+    Out::Iopub(JupyterMessage::new(content.into(), Some(parent)).with_zmq_identities(Vec::new()))
+}
+
+fn shell(content: impl Into<JupyterMessageContent>, parent: &JupyterMessage) -> Out {
+    Out::Shell(JupyterMessage::new(content.into(), Some(parent)))
+}
+
+/// Byte offset of code point `cp` in `s` (Jupyter counts cursor positions in code points).
+pub fn byte_of_char(s: &str, cp: usize) -> usize {
+    s.char_indices().nth(cp).map_or(s.len(), |(b, _)| b)
+}
+
+/// Code-point index of byte offset `b` in `s`.
+pub fn char_of_byte(s: &str, b: usize) -> usize {
+    s.char_indices().take_while(|(i, _)| *i < b).count()
+}
+
+/// The evaluator's state.
+pub struct Evaluator {
+    session: Session,
+    out: UnboundedSender<Out>,
+    current: Rc<RefCell<Option<Current>>>,
+    interrupter: Arc<Interrupter>,
+    history: History,
+    execution_count: usize,
+    /// The queue of shell requests (set by [`Evaluator::run`]).
+    rx: Option<Receiver<Request>>,
+    /// Requests taken off the queue while aborting, to be handled next.
+    backlog: VecDeque<Request>,
+    /// Execute requests to answer `aborted` once the failed cell is answered.
+    to_abort: Vec<Request>,
+}
+
+impl Evaluator {
+    /// A session whose outputs go to `out`; the error is the rendered diagnostic.
+    pub fn new(opts: SessionOptions, out: UnboundedSender<Out>) -> Result<Evaluator, String> {
+        let current: Rc<RefCell<Option<Current>>> = Rc::new(RefCell::new(None));
+        let sink_cur = current.clone();
+        let sink_out = out.clone();
+        let sink = Box::new(move |o: Output| {
+            let mut cur = sink_cur.borrow_mut();
+            let Some(cell) = cur.as_mut() else { return };
+            if cell.silent {
+                return;
+            }
+            let msg = match o {
+                Output::Stdout(s) => iopub(StreamContent::stdout(&s), &cell.parent),
+                Output::Stderr(s) => iopub(StreamContent::stderr(&s), &cell.parent),
+                Output::Display(r) => iopub(
+                    jupyter_protocol::DisplayData {
+                        data: media(&r),
+                        metadata: Default::default(),
+                        transient: None,
+                    },
+                    &cell.parent,
+                ),
+                Output::Result(r) => {
+                    cell.result = r.text.clone();
+                    iopub(
+                        ExecuteResult {
+                            execution_count: ExecutionCount::new(cell.count),
+                            data: media(&r),
+                            metadata: Default::default(),
+                            transient: Some(Transient::default()),
+                        },
+                        &cell.parent,
+                    )
+                }
+            };
+            let _ = sink_out.send(msg);
+        });
+        let session = Session::new(opts, sink).map_err(|d| format!("{}: {}", d.code, d.message))?;
+        let interrupter = Arc::new(Interrupter::new(session.interrupt_handle()));
+        Ok(Evaluator {
+            session,
+            out,
+            current,
+            interrupter,
+            history: History::default(),
+            execution_count: 0,
+            rx: None,
+            backlog: VecDeque::new(),
+            to_abort: Vec::new(),
+        })
+    }
+
+    pub fn interrupter(&self) -> Arc<Interrupter> {
+        self.interrupter.clone()
+    }
+
+    fn send(&self, o: Out) {
+        let _ = self.out.send(o);
+    }
+
+    /// Answers requests until the queue closes.
+    pub fn run(mut self, rx: Receiver<Request>) {
+        self.rx = Some(rx);
+        while let Some(req) = self.next_request() {
+            self.handle(&req);
+        }
+    }
+
+    fn next_request(&mut self) -> Option<Request> {
+        match self.backlog.pop_front() {
+            Some(r) => Some(r),
+            None => self.rx.as_ref()?.recv().ok(),
+        }
+    }
+
+    /// Handles one shell request between busy and idle (and, after a failed cell with
+    /// `stop_on_error`, answers the execute requests that were queued behind it).
+    pub fn handle(&mut self, req: &Request) {
+        let parent = &req.msg;
+        self.send(iopub(Status::busy(), parent));
+        let mut exit = false;
+        match &parent.content {
+            JupyterMessageContent::KernelInfoRequest(_) => {
+                self.send(shell(kernel_info(), parent));
+            }
+            JupyterMessageContent::ExecuteRequest(r) => {
+                self.execute(parent, &r.code, r.silent, r.store_history, r.stop_on_error);
+            }
+            JupyterMessageContent::CompleteRequest(r) => {
+                let cursor = byte_of_char(&r.code, r.cursor_pos);
+                let c = self.session.complete(&r.code, cursor);
+                let reply = CompleteReply {
+                    matches: c.matches,
+                    cursor_start: char_of_byte(&r.code, c.start),
+                    cursor_end: char_of_byte(&r.code, c.end),
+                    metadata: Default::default(),
+                    status: ReplyStatus::Ok,
+                    error: None,
+                };
+                self.send(shell(reply, parent));
+            }
+            JupyterMessageContent::InspectRequest(r) => {
+                let cursor = byte_of_char(&r.code, r.cursor_pos);
+                let found = self.session.inspect(&r.code, cursor);
+                let reply = InspectReply {
+                    found: found.is_some(),
+                    data: found.as_ref().map(media).unwrap_or_default(),
+                    metadata: Default::default(),
+                    status: ReplyStatus::Ok,
+                    error: None,
+                };
+                self.send(shell(reply, parent));
+            }
+            JupyterMessageContent::IsCompleteRequest(r) => {
+                let reply = match self.session.is_complete(&r.code) {
+                    IsComplete::Complete => IsCompleteReply::complete(),
+                    IsComplete::Incomplete { indent } => IsCompleteReply::incomplete(indent),
+                    IsComplete::Invalid => IsCompleteReply::invalid(),
+                };
+                self.send(shell(reply, parent));
+            }
+            JupyterMessageContent::CommInfoRequest(_) => {
+                let reply = CommInfoReply {
+                    status: ReplyStatus::Ok,
+                    comms: Default::default(),
+                    error: None,
+                };
+                self.send(shell(reply, parent));
+            }
+            JupyterMessageContent::ShutdownRequest(r) => {
+                let reply = ShutdownReply {
+                    restart: r.restart,
+                    status: ReplyStatus::Ok,
+                    error: None,
+                };
+                self.send(shell(reply, parent));
+                exit = true;
+            }
+            _ if req.msg_type() == "history_request" => {
+                let history = self
+                    .history
+                    .answer(&req.content)
+                    .into_iter()
+                    .filter_map(|v| serde_json::from_value(v).ok())
+                    .collect();
+                self.send(shell(HistoryReply::new(history), parent));
+            }
+            _ if req.msg_type() == "execute_request" => {
+                // An execute request whose content did not fit the typed form.
+                let code = req
+                    .content
+                    .get("code")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let flag =
+                    |k: &str, d: bool| req.content.get(k).and_then(Value::as_bool).unwrap_or(d);
+                let silent = flag("silent", false);
+                let store = flag("store_history", !silent);
+                self.execute(parent, code, silent, store, flag("stop_on_error", true));
+            }
+            _ => {
+                eprintln!(
+                    "tessera kernel: ignoring a `{}` message on shell",
+                    req.msg_type()
+                );
+            }
+        }
+        self.send(iopub(Status::idle(), parent));
+        for queued in std::mem::take(&mut self.to_abort) {
+            let parent = &queued.msg;
+            self.send(iopub(Status::busy(), parent));
+            let reply = ExecuteReply {
+                status: ReplyStatus::Aborted,
+                execution_count: ExecutionCount::new(self.execution_count),
+                payload: Vec::new(),
+                user_expressions: Some(Default::default()),
+                error: None,
+            };
+            self.send(shell(reply, parent));
+            self.send(iopub(Status::idle(), parent));
+        }
+        if exit {
+            self.send(Out::Exit);
+        }
+    }
+
+    /// Runs one cell and answers it.
+    fn execute(
+        &mut self,
+        parent: &JupyterMessage,
+        code: &str,
+        silent: bool,
+        store_history: bool,
+        stop_on_error: bool,
+    ) {
+        let store = store_history && !silent;
+        if store {
+            self.execution_count += 1;
+        }
+        let count = self.execution_count;
+        if !silent {
+            self.send(iopub(
+                ExecuteInput {
+                    code: code.to_string(),
+                    execution_count: ExecutionCount::new(count),
+                },
+                parent,
+            ));
+        }
+        *self.current.borrow_mut() = Some(Current {
+            parent: parent.clone(),
+            count,
+            silent,
+            result: String::new(),
+        });
+        self.interrupter.begin();
+        let session = &mut self.session;
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| session.execute(code)))
+                .unwrap_or_else(|p| {
+                    let what = p
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| p.downcast_ref::<String>().cloned())
+                        .unwrap_or_default();
+                    CellOutcome::Error {
+                        ename: "InternalError".into(),
+                        evalue: format!("internal error in the interpreter: {what}"),
+                        traceback: vec![format!("internal error in the interpreter: {what}")],
+                    }
+                });
+        self.interrupter.end();
+        let result = self
+            .current
+            .borrow_mut()
+            .take()
+            .map(|c| c.result)
+            .unwrap_or_default();
+        if store {
+            self.history.push(count as i64, code, result);
+        }
+        let error = match outcome {
+            CellOutcome::Ok => None,
+            CellOutcome::Quit => {
+                let reply = ExecuteReply {
+                    status: ReplyStatus::Ok,
+                    execution_count: ExecutionCount::new(count),
+                    payload: vec![Payload::AskExit { keepkernel: false }],
+                    user_expressions: Some(Default::default()),
+                    error: None,
+                };
+                self.send(shell(reply, parent));
+                return;
+            }
+            CellOutcome::Error {
+                ename,
+                evalue,
+                traceback,
+            } => Some(ReplyError {
+                ename,
+                evalue,
+                traceback,
+            }),
+            CellOutcome::Interrupted => Some(ReplyError {
+                ename: "Interrupted".into(),
+                evalue: "the cell was interrupted".into(),
+                traceback: vec!["Interrupted: the cell was interrupted".into()],
+            }),
+        };
+        let ok = error.is_none();
+        if let (Some(e), false) = (&error, silent) {
+            self.send(iopub(
+                ErrorOutput {
+                    ename: e.ename.clone(),
+                    evalue: e.evalue.clone(),
+                    traceback: e.traceback.clone(),
+                },
+                parent,
+            ));
+        }
+        if !ok && stop_on_error {
+            // Before the reply leaves: a request the client sends after seeing it is not
+            // aborted.
+            self.take_queued();
+        }
+        let reply = ExecuteReply {
+            status: if ok {
+                ReplyStatus::Ok
+            } else {
+                ReplyStatus::Error
+            },
+            execution_count: ExecutionCount::new(count),
+            payload: Vec::new(),
+            user_expressions: Some(Default::default()),
+            error: error.map(Box::new),
+        };
+        self.send(shell(reply, parent));
+    }
+
+    /// After a failed cell: takes the execute requests already queued behind it (nothing that
+    /// arrives later) for an `aborted` answer, and keeps the other requests for handling in order.
+    fn take_queued(&mut self) {
+        let mut queued: Vec<Request> = self.backlog.drain(..).collect();
+        if let Some(rx) = &self.rx {
+            while let Ok(r) = rx.try_recv() {
+                queued.push(r);
+            }
+        }
+        for req in queued {
+            if req.msg_type() == "execute_request" {
+                self.to_abort.push(req);
+            } else {
+                self.backlog.push_back(req);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{frames, Verifier};
+    use serde_json::json;
+    use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+
+    fn request(v: &Verifier, id: &str, msg_type: &str, content: Value) -> Request {
+        let header = json!({
+            "msg_id": id, "username": "u", "session": "s",
+            "date": "2026-01-01T00:00:00Z", "msg_type": msg_type, "version": "5.3"
+        });
+        v.accept(frames(v, &[b"client"], &header, &content))
+            .expect("signed")
+    }
+
+    fn exec(v: &Verifier, id: &str, code: &str) -> Request {
+        request(
+            v,
+            id,
+            "execute_request",
+            json!({"code": code, "silent": false, "store_history": true,
+                   "user_expressions": {}, "allow_stdin": false, "stop_on_error": true}),
+        )
+    }
+
+    /// (channel, msg_type, parent msg_id, content as JSON) of everything sent so far.
+    fn drain(rx: &mut UnboundedReceiver<Out>) -> Vec<(&'static str, String, String, Value)> {
+        let mut got = Vec::new();
+        while let Ok(o) = rx.try_recv() {
+            let (ch, m) = match o {
+                Out::Iopub(m) => ("iopub", m),
+                Out::Shell(m) => ("shell", m),
+                Out::Exit => {
+                    got.push(("exit", String::new(), String::new(), Value::Null));
+                    continue;
+                }
+            };
+            if ch == "iopub" {
+                assert!(
+                    m.zmq_identities.is_empty(),
+                    "iopub keeps no routing identity"
+                );
+            } else {
+                assert_eq!(m.zmq_identities, vec![bytes::Bytes::from_static(b"client")]);
+            }
+            let parent = m
+                .parent_header
+                .as_ref()
+                .map(|h| h.msg_id.clone())
+                .unwrap_or_default();
+            let content = serde_json::to_value(&m.content).unwrap();
+            got.push((ch, m.header.msg_type.clone(), parent, content));
+        }
+        got
+    }
+
+    fn evaluator() -> (Evaluator, UnboundedReceiver<Out>, Verifier) {
+        let (tx, rx) = unbounded_channel();
+        let ev = Evaluator::new(SessionOptions::default(), tx).expect("session");
+        (ev, rx, Verifier::new("key"))
+    }
+
+    #[test]
+    fn execute_sends_outputs_between_busy_and_idle_in_order() {
+        let (mut ev, mut rx, v) = evaluator();
+        ev.handle(&exec(&v, "a", "print('hi')\n1 + 1"));
+        let got = drain(&mut rx);
+        let kinds: Vec<(&str, &str)> = got.iter().map(|g| (g.0, g.1.as_str())).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                ("iopub", "status"),
+                ("iopub", "execute_input"),
+                ("iopub", "stream"),
+                ("iopub", "execute_result"),
+                ("shell", "execute_reply"),
+                ("iopub", "status"),
+            ]
+        );
+        assert!(got.iter().all(|g| g.2 == "a"));
+        assert_eq!(got[0].3["execution_state"], "busy");
+        assert_eq!(got[2].3, json!({"name": "stdout", "text": "hi\n"}));
+        let result = &got[3].3;
+        assert_eq!(result["data"]["text/plain"], "2");
+        assert_eq!(result["execution_count"], 1);
+        // Fields that nbclient and the v5 schema need, never null.
+        assert_eq!(result["transient"], json!({}));
+        let reply = &got[4].3;
+        assert_eq!(reply["status"], "ok");
+        assert_eq!(reply["execution_count"], 1);
+        assert_eq!(reply["user_expressions"], json!({}));
+        assert_eq!(got[5].3["execution_state"], "idle");
+    }
+
+    #[test]
+    fn error_is_published_and_replied_with_the_diagnostic() {
+        let (mut ev, mut rx, v) = evaluator();
+        ev.handle(&exec(&v, "b", "nope"));
+        let got = drain(&mut rx);
+        let err = got
+            .iter()
+            .find(|g| g.1 == "error")
+            .expect("an error output");
+        assert_eq!(err.3["ename"], "E0100");
+        let tb = err.3["traceback"].as_array().unwrap();
+        assert!(tb.iter().any(|l| l.as_str().unwrap().contains("nope")));
+        let reply = got.iter().find(|g| g.1 == "execute_reply").unwrap();
+        assert_eq!(reply.3["status"], "error");
+        assert_eq!(reply.3["ename"], "E0100");
+        assert_eq!(reply.3["execution_count"], 1);
+        // The session goes on.
+        ev.handle(&exec(&v, "c", "2 * 3"));
+        let got = drain(&mut rx);
+        let result = got.iter().find(|g| g.1 == "execute_result").unwrap();
+        assert_eq!(result.3["data"]["text/plain"], "6");
+        assert_eq!(result.3["execution_count"], 2);
+    }
+
+    #[test]
+    fn failed_cell_aborts_only_queued_execute_requests() {
+        let (mut ev, mut out, v) = evaluator();
+        let (tx, rx) = std::sync::mpsc::channel();
+        ev.rx = Some(rx);
+        tx.send(exec(&v, "q1", "x = 1")).unwrap();
+        tx.send(request(&v, "k", "kernel_info_request", json!({})))
+            .unwrap();
+        tx.send(exec(&v, "q2", "x = 2")).unwrap();
+        ev.handle(&exec(&v, "f", "undefined_thing"));
+        let got = drain(&mut out);
+        let replies: Vec<(String, Value)> = got
+            .iter()
+            .filter(|g| g.0 == "shell")
+            .map(|g| (g.2.clone(), g.3["status"].clone()))
+            .collect();
+        assert_eq!(
+            replies,
+            vec![
+                ("f".into(), json!("error")),
+                ("q1".into(), json!("aborted")),
+                ("q2".into(), json!("aborted")),
+            ]
+        );
+        // The kernel_info request is kept and answered next.
+        let next = ev.next_request().unwrap();
+        assert_eq!(next.msg_type(), "kernel_info_request");
+    }
+
+    #[test]
+    fn complete_counts_code_points() {
+        let (mut ev, mut rx, v) = evaluator();
+        // 'é' is two bytes: the cursor after "prin" is code point 7, byte 8.
+        let code = "'é'; prin";
+        ev.handle(&request(
+            &v,
+            "d",
+            "complete_request",
+            json!({"code": code, "cursor_pos": 9}),
+        ));
+        let got = drain(&mut rx);
+        let reply = &got.iter().find(|g| g.1 == "complete_reply").unwrap().3;
+        assert_eq!(reply["matches"], json!(["print"]));
+        assert_eq!(reply["cursor_start"], 5);
+        assert_eq!(reply["cursor_end"], 9);
+    }
+
+    #[test]
+    fn is_complete_history_kernel_info_and_shutdown() {
+        let (mut ev, mut rx, v) = evaluator();
+        ev.handle(&request(
+            &v,
+            "e",
+            "is_complete_request",
+            json!({"code": "def f():"}),
+        ));
+        ev.handle(&exec(&v, "g", "40 + 2"));
+        ev.handle(&request(
+            &v,
+            "h",
+            "history_request",
+            json!({"hist_access_type": "tail", "n": 5, "output": true, "raw": true}),
+        ));
+        ev.handle(&request(&v, "i", "kernel_info_request", json!({})));
+        ev.handle(&request(
+            &v,
+            "j",
+            "shutdown_request",
+            json!({"restart": false}),
+        ));
+        let got = drain(&mut rx);
+        let reply = |t: &str| got.iter().find(|g| g.1 == t).unwrap().3.clone();
+        assert_eq!(reply("is_complete_reply")["status"], "incomplete");
+        assert_eq!(
+            reply("history_reply")["history"],
+            json!([[1, 1, ["40 + 2", "42"]]])
+        );
+        let info = reply("kernel_info_reply");
+        assert_eq!(info["language_info"]["name"], "tessera");
+        assert_eq!(info["language_info"]["file_extension"], ".tsr");
+        assert_eq!(info["language_info"]["mimetype"], "text/x-tessera");
+        assert_eq!(info["language_info"]["codemirror_mode"], "python");
+        assert_eq!(info["language_info"]["pygments_lexer"], "python");
+        assert_eq!(reply("shutdown_reply")["restart"], false);
+        assert_eq!(got.last().unwrap().0, "exit");
+    }
+
+    #[test]
+    fn silent_cells_publish_nothing_and_keep_the_count() {
+        let (mut ev, mut rx, v) = evaluator();
+        let silent = request(
+            &v,
+            "s",
+            "execute_request",
+            json!({"code": "print(1)\n5", "silent": true, "store_history": false,
+                   "user_expressions": {}, "allow_stdin": false, "stop_on_error": true}),
+        );
+        ev.handle(&silent);
+        let got = drain(&mut rx);
+        let kinds: Vec<&str> = got.iter().map(|g| g.1.as_str()).collect();
+        assert_eq!(kinds, vec!["status", "execute_reply", "status"]);
+        assert_eq!(got[1].3["execution_count"], 0);
+    }
+
+    #[test]
+    fn interrupter_only_stops_a_running_cell() {
+        let flag = Arc::new(AtomicBool::new(false));
+        let i = Interrupter::new(flag.clone());
+        assert!(!i.interrupt());
+        assert!(!flag.load(Ordering::SeqCst));
+        i.begin();
+        assert!(i.interrupt());
+        assert!(flag.load(Ordering::SeqCst));
+        i.end();
+        assert!(!flag.load(Ordering::SeqCst));
+    }
+}
