@@ -115,14 +115,14 @@ fn check(exe: &Path, root: &Path, tsr: &Path, log_dir: &Path, i: usize) -> Resul
         }
     } else {
         let mut report = String::new();
-        if out.stdout != want_stdout {
+        if !tessera::golden::text_matches(&want_stdout, &out.stdout) {
             report.push_str(&format!(
                 "stdout differs\n--- expected ---\n{want_stdout}--- actual ---\n{}",
                 out.stdout
             ));
         }
         if let Some(want) = expected(tsr, "stderr") {
-            if want != out.stderr {
+            if !tessera::golden::text_matches(&want, &out.stderr) {
                 report.push_str(&format!(
                     "stderr differs\n--- expected ---\n{want}--- actual ---\n{}",
                     out.stderr

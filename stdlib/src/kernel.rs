@@ -552,7 +552,19 @@ impl KernelObj {
         let on_emu = *self.session.device.borrow() == "emu";
         let profiling = self.session.profile.borrow().active;
         let outs = if crate::crosscheck::enabled().map_err(|d| d.or_at(args.span))? {
-            self.run_crosscheck(&c, &inputs, on_emu)
+            let checked = self.run_crosscheck(&c, &inputs, on_emu);
+            // A profiled run still gets its rows: the checked launch is then timed again as
+            // the profiler times it (the cross-check is a testing aid; it costs a second run).
+            match checked {
+                Ok(outs) if profiling && on_emu => {
+                    crate::profile::record(&self.session, &c, &HashMap::new(), None, &it.sources);
+                    Ok(outs)
+                }
+                Ok(_) if profiling => {
+                    crate::profile::run_cpu(&self.session, &c, &inputs, &it.sources)
+                }
+                other => other,
+            }
         } else if on_emu {
             let outs = self.run_emu(it, &c, &inputs);
             if profiling {
