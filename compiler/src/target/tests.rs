@@ -238,10 +238,21 @@ fn loc_changes_with_the_line() {
 
 #[test]
 fn shared_limit_is_checked() {
+    // Over 48 KiB: one dynamic `.extern .shared` array, within the target's opt-in limit.
     let mut b = KernelBuilder::new("k", sp());
     b.shared("big", 64 * 1024, 16);
     b.ret();
     let k = b.finish().unwrap();
-    let e = print(&k, Target::Sm90, &sources()).unwrap_err();
+    assert_eq!(k.dynamic_shared_bytes(), 64 * 1024);
+    let ptx = print(&k, Target::Sm90, &sources()).unwrap();
+    assert!(ptx.contains(".extern .shared .align 16 .b8 tessera_dyn_smem[];"), "{ptx}");
+    assert!(!ptx.contains(".shared .align 16 .b8 big["), "{ptx}");
+    // 200 KiB fits sm_90 (227 KiB) but not sm_80 (163 KiB).
+    let mut b = KernelBuilder::new("k", sp());
+    b.shared("huge", 200 * 1024, 16);
+    b.ret();
+    let k = b.finish().unwrap();
+    assert!(print(&k, Target::Sm90, &sources()).is_ok());
+    let e = print(&k, Target::Sm80, &sources()).unwrap_err();
     assert!(matches!(e, TargetError::SharedTooLarge { .. }), "{e}");
 }
