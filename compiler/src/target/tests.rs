@@ -245,7 +245,10 @@ fn shared_limit_is_checked() {
     let k = b.finish().unwrap();
     assert_eq!(k.dynamic_shared_bytes(), 64 * 1024);
     let ptx = print(&k, Target::Sm90, &sources()).unwrap();
-    assert!(ptx.contains(".extern .shared .align 16 .b8 tessera_dyn_smem[];"), "{ptx}");
+    assert!(
+        ptx.contains(".extern .shared .align 16 .b8 tessera_dyn_smem[];"),
+        "{ptx}"
+    );
     assert!(!ptx.contains(".shared .align 16 .b8 big["), "{ptx}");
     // 200 KiB fits sm_90 (227 KiB) but not sm_80 (163 KiB).
     let mut b = KernelBuilder::new("k", sp());
