@@ -10,6 +10,7 @@ mod errors;
 mod grammar;
 mod limits;
 
+pub(crate) use limits::for_each_child;
 pub use limits::{MAX_EXPR_DEPTH, MAX_NESTING};
 
 use crate::ast::{Expr, Module};

@@ -4,7 +4,7 @@
 
 mod common;
 use std::time::{Duration, Instant};
-use tessera_lang::ast::{Arg, Expr, ExprKind, FStringPart, Stmt, StmtKind};
+use tessera_lang::ast::{Expr, ExprKind, Stmt, StmtKind};
 use tessera_lang::parse::{is_complete, parse_expr, parse_module};
 use tessera_lang::{SourceMap, Span};
 
@@ -224,68 +224,10 @@ fn check_span(src: &str, s: Span, what: &str) {
 
 fn walk_expr(src: &str, e: &Expr) {
     check_span(src, e.span, "expr");
-    let sub = |x: &Expr| walk_expr(src, x);
-    match &e.kind {
-        ExprKind::Int(_)
-        | ExprKind::Float(_)
-        | ExprKind::Str(_)
-        | ExprKind::Bool(_)
-        | ExprKind::None
-        | ExprKind::Name(_)
-        | ExprKind::Error => {}
-        ExprKind::FString(parts) => {
-            for p in parts {
-                if let FStringPart::Expr { expr, .. } = p {
-                    sub(expr);
-                }
-            }
-        }
-        ExprKind::List(v) | ExprKind::Tuple(v) => v.iter().for_each(sub),
-        ExprKind::Unary { operand, .. } => sub(operand),
-        ExprKind::Binary { left, right, .. } | ExprKind::BoolOp { left, right, .. } => {
-            sub(left);
-            sub(right);
-        }
-        ExprKind::Compare { left, ops } => {
-            sub(left);
-            ops.iter().for_each(|(_, e)| sub(e));
-        }
-        ExprKind::IfExp { test, body, orelse } => {
-            sub(test);
-            sub(body);
-            sub(orelse);
-        }
-        ExprKind::Call { func, args } => {
-            sub(func);
-            for a in args {
-                match a {
-                    Arg::Positional(e) | Arg::Keyword(_, e) | Arg::Star(e) => sub(e),
-                }
-            }
-        }
-        ExprKind::Attribute { value, attr } => {
-            sub(value);
-            check_span(src, attr.span, "attr");
-        }
-        ExprKind::Subscript { value, index } => {
-            sub(value);
-            sub(index);
-        }
-        ExprKind::Slice { lo, hi, step } => {
-            [lo, hi, step].into_iter().flatten().for_each(|e| sub(e))
-        }
-        ExprKind::ListComp {
-            elt,
-            target,
-            iter,
-            conds,
-        } => {
-            sub(elt);
-            sub(target);
-            sub(iter);
-            conds.iter().for_each(sub);
-        }
+    if let ExprKind::Attribute { attr, .. } = &e.kind {
+        check_span(src, attr.span, "attr");
     }
+    e.for_each_child(&mut |x| walk_expr(src, x));
 }
 
 fn walk_stmt(src: &str, s: &Stmt) {

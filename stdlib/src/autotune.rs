@@ -29,7 +29,7 @@ use tessera_compiler::target::Target;
 use tessera_compiler::tune::cache::{self, CacheError, Entry, Key};
 use tessera_compiler::tune::{self, Config, Space};
 use tessera_lang::diag::{Code, Diagnostic};
-use tessera_lang::eval::{Module, Value};
+use tessera_lang::eval::{CallArgs, Module, Value};
 use tessera_lang::Span;
 
 /// How a kernel got its config this session.
@@ -509,14 +509,22 @@ pub fn report(st: &State) -> TableObj {
     }
 }
 
-fn path_arg(v: &Value, span: Span, what: &str) -> Result<PathBuf, Diagnostic> {
-    match v {
-        Value::Str(s) => Ok(PathBuf::from(&**s)),
+/// The one `path` argument of `fname(path)`, and its span.
+fn path_arg(args: &CallArgs, fname: &str) -> Result<(PathBuf, Span), Diagnostic> {
+    let a = args.bind(fname, &["path"], &[])?;
+    let Some(x) = a.into_iter().flatten().next() else {
+        return Err(Diagnostic::new(
+            Code::E0101,
+            format!("{fname}() missing required argument 'path'"),
+        ));
+    };
+    match &x.value {
+        Value::Str(s) => Ok((PathBuf::from(&**s), x.span)),
         other => Err(Diagnostic::new(
             Code::E0101,
-            format!("{what} must be a str, not {}", other.type_name()),
+            format!("path must be a str, not {}", other.type_name()),
         )
-        .at(span)),
+        .at(x.span)),
     }
 }
 
@@ -549,18 +557,14 @@ pub fn module(session: Rc<Session>) -> Module {
     m.set(
         "save_cache",
         Value::native("save_cache", "save_cache(path)", move |_, args| {
-            let a = args.bind("save_cache", &["path"], &[])?;
-            let Some(x) = a.into_iter().flatten().next() else {
-                return Ok(Value::None);
-            };
-            let path = path_arg(&x.value, x.span, "path")?;
+            let (path, span) = path_arg(&args, "save_cache")?;
             let entries = s.tune.borrow().entries.clone();
             let n = cache::save_merged(&path, &entries).map_err(|e| {
                 Diagnostic::new(
                     Code::E0500,
                     format!("cannot save the autotune cache to {}: {e}", path.display()),
                 )
-                .at(x.span)
+                .at(span)
             })?;
             Ok(Value::Int(n as i64))
         }),
@@ -569,11 +573,7 @@ pub fn module(session: Rc<Session>) -> Module {
     m.set(
         "load_cache",
         Value::native("load_cache", "load_cache(path)", move |_, args| {
-            let a = args.bind("load_cache", &["path"], &[])?;
-            let Some(x) = a.into_iter().flatten().next() else {
-                return Ok(Value::None);
-            };
-            let path = path_arg(&x.value, x.span, "path")?;
+            let (path, _) = path_arg(&args, "load_cache")?;
             if !path.exists() {
                 warn(&format!("autotune cache {}: no such file", path.display()));
                 return Ok(Value::Int(0));

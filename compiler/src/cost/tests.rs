@@ -9,36 +9,9 @@ use crate::pipeline::lower;
 use crate::schedule::Directives;
 use tessera_lang::Span;
 
-fn matmul_graph(m: usize, n: usize, k: usize) -> Graph {
-    let mut g = Graph::new("mm");
-    let sp = Span::new(0, 0, 0);
-    let a = g.push(
-        Op::Param { index: 0 },
-        TensorType::new(vec![m, k], DType::BF16),
-        sp,
-    );
-    let b = g.push(
-        Op::Param { index: 1 },
-        TensorType::new(vec![k, n], DType::BF16),
-        sp,
-    );
-    let c = g.push(
-        Op::Matmul {
-            a,
-            b,
-            accum: None,
-            epilogue: vec![],
-        },
-        TensorType::new(vec![m, n], DType::BF16),
-        sp,
-    );
-    g.outputs = vec![c];
-    g
-}
-
 /// The estimate of the one matmul kernel with tile (bm, bn, 32) and `stages` stages.
 fn est(m: usize, n: usize, k: usize, bm: u32, bn: u32, stages: u32) -> Estimate {
-    let g = matmul_graph(m, n, k);
+    let g = crate::graph::bf16_matmul(m, n, k);
     let d = Directives {
         tile: Some([bm, bn, 32]),
         stages: Some(stages),

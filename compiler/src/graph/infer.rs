@@ -108,16 +108,22 @@ fn float_or_f32(d: DType) -> DType {
     }
 }
 
-/// Python slice bounds: (count) for `start:stop:step` over a dimension of length `len`.
-fn slice_count(start: Option<i64>, stop: Option<i64>, step: Option<i64>, len: usize) -> R<usize> {
+/// Python's `slice.indices(len)` for `start:stop:step` over a dimension of length `len`:
+/// (first index, element count, step); `None` for a zero step.
+pub fn slice_indices(
+    start: Option<i64>,
+    stop: Option<i64>,
+    step: Option<i64>,
+    len: usize,
+) -> Option<(i64, usize, i64)> {
     let step = step.unwrap_or(1);
     if step == 0 {
-        return Err("slice step cannot be zero".into());
+        return None;
     }
-    let n = len as i64;
+    let n = i64::try_from(len).unwrap_or(i64::MAX);
     let clamp = |v: i64, lo: i64, hi: i64| v.max(lo).min(hi);
     let norm = |v: i64| if v < 0 { v.saturating_add(n) } else { v };
-    let (s, e) = if step > 0 {
+    let (start, stop) = if step > 0 {
         (
             start.map(|s| clamp(norm(s), 0, n)).unwrap_or(0),
             stop.map(|s| clamp(norm(s), 0, n)).unwrap_or(n),
@@ -128,19 +134,20 @@ fn slice_count(start: Option<i64>, stop: Option<i64>, step: Option<i64>, len: us
             stop.map(|s| clamp(norm(s), -1, n - 1)).unwrap_or(-1),
         )
     };
-    let (s, e, st) = (i128::from(s), i128::from(e), i128::from(step));
-    let c = if st > 0 {
-        if e > s {
-            (e - s - 1) / st + 1
+    // In i128: `-step` overflows i64 for i64::MIN.
+    let (st, sp, stp) = (i128::from(start), i128::from(stop), i128::from(step));
+    let count = if stp > 0 {
+        if sp > st {
+            (sp - st - 1) / stp + 1
         } else {
             0
         }
-    } else if s > e {
-        (s - e - 1) / (-st) + 1
+    } else if st > sp {
+        (st - sp - 1) / (-stp) + 1
     } else {
         0
     };
-    Ok(c as usize)
+    Some((start, count as usize, step))
 }
 
 /// Result shape of `x[items]`.
@@ -166,7 +173,11 @@ pub fn slice_shape(shape: &[usize], items: &[SliceItem]) -> R<Vec<usize>> {
             }
             SliceItem::Range { start, stop, step } => {
                 let len = shape.get(dim).copied().unwrap_or(0);
-                out.push(slice_count(*start, *stop, *step, len)?);
+                out.push(
+                    slice_indices(*start, *stop, *step, len)
+                        .ok_or("slice step cannot be zero")?
+                        .1,
+                );
                 dim += 1;
             }
             SliceItem::NewAxis => out.push(1),

@@ -22,6 +22,35 @@ pub mod verify;
 #[cfg(test)]
 mod tests;
 
+/// A bf16 matmul graph `[m,k] @ [k,n]`, for the cost model's and the autotuner's tests.
+#[cfg(test)]
+pub(crate) fn bf16_matmul(m: usize, n: usize, k: usize) -> Graph {
+    let mut g = Graph::new("mm");
+    let sp = Span::new(0, 0, 0);
+    let a = g.push(
+        Op::Param { index: 0 },
+        TensorType::new(vec![m, k], DType::BF16),
+        sp,
+    );
+    let b = g.push(
+        Op::Param { index: 1 },
+        TensorType::new(vec![k, n], DType::BF16),
+        sp,
+    );
+    let c = g.push(
+        Op::Matmul {
+            a,
+            b,
+            accum: None,
+            epilogue: vec![],
+        },
+        TensorType::new(vec![m, n], DType::BF16),
+        sp,
+    );
+    g.outputs = vec![c];
+    g
+}
+
 pub use types::{BinaryOp, DType, ReduceOp, Scalar, SliceItem, TensorType, UnaryOp};
 
 use tessera_lang::Span;

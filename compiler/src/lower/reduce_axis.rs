@@ -154,14 +154,7 @@ pub fn target(
     let orow = b.mul(Ty::U32, o, len_r);
     let acc = b.mov(Ty::F32, fimm(init));
     let r = b.mov(Ty::U32, warp);
-    let head = b.block("rows_head");
-    let body = b.block("rows_body");
-    let done = b.block("rows_done");
-    b.br(head);
-    b.switch_to(head);
-    let more = b.setp(Cmp::Lt, Ty::U32, r, len_r);
-    b.cbr(more, body, done);
-    b.switch_to(body);
+    let (head, done) = b.while_lt(r, len_r, ["rows_head", "rows_body", "rows_done"]);
     let row = b.add(Ty::U32, orow, r);
     let idx = b.fma(Ty::U32, row, inner_r, col);
     let v = emit::load_f32(&mut b, xd, x, idx, Some(col_ok));

@@ -1217,14 +1217,7 @@ fn flash_attention(
         sk_r
     };
     let k0 = b.mov(Ty::U32, imm(0));
-    let head = b.block("kv_head");
-    let body = b.block("kv_body");
-    let epib = b.block("epilogue");
-    b.br(head);
-    b.switch_to(head);
-    let more = b.setp(Cmp::Lt, Ty::U32, k0, kend);
-    b.cbr(more, body, epib);
-    b.switch_to(body);
+    let (head, epib) = b.while_lt(k0, kend, ["kv_head", "kv_body", "epilogue"]);
     tile_to_shared(
         &mut b,
         kd,
@@ -1592,14 +1585,7 @@ fn matmul_fma(
     let ty = b.bin(BinOp::Shr, Ty::U32, tid, imm(log2(bn_ / 4)));
     let a_rd = b.fma(Ty::U32, ty, imm(bki * 4), sa0);
     let b_rd = b.fma(Ty::U32, tx, imm(4), sb0);
-    let head = b.block("k_head");
-    let body = b.block("k_body");
-    let epib = b.block("epilogue");
-    b.br(head);
-    b.switch_to(head);
-    let more = b.setp(Cmp::Lt, Ty::U32, kt, nk);
-    b.cbr(more, body, epib);
-    b.switch_to(body);
+    let (head, epib) = b.while_lt(kt, nk, ["k_head", "k_body", "epilogue"]);
     let next = b.add(Ty::U32, kt, imm(si - 1));
     let has_next = b.setp(Cmp::Lt, Ty::U32, next, nk);
     issue(&mut b, next, Some(has_next));
@@ -2018,14 +2004,7 @@ fn matmul_mma(
         issue(&mut b, kt, Some(has));
     }
     let kt = b.mov(Ty::U32, imm(0));
-    let head = b.block("k_head");
-    let body = b.block("k_body");
-    let epib = b.block("epilogue");
-    b.br(head);
-    b.switch_to(head);
-    let more = b.setp(Cmp::Lt, Ty::U32, kt, nk);
-    b.cbr(more, body, epib);
-    b.switch_to(body);
+    let (head, epib) = b.while_lt(kt, nk, ["k_head", "k_body", "epilogue"]);
     if stages >= 2 {
         b.push(TOp::CpAsyncWait { n: stages - 2 });
         b.bar_sync();

@@ -156,6 +156,26 @@ impl KernelBuilder {
             els,
         });
     }
+    /// The head of a `while i < end` loop on unsigned 32-bit values: makes the blocks named
+    /// `names` (head, body, exit) in that order, branches to the head, tests `i < end` there and
+    /// leaves the builder in the body. Returns (head, exit): the body ends with `br(head)` and
+    /// the code after the loop goes into the exit block.
+    pub fn while_lt(
+        &mut self,
+        i: Reg,
+        end: impl Into<Operand>,
+        names: [&str; 3],
+    ) -> (BlockId, BlockId) {
+        let head = self.block(names[0]);
+        let body = self.block(names[1]);
+        let exit = self.block(names[2]);
+        self.br(head);
+        self.switch_to(head);
+        let more = self.setp(Cmp::Lt, Ty::U32, i, end);
+        self.cbr(more, body, exit);
+        self.switch_to(body);
+        (head, exit)
+    }
     pub fn ret(&mut self) {
         self.term(Terminator::Ret);
     }

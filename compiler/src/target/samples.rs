@@ -360,15 +360,7 @@ pub fn matmul_f32(file: FileId) -> Result<Kernel, TargetError> {
     let a_rd = b.fma(Ty::U32, ty, imm(BK * 4), sa0);
     let b_rd = b.fma(Ty::U32, tx, imm(4), sb0);
 
-    let head = b.block("k_head");
-    let body = b.block("k_body");
-    let epi = b.block("epilogue");
-    b.br(head);
-    b.switch_to(head);
-    let more = b.setp(Cmp::Lt, Ty::U32, kt, nk);
-    b.cbr(more, body, epi);
-
-    b.switch_to(body);
+    let (head, epi) = b.while_lt(kt, nk, ["k_head", "k_body", "epilogue"]);
     let next = b.add(Ty::U32, kt, imm(1));
     let has_next = b.setp(Cmp::Lt, Ty::U32, next, nk);
     issue(&mut b, next, Some(has_next));
@@ -508,15 +500,7 @@ pub fn matmul_bf16(file: FileId) -> Result<Kernel, TargetError> {
     let k2 = b.mul(Ty::U32, k, imm(2));
     let n2 = b.mul(Ty::U32, n, imm(2));
 
-    let head = b.block("k_head");
-    let body = b.block("k_body");
-    let epi = b.block("epilogue");
-    b.br(head);
-    b.switch_to(head);
-    let more = b.setp(Cmp::Lt, Ty::U32, kt, nk);
-    b.cbr(more, body, epi);
-
-    b.switch_to(body);
+    let (head, epi) = b.while_lt(kt, nk, ["k_head", "k_body", "epilogue"]);
     let k0 = b.mul(Ty::U32, kt, imm(BK));
     // A tile: 16 elements per thread, rows a_grow + 4i, column k0 + a_c.
     let acol = b.add(Ty::U32, k0, a_c);

@@ -306,43 +306,13 @@ mod tests {
 #[cfg(test)]
 mod speed {
     use super::*;
-    use crate::graph::TensorType;
-    use tessera_lang::Span;
-
-    /// A bf16 matmul graph `[m,k] @ [k,n]`.
-    pub fn matmul(m: usize, n: usize, k: usize) -> Graph {
-        let mut g = Graph::new("mm");
-        let sp = Span::new(0, 0, 0);
-        let a = g.push(
-            Op::Param { index: 0 },
-            TensorType::new(vec![m, k], DType::BF16),
-            sp,
-        );
-        let b = g.push(
-            Op::Param { index: 1 },
-            TensorType::new(vec![k, n], DType::BF16),
-            sp,
-        );
-        let c = g.push(
-            Op::Matmul {
-                a,
-                b,
-                accum: None,
-                epilogue: vec![],
-            },
-            TensorType::new(vec![m, n], DType::BF16),
-            sp,
-        );
-        g.outputs = vec![c];
-        g
-    }
 
     #[test]
     fn default_space_ranks_54_candidates() {
         // The default tensor-core space: 18 tiles × 3 stages = 54 candidates, each lowered to
         // Target IR and costed; every one is either ranked or pruned with a reason, and the
         // whole search stays under a second (SPEC §6: nobody waits for a first launch).
-        let g = matmul(4096, 4096, 4096);
+        let g = crate::graph::bf16_matmul(4096, 4096, 4096);
         let kinds = [Kind::Matmul];
         let space = default_space(&g, Target::Sm90, &kinds);
         let cands = space.candidates();

@@ -7,6 +7,7 @@ use crate::ops::kernel::gather;
 use crate::shape::{contiguous_strides, fmt_shape, normalize_axis};
 use crate::storage::Storage;
 use crate::tensor::Tensor;
+use tessera_compiler::graph::infer::slice_indices;
 
 /// Applies `$body` to the vector inside any storage variant, rebuilding the same variant.
 macro_rules! map_storage {
@@ -59,47 +60,6 @@ fn materialise(x: &Tensor, v: &View, op: &str) -> Result<Tensor> {
     let off = usize::try_from(v.offset.max(0)).unwrap_or(0);
     let out = map_storage!(st, s => gather(s, off, &v.shape, &v.strides));
     Ok(Tensor::from_storage(v.shape.clone(), dtype, out))
-}
-
-/// Python's `slice.indices(len)`: (start, count, step).
-fn slice_indices(
-    start: Option<i64>,
-    stop: Option<i64>,
-    step: Option<i64>,
-    len: usize,
-) -> Result<(i64, usize, i64)> {
-    let step = step.unwrap_or(1);
-    if step == 0 {
-        return Err(RuntimeError::runtime("slice step cannot be zero"));
-    }
-    let n = len as i64;
-    let clamp = |v: i64, lo: i64, hi: i64| v.max(lo).min(hi);
-    let norm = |v: i64| if v < 0 { v + n } else { v };
-    let (start, stop) = if step > 0 {
-        (
-            start.map(|s| clamp(norm(s), 0, n)).unwrap_or(0),
-            stop.map(|s| clamp(norm(s), 0, n)).unwrap_or(n),
-        )
-    } else {
-        (
-            start.map(|s| clamp(norm(s), -1, n - 1)).unwrap_or(n - 1),
-            stop.map(|s| clamp(norm(s), -1, n - 1)).unwrap_or(-1),
-        )
-    };
-    // In i128: `-step` overflows i64 for i64::MIN.
-    let (st, sp, stp) = (i128::from(start), i128::from(stop), i128::from(step));
-    let count = if step > 0 {
-        if sp > st {
-            (sp - st - 1) / stp + 1
-        } else {
-            0
-        }
-    } else if st > sp {
-        (st - sp - 1) / (-stp) + 1
-    } else {
-        0
-    };
-    Ok((start, count as usize, step))
 }
 
 impl Tensor {
@@ -229,7 +189,8 @@ impl Tensor {
                     dim += 1;
                 }
                 IndexItem::Slice { start, stop, step } => {
-                    let (s, count, st) = slice_indices(start, stop, step, shape[dim])?;
+                    let (s, count, st) = slice_indices(start, stop, step, shape[dim])
+                        .ok_or_else(|| RuntimeError::runtime("slice step cannot be zero"))?;
                     if count > 0 {
                         view.offset += s as isize * cs[dim] as isize;
                     }
