@@ -140,7 +140,10 @@ pub enum CommKind {
     AllGather(usize),
     /// Split dimension `split` into group-size chunks, send chunk `j` to rank `j`, concatenate
     /// what arrives along `concat`.
-    AllToAll { split: usize, concat: usize },
+    AllToAll {
+        split: usize,
+        concat: usize,
+    },
 }
 
 impl CommKind {
@@ -240,10 +243,7 @@ pub type RuleResult<T> = Result<T, String>;
 
 /// Elementwise with broadcasting: the target layout of each operand (same rank as the
 /// operand) and the result's layout.
-pub fn elementwise(
-    operands: &[(&[usize], &Layout)],
-    out_shape: &[usize],
-) -> (Vec<Layout>, Layout) {
+pub fn elementwise(operands: &[(&[usize], &Layout)], out_shape: &[usize]) -> (Vec<Layout>, Layout) {
     let nd = out_shape.len();
     let mut out = Layout::replicated(nd);
     let mut used = Vec::new();
@@ -484,8 +484,9 @@ pub fn comm_bytes(c: Comm, local: &[usize], elem: usize, mesh: &MeshShape) -> f6
     }
 }
 
-/// For each collective (by step index): the later kernels that do not depend on it and run
-/// before its first consumer, so that they can hide it.
+/// For each collective (by step index): the kernels after it, up to the next collective, that
+/// do not depend on it, so that it can run while they compute (chunk N's compute hides chunk
+/// N-1's communication).
 pub fn overlap(steps: &[Step]) -> Vec<(usize, Vec<usize>)> {
     let mut plan = Vec::new();
     for (i, s) in steps.iter().enumerate() {
@@ -495,15 +496,12 @@ pub fn overlap(steps: &[Step]) -> Vec<(usize, Vec<usize>)> {
         let mut tainted = vec![*out];
         let mut hide = Vec::new();
         for (j, t) in steps.iter().enumerate().skip(i + 1) {
-            let dep = t.inputs().iter().any(|x| tainted.contains(x));
-            if dep {
-                if matches!(t, Step::Kernel { .. }) {
-                    break;
-                }
-                tainted.push(t.out());
-                continue;
+            if matches!(t, Step::Collective { .. }) {
+                break;
             }
-            if matches!(t, Step::Kernel { .. }) {
+            if t.inputs().iter().any(|x| tainted.contains(x)) {
+                tainted.push(t.out());
+            } else {
                 hide.push(j);
             }
         }
@@ -526,12 +524,7 @@ impl Program {
         let Some(mesh) = &self.mesh else {
             return "// no op ran on a mesh\n".into();
         };
-        let _ = writeln!(
-            o,
-            "mesh {} ({} devices) {{",
-            mesh.describe(),
-            mesh.size()
-        );
+        let _ = writeln!(o, "mesh {} ({} devices) {{", mesh.describe(), mesh.size());
         // Value numbers in order of appearance.
         let mut names: Vec<usize> = Vec::new();
         let name = |v: usize, names: &mut Vec<usize>| -> String {
@@ -576,6 +569,7 @@ impl Program {
                     out,
                     local_shape,
                     dtype,
+                    elem_bytes,
                     ..
                 } => {
                     let ax = mesh.axes.get(comm.axis).cloned().unwrap_or_default();
@@ -589,7 +583,7 @@ impl Program {
                     };
                     let a = name(*input, &mut names);
                     let r = name(*out, &mut names);
-                    let bytes = comm_bytes(*comm, local_shape, dtype_size(dtype), mesh);
+                    let bytes = comm_bytes(*comm, local_shape, *elem_bytes, mesh);
                     let _ = writeln!(
                         o,
                         "  {r} = collective.{}[{ax}]({a}: {}{dtype}) {{{detail}}} bytes={bytes}",
@@ -600,7 +594,13 @@ impl Program {
             }
         }
         let plan = overlap(&self.steps);
-        if plan.is_empty() {
+        let collectives = self
+            .steps
+            .iter()
+            .any(|s| matches!(s, Step::Collective { .. }));
+        if !collectives {
+            o.push_str("  overlap: none (no collective)\n");
+        } else if plan.is_empty() {
             o.push_str("  overlap: none (every collective feeds the next kernel)\n");
         } else {
             o.push_str("  overlap: load N+1 / compute N / communicate N-1\n");
@@ -615,15 +615,6 @@ impl Program {
         }
         o.push_str("}\n");
         o
-    }
-}
-
-fn dtype_size(name: &str) -> usize {
-    match name {
-        "fp64" | "int64" => 8,
-        "fp32" | "tf32" | "int32" => 4,
-        "fp16" | "bf16" => 2,
-        _ => 1,
     }
 }
 
@@ -719,7 +710,10 @@ mod tests {
         assert_eq!(t[1].dims, vec![None]);
         // a replicated operand is sliced to the split of the other.
         let (t, _) = elementwise(
-            &[(&[8, 4], &lay(&[None, None])), (&[8, 4], &lay(&[None, Some(1)]))],
+            &[
+                (&[8, 4], &lay(&[None, None])),
+                (&[8, 4], &lay(&[None, Some(1)])),
+            ],
             &[8, 4],
         );
         assert_eq!(t[0].dims, vec![None, Some(1)]);
@@ -752,7 +746,13 @@ mod tests {
             measured_us: None,
         };
         // chunk 0: kernel → all_reduce; chunk 1's kernel does not need chunk 0's result.
-        let steps = vec![k(vec![0], 1), c(1, 2), k(vec![0], 3), c(3, 4), k(vec![2, 4], 5)];
+        let steps = vec![
+            k(vec![0], 1),
+            c(1, 2),
+            k(vec![0], 3),
+            c(3, 4),
+            k(vec![2, 4], 5),
+        ];
         let plan = overlap(&steps);
         assert_eq!(plan, vec![(1, vec![2])]);
     }
