@@ -70,6 +70,7 @@ pub mod dtype;
 pub mod emu;
 pub mod error;
 pub mod memory;
+pub mod mesh;
 pub mod ops;
 pub mod print;
 pub mod rng;

@@ -147,6 +147,9 @@ pub fn module(session: Rc<Session>) -> Module {
                         .with_help("levels are graph, schedule, tile, target, ptx"))
                     }
                 }
+                if crate::dist::call_is_sharded(&rest) {
+                    return lower_on_mesh(it, &s, &f, &rest, &level);
+                }
                 let c = compiled(it, &s, &f, &rest)?;
                 if level == "graph" {
                     return Ok(Value::str(print(&c.graph, &it.sources).trim_end()));
@@ -264,6 +267,42 @@ pub fn module(session: Rc<Session>) -> Module {
     m
 }
 
+/// `graph.lower` of a call with sharded arguments: `"graph"` traces the body on the global
+/// shapes; `"schedule"` runs it on abstract copies of the arguments (nothing is computed or
+/// allocated) and prints the mesh Schedule IR (per-device kernels, collectives, overlap);
+/// `"tile"`, `"target"`, `"ptx"` compile the body on one device's shard shapes.
+fn lower_on_mesh(
+    it: &mut Interp,
+    session: &Rc<Session>,
+    f: &Value,
+    args: &CallArgs,
+    level: &str,
+) -> Result<Value, Diagnostic> {
+    if level == "schedule" {
+        let abs = crate::dist::abstract_args(args)?;
+        let func = match f.downcast::<KernelObj>() {
+            Some(k) => k.func.clone(),
+            None => f.clone(),
+        };
+        session.on_mesh.set(session.on_mesh.get() + 1);
+        crate::dist::open_log();
+        let r = it.call(&func, abs).and_then(crate::dist::settle_value);
+        let program = crate::dist::close_log();
+        session.on_mesh.set(session.on_mesh.get().saturating_sub(1));
+        r?;
+        return Ok(Value::str(program.print().trim_end()));
+    }
+    let plain = crate::dist::plain_args(args, level != "graph")?;
+    let c = compiled(it, session, f, &plain)?;
+    if level == "graph" {
+        return Ok(Value::str(print(&c.graph, &it.sources).trim_end()));
+    }
+    let text = c.lowered.text(level, &it.sources)?;
+    Ok(Value::str(
+        format!("// per-device kernel on one shard\n{}", text.trim_end()).trim_end(),
+    ))
+}
+
 /// Calls what `graph.profile` profiles (see the module docs).
 fn run_for_profile(
     it: &mut Interp,
@@ -276,7 +315,10 @@ fn run_for_profile(
         return Ok(());
     }
     match f {
-        Value::Function(_) if args.positional.is_empty() && args.keywords.is_empty() => {
+        Value::Function(_)
+            if (args.positional.is_empty() && args.keywords.is_empty())
+                || crate::dist::call_is_sharded(&args) =>
+        {
             it.call(f, args)?;
             Ok(())
         }

@@ -48,6 +48,9 @@ pub struct Session {
     pub profile: RefCell<crate::profile::Recorder>,
     /// The autotuner (`@op.autotune`, the `autotune` module).
     pub tune: RefCell<crate::autotune::State>,
+    /// Kernel bodies running on a mesh (sharded arguments), innermost count: their schedule
+    /// directives are checked but the body runs op by op.
+    pub on_mesh: Cell<u32>,
 }
 
 impl Session {
@@ -76,6 +79,7 @@ impl Session {
             traces: RefCell::new(Vec::new()),
             profile: RefCell::new(crate::profile::Recorder::default()),
             tune: RefCell::new(crate::autotune::State::default()),
+            on_mesh: Cell::new(0),
         })
     }
     /// The innermost trace in progress.
@@ -540,6 +544,9 @@ impl KernelObj {
             // Inside another kernel's trace: inline the body.
             return it.call(&self.func, args);
         }
+        if crate::dist::call_is_sharded(&args) {
+            return self.invoke_on_mesh(it, args);
+        }
         let c = self.compiled(it, &args)?;
         let inputs: Vec<Tensor> = args
             .positional
@@ -583,6 +590,27 @@ impl KernelObj {
             OutShape::Tuple(_) => Value::tuple(vals),
             OutShape::List(_) => Value::list(vals),
         })
+    }
+}
+
+impl KernelObj {
+    /// A call with sharded arguments: the body runs on the mesh, each op per device with the
+    /// collectives its partitioning rule needs (see [`crate::dist`]); `--dump schedule` prints
+    /// the mesh Schedule IR of the call.
+    fn invoke_on_mesh(&self, it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
+        let s = &self.session;
+        s.on_mesh.set(s.on_mesh.get() + 1);
+        crate::dist::open_log();
+        let r = it
+            .call(&self.func, args)
+            .and_then(crate::dist::settle_value);
+        let program = crate::dist::close_log();
+        s.on_mesh.set(s.on_mesh.get().saturating_sub(1));
+        if s.dump.iter().any(|d| d == "schedule") {
+            let text = format!("// kernel {} on a mesh\n{}", self.name, program.print());
+            dump_out(it, "schedule", &text);
+        }
+        r
     }
 }
 

@@ -7,6 +7,7 @@
 pub mod autotune;
 pub mod crosscheck;
 pub mod device;
+pub mod dist;
 pub mod exec;
 pub mod graph_mod;
 pub mod kernel;
@@ -76,6 +77,10 @@ pub fn install_session(
     interp.set_builtin(
         "autotune",
         Value::Module(Rc::new(autotune::module(session.clone()))),
+    );
+    interp.set_builtin(
+        "dist",
+        Value::Module(Rc::new(dist::module(session.clone()))),
     );
     interp.set_builtin(
         "graph",

@@ -183,7 +183,7 @@ fn binary_fn(name: &'static str, op: BinaryOp) -> Value {
 /// The native function `op.<name>`: eager, or traced when an argument is a traced tensor.
 pub fn function(name: &str) -> Option<Value> {
     let n: &'static str = FUNCTIONS.iter().find(|f| f.0 == name)?.0;
-    eager_function(name).map(|f| crate::trace::traced(n, f))
+    eager_function(name).map(|f| crate::dist::wrap(n, crate::trace::traced(n, f)))
 }
 
 fn eager_function(name: &str) -> Option<Value> {

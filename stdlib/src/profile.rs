@@ -50,6 +50,19 @@ pub struct Row {
     pub launches: u32,
     /// Shapes of the result, to tell launches apart.
     shape: Vec<usize>,
+    /// A step on a mesh: the model's figures (the kernel cost model is for compiled kernels).
+    pub mesh: Option<MeshModel>,
+}
+
+/// The model's row of a per-device kernel or a collective on a mesh.
+#[derive(Clone, Debug)]
+pub struct MeshModel {
+    pub latency_us: f64,
+    pub gbps: f64,
+    pub tflops: f64,
+    pub bound: &'static str,
+    /// `sm_90 ×8`: the target and the number of devices.
+    pub device: String,
 }
 
 /// What the profiler has recorded.
@@ -186,6 +199,7 @@ pub fn record(
             estimate,
             launches: 1,
             shape: k.ty.shape.clone(),
+            mesh: None,
         };
         merge(&mut rec.rows, row);
     }
@@ -275,7 +289,7 @@ pub fn table(rows: &[Row], title: Option<String>) -> TableObj {
             let (flops, bytes) = r
                 .estimate
                 .as_ref()
-                .map_or((0.0, 0.0), |e| (e.flops, e.min_bytes));
+                .map_or((f64::NAN, f64::NAN), |e| (e.flops, e.min_bytes));
             let s = m * 1e-6;
             t.rows.push(vec![
                 name.clone(),
@@ -287,6 +301,19 @@ pub fn table(rows: &[Row], title: Option<String>) -> TableObj {
                 fmt_rate(flops / s / 1e12, 8, 4),
                 "-".into(),
                 "measured".into(),
+            ]);
+        }
+        if let Some(m) = &r.mesh {
+            t.rows.push(vec![
+                name.clone(),
+                r.tile.clone(),
+                m.device.clone(),
+                fmt_time(m.latency_us),
+                "-".into(),
+                fmt_rate(m.gbps, 9, 2),
+                fmt_rate(m.tflops, 8, 4),
+                m.bound.to_string(),
+                "model".into(),
             ]);
         }
         if let Some(e) = &r.estimate {
@@ -320,4 +347,124 @@ pub fn table(rows: &[Row], title: Option<String>) -> TableObj {
         type_name: "profile",
         parts: vec![t],
     }
+}
+
+/// The model's time of a per-device kernel: the slower of its FLOPs at the target's peak for
+/// the dtype and its bytes at the DRAM bandwidth, plus a launch. Returns (µs, bound).
+pub fn mesh_kernel_us(flops: f64, bytes: f64, dtype: &str, target: Target) -> (f64, &'static str) {
+    let spec = target.spec();
+    let peak = match dtype {
+        "fp64" => spec.peak_tflops.fp64,
+        "bf16" | "fp16" => spec.peak_tflops.bf16,
+        "fp8_e4m3" | "fp8_e5m2" => spec.peak_tflops.fp8.unwrap_or(spec.peak_tflops.bf16),
+        "tf32" => spec.peak_tflops.tf32,
+        _ => spec.peak_tflops.fp32,
+    };
+    let c = if peak > 0.0 {
+        flops / (peak * 1e12) * 1e6
+    } else {
+        0.0
+    };
+    let m = if spec.hbm_gbps > 0.0 {
+        bytes / (spec.hbm_gbps * 1e9) * 1e6
+    } else {
+        0.0
+    };
+    let launch = tessera_compiler::cost::LAUNCH_US;
+    if c >= m {
+        (c + launch, "compute")
+    } else {
+        (m + launch, "memory")
+    }
+}
+
+/// Records one step on a mesh: the measured row (when it ran on data) and the model's row.
+pub fn record_mesh_step(
+    session: &Session,
+    mesh: &tessera_compiler::schedule::mesh::MeshShape,
+    step: &tessera_compiler::schedule::mesh::Step,
+) {
+    use tessera_compiler::schedule::mesh::{comm_bytes, CommKind, Step};
+    let target = Target::parse(&session.target.borrow()).unwrap_or(Target::Sm90);
+    let n = mesh.size();
+    let (name, kind, tile, shape, measured, model) = match step {
+        Step::Kernel {
+            op,
+            out_shape,
+            dtype,
+            flops,
+            bytes,
+            measured_us,
+            ..
+        } => {
+            let (us, bound) = mesh_kernel_us(*flops, *bytes, dtype, target);
+            let s = us * 1e-6;
+            (
+                format!("{op} (per device)"),
+                Kind::Elementwise,
+                format!("{dtype} {}", shape_text(out_shape)),
+                out_shape.clone(),
+                *measured_us,
+                MeshModel {
+                    latency_us: us,
+                    gbps: bytes / s / 1e9,
+                    tflops: flops / s / 1e12,
+                    bound,
+                    device: format!("{} ×{n}", target.name()),
+                },
+            )
+        }
+        Step::Collective {
+            comm,
+            local_shape,
+            dtype,
+            elem_bytes,
+            measured_us,
+            ..
+        } => {
+            let bytes = comm_bytes(*comm, local_shape, *elem_bytes, mesh);
+            let p = mesh.shape.get(comm.axis).copied().unwrap_or(1) as u32;
+            let c = match comm.kind {
+                CommKind::AllReduce(_) => cost::Collective::AllReduce,
+                CommKind::ReduceScatter(..) => cost::Collective::ReduceScatter,
+                CommKind::AllGather(_) => cost::Collective::AllGather,
+                CommKind::AllToAll { .. } => cost::Collective::AllToAll,
+            };
+            let (us, algo) = cost::collective_us(c, bytes, p, target);
+            let ax = mesh.axes.get(comm.axis).cloned().unwrap_or_default();
+            let s = us * 1e-6;
+            (
+                format!("{}[{ax}]", comm.kind.name()),
+                Kind::Copy,
+                format!("{algo} {dtype} {}", shape_text(local_shape)),
+                local_shape.clone(),
+                *measured_us,
+                MeshModel {
+                    latency_us: us,
+                    gbps: if s > 0.0 { bytes / s / 1e9 } else { f64::NAN },
+                    tflops: f64::NAN,
+                    bound: "comm",
+                    device: format!("{} ×{n}", target.name()),
+                },
+            )
+        }
+    };
+    let row = Row {
+        name,
+        kind,
+        tile,
+        samples: measured.map(|t| vec![t]).unwrap_or_default(),
+        device: measured.map(|_| format!("cpu ×{n}")),
+        target,
+        estimate: None,
+        launches: 1,
+        shape,
+        mesh: Some(model),
+    };
+    merge(&mut session.profile.borrow_mut().rows, row);
+}
+
+fn shape_text(s: &[usize]) -> String {
+    let v: Vec<String> = s.iter().map(|d| d.to_string()).collect();
+    format!("[{}]", v.join(", "))
 }

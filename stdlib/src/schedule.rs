@@ -357,6 +357,13 @@ pub fn module(session: Rc<Session>) -> Module {
             name,
             Value::native(name, doc, move |_, args| {
                 let Some(ctx) = s.current_trace() else {
+                    if s.on_mesh.get() > 0 {
+                        // A kernel body running on a mesh: the directive is checked and
+                        // applies to no compiled kernel (its ops run one by one per device).
+                        let mut d = Directives::default();
+                        apply(&mut d, n, &args)?;
+                        return Ok(Value::None);
+                    }
                     return Err(Diagnostic::new(
                         Code::E0201,
                         format!("schedule.{n}() is only meaningful inside an @op.kernel function"),

@@ -439,11 +439,14 @@ pub enum Collective {
     AllReduce,
     ReduceScatter,
     AllGather,
+    /// Every device sends `1/p` of its tensor to each other device.
+    AllToAll,
 }
 
 /// The model's time for a collective of `bytes` (the full tensor) over `p` devices linked by
 /// NVLink: ring all-reduce `2(p−1)·α + 2(p−1)/p · n/β`, tree all-reduce `2⌈log2 p⌉·α + 2n/β`
-/// (the faster of the two), reduce-scatter and all-gather `(p−1)·α + (p−1)/p · n/β`; `β` is one
+/// (the faster of the two), reduce-scatter, all-gather and all-to-all (pairwise exchange)
+/// `(p−1)·α + (p−1)/p · n/β`; `β` is one
 /// direction of the target's NVLink bandwidth, `α` [`LINK_LATENCY_US`]. Returns (µs, algorithm).
 pub fn collective_us(c: Collective, bytes: f64, p: u32, target: Target) -> (f64, &'static str) {
     if p <= 1 {
@@ -467,6 +470,7 @@ pub fn collective_us(c: Collective, bytes: f64, p: u32, target: Target) -> (f64,
         Collective::ReduceScatter | Collective::AllGather => {
             ((pf - 1.0) * a + (pf - 1.0) / pf * n_us, "ring")
         }
+        Collective::AllToAll => ((pf - 1.0) * a + (pf - 1.0) / pf * n_us, "pairwise"),
     }
 }
 

@@ -124,6 +124,10 @@ fn collectives_ring_and_tree() {
     // All-gather of 1 GB over 4 A100s (300 GB/s one way): 3·2 + 3/4·3333.3 = 2506 µs.
     let (t, _) = collective_us(Collective::AllGather, 1e9, 4, Target::Sm80);
     close(t, 2506.0, "all-gather");
+    // All-to-all of 1 GB over 8 B200s (900 GB/s one way): 7·2 + 7/8·1111.1 = 986.2 µs.
+    let (t, alg) = collective_us(Collective::AllToAll, 1e9, 8, Target::Sm100);
+    close(t, 986.2, "all-to-all");
+    assert_eq!(alg, "pairwise");
     assert_eq!(
         collective_us(Collective::AllReduce, 1e9, 1, Target::Sm90).0,
         0.0

@@ -14,6 +14,8 @@
 //! - shared memory per block, `stages × (BM·BK + BK·BN) × bytes`, is within the target's limit;
 //! - at most 1024 threads per block (the target's limit).
 
+pub mod mesh;
+
 use crate::graph::print::loc;
 use crate::graph::{DType, Graph, Op, TensorType, ValueId};
 use crate::target::Target;

@@ -1,0 +1,657 @@
+//! Device meshes, sharded tensors and collectives (SPEC §7).
+//!
+//! - [`Mesh`]: named axes, their sizes and the devices (rank `r` sits at the row-major
+//!   coordinates of `r` over the axis sizes).
+//! - [`Sharded`]: a tensor's global shape and dtype, its [`Layout`] over a mesh, and one shard
+//!   per device in that device's own buffer (abstract shards for an abstract tensor: nothing is
+//!   allocated, whatever the global size).
+//! - [`per_device`]: runs a function once per device, one worker thread per device.
+//! - [`Collectives`]: `all_reduce`, `reduce_scatter`, `all_gather`, `all_to_all` over the
+//!   shards of one group of devices. [`Local`] reduces in fixed rank order, in fp32 for
+//!   low-precision floats (fp64 for fp64, int64 for ints) and rounds once: the same bits on
+//!   every run and thread count. An NCCL implementation is behind the `nccl` feature.
+
+use crate::error::{Code, Result, RuntimeError};
+use crate::ops::elementwise::{binary, BinaryOp};
+use crate::ops::shape_ops::{concat, IndexItem};
+use crate::{DType, Tensor};
+pub use tessera_compiler::schedule::mesh::{
+    after, Comm, CommKind, Layout, MeshShape, Program, RedOp, Step,
+};
+
+#[cfg(feature = "nccl")]
+pub mod nccl;
+
+/// E0400: a sharding or mesh error.
+pub fn mesh_error(message: impl Into<String>) -> RuntimeError {
+    RuntimeError::new(Code::E0400, message)
+}
+
+/// A device mesh.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Mesh {
+    pub shape: MeshShape,
+    pub devices: Vec<usize>,
+}
+
+impl Mesh {
+    /// E0400 when the axes and sizes differ in number, an axis repeats or is empty, or the
+    /// product of the sizes is not the number of devices.
+    pub fn new(axes: Vec<String>, shape: Vec<usize>, devices: Option<Vec<usize>>) -> Result<Mesh> {
+        if axes.len() != shape.len() {
+            return Err(mesh_error(format!(
+                "mesh has {} axes but a shape of {} dimensions",
+                axes.len(),
+                shape.len()
+            )));
+        }
+        for (i, a) in axes.iter().enumerate() {
+            if axes[..i].contains(a) {
+                return Err(mesh_error(format!("mesh axis '{a}' appears twice")));
+            }
+            if shape[i] == 0 {
+                return Err(mesh_error(format!("mesh axis '{a}' has size 0")));
+            }
+        }
+        let n = shape
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| mesh_error("mesh shape is too large"))?;
+        let devices = devices.unwrap_or_else(|| (0..n).collect());
+        if devices.len() != n {
+            let prod: Vec<String> = axes
+                .iter()
+                .zip(&shape)
+                .map(|(a, s)| format!("{a}={s}"))
+                .collect();
+            return Err(mesh_error(format!(
+                "mesh shape ({}) has {n} positions but {} devices were given",
+                prod.join(" × "),
+                devices.len()
+            )));
+        }
+        for (i, d) in devices.iter().enumerate() {
+            if devices[..i].contains(d) {
+                return Err(mesh_error(format!("device {d} appears twice in the mesh")));
+            }
+        }
+        Ok(Mesh {
+            shape: MeshShape { axes, shape },
+            devices,
+        })
+    }
+
+    pub fn size(&self) -> usize {
+        self.devices.len()
+    }
+
+    /// The index of axis `name`, or E0400 naming the known axes.
+    pub fn axis(&self, name: &str) -> Result<usize> {
+        self.shape.axis_index(name).ok_or_else(|| {
+            mesh_error(format!(
+                "unknown mesh axis '{name}' (the mesh has axes {})",
+                self.shape
+                    .axes
+                    .iter()
+                    .map(|a| format!("'{a}'"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })
+    }
+
+    /// The coordinates of rank `r`.
+    pub fn coords(&self, r: usize) -> Vec<usize> {
+        let mut c = vec![0; self.shape.shape.len()];
+        let mut x = r;
+        for i in (0..c.len()).rev() {
+            let n = self.shape.shape[i];
+            c[i] = x % n;
+            x /= n;
+        }
+        c
+    }
+
+    pub fn rank(&self, coords: &[usize]) -> usize {
+        coords
+            .iter()
+            .zip(&self.shape.shape)
+            .fold(0, |acc, (&c, &n)| acc * n + c)
+    }
+
+    /// The groups of ranks that differ only along `axis`, each in axis order.
+    pub fn groups(&self, axis: usize) -> Vec<Vec<usize>> {
+        let mut out = Vec::new();
+        for r in 0..self.size() {
+            let c = self.coords(r);
+            if c[axis] != 0 {
+                continue;
+            }
+            out.push(
+                (0..self.shape.shape[axis])
+                    .map(|i| {
+                        let mut c = c.clone();
+                        c[axis] = i;
+                        self.rank(&c)
+                    })
+                    .collect(),
+            );
+        }
+        out
+    }
+}
+
+/// `t[start:start+len]` along `dim`.
+pub fn narrow(t: &Tensor, dim: usize, start: usize, len: usize) -> Result<Tensor> {
+    if start == 0 && len == t.shape().get(dim).copied().unwrap_or(0) {
+        return Ok(t.clone());
+    }
+    let mut items = vec![
+        IndexItem::Slice {
+            start: None,
+            stop: None,
+            step: None
+        };
+        dim
+    ];
+    items.push(IndexItem::Slice {
+        start: Some(start as i64),
+        stop: Some((start + len) as i64),
+        step: None,
+    });
+    t.index(&items)
+}
+
+/// Checks that `layout` can split a tensor of `shape` over `mesh`: E0400 naming the dimension,
+/// the axis and the numbers otherwise.
+pub fn check_layout(shape: &[usize], layout: &Layout, mesh: &Mesh) -> Result<()> {
+    if layout.dims.len() != shape.len() {
+        return Err(mesh_error(format!(
+            "the layout has {} dimensions but the tensor has {}",
+            layout.dims.len(),
+            shape.len()
+        )));
+    }
+    for (i, d) in layout.dims.iter().enumerate() {
+        let Some(a) = d else { continue };
+        if layout.dims[..i].contains(d) {
+            return Err(mesh_error(format!(
+                "mesh axis '{}' splits two dimensions",
+                mesh.shape.axes[*a]
+            )));
+        }
+        let n = mesh.shape.shape[*a];
+        if !shape[i].is_multiple_of(n) {
+            return Err(mesh_error(format!(
+                "dimension {i} of size {} is not divisible by mesh axis '{}' of size {n}",
+                shape[i], mesh.shape.axes[*a]
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A tensor laid out over a mesh: one shard per device.
+#[derive(Clone, Debug)]
+pub struct Sharded {
+    pub mesh: std::sync::Arc<Mesh>,
+    pub layout: Layout,
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+    /// Indexed by rank.
+    pub shards: Vec<Tensor>,
+}
+
+impl Sharded {
+    pub fn is_abstract(&self) -> bool {
+        self.shards.iter().any(Tensor::is_abstract)
+    }
+
+    /// The shape every device holds.
+    pub fn local_shape(&self) -> Vec<usize> {
+        self.layout.local_shape(&self.shape, &self.mesh.shape)
+    }
+
+    /// Splits `t` (replicated on every device) to `layout`: each device keeps its slice. Devices
+    /// that hold the same slice share its buffer (tensors are immutable).
+    pub fn split(t: &Tensor, layout: Layout, mesh: std::sync::Arc<Mesh>) -> Result<Sharded> {
+        check_layout(t.shape(), &layout, &mesh)?;
+        let mut cache: Vec<(Vec<usize>, Tensor)> = Vec::new();
+        let mut shards = Vec::with_capacity(mesh.size());
+        let local = layout.local_shape(t.shape(), &mesh.shape);
+        for r in 0..mesh.size() {
+            let c = mesh.coords(r);
+            let key: Vec<usize> = layout.dims.iter().map(|d| d.map_or(0, |a| c[a])).collect();
+            if let Some((_, s)) = cache.iter().find(|(k, _)| *k == key) {
+                shards.push(s.clone());
+                continue;
+            }
+            let s = if t.is_abstract() {
+                Tensor::abstract_tensor(&local, t.dtype())?
+            } else {
+                let mut s = t.clone();
+                for (d, &i) in key.iter().enumerate() {
+                    if layout.dims[d].is_some() {
+                        s = narrow(&s, d, i * local[d], local[d])?;
+                    }
+                }
+                s
+            };
+            cache.push((key, s.clone()));
+            shards.push(s);
+        }
+        Ok(Sharded {
+            mesh,
+            layout,
+            shape: t.shape().to_vec(),
+            dtype: t.dtype(),
+            shards,
+        })
+    }
+
+    /// An abstract sharded tensor: abstract shards of the local shape, nothing allocated.
+    pub fn abstract_of(
+        shape: &[usize],
+        dtype: DType,
+        layout: Layout,
+        mesh: std::sync::Arc<Mesh>,
+    ) -> Result<Sharded> {
+        check_layout(shape, &layout, &mesh)?;
+        crate::memory::checked_numel(shape)?;
+        let local = layout.local_shape(shape, &mesh.shape);
+        let one = Tensor::abstract_tensor(&local, dtype)?;
+        Ok(Sharded {
+            shards: vec![one; mesh.size()],
+            mesh,
+            layout,
+            shape: shape.to_vec(),
+            dtype,
+        })
+    }
+
+    /// Slices each device's shard further to `to` (which only adds splits to the current
+    /// layout): no communication.
+    pub fn slice_to(&self, to: &Layout) -> Result<Sharded> {
+        if *to == self.layout {
+            return Ok(self.clone());
+        }
+        let local_to = to.local_shape(&self.shape, &self.mesh.shape);
+        let shards = (0..self.mesh.size())
+            .map(|r| {
+                let c = self.mesh.coords(r);
+                let mut s = self.shards[r].clone();
+                for (d, (cur, new)) in self.layout.dims.iter().zip(&to.dims).enumerate() {
+                    if let (None, Some(a)) = (cur, new) {
+                        if s.is_abstract() {
+                            continue;
+                        }
+                        s = narrow(&s, d, c[*a] * local_to[d], local_to[d])?;
+                    }
+                }
+                if s.is_abstract() {
+                    s = Tensor::abstract_tensor(&local_to, self.dtype)?;
+                }
+                Ok(s)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Sharded {
+            mesh: self.mesh.clone(),
+            layout: Layout {
+                dims: to.dims.clone(),
+                partial: self.layout.partial,
+            },
+            shape: self.shape.clone(),
+            dtype: self.dtype,
+            shards,
+        })
+    }
+
+    /// Applies one collective over `c.axis`, group by group.
+    pub fn apply(&self, c: Comm, coll: &dyn Collectives) -> Result<Sharded> {
+        let mut shards = self.shards.clone();
+        for g in self.mesh.groups(c.axis) {
+            let ins: Vec<Tensor> = g.iter().map(|&r| self.shards[r].clone()).collect();
+            let outs = match c.kind {
+                CommKind::AllReduce(op) => coll.all_reduce(&ins, op)?,
+                CommKind::ReduceScatter(op, d) => coll.reduce_scatter(&ins, op, d)?,
+                CommKind::AllGather(d) => coll.all_gather(&ins, d)?,
+                CommKind::AllToAll { split, concat } => coll.all_to_all(&ins, split, concat)?,
+            };
+            for (r, t) in g.iter().zip(outs) {
+                shards[*r] = t;
+            }
+        }
+        Ok(Sharded {
+            mesh: self.mesh.clone(),
+            layout: after(&self.layout, c),
+            shape: self.shape.clone(),
+            dtype: self.dtype,
+            shards,
+        })
+    }
+
+    /// The full tensor (a partial tensor is reduced first). Abstract: an abstract tensor.
+    pub fn gather(&self, coll: &dyn Collectives) -> Result<Tensor> {
+        let mut s = self.clone();
+        if let Some(p) = s.layout.partial {
+            s = s.apply(
+                Comm {
+                    kind: CommKind::AllReduce(RedOp::Sum),
+                    axis: p,
+                },
+                coll,
+            )?;
+        }
+        if s.is_abstract() {
+            return Tensor::abstract_tensor(&s.shape, s.dtype);
+        }
+        let split: Vec<(usize, usize)> = s
+            .layout
+            .dims
+            .iter()
+            .enumerate()
+            .filter_map(|(d, a)| a.map(|a| (d, a)))
+            .collect();
+        let mut coords = vec![0; s.mesh.shape.shape.len()];
+        s.assemble(&split, 0, &mut coords)
+    }
+
+    fn assemble(
+        &self,
+        split: &[(usize, usize)],
+        level: usize,
+        coords: &mut Vec<usize>,
+    ) -> Result<Tensor> {
+        let Some(&(d, a)) = split.get(level) else {
+            return Ok(self.shards[self.mesh.rank(coords)].clone());
+        };
+        let parts = (0..self.mesh.shape.shape[a])
+            .map(|i| {
+                coords[a] = i;
+                self.assemble(split, level + 1, coords)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        coords[a] = 0;
+        concat(&parts, d as isize)
+    }
+}
+
+/// Runs `f(rank)` for every device, one worker thread per device; the results in rank order.
+/// One device (or `sequential`) runs on the calling thread.
+pub fn per_device<T: Send>(
+    n: usize,
+    sequential: bool,
+    f: impl Fn(usize) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    if n <= 1 || sequential {
+        return (0..n).map(f).collect();
+    }
+    let f = &f;
+    let results: Vec<Result<T>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n).map(|r| s.spawn(move || f(r))).collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(RuntimeError::runtime("a device worker failed")))
+            })
+            .collect()
+    });
+    results.into_iter().collect()
+}
+
+/// Collectives over the shards of one group of devices, given in rank order; each returns one
+/// tensor per member.
+pub trait Collectives {
+    fn name(&self) -> &'static str;
+    /// Every member gets the reduction of all the shards.
+    fn all_reduce(&self, group: &[Tensor], op: RedOp) -> Result<Vec<Tensor>>;
+    /// Member `i` gets slice `i` (along `dim`) of the reduction.
+    fn reduce_scatter(&self, group: &[Tensor], op: RedOp, dim: usize) -> Result<Vec<Tensor>>;
+    /// Every member gets the shards concatenated along `dim`.
+    fn all_gather(&self, group: &[Tensor], dim: usize) -> Result<Vec<Tensor>>;
+    /// Member `j` gets chunk `j` (along `split`) of every member's shard, concatenated along
+    /// `concat` in rank order.
+    fn all_to_all(&self, group: &[Tensor], split: usize, concat: usize) -> Result<Vec<Tensor>>;
+}
+
+/// Collectives between the devices of this process: buffers in memory, reductions in fixed
+/// rank order.
+pub struct Local;
+
+/// The type a reduction accumulates in.
+fn acc_dtype(d: DType) -> DType {
+    match d {
+        DType::F64 => DType::F64,
+        d if d.is_float() => DType::F32,
+        _ => DType::I64,
+    }
+}
+
+/// The reduction of `group` in rank order, rounded once to the shards' dtype.
+pub fn reduce_fixed(group: &[Tensor], op: RedOp) -> Result<Tensor> {
+    let Some(first) = group.first() else {
+        return Err(RuntimeError::runtime("a collective over no devices"));
+    };
+    let dt = first.dtype();
+    if group.iter().any(Tensor::is_abstract) {
+        return Tensor::abstract_tensor(first.shape(), dt);
+    }
+    if group.len() == 1 {
+        return Ok(first.clone());
+    }
+    let acc = acc_dtype(dt);
+    let bop = match op {
+        RedOp::Sum => BinaryOp::Add,
+        RedOp::Max => BinaryOp::Maximum,
+        RedOp::Min => BinaryOp::Minimum,
+    };
+    let mut r = first.to(acc)?;
+    for t in &group[1..] {
+        r = binary(bop, &r, &t.to(acc)?)?;
+    }
+    r.to(dt)
+}
+
+pub(crate) fn chunks(t: &Tensor, dim: usize, p: usize) -> Result<Vec<Tensor>> {
+    let n = t.shape().get(dim).copied().unwrap_or(0);
+    if !n.is_multiple_of(p) {
+        return Err(mesh_error(format!(
+            "dimension {dim} of size {n} is not divisible by {p} devices"
+        )));
+    }
+    let len = n / p;
+    (0..p)
+        .map(|i| {
+            if t.is_abstract() {
+                let mut s = t.shape().to_vec();
+                s[dim] = len;
+                Tensor::abstract_tensor(&s, t.dtype())
+            } else {
+                narrow(t, dim, i * len, len)
+            }
+        })
+        .collect()
+}
+
+pub(crate) fn cat(parts: &[Tensor], dim: usize) -> Result<Tensor> {
+    if parts.iter().any(Tensor::is_abstract) {
+        let mut s = parts[0].shape().to_vec();
+        s[dim] = parts.iter().map(|p| p.shape()[dim]).sum();
+        return Tensor::abstract_tensor(&s, parts[0].dtype());
+    }
+    concat(parts, dim as isize)
+}
+
+impl Collectives for Local {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+    fn all_reduce(&self, group: &[Tensor], op: RedOp) -> Result<Vec<Tensor>> {
+        let r = reduce_fixed(group, op)?;
+        Ok(vec![r; group.len()])
+    }
+    fn reduce_scatter(&self, group: &[Tensor], op: RedOp, dim: usize) -> Result<Vec<Tensor>> {
+        let r = reduce_fixed(group, op)?;
+        chunks(&r, dim, group.len())
+    }
+    fn all_gather(&self, group: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
+        if group.is_empty() {
+            return Ok(Vec::new());
+        }
+        let r = cat(group, dim)?;
+        Ok(vec![r; group.len()])
+    }
+    fn all_to_all(&self, group: &[Tensor], split: usize, concat: usize) -> Result<Vec<Tensor>> {
+        let p = group.len();
+        let pieces = group
+            .iter()
+            .map(|t| chunks(t, split, p))
+            .collect::<Result<Vec<_>>>()?;
+        (0..p)
+            .map(|j| {
+                let mine: Vec<Tensor> = pieces.iter().map(|c| c[j].clone()).collect();
+                cat(&mine, concat)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn mesh(axes: &[&str], shape: &[usize]) -> Arc<Mesh> {
+        Arc::new(
+            Mesh::new(
+                axes.iter().map(|s| s.to_string()).collect(),
+                shape.to_vec(),
+                None,
+            )
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn mesh_errors_name_numbers() {
+        let e = Mesh::new(vec!["tp".into()], vec![4], Some(vec![0, 1, 2])).unwrap_err();
+        assert_eq!(e.code, Code::E0400);
+        assert!(e.message.contains("4 positions") && e.message.contains("3 devices"));
+        let m = mesh(&["tp"], &[4]);
+        let e = m.axis("dp").unwrap_err();
+        assert!(e.message.contains("'dp'") && e.message.contains("'tp'"));
+        let t = Tensor::rand(&[6, 4], DType::F32, 0).unwrap();
+        let e = Sharded::split(
+            &t,
+            Layout {
+                dims: vec![Some(0), None],
+                partial: None,
+            },
+            m,
+        )
+        .unwrap_err();
+        assert!(e.message.contains("size 6") && e.message.contains("'tp' of size 4"));
+    }
+
+    #[test]
+    fn split_and_gather_round_trip() {
+        let m = mesh(&["a", "b"], &[2, 3]);
+        let t = Tensor::rand(&[6, 4], DType::F32, 1).unwrap();
+        let l = Layout {
+            dims: vec![Some(1), Some(0)],
+            partial: None,
+        };
+        let s = Sharded::split(&t, l, m.clone()).unwrap();
+        assert_eq!(s.shards[0].shape(), &[2, 2]);
+        // rank 1 is (a=0, b=1): rows 2..4, columns 0..2.
+        let want = t
+            .index(&[
+                IndexItem::Slice {
+                    start: Some(2),
+                    stop: Some(4),
+                    step: None,
+                },
+                IndexItem::Slice {
+                    start: Some(0),
+                    stop: Some(2),
+                    step: None,
+                },
+            ])
+            .unwrap();
+        assert_eq!(
+            s.shards[1].to_f32_vec().unwrap(),
+            want.to_f32_vec().unwrap()
+        );
+        let g = s.gather(&Local).unwrap();
+        assert_eq!(g.to_f32_vec().unwrap(), t.to_f32_vec().unwrap());
+    }
+
+    #[test]
+    fn collectives_fixed_order() {
+        let xs: Vec<Tensor> = (0..4)
+            .map(|i| Tensor::from_f32(&[2, 4], vec![0.1 * i as f32 + 1e7; 8], DType::F32).unwrap())
+            .collect();
+        let r = Local.all_reduce(&xs, RedOp::Sum).unwrap();
+        // fixed order: ((x0 + x1) + x2) + x3 in f32.
+        let want = ((xs[0].to_f32_vec().unwrap()[0] + xs[1].to_f32_vec().unwrap()[0])
+            + xs[2].to_f32_vec().unwrap()[0])
+            + xs[3].to_f32_vec().unwrap()[0];
+        assert_eq!(r[3].to_f32_vec().unwrap()[0], want);
+        let rs = Local.reduce_scatter(&xs, RedOp::Sum, 1).unwrap();
+        assert_eq!(rs[2].shape(), &[2, 1]);
+        let g = Local.all_gather(&xs, 0).unwrap();
+        assert_eq!(g[0].shape(), &[8, 4]);
+        // all_to_all of rows → columns: member j gets column block j of every member's rows.
+        let t = Tensor::arange(16, DType::I64)
+            .unwrap()
+            .reshape(&[4, 4])
+            .unwrap();
+        let m = mesh(&["x"], &[2]);
+        let s = Sharded::split(
+            &t,
+            Layout {
+                dims: vec![Some(0), None],
+                partial: None,
+            },
+            m,
+        )
+        .unwrap();
+        let c = Comm {
+            kind: CommKind::AllToAll {
+                split: 1,
+                concat: 0,
+            },
+            axis: 0,
+        };
+        let moved = s.apply(c, &Local).unwrap();
+        assert_eq!(moved.layout.dims, vec![None, Some(0)]);
+        assert_eq!(
+            moved.shards[1].to_i64_vec().unwrap(),
+            vec![2, 3, 6, 7, 10, 11, 14, 15]
+        );
+        assert_eq!(
+            moved.gather(&Local).unwrap().to_i64_vec().unwrap(),
+            (0..16).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn abstract_allocates_nothing() {
+        let m = mesh(&["tp", "pp", "dp"], &[8, 3, 3]);
+        let l = Layout {
+            dims: vec![None, Some(0)],
+            partial: None,
+        };
+        let s = Sharded::abstract_of(&[1_000_000, 1_000_000], DType::BF16, l, m).unwrap();
+        assert!(s.is_abstract());
+        assert_eq!(s.local_shape(), vec![1_000_000, 125_000]);
+        assert_eq!(s.shards.len(), 72);
+    }
+
+    #[test]
+    fn per_device_is_in_rank_order() {
+        let r = per_device(8, false, |i| Ok(i * 10)).unwrap();
+        assert_eq!(r, (0..8).map(|i| i * 10).collect::<Vec<_>>());
+    }
+}
