@@ -91,7 +91,11 @@ fn compiled(
         return k.compiled(it, args);
     }
     match f {
-        Value::Function(_) => Ok(Rc::new(compile(it, session, f, args)?)),
+        Value::Function(_) => {
+            let c = compile(it, session, f, args)?;
+            crate::kernel::emit_dumps(it, session, &c, args.span)?;
+            Ok(Rc::new(c))
+        }
         other => Err(Diagnostic::new(
             Code::E0101,
             format!("expected a kernel or a function, got {}", other.type_name()),

@@ -286,21 +286,8 @@ pub fn compile(
             d
         }
     })?;
-    if session.dump.iter().any(|d| d == "graph") {
-        let text = print(&graph, &it.sources);
-        dump_out(it, "graph", &text);
-    }
     let target = Target::parse(&session.target.borrow()).unwrap_or(Target::Sm90);
     let lowered = lower(&graph, &sched_directives(&directives, args.span), target)?;
-    for level in &session.dump {
-        if level != "graph" {
-            let text = lowered.text(level, &it.sources)?;
-            dump_out(it, level, &text);
-        }
-    }
-    if let Some(dir) = &session.emit_ptx {
-        emit_ptx(dir, &lowered, target, &it.sources).map_err(|d| d.or_at(args.span))?;
-    }
     let captures = ctx.captures.borrow().clone();
     Ok(Compiled {
         traced,
@@ -311,6 +298,31 @@ pub fn compile(
         lowered,
         out,
     })
+}
+
+/// `--dump LEVEL` and `--emit-ptx DIR` of a freshly compiled kernel (after autotuning, so the
+/// IR shown is the IR that runs).
+pub fn emit_dumps(
+    it: &mut Interp,
+    session: &Session,
+    c: &Compiled,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    if session.dump.iter().any(|d| d == "graph") {
+        let text = print(&c.graph, &it.sources);
+        dump_out(it, "graph", &text);
+    }
+    for level in &session.dump {
+        if level != "graph" {
+            let text = c.lowered.text(level, &it.sources)?;
+            dump_out(it, level, &text);
+        }
+    }
+    if let Some(dir) = &session.emit_ptx {
+        let target = Target::parse(&session.target.borrow()).unwrap_or(Target::Sm90);
+        emit_ptx(dir, &c.lowered, target, &it.sources).map_err(|d| d.or_at(span))?;
+    }
+    Ok(())
 }
 
 /// Where `--dump LEVEL` goes: stderr, or appended to the file `$TESSERA_DUMP_DIR/LEVEL` when
@@ -408,6 +420,7 @@ impl KernelObj {
         if self.autotune.get() || c.directives.autotune.is_some() {
             self.tune(it, args, &mut c)?;
         }
+        emit_dumps(it, &self.session, &c, args.span)?;
         let c = Rc::new(c);
         self.cache.borrow_mut().insert(key, c.clone());
         Ok(c)
