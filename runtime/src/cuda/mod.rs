@@ -47,6 +47,13 @@ pub struct KernelImage<'a> {
     pub hash: u64,
 }
 
+/// How often [`Device::time`] launches: `warmup` untimed launches, then `reps` timed ones.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Runs {
+    pub warmup: u32,
+    pub reps: u32,
+}
+
 /// What the driver reported.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CudaError {
@@ -670,9 +677,9 @@ impl Device {
         buffers: &[Vec<u8>],
         scalars: &[u32],
         outputs: &[usize],
-        warmup: u32,
-        reps: u32,
+        runs: Runs,
     ) -> Result<Vec<f64>, CudaError> {
+        let Runs { warmup, reps } = runs;
         self.bind()?;
         let f = self.function(k, g.dynamic_shared)?;
         let dev = self.upload(k.name, buffers, outputs)?;
