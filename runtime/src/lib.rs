@@ -66,6 +66,7 @@
 )]
 
 pub mod cast;
+pub mod cuda;
 pub mod dtype;
 pub mod emu;
 pub mod error;

@@ -18,23 +18,125 @@ pub const VAR: &str = "TESSERA_CROSSCHECK";
 /// Where checked launches are logged.
 pub const LOG_VAR: &str = "TESSERA_CROSSCHECK_LOG";
 
-/// Whether the mode is on: `TESSERA_CROSSCHECK=emu`. Unset or empty is off; any other value
-/// is E0101 (a typo must not silently turn the check off).
+/// The device a cross-check compares with the cpu.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Checked {
+    /// `TESSERA_CROSSCHECK=emu`: the emulator, elementwise within a few units in the last place.
+    Emu,
+    /// `TESSERA_CROSSCHECK=cuda`: the GPU, by the norm-wise relative error of each launch
+    /// ([`compare_device`]).
+    Cuda,
+}
+
+impl Checked {
+    pub fn name(self) -> &'static str {
+        match self {
+            Checked::Emu => "emu",
+            Checked::Cuda => "cuda",
+        }
+    }
+}
+
+/// Whether the mode is on: `TESSERA_CROSSCHECK=emu`. Unset or empty is off; `cuda` is the
+/// GPU ([`mode`]); any other value is E0101 (a typo must not silently turn the check off).
 pub fn enabled() -> Result<bool, Diagnostic> {
+    mode().map(|m| m.is_some())
+}
+
+/// The device the mode compares with, `None` when it is off.
+pub fn mode() -> Result<Option<Checked>, Diagnostic> {
     match std::env::var(VAR) {
-        Err(std::env::VarError::NotPresent) => Ok(false),
-        Ok(v) if v.is_empty() => Ok(false),
-        Ok(v) if v == "emu" => Ok(true),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Ok(v) if v.is_empty() => Ok(None),
+        Ok(v) if v == "emu" => Ok(Some(Checked::Emu)),
+        Ok(v) if v == "cuda" => Ok(Some(Checked::Cuda)),
         Ok(v) => Err(Diagnostic::new(
             Code::E0101,
-            format!("{VAR}={v:?}: the only cross-check device is `emu`"),
+            format!("{VAR}={v:?}: the cross-check devices are `emu` and `cuda`"),
         )
         .with_help(format!("set {VAR}=emu, or unset it"))),
         Err(std::env::VarError::NotUnicode(_)) => Err(Diagnostic::new(
             Code::E0101,
-            format!("{VAR} is not valid unicode; the only cross-check device is `emu`"),
+            format!("{VAR} is not valid unicode; the cross-check devices are `emu` and `cuda`"),
         )),
     }
+}
+
+/// The bound on `‖gpu − cpu‖ / ‖cpu‖` (2-norms over a launch's result) for a result of dtype
+/// `d`, after the device tool's method: fp32 arithmetic lands far under 1e-3 (a tf32 tensor
+/// core product near 3e-4), fp16/bf16 operands between 1e-3 and 1e-2; integers must be equal.
+pub fn device_bound(d: DType) -> f64 {
+    match d {
+        DType::F64 => 1e-10,
+        DType::F32 | DType::TF32 => 1e-3,
+        DType::F16 => 5e-3,
+        DType::BF16 => 1e-2,
+        DType::F8E4M3 | DType::F8E5M2 => 1e-1,
+        DType::I64 | DType::I32 | DType::I8 | DType::Bool => 0.0,
+    }
+}
+
+/// Compares the cpu and GPU results of kernel `k` norm-wise: `‖gpu − cpu‖ / ‖cpu‖` within
+/// [`device_bound`], and no element NaN on one side only (an output the kernel never wrote is
+/// NaN when outputs are poisoned, `TESSERA_CUDA_POISON=1`).
+pub fn compare_device(k: &Kernel, cpu: &Tensor, gpu: &Tensor) -> Result<Agreement, Diagnostic> {
+    let what = format!("cross-check: kernel '{}' ({})", k.name, k.kind.name());
+    if cpu.shape() != gpu.shape() {
+        return Err(Diagnostic::new(
+            Code::E0800,
+            format!(
+                "{what}: cpu result has shape {:?}, cuda result {:?}",
+                cpu.shape(),
+                gpu.shape()
+            ),
+        )
+        .at(k.span));
+    }
+    let a = cpu.to_f64_vec().map_err(rt)?;
+    let b = gpu.to_f64_vec().map_err(rt)?;
+    let (mut num, mut den) = (0.0f64, 0.0f64);
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        if x.is_nan() != y.is_nan() || (x.is_infinite() && x != y) {
+            let idx = index_of(cpu.shape(), i);
+            return Err(Diagnostic::new(
+                Code::E0800,
+                format!(
+                    "{what}: the cpu and cuda disagree at {idx:?}: cpu {}, cuda {} (an element the kernel did not write, or a NaN/inf on one side)",
+                    show(*x),
+                    show(*y)
+                ),
+            )
+            .at(k.span));
+        }
+        if x.is_finite() && y.is_finite() {
+            num += (x - y) * (x - y);
+            den += x * x;
+        }
+    }
+    let bound = device_bound(k.ty.dtype);
+    let rel = if den > 0.0 {
+        (num / den).sqrt()
+    } else {
+        num.sqrt()
+    };
+    let ok = if bound == 0.0 {
+        num == 0.0
+    } else {
+        rel <= bound
+    };
+    if !ok {
+        return Err(Diagnostic::new(
+            Code::E0800,
+            format!(
+                "{what}: the cpu and cuda disagree: ‖cuda − cpu‖ / ‖cpu‖ = {rel:.3e}, over the {} bound {bound:.0e}",
+                k.ty.dtype
+            ),
+        )
+        .at(k.span));
+    }
+    Ok(Agreement {
+        worst_ratio: if bound > 0.0 { rel / bound } else { 0.0 },
+    })
 }
 
 /// The unit roundoff (2^-p, p the significand precision) of a float dtype; 0 for exact types.
@@ -186,17 +288,23 @@ pub fn compare(g: &Graph, k: &Kernel, cpu: &Tensor, emu: &Tensor) -> Result<Agre
 
 /// The error for a kernel with no Target IR while cross-checking.
 pub fn not_lowered(k: &Kernel, reason: &str) -> Diagnostic {
+    not_lowered_on(k, reason, Checked::Emu)
+}
+
+/// [`not_lowered`] for the cross-check of `dev`.
+pub fn not_lowered_on(k: &Kernel, reason: &str, dev: Checked) -> Diagnostic {
+    let d = dev.name();
     Diagnostic::new(
         Code::E0800,
         format!(
-            "cross-check: kernel '{}' ({}) is not lowered to Target IR ({reason}), so it cannot run on emu",
+            "cross-check: kernel '{}' ({}) is not lowered to Target IR ({reason}), so it cannot run on {d}",
             k.name,
             k.kind.name()
         ),
     )
     .at(k.span)
     .with_label("this kernel")
-    .with_help(format!("{VAR}=emu runs every kernel on both cpu and emu; unset it to run on the cpu alone"))
+    .with_help(format!("{VAR}={d} runs every kernel on both cpu and {d}; unset it to run on the cpu alone"))
 }
 
 /// Appends a checked launch to `$TESSERA_CROSSCHECK_LOG` (when set).

@@ -35,8 +35,14 @@ pub struct Session {
     pub dump: Vec<String>,
     /// `target.set(...)` / `--target`.
     pub target: RefCell<String>,
-    /// `cpu` or `emu` (`target.set_device(...)` / `--device`).
+    /// `cpu`, `emu` or `cuda` (`target.set_device(...)` / `--device`).
     pub device: RefCell<String>,
+    /// The GPU when one was opened (`cuda`, or `auto` with a usable GPU).
+    pub cuda: crate::cuda::Slot,
+    /// `cuda` was asked for by name: a failed launch is an error, not a cpu fallback.
+    pub cuda_explicit: Cell<bool>,
+    /// The sources the autotuner's GPU timer prints PTX with (set before each tuning).
+    pub cuda_sources: Rc<RefCell<tessera_lang::SourceMap>>,
     /// `--emit-ptx DIR`.
     pub emit_ptx: Option<std::path::PathBuf>,
     /// Kernels already reported as falling back to the CPU.
@@ -57,21 +63,60 @@ impl Session {
     pub fn new(dump: Vec<String>, target: Option<String>) -> Rc<Session> {
         Session::with_device(dump, target, None, None)
     }
-    /// A session with a device (`auto`/`cpu`/`cuda` run on the cpu, `emu` in the emulator).
+    /// A session with a device; `cuda` without a usable GPU falls back to the cpu here (see
+    /// [`Session::open`] for the checked form).
     pub fn with_device(
         dump: Vec<String>,
         target: Option<String>,
         device: Option<String>,
         emit_ptx: Option<std::path::PathBuf>,
     ) -> Rc<Session> {
-        let device = match device.as_deref() {
-            Some("emu") => "emu",
-            _ => "cpu",
+        match Session::open(dump.clone(), target.clone(), device, emit_ptx.clone()) {
+            Ok(s) => s,
+            Err(_) => Session::build(dump, target, "cpu", None, emit_ptx),
+        }
+    }
+    /// A session on `device` (`auto` when `None`): `auto` opens the GPU when there is a usable
+    /// one, else runs on the cpu; `cuda` without a usable GPU is E0800 with the reason. With no
+    /// `target`, the GPU's own target is used (else `sm_90`).
+    pub fn open(
+        dump: Vec<String>,
+        target: Option<String>,
+        device: Option<String>,
+        emit_ptx: Option<std::path::PathBuf>,
+    ) -> Result<Rc<Session>, Diagnostic> {
+        let (name, gpu, explicit) = match device.as_deref() {
+            Some("emu") => ("emu", None, false),
+            Some("cpu") => ("cpu", None, false),
+            Some("cuda") => match crate::cuda::open() {
+                Ok(d) => ("cuda", Some(d), true),
+                Err(why) => return Err(crate::cuda::unavailable("--device cuda", &why)),
+            },
+            _ => match crate::cuda::open() {
+                Ok(d) => ("cuda", Some(d), false),
+                Err(_) => ("cpu", None, false),
+            },
         };
+        let target = target.or_else(|| gpu.as_ref().map(|d| d.info().target_name().to_string()));
+        let s = Session::build(dump, target, name, gpu, emit_ptx);
+        s.cuda_explicit.set(explicit);
+        s.install_timer();
+        Ok(s)
+    }
+    fn build(
+        dump: Vec<String>,
+        target: Option<String>,
+        device: &str,
+        gpu: Option<tessera_runtime::cuda::Device>,
+        emit_ptx: Option<std::path::PathBuf>,
+    ) -> Rc<Session> {
         Rc::new(Session {
             dump,
             target: RefCell::new(target.unwrap_or_else(|| "sm_90".to_string())),
             device: RefCell::new(device.to_string()),
+            cuda: Rc::new(RefCell::new(gpu)),
+            cuda_explicit: Cell::new(false),
+            cuda_sources: Rc::new(RefCell::new(tessera_lang::SourceMap::default())),
             emit_ptx,
             warned: RefCell::new(std::collections::HashSet::new()),
             hits: Cell::new(0),
@@ -81,6 +126,39 @@ impl Session {
             tune: RefCell::new(crate::autotune::State::default()),
             on_mesh: Cell::new(0),
         })
+    }
+    /// The autotuner measures on the GPU while the session runs on `cuda`.
+    fn install_timer(&self) {
+        let on_gpu = *self.device.borrow() == "cuda" && self.cuda.borrow().is_some();
+        self.tune.borrow_mut().timer = on_gpu.then(|| {
+            Rc::new(crate::cuda::CudaTimer {
+                slot: self.cuda.clone(),
+                sources: self.cuda_sources.clone(),
+            }) as Rc<dyn crate::profile::DeviceTimer>
+        });
+    }
+    /// Switches the device (`target.set_device`, `:device`): `cuda` opens the GPU if it is not
+    /// open yet (E0800 with the reason when it cannot); `auto` is `cuda` when that works, else
+    /// `cpu`.
+    pub fn set_device(&self, name: &str) -> Result<(), String> {
+        let want_gpu = matches!(name, "cuda" | "auto");
+        if want_gpu && self.cuda.borrow().is_none() {
+            match crate::cuda::open() {
+                Ok(d) => *self.cuda.borrow_mut() = Some(d),
+                Err(why) if name == "cuda" => return Err(why),
+                Err(_) => {}
+            }
+        }
+        let dev = match name {
+            "cuda" => "cuda",
+            "auto" if self.cuda.borrow().is_some() => "cuda",
+            "emu" => "emu",
+            _ => "cpu",
+        };
+        *self.device.borrow_mut() = dev.to_string();
+        self.cuda_explicit.set(name == "cuda");
+        self.install_timer();
+        Ok(())
     }
     /// The innermost trace in progress.
     pub fn current_trace(&self) -> Option<Rc<TraceCtx>> {
@@ -461,6 +539,9 @@ impl KernelObj {
         };
         let base = sched_directives(&c.directives, args.span);
         let cache = self.autotune_cache.borrow().clone();
+        if self.session.tune.borrow().timer.is_some() {
+            *self.session.cuda_sources.borrow_mut() = it.sources.clone();
+        }
         crate::autotune::tune(&self.session, sig, cache.as_deref(), &base, c, args.span)
     }
 
@@ -504,6 +585,109 @@ impl KernelObj {
         r
     }
 
+    /// Runs the graph with every kernel that reached Target IR on the GPU; the others run on
+    /// the CPU (reported once per session). A failed launch is E0800 at the kernel: an error
+    /// when `cuda` was asked for by name, else a warning and that launch runs on the cpu
+    /// ([`crate::cuda`]). While profiling, each GPU launch is also timed with CUDA events.
+    fn run_cuda(
+        &self,
+        it: &mut Interp,
+        c: &Compiled,
+        inputs: &[Tensor],
+    ) -> Result<Vec<Tensor>, Diagnostic> {
+        let l = &c.lowered;
+        let session = &self.session;
+        let target = l.program.target;
+        let (profiling, reps) = {
+            let p = session.profile.borrow();
+            (p.active, p.repeats.max(3) as u32)
+        };
+        let explicit = session.cuda_explicit.get();
+        let mut warnings: Vec<String> = Vec::new();
+        let mut times: HashMap<ValueId, f64> = HashMap::new();
+        let sources = &it.sources;
+        let mut hook = |id: ValueId, operands: &[Tensor]| {
+            let (k, ck) = l
+                .program
+                .kernels
+                .iter()
+                .zip(&l.kernels)
+                .find(|(k, _)| k.root == id)?;
+            let t = match &ck.target {
+                Some(t) if operands.iter().all(|o| !o.is_abstract()) => t,
+                _ => {
+                    if session.warned.borrow_mut().insert(k.name.clone()) {
+                        warnings.push(format!(
+                            "warning: kernel '{}' ({}) is not lowered to Target IR yet ({}); it runs on the cpu\n",
+                            k.name,
+                            k.kind.name(),
+                            ck.not_lowered.as_deref().unwrap_or("abstract inputs")
+                        ));
+                    }
+                    return None;
+                }
+            };
+            let mut slot = session.cuda.borrow_mut();
+            let dev = slot.as_mut()?;
+            let r = crate::device::run_cuda(dev, t, operands, &k.ty, target, sources);
+            let e = match r {
+                Ok(out) => {
+                    if profiling {
+                        if let Ok(us) =
+                            crate::device::time_cuda(dev, t, operands, &k.ty, target, sources, reps)
+                        {
+                            times.insert(k.root, us);
+                        }
+                    }
+                    return Some(Ok(out));
+                }
+                Err(
+                    crate::device::CudaFailure::Marshal(d) | crate::device::CudaFailure::Ptx(d),
+                ) => return Some(Err(d.or_at(k.span))),
+                Err(crate::device::CudaFailure::Driver(e)) => e,
+            };
+            let mut d = crate::device::failure_diagnostic(k, t, operands, &e);
+            if e.fault {
+                match dev.rebuild() {
+                    Ok(()) => {
+                        d = d.with_note(
+                            "the CUDA context was rebuilt; the session's values are intact (tensors live on the host)",
+                        )
+                    }
+                    Err(why) => {
+                        d = d.with_note(format!(
+                            "the CUDA context could not be rebuilt ({why}); kernels run on the cpu from now on"
+                        ));
+                        *slot = None;
+                        *session.device.borrow_mut() = "cpu".to_string();
+                        session.tune.borrow_mut().timer = None;
+                    }
+                }
+            }
+            if explicit {
+                return Some(Err(d));
+            }
+            let mut w = format!(
+                "warning[E0800]: {}; it ran on the cpu (at {})\n",
+                d.message,
+                sources.describe(k.span)
+            );
+            for n in &d.notes {
+                w.push_str(&format!("  = note: {n}\n"));
+            }
+            warnings.push(w);
+            None
+        };
+        let r = crate::exec::run_with(&c.graph, inputs, &c.captures, &mut hook);
+        for w in warnings {
+            it.write_err(&w);
+        }
+        if profiling {
+            crate::profile::record(session, c, &times, Some("cuda"), &it.sources);
+        }
+        r
+    }
+
     /// Runs every kernel of the graph on the CPU and in the emulator, comparing the two
     /// results ([`crate::crosscheck`]). The results of the `emu` device when `emu` is set (they
     /// also feed the kernels after them), else those of the CPU.
@@ -511,10 +695,14 @@ impl KernelObj {
         &self,
         c: &Compiled,
         inputs: &[Tensor],
+        checked: crate::crosscheck::Checked,
         emu_results: bool,
+        sources: &tessera_lang::SourceMap,
     ) -> Result<Vec<Tensor>, Diagnostic> {
+        use crate::crosscheck::Checked;
         let l = &c.lowered;
         let g = &l.program.graph;
+        let session = &self.session;
         let mut observe = |id: ValueId, operands: &[Tensor], cpu: &Tensor| {
             let Some((k, ck)) = l
                 .program
@@ -530,14 +718,59 @@ impl KernelObj {
                 return Ok(None);
             }
             let Some(t) = &ck.target else {
-                return Err(crate::crosscheck::not_lowered(
+                return Err(crate::crosscheck::not_lowered_on(
                     k,
                     ck.not_lowered.as_deref().unwrap_or("no reason given"),
+                    checked,
                 ));
             };
-            let emu =
-                crate::device::run(t, &k.name, operands, &k.ty).map_err(|d| d.or_at(k.span))?;
-            let a = crate::crosscheck::compare(g, k, cpu, &emu)?;
+            let (emu, a) = match checked {
+                Checked::Emu => {
+                    let emu = crate::device::run(t, &k.name, operands, &k.ty)
+                        .map_err(|d| d.or_at(k.span))?;
+                    let a = crate::crosscheck::compare(g, k, cpu, &emu)?;
+                    (emu, a)
+                }
+                Checked::Cuda => {
+                    let mut slot = session.cuda.borrow_mut();
+                    let Some(dev) = slot.as_mut() else {
+                        return Err(crate::cuda::unavailable(
+                            "TESSERA_CROSSCHECK=cuda",
+                            "the session has no GPU open",
+                        )
+                        .at(k.span));
+                    };
+                    let out = match crate::device::run_cuda(
+                        dev,
+                        t,
+                        operands,
+                        &k.ty,
+                        l.program.target,
+                        sources,
+                    ) {
+                        Ok(out) => out,
+                        Err(crate::device::CudaFailure::Driver(e)) => {
+                            let mut d = crate::device::failure_diagnostic(k, t, operands, &e);
+                            d.message = format!("cross-check: {}", d.message);
+                            if e.fault {
+                                if let Err(why) = dev.rebuild() {
+                                    d = d.with_note(format!(
+                                        "the CUDA context could not be rebuilt: {why}"
+                                    ));
+                                    *slot = None;
+                                }
+                            }
+                            return Err(d);
+                        }
+                        Err(
+                            crate::device::CudaFailure::Marshal(d)
+                            | crate::device::CudaFailure::Ptx(d),
+                        ) => return Err(d.or_at(k.span)),
+                    };
+                    let a = crate::crosscheck::compare_device(k, cpu, &out)?;
+                    (out, a)
+                }
+            };
             crate::crosscheck::log(k, cpu.numel(), &a);
             Ok(emu_results.then_some(emu))
         };
@@ -570,9 +803,14 @@ impl KernelObj {
             .filter_map(|v| as_tensor(v).cloned())
             .collect();
         let on_emu = *self.session.device.borrow() == "emu";
+        let on_cuda = *self.session.device.borrow() == "cuda";
         let profiling = self.session.profile.borrow().active;
-        let outs = if crate::crosscheck::enabled().map_err(|d| d.or_at(args.span))? {
-            let checked = self.run_crosscheck(&c, &inputs, on_emu);
+        let outs = if let Some(mode) = crate::crosscheck::mode().map_err(|d| d.or_at(args.span))? {
+            let device_results = match mode {
+                crate::crosscheck::Checked::Emu => on_emu,
+                crate::crosscheck::Checked::Cuda => on_cuda,
+            };
+            let checked = self.run_crosscheck(&c, &inputs, mode, device_results, &it.sources);
             // A profiled run still gets its rows: the checked launch is then timed again as
             // the profiler times it (the cross-check is a testing aid; it costs a second run).
             match checked {
@@ -580,11 +818,14 @@ impl KernelObj {
                     crate::profile::record(&self.session, &c, &HashMap::new(), None, &it.sources);
                     Ok(outs)
                 }
+                Ok(_) if profiling && on_cuda => self.run_cuda(it, &c, &inputs),
                 Ok(_) if profiling => {
                     crate::profile::run_cpu(&self.session, &c, &inputs, &it.sources)
                 }
                 other => other,
             }
+        } else if on_cuda {
+            self.run_cuda(it, &c, &inputs)
         } else if on_emu {
             let outs = self.run_emu(it, &c, &inputs);
             if profiling {

@@ -6,6 +6,7 @@
 
 pub mod autotune;
 pub mod crosscheck;
+pub mod cuda;
 pub mod device;
 pub mod dist;
 pub mod exec;
@@ -56,12 +57,12 @@ pub fn install_session(
         Value::list(cfg.argv.iter().map(|a| Value::str(a)).collect()),
     );
     interp.set_builtin("sys", Value::Module(Rc::new(sys)));
-    let session = kernel::Session::with_device(
+    let session = kernel::Session::open(
         cfg.dump.clone(),
         cfg.target.clone(),
         cfg.device.clone(),
         cfg.emit_ptx.clone(),
-    );
+    )?;
     let op = op::module();
     op.set("kernel", kernel::kernel_decorator(session.clone()));
     op.set("autotune", kernel::autotune_decorator(session.clone()));

@@ -1,5 +1,5 @@
 //! The `target` module (SPEC §6): `target.set("sm_90")`, `target.current()`, `target.info()`,
-//! and the device kernels run on: `target.set_device("cpu"|"emu")`, `target.device()`
+//! and the device kernels run on: `target.set_device("auto"|"cpu"|"emu"|"cuda")`, `target.device()`
 //! (the script form of `--device` and the REPL's `:device`; docs/decisions.md).
 
 use crate::kernel::Session;
@@ -227,25 +227,19 @@ pub fn module(session: Rc<Session>) -> Module {
                 return Ok(Value::None);
             };
             let name = str_arg(&x.value, "name", x.span)?;
-            let dev = match name.as_str() {
-                "cpu" | "auto" => "cpu",
-                "emu" => "emu",
-                "cuda" => {
-                    return Err(Diagnostic::new(
-                        Code::E0800,
-                        "no usable CUDA device in this build; kernels keep running on the cpu",
-                    )
-                    .at(x.span))
-                }
-                _ => {
-                    return Err(
-                        Diagnostic::new(Code::E0101, format!("unknown device '{name}'"))
-                            .at(x.span)
-                            .with_help("devices are auto, cpu, emu, cuda"),
-                    )
-                }
-            };
-            *s.device.borrow_mut() = dev.to_string();
+            if !matches!(name.as_str(), "auto" | "cpu" | "emu" | "cuda") {
+                return Err(
+                    Diagnostic::new(Code::E0101, format!("unknown device '{name}'"))
+                        .at(x.span)
+                        .with_help("devices are auto, cpu, emu, cuda"),
+                );
+            }
+            s.set_device(&name).map_err(|why| {
+                let now = s.device.borrow().clone();
+                crate::cuda::unavailable("target.set_device(\"cuda\")", &why)
+                    .at(x.span)
+                    .with_note(format!("kernels keep running on the {now} device"))
+            })?;
             Ok(Value::None)
         }),
     );

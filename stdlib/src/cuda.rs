@@ -1,0 +1,98 @@
+//! The `cuda` device of a session (docs/decisions.md, "The CUDA device").
+//!
+//! - Choosing: `auto` is `cuda` when [`Device::open`] succeeds, else `cpu`, quietly; `cuda`
+//!   asked for explicitly (`--device cuda`, `target.set_device("cuda")`, `:device cuda`) without
+//!   a usable GPU is E0800 naming the reason ([`unavailable`]).
+//! - A launch that fails on the GPU is E0800 at the kernel's `.tsr` line: an error when `cuda`
+//!   was asked for, else a warning and the launch runs on the cpu. A fault (illegal address,
+//!   trap, timeout) also rebuilds the context and replays the launch in the emulator, which
+//!   names the tile, thread and index ([`crate::device::replay`]). Tensors live on the host, so
+//!   the session loses no value.
+//! - [`CudaTimer`] times kernels with CUDA events for the autotuner.
+
+use crate::device;
+use crate::profile::DeviceTimer;
+use std::cell::RefCell;
+use std::rc::Rc;
+use tessera_compiler::graph::DType;
+use tessera_lang::diag::{Code, Diagnostic};
+use tessera_runtime::cuda::Device;
+use tessera_runtime::Tensor;
+
+/// The session's GPU, shared with its timer.
+pub type Slot = Rc<RefCell<Option<Device>>>;
+
+/// The GPU ordinal to open: `TESSERA_CUDA_DEVICE` (default 0).
+pub fn ordinal() -> usize {
+    std::env::var("TESSERA_CUDA_DEVICE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Opens the session's GPU.
+pub fn open() -> Result<Device, String> {
+    Device::open(ordinal())
+}
+
+/// E0800 for `cuda` asked for where none can be used.
+pub fn unavailable(how: &str, why: &str) -> Diagnostic {
+    Diagnostic::new(Code::E0800, format!("{how}: no usable CUDA device: {why}")).with_help(
+        "use the device `auto` to run on the GPU when there is one and on the cpu otherwise",
+    )
+}
+
+/// Times kernels on the session's GPU with CUDA events (the autotuner's measurements).
+pub struct CudaTimer {
+    pub slot: Slot,
+    /// The session's sources as of the kernel being tuned (the PTX printer names them).
+    pub sources: Rc<RefCell<tessera_lang::SourceMap>>,
+}
+
+fn sample_input(shape: &[usize], d: DType, seed: i64) -> Result<Tensor, String> {
+    let rd = crate::trace::rdt(d);
+    let t = if d.is_float() {
+        Tensor::rand(shape, rd, seed)
+    } else {
+        Tensor::zeros(shape, rd)
+    };
+    t.map_err(|e| e.message)
+}
+
+impl DeviceTimer for CudaTimer {
+    fn device(&self) -> String {
+        match &*self.slot.borrow() {
+            Some(d) => format!("cuda:{} ({})", d.info().ordinal, d.info().name),
+            None => "cuda".to_string(),
+        }
+    }
+    fn time_us(
+        &self,
+        l: &tessera_compiler::pipeline::Lowered,
+        index: usize,
+    ) -> Result<f64, String> {
+        let k = l
+            .program
+            .kernels
+            .get(index)
+            .ok_or_else(|| format!("no kernel {index}"))?;
+        let t = l
+            .kernels
+            .get(index)
+            .and_then(|c| c.target.as_ref())
+            .ok_or_else(|| format!("kernel '{}' has no Target IR", k.name))?;
+        let mut inputs = Vec::new();
+        for (i, v) in k.inputs.iter().enumerate() {
+            let ty = l
+                .program
+                .graph
+                .ty(*v)
+                .ok_or_else(|| format!("kernel '{}': operand {i} has no type", k.name))?;
+            inputs.push(sample_input(&ty.shape, ty.dtype, 1 + i as i64)?);
+        }
+        let mut slot = self.slot.borrow_mut();
+        let dev = slot.as_mut().ok_or("the CUDA device is closed")?;
+        let sources = self.sources.borrow();
+        device::time_cuda(dev, t, &inputs, &k.ty, l.program.target, &sources, 10)
+    }
+}
