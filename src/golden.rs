@@ -19,7 +19,8 @@
 //! regular expression (for measured times and other figures that change from run to run).
 //! Blessing keeps a pattern line whose output line still matches it. Each run also gets a fresh,
 //! empty `TESSERA_CACHE_DIR`, so autotune caches never leak between runs or into the home
-//! directory.
+//! directory. Runs get `TESSERA_CUDA=off` unless it is set: expected outputs are those of a
+//! machine without a GPU (`auto` is the cpu), wherever the tests run.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -158,6 +159,10 @@ fn run_env(exe: &Path, tsr: &Path, levels: &[String], env: &[(&str, &str)]) -> R
     }
     for (k, v) in env {
         cmd.env(k, v);
+    }
+    // Expected outputs are the cpu's: `auto` must not pick a GPU where the machine has one.
+    if std::env::var_os("TESSERA_CUDA").is_none() {
+        cmd.env("TESSERA_CUDA", "off");
     }
     cmd.arg("run");
     let cache_dir = DumpDir::new().map_err(|e| format!("cannot create a cache directory: {e}"))?;

@@ -1,22 +1,9 @@
 //! The cuda device from the command line on a machine without a usable GPU: `--device auto`
 //! (the default) runs on the cpu quietly; `--device cuda` is E0800 naming the reason, and
-//! nothing runs (exit 2). On a machine with the CUDA driver these tests check nothing about
-//! the missing driver (they are written for CI, which has no GPU) and say so.
+//! nothing runs (exit 2). `TESSERA_CUDA=off` makes the driver count as absent, so they hold on
+//! any machine (the reason a missing libcuda gives is checked in the runtime's unit tests).
 
 use std::process::Command;
-
-fn driver_library_present() -> bool {
-    ["libcuda.so", "libcuda.so.1"].iter().any(|name| {
-        [
-            "/usr/lib/x86_64-linux-gnu",
-            "/usr/lib64",
-            "/usr/lib",
-            "/usr/local/nvidia/lib64",
-        ]
-        .iter()
-        .any(|d| std::path::Path::new(d).join(name).exists())
-    })
-}
 
 fn run(device: &str, src: &str) -> (Option<i32>, String, String) {
     let dir =
@@ -28,6 +15,8 @@ fn run(device: &str, src: &str) -> (Option<i32>, String, String) {
         .args(["run", "--device", device, "k.tsr"])
         .current_dir(&dir)
         .env("NO_COLOR", "1")
+        // The driver counts as absent, so these hold on machines with a GPU too.
+        .env("TESSERA_CUDA", "off")
         .output()
         .unwrap();
     (
@@ -43,10 +32,6 @@ const SCRIPT: &str = "@op.kernel\ndef f(x):\n    return op.relu(x) * 2.0\n\
 
 #[test]
 fn device_cuda_without_a_gpu_is_e0800_naming_the_driver_and_runs_nothing() {
-    if driver_library_present() {
-        eprintln!("a CUDA driver library is installed here: the no-driver path is not exercised");
-        return;
-    }
     let (code, stdout, stderr) = run("cuda", SCRIPT);
     assert_eq!(code, Some(2), "stderr: {stderr}");
     assert_eq!(stdout, "");
@@ -54,7 +39,7 @@ fn device_cuda_without_a_gpu_is_e0800_naming_the_driver_and_runs_nothing() {
         stderr.starts_with("error[E0800]: --device cuda: no usable CUDA device: "),
         "{stderr}"
     );
-    assert!(stderr.contains("libcuda.so"), "{stderr}");
+    assert!(stderr.contains("TESSERA_CUDA=off"), "{stderr}");
     assert!(
         stderr.contains("--device") || stderr.contains("auto"),
         "{stderr}"
@@ -64,10 +49,6 @@ fn device_cuda_without_a_gpu_is_e0800_naming_the_driver_and_runs_nothing() {
 
 #[test]
 fn device_auto_without_a_gpu_runs_on_the_cpu_quietly() {
-    if driver_library_present() {
-        eprintln!("a CUDA driver library is installed here: auto may pick the GPU");
-        return;
-    }
     let (code, stdout, stderr) = run("auto", SCRIPT);
     assert_eq!(code, Some(0), "stderr: {stderr}");
     assert_eq!(stdout, "cpu sm_90\ntensor([0.0000, 6.0000], dtype=fp32)\n");

@@ -20,7 +20,9 @@
 //! - Timing: [`Device::time`] records CUDA events around each launch (after warm-up launches)
 //!   and returns each launch's time.
 //!
-//! Environment: `TESSERA_CUDA_TIMEOUT` (seconds, default 60) bounds a launch;
+//! Environment: `TESSERA_CUDA=off` makes the driver count as absent (no GPU is opened: the
+//! golden tests run as on a machine without one); `TESSERA_CUDA_TIMEOUT` (seconds, default 60)
+//! bounds a launch;
 //! `TESSERA_CUDA_POISON=1` fills output buffers with `0xFF` bytes (NaN for floats) before each
 //! launch instead of zeros, so an element a kernel never writes shows up in a check.
 
@@ -167,6 +169,9 @@ const SYMBOLS: &[&str] = &[
 /// Whether the CUDA driver library can be loaded and has every entry point this module calls;
 /// `Err` names what is missing.
 pub fn probe_driver() -> Result<(), String> {
+    if std::env::var("TESSERA_CUDA").is_ok_and(|v| v == "off") {
+        return Err("CUDA is turned off (TESSERA_CUDA=off)".to_string());
+    }
     // SAFETY: dlopen of the driver library by its usual names; nothing else runs.
     if !unsafe { sys::is_culib_present() } {
         return Err(
