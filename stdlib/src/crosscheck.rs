@@ -184,6 +184,21 @@ pub fn compare(g: &Graph, k: &Kernel, cpu: &Tensor, emu: &Tensor) -> Result<Agre
     })
 }
 
+/// The error for a kernel whose emulated run reported an error (its status word) on inputs
+/// the cpu computed without one.
+pub fn status_error(k: &Kernel) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0800,
+        format!(
+            "cross-check: kernel '{}' ({}) reported an error in the emulator (integer division by zero or an invalid float to int cast) where the cpu found none",
+            k.name,
+            k.kind.name()
+        ),
+    )
+    .at(k.span)
+    .with_label("this kernel")
+}
+
 /// The error for a kernel with no Target IR while cross-checking.
 pub fn not_lowered(k: &Kernel, reason: &str) -> Diagnostic {
     Diagnostic::new(
@@ -331,7 +346,9 @@ mod tests {
         let input = Tensor::randn(&[3, 1, 5], RDType::BF16, 7).unwrap();
         let cpu = crate::exec::run(&g, std::slice::from_ref(&input), &[]).unwrap();
         let k = &l.program.kernels[0];
-        let emu = crate::device::run(t, &k.name, std::slice::from_ref(&input), &k.ty).unwrap();
+        let emu = crate::device::run(t, &k.name, std::slice::from_ref(&input), &k.ty)
+            .unwrap()
+            .unwrap();
         assert_eq!(cpu[0].to_f64_vec().unwrap(), emu.to_f64_vec().unwrap());
         // And it is a real broadcast: element [1, 2, 69, 4] is input [2, 0, 4].
         let v = emu.to_f64_vec().unwrap();

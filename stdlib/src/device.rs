@@ -3,7 +3,11 @@
 //! back into a tensor of the kernel's result type.
 //!
 //! Element layout in the buffers (as on the GPU): fp32/tf32 4-byte IEEE floats, fp16/bf16
-//! 2-byte, int32/int64 little-endian two's complement, bool one byte (0 or 1).
+//! 2-byte, fp64 8-byte IEEE, int32/int64 little-endian two's complement, bool one byte (0 or 1).
+//! A kernel with a status word ([`Lowered::status`]) gets one more 4-byte buffer after the
+//! output, zeroed; a nonzero word after the launch means an element hit an error the cpu
+//! reports, and [`run`] returns `None` (the caller evaluates the op on the cpu, which reports
+//! it).
 
 use crate::tensor::rt;
 use crate::trace::rdt;
@@ -25,7 +29,7 @@ fn unsupported(what: &str, d: DType) -> Diagnostic {
 fn elem_bytes(d: DType) -> Option<usize> {
     match d {
         DType::F32 | DType::TF32 | DType::I32 => Some(4),
-        DType::I64 => Some(8),
+        DType::I64 | DType::F64 => Some(8),
         DType::F16 | DType::BF16 => Some(2),
         DType::Bool => Some(1),
         _ => None,
@@ -51,6 +55,10 @@ fn bytes_of(t: &Tensor) -> Result<Vec<u8>, Diagnostic> {
             v.iter()
                 .flat_map(|x| f16::from_f32(*x).to_bits().to_le_bytes())
                 .collect()
+        }
+        DType::F64 => {
+            let v = t.to_f64_vec().map_err(rt)?;
+            v.iter().flat_map(|x| x.to_le_bytes()).collect()
         }
         DType::I32 => {
             let v = t.to_i64_vec().map_err(rt)?;
@@ -104,6 +112,17 @@ fn tensor_of(raw: &[u8], out: &TensorType) -> Result<Tensor, Diagnostic> {
                 .collect();
             Tensor::from_i64(shape, v, dt)
         }
+        DType::F64 => {
+            let v = raw
+                .chunks_exact(8)
+                .map(|c| {
+                    let mut b = [0u8; 8];
+                    b.copy_from_slice(c);
+                    f64::from_le_bytes(b)
+                })
+                .collect();
+            Tensor::from_f64(shape, v, dt)
+        }
         DType::I64 => {
             let v = raw
                 .chunks_exact(8)
@@ -121,13 +140,14 @@ fn tensor_of(raw: &[u8], out: &TensorType) -> Result<Tensor, Diagnostic> {
     .map_err(rt)
 }
 
-/// Runs `l` with `inputs` (the kernel's input buffers, in order) and returns its result.
+/// Runs `l` with `inputs` (the kernel's input buffers, in order) and returns its result, or
+/// `None` when the kernel's status word reports an error the cpu raises for these inputs.
 pub fn run(
     l: &Lowered,
     name: &str,
     inputs: &[Tensor],
     out: &TensorType,
-) -> Result<Tensor, Diagnostic> {
+) -> Result<Option<Tensor>, Diagnostic> {
     let mut buffers = Vec::new();
     for t in inputs {
         buffers.push(bytes_of(t)?);
@@ -135,6 +155,10 @@ pub fn run(
     let n: usize = out.shape.iter().product();
     let esize = elem_bytes(out.dtype).ok_or_else(|| unsupported("return", out.dtype))?;
     buffers.push(vec![0u8; n * esize]);
+    let out_buffer = buffers.len() - 1;
+    if l.status {
+        buffers.push(vec![0u8; 4]);
+    }
     let mut args: Vec<Arg> = (0..buffers.len())
         .map(|i| Arg::Ptr {
             buffer: i,
@@ -152,6 +176,9 @@ pub fn run(
             format!("kernel '{name}' failed in the emulator: {e}"),
         )
     })?;
-    let raw = buffers.pop().unwrap_or_default();
-    tensor_of(&raw, out)
+    if l.status && buffers.last().is_some_and(|s| s.iter().any(|&x| x != 0)) {
+        return Ok(None);
+    }
+    let raw = buffers.swap_remove(out_buffer);
+    tensor_of(&raw, out).map(Some)
 }

@@ -22,6 +22,11 @@ pub struct Lowered {
     pub block: [u32; 3],
     /// The trailing `u32` parameters.
     pub scalars: Vec<u32>,
+    /// The kernel takes one more pointer after the output: a `u32` status word, zero before
+    /// the launch, that a thread sets to 1 when an element hits an error the cpu reports
+    /// (integer `//` or `%` by zero, a float → int cast of NaN or out of range). The result
+    /// is then not valid: the caller reports the error (by evaluating the op on the cpu).
+    pub status: bool,
 }
 
 /// Why Target IR could not be produced.
@@ -193,6 +198,11 @@ fn unary(b: &mut KernelBuilder, u: UnaryOp, x: Reg) -> R<Reg> {
 }
 
 fn binary(b: &mut KernelBuilder, op: BinaryOp, x: Operand, y: Operand) -> R<Reg> {
+    binary_ty(b, op, Ty::F32, x, y)
+}
+
+/// One float binary op in `ty` (`.f32` or `.f64`; `div` is the IEEE `div.rn`).
+fn binary_ty(b: &mut KernelBuilder, op: BinaryOp, ty: Ty, x: Operand, y: Operand) -> R<Reg> {
     let o = match op {
         BinaryOp::Add => BinOp::Add,
         BinaryOp::Sub => BinOp::Sub,
@@ -200,9 +210,85 @@ fn binary(b: &mut KernelBuilder, op: BinaryOp, x: Operand, y: Operand) -> R<Reg>
         BinaryOp::Div => BinOp::Div,
         BinaryOp::Maximum => BinOp::Max,
         BinaryOp::Minimum => BinOp::Min,
+        other if ty == Ty::F64 => return no(format!("fp64 {}", other.name())),
         other => return no(format!("the elementwise op {}", other.name())),
     };
-    Ok(b.bin(o, Ty::F32, x, y))
+    Ok(b.bin(o, ty, x, y))
+}
+
+/// `e^x` in fp64: `x = k·ln2 + r` (k = rint(x·log2 e), ln2 split in two for an exact reduction,
+/// |r| ≤ ln2/2), `e^r` by its Taylor polynomial to degree 13 (truncation error below 2^-60
+/// relative), scaled by 2^k as two powers of two built from their exponent bits (so that
+/// results near the subnormal range are scaled in range). Overflow gives inf, underflow 0,
+/// NaN stays NaN.
+fn exp_f64(b: &mut KernelBuilder, x: Reg) -> Reg {
+    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
+    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+    let t = b.mul(Ty::F64, x, Operand::f64(std::f64::consts::LOG2_E));
+    let k = b.cvt(Ty::F64, Ty::F64, Some(Rnd::Rni), t);
+    let k = b.bin(BinOp::Max, Ty::F64, k, Operand::f64(-1100.0));
+    let k = b.bin(BinOp::Min, Ty::F64, k, Operand::f64(1100.0));
+    let nk = b.unary(UnOp::Neg, Ty::F64, k);
+    let r = b.fma(Ty::F64, nk, Operand::f64(LN2_HI), x);
+    let r = b.fma(Ty::F64, nk, Operand::f64(LN2_LO), r);
+    let mut fact = [1.0f64; 14];
+    for i in 1..14 {
+        fact[i] = fact[i - 1] * i as f64;
+    }
+    let mut p = b.mov(Ty::F64, Operand::f64(1.0 / fact[13]));
+    for i in (0..13).rev() {
+        p = b.fma(Ty::F64, p, r, Operand::f64(1.0 / fact[i]));
+    }
+    let half = b.mul(Ty::F64, k, Operand::f64(0.5));
+    let k1 = b.cvt(Ty::F64, Ty::F64, Some(Rnd::Rmi), half);
+    let k2 = b.sub(Ty::F64, k, k1);
+    let mut res = p;
+    for kk in [k1, k2] {
+        let ki = b.cvt(Ty::S64, Ty::F64, Some(Rnd::Rzi), kk);
+        let e = b.add(Ty::S64, ki, imm(1023));
+        let bits = b.bin(BinOp::Shl, Ty::B64, e, imm(52));
+        let s = b.reg(Ty::F64);
+        b.push(TOp::Mov {
+            ty: Ty::B64,
+            dst: s,
+            src: bits.into(),
+        });
+        res = b.mul(Ty::F64, res, s);
+    }
+    let big = b.setp(Cmp::Gt, Ty::F64, x, Operand::f64(709.8));
+    let res = b.selp(Ty::F64, Operand::f64(f64::INFINITY), res, big);
+    let small = b.setp(Cmp::Lt, Ty::F64, x, Operand::f64(-745.2));
+    b.selp(Ty::F64, Operand::f64(0.0), res, small)
+}
+
+/// One unary op in fp64 (those with an fp64 generator).
+fn unary_f64(b: &mut KernelBuilder, u: UnaryOp, x: Reg) -> R<Reg> {
+    let one = Operand::f64(1.0);
+    let sigmoid = |b: &mut KernelBuilder, x: Reg| {
+        let nx = b.unary(UnOp::Neg, Ty::F64, x);
+        let e = exp_f64(b, nx);
+        let d = b.add(Ty::F64, e, one);
+        b.bin(BinOp::Div, Ty::F64, one, d)
+    };
+    Ok(match u {
+        UnaryOp::Neg => b.unary(UnOp::Neg, Ty::F64, x),
+        UnaryOp::Abs => b.unary(UnOp::Abs, Ty::F64, x),
+        UnaryOp::Relu => b.bin(BinOp::Max, Ty::F64, x, Operand::f64(0.0)),
+        UnaryOp::Exp => exp_f64(b, x),
+        UnaryOp::Sqrt => b.unary(UnOp::Sqrt, Ty::F64, x),
+        UnaryOp::Rsqrt => {
+            let s = b.unary(UnOp::Sqrt, Ty::F64, x);
+            b.bin(BinOp::Div, Ty::F64, one, s)
+        }
+        UnaryOp::Sigmoid => sigmoid(b, x),
+        UnaryOp::Silu => {
+            let nx = b.unary(UnOp::Neg, Ty::F64, x);
+            let e = exp_f64(b, nx);
+            let d = b.add(Ty::F64, e, one);
+            b.bin(BinOp::Div, Ty::F64, x, d)
+        }
+        other => return no(format!("fp64 {}", other.name())),
+    })
 }
 
 fn scalar_f32(s: Scalar) -> Operand {
@@ -260,11 +346,12 @@ fn index_reg(b: &mut KernelBuilder, ix: Index, i: Reg) -> Reg {
     }
 }
 
-/// A body value in registers: floats of every dtype as f32 (rounded to their dtype), int32 in
-/// `.s32`, int64 in `.s64`, bool as a predicate.
+/// A body value in registers: floats of every dtype up to fp32 as f32 (rounded to their
+/// dtype), fp64 in `.f64`, int32 in `.s32`, int64 in `.s64`, bool as a predicate.
 #[derive(Copy, Clone, Debug, PartialEq)]
 enum Val {
     F(Reg),
+    D(Reg),
     I32(Reg),
     I64(Reg),
     B(Reg),
@@ -277,9 +364,19 @@ fn is_float(d: DType) -> bool {
 /// Converts `v` to the register form of dtype `d` (the CPU's casts: ints to float round to
 /// nearest, bool is 0/1, a nonzero value is true; int64 → int32 keeps the low 32 bits).
 fn conv(b: &mut KernelBuilder, v: Val, d: DType) -> R<Val> {
+    if d == DType::F64 {
+        return Ok(Val::D(match v {
+            Val::D(x) => x,
+            Val::F(x) => b.cvt(Ty::F64, Ty::F32, None, x),
+            Val::I32(x) => b.cvt(Ty::F64, Ty::S32, Some(Rnd::Rn), x),
+            Val::I64(x) => b.cvt(Ty::F64, Ty::S64, Some(Rnd::Rn), x),
+            Val::B(p) => b.selp(Ty::F64, Operand::f64(1.0), Operand::f64(0.0), p),
+        }));
+    }
     if is_float(d) {
         let f = match v {
             Val::F(x) => x,
+            Val::D(x) => b.cvt(Ty::F32, Ty::F64, Some(Rnd::Rn), x),
             Val::I32(x) => b.cvt(Ty::F32, Ty::S32, Some(Rnd::Rn), x),
             Val::I64(x) => b.cvt(Ty::F32, Ty::S64, Some(Rnd::Rn), x),
             Val::B(p) => b.selp(Ty::F32, fimm(1.0), fimm(0.0), p),
@@ -298,9 +395,12 @@ fn conv(b: &mut KernelBuilder, v: Val, d: DType) -> R<Val> {
         (Val::B(p), DType::I64) => Val::I64(b.selp(Ty::S64, imm(1), imm(0), p)),
         (Val::B(p), DType::Bool) => Val::B(p),
         (Val::F(x), DType::Bool) => Val::B(b.setp(Cmp::Ne, Ty::F32, x, fimm(0.0))),
+        (Val::D(x), DType::Bool) => Val::B(b.setp(Cmp::Ne, Ty::F64, x, Operand::f64(0.0))),
         (Val::I32(x), DType::Bool) => Val::B(b.setp(Cmp::Ne, Ty::S32, x, imm(0))),
         (Val::I64(x), DType::Bool) => Val::B(b.setp(Cmp::Ne, Ty::S64, x, imm(0))),
-        (Val::F(_), DType::I32 | DType::I64) => return no("float to int casts in a kernel"),
+        (Val::F(_) | Val::D(_), DType::I32 | DType::I64) => {
+            return no("float to int conversions outside a cast")
+        }
         (_, other) => return no(format!("{other} values")),
     })
 }
@@ -349,9 +449,18 @@ fn cmp_of(op: BinaryOp) -> Option<Cmp> {
     })
 }
 
+fn d_of(v: Val) -> R<Reg> {
+    match v {
+        Val::D(r) => Ok(r),
+        _ => no("a non-fp64 value where an fp64 one is needed"),
+    }
+}
+
 /// The dtype two operands are compared in (the CPU's promotion; bool compares as int32).
 fn common(a: DType, b: DType) -> DType {
-    if is_float(a) || is_float(b) {
+    if a == DType::F64 || b == DType::F64 {
+        DType::F64
+    } else if is_float(a) || is_float(b) {
         DType::F32
     } else if a == DType::I64 || b == DType::I64 {
         DType::I64
@@ -378,7 +487,15 @@ fn binary_val(
 ) -> R<Val> {
     if let Some(c) = cmp_of(op) {
         let d = common(dx, dy);
-        let p = if d == DType::F32 {
+        let p = if d == DType::F64 {
+            let (x, y) = (d_of(conv(b, x, d)?)?, d_of(conv(b, y, d)?)?);
+            if c == Cmp::Ne {
+                let eq = b.setp(Cmp::Eq, Ty::F64, x, y);
+                b.unary(UnOp::Not, Ty::Pred, eq)
+            } else {
+                b.setp(c, Ty::F64, x, y)
+            }
+        } else if d == DType::F32 {
             let (x, y) = (f_of(conv(b, x, d)?)?, f_of(conv(b, y, d)?)?);
             if c == Cmp::Ne {
                 // NaN != anything is true: the negation of the ordered ==.
@@ -404,6 +521,11 @@ fn binary_val(
         };
         let r = b.bin(o, Ty::Pred, x, y);
         return conv(b, Val::B(r), out);
+    }
+    if out == DType::F64 {
+        let x = d_of(conv(b, x, out)?)?;
+        let y = d_of(conv(b, y, out)?)?;
+        return Ok(Val::D(binary_ty(b, op, Ty::F64, x.into(), y.into())?));
     }
     if is_float(out) {
         let x = f_of(conv(b, x, DType::F32)?)?;
@@ -443,6 +565,10 @@ fn unary_val(b: &mut KernelBuilder, u: UnaryOp, x: Val, out: DType) -> R<Val> {
         let r = b.unary(UnOp::Not, Ty::Pred, p);
         return conv(b, Val::B(r), out);
     }
+    if out == DType::F64 {
+        let x = d_of(conv(b, x, out)?)?;
+        return Ok(Val::D(unary_f64(b, u, x)?));
+    }
     if matches!(out, DType::I32 | DType::I64)
         && matches!(u, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu)
     {
@@ -467,8 +593,99 @@ fn unary_val(b: &mut KernelBuilder, u: UnaryOp, x: Val, out: DType) -> R<Val> {
     conv(b, Val::F(r), out)
 }
 
+/// A float → int32/int64 cast, truncating toward zero (`cvt.rzi`), and the predicate "this
+/// element is NaN or out of the dtype's range" (the cpu's E0500; the converted value is then
+/// not used). The bounds are those of `float_to_int` on the cpu: `lo < x < hi` after truncation,
+/// written for each source precision so that the comparison is exact.
+fn cast_to_int(b: &mut KernelBuilder, x: Val, d: DType) -> R<(Val, Reg)> {
+    let (sty, xr) = match x {
+        Val::F(r) => (Ty::F32, r),
+        Val::D(r) => (Ty::F64, r),
+        _ => return no("an int cast of a non-float value"),
+    };
+    let (dty, bits) = match d {
+        DType::I32 => (Ty::S32, 31),
+        DType::I64 => (Ty::S64, 63),
+        other => return no(format!("casts to {other}")),
+    };
+    let p2 = 2f64.powi(bits);
+    let imm_of = |v: f64| {
+        if sty == Ty::F32 {
+            fimm(v as f32)
+        } else {
+            Operand::f64(v)
+        }
+    };
+    // Every value above -2^bits - 1 truncates into range; in f32 (and for int64 in f64) the
+    // next value below -2^bits is already below -2^bits - 1.
+    let lo_ok = if sty == Ty::F64 && d == DType::I32 {
+        b.setp(Cmp::Gt, sty, xr, imm_of(-p2 - 1.0))
+    } else {
+        b.setp(Cmp::Ge, sty, xr, imm_of(-p2))
+    };
+    let hi_ok = b.setp(Cmp::Lt, sty, xr, imm_of(p2));
+    let ok = b.bin(BinOp::And, Ty::Pred, lo_ok, hi_ok);
+    let bad = b.unary(UnOp::Not, Ty::Pred, ok);
+    let v = b.cvt(dty, sty, Some(Rnd::Rzi), xr);
+    Ok((
+        if dty == Ty::S32 {
+            Val::I32(v)
+        } else {
+            Val::I64(v)
+        },
+        bad,
+    ))
+}
+
+/// Python's integer `//` or `%` (floor division: the remainder has the divisor's sign) in
+/// `ty` (`.s32`/`.s64`, wrapping like the cpu), and the predicate "the divisor is 0" (the
+/// cpu's E0500; the division then runs by 1 and its value is not used).
+fn int_divmod(b: &mut KernelBuilder, op: BinaryOp, ty: Ty, x: Reg, y: Reg) -> (Reg, Reg) {
+    let bits = if ty == Ty::S32 { Ty::B32 } else { Ty::B64 };
+    let zero = b.setp(Cmp::Eq, ty, y, imm(0));
+    let ys = b.selp(ty, imm(1), y, zero);
+    let q = b.bin(BinOp::Div, ty, x, ys);
+    let r = b.bin(BinOp::Rem, ty, x, ys);
+    let nz = b.setp(Cmp::Ne, ty, r, imm(0));
+    let sx = b.bin(BinOp::Xor, bits, r, ys);
+    let opposite = b.setp(Cmp::Lt, ty, sx, imm(0));
+    let fix = b.bin(BinOp::And, Ty::Pred, nz, opposite);
+    let v = if op == BinaryOp::FloorDiv {
+        let q1 = b.sub(ty, q, imm(1));
+        b.selp(ty, q1, q, fix)
+    } else {
+        let r1 = b.add(ty, r, ys);
+        b.selp(ty, r1, r, fix)
+    };
+    (v, zero)
+}
+
+fn is_int(d: DType) -> bool {
+    matches!(d, DType::I32 | DType::I64)
+}
+
+/// Whether a body has an op that can hit an error the cpu reports (so its kernel takes the
+/// status word, [`Lowered::status`]).
+fn needs_status(body: &Graph) -> bool {
+    let dt = |v: ValueId| body.ty(v).map(|t| t.dtype).unwrap_or(DType::F32);
+    body.ids().any(|id| match body.op(id) {
+        Some(Op::Cast { x }) => is_int(dt(id)) && (is_float(dt(*x)) || dt(*x) == DType::F64),
+        Some(Op::Binary { op, .. }) => {
+            matches!(op, BinaryOp::FloorDiv | BinaryOp::Mod) && is_int(dt(id))
+        }
+        _ => false,
+    })
+}
+
 /// Evaluates a fused body (or one elementwise op) on typed registers holding its params.
-fn eval_body(b: &mut KernelBuilder, body: &Graph, params: &[Val]) -> R<Val> {
+/// `err` collects the predicate "an op of this element hit an error the cpu reports".
+fn eval_body(b: &mut KernelBuilder, body: &Graph, params: &[Val], err: &mut Option<Reg>) -> R<Val> {
+    let mut flag = |b: &mut KernelBuilder, bad: Reg| {
+        *err = Some(match *err {
+            Some(e) => b.bin(BinOp::Or, Ty::Pred, e, bad),
+            None => bad,
+        });
+    };
     let mut vals: Vec<Option<Val>> = vec![None; body.len()];
     for id in body.ids() {
         let Some(op) = body.op(id) else { continue };
@@ -489,6 +706,7 @@ fn eval_body(b: &mut KernelBuilder, body: &Graph, params: &[Val]) -> R<Val> {
             Op::Const { value } => {
                 let f = Val::F(b.mov(Ty::F32, scalar_f32(*value)));
                 match ty {
+                    DType::F64 => Val::D(b.mov(Ty::F64, Operand::f64(value.as_f64()))),
                     DType::I32 => Val::I32(b.mov(Ty::S32, imm(value.as_f64() as i64))),
                     DType::I64 => Val::I64(b.mov(Ty::S64, imm(value.as_f64() as i64))),
                     _ => conv(b, f, ty)?,
@@ -498,13 +716,32 @@ fn eval_body(b: &mut KernelBuilder, body: &Graph, params: &[Val]) -> R<Val> {
                 let (x, _) = get(*x)?;
                 unary_val(b, *op, x, ty)?
             }
+            Op::Binary { op, a, b: y }
+                if matches!(op, BinaryOp::FloorDiv | BinaryOp::Mod) && is_int(ty) =>
+            {
+                let ((x, _), (y, _)) = (get(*a)?, get(*y)?);
+                let (rt, x, y) = int_pair(b, x, y, ty)?;
+                let (v, bad) = int_divmod(b, *op, rt, x, y);
+                flag(b, bad);
+                if rt == Ty::S32 {
+                    Val::I32(v)
+                } else {
+                    Val::I64(v)
+                }
+            }
             Op::Binary { op, a, b: y } => {
                 let (x, y) = (get(*a)?, get(*y)?);
                 binary_val(b, *op, x, y, ty)?
             }
             Op::Cast { x } => {
                 let (x, _) = get(*x)?;
-                conv(b, x, ty)?
+                if is_int(ty) && matches!(x, Val::F(_) | Val::D(_)) {
+                    let (v, bad) = cast_to_int(b, x, ty)?;
+                    flag(b, bad);
+                    v
+                } else {
+                    conv(b, x, ty)?
+                }
             }
             Op::Where { cond, a, b: y } => {
                 let (c, _) = get(*cond)?;
@@ -514,6 +751,7 @@ fn eval_body(b: &mut KernelBuilder, body: &Graph, params: &[Val]) -> R<Val> {
                 let ((x, _), (y, _)) = (get(*a)?, get(*y)?);
                 match (conv(b, x, ty)?, conv(b, y, ty)?) {
                     (Val::F(x), Val::F(y)) => Val::F(b.selp(Ty::F32, x, y, p)),
+                    (Val::D(x), Val::D(y)) => Val::D(b.selp(Ty::F64, x, y, p)),
                     (Val::I32(x), Val::I32(y)) => Val::I32(b.selp(Ty::S32, x, y, p)),
                     (Val::I64(x), Val::I64(y)) => Val::I64(b.selp(Ty::S64, x, y, p)),
                     (Val::B(x), Val::B(y)) => {
@@ -542,19 +780,35 @@ fn load_val(b: &mut KernelBuilder, d: DType, base: Reg, idx: Reg, guard: Option<
     let ty = match d {
         DType::I32 => Ty::S32,
         DType::I64 => Ty::S64,
+        DType::F64 => Ty::F64,
+        DType::Bool => {
+            // One byte, zero-extended into a 32-bit register; true is any nonzero byte.
+            let addr = b.mad_wide(Ty::U32, idx, imm(1), base);
+            let v = b.mov(Ty::U32, imm(0));
+            if let Some(g) = guard {
+                b.when(g);
+            }
+            b.ld_to(Space::Global, Ty::U8, &[v], addr, 0);
+            return Ok(Val::B(b.setp(Cmp::Ne, Ty::U32, v, imm(0))));
+        }
         _ if is_float(d) => return Ok(Val::F(load_f32(b, d, base, idx, guard))),
         other => return no(format!("{other} tensors in memory")),
     };
     let addr = b.mad_wide(Ty::U32, idx, imm(dsize(d)), base);
-    let v = b.mov(ty, imm(0));
+    let zero = if ty == Ty::F64 {
+        Operand::f64(0.0)
+    } else {
+        imm(0)
+    };
+    let v = b.mov(ty, zero);
     if let Some(g) = guard {
         b.when(g);
     }
     b.ld_to(Space::Global, ty, &[v], addr, 0);
-    Ok(if ty == Ty::S32 {
-        Val::I32(v)
-    } else {
-        Val::I64(v)
+    Ok(match ty {
+        Ty::S32 => Val::I32(v),
+        Ty::F64 => Val::D(v),
+        _ => Val::I64(v),
     })
 }
 
@@ -572,9 +826,10 @@ fn store_val(
             store_f32(b, d, base, idx, x, guard);
             return Ok(());
         }
+        Val::D(x) => (Ty::F64, x),
         Val::I32(x) => (Ty::S32, x),
         Val::I64(x) => (Ty::S64, x),
-        Val::B(_) => return no("bool tensors in memory (8-bit stores are not generated yet)"),
+        Val::B(p) => (Ty::U8, b.selp(Ty::U32, imm(1), imm(0), p)),
     };
     let addr = b.mad_wide(Ty::U32, idx, imm(dsize(d)), base);
     if let Some(g) = guard {
@@ -718,7 +973,20 @@ fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Lowered> {
     }
     b.at(tk.span);
     let y = ptr_param(&mut b, "out");
+    let status = needs_status(&body).then(|| ptr_param(&mut b, "status"));
     let nr = u32_param(&mut b, "n");
+    // Sets the status word when `err` (an element's error predicate) holds.
+    let report = |b: &mut KernelBuilder, err: Option<Reg>, ok: Option<Reg>| {
+        if let (Some(s), Some(e)) = (status, err) {
+            b.at(tk.span);
+            let e = match ok {
+                Some(ok) => b.bin(BinOp::And, Ty::Pred, e, ok),
+                None => e,
+            };
+            b.when(e);
+            b.st(Space::Global, Ty::U32, s, 0, &[imm(1)]);
+        }
+    };
     let tid = b.special(SReg::Tid(Dim::X));
     let ntid = b.special(SReg::Ntid(Dim::X));
     let ctaid = b.special(SReg::Ctaid(Dim::X));
@@ -759,7 +1027,9 @@ fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Lowered> {
         }
         let mut res = vec![];
         for params in &cols {
-            res.push(eval_body(&mut b, &body, params)?);
+            let mut err = None;
+            res.push(eval_body(&mut b, &body, params, &mut err)?);
+            report(&mut b, err, None);
         }
         b.at(tk.span);
         let floats: Option<Vec<Reg>> = res
@@ -795,7 +1065,9 @@ fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Lowered> {
             let j = index_reg(&mut b, *ix, i);
             params.push(load_val(&mut b, *d, *p, j, Some(ok))?);
         }
-        let r = eval_body(&mut b, &body, &params)?;
+        let mut err = None;
+        let r = eval_body(&mut b, &body, &params, &mut err)?;
+        report(&mut b, err, Some(ok));
         b.at(tk.span);
         store_val(&mut b, out_ty.dtype, y, i, r, Some(ok))?;
     }
@@ -810,6 +1082,7 @@ fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Lowered> {
         grid: tk.grid,
         block: tk.block,
         scalars: vec![u32::try_from(n).map_err(|_| Error::NotLowered("size".into()))?],
+        status: status.is_some(),
     })
 }
 
@@ -913,6 +1186,7 @@ fn softmax(g: &Graph, tk: &TileKernel, rows: u32, cols: u32) -> R<Lowered> {
         grid: tk.grid,
         block: tk.block,
         scalars: vec![rows, cols],
+        status: false,
     })
 }
 
@@ -1044,6 +1318,7 @@ fn rows_kernel(g: &Graph, tk: &TileKernel, op: RowOp, rows: u32, cols: u32) -> R
         grid: tk.grid,
         block: tk.block,
         scalars: vec![rows, cols],
+        status: false,
     })
 }
 
@@ -1334,6 +1609,7 @@ fn flash_attention(
         grid: tk.grid,
         block: [threads, 1, 1],
         scalars: vec![sq, sk],
+        status: false,
     })
 }
 
@@ -1657,6 +1933,7 @@ fn matmul_fma(
         grid: tk.grid,
         block: tk.block,
         scalars: dims.to_vec(),
+        status: false,
     })
 }
 
@@ -2131,6 +2408,7 @@ fn matmul_mma(
         grid: tk.grid,
         block: [threads, 1, 1],
         scalars: dims.to_vec(),
+        status: false,
     })
 }
 

@@ -89,7 +89,9 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
     let out = format!("%{}", k.root.0);
     match k.kind {
         Kind::Elementwise => {
-            let io = |d: DType| float_io(d) || matches!(d, DType::I32 | DType::I64);
+            let io = |d: DType| {
+                float_io(d) || matches!(d, DType::F64 | DType::I32 | DType::I64 | DType::Bool)
+            };
             if !io(k.ty.dtype) {
                 return Err(nl(k, format!("{} results are not lowered yet", k.ty.dtype)));
             }
