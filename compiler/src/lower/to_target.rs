@@ -1624,6 +1624,7 @@ fn epilogue_params(
     b: &mut KernelBuilder,
     steps: &[EpilogueStep],
     out: &[usize],
+    f64_ok: bool,
 ) -> R<Epi> {
     let mut operands = vec![];
     for (i, s) in steps.iter().enumerate() {
@@ -1632,7 +1633,7 @@ fn epilogue_params(
                 .ty(operand)
                 .cloned()
                 .ok_or_else(|| Error::NotLowered("type".into()))?;
-            if !matches!(t.dtype, DType::F32 | DType::TF32 | DType::BF16 | DType::F16) {
+            if !(is_float(t.dtype) || f64_ok && t.dtype == DType::F64) {
                 return no(format!("{} epilogue operands", t.dtype));
             }
             let ix = index_of(&t.shape, out)?;
@@ -1663,6 +1664,33 @@ fn apply_epilogue(b: &mut KernelBuilder, e: &Epi, v: Reg, i: Reg, ok: Reg) -> R<
             Epilogue::Scalar { op, value } => binary(b, *op, v.into(), scalar_f32(*value))?,
             Epilogue::Unary(u) => unary(b, *u, v)?,
             Epilogue::Cast(d) => round_to(b, *d, v)?,
+        };
+    }
+    Ok(v)
+}
+
+/// [`apply_epilogue`] for an fp64 accumulator: every step in fp64 (operands converted to
+/// fp64, as the cpu promotes them), casts only to fp64.
+fn apply_epilogue_f64(b: &mut KernelBuilder, e: &Epi, v: Reg, i: Reg, ok: Reg) -> R<Reg> {
+    let mut v = v;
+    let mut k = 0;
+    for s in &e.steps {
+        b.at(s.span);
+        v = match &s.step {
+            Epilogue::Binary { op, .. } => {
+                let (p, d, ix) = e.operands[k];
+                k += 1;
+                let j = index_reg(b, ix, i);
+                let x = load_val(b, d, p, j, Some(ok))?;
+                let x = d_of(conv(b, x, DType::F64)?)?;
+                binary_ty(b, *op, Ty::F64, v.into(), x.into())?
+            }
+            Epilogue::Scalar { op, value } => {
+                binary_ty(b, *op, Ty::F64, v.into(), Operand::f64(value.as_f64()))?
+            }
+            Epilogue::Unary(u) => unary_f64(b, *u, v)?,
+            Epilogue::Cast(DType::F64) => v,
+            Epilogue::Cast(d) => return no(format!("fp64 matmul epilogues that cast to {d}")),
         };
     }
     Ok(v)
@@ -1729,10 +1757,13 @@ fn matmul_fma(
     batch: MatmulBatch,
 ) -> R<Lowered> {
     let (ad, bd, steps) = matmul_parts(g, tk)?;
-    if ad != DType::F32 || bd != DType::F32 {
-        return no("FMA matmul of operands other than fp32");
+    let f64_mm = ad == DType::F64 && bd == DType::F64 && tk.ty.dtype == DType::F64;
+    if !f64_mm && (ad != DType::F32 || bd != DType::F32) {
+        return no("FMA matmul of operands other than fp32 or fp64 pairs");
     }
-    let esize = 4;
+    // fp64 keeps every value in `.f64` (8-byte copies, `fma.rn.f64`).
+    let fty = if f64_mm { Ty::F64 } else { Ty::F32 };
+    let esize: i64 = if f64_mm { 8 } else { 4 };
     let [bm_, bn_, bk_] = tile;
     let (bmi, bni, bki) = (i64::from(bm_), i64::from(bn_), i64::from(bk_));
     let threads = bm_ * bn_ / 16;
@@ -1742,15 +1773,15 @@ fn matmul_fma(
     b.max_threads(threads);
     let a = ptr_param(&mut b, "a");
     let bp = ptr_param(&mut b, "b");
-    let epi = epilogue_params(g, &mut b, &steps, &tk.ty.shape)?;
+    let epi = epilogue_params(g, &mut b, &steps, &tk.ty.shape, f64_mm)?;
     b.at(tk.span);
     let c = ptr_param(&mut b, "c");
     let m = u32_param(&mut b, "m");
     let n = u32_param(&mut b, "n");
     let k = u32_param(&mut b, "k");
     let (a, bp, cbase) = batch_offsets(&mut b, batch, a, bp, [m, n, k], esize);
-    let sa = b.shared("smem_a", (si * bmi * bki * 4) as u32, 16);
-    let sb = b.shared("smem_b", (si * bki * bni * 4) as u32, 16);
+    let sa = b.shared("smem_a", (si * bmi * bki * esize) as u32, 16);
+    let sb = b.shared("smem_b", (si * bki * bni * esize) as u32, 16);
     let tid = b.special(SReg::Tid(Dim::X));
     let bx = b.special(SReg::Ctaid(Dim::X));
     let by = b.special(SReg::Ctaid(Dim::Y));
@@ -1774,7 +1805,7 @@ fn matmul_fma(
         let gr = b.add(Ty::U32, gr, imm(a_step * i as i64));
         a_row_ok.push(b.setp(Cmp::Lt, Ty::U32, gr, m));
         let idx = b.fma(Ty::U32, gr, k, ac);
-        a_src.push(b.mad_wide(Ty::U32, idx, imm(4), a));
+        a_src.push(b.mad_wide(Ty::U32, idx, imm(esize), a));
     }
     let mut b_src = vec![];
     let mut b_row = vec![];
@@ -1783,15 +1814,15 @@ fn matmul_fma(
         b_row.push(r);
         let idx = b.fma(Ty::U32, r, n, bn);
         let idx = b.add(Ty::U32, idx, bc);
-        b_src.push(b.mad_wide(Ty::U32, idx, imm(4), bp));
+        b_src.push(b.mad_wide(Ty::U32, idx, imm(esize), bp));
     }
     let gc = b.add(Ty::U32, bn, bc);
     let b_col_ok = b.setp(Cmp::Lt, Ty::U32, gc, n);
-    let a_dst = b.fma(Ty::U32, ar0, imm(bki * 4), sa0);
-    let a_dst = b.fma(Ty::U32, ac, imm(4), a_dst);
-    let b_dst = b.fma(Ty::U32, br0, imm(bni * 4), sb0);
-    let b_dst = b.fma(Ty::U32, bc, imm(4), b_dst);
-    let n4 = b.mul(Ty::U32, n, imm(4));
+    let a_dst = b.fma(Ty::U32, ar0, imm(bki * esize), sa0);
+    let a_dst = b.fma(Ty::U32, ac, imm(esize), a_dst);
+    let b_dst = b.fma(Ty::U32, br0, imm(bni * esize), sb0);
+    let b_dst = b.fma(Ty::U32, bc, imm(esize), b_dst);
+    let n4 = b.mul(Ty::U32, n, imm(esize));
     let buf_of = |b: &mut KernelBuilder, kt: Reg| {
         if stages.is_power_of_two() {
             b.bin(BinOp::And, Ty::B32, kt, imm(si - 1))
@@ -1802,19 +1833,19 @@ fn matmul_fma(
     let issue = |b: &mut KernelBuilder, kt: Reg, guard: Option<Reg>| {
         let k0 = b.mul(Ty::U32, kt, imm(bki));
         let buf = buf_of(b, kt);
-        let a_off = b.mul(Ty::U32, buf, imm(bmi * bki * 4));
-        let b_off = b.mul(Ty::U32, buf, imm(bki * bni * 4));
+        let a_off = b.mul(Ty::U32, buf, imm(bmi * bki * esize));
+        let b_off = b.mul(Ty::U32, buf, imm(bki * bni * esize));
         let col = b.add(Ty::U32, k0, ac);
         let col_ok = b.setp(Cmp::Lt, Ty::U32, col, k);
-        let koff = b.mul_wide(Ty::U32, k0, imm(4));
+        let koff = b.mul_wide(Ty::U32, k0, imm(esize));
         let kboff = b.mul_wide(Ty::U32, k0, n4);
         for i in 0..a_cnt {
             let ok = b.bin(BinOp::And, Ty::Pred, a_row_ok[i], col_ok);
             let src = b.add(Ty::U64, a_src[i], koff);
             let src = b.selp(Ty::U64, src, a, ok);
-            let size = b.selp(Ty::U32, imm(4), imm(0), ok);
+            let size = b.selp(Ty::U32, imm(esize), imm(0), ok);
             let dst = b.add(Ty::U32, a_dst, a_off);
-            let dst = b.add(Ty::U32, dst, imm(i as i64 * a_step * bki * 4));
+            let dst = b.add(Ty::U32, dst, imm(i as i64 * a_step * bki * esize));
             if let Some(g) = guard {
                 b.when(g);
             }
@@ -1822,7 +1853,7 @@ fn matmul_fma(
                 cache: CacheOp::Ca,
                 dst,
                 src,
-                bytes: 4,
+                bytes: esize as u32,
                 src_size: Some(size.into()),
             });
         }
@@ -1832,9 +1863,9 @@ fn matmul_fma(
             let ok = b.bin(BinOp::And, Ty::Pred, r_ok, b_col_ok);
             let src = b.add(Ty::U64, b_src[i], kboff);
             let src = b.selp(Ty::U64, src, bp, ok);
-            let size = b.selp(Ty::U32, imm(4), imm(0), ok);
+            let size = b.selp(Ty::U32, imm(esize), imm(0), ok);
             let dst = b.add(Ty::U32, b_dst, b_off);
-            let dst = b.add(Ty::U32, dst, imm(i as i64 * b_step * bni * 4));
+            let dst = b.add(Ty::U32, dst, imm(i as i64 * b_step * bni * esize));
             if let Some(g) = guard {
                 b.when(g);
             }
@@ -1842,7 +1873,7 @@ fn matmul_fma(
                 cache: CacheOp::Ca,
                 dst,
                 src,
-                bytes: 4,
+                bytes: esize as u32,
                 src_size: Some(size.into()),
             });
         }
@@ -1855,12 +1886,13 @@ fn matmul_fma(
     let kt = b.mov(Ty::U32, imm(0));
     let nk = b.add(Ty::U32, k, imm(bki - 1));
     let nk = b.bin(BinOp::Shr, Ty::U32, nk, imm(log2(bk_)));
-    let acc: Vec<Reg> = (0..16).map(|_| b.mov(Ty::F32, fimm(0.0))).collect();
+    let zero = if f64_mm { Operand::f64(0.0) } else { fimm(0.0) };
+    let acc: Vec<Reg> = (0..16).map(|_| b.mov(fty, zero)).collect();
     let (sm, sn) = (bmi / 4, bni / 4);
     let tx = b.bin(BinOp::And, Ty::B32, tid, imm(sn - 1));
     let ty = b.bin(BinOp::Shr, Ty::U32, tid, imm(log2(bn_ / 4)));
-    let a_rd = b.fma(Ty::U32, ty, imm(bki * 4), sa0);
-    let b_rd = b.fma(Ty::U32, tx, imm(4), sb0);
+    let a_rd = b.fma(Ty::U32, ty, imm(bki * esize), sa0);
+    let b_rd = b.fma(Ty::U32, tx, imm(esize), sb0);
     let (head, epib) = b.while_lt(kt, nk, ["k_head", "k_body", "epilogue"]);
     let next = b.add(Ty::U32, kt, imm(si - 1));
     let has_next = b.setp(Cmp::Lt, Ty::U32, next, nk);
@@ -1869,8 +1901,8 @@ fn matmul_fma(
     b.push(TOp::CpAsyncWait { n: stages - 1 });
     b.bar_sync();
     let buf = buf_of(&mut b, kt);
-    let a_off = b.mul(Ty::U32, buf, imm(bmi * bki * 4));
-    let b_off = b.mul(Ty::U32, buf, imm(bki * bni * 4));
+    let a_off = b.mul(Ty::U32, buf, imm(bmi * bki * esize));
+    let b_off = b.mul(Ty::U32, buf, imm(bki * bni * esize));
     let a_base = b.add(Ty::U32, a_rd, a_off);
     let b_base = b.add(Ty::U32, b_rd, b_off);
     for kk in 0..bki {
@@ -1878,9 +1910,9 @@ fn matmul_fma(
             .map(|i| {
                 b.ld(
                     Space::Shared,
-                    Ty::F32,
+                    fty,
                     a_base,
-                    (i * sm * bki * 4 + kk * 4) as i32,
+                    (i * sm * bki * esize + kk * esize) as i32,
                     1,
                 )[0]
             })
@@ -1889,9 +1921,9 @@ fn matmul_fma(
             .map(|j| {
                 b.ld(
                     Space::Shared,
-                    Ty::F32,
+                    fty,
                     b_base,
-                    (kk * bni * 4 + j * sn * 4) as i32,
+                    (kk * bni * esize + j * sn * esize) as i32,
                     1,
                 )[0]
             })
@@ -1899,7 +1931,7 @@ fn matmul_fma(
         for i in 0..4 {
             for j in 0..4 {
                 let x = acc[i * 4 + j];
-                b.fma_to(x, Ty::F32, av[i], bv[j], x);
+                b.fma_to(x, fty, av[i], bv[j], x);
             }
         }
     }
@@ -1922,9 +1954,16 @@ fn matmul_fma(
                 Some(cb) => b.add(Ty::U32, idx, cb),
                 None => idx,
             };
-            let v = apply_epilogue(&mut b, &epi, acc[(i * 4 + j) as usize], idx, ok)?;
-            b.at(tk.span);
-            store_f32(&mut b, tk.ty.dtype, c, idx, v, Some(ok));
+            let r = acc[(i * 4 + j) as usize];
+            if f64_mm {
+                let v = apply_epilogue_f64(&mut b, &epi, r, idx, ok)?;
+                b.at(tk.span);
+                store_val(&mut b, tk.ty.dtype, c, idx, Val::D(v), Some(ok))?;
+            } else {
+                let v = apply_epilogue(&mut b, &epi, r, idx, ok)?;
+                b.at(tk.span);
+                store_f32(&mut b, tk.ty.dtype, c, idx, v, Some(ok));
+            }
         }
     }
     b.ret();
@@ -2184,7 +2223,7 @@ fn matmul_mma(
     b.max_threads(threads);
     let a = ptr_param(&mut b, "a");
     let bp = ptr_param(&mut b, "b");
-    let epi = epilogue_params(g, &mut b, &steps, &tk.ty.shape)?;
+    let epi = epilogue_params(g, &mut b, &steps, &tk.ty.shape, false)?;
     b.at(tk.span);
     let c = ptr_param(&mut b, "c");
     let m = u32_param(&mut b, "m");

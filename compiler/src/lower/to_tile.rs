@@ -283,7 +283,8 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                     dtype: bt.dtype,
                 },
             );
-            if !float_io(k.ty.dtype) {
+            let f64_mm = at.dtype == DType::F64 && bt.dtype == DType::F64;
+            if !(float_io(k.ty.dtype) || f64_mm && k.ty.dtype == DType::F64 && !s.tensor_cores) {
                 return Err(nl(k, format!("{} result", k.ty.dtype)));
             }
             let (m, kk, n) = (
@@ -489,15 +490,16 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                     stages: s.stages,
                     batch,
                 };
+                let esize = if f64_mm { 8 } else { 4 };
                 tk.smem = vec![
                     Smem {
                         name: "smem_a".into(),
-                        elem_bytes: 4,
+                        elem_bytes: esize,
                         shape: vec![s.stages, bm, bk],
                     },
                     Smem {
                         name: "smem_b".into(),
-                        elem_bytes: 4,
+                        elem_bytes: esize,
                         shape: vec![s.stages, bk, bn],
                     },
                 ];
@@ -506,7 +508,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                         TileOp::Copy {
                             src: src.to_string(),
                             dst: dst.to_string(),
-                            bytes: 4,
+                            bytes: esize,
                             is_async: true,
                         },
                         sp,
