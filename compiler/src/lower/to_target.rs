@@ -1125,6 +1125,106 @@ fn warp_allreduce(b: &mut KernelBuilder, v: Reg, op: BinOp) {
     }
 }
 
+/// Whether a row kernel over these dtypes runs in fp64 (all fp64) or fp32 (all fp32 or
+/// narrower floats); a mix is not lowered.
+fn row_f64(ds: &[DType]) -> R<bool> {
+    if ds.iter().all(|&d| d == DType::F64) {
+        Ok(true)
+    } else if ds.iter().all(|&d| is_float(d)) {
+        Ok(false)
+    } else {
+        no("row kernels mixing fp64 with other dtypes")
+    }
+}
+
+type Ld = fn(&mut KernelBuilder, DType, Reg, Reg) -> Reg;
+type St = fn(&mut KernelBuilder, DType, Reg, Reg, Reg, Option<Reg>);
+
+/// Loads element `idx` of an fp64 tensor.
+fn load_f64(b: &mut KernelBuilder, base: Reg, idx: Reg) -> Reg {
+    let addr = b.mad_wide(Ty::U32, idx, imm(8), base);
+    b.ld(Space::Global, Ty::F64, addr, 0, 1)[0]
+}
+
+/// Stores `v` as element `idx` of an fp64 tensor.
+fn store_f64(b: &mut KernelBuilder, base: Reg, idx: Reg, v: Reg, guard: Option<Reg>) {
+    let addr = b.mad_wide(Ty::U32, idx, imm(8), base);
+    if let Some(g) = guard {
+        b.when(g);
+    }
+    b.st(Space::Global, Ty::F64, addr, 0, &[v.into()]);
+}
+
+/// A row kernel's value type, immediates, element load and store: `.f64` for fp64 kernels,
+/// else `.f32` (elements converted from and rounded to their dtype).
+fn row_fns(f64k: bool) -> (Ty, fn(f32) -> Operand, Ld, St) {
+    if f64k {
+        (
+            Ty::F64,
+            |v| Operand::f64(f64::from(v)),
+            |b, _, p, i| load_f64(b, p, i),
+            |b, _, p, i, v, g| store_f64(b, p, i, v, g),
+        )
+    } else {
+        (
+            Ty::F32,
+            fimm,
+            |b, d, p, i| load_f32(b, d, p, i, None),
+            store_f32,
+        )
+    }
+}
+
+/// `e^(v − m)`: in fp32 `ex2.approx(v·log2 e + mb)` with `mb = −m·log2 e`; in fp64 [`exp_f64`].
+fn exp_shifted(b: &mut KernelBuilder, f64k: bool, v: Reg, m: Reg, mb: Reg) -> Reg {
+    if f64k {
+        let d = b.sub(Ty::F64, v, m);
+        exp_f64(b, d)
+    } else {
+        let t = b.fma(Ty::F32, v, fimm(LOG2E), mb);
+        b.unary(UnOp::Ex2Approx, Ty::F32, t)
+    }
+}
+
+/// [`warp_allreduce`] in `ty`: fp64 values move as two 32-bit halves per shuffle.
+fn warp_allreduce_ty(b: &mut KernelBuilder, ty: Ty, v: Reg, op: BinOp) {
+    if ty != Ty::F64 {
+        return warp_allreduce(b, v, op);
+    }
+    for s in [16, 8, 4, 2, 1] {
+        let bits = b.reg(Ty::B64);
+        b.push(TOp::Mov {
+            ty: Ty::B64,
+            dst: bits,
+            src: v.into(),
+        });
+        let lo = b.cvt(Ty::U32, Ty::U64, None, bits);
+        let hi64 = b.bin(BinOp::Shr, Ty::U64, bits, imm(32));
+        let hi = b.cvt(Ty::U32, Ty::U64, None, hi64);
+        let mut halves = [lo, hi].map(|h| {
+            let t = b.reg(Ty::B32);
+            b.push(TOp::Shfl {
+                mode: ShflMode::Bfly,
+                dst: t,
+                src: h.into(),
+                lane: imm(s),
+                clamp: imm(31),
+                mask: 0xffff_ffff,
+            });
+            b.cvt(Ty::U64, Ty::U32, None, t)
+        });
+        halves[1] = b.bin(BinOp::Shl, Ty::B64, halves[1], imm(32));
+        let joined = b.bin(BinOp::Or, Ty::B64, halves[0], halves[1]);
+        let t = b.reg(Ty::F64);
+        b.push(TOp::Mov {
+            ty: Ty::B64,
+            dst: t,
+            src: joined.into(),
+        });
+        b.bin_to(v, op, Ty::F64, v, t);
+    }
+}
+
 fn softmax(g: &Graph, tk: &TileKernel, rows: u32, cols: u32) -> R<Lowered> {
     let xin = *tk
         .inputs
@@ -1132,6 +1232,8 @@ fn softmax(g: &Graph, tk: &TileKernel, rows: u32, cols: u32) -> R<Lowered> {
         .ok_or_else(|| Error::NotLowered("input".into()))?;
     let xd = g.ty(xin).map(|t| t.dtype).unwrap_or(DType::F32);
     let yd = tk.ty.dtype;
+    let f64k = row_f64(&[xd, yd])?;
+    let (fty, fk, ldf, stf) = row_fns(f64k);
     let mut b = KernelBuilder::new(&tk.name, tk.span);
     b.max_threads(tk.block[0]);
     let x = ptr_param(&mut b, "x");
@@ -1151,31 +1253,29 @@ fn softmax(g: &Graph, tk: &TileKernel, rows: u32, cols: u32) -> R<Lowered> {
     let entry = b.current();
     b.switch_to(init);
     let rowbase = b.mul(Ty::U32, row, cols_r);
-    let m = b.mov(Ty::F32, fimm(f32::NEG_INFINITY));
+    let m = b.mov(fty, fk(f32::NEG_INFINITY));
     lane_loop(&mut b, "max", lane, cols_r, &mut |b, j| {
         let i = b.add(Ty::U32, rowbase, j);
-        let v = load_f32(b, xd, x, i, None);
-        b.bin_to(m, BinOp::Max, Ty::F32, m, v);
+        let v = ldf(b, xd, x, i);
+        b.bin_to(m, BinOp::Max, fty, m, v);
     });
-    warp_allreduce(&mut b, m, BinOp::Max);
-    let mb = b.mul(Ty::F32, m, fimm(-LOG2E));
-    let s = b.mov(Ty::F32, fimm(0.0));
+    warp_allreduce_ty(&mut b, fty, m, BinOp::Max);
+    let mb = b.mul(fty, m, fk(-LOG2E));
+    let s = b.mov(fty, fk(0.0));
     lane_loop(&mut b, "sum", lane, cols_r, &mut |b, j| {
         let i = b.add(Ty::U32, rowbase, j);
-        let v = load_f32(b, xd, x, i, None);
-        let t = b.fma(Ty::F32, v, fimm(LOG2E), mb);
-        let e = b.unary(UnOp::Ex2Approx, Ty::F32, t);
-        b.bin_to(s, BinOp::Add, Ty::F32, s, e);
+        let v = ldf(b, xd, x, i);
+        let e = exp_shifted(b, f64k, v, m, mb);
+        b.bin_to(s, BinOp::Add, fty, s, e);
     });
-    warp_allreduce(&mut b, s, BinOp::Add);
-    let inv = b.unary(UnOp::Rcp, Ty::F32, s);
+    warp_allreduce_ty(&mut b, fty, s, BinOp::Add);
+    let inv = b.unary(UnOp::Rcp, fty, s);
     let done = lane_loop(&mut b, "out", lane, cols_r, &mut |b, j| {
         let i = b.add(Ty::U32, rowbase, j);
-        let v = load_f32(b, xd, x, i, None);
-        let t = b.fma(Ty::F32, v, fimm(LOG2E), mb);
-        let e = b.unary(UnOp::Ex2Approx, Ty::F32, t);
-        let r = b.mul(Ty::F32, e, inv);
-        store_f32(b, yd, y, i, r, None);
+        let v = ldf(b, xd, x, i);
+        let e = exp_shifted(b, f64k, v, m, mb);
+        let r = b.mul(fty, e, inv);
+        stf(b, yd, y, i, r, None);
     });
     b.switch_to(done);
     b.ret();
@@ -1200,6 +1300,10 @@ fn rows_kernel(g: &Graph, tk: &TileKernel, op: RowOp, rows: u32, cols: u32) -> R
         .ok_or_else(|| Error::NotLowered("input".into()))?;
     let xd = dt(xin);
     let yd = tk.ty.dtype;
+    let mut all: Vec<DType> = tk.inputs.iter().map(|&v| dt(v)).collect();
+    all.push(yd);
+    let f64k = row_f64(&all)?;
+    let (fty, fk, ldf, stf) = row_fns(f64k);
     let (has_w, has_b) = match op {
         RowOp::LayerNorm { weight, bias, .. } => (weight, bias),
         RowOp::RmsNorm { weight, .. } => (weight, false),
@@ -1238,71 +1342,79 @@ fn rows_kernel(g: &Graph, tk: &TileKernel, op: RowOp, rows: u32, cols: u32) -> R
     let entry = b.current();
     b.switch_to(init);
     let rowbase = b.mul(Ty::U32, row, cols_r);
-    let colsf = b.cvt(Ty::F32, Ty::U32, Some(Rnd::Rn), cols_r);
+    let colsf = b.cvt(fty, Ty::U32, Some(Rnd::Rn), cols_r);
     let (init_v, fold) = match op {
         RowOp::Max => (f32::NEG_INFINITY, BinOp::Max),
         RowOp::Min => (f32::INFINITY, BinOp::Min),
         _ => (0.0, BinOp::Add),
     };
-    let acc = b.mov(Ty::F32, fimm(init_v));
+    let acc = b.mov(fty, fk(init_v));
     let square = matches!(op, RowOp::RmsNorm { .. });
     lane_loop(&mut b, "acc", lane, cols_r, &mut |b, j| {
         let i = b.add(Ty::U32, rowbase, j);
-        let v = load_f32(b, xd, x, i, None);
+        let v = ldf(b, xd, x, i);
         if square {
-            b.fma_to(acc, Ty::F32, v, v, acc);
+            b.fma_to(acc, fty, v, v, acc);
         } else {
-            b.bin_to(acc, fold, Ty::F32, acc, v);
+            b.bin_to(acc, fold, fty, acc, v);
         }
     });
-    warp_allreduce(&mut b, acc, fold);
+    warp_allreduce_ty(&mut b, fty, acc, fold);
     let done = match op {
         RowOp::Sum | RowOp::Mean | RowOp::Max | RowOp::Min => {
             let r = if op == RowOp::Mean {
-                b.bin(BinOp::Div, Ty::F32, acc, colsf)
+                b.bin(BinOp::Div, fty, acc, colsf)
             } else {
                 acc
             };
             let first = b.setp(Cmp::Eq, Ty::U32, lane, imm(0));
-            store_f32(&mut b, yd, y, row, r, Some(first));
+            stf(&mut b, yd, y, row, r, Some(first));
             b.current()
         }
         RowOp::LayerNorm { eps, .. } | RowOp::RmsNorm { eps, .. } => {
             let (mean, ms) = if let RowOp::LayerNorm { .. } = op {
-                let mean = b.bin(BinOp::Div, Ty::F32, acc, colsf);
-                let var = b.mov(Ty::F32, fimm(0.0));
+                let mean = b.bin(BinOp::Div, fty, acc, colsf);
+                let var = b.mov(fty, fk(0.0));
                 lane_loop(&mut b, "var", lane, cols_r, &mut |b, j| {
                     let i = b.add(Ty::U32, rowbase, j);
-                    let v = load_f32(b, xd, x, i, None);
-                    let d = b.sub(Ty::F32, v, mean);
-                    b.fma_to(var, Ty::F32, d, d, var);
+                    let v = ldf(b, xd, x, i);
+                    let d = b.sub(fty, v, mean);
+                    b.fma_to(var, fty, d, d, var);
                 });
-                warp_allreduce(&mut b, var, BinOp::Add);
+                warp_allreduce_ty(&mut b, fty, var, BinOp::Add);
                 (Some(mean), var)
             } else {
                 (None, acc)
             };
-            let ms = b.bin(BinOp::Div, Ty::F32, ms, colsf);
-            let ms = b.add(Ty::F32, ms, fimm(eps as f32));
-            let sd = b.unary(UnOp::Sqrt, Ty::F32, ms);
-            let rstd = b.unary(UnOp::Rcp, Ty::F32, sd);
+            let ms = b.bin(BinOp::Div, fty, ms, colsf);
+            let ms = b.add(
+                fty,
+                ms,
+                if f64k {
+                    Operand::f64(eps)
+                } else {
+                    fimm(eps as f32)
+                },
+            );
+            let sd = b.unary(UnOp::Sqrt, fty, ms);
+            let rstd = b.unary(UnOp::Rcp, fty, sd);
             lane_loop(&mut b, "out", lane, cols_r, &mut |b, j| {
                 let i = b.add(Ty::U32, rowbase, j);
-                let v = load_f32(b, xd, x, i, None);
+                let v = ldf(b, xd, x, i);
                 let c = match mean {
-                    Some(m) => b.sub(Ty::F32, v, m),
+                    Some(m) => b.sub(fty, v, m),
                     None => v,
                 };
-                let mut r = b.mul(Ty::F32, c, rstd);
+                let mut r = b.mul(fty, c, rstd);
                 if let Some((wp, wd)) = w {
-                    let wv = load_f32(b, wd, wp, j, None);
-                    r = b.mul(Ty::F32, r, wv);
+                    let wv = ldf(b, wd, wp, j);
+                    r = b.mul(fty, r, wv);
                 }
                 if let Some((bp, bd)) = bias {
-                    let bv = load_f32(b, bd, bp, j, None);
-                    r = b.add(Ty::F32, r, bv);
+                    let bv = ldf(b, bd, bp, j);
+                    r = b.add(fty, r, bv);
                 }
-                store_f32(b, yd, y, i, r, None);
+                stf(b, yd, y, i, r, None);
             })
         }
     };

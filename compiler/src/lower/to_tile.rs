@@ -164,7 +164,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
             if axis + 1 != k.ty.shape.len() {
                 return Err(nl(k, "softmax over an axis other than the last"));
             }
-            if !float_io(k.ty.dtype) {
+            if !(float_io(k.ty.dtype) || k.ty.dtype == DType::F64) {
                 return Err(nl(k, format!("{} softmax", k.ty.dtype)));
             }
             let cols = *k.ty.shape.last().unwrap_or(&1);
@@ -628,12 +628,15 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 }
                 _ => return Err(nl(k, "not a row kernel")),
             };
-            if !float_io(k.ty.dtype) {
+            // fp32 and narrower floats, or fp64 throughout (accumulating in fp64).
+            let f64k = k.ty.dtype == DType::F64;
+            let io = |d: DType| if f64k { d == DType::F64 } else { float_io(d) };
+            if !io(k.ty.dtype) {
                 return Err(nl(k, format!("{} results", k.ty.dtype)));
             }
             for v in &k.inputs {
                 let t = g.ty(*v).ok_or_else(|| nl(k, "untyped input"))?;
-                if !float_io(t.dtype) {
+                if !io(t.dtype) {
                     return Err(nl(k, format!("{} operands", t.dtype)));
                 }
             }
