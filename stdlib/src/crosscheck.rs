@@ -355,4 +355,51 @@ mod tests {
         let i = input.to_f64_vec().unwrap();
         assert_eq!(v[((3 + 2) * 70 + 69) * 5 + 4], i[2 * 5 + 4]);
     }
+
+    #[test]
+    fn logical_not_of_a_bool_tensor_runs_on_emu_like_the_cpu() {
+        use tessera_compiler::graph::UnaryOp;
+        use tessera_compiler::pipeline::lower;
+        use tessera_compiler::schedule::Directives;
+        use tessera_compiler::target::{Op as TOp, Target, Ty};
+        let mut g = Graph::new("f");
+        let ty = TensorType::new(vec![37], DType::Bool);
+        let x = g.add_param(ty.clone(), span());
+        let y = g.push(
+            Op::Unary {
+                op: UnaryOp::Not,
+                x,
+            },
+            ty,
+            span(),
+        );
+        g.outputs = vec![y];
+        let l = lower(&g, &Directives::default(), Target::Sm90).unwrap();
+        let c = &l.kernels[0];
+        assert!(c.not_lowered.is_none(), "{:?}", c.not_lowered);
+        let t = c.target.as_ref().unwrap();
+        // Bytes in and out: ld.global.u8 / st.global.u8.
+        let u8_moves = t
+            .kernel
+            .blocks
+            .iter()
+            .flat_map(|b| &b.insts)
+            .filter(|i| {
+                matches!(
+                    i.op,
+                    TOp::Ld { ty: Ty::U8, .. } | TOp::St { ty: Ty::U8, .. }
+                )
+            })
+            .count();
+        assert!(u8_moves >= 2, "{u8_moves}");
+        let input = Tensor::from_bool(&[37], (0..37).map(|i| i % 3 == 0).collect()).unwrap();
+        let cpu = crate::exec::run(&g, std::slice::from_ref(&input), &[]).unwrap();
+        let k = &l.program.kernels[0];
+        let emu = crate::device::run(t, &k.name, std::slice::from_ref(&input), &k.ty)
+            .unwrap()
+            .unwrap();
+        let want: Vec<bool> = (0..37).map(|i| i % 3 != 0).collect();
+        assert_eq!(emu.to_bool_vec().unwrap(), want);
+        assert_eq!(cpu[0].to_bool_vec().unwrap(), want);
+    }
 }
