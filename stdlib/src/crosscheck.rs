@@ -286,6 +286,21 @@ pub fn compare(g: &Graph, k: &Kernel, cpu: &Tensor, emu: &Tensor) -> Result<Agre
     })
 }
 
+/// The error for a kernel whose emulated run reported an error (its status word) on inputs
+/// the cpu computed without one.
+pub fn status_error(k: &Kernel) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0800,
+        format!(
+            "cross-check: kernel '{}' ({}) reported an error in the emulator (integer division by zero or an invalid float to int cast) where the cpu found none",
+            k.name,
+            k.kind.name()
+        ),
+    )
+    .at(k.span)
+    .with_label("this kernel")
+}
+
 /// The error for a kernel with no Target IR while cross-checking.
 pub fn not_lowered(k: &Kernel, reason: &str) -> Diagnostic {
     not_lowered_on(k, reason, Checked::Emu)
@@ -439,11 +454,60 @@ mod tests {
         let input = Tensor::randn(&[3, 1, 5], RDType::BF16, 7).unwrap();
         let cpu = crate::exec::run(&g, std::slice::from_ref(&input), &[]).unwrap();
         let k = &l.program.kernels[0];
-        let emu = crate::device::run(t, &k.name, std::slice::from_ref(&input), &k.ty).unwrap();
+        let emu = crate::device::run(t, &k.name, std::slice::from_ref(&input), &k.ty)
+            .unwrap()
+            .unwrap();
         assert_eq!(cpu[0].to_f64_vec().unwrap(), emu.to_f64_vec().unwrap());
         // And it is a real broadcast: element [1, 2, 69, 4] is input [2, 0, 4].
         let v = emu.to_f64_vec().unwrap();
         let i = input.to_f64_vec().unwrap();
         assert_eq!(v[((3 + 2) * 70 + 69) * 5 + 4], i[2 * 5 + 4]);
+    }
+
+    #[test]
+    fn logical_not_of_a_bool_tensor_runs_on_emu_like_the_cpu() {
+        use tessera_compiler::graph::UnaryOp;
+        use tessera_compiler::pipeline::lower;
+        use tessera_compiler::schedule::Directives;
+        use tessera_compiler::target::{Op as TOp, Target, Ty};
+        let mut g = Graph::new("f");
+        let ty = TensorType::new(vec![37], DType::Bool);
+        let x = g.add_param(ty.clone(), span());
+        let y = g.push(
+            Op::Unary {
+                op: UnaryOp::Not,
+                x,
+            },
+            ty,
+            span(),
+        );
+        g.outputs = vec![y];
+        let l = lower(&g, &Directives::default(), Target::Sm90).unwrap();
+        let c = &l.kernels[0];
+        assert!(c.not_lowered.is_none(), "{:?}", c.not_lowered);
+        let t = c.target.as_ref().unwrap();
+        // Bytes in and out: ld.global.u8 / st.global.u8.
+        let u8_moves = t
+            .kernel
+            .blocks
+            .iter()
+            .flat_map(|b| &b.insts)
+            .filter(|i| {
+                matches!(
+                    i.op,
+                    TOp::Ld { ty: Ty::U8, .. } | TOp::St { ty: Ty::U8, .. }
+                )
+            })
+            .count();
+        assert!(u8_moves >= 2, "{u8_moves}");
+        let input = Tensor::from_bool(&[37], (0..37).map(|i| i % 3 == 0).collect()).unwrap();
+        let cpu = crate::exec::run(&g, std::slice::from_ref(&input), &[]).unwrap();
+        let k = &l.program.kernels[0];
+        let emu = crate::device::run(t, &k.name, std::slice::from_ref(&input), &k.ty)
+            .unwrap()
+            .unwrap();
+        let want: Vec<bool> = (0..37).map(|i| i % 3 != 0).collect();
+        assert_eq!(emu.to_bool_vec().unwrap(), want);
+        assert_eq!(cpu[0].to_bool_vec().unwrap(), want);
     }
 }

@@ -8,7 +8,11 @@
 //! out of bounds.
 //!
 //! Element layout in the buffers (as on the GPU): fp32/tf32 4-byte IEEE floats, fp16/bf16
-//! 2-byte, int32/int64 little-endian two's complement, bool one byte (0 or 1).
+//! 2-byte, fp64 8-byte IEEE, int32/int64 little-endian two's complement, bool one byte (0 or 1).
+//! A kernel with a status word ([`Lowered::status`]) gets one more 4-byte buffer after the
+//! output, zeroed; a nonzero word after the launch means an element hit an error the cpu
+//! reports, and [`run`] returns `None` (the caller evaluates the op on the cpu, which reports
+//! it).
 
 use crate::tensor::rt;
 use crate::trace::rdt;
@@ -32,7 +36,7 @@ fn unsupported(what: &str, d: DType) -> Diagnostic {
 fn elem_bytes(d: DType) -> Option<usize> {
     match d {
         DType::F32 | DType::TF32 | DType::I32 => Some(4),
-        DType::I64 => Some(8),
+        DType::I64 | DType::F64 => Some(8),
         DType::F16 | DType::BF16 => Some(2),
         DType::Bool => Some(1),
         _ => None,
@@ -58,6 +62,10 @@ fn bytes_of(t: &Tensor) -> Result<Vec<u8>, Diagnostic> {
             v.iter()
                 .flat_map(|x| f16::from_f32(*x).to_bits().to_le_bytes())
                 .collect()
+        }
+        DType::F64 => {
+            let v = t.to_f64_vec().map_err(rt)?;
+            v.iter().flat_map(|x| x.to_le_bytes()).collect()
         }
         DType::I32 => {
             let v = t.to_i64_vec().map_err(rt)?;
@@ -111,6 +119,17 @@ fn tensor_of(raw: &[u8], out: &TensorType) -> Result<Tensor, Diagnostic> {
                 .collect();
             Tensor::from_i64(shape, v, dt)
         }
+        DType::F64 => {
+            let v = raw
+                .chunks_exact(8)
+                .map(|c| {
+                    let mut b = [0u8; 8];
+                    b.copy_from_slice(c);
+                    f64::from_le_bytes(b)
+                })
+                .collect();
+            Tensor::from_f64(shape, v, dt)
+        }
         DType::I64 => {
             let v = raw
                 .chunks_exact(8)
@@ -128,16 +147,19 @@ fn tensor_of(raw: &[u8], out: &TensorType) -> Result<Tensor, Diagnostic> {
     .map_err(rt)
 }
 
-/// A launch's buffers: one per input tensor, in order, then the output (zeroed).
+/// A launch's buffers: one per input tensor, in order, then the output (zeroed), then the
+/// kernel's status word when it has one ([`Lowered::status`], zeroed).
 pub struct Buffers {
     pub data: Vec<Vec<u8>>,
     /// Bytes per element of each buffer.
     pub elem: Vec<usize>,
+    out: usize,
+    status: bool,
 }
 
 impl Buffers {
-    /// The buffers of a launch of a kernel with result type `out` on `inputs`.
-    pub fn new(inputs: &[Tensor], out: &TensorType) -> Result<Buffers, Diagnostic> {
+    /// The buffers of a launch of `l` with result type `out` on `inputs`.
+    pub fn new(l: &Lowered, inputs: &[Tensor], out: &TensorType) -> Result<Buffers, Diagnostic> {
         let mut data = Vec::new();
         let mut elem = Vec::new();
         for t in inputs {
@@ -149,16 +171,46 @@ impl Buffers {
         let esize = elem_bytes(out.dtype).ok_or_else(|| unsupported("return", out.dtype))?;
         data.push(vec![0u8; n * esize]);
         elem.push(esize);
-        Ok(Buffers { data, elem })
+        let out = data.len() - 1;
+        if l.status {
+            data.push(vec![0u8; 4]);
+            elem.push(4);
+        }
+        Ok(Buffers {
+            data,
+            elem,
+            out,
+            status: l.status,
+        })
     }
     /// The index of the output buffer.
     pub fn output(&self) -> usize {
-        self.data.len().saturating_sub(1)
+        self.out
     }
-    /// The result tensor, from the output buffer.
-    pub fn result(mut self, out: &TensorType) -> Result<Tensor, Diagnostic> {
-        let raw = self.data.pop().unwrap_or_default();
-        tensor_of(&raw, out)
+    /// The buffers a launch writes: the output and the status word.
+    pub fn written(&self) -> Vec<usize> {
+        if self.status {
+            vec![self.out, self.out + 1]
+        } else {
+            vec![self.out]
+        }
+    }
+    /// Whether the status word reports an error the cpu raises for these inputs.
+    pub fn failed(&self) -> bool {
+        self.status
+            && self
+                .data
+                .get(self.out + 1)
+                .is_some_and(|s| s.iter().any(|&x| x != 0))
+    }
+    /// The result tensor from the output buffer, or `None` when the status word is set (the
+    /// caller evaluates the op on the cpu, which reports the error).
+    pub fn result(mut self, out: &TensorType) -> Result<Option<Tensor>, Diagnostic> {
+        if self.failed() {
+            return Ok(None);
+        }
+        let raw = self.data.swap_remove(self.out);
+        tensor_of(&raw, out).map(Some)
     }
 }
 
@@ -178,14 +230,15 @@ fn emu_launch(l: &Lowered, b: &mut Buffers) -> Result<emu::Stats, EmuError> {
 }
 
 /// Runs `l` with `inputs` (the kernel's input buffers, in order) in the emulator and returns
-/// its result.
+/// its result, or `None` when the kernel's status word reports an error the cpu raises for
+/// these inputs.
 pub fn run(
     l: &Lowered,
     name: &str,
     inputs: &[Tensor],
     out: &TensorType,
-) -> Result<Tensor, Diagnostic> {
-    let mut b = Buffers::new(inputs, out)?;
+) -> Result<Option<Tensor>, Diagnostic> {
+    let mut b = Buffers::new(l, inputs, out)?;
     emu_launch(l, &mut b).map_err(|e| {
         Diagnostic::new(
             Code::E0800,
@@ -228,7 +281,8 @@ pub enum CudaFailure {
     Driver(CudaError),
 }
 
-/// Runs `l` on the GPU with `inputs` and returns its result.
+/// Runs `l` on the GPU with `inputs` and returns its result, or `None` when the kernel's status
+/// word reports an error the cpu raises for these inputs.
 pub fn run_cuda(
     dev: &mut Device,
     l: &Lowered,
@@ -236,16 +290,16 @@ pub fn run_cuda(
     out: &TensorType,
     target: Target,
     sources: &tessera_lang::SourceMap,
-) -> Result<Tensor, CudaFailure> {
-    let mut b = Buffers::new(inputs, out).map_err(CudaFailure::Marshal)?;
+) -> Result<Option<Tensor>, CudaFailure> {
+    let mut b = Buffers::new(l, inputs, out).map_err(CudaFailure::Marshal)?;
     let (ptx, hash) = ptx_of(l, target, sources).map_err(CudaFailure::Ptx)?;
     let image = KernelImage {
         name: &l.kernel.name,
         ptx: &ptx,
         hash,
     };
-    let output = b.output();
-    dev.run(&image, geometry(l), &mut b.data, &l.scalars, &[output])
+    let written = b.written();
+    dev.run(&image, geometry(l), &mut b.data, &l.scalars, &written)
         .map_err(CudaFailure::Driver)?;
     b.result(out).map_err(CudaFailure::Marshal)
 }
@@ -260,7 +314,7 @@ pub fn time_cuda(
     sources: &tessera_lang::SourceMap,
     reps: u32,
 ) -> Result<f64, String> {
-    let b = Buffers::new(inputs, out).map_err(|d| d.message)?;
+    let b = Buffers::new(l, inputs, out).map_err(|d| d.message)?;
     let (ptx, hash) = ptx_of(l, target, sources).map_err(|d| d.message)?;
     let image = KernelImage {
         name: &l.kernel.name,
@@ -273,7 +327,7 @@ pub fn time_cuda(
             geometry(l),
             &b.data,
             &l.scalars,
-            &[b.output()],
+            &b.written(),
             Runs {
                 warmup: 1,
                 reps: reps.max(1),
@@ -315,7 +369,7 @@ pub fn failure_diagnostic(
 /// what the emulator found: the block (tile coordinates), thread, instruction and, for an
 /// out-of-bounds access, the parameter and element index.
 pub fn replay(l: &Lowered, inputs: &[Tensor], out: &TensorType) -> String {
-    let mut b = match Buffers::new(inputs, out) {
+    let mut b = match Buffers::new(l, inputs, out) {
         Ok(b) => b,
         Err(d) => {
             return format!(

@@ -565,7 +565,8 @@ impl KernelObj {
                 .find(|(k, _)| k.root == id)?;
             if let Some(t) = &ck.target {
                 if operands.iter().all(|o| !o.is_abstract()) {
-                    return Some(crate::device::run(t, &k.name, operands, &k.ty));
+                    // A status error (None): the cpu evaluates the op and reports it.
+                    return crate::device::run(t, &k.name, operands, &k.ty).transpose();
                 }
             }
             if session.warned.borrow_mut().insert(k.name.clone()) {
@@ -631,7 +632,9 @@ impl KernelObj {
             let dev = slot.as_mut()?;
             let r = crate::device::run_cuda(dev, t, operands, &k.ty, target, sources);
             let e = match r {
-                Ok(out) => {
+                // A status error: the cpu evaluates the op and reports it.
+                Ok(None) => return None,
+                Ok(Some(out)) => {
                     if profiling {
                         if let Ok(us) =
                             crate::device::time_cuda(dev, t, operands, &k.ty, target, sources, reps)
@@ -727,7 +730,8 @@ impl KernelObj {
             let (emu, a) = match checked {
                 Checked::Emu => {
                     let emu = crate::device::run(t, &k.name, operands, &k.ty)
-                        .map_err(|d| d.or_at(k.span))?;
+                        .map_err(|d| d.or_at(k.span))?
+                        .ok_or_else(|| crate::crosscheck::status_error(k))?;
                     let a = crate::crosscheck::compare(g, k, cpu, &emu)?;
                     (emu, a)
                 }
@@ -748,7 +752,8 @@ impl KernelObj {
                         l.program.target,
                         sources,
                     ) {
-                        Ok(out) => out,
+                        Ok(Some(out)) => out,
+                        Ok(None) => return Err(crate::crosscheck::status_error(k)),
                         Err(crate::device::CudaFailure::Driver(e)) => {
                             let mut d = crate::device::failure_diagnostic(k, t, operands, &e);
                             d.message = format!("cross-check: {}", d.message);

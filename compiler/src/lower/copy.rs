@@ -396,6 +396,7 @@ pub fn target(
         grid: tk.grid,
         block: tk.block,
         scalars: vec![u32::try_from(n).map_err(|_| nl("size"))?],
+        status: false,
     })
 }
 

@@ -193,5 +193,6 @@ pub fn target(
         grid: tk.grid,
         block: [threads, 1, 1],
         scalars: vec![len, inner],
+        status: false,
     })
 }

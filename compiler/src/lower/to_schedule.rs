@@ -10,7 +10,7 @@
 //! | row kernels | one warp per row, 4 rows per block |
 //! | flash attention | 16 query rows per block (4 warps × 4 rows), key tiles of 32, fp32 FMA |
 
-use crate::graph::{Graph, Op, TensorType};
+use crate::graph::{DType, Graph, Op, TensorType};
 use crate::schedule::{
     kind_of, mma_tf32, tensor_core_dtype, verify, Directives, Kernel, Kind, Program, Schedule,
     ScheduleError,
@@ -109,7 +109,14 @@ fn schedule_for(
                 tensor_cores: tc,
                 async_copy: d.async_copy.unwrap_or(true),
                 threads,
-                elem_bytes: if tc { bytes(ad).max(bytes(bd)) } else { 4 },
+                elem_bytes: if tc {
+                    bytes(ad).max(bytes(bd))
+                } else if ad == DType::F64 && bd == DType::F64 {
+                    // fp64 FMA stages fp64 tiles.
+                    8
+                } else {
+                    4
+                },
             }
         }
         Kind::Elementwise | Kind::Copy => {

@@ -22,6 +22,11 @@ pub struct Lowered {
     pub block: [u32; 3],
     /// The trailing `u32` parameters.
     pub scalars: Vec<u32>,
+    /// The kernel takes one more pointer after the output: a `u32` status word, zero before
+    /// the launch, that a thread sets to 1 when an element hits an error the cpu reports
+    /// (integer `//` or `%` by zero, a float → int cast of NaN or out of range). The result
+    /// is then not valid: the caller reports the error (by evaluating the op on the cpu).
+    pub status: bool,
 }
 
 /// Why Target IR could not be produced.
@@ -193,6 +198,11 @@ fn unary(b: &mut KernelBuilder, u: UnaryOp, x: Reg) -> R<Reg> {
 }
 
 fn binary(b: &mut KernelBuilder, op: BinaryOp, x: Operand, y: Operand) -> R<Reg> {
+    binary_ty(b, op, Ty::F32, x, y)
+}
+
+/// One float binary op in `ty` (`.f32` or `.f64`; `div` is the IEEE `div.rn`).
+fn binary_ty(b: &mut KernelBuilder, op: BinaryOp, ty: Ty, x: Operand, y: Operand) -> R<Reg> {
     let o = match op {
         BinaryOp::Add => BinOp::Add,
         BinaryOp::Sub => BinOp::Sub,
@@ -200,9 +210,85 @@ fn binary(b: &mut KernelBuilder, op: BinaryOp, x: Operand, y: Operand) -> R<Reg>
         BinaryOp::Div => BinOp::Div,
         BinaryOp::Maximum => BinOp::Max,
         BinaryOp::Minimum => BinOp::Min,
+        other if ty == Ty::F64 => return no(format!("fp64 {}", other.name())),
         other => return no(format!("the elementwise op {}", other.name())),
     };
-    Ok(b.bin(o, Ty::F32, x, y))
+    Ok(b.bin(o, ty, x, y))
+}
+
+/// `e^x` in fp64: `x = k·ln2 + r` (k = rint(x·log2 e), ln2 split in two for an exact reduction,
+/// |r| ≤ ln2/2), `e^r` by its Taylor polynomial to degree 13 (truncation error below 2^-60
+/// relative), scaled by 2^k as two powers of two built from their exponent bits (so that
+/// results near the subnormal range are scaled in range). Overflow gives inf, underflow 0,
+/// NaN stays NaN.
+fn exp_f64(b: &mut KernelBuilder, x: Reg) -> Reg {
+    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
+    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+    let t = b.mul(Ty::F64, x, Operand::f64(std::f64::consts::LOG2_E));
+    let k = b.cvt(Ty::F64, Ty::F64, Some(Rnd::Rni), t);
+    let k = b.bin(BinOp::Max, Ty::F64, k, Operand::f64(-1100.0));
+    let k = b.bin(BinOp::Min, Ty::F64, k, Operand::f64(1100.0));
+    let nk = b.unary(UnOp::Neg, Ty::F64, k);
+    let r = b.fma(Ty::F64, nk, Operand::f64(LN2_HI), x);
+    let r = b.fma(Ty::F64, nk, Operand::f64(LN2_LO), r);
+    let mut fact = [1.0f64; 14];
+    for i in 1..14 {
+        fact[i] = fact[i - 1] * i as f64;
+    }
+    let mut p = b.mov(Ty::F64, Operand::f64(1.0 / fact[13]));
+    for i in (0..13).rev() {
+        p = b.fma(Ty::F64, p, r, Operand::f64(1.0 / fact[i]));
+    }
+    let half = b.mul(Ty::F64, k, Operand::f64(0.5));
+    let k1 = b.cvt(Ty::F64, Ty::F64, Some(Rnd::Rmi), half);
+    let k2 = b.sub(Ty::F64, k, k1);
+    let mut res = p;
+    for kk in [k1, k2] {
+        let ki = b.cvt(Ty::S64, Ty::F64, Some(Rnd::Rzi), kk);
+        let e = b.add(Ty::S64, ki, imm(1023));
+        let bits = b.bin(BinOp::Shl, Ty::B64, e, imm(52));
+        let s = b.reg(Ty::F64);
+        b.push(TOp::Mov {
+            ty: Ty::B64,
+            dst: s,
+            src: bits.into(),
+        });
+        res = b.mul(Ty::F64, res, s);
+    }
+    let big = b.setp(Cmp::Gt, Ty::F64, x, Operand::f64(709.8));
+    let res = b.selp(Ty::F64, Operand::f64(f64::INFINITY), res, big);
+    let small = b.setp(Cmp::Lt, Ty::F64, x, Operand::f64(-745.2));
+    b.selp(Ty::F64, Operand::f64(0.0), res, small)
+}
+
+/// One unary op in fp64 (those with an fp64 generator).
+fn unary_f64(b: &mut KernelBuilder, u: UnaryOp, x: Reg) -> R<Reg> {
+    let one = Operand::f64(1.0);
+    let sigmoid = |b: &mut KernelBuilder, x: Reg| {
+        let nx = b.unary(UnOp::Neg, Ty::F64, x);
+        let e = exp_f64(b, nx);
+        let d = b.add(Ty::F64, e, one);
+        b.bin(BinOp::Div, Ty::F64, one, d)
+    };
+    Ok(match u {
+        UnaryOp::Neg => b.unary(UnOp::Neg, Ty::F64, x),
+        UnaryOp::Abs => b.unary(UnOp::Abs, Ty::F64, x),
+        UnaryOp::Relu => b.bin(BinOp::Max, Ty::F64, x, Operand::f64(0.0)),
+        UnaryOp::Exp => exp_f64(b, x),
+        UnaryOp::Sqrt => b.unary(UnOp::Sqrt, Ty::F64, x),
+        UnaryOp::Rsqrt => {
+            let s = b.unary(UnOp::Sqrt, Ty::F64, x);
+            b.bin(BinOp::Div, Ty::F64, one, s)
+        }
+        UnaryOp::Sigmoid => sigmoid(b, x),
+        UnaryOp::Silu => {
+            let nx = b.unary(UnOp::Neg, Ty::F64, x);
+            let e = exp_f64(b, nx);
+            let d = b.add(Ty::F64, e, one);
+            b.bin(BinOp::Div, Ty::F64, x, d)
+        }
+        other => return no(format!("fp64 {}", other.name())),
+    })
 }
 
 fn scalar_f32(s: Scalar) -> Operand {
@@ -260,11 +346,12 @@ fn index_reg(b: &mut KernelBuilder, ix: Index, i: Reg) -> Reg {
     }
 }
 
-/// A body value in registers: floats of every dtype as f32 (rounded to their dtype), int32 in
-/// `.s32`, int64 in `.s64`, bool as a predicate.
+/// A body value in registers: floats of every dtype up to fp32 as f32 (rounded to their
+/// dtype), fp64 in `.f64`, int32 in `.s32`, int64 in `.s64`, bool as a predicate.
 #[derive(Copy, Clone, Debug, PartialEq)]
 enum Val {
     F(Reg),
+    D(Reg),
     I32(Reg),
     I64(Reg),
     B(Reg),
@@ -277,9 +364,19 @@ fn is_float(d: DType) -> bool {
 /// Converts `v` to the register form of dtype `d` (the CPU's casts: ints to float round to
 /// nearest, bool is 0/1, a nonzero value is true; int64 → int32 keeps the low 32 bits).
 fn conv(b: &mut KernelBuilder, v: Val, d: DType) -> R<Val> {
+    if d == DType::F64 {
+        return Ok(Val::D(match v {
+            Val::D(x) => x,
+            Val::F(x) => b.cvt(Ty::F64, Ty::F32, None, x),
+            Val::I32(x) => b.cvt(Ty::F64, Ty::S32, Some(Rnd::Rn), x),
+            Val::I64(x) => b.cvt(Ty::F64, Ty::S64, Some(Rnd::Rn), x),
+            Val::B(p) => b.selp(Ty::F64, Operand::f64(1.0), Operand::f64(0.0), p),
+        }));
+    }
     if is_float(d) {
         let f = match v {
             Val::F(x) => x,
+            Val::D(x) => b.cvt(Ty::F32, Ty::F64, Some(Rnd::Rn), x),
             Val::I32(x) => b.cvt(Ty::F32, Ty::S32, Some(Rnd::Rn), x),
             Val::I64(x) => b.cvt(Ty::F32, Ty::S64, Some(Rnd::Rn), x),
             Val::B(p) => b.selp(Ty::F32, fimm(1.0), fimm(0.0), p),
@@ -298,9 +395,12 @@ fn conv(b: &mut KernelBuilder, v: Val, d: DType) -> R<Val> {
         (Val::B(p), DType::I64) => Val::I64(b.selp(Ty::S64, imm(1), imm(0), p)),
         (Val::B(p), DType::Bool) => Val::B(p),
         (Val::F(x), DType::Bool) => Val::B(b.setp(Cmp::Ne, Ty::F32, x, fimm(0.0))),
+        (Val::D(x), DType::Bool) => Val::B(b.setp(Cmp::Ne, Ty::F64, x, Operand::f64(0.0))),
         (Val::I32(x), DType::Bool) => Val::B(b.setp(Cmp::Ne, Ty::S32, x, imm(0))),
         (Val::I64(x), DType::Bool) => Val::B(b.setp(Cmp::Ne, Ty::S64, x, imm(0))),
-        (Val::F(_), DType::I32 | DType::I64) => return no("float to int casts in a kernel"),
+        (Val::F(_) | Val::D(_), DType::I32 | DType::I64) => {
+            return no("float to int conversions outside a cast")
+        }
         (_, other) => return no(format!("{other} values")),
     })
 }
@@ -349,9 +449,18 @@ fn cmp_of(op: BinaryOp) -> Option<Cmp> {
     })
 }
 
+fn d_of(v: Val) -> R<Reg> {
+    match v {
+        Val::D(r) => Ok(r),
+        _ => no("a non-fp64 value where an fp64 one is needed"),
+    }
+}
+
 /// The dtype two operands are compared in (the CPU's promotion; bool compares as int32).
 fn common(a: DType, b: DType) -> DType {
-    if is_float(a) || is_float(b) {
+    if a == DType::F64 || b == DType::F64 {
+        DType::F64
+    } else if is_float(a) || is_float(b) {
         DType::F32
     } else if a == DType::I64 || b == DType::I64 {
         DType::I64
@@ -378,7 +487,15 @@ fn binary_val(
 ) -> R<Val> {
     if let Some(c) = cmp_of(op) {
         let d = common(dx, dy);
-        let p = if d == DType::F32 {
+        let p = if d == DType::F64 {
+            let (x, y) = (d_of(conv(b, x, d)?)?, d_of(conv(b, y, d)?)?);
+            if c == Cmp::Ne {
+                let eq = b.setp(Cmp::Eq, Ty::F64, x, y);
+                b.unary(UnOp::Not, Ty::Pred, eq)
+            } else {
+                b.setp(c, Ty::F64, x, y)
+            }
+        } else if d == DType::F32 {
             let (x, y) = (f_of(conv(b, x, d)?)?, f_of(conv(b, y, d)?)?);
             if c == Cmp::Ne {
                 // NaN != anything is true: the negation of the ordered ==.
@@ -404,6 +521,11 @@ fn binary_val(
         };
         let r = b.bin(o, Ty::Pred, x, y);
         return conv(b, Val::B(r), out);
+    }
+    if out == DType::F64 {
+        let x = d_of(conv(b, x, out)?)?;
+        let y = d_of(conv(b, y, out)?)?;
+        return Ok(Val::D(binary_ty(b, op, Ty::F64, x.into(), y.into())?));
     }
     if is_float(out) {
         let x = f_of(conv(b, x, DType::F32)?)?;
@@ -443,6 +565,10 @@ fn unary_val(b: &mut KernelBuilder, u: UnaryOp, x: Val, out: DType) -> R<Val> {
         let r = b.unary(UnOp::Not, Ty::Pred, p);
         return conv(b, Val::B(r), out);
     }
+    if out == DType::F64 {
+        let x = d_of(conv(b, x, out)?)?;
+        return Ok(Val::D(unary_f64(b, u, x)?));
+    }
     if matches!(out, DType::I32 | DType::I64)
         && matches!(u, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu)
     {
@@ -467,8 +593,99 @@ fn unary_val(b: &mut KernelBuilder, u: UnaryOp, x: Val, out: DType) -> R<Val> {
     conv(b, Val::F(r), out)
 }
 
+/// A float → int32/int64 cast, truncating toward zero (`cvt.rzi`), and the predicate "this
+/// element is NaN or out of the dtype's range" (the cpu's E0500; the converted value is then
+/// not used). The bounds are those of `float_to_int` on the cpu: `lo < x < hi` after truncation,
+/// written for each source precision so that the comparison is exact.
+fn cast_to_int(b: &mut KernelBuilder, x: Val, d: DType) -> R<(Val, Reg)> {
+    let (sty, xr) = match x {
+        Val::F(r) => (Ty::F32, r),
+        Val::D(r) => (Ty::F64, r),
+        _ => return no("an int cast of a non-float value"),
+    };
+    let (dty, bits) = match d {
+        DType::I32 => (Ty::S32, 31),
+        DType::I64 => (Ty::S64, 63),
+        other => return no(format!("casts to {other}")),
+    };
+    let p2 = 2f64.powi(bits);
+    let imm_of = |v: f64| {
+        if sty == Ty::F32 {
+            fimm(v as f32)
+        } else {
+            Operand::f64(v)
+        }
+    };
+    // Every value above -2^bits - 1 truncates into range; in f32 (and for int64 in f64) the
+    // next value below -2^bits is already below -2^bits - 1.
+    let lo_ok = if sty == Ty::F64 && d == DType::I32 {
+        b.setp(Cmp::Gt, sty, xr, imm_of(-p2 - 1.0))
+    } else {
+        b.setp(Cmp::Ge, sty, xr, imm_of(-p2))
+    };
+    let hi_ok = b.setp(Cmp::Lt, sty, xr, imm_of(p2));
+    let ok = b.bin(BinOp::And, Ty::Pred, lo_ok, hi_ok);
+    let bad = b.unary(UnOp::Not, Ty::Pred, ok);
+    let v = b.cvt(dty, sty, Some(Rnd::Rzi), xr);
+    Ok((
+        if dty == Ty::S32 {
+            Val::I32(v)
+        } else {
+            Val::I64(v)
+        },
+        bad,
+    ))
+}
+
+/// Python's integer `//` or `%` (floor division: the remainder has the divisor's sign) in
+/// `ty` (`.s32`/`.s64`, wrapping like the cpu), and the predicate "the divisor is 0" (the
+/// cpu's E0500; the division then runs by 1 and its value is not used).
+fn int_divmod(b: &mut KernelBuilder, op: BinaryOp, ty: Ty, x: Reg, y: Reg) -> (Reg, Reg) {
+    let bits = if ty == Ty::S32 { Ty::B32 } else { Ty::B64 };
+    let zero = b.setp(Cmp::Eq, ty, y, imm(0));
+    let ys = b.selp(ty, imm(1), y, zero);
+    let q = b.bin(BinOp::Div, ty, x, ys);
+    let r = b.bin(BinOp::Rem, ty, x, ys);
+    let nz = b.setp(Cmp::Ne, ty, r, imm(0));
+    let sx = b.bin(BinOp::Xor, bits, r, ys);
+    let opposite = b.setp(Cmp::Lt, ty, sx, imm(0));
+    let fix = b.bin(BinOp::And, Ty::Pred, nz, opposite);
+    let v = if op == BinaryOp::FloorDiv {
+        let q1 = b.sub(ty, q, imm(1));
+        b.selp(ty, q1, q, fix)
+    } else {
+        let r1 = b.add(ty, r, ys);
+        b.selp(ty, r1, r, fix)
+    };
+    (v, zero)
+}
+
+fn is_int(d: DType) -> bool {
+    matches!(d, DType::I32 | DType::I64)
+}
+
+/// Whether a body has an op that can hit an error the cpu reports (so its kernel takes the
+/// status word, [`Lowered::status`]).
+fn needs_status(body: &Graph) -> bool {
+    let dt = |v: ValueId| body.ty(v).map(|t| t.dtype).unwrap_or(DType::F32);
+    body.ids().any(|id| match body.op(id) {
+        Some(Op::Cast { x }) => is_int(dt(id)) && (is_float(dt(*x)) || dt(*x) == DType::F64),
+        Some(Op::Binary { op, .. }) => {
+            matches!(op, BinaryOp::FloorDiv | BinaryOp::Mod) && is_int(dt(id))
+        }
+        _ => false,
+    })
+}
+
 /// Evaluates a fused body (or one elementwise op) on typed registers holding its params.
-fn eval_body(b: &mut KernelBuilder, body: &Graph, params: &[Val]) -> R<Val> {
+/// `err` collects the predicate "an op of this element hit an error the cpu reports".
+fn eval_body(b: &mut KernelBuilder, body: &Graph, params: &[Val], err: &mut Option<Reg>) -> R<Val> {
+    let mut flag = |b: &mut KernelBuilder, bad: Reg| {
+        *err = Some(match *err {
+            Some(e) => b.bin(BinOp::Or, Ty::Pred, e, bad),
+            None => bad,
+        });
+    };
     let mut vals: Vec<Option<Val>> = vec![None; body.len()];
     for id in body.ids() {
         let Some(op) = body.op(id) else { continue };
@@ -489,6 +706,7 @@ fn eval_body(b: &mut KernelBuilder, body: &Graph, params: &[Val]) -> R<Val> {
             Op::Const { value } => {
                 let f = Val::F(b.mov(Ty::F32, scalar_f32(*value)));
                 match ty {
+                    DType::F64 => Val::D(b.mov(Ty::F64, Operand::f64(value.as_f64()))),
                     DType::I32 => Val::I32(b.mov(Ty::S32, imm(value.as_f64() as i64))),
                     DType::I64 => Val::I64(b.mov(Ty::S64, imm(value.as_f64() as i64))),
                     _ => conv(b, f, ty)?,
@@ -498,13 +716,32 @@ fn eval_body(b: &mut KernelBuilder, body: &Graph, params: &[Val]) -> R<Val> {
                 let (x, _) = get(*x)?;
                 unary_val(b, *op, x, ty)?
             }
+            Op::Binary { op, a, b: y }
+                if matches!(op, BinaryOp::FloorDiv | BinaryOp::Mod) && is_int(ty) =>
+            {
+                let ((x, _), (y, _)) = (get(*a)?, get(*y)?);
+                let (rt, x, y) = int_pair(b, x, y, ty)?;
+                let (v, bad) = int_divmod(b, *op, rt, x, y);
+                flag(b, bad);
+                if rt == Ty::S32 {
+                    Val::I32(v)
+                } else {
+                    Val::I64(v)
+                }
+            }
             Op::Binary { op, a, b: y } => {
                 let (x, y) = (get(*a)?, get(*y)?);
                 binary_val(b, *op, x, y, ty)?
             }
             Op::Cast { x } => {
                 let (x, _) = get(*x)?;
-                conv(b, x, ty)?
+                if is_int(ty) && matches!(x, Val::F(_) | Val::D(_)) {
+                    let (v, bad) = cast_to_int(b, x, ty)?;
+                    flag(b, bad);
+                    v
+                } else {
+                    conv(b, x, ty)?
+                }
             }
             Op::Where { cond, a, b: y } => {
                 let (c, _) = get(*cond)?;
@@ -514,6 +751,7 @@ fn eval_body(b: &mut KernelBuilder, body: &Graph, params: &[Val]) -> R<Val> {
                 let ((x, _), (y, _)) = (get(*a)?, get(*y)?);
                 match (conv(b, x, ty)?, conv(b, y, ty)?) {
                     (Val::F(x), Val::F(y)) => Val::F(b.selp(Ty::F32, x, y, p)),
+                    (Val::D(x), Val::D(y)) => Val::D(b.selp(Ty::F64, x, y, p)),
                     (Val::I32(x), Val::I32(y)) => Val::I32(b.selp(Ty::S32, x, y, p)),
                     (Val::I64(x), Val::I64(y)) => Val::I64(b.selp(Ty::S64, x, y, p)),
                     (Val::B(x), Val::B(y)) => {
@@ -542,19 +780,35 @@ fn load_val(b: &mut KernelBuilder, d: DType, base: Reg, idx: Reg, guard: Option<
     let ty = match d {
         DType::I32 => Ty::S32,
         DType::I64 => Ty::S64,
+        DType::F64 => Ty::F64,
+        DType::Bool => {
+            // One byte, zero-extended into a 32-bit register; true is any nonzero byte.
+            let addr = b.mad_wide(Ty::U32, idx, imm(1), base);
+            let v = b.mov(Ty::U32, imm(0));
+            if let Some(g) = guard {
+                b.when(g);
+            }
+            b.ld_to(Space::Global, Ty::U8, &[v], addr, 0);
+            return Ok(Val::B(b.setp(Cmp::Ne, Ty::U32, v, imm(0))));
+        }
         _ if is_float(d) => return Ok(Val::F(load_f32(b, d, base, idx, guard))),
         other => return no(format!("{other} tensors in memory")),
     };
     let addr = b.mad_wide(Ty::U32, idx, imm(dsize(d)), base);
-    let v = b.mov(ty, imm(0));
+    let zero = if ty == Ty::F64 {
+        Operand::f64(0.0)
+    } else {
+        imm(0)
+    };
+    let v = b.mov(ty, zero);
     if let Some(g) = guard {
         b.when(g);
     }
     b.ld_to(Space::Global, ty, &[v], addr, 0);
-    Ok(if ty == Ty::S32 {
-        Val::I32(v)
-    } else {
-        Val::I64(v)
+    Ok(match ty {
+        Ty::S32 => Val::I32(v),
+        Ty::F64 => Val::D(v),
+        _ => Val::I64(v),
     })
 }
 
@@ -572,9 +826,10 @@ fn store_val(
             store_f32(b, d, base, idx, x, guard);
             return Ok(());
         }
+        Val::D(x) => (Ty::F64, x),
         Val::I32(x) => (Ty::S32, x),
         Val::I64(x) => (Ty::S64, x),
-        Val::B(_) => return no("bool tensors in memory (8-bit stores are not generated yet)"),
+        Val::B(p) => (Ty::U8, b.selp(Ty::U32, imm(1), imm(0), p)),
     };
     let addr = b.mad_wide(Ty::U32, idx, imm(dsize(d)), base);
     if let Some(g) = guard {
@@ -718,7 +973,20 @@ fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Lowered> {
     }
     b.at(tk.span);
     let y = ptr_param(&mut b, "out");
+    let status = needs_status(&body).then(|| ptr_param(&mut b, "status"));
     let nr = u32_param(&mut b, "n");
+    // Sets the status word when `err` (an element's error predicate) holds.
+    let report = |b: &mut KernelBuilder, err: Option<Reg>, ok: Option<Reg>| {
+        if let (Some(s), Some(e)) = (status, err) {
+            b.at(tk.span);
+            let e = match ok {
+                Some(ok) => b.bin(BinOp::And, Ty::Pred, e, ok),
+                None => e,
+            };
+            b.when(e);
+            b.st(Space::Global, Ty::U32, s, 0, &[imm(1)]);
+        }
+    };
     let tid = b.special(SReg::Tid(Dim::X));
     let ntid = b.special(SReg::Ntid(Dim::X));
     let ctaid = b.special(SReg::Ctaid(Dim::X));
@@ -759,7 +1027,9 @@ fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Lowered> {
         }
         let mut res = vec![];
         for params in &cols {
-            res.push(eval_body(&mut b, &body, params)?);
+            let mut err = None;
+            res.push(eval_body(&mut b, &body, params, &mut err)?);
+            report(&mut b, err, None);
         }
         b.at(tk.span);
         let floats: Option<Vec<Reg>> = res
@@ -795,7 +1065,9 @@ fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Lowered> {
             let j = index_reg(&mut b, *ix, i);
             params.push(load_val(&mut b, *d, *p, j, Some(ok))?);
         }
-        let r = eval_body(&mut b, &body, &params)?;
+        let mut err = None;
+        let r = eval_body(&mut b, &body, &params, &mut err)?;
+        report(&mut b, err, Some(ok));
         b.at(tk.span);
         store_val(&mut b, out_ty.dtype, y, i, r, Some(ok))?;
     }
@@ -810,6 +1082,7 @@ fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Lowered> {
         grid: tk.grid,
         block: tk.block,
         scalars: vec![u32::try_from(n).map_err(|_| Error::NotLowered("size".into()))?],
+        status: status.is_some(),
     })
 }
 
@@ -852,6 +1125,106 @@ fn warp_allreduce(b: &mut KernelBuilder, v: Reg, op: BinOp) {
     }
 }
 
+/// Whether a row kernel over these dtypes runs in fp64 (all fp64) or fp32 (all fp32 or
+/// narrower floats); a mix is not lowered.
+fn row_f64(ds: &[DType]) -> R<bool> {
+    if ds.iter().all(|&d| d == DType::F64) {
+        Ok(true)
+    } else if ds.iter().all(|&d| is_float(d)) {
+        Ok(false)
+    } else {
+        no("row kernels mixing fp64 with other dtypes")
+    }
+}
+
+type Ld = fn(&mut KernelBuilder, DType, Reg, Reg) -> Reg;
+type St = fn(&mut KernelBuilder, DType, Reg, Reg, Reg, Option<Reg>);
+
+/// Loads element `idx` of an fp64 tensor.
+fn load_f64(b: &mut KernelBuilder, base: Reg, idx: Reg) -> Reg {
+    let addr = b.mad_wide(Ty::U32, idx, imm(8), base);
+    b.ld(Space::Global, Ty::F64, addr, 0, 1)[0]
+}
+
+/// Stores `v` as element `idx` of an fp64 tensor.
+fn store_f64(b: &mut KernelBuilder, base: Reg, idx: Reg, v: Reg, guard: Option<Reg>) {
+    let addr = b.mad_wide(Ty::U32, idx, imm(8), base);
+    if let Some(g) = guard {
+        b.when(g);
+    }
+    b.st(Space::Global, Ty::F64, addr, 0, &[v.into()]);
+}
+
+/// A row kernel's value type, immediates, element load and store: `.f64` for fp64 kernels,
+/// else `.f32` (elements converted from and rounded to their dtype).
+fn row_fns(f64k: bool) -> (Ty, fn(f32) -> Operand, Ld, St) {
+    if f64k {
+        (
+            Ty::F64,
+            |v| Operand::f64(f64::from(v)),
+            |b, _, p, i| load_f64(b, p, i),
+            |b, _, p, i, v, g| store_f64(b, p, i, v, g),
+        )
+    } else {
+        (
+            Ty::F32,
+            fimm,
+            |b, d, p, i| load_f32(b, d, p, i, None),
+            store_f32,
+        )
+    }
+}
+
+/// `e^(v − m)`: in fp32 `ex2.approx(v·log2 e + mb)` with `mb = −m·log2 e`; in fp64 [`exp_f64`].
+fn exp_shifted(b: &mut KernelBuilder, f64k: bool, v: Reg, m: Reg, mb: Reg) -> Reg {
+    if f64k {
+        let d = b.sub(Ty::F64, v, m);
+        exp_f64(b, d)
+    } else {
+        let t = b.fma(Ty::F32, v, fimm(LOG2E), mb);
+        b.unary(UnOp::Ex2Approx, Ty::F32, t)
+    }
+}
+
+/// [`warp_allreduce`] in `ty`: fp64 values move as two 32-bit halves per shuffle.
+fn warp_allreduce_ty(b: &mut KernelBuilder, ty: Ty, v: Reg, op: BinOp) {
+    if ty != Ty::F64 {
+        return warp_allreduce(b, v, op);
+    }
+    for s in [16, 8, 4, 2, 1] {
+        let bits = b.reg(Ty::B64);
+        b.push(TOp::Mov {
+            ty: Ty::B64,
+            dst: bits,
+            src: v.into(),
+        });
+        let lo = b.cvt(Ty::U32, Ty::U64, None, bits);
+        let hi64 = b.bin(BinOp::Shr, Ty::U64, bits, imm(32));
+        let hi = b.cvt(Ty::U32, Ty::U64, None, hi64);
+        let mut halves = [lo, hi].map(|h| {
+            let t = b.reg(Ty::B32);
+            b.push(TOp::Shfl {
+                mode: ShflMode::Bfly,
+                dst: t,
+                src: h.into(),
+                lane: imm(s),
+                clamp: imm(31),
+                mask: 0xffff_ffff,
+            });
+            b.cvt(Ty::U64, Ty::U32, None, t)
+        });
+        halves[1] = b.bin(BinOp::Shl, Ty::B64, halves[1], imm(32));
+        let joined = b.bin(BinOp::Or, Ty::B64, halves[0], halves[1]);
+        let t = b.reg(Ty::F64);
+        b.push(TOp::Mov {
+            ty: Ty::B64,
+            dst: t,
+            src: joined.into(),
+        });
+        b.bin_to(v, op, Ty::F64, v, t);
+    }
+}
+
 fn softmax(g: &Graph, tk: &TileKernel, rows: u32, cols: u32) -> R<Lowered> {
     let xin = *tk
         .inputs
@@ -859,6 +1232,8 @@ fn softmax(g: &Graph, tk: &TileKernel, rows: u32, cols: u32) -> R<Lowered> {
         .ok_or_else(|| Error::NotLowered("input".into()))?;
     let xd = g.ty(xin).map(|t| t.dtype).unwrap_or(DType::F32);
     let yd = tk.ty.dtype;
+    let f64k = row_f64(&[xd, yd])?;
+    let (fty, fk, ldf, stf) = row_fns(f64k);
     let mut b = KernelBuilder::new(&tk.name, tk.span);
     b.max_threads(tk.block[0]);
     let x = ptr_param(&mut b, "x");
@@ -878,31 +1253,29 @@ fn softmax(g: &Graph, tk: &TileKernel, rows: u32, cols: u32) -> R<Lowered> {
     let entry = b.current();
     b.switch_to(init);
     let rowbase = b.mul(Ty::U32, row, cols_r);
-    let m = b.mov(Ty::F32, fimm(f32::NEG_INFINITY));
+    let m = b.mov(fty, fk(f32::NEG_INFINITY));
     lane_loop(&mut b, "max", lane, cols_r, &mut |b, j| {
         let i = b.add(Ty::U32, rowbase, j);
-        let v = load_f32(b, xd, x, i, None);
-        b.bin_to(m, BinOp::Max, Ty::F32, m, v);
+        let v = ldf(b, xd, x, i);
+        b.bin_to(m, BinOp::Max, fty, m, v);
     });
-    warp_allreduce(&mut b, m, BinOp::Max);
-    let mb = b.mul(Ty::F32, m, fimm(-LOG2E));
-    let s = b.mov(Ty::F32, fimm(0.0));
+    warp_allreduce_ty(&mut b, fty, m, BinOp::Max);
+    let mb = b.mul(fty, m, fk(-LOG2E));
+    let s = b.mov(fty, fk(0.0));
     lane_loop(&mut b, "sum", lane, cols_r, &mut |b, j| {
         let i = b.add(Ty::U32, rowbase, j);
-        let v = load_f32(b, xd, x, i, None);
-        let t = b.fma(Ty::F32, v, fimm(LOG2E), mb);
-        let e = b.unary(UnOp::Ex2Approx, Ty::F32, t);
-        b.bin_to(s, BinOp::Add, Ty::F32, s, e);
+        let v = ldf(b, xd, x, i);
+        let e = exp_shifted(b, f64k, v, m, mb);
+        b.bin_to(s, BinOp::Add, fty, s, e);
     });
-    warp_allreduce(&mut b, s, BinOp::Add);
-    let inv = b.unary(UnOp::Rcp, Ty::F32, s);
+    warp_allreduce_ty(&mut b, fty, s, BinOp::Add);
+    let inv = b.unary(UnOp::Rcp, fty, s);
     let done = lane_loop(&mut b, "out", lane, cols_r, &mut |b, j| {
         let i = b.add(Ty::U32, rowbase, j);
-        let v = load_f32(b, xd, x, i, None);
-        let t = b.fma(Ty::F32, v, fimm(LOG2E), mb);
-        let e = b.unary(UnOp::Ex2Approx, Ty::F32, t);
-        let r = b.mul(Ty::F32, e, inv);
-        store_f32(b, yd, y, i, r, None);
+        let v = ldf(b, xd, x, i);
+        let e = exp_shifted(b, f64k, v, m, mb);
+        let r = b.mul(fty, e, inv);
+        stf(b, yd, y, i, r, None);
     });
     b.switch_to(done);
     b.ret();
@@ -913,6 +1286,7 @@ fn softmax(g: &Graph, tk: &TileKernel, rows: u32, cols: u32) -> R<Lowered> {
         grid: tk.grid,
         block: tk.block,
         scalars: vec![rows, cols],
+        status: false,
     })
 }
 
@@ -926,6 +1300,10 @@ fn rows_kernel(g: &Graph, tk: &TileKernel, op: RowOp, rows: u32, cols: u32) -> R
         .ok_or_else(|| Error::NotLowered("input".into()))?;
     let xd = dt(xin);
     let yd = tk.ty.dtype;
+    let mut all: Vec<DType> = tk.inputs.iter().map(|&v| dt(v)).collect();
+    all.push(yd);
+    let f64k = row_f64(&all)?;
+    let (fty, fk, ldf, stf) = row_fns(f64k);
     let (has_w, has_b) = match op {
         RowOp::LayerNorm { weight, bias, .. } => (weight, bias),
         RowOp::RmsNorm { weight, .. } => (weight, false),
@@ -964,71 +1342,79 @@ fn rows_kernel(g: &Graph, tk: &TileKernel, op: RowOp, rows: u32, cols: u32) -> R
     let entry = b.current();
     b.switch_to(init);
     let rowbase = b.mul(Ty::U32, row, cols_r);
-    let colsf = b.cvt(Ty::F32, Ty::U32, Some(Rnd::Rn), cols_r);
+    let colsf = b.cvt(fty, Ty::U32, Some(Rnd::Rn), cols_r);
     let (init_v, fold) = match op {
         RowOp::Max => (f32::NEG_INFINITY, BinOp::Max),
         RowOp::Min => (f32::INFINITY, BinOp::Min),
         _ => (0.0, BinOp::Add),
     };
-    let acc = b.mov(Ty::F32, fimm(init_v));
+    let acc = b.mov(fty, fk(init_v));
     let square = matches!(op, RowOp::RmsNorm { .. });
     lane_loop(&mut b, "acc", lane, cols_r, &mut |b, j| {
         let i = b.add(Ty::U32, rowbase, j);
-        let v = load_f32(b, xd, x, i, None);
+        let v = ldf(b, xd, x, i);
         if square {
-            b.fma_to(acc, Ty::F32, v, v, acc);
+            b.fma_to(acc, fty, v, v, acc);
         } else {
-            b.bin_to(acc, fold, Ty::F32, acc, v);
+            b.bin_to(acc, fold, fty, acc, v);
         }
     });
-    warp_allreduce(&mut b, acc, fold);
+    warp_allreduce_ty(&mut b, fty, acc, fold);
     let done = match op {
         RowOp::Sum | RowOp::Mean | RowOp::Max | RowOp::Min => {
             let r = if op == RowOp::Mean {
-                b.bin(BinOp::Div, Ty::F32, acc, colsf)
+                b.bin(BinOp::Div, fty, acc, colsf)
             } else {
                 acc
             };
             let first = b.setp(Cmp::Eq, Ty::U32, lane, imm(0));
-            store_f32(&mut b, yd, y, row, r, Some(first));
+            stf(&mut b, yd, y, row, r, Some(first));
             b.current()
         }
         RowOp::LayerNorm { eps, .. } | RowOp::RmsNorm { eps, .. } => {
             let (mean, ms) = if let RowOp::LayerNorm { .. } = op {
-                let mean = b.bin(BinOp::Div, Ty::F32, acc, colsf);
-                let var = b.mov(Ty::F32, fimm(0.0));
+                let mean = b.bin(BinOp::Div, fty, acc, colsf);
+                let var = b.mov(fty, fk(0.0));
                 lane_loop(&mut b, "var", lane, cols_r, &mut |b, j| {
                     let i = b.add(Ty::U32, rowbase, j);
-                    let v = load_f32(b, xd, x, i, None);
-                    let d = b.sub(Ty::F32, v, mean);
-                    b.fma_to(var, Ty::F32, d, d, var);
+                    let v = ldf(b, xd, x, i);
+                    let d = b.sub(fty, v, mean);
+                    b.fma_to(var, fty, d, d, var);
                 });
-                warp_allreduce(&mut b, var, BinOp::Add);
+                warp_allreduce_ty(&mut b, fty, var, BinOp::Add);
                 (Some(mean), var)
             } else {
                 (None, acc)
             };
-            let ms = b.bin(BinOp::Div, Ty::F32, ms, colsf);
-            let ms = b.add(Ty::F32, ms, fimm(eps as f32));
-            let sd = b.unary(UnOp::Sqrt, Ty::F32, ms);
-            let rstd = b.unary(UnOp::Rcp, Ty::F32, sd);
+            let ms = b.bin(BinOp::Div, fty, ms, colsf);
+            let ms = b.add(
+                fty,
+                ms,
+                if f64k {
+                    Operand::f64(eps)
+                } else {
+                    fimm(eps as f32)
+                },
+            );
+            let sd = b.unary(UnOp::Sqrt, fty, ms);
+            let rstd = b.unary(UnOp::Rcp, fty, sd);
             lane_loop(&mut b, "out", lane, cols_r, &mut |b, j| {
                 let i = b.add(Ty::U32, rowbase, j);
-                let v = load_f32(b, xd, x, i, None);
+                let v = ldf(b, xd, x, i);
                 let c = match mean {
-                    Some(m) => b.sub(Ty::F32, v, m),
+                    Some(m) => b.sub(fty, v, m),
                     None => v,
                 };
-                let mut r = b.mul(Ty::F32, c, rstd);
+                let mut r = b.mul(fty, c, rstd);
                 if let Some((wp, wd)) = w {
-                    let wv = load_f32(b, wd, wp, j, None);
-                    r = b.mul(Ty::F32, r, wv);
+                    let wv = ldf(b, wd, wp, j);
+                    r = b.mul(fty, r, wv);
                 }
                 if let Some((bp, bd)) = bias {
-                    let bv = load_f32(b, bd, bp, j, None);
-                    r = b.add(Ty::F32, r, bv);
+                    let bv = ldf(b, bd, bp, j);
+                    r = b.add(fty, r, bv);
                 }
-                store_f32(b, yd, y, i, r, None);
+                stf(b, yd, y, i, r, None);
             })
         }
     };
@@ -1044,6 +1430,7 @@ fn rows_kernel(g: &Graph, tk: &TileKernel, op: RowOp, rows: u32, cols: u32) -> R
         grid: tk.grid,
         block: tk.block,
         scalars: vec![rows, cols],
+        status: false,
     })
 }
 
@@ -1334,6 +1721,7 @@ fn flash_attention(
         grid: tk.grid,
         block: [threads, 1, 1],
         scalars: vec![sq, sk],
+        status: false,
     })
 }
 
@@ -1348,6 +1736,7 @@ fn epilogue_params(
     b: &mut KernelBuilder,
     steps: &[EpilogueStep],
     out: &[usize],
+    f64_ok: bool,
 ) -> R<Epi> {
     let mut operands = vec![];
     for (i, s) in steps.iter().enumerate() {
@@ -1356,7 +1745,7 @@ fn epilogue_params(
                 .ty(operand)
                 .cloned()
                 .ok_or_else(|| Error::NotLowered("type".into()))?;
-            if !matches!(t.dtype, DType::F32 | DType::TF32 | DType::BF16 | DType::F16) {
+            if !(is_float(t.dtype) || f64_ok && t.dtype == DType::F64) {
                 return no(format!("{} epilogue operands", t.dtype));
             }
             let ix = index_of(&t.shape, out)?;
@@ -1387,6 +1776,33 @@ fn apply_epilogue(b: &mut KernelBuilder, e: &Epi, v: Reg, i: Reg, ok: Reg) -> R<
             Epilogue::Scalar { op, value } => binary(b, *op, v.into(), scalar_f32(*value))?,
             Epilogue::Unary(u) => unary(b, *u, v)?,
             Epilogue::Cast(d) => round_to(b, *d, v)?,
+        };
+    }
+    Ok(v)
+}
+
+/// [`apply_epilogue`] for an fp64 accumulator: every step in fp64 (operands converted to
+/// fp64, as the cpu promotes them), casts only to fp64.
+fn apply_epilogue_f64(b: &mut KernelBuilder, e: &Epi, v: Reg, i: Reg, ok: Reg) -> R<Reg> {
+    let mut v = v;
+    let mut k = 0;
+    for s in &e.steps {
+        b.at(s.span);
+        v = match &s.step {
+            Epilogue::Binary { op, .. } => {
+                let (p, d, ix) = e.operands[k];
+                k += 1;
+                let j = index_reg(b, ix, i);
+                let x = load_val(b, d, p, j, Some(ok))?;
+                let x = d_of(conv(b, x, DType::F64)?)?;
+                binary_ty(b, *op, Ty::F64, v.into(), x.into())?
+            }
+            Epilogue::Scalar { op, value } => {
+                binary_ty(b, *op, Ty::F64, v.into(), Operand::f64(value.as_f64()))?
+            }
+            Epilogue::Unary(u) => unary_f64(b, *u, v)?,
+            Epilogue::Cast(DType::F64) => v,
+            Epilogue::Cast(d) => return no(format!("fp64 matmul epilogues that cast to {d}")),
         };
     }
     Ok(v)
@@ -1453,10 +1869,13 @@ fn matmul_fma(
     batch: MatmulBatch,
 ) -> R<Lowered> {
     let (ad, bd, steps) = matmul_parts(g, tk)?;
-    if ad != DType::F32 || bd != DType::F32 {
-        return no("FMA matmul of operands other than fp32");
+    let f64_mm = ad == DType::F64 && bd == DType::F64 && tk.ty.dtype == DType::F64;
+    if !f64_mm && (ad != DType::F32 || bd != DType::F32) {
+        return no("FMA matmul of operands other than fp32 or fp64 pairs");
     }
-    let esize = 4;
+    // fp64 keeps every value in `.f64` (8-byte copies, `fma.rn.f64`).
+    let fty = if f64_mm { Ty::F64 } else { Ty::F32 };
+    let esize: i64 = if f64_mm { 8 } else { 4 };
     let [bm_, bn_, bk_] = tile;
     let (bmi, bni, bki) = (i64::from(bm_), i64::from(bn_), i64::from(bk_));
     let threads = bm_ * bn_ / 16;
@@ -1466,15 +1885,15 @@ fn matmul_fma(
     b.max_threads(threads);
     let a = ptr_param(&mut b, "a");
     let bp = ptr_param(&mut b, "b");
-    let epi = epilogue_params(g, &mut b, &steps, &tk.ty.shape)?;
+    let epi = epilogue_params(g, &mut b, &steps, &tk.ty.shape, f64_mm)?;
     b.at(tk.span);
     let c = ptr_param(&mut b, "c");
     let m = u32_param(&mut b, "m");
     let n = u32_param(&mut b, "n");
     let k = u32_param(&mut b, "k");
     let (a, bp, cbase) = batch_offsets(&mut b, batch, a, bp, [m, n, k], esize);
-    let sa = b.shared("smem_a", (si * bmi * bki * 4) as u32, 16);
-    let sb = b.shared("smem_b", (si * bki * bni * 4) as u32, 16);
+    let sa = b.shared("smem_a", (si * bmi * bki * esize) as u32, 16);
+    let sb = b.shared("smem_b", (si * bki * bni * esize) as u32, 16);
     let tid = b.special(SReg::Tid(Dim::X));
     let bx = b.special(SReg::Ctaid(Dim::X));
     let by = b.special(SReg::Ctaid(Dim::Y));
@@ -1498,7 +1917,7 @@ fn matmul_fma(
         let gr = b.add(Ty::U32, gr, imm(a_step * i as i64));
         a_row_ok.push(b.setp(Cmp::Lt, Ty::U32, gr, m));
         let idx = b.fma(Ty::U32, gr, k, ac);
-        a_src.push(b.mad_wide(Ty::U32, idx, imm(4), a));
+        a_src.push(b.mad_wide(Ty::U32, idx, imm(esize), a));
     }
     let mut b_src = vec![];
     let mut b_row = vec![];
@@ -1507,15 +1926,15 @@ fn matmul_fma(
         b_row.push(r);
         let idx = b.fma(Ty::U32, r, n, bn);
         let idx = b.add(Ty::U32, idx, bc);
-        b_src.push(b.mad_wide(Ty::U32, idx, imm(4), bp));
+        b_src.push(b.mad_wide(Ty::U32, idx, imm(esize), bp));
     }
     let gc = b.add(Ty::U32, bn, bc);
     let b_col_ok = b.setp(Cmp::Lt, Ty::U32, gc, n);
-    let a_dst = b.fma(Ty::U32, ar0, imm(bki * 4), sa0);
-    let a_dst = b.fma(Ty::U32, ac, imm(4), a_dst);
-    let b_dst = b.fma(Ty::U32, br0, imm(bni * 4), sb0);
-    let b_dst = b.fma(Ty::U32, bc, imm(4), b_dst);
-    let n4 = b.mul(Ty::U32, n, imm(4));
+    let a_dst = b.fma(Ty::U32, ar0, imm(bki * esize), sa0);
+    let a_dst = b.fma(Ty::U32, ac, imm(esize), a_dst);
+    let b_dst = b.fma(Ty::U32, br0, imm(bni * esize), sb0);
+    let b_dst = b.fma(Ty::U32, bc, imm(esize), b_dst);
+    let n4 = b.mul(Ty::U32, n, imm(esize));
     let buf_of = |b: &mut KernelBuilder, kt: Reg| {
         if stages.is_power_of_two() {
             b.bin(BinOp::And, Ty::B32, kt, imm(si - 1))
@@ -1526,19 +1945,19 @@ fn matmul_fma(
     let issue = |b: &mut KernelBuilder, kt: Reg, guard: Option<Reg>| {
         let k0 = b.mul(Ty::U32, kt, imm(bki));
         let buf = buf_of(b, kt);
-        let a_off = b.mul(Ty::U32, buf, imm(bmi * bki * 4));
-        let b_off = b.mul(Ty::U32, buf, imm(bki * bni * 4));
+        let a_off = b.mul(Ty::U32, buf, imm(bmi * bki * esize));
+        let b_off = b.mul(Ty::U32, buf, imm(bki * bni * esize));
         let col = b.add(Ty::U32, k0, ac);
         let col_ok = b.setp(Cmp::Lt, Ty::U32, col, k);
-        let koff = b.mul_wide(Ty::U32, k0, imm(4));
+        let koff = b.mul_wide(Ty::U32, k0, imm(esize));
         let kboff = b.mul_wide(Ty::U32, k0, n4);
         for i in 0..a_cnt {
             let ok = b.bin(BinOp::And, Ty::Pred, a_row_ok[i], col_ok);
             let src = b.add(Ty::U64, a_src[i], koff);
             let src = b.selp(Ty::U64, src, a, ok);
-            let size = b.selp(Ty::U32, imm(4), imm(0), ok);
+            let size = b.selp(Ty::U32, imm(esize), imm(0), ok);
             let dst = b.add(Ty::U32, a_dst, a_off);
-            let dst = b.add(Ty::U32, dst, imm(i as i64 * a_step * bki * 4));
+            let dst = b.add(Ty::U32, dst, imm(i as i64 * a_step * bki * esize));
             if let Some(g) = guard {
                 b.when(g);
             }
@@ -1546,7 +1965,7 @@ fn matmul_fma(
                 cache: CacheOp::Ca,
                 dst,
                 src,
-                bytes: 4,
+                bytes: esize as u32,
                 src_size: Some(size.into()),
             });
         }
@@ -1556,9 +1975,9 @@ fn matmul_fma(
             let ok = b.bin(BinOp::And, Ty::Pred, r_ok, b_col_ok);
             let src = b.add(Ty::U64, b_src[i], kboff);
             let src = b.selp(Ty::U64, src, bp, ok);
-            let size = b.selp(Ty::U32, imm(4), imm(0), ok);
+            let size = b.selp(Ty::U32, imm(esize), imm(0), ok);
             let dst = b.add(Ty::U32, b_dst, b_off);
-            let dst = b.add(Ty::U32, dst, imm(i as i64 * b_step * bni * 4));
+            let dst = b.add(Ty::U32, dst, imm(i as i64 * b_step * bni * esize));
             if let Some(g) = guard {
                 b.when(g);
             }
@@ -1566,7 +1985,7 @@ fn matmul_fma(
                 cache: CacheOp::Ca,
                 dst,
                 src,
-                bytes: 4,
+                bytes: esize as u32,
                 src_size: Some(size.into()),
             });
         }
@@ -1579,12 +1998,13 @@ fn matmul_fma(
     let kt = b.mov(Ty::U32, imm(0));
     let nk = b.add(Ty::U32, k, imm(bki - 1));
     let nk = b.bin(BinOp::Shr, Ty::U32, nk, imm(log2(bk_)));
-    let acc: Vec<Reg> = (0..16).map(|_| b.mov(Ty::F32, fimm(0.0))).collect();
+    let zero = if f64_mm { Operand::f64(0.0) } else { fimm(0.0) };
+    let acc: Vec<Reg> = (0..16).map(|_| b.mov(fty, zero)).collect();
     let (sm, sn) = (bmi / 4, bni / 4);
     let tx = b.bin(BinOp::And, Ty::B32, tid, imm(sn - 1));
     let ty = b.bin(BinOp::Shr, Ty::U32, tid, imm(log2(bn_ / 4)));
-    let a_rd = b.fma(Ty::U32, ty, imm(bki * 4), sa0);
-    let b_rd = b.fma(Ty::U32, tx, imm(4), sb0);
+    let a_rd = b.fma(Ty::U32, ty, imm(bki * esize), sa0);
+    let b_rd = b.fma(Ty::U32, tx, imm(esize), sb0);
     let (head, epib) = b.while_lt(kt, nk, ["k_head", "k_body", "epilogue"]);
     let next = b.add(Ty::U32, kt, imm(si - 1));
     let has_next = b.setp(Cmp::Lt, Ty::U32, next, nk);
@@ -1593,8 +2013,8 @@ fn matmul_fma(
     b.push(TOp::CpAsyncWait { n: stages - 1 });
     b.bar_sync();
     let buf = buf_of(&mut b, kt);
-    let a_off = b.mul(Ty::U32, buf, imm(bmi * bki * 4));
-    let b_off = b.mul(Ty::U32, buf, imm(bki * bni * 4));
+    let a_off = b.mul(Ty::U32, buf, imm(bmi * bki * esize));
+    let b_off = b.mul(Ty::U32, buf, imm(bki * bni * esize));
     let a_base = b.add(Ty::U32, a_rd, a_off);
     let b_base = b.add(Ty::U32, b_rd, b_off);
     for kk in 0..bki {
@@ -1602,9 +2022,9 @@ fn matmul_fma(
             .map(|i| {
                 b.ld(
                     Space::Shared,
-                    Ty::F32,
+                    fty,
                     a_base,
-                    (i * sm * bki * 4 + kk * 4) as i32,
+                    (i * sm * bki * esize + kk * esize) as i32,
                     1,
                 )[0]
             })
@@ -1613,9 +2033,9 @@ fn matmul_fma(
             .map(|j| {
                 b.ld(
                     Space::Shared,
-                    Ty::F32,
+                    fty,
                     b_base,
-                    (kk * bni * 4 + j * sn * 4) as i32,
+                    (kk * bni * esize + j * sn * esize) as i32,
                     1,
                 )[0]
             })
@@ -1623,7 +2043,7 @@ fn matmul_fma(
         for i in 0..4 {
             for j in 0..4 {
                 let x = acc[i * 4 + j];
-                b.fma_to(x, Ty::F32, av[i], bv[j], x);
+                b.fma_to(x, fty, av[i], bv[j], x);
             }
         }
     }
@@ -1646,9 +2066,16 @@ fn matmul_fma(
                 Some(cb) => b.add(Ty::U32, idx, cb),
                 None => idx,
             };
-            let v = apply_epilogue(&mut b, &epi, acc[(i * 4 + j) as usize], idx, ok)?;
-            b.at(tk.span);
-            store_f32(&mut b, tk.ty.dtype, c, idx, v, Some(ok));
+            let r = acc[(i * 4 + j) as usize];
+            if f64_mm {
+                let v = apply_epilogue_f64(&mut b, &epi, r, idx, ok)?;
+                b.at(tk.span);
+                store_val(&mut b, tk.ty.dtype, c, idx, Val::D(v), Some(ok))?;
+            } else {
+                let v = apply_epilogue(&mut b, &epi, r, idx, ok)?;
+                b.at(tk.span);
+                store_f32(&mut b, tk.ty.dtype, c, idx, v, Some(ok));
+            }
         }
     }
     b.ret();
@@ -1657,6 +2084,7 @@ fn matmul_fma(
         grid: tk.grid,
         block: tk.block,
         scalars: dims.to_vec(),
+        status: false,
     })
 }
 
@@ -1907,7 +2335,7 @@ fn matmul_mma(
     b.max_threads(threads);
     let a = ptr_param(&mut b, "a");
     let bp = ptr_param(&mut b, "b");
-    let epi = epilogue_params(g, &mut b, &steps, &tk.ty.shape)?;
+    let epi = epilogue_params(g, &mut b, &steps, &tk.ty.shape, false)?;
     b.at(tk.span);
     let c = ptr_param(&mut b, "c");
     let m = u32_param(&mut b, "m");
@@ -2131,6 +2559,7 @@ fn matmul_mma(
         grid: tk.grid,
         block: [threads, 1, 1],
         scalars: dims.to_vec(),
+        status: false,
     })
 }
 

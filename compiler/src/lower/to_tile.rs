@@ -89,7 +89,9 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
     let out = format!("%{}", k.root.0);
     match k.kind {
         Kind::Elementwise => {
-            let io = |d: DType| float_io(d) || matches!(d, DType::I32 | DType::I64);
+            let io = |d: DType| {
+                float_io(d) || matches!(d, DType::F64 | DType::I32 | DType::I64 | DType::Bool)
+            };
             if !io(k.ty.dtype) {
                 return Err(nl(k, format!("{} results are not lowered yet", k.ty.dtype)));
             }
@@ -162,7 +164,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
             if axis + 1 != k.ty.shape.len() {
                 return Err(nl(k, "softmax over an axis other than the last"));
             }
-            if !float_io(k.ty.dtype) {
+            if !(float_io(k.ty.dtype) || k.ty.dtype == DType::F64) {
                 return Err(nl(k, format!("{} softmax", k.ty.dtype)));
             }
             let cols = *k.ty.shape.last().unwrap_or(&1);
@@ -281,7 +283,8 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                     dtype: bt.dtype,
                 },
             );
-            if !float_io(k.ty.dtype) {
+            let f64_mm = at.dtype == DType::F64 && bt.dtype == DType::F64;
+            if !(float_io(k.ty.dtype) || f64_mm && k.ty.dtype == DType::F64 && !s.tensor_cores) {
                 return Err(nl(k, format!("{} result", k.ty.dtype)));
             }
             let (m, kk, n) = (
@@ -487,15 +490,16 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                     stages: s.stages,
                     batch,
                 };
+                let esize = if f64_mm { 8 } else { 4 };
                 tk.smem = vec![
                     Smem {
                         name: "smem_a".into(),
-                        elem_bytes: 4,
+                        elem_bytes: esize,
                         shape: vec![s.stages, bm, bk],
                     },
                     Smem {
                         name: "smem_b".into(),
-                        elem_bytes: 4,
+                        elem_bytes: esize,
                         shape: vec![s.stages, bk, bn],
                     },
                 ];
@@ -504,7 +508,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                         TileOp::Copy {
                             src: src.to_string(),
                             dst: dst.to_string(),
-                            bytes: 4,
+                            bytes: esize,
                             is_async: true,
                         },
                         sp,
@@ -624,12 +628,15 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 }
                 _ => return Err(nl(k, "not a row kernel")),
             };
-            if !float_io(k.ty.dtype) {
+            // fp32 and narrower floats, or fp64 throughout (accumulating in fp64).
+            let f64k = k.ty.dtype == DType::F64;
+            let io = |d: DType| if f64k { d == DType::F64 } else { float_io(d) };
+            if !io(k.ty.dtype) {
                 return Err(nl(k, format!("{} results", k.ty.dtype)));
             }
             for v in &k.inputs {
                 let t = g.ty(*v).ok_or_else(|| nl(k, "untyped input"))?;
-                if !float_io(t.dtype) {
+                if !io(t.dtype) {
                     return Err(nl(k, format!("{} operands", t.dtype)));
                 }
             }

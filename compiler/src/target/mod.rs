@@ -53,6 +53,10 @@ pub enum Ty {
     BF16x2,
     F32,
     F64,
+    /// An 8-bit unsigned memory type: only the instruction type of `ld`/`st` (PTX has no 8-bit
+    /// arithmetic); the register is a 32-bit integer one (PTX lets `ld`/`st` take wider
+    /// registers: a load zero-extends, a store keeps the low byte). No register has this type.
+    U8,
 }
 
 /// All register types, in declaration order.
@@ -88,6 +92,7 @@ impl Ty {
     pub fn bits(self) -> u32 {
         match self {
             Ty::Pred => 1,
+            Ty::U8 => 8,
             Ty::B16 | Ty::F16 | Ty::BF16 => 16,
             Ty::B32 | Ty::U32 | Ty::S32 | Ty::F16x2 | Ty::BF16x2 | Ty::F32 => 32,
             Ty::B64 | Ty::U64 | Ty::S64 | Ty::F64 => 64,
@@ -97,7 +102,7 @@ impl Ty {
         match self {
             Ty::Pred => TyClass::Pred,
             Ty::B16 | Ty::B32 | Ty::B64 => TyClass::Bits,
-            Ty::U32 | Ty::U64 => TyClass::Unsigned,
+            Ty::U8 | Ty::U32 | Ty::U64 => TyClass::Unsigned,
             Ty::S32 | Ty::S64 => TyClass::Signed,
             Ty::F16 | Ty::F16x2 | Ty::BF16 | Ty::BF16x2 | Ty::F32 | Ty::F64 => TyClass::Float,
         }
@@ -119,6 +124,7 @@ impl Ty {
             Ty::BF16x2 => "bf16x2",
             Ty::F32 => "f32",
             Ty::F64 => "f64",
+            Ty::U8 => "u8",
         }
     }
     /// Whether a register of type `reg` may be an operand of an instruction of type `self`

@@ -33,6 +33,7 @@ fn prefix(ty: Ty) -> &'static str {
         Ty::BF16x2 => "%bhh",
         Ty::F32 => "%f",
         Ty::F64 => "%fd",
+        Ty::U8 => "%rc",
     }
 }
 
@@ -52,7 +53,8 @@ fn decl_ty(ty: Ty) -> &'static str {
         | Ty::F16
         | Ty::F16x2
         | Ty::F32
-        | Ty::F64 => ty.name(),
+        | Ty::F64
+        | Ty::U8 => ty.name(),
     }
 }
 
@@ -70,7 +72,8 @@ fn move_ty(ty: Ty) -> &'static str {
         | Ty::S32
         | Ty::S64
         | Ty::F32
-        | Ty::F64 => ty.name(),
+        | Ty::F64
+        | Ty::U8 => ty.name(),
     }
 }
 

@@ -50,6 +50,38 @@ fn verifier_rejects_type_mismatch() {
 }
 
 #[test]
+fn u8_is_a_memory_type_only() {
+    // ld/st.u8 move bytes through 32-bit integer registers.
+    let mut b = KernelBuilder::new("k", sp());
+    let p = b.param("p", ParamTy::Ptr);
+    let a = b.ld_param(p);
+    let v = b.mov(Ty::U32, imm(0));
+    b.ld_to(Space::Global, Ty::U8, &[v], a, 0);
+    b.st(Space::Global, Ty::U8, a, 1, &[v.into()]);
+    b.ret();
+    let k = b.finish().unwrap();
+    let text = print(&k, Target::Sm90, &sources()).unwrap();
+    assert!(text.contains("ld.global.u8 %u"), "{text}");
+    assert!(text.contains("st.global.u8 [%ud"), "{text}");
+    // No register has type .u8 ...
+    let mut b = KernelBuilder::new("k", sp());
+    let p = b.param("p", ParamTy::Ptr);
+    let a = b.ld_param(p);
+    b.ld(Space::Global, Ty::U8, a, 0, 1);
+    b.ret();
+    assert!(b.finish().is_err());
+    // ... and a byte moves through a 32-bit integer register, not a 64-bit one.
+    let mut b = KernelBuilder::new("k", sp());
+    let p = b.param("p", ParamTy::Ptr);
+    let a = b.ld_param(p);
+    let v = b.mov(Ty::U64, imm(0));
+    b.ld_to(Space::Global, Ty::U8, &[v], a, 0);
+    b.ret();
+    let e = b.finish().unwrap_err();
+    assert!(matches!(e, TargetError::TypeMismatch { .. }), "{e}");
+}
+
+#[test]
 fn bit_types_accept_same_size_registers() {
     assert!(Ty::B32.accepts(Ty::F32));
     assert!(Ty::U32.accepts(Ty::S32));

@@ -117,6 +117,15 @@ struct Checker<'a> {
 }
 
 const INTS: &[Ty] = &[Ty::U32, Ty::U64, Ty::S32, Ty::S64];
+/// The register type of an `ld`/`st` value: `.u8` moves through a 32-bit integer register.
+fn widened(ty: Ty) -> Ty {
+    if ty == Ty::U8 {
+        Ty::U32
+    } else {
+        ty
+    }
+}
+
 const FLOATS: &[Ty] = &[Ty::F32, Ty::F64];
 const BITS: &[Ty] = &[Ty::Pred, Ty::B16, Ty::B32, Ty::B64];
 
@@ -157,6 +166,10 @@ impl Checker<'_> {
     }
     fn fits(&self, r: Reg, ty: Ty) -> Result<(), TargetError> {
         let found = self.reg_ty(r)?;
+        self.ensure(
+            found != Ty::U8,
+            "no register has type .u8 (it is a memory type of ld/st)",
+        )?;
         if ty.accepts(found) {
             Ok(())
         } else {
@@ -424,7 +437,7 @@ impl Checker<'_> {
                 self.mem_ty(*ty, dsts.len())?;
                 self.addr(*space, *addr)?;
                 for d in dsts {
-                    self.def(*d, *ty)?;
+                    self.def(*d, widened(*ty))?;
                 }
                 Ok(())
             }
@@ -438,7 +451,7 @@ impl Checker<'_> {
                 self.mem_ty(*ty, srcs.len())?;
                 self.addr(*space, *addr)?;
                 for s in srcs {
-                    self.operand(*s, *ty)?;
+                    self.operand(*s, widened(*ty))?;
                 }
                 Ok(())
             }
@@ -534,7 +547,8 @@ impl Checker<'_> {
             | Ty::BF16
             | Ty::BF16x2
             | Ty::F32
-            | Ty::F64 => Err(self.invalid("mul.wide/mad.wide take .u32 or .s32")),
+            | Ty::F64
+            | Ty::U8 => Err(self.invalid("mul.wide/mad.wide take .u32 or .s32")),
         }
     }
 

@@ -627,7 +627,8 @@ impl Machine<'_> {
                         | Ty::F16
                         | Ty::F16x2
                         | Ty::BF16
-                        | Ty::BF16x2 => {
+                        | Ty::BF16x2
+                        | Ty::U8 => {
                             (int_of(*ty, x)
                                 .wrapping_mul(int_of(*ty, y))
                                 .wrapping_add(int_of(*ty, z))) as u64
@@ -1081,7 +1082,8 @@ fn unary(op: UnOp, ty: Ty, v: u64) -> u64 {
         | Ty::F16
         | Ty::F16x2
         | Ty::BF16
-        | Ty::BF16x2 => {
+        | Ty::BF16x2
+        | Ty::U8 => {
             let i = int_of(ty, v);
             match op {
                 UnOp::Neg => i.wrapping_neg() as u64,
@@ -1151,7 +1153,8 @@ fn binary(op: BinOp, ty: Ty, a: u64, b: u64) -> Result<u64, EmuErrorKind> {
         | Ty::F16
         | Ty::F16x2
         | Ty::BF16
-        | Ty::BF16x2 => {}
+        | Ty::BF16x2
+        | Ty::U8 => {}
     }
     let bits = ty.bits();
     let (x, y) = (int_of(ty, a), int_of(ty, b));

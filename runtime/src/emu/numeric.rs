@@ -9,6 +9,7 @@ use tessera_compiler::target::{Rnd, Ty};
 pub fn mask(ty: Ty, v: u64) -> u64 {
     match ty.bits() {
         1 => v & 1,
+        8 => v & 0xff,
         16 => v & 0xffff,
         32 => v & 0xffff_ffff,
         _ => v,
@@ -31,7 +32,8 @@ pub fn float_of(ty: Ty, v: u64) -> f64 {
         | Ty::S32
         | Ty::S64
         | Ty::F16x2
-        | Ty::BF16x2 => f64::NAN,
+        | Ty::BF16x2
+        | Ty::U8 => f64::NAN,
     }
 }
 
@@ -43,6 +45,7 @@ pub fn int_of(ty: Ty, v: u64) -> i128 {
         Ty::U32 | Ty::B32 => i128::from(v as u32),
         Ty::B16 => i128::from(v as u16),
         Ty::Pred => i128::from(v & 1),
+        Ty::U8 => i128::from(v as u8),
         Ty::U64 | Ty::B64 => i128::from(v),
         Ty::F16 | Ty::F16x2 | Ty::BF16 | Ty::BF16x2 | Ty::F32 | Ty::F64 => 0,
     }
@@ -64,7 +67,8 @@ fn round_rn(x: f64, ty: Ty) -> u64 {
         | Ty::S32
         | Ty::S64
         | Ty::F16x2
-        | Ty::BF16x2 => 0,
+        | Ty::BF16x2
+        | Ty::U8 => 0,
     }
 }
 
@@ -119,6 +123,7 @@ fn int_range(ty: Ty) -> (i128, i128) {
         Ty::S64 => (i128::from(i64::MIN), i128::from(i64::MAX)),
         Ty::U32 => (0, i128::from(u32::MAX)),
         Ty::U64 => (0, i128::from(u64::MAX)),
+        Ty::U8 => (0, i128::from(u8::MAX)),
         Ty::Pred
         | Ty::B16
         | Ty::B32
