@@ -1910,23 +1910,42 @@ fn matmul_fma(
     let ar0 = b.bin(BinOp::Shr, Ty::U32, tid, imm(log2(bk_)));
     let bc = b.bin(BinOp::And, Ty::B32, tid, imm(bni - 1));
     let br0 = b.bin(BinOp::Shr, Ty::U32, tid, imm(log2(bn_)));
+    // Each thread's copy sources: kept for every copy of a tile when registers allow, or (more
+    // than 256 threads: at most 64 registers each) the first one and a stride, the others
+    // recomputed at each issue so that a 1024-thread tile does not spill.
+    let lean = threads > 256;
     let mut a_src = vec![];
     let mut a_row_ok = vec![];
-    for i in 0..a_cnt {
-        let gr = b.add(Ty::U32, bm, ar0);
-        let gr = b.add(Ty::U32, gr, imm(a_step * i as i64));
-        a_row_ok.push(b.setp(Cmp::Lt, Ty::U32, gr, m));
-        let idx = b.fma(Ty::U32, gr, k, ac);
-        a_src.push(b.mad_wide(Ty::U32, idx, imm(esize), a));
-    }
     let mut b_src = vec![];
     let mut b_row = vec![];
-    for i in 0..b_cnt {
-        let r = b.add(Ty::U32, br0, imm(b_step * i as i64));
-        b_row.push(r);
-        let idx = b.fma(Ty::U32, r, n, bn);
+    let mut strides = None;
+    if lean {
+        let gr = b.add(Ty::U32, bm, ar0);
+        a_row_ok.push(gr);
+        let idx = b.fma(Ty::U32, gr, k, ac);
+        a_src.push(b.mad_wide(Ty::U32, idx, imm(esize), a));
+        b_row.push(br0);
+        let idx = b.fma(Ty::U32, br0, n, bn);
         let idx = b.add(Ty::U32, idx, bc);
         b_src.push(b.mad_wide(Ty::U32, idx, imm(esize), bp));
+        let sa = b.mul_wide(Ty::U32, k, imm(a_step * esize));
+        let sb = b.mul_wide(Ty::U32, n, imm(b_step * esize));
+        strides = Some((sa, sb));
+    } else {
+        for i in 0..a_cnt {
+            let gr = b.add(Ty::U32, bm, ar0);
+            let gr = b.add(Ty::U32, gr, imm(a_step * i as i64));
+            a_row_ok.push(b.setp(Cmp::Lt, Ty::U32, gr, m));
+            let idx = b.fma(Ty::U32, gr, k, ac);
+            a_src.push(b.mad_wide(Ty::U32, idx, imm(esize), a));
+        }
+        for i in 0..b_cnt {
+            let r = b.add(Ty::U32, br0, imm(b_step * i as i64));
+            b_row.push(r);
+            let idx = b.fma(Ty::U32, r, n, bn);
+            let idx = b.add(Ty::U32, idx, bc);
+            b_src.push(b.mad_wide(Ty::U32, idx, imm(esize), bp));
+        }
     }
     let gc = b.add(Ty::U32, bn, bc);
     let b_col_ok = b.setp(Cmp::Lt, Ty::U32, gc, n);
@@ -1951,9 +1970,22 @@ fn matmul_fma(
         let col_ok = b.setp(Cmp::Lt, Ty::U32, col, k);
         let koff = b.mul_wide(Ty::U32, k0, imm(esize));
         let kboff = b.mul_wide(Ty::U32, k0, n4);
+        let mut a_cur = None;
         for i in 0..a_cnt {
-            let ok = b.bin(BinOp::And, Ty::Pred, a_row_ok[i], col_ok);
-            let src = b.add(Ty::U64, a_src[i], koff);
+            let (row_ok, base) = match strides {
+                Some((sa, _)) => {
+                    let gr = b.add(Ty::U32, a_row_ok[0], imm(a_step * i as i64));
+                    let base = match a_cur {
+                        None => a_src[0],
+                        Some(prev) => b.add(Ty::U64, prev, sa),
+                    };
+                    a_cur = Some(base);
+                    (b.setp(Cmp::Lt, Ty::U32, gr, m), base)
+                }
+                None => (a_row_ok[i], a_src[i]),
+            };
+            let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok);
+            let src = b.add(Ty::U64, base, koff);
             let src = b.selp(Ty::U64, src, a, ok);
             let size = b.selp(Ty::U32, imm(esize), imm(0), ok);
             let dst = b.add(Ty::U32, a_dst, a_off);
@@ -1969,11 +2001,24 @@ fn matmul_fma(
                 src_size: Some(size.into()),
             });
         }
+        let mut b_cur = None;
         for i in 0..b_cnt {
-            let r = b.add(Ty::U32, k0, b_row[i]);
+            let (row, base) = match strides {
+                Some((_, sb)) => {
+                    let row = b.add(Ty::U32, b_row[0], imm(b_step * i as i64));
+                    let base = match b_cur {
+                        None => b_src[0],
+                        Some(prev) => b.add(Ty::U64, prev, sb),
+                    };
+                    b_cur = Some(base);
+                    (row, base)
+                }
+                None => (b_row[i], b_src[i]),
+            };
+            let r = b.add(Ty::U32, k0, row);
             let r_ok = b.setp(Cmp::Lt, Ty::U32, r, k);
             let ok = b.bin(BinOp::And, Ty::Pred, r_ok, b_col_ok);
-            let src = b.add(Ty::U64, b_src[i], kboff);
+            let src = b.add(Ty::U64, base, kboff);
             let src = b.selp(Ty::U64, src, bp, ok);
             let size = b.selp(Ty::U32, imm(esize), imm(0), ok);
             let dst = b.add(Ty::U32, b_dst, b_off);
