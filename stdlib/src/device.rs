@@ -83,6 +83,15 @@ fn bytes_of(t: &Tensor) -> Result<Vec<u8>, Diagnostic> {
     })
 }
 
+/// The 8-byte little-endian words of `raw`.
+fn le8(raw: &[u8]) -> impl Iterator<Item = [u8; 8]> + '_ {
+    raw.chunks_exact(8).map(|c| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(c);
+        b
+    })
+}
+
 fn tensor_of(raw: &[u8], out: &TensorType) -> Result<Tensor, Diagnostic> {
     let shape = &out.shape;
     let dt = rdt(out.dtype);
@@ -120,25 +129,11 @@ fn tensor_of(raw: &[u8], out: &TensorType) -> Result<Tensor, Diagnostic> {
             Tensor::from_i64(shape, v, dt)
         }
         DType::F64 => {
-            let v = raw
-                .chunks_exact(8)
-                .map(|c| {
-                    let mut b = [0u8; 8];
-                    b.copy_from_slice(c);
-                    f64::from_le_bytes(b)
-                })
-                .collect();
+            let v = le8(raw).map(f64::from_le_bytes).collect();
             Tensor::from_f64(shape, v, dt)
         }
         DType::I64 => {
-            let v = raw
-                .chunks_exact(8)
-                .map(|c| {
-                    let mut b = [0u8; 8];
-                    b.copy_from_slice(c);
-                    i64::from_le_bytes(b)
-                })
-                .collect();
+            let v = le8(raw).map(i64::from_le_bytes).collect();
             Tensor::from_i64(shape, v, dt)
         }
         DType::Bool => Tensor::from_bool(shape, raw.iter().map(|&b| b != 0).collect()),

@@ -344,33 +344,10 @@ impl ShardedObj {
     }
 }
 
-/// Sharded-tensor methods (the rest are the `op` functions with the tensor first).
-const SHARDED_METHODS: &[&str] = &[
-    "gather",
-    "to",
-    "cast",
-    "tolist",
-    "item",
-    "sum",
-    "mean",
-    "max",
-    "min",
-    "softmax",
-    "exp",
-    "log",
-    "sqrt",
-    "rsqrt",
-    "abs",
-    "tanh",
-    "sigmoid",
-    "relu",
-    "gelu",
-    "silu",
-    "matmul",
-    "transpose",
-    "reshape",
-    "numel",
-];
+/// Sharded-tensor methods: a tensor's ([`crate::tensor::TENSOR_METHODS`]) and `gather`.
+fn is_sharded_method(name: &str) -> bool {
+    name == "gather" || crate::tensor::TENSOR_METHODS.contains(&name)
+}
 
 impl HostObject for ShardedObj {
     fn type_name(&self) -> &'static str {
@@ -403,7 +380,7 @@ impl HostObject for ShardedObj {
                 tensor_value(g.transpose(None).map_err(rt)?)
             }
             _ => {
-                if !SHARDED_METHODS.contains(&name) {
+                if !is_sharded_method(name) {
                     return Ok(None);
                 }
                 let recv = this.clone();
@@ -428,7 +405,8 @@ impl HostObject for ShardedObj {
             "shards",
             "T",
         ];
-        v.extend_from_slice(SHARDED_METHODS);
+        v.push("gather");
+        v.extend_from_slice(crate::tensor::TENSOR_METHODS);
         v
     }
     fn binary_at(&self, op: BinOp, other: &Value, reflected: bool, span: Span) -> HostResult {

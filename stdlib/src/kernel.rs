@@ -403,6 +403,23 @@ pub fn emit_dumps(
     Ok(())
 }
 
+/// The warning for kernel `k` running on the cpu because it has no Target IR (or abstract
+/// inputs), the first time only in a session.
+fn cpu_fallback_warning(
+    session: &Session,
+    k: &tessera_compiler::schedule::Kernel,
+    ck: &tessera_compiler::pipeline::Compiled,
+) -> Option<String> {
+    session.warned.borrow_mut().insert(k.name.clone()).then(|| {
+        format!(
+            "warning: kernel '{}' ({}) is not lowered to Target IR yet ({}); it runs on the cpu\n",
+            k.name,
+            k.kind.name(),
+            ck.not_lowered.as_deref().unwrap_or("abstract inputs")
+        )
+    })
+}
+
 /// Where `--dump LEVEL` goes: stderr, or appended to the file `$TESSERA_DUMP_DIR/LEVEL` when
 /// that variable is set (`tessera test` snapshots keep dumps apart from the script's stderr).
 /// "stderr" is the interpreter's error sink: a notebook session shows it as its stderr stream.
@@ -569,14 +586,7 @@ impl KernelObj {
                     return crate::device::run(t, &k.name, operands, &k.ty).transpose();
                 }
             }
-            if session.warned.borrow_mut().insert(k.name.clone()) {
-                warnings.push(format!(
-                    "warning: kernel '{}' ({}) is not lowered to Target IR yet ({}); it runs on the cpu\n",
-                    k.name,
-                    k.kind.name(),
-                    ck.not_lowered.as_deref().unwrap_or("abstract inputs")
-                ));
-            }
+            warnings.extend(cpu_fallback_warning(session, k, ck));
             None
         };
         let r = crate::exec::run_with(&c.graph, inputs, &c.captures, &mut hook);
@@ -617,14 +627,7 @@ impl KernelObj {
             let t = match &ck.target {
                 Some(t) if operands.iter().all(|o| !o.is_abstract()) => t,
                 _ => {
-                    if session.warned.borrow_mut().insert(k.name.clone()) {
-                        warnings.push(format!(
-                            "warning: kernel '{}' ({}) is not lowered to Target IR yet ({}); it runs on the cpu\n",
-                            k.name,
-                            k.kind.name(),
-                            ck.not_lowered.as_deref().unwrap_or("abstract inputs")
-                        ));
-                    }
+                    warnings.extend(cpu_fallback_warning(session, k, ck));
                     return None;
                 }
             };

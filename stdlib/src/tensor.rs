@@ -428,8 +428,9 @@ fn index_items(index: &Value) -> Result<Vec<IndexItem>, Diagnostic> {
         .collect()
 }
 
-/// Methods of a tensor value (`t.to(...)`, `t.sum(axis=0)`).
-const TENSOR_METHODS: &[&str] = &[
+/// Methods of a tensor value (`t.to(...)`, `t.sum(axis=0)`); traced and sharded tensors have
+/// the same ones (reading a traced tensor's values is E0201).
+pub(crate) const TENSOR_METHODS: &[&str] = &[
     "to",
     "cast",
     "reshape",

@@ -952,33 +952,6 @@ pub fn trace_op(
 
 // ----- the symbolic tensor as a host object -------------------------------------------------
 
-/// Methods of a traced tensor (the eager ones; reading values is E0201).
-const SYM_METHODS: &[&str] = &[
-    "to",
-    "cast",
-    "reshape",
-    "tolist",
-    "item",
-    "transpose",
-    "sum",
-    "mean",
-    "max",
-    "min",
-    "softmax",
-    "exp",
-    "log",
-    "sqrt",
-    "rsqrt",
-    "abs",
-    "tanh",
-    "sigmoid",
-    "relu",
-    "gelu",
-    "silu",
-    "matmul",
-    "numel",
-];
-
 fn bin_op(op: BinOp) -> BinaryOp {
     match op {
         BinOp::Add => BinaryOp::Add,
@@ -1081,7 +1054,7 @@ impl HostObject for SymTensor {
             "is_abstract" => Value::Bool(true),
             "layout" => Value::None,
             _ => {
-                if !SYM_METHODS.contains(&name) {
+                if !crate::tensor::TENSOR_METHODS.contains(&name) {
                     return Ok(None);
                 }
                 let recv = this.clone();
@@ -1096,7 +1069,7 @@ impl HostObject for SymTensor {
     }
     fn attr_names(&self) -> Vec<&'static str> {
         let mut v = vec!["shape", "dtype", "ndim", "T", "is_abstract", "layout"];
-        v.extend_from_slice(SYM_METHODS);
+        v.extend_from_slice(crate::tensor::TENSOR_METHODS);
         v
     }
     fn binary(&self, op: BinOp, other: &Value, reflected: bool) -> HostResult {
