@@ -243,13 +243,7 @@ impl KernelBuilder {
     }
     pub fn bin(&mut self, op: BinOp, ty: Ty, a: impl Into<Operand>, b: impl Into<Operand>) -> Reg {
         let dst = self.reg(ty);
-        self.push(Op::Binary {
-            op,
-            ty,
-            dst,
-            a: a.into(),
-            b: b.into(),
-        });
+        self.bin_to(dst, op, ty, a, b);
         dst
     }
     /// `op` into an existing register (`dst = dst op b` style updates).
@@ -261,13 +255,46 @@ impl KernelBuilder {
         a: impl Into<Operand>,
         b: impl Into<Operand>,
     ) {
-        self.push(Op::Binary {
-            op,
-            ty,
-            dst,
-            a: a.into(),
-            b: b.into(),
-        });
+        let (a, b) = (a.into(), b.into());
+        if ty == Ty::F64 && matches!(op, BinOp::Min | BinOp::Max) {
+            // `min/max.f64` returns the other operand for one NaN: a NaN operand gives NaN here
+            // (NumPy's `minimum`/`maximum`), by `selp` of `a + b` when `setp.nan` says so.
+            let guard = self.guard.take();
+            let m = self.reg(ty);
+            let nan = self.reg(Ty::Pred);
+            let sum = self.reg(ty);
+            self.push(Op::Binary {
+                op,
+                ty,
+                dst: m,
+                a,
+                b,
+            });
+            self.push(Op::Setp {
+                cmp: Cmp::Nan,
+                ty,
+                dst: nan,
+                a,
+                b,
+            });
+            self.push(Op::Binary {
+                op: BinOp::Add,
+                ty,
+                dst: sum,
+                a,
+                b,
+            });
+            self.guard = guard;
+            self.push(Op::Selp {
+                ty,
+                dst,
+                a: sum.into(),
+                b: m.into(),
+                pred: nan,
+            });
+            return;
+        }
+        self.push(Op::Binary { op, ty, dst, a, b });
     }
     pub fn add(&mut self, ty: Ty, a: impl Into<Operand>, b: impl Into<Operand>) -> Reg {
         self.bin(BinOp::Add, ty, a, b)

@@ -300,6 +300,9 @@ pub enum BinOp {
     Mul,
     /// `mul.hi.u32`
     MulHi,
+    /// `min`/`max`: `.f32` prints as `min.NaN.f32` (a NaN operand gives NaN, as NumPy's
+    /// `minimum`/`maximum`; sm_80+); `.f64` has no `.NaN` form and returns the other operand
+    /// (the builder's `bin` makes fp64 min/max propagate NaN with `setp.nan` + `selp`).
     Min,
     Max,
     /// `div.s32` / `div.rn.f32`
@@ -316,7 +319,7 @@ pub enum BinOp {
     Shr,
 }
 
-/// Comparisons for `setp` (floats: ordered — false when either side is NaN).
+/// Comparisons for `setp` (floats: ordered — false when either side is NaN — except `Nan`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Cmp {
     Eq,
@@ -325,6 +328,8 @@ pub enum Cmp {
     Le,
     Gt,
     Ge,
+    /// `setp.nan`: true when either float operand is NaN (floats only).
+    Nan,
 }
 
 /// Memory state spaces for `ld`/`st`.

@@ -188,6 +188,7 @@ fn cmp(c: Cmp) -> &'static str {
         Cmp::Le => "le",
         Cmp::Gt => "gt",
         Cmp::Ge => "ge",
+        Cmp::Nan => "nan",
     }
 }
 
@@ -250,6 +251,8 @@ pub fn template(k: &Kernel, n: &RegNames, op: &Op) -> (String, Vec<String>) {
                 BinOp::Mul if f => format!("mul.rn.{t}"),
                 BinOp::Mul => format!("mul.lo.{t}"),
                 BinOp::MulHi => format!("mul.hi.{t}"),
+                BinOp::Min if *ty == Ty::F32 => "min.NaN.f32".to_string(),
+                BinOp::Max if *ty == Ty::F32 => "max.NaN.f32".to_string(),
                 BinOp::Min => format!("min.{t}"),
                 BinOp::Max => format!("max.{t}"),
                 BinOp::Div if f => format!("div.rn.{t}"),

@@ -366,6 +366,12 @@ impl Checker<'_> {
                         "setp on .bN types compares only eq/ne",
                     )?;
                 }
+                if *cmp == Cmp::Nan {
+                    self.ensure(
+                        matches!(ty, Ty::F32 | Ty::F64),
+                        "setp.nan takes .f32 or .f64 operands",
+                    )?;
+                }
                 self.operand(*a, *ty)?;
                 self.operand(*b, *ty)?;
                 self.def(*dst, Ty::Pred)

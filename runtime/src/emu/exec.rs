@@ -1106,10 +1106,13 @@ fn binary(op: BinOp, ty: Ty, a: u64, b: u64) -> Result<u64, EmuErrorKind> {
     match ty {
         Ty::F32 => {
             let (x, y) = (f32::from_bits(a as u32), f32::from_bits(b as u32));
+            // `min.NaN`/`max.NaN`: a NaN operand gives the canonical NaN.
+            let canonical = f32::from_bits(0x7fff_ffff);
             let r = match op {
                 BinOp::Add => x + y,
                 BinOp::Sub => x - y,
                 BinOp::Mul => x * y,
+                BinOp::Min | BinOp::Max if x.is_nan() || y.is_nan() => canonical,
                 BinOp::Min => x.min(y),
                 BinOp::Max => x.max(y),
                 BinOp::Div | BinOp::DivApprox => x / y,
@@ -1213,7 +1216,7 @@ fn setp(c: Cmp, ty: Ty, a: u64, b: u64) -> bool {
     if matches!(ty, Ty::F32 | Ty::F64) {
         let (x, y) = (float_of(ty, a), float_of(ty, b));
         if x.is_nan() || y.is_nan() {
-            return false;
+            return c == Cmp::Nan;
         }
         return match c {
             Cmp::Eq => x == y,
@@ -1222,6 +1225,7 @@ fn setp(c: Cmp, ty: Ty, a: u64, b: u64) -> bool {
             Cmp::Le => x <= y,
             Cmp::Gt => x > y,
             Cmp::Ge => x >= y,
+            Cmp::Nan => false,
         };
     }
     let (x, y) = (int_of(ty, a), int_of(ty, b));
@@ -1232,6 +1236,7 @@ fn setp(c: Cmp, ty: Ty, a: u64, b: u64) -> bool {
         Cmp::Le => x <= y,
         Cmp::Gt => x > y,
         Cmp::Ge => x >= y,
+        Cmp::Nan => false,
     }
 }
 
