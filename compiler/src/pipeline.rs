@@ -103,6 +103,14 @@ fn target_msg(e: &TargetError) -> String {
 }
 
 impl Lowered {
+    /// The kernel whose result is graph value `root`, with what it was compiled to.
+    pub fn kernel_at(&self, root: crate::graph::ValueId) -> Option<(&schedule::Kernel, &Compiled)> {
+        self.program
+            .kernels
+            .iter()
+            .zip(&self.kernels)
+            .find(|(k, _)| k.root == root)
+    }
     /// The text of one level (`schedule`, `tile`, `target`, `ptx`) of every kernel.
     pub fn text(&self, level: &str, sources: &SourceMap) -> Result<String, Diagnostic> {
         let p = &self.program;

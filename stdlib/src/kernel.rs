@@ -574,12 +574,7 @@ impl KernelObj {
         let session = &self.session;
         let mut warnings = Vec::new();
         let mut hook = |id: ValueId, operands: &[Tensor]| {
-            let (k, ck) = l
-                .program
-                .kernels
-                .iter()
-                .zip(&l.kernels)
-                .find(|(k, _)| k.root == id)?;
+            let (k, ck) = l.kernel_at(id)?;
             if let Some(t) = &ck.target {
                 if operands.iter().all(|o| !o.is_abstract()) {
                     // A status error (None): the cpu evaluates the op and reports it.
@@ -618,12 +613,7 @@ impl KernelObj {
         let mut times: HashMap<ValueId, f64> = HashMap::new();
         let sources = &it.sources;
         let mut hook = |id: ValueId, operands: &[Tensor]| {
-            let (k, ck) = l
-                .program
-                .kernels
-                .iter()
-                .zip(&l.kernels)
-                .find(|(k, _)| k.root == id)?;
+            let (k, ck) = l.kernel_at(id)?;
             let t = match &ck.target {
                 Some(t) if operands.iter().all(|o| !o.is_abstract()) => t,
                 _ => {
@@ -710,13 +700,7 @@ impl KernelObj {
         let g = &l.program.graph;
         let session = &self.session;
         let mut observe = |id: ValueId, operands: &[Tensor], cpu: &Tensor| {
-            let Some((k, ck)) = l
-                .program
-                .kernels
-                .iter()
-                .zip(&l.kernels)
-                .find(|(k, _)| k.root == id)
-            else {
+            let Some((k, ck)) = l.kernel_at(id) else {
                 return Ok(None);
             };
             if cpu.is_abstract() || operands.iter().any(|o| o.is_abstract()) || cpu.numel() == 0 {
