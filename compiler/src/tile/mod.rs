@@ -12,6 +12,9 @@
 //!   buffer, by a `tile.wait` and a `tile.barrier` in the same loop body;
 //! - every op has a real span.
 
+pub mod build;
+pub mod ir;
+
 use crate::graph::print::loc;
 use crate::graph::{TensorType, ValueId};
 use crate::target::MmaKind;

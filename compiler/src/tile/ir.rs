@@ -1,0 +1,383 @@
+//! Tile IR as a program: one kernel's block program as a typed SSA function.
+//!
+//! ```text
+//! Kernel { name, params: Vec<Param>, shared: Vec<SharedDecl>, grid, block,
+//!          values: Vec<Type>            // the type of every SSA value, by id
+//!          ops: Vec<OpData>             // arena; OpData { kind, operands, results, regions, span }
+//!          body: Region }               // Region { args, ops: Vec<OpId> }
+//! ```
+//!
+//! Values are defined exactly once: as a kernel parameter, a region argument (a loop's
+//! induction variable and carried values) or an op result. Types ([`Type`]) are scalars (the
+//! register types of PTX, reused from Target IR), MMA fragments with their layout
+//! ([`Frag`]), global tensor views (a pointer with the tensor's dtype: ops address them by
+//! element index) and shared-memory buffers with an explicit layout ([`SharedBuf`]).
+//!
+//! Control flow is structured: `tile.for` (a counted loop with carried values, the pipeline
+//! depth it feeds as an attribute) and `tile.if` (with results), each region ending in
+//! `tile.yield`. There are no branches and no blocks: Tile → Target creates them.
+//!
+//! Invariants (checked by [`super::verify`]):
+//! - every value is defined once, before its uses, in an enclosing region (dominance);
+//! - operand types match each op's signature ([`OpKind`] documents them);
+//! - a region of `tile.for` has `1 + carried` arguments and ends in a `tile.yield` of the
+//!   carried types; a region of `tile.if` ends in a `tile.yield` of the op's result types;
+//! - constant shared-memory offsets lie inside their buffer;
+//! - an async copy into a buffer is waited for (`tile.wait` then `tile.barrier`) before the
+//!   buffer is read; shared writes and later reads by other threads are separated by a
+//!   `tile.barrier`;
+//! - every op has a real span (`Span::default()` is not one).
+
+use crate::graph::DType;
+use crate::target::{BinOp, CacheOp, Cmp, MmaKind, Pack, Rnd, SReg, ShflMode, Ty, UnOp, Unpack};
+use tessera_lang::Span;
+
+/// An SSA value: an index into [`Kernel::values`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Value(pub u32);
+
+/// An op: an index into [`Kernel::ops`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OpId(pub u32);
+
+/// Which operand of an MMA a fragment holds.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// The row-major `m×k` operand: 4 `b32` registers (8 `bf16`/`f16` or 4 `tf32`).
+    A,
+    /// The column-major `k×n` operand: 2 `b32` registers.
+    B,
+    /// The `m×n` accumulator: 4 `f32` registers.
+    C,
+}
+
+/// A register fragment of `mma.sync` of `kind`, laid out as the PTX ISA's fragment layouts
+/// for that shape say (lane `l` holds rows `l/4` and `l/4 + 8`, columns `2·(l%4)`, …).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Frag {
+    pub kind: MmaKind,
+    pub role: Role,
+}
+
+impl Frag {
+    /// The number of 32-bit registers that hold it.
+    pub fn regs(self) -> usize {
+        match self.role {
+            Role::A | Role::C => 4,
+            Role::B => 2,
+        }
+    }
+    /// The register type of its elements.
+    pub fn reg_ty(self) -> Ty {
+        match self.role {
+            Role::A | Role::B => Ty::B32,
+            Role::C => Ty::F32,
+        }
+    }
+}
+
+/// How a shared buffer's elements are placed: row-major with a row pitch, and an XOR swizzle
+/// of 16-byte chunks within a row (`chunk ^= (row >> shift) & mask`, the CUTLASS `Swizzle`
+/// family), so that the eight 16-byte rows an `ldmatrix` reads fall in different banks.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Layout {
+    /// Bytes from one row to the next (≥ the row's bytes: padding avoids bank conflicts too).
+    pub pitch: u32,
+    /// XOR swizzle of the 16-byte chunk index: `None` is plain row-major.
+    pub swizzle: Option<Swizzle>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Swizzle {
+    /// The chunk index is XORed with `(row >> shift) & mask`.
+    pub mask: u32,
+    pub shift: u32,
+}
+
+/// A shared-memory buffer: `shape` elements of `elem_bytes` each, the last two dims laid out
+/// by `layout` (leading dims are stages, each `rows · pitch` bytes).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SharedBuf {
+    pub elem_bytes: u32,
+    pub shape: Vec<u32>,
+    pub layout: Layout,
+    pub align: u32,
+}
+
+impl SharedBuf {
+    /// Bytes of one stage: rows × pitch.
+    pub fn stage_bytes(&self) -> u64 {
+        let rows = if self.shape.len() >= 2 {
+            self.shape[self.shape.len() - 2]
+        } else {
+            1
+        };
+        u64::from(rows) * u64::from(self.layout.pitch)
+    }
+    /// Total bytes.
+    pub fn bytes(&self) -> u64 {
+        let lead: u64 = if self.shape.len() > 2 {
+            self.shape[..self.shape.len() - 2]
+                .iter()
+                .map(|&d| u64::from(d))
+                .product()
+        } else {
+            1
+        };
+        lead * self.stage_bytes()
+    }
+}
+
+/// The type of a value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Type {
+    /// One register of a PTX type (`u32`, `f32`, `pred`, `bf16x2`, …).
+    Scalar(Ty),
+    Frag(Frag),
+    /// A global tensor of `dtype` elements (a pointer parameter; ops take element indices).
+    Global(DType),
+    /// A shared-memory buffer (declared by the kernel; [`Kernel::shared`]).
+    Shared(SharedBuf),
+}
+
+impl Type {
+    pub fn scalar(&self) -> Option<Ty> {
+        match self {
+            Type::Scalar(t) => Some(*t),
+            _ => None,
+        }
+    }
+}
+
+/// An operand: a value or an immediate (float immediates stored as bits, so ops are `Eq`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Operand {
+    Value(Value),
+    Imm(i64),
+    F32(u32),
+    F64(u64),
+}
+
+impl From<Value> for Operand {
+    fn from(v: Value) -> Operand {
+        Operand::Value(v)
+    }
+}
+
+impl Operand {
+    pub fn value(self) -> Option<Value> {
+        match self {
+            Operand::Value(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// Math functions lowered to instruction sequences by Tile → Target (`f32`, and `f64` for
+/// `exp`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum MathFn {
+    /// `e^x` (`ex2.approx` of `x·log2 e` in f32; a range-reduced polynomial in f64).
+    Exp,
+    /// `ln x` (`lg2.approx · ln 2`).
+    Log,
+    /// `1 / (1 + e^-x)`.
+    Sigmoid,
+    /// `x · sigmoid(x)`.
+    Silu,
+    /// `0.5·x·(1 + erf(x/√2))`.
+    Gelu,
+    /// `x^y` for f32 (`ex2(y·lg2 |x|)` with the sign and zero cases of `pow`).
+    Pow,
+}
+
+/// What an op does. Operands and results are listed per variant as `(operands) -> results`;
+/// `[mask]` is an optional trailing predicate.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum OpKind {
+    // ---- index space and scalar arithmetic (scalars of type `ty`) ----
+    /// `() -> u32`: a thread/block coordinate, the lane or warp id.
+    Special(SReg),
+    /// `(a) -> ty`: a copy or a constant (`tile.mov 0f3F800000 : f32`).
+    Mov { ty: Ty },
+    /// `(a) -> to`: reinterpret the bits of a value of the same size (`b16` ↔ `bf16`).
+    Bitcast { to: Ty },
+    Unary { op: UnOp, ty: Ty },
+    Binary { op: BinOp, ty: Ty },
+    /// `(a, b, c) -> ty`: `a·b + c` (`fma.rn` on floats, `mad.lo` on integers).
+    Fma { ty: Ty },
+    /// `(a, b) -> u64|s64`: the 64-bit product of two 32-bit values (`ty` is `u32`/`s32`).
+    MulWide { ty: Ty },
+    /// `(a, b, c64) -> u64|s64`: `a·b + c` in 64 bits.
+    MadWide { ty: Ty },
+    /// `(a, b) -> pred`.
+    Cmp { cmp: Cmp, ty: Ty },
+    /// `(p, a, b) -> ty`: `p ? a : b`.
+    Select { ty: Ty },
+    /// `(a) -> to`: a conversion from `from` with rounding `rnd` (`sat`: saturate).
+    Cast {
+        to: Ty,
+        from: Ty,
+        rnd: Option<Rnd>,
+        sat: bool,
+    },
+    /// `(a: f32) -> b32`: round to tf32 (`cvt.rna.tf32.f32`).
+    Tf32,
+    /// `(hi: f32, lo: f32) -> packed`.
+    Pack(Pack),
+    /// `(a: b16) -> f16x2`.
+    Unpack(Unpack),
+    /// `(x[, y]) -> ty`: a math function ([`MathFn`]).
+    Math { f: MathFn, ty: Ty },
+
+    // ---- global memory (tensor views, element indices) ----
+    /// `(view, index: u32[, mask][, defaults…]) -> n × result`: `n` consecutive elements from
+    /// element `index`, with instruction type `ty` (`u8` loads into `u32` registers). Masked
+    /// off, the results are the defaults (or 0).
+    Load { ty: Ty, n: u8 },
+    /// `(view, index: u32, values…[, mask])`.
+    Store { ty: Ty, n: u8 },
+    /// `(view, count: u32) -> view`: the view starting `count` elements further.
+    Advance,
+    /// `(view, index: u32, value: f32)`: `red.global.add.f32`.
+    RedAdd,
+    /// `(view, index: u32, value: f32) -> f32`: `atom.global.add.f32`, the old value.
+    AtomAdd,
+
+    // ---- shared memory (byte addresses in the shared window, u32) ----
+    /// `(buffer) -> u32`: the buffer's base address.
+    SharedAddr,
+    /// `(buffer, stage: u32, row: u32, col: u32) -> u32`: the address of element
+    /// `[stage, row, col]` under the buffer's layout (pitch and swizzle).
+    Offset,
+    /// `(addr: u32[, mask][, defaults…]) -> n × result`: `ld.shared`, at `addr + offset`.
+    LoadShared { ty: Ty, n: u8, offset: i32 },
+    /// `(addr: u32, values…[, mask])`: `st.shared`, at `addr + offset`.
+    StoreShared { ty: Ty, n: u8, offset: i32 },
+    /// `(dst: u32, view, index: u32[, src_bytes: u32][, mask])`: `cp.async` of `bytes` from
+    /// element `index` of the view to shared address `dst`; bytes past `src_bytes` are zero.
+    CopyAsync { cache: CacheOp, bytes: u32 },
+    /// `()`: closes the group of async copies issued since the last commit.
+    Commit,
+    /// `()`: waits until at most `n` committed groups are pending.
+    Wait { n: u32 },
+    /// `()`: block-wide barrier.
+    Barrier,
+    /// `(addr: u32) -> fragments`: `ldmatrix.x4{.trans}`; the results are one A fragment,
+    /// two B fragments or four `b32` scalars.
+    Ldmatrix { trans: bool },
+
+    // ---- warps and tensor cores ----
+    /// `(a: frag A, b: frag B, c: frag C) -> frag C`: `d = a·b + c`.
+    Mma { kind: MmaKind },
+    /// `(frag) -> scalar`: register `index` of a fragment.
+    FragGet { index: u8 },
+    /// `(scalars…) -> frag`: a fragment from its registers.
+    FragMake,
+    /// `(src: b32, lane, clamp) -> b32`: `shfl.sync`.
+    Shfl { mode: ShflMode, mask: u32 },
+    /// `(v) -> ty`: the butterfly all-reduce of `v` across the 32 lanes (`shfl.bfly` 16, 8,
+    /// 4, 2, 1; an `f64` moves as two halves).
+    ReduceWarp { op: BinOp, ty: Ty },
+
+    // ---- structure ----
+    /// `(lb: u32, ub: u32, step: u32, inits…) -> carried…`; one region whose arguments are
+    /// the induction variable and the carried values; `pipeline`: the number of stages of
+    /// the async-copy pipeline this loop feeds (printed, checked, not interpreted).
+    For { pipeline: Option<u32> },
+    /// `(cond: pred) -> results…`; two regions (then, else), each ending in `tile.yield`.
+    If,
+    /// `(values…)`: ends a region of `tile.for`/`tile.if`.
+    Yield,
+}
+
+/// A region: arguments (defined by the op that owns it) and a list of ops.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Region {
+    pub args: Vec<Value>,
+    pub ops: Vec<OpId>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct OpData {
+    pub kind: OpKind,
+    pub operands: Vec<Operand>,
+    pub results: Vec<Value>,
+    pub regions: Vec<Region>,
+    pub span: Span,
+}
+
+/// What a kernel parameter is at launch.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ParamRole {
+    /// An input buffer (the kernel's inputs, in order).
+    Input,
+    /// The output buffer.
+    Output,
+    /// A `u32` size passed by value.
+    Size(u32),
+    /// The status word: a `u32` buffer, zero before the launch, set to 1 by a thread whose
+    /// element hits an error the cpu reports (integer division by zero, NaN cast to int).
+    Status,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Param {
+    pub name: String,
+    pub value: Value,
+    pub role: ParamRole,
+}
+
+/// A shared buffer the kernel declares.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SharedDecl {
+    pub name: String,
+    pub value: Value,
+}
+
+/// One kernel's block program.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Kernel {
+    pub name: String,
+    pub params: Vec<Param>,
+    pub shared: Vec<SharedDecl>,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub values: Vec<Type>,
+    pub ops: Vec<OpData>,
+    pub body: Region,
+    pub span: Span,
+}
+
+impl Kernel {
+    pub fn ty(&self, v: Value) -> Option<&Type> {
+        self.values.get(v.0 as usize)
+    }
+    pub fn op(&self, id: OpId) -> Option<&OpData> {
+        self.ops.get(id.0 as usize)
+    }
+    pub fn threads(&self) -> u64 {
+        self.block.iter().map(|&d| u64::from(d)).product()
+    }
+    /// The `u32` sizes passed by value, in parameter order.
+    pub fn scalars(&self) -> Vec<u32> {
+        self.params
+            .iter()
+            .filter_map(|p| match p.role {
+                ParamRole::Size(n) => Some(n),
+                _ => None,
+            })
+            .collect()
+    }
+    /// Whether the kernel takes a status word.
+    pub fn has_status(&self) -> bool {
+        self.params.iter().any(|p| p.role == ParamRole::Status)
+    }
+    /// The shared buffer a value names.
+    pub fn shared_buf(&self, v: Value) -> Option<&SharedBuf> {
+        match self.ty(v) {
+            Some(Type::Shared(b)) => Some(b),
+            _ => None,
+        }
+    }
+}
