@@ -4,7 +4,7 @@
 //! so a caller can fall back (the CPU executor) and say so.
 
 use crate::graph::Graph;
-use crate::lower::{to_schedule, to_target, to_tile};
+use crate::lower::{kernels, tile_target, to_schedule, to_target, to_tile};
 use crate::schedule::{self, Directives, Program, ScheduleError};
 use crate::target::{ptx, Target, TargetError};
 use crate::tile::{self, TileKernel};
@@ -16,6 +16,8 @@ pub struct Compiled {
     /// Index into the program's kernels.
     pub index: usize,
     pub tile: Option<TileKernel>,
+    /// The kernel's Tile IR program, for the kinds built as one ([`kernels::build`]).
+    pub program: Option<tile::ir::Kernel>,
     pub target: Option<to_target::Lowered>,
     /// Why the kernel stops before Target IR (None when it reached it).
     pub not_lowered: Option<String>,
@@ -76,13 +78,23 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Lowered, Diagn
         let mut c = Compiled {
             index,
             tile: None,
+            program: None,
             target: None,
             not_lowered: None,
         };
         match to_tile::lower(&program.graph, k) {
             Ok(tk) => {
                 tile::verify(&tk).map_err(|m| internal(&k.name, m))?;
-                match to_target::lower(&program.graph, &tk) {
+                let lowered = match kernels::build(&program.graph, &tk) {
+                    Some(Ok(prog)) => {
+                        let l = tile_target::translate(&prog);
+                        c.program = Some(prog);
+                        l
+                    }
+                    Some(Err(e)) => Err(e),
+                    None => to_target::lower(&program.graph, &tk),
+                };
+                match lowered {
                     Ok(l) => c.target = Some(l),
                     Err(to_target::Error::NotLowered(r)) => c.not_lowered = Some(r),
                     Err(to_target::Error::Target(e)) => {

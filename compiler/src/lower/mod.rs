@@ -6,7 +6,10 @@
 
 pub mod copy;
 mod emit;
+pub mod kernels;
+mod math;
 pub mod reduce_axis;
+pub mod tile_target;
 pub mod to_schedule;
 pub mod to_target;
 pub mod to_tile;

@@ -85,6 +85,10 @@ impl KernelBuilder {
         });
         SharedId(self.k.shared.len() as u32 - 1)
     }
+    /// The type of a register made so far.
+    pub fn reg_ty(&self, r: Reg) -> Option<Ty> {
+        self.k.reg_ty(r)
+    }
     /// A fresh virtual register.
     pub fn reg(&mut self, ty: Ty) -> Reg {
         self.k.regs.push(ty);

@@ -81,10 +81,7 @@ impl Builder {
 
     /// The type of a value (`u32` for an unknown one).
     pub fn ty(&self, v: Value) -> Type {
-        self.k
-            .ty(v)
-            .cloned()
-            .unwrap_or(Type::Scalar(Ty::U32))
+        self.k.ty(v).cloned().unwrap_or(Type::Scalar(Ty::U32))
     }
 
     pub fn param(&mut self, name: impl Into<String>, ty: Type, role: ParamRole) -> Value {
@@ -156,7 +153,13 @@ impl Builder {
     pub fn unary(&mut self, op: UnOp, ty: Ty, a: impl Into<Operand>) -> Value {
         self.one(OpKind::Unary { op, ty }, vec![a.into()], ty)
     }
-    pub fn bin(&mut self, op: BinOp, ty: Ty, a: impl Into<Operand>, b: impl Into<Operand>) -> Value {
+    pub fn bin(
+        &mut self,
+        op: BinOp,
+        ty: Ty,
+        a: impl Into<Operand>,
+        b: impl Into<Operand>,
+    ) -> Value {
         self.one(OpKind::Binary { op, ty }, vec![a.into(), b.into()], ty)
     }
     pub fn add(&mut self, ty: Ty, a: impl Into<Operand>, b: impl Into<Operand>) -> Value {
@@ -189,7 +192,11 @@ impl Builder {
         c: impl Into<Operand>,
     ) -> Value {
         let r = if ty == Ty::S32 { Ty::S64 } else { Ty::U64 };
-        self.one(OpKind::MadWide { ty }, vec![a.into(), b.into(), c.into()], r)
+        self.one(
+            OpKind::MadWide { ty },
+            vec![a.into(), b.into(), c.into()],
+            r,
+        )
     }
     pub fn cmp(&mut self, cmp: Cmp, ty: Ty, a: impl Into<Operand>, b: impl Into<Operand>) -> Value {
         self.one(OpKind::Cmp { cmp, ty }, vec![a.into(), b.into()], Ty::Pred)
@@ -201,7 +208,11 @@ impl Builder {
         a: impl Into<Operand>,
         b: impl Into<Operand>,
     ) -> Value {
-        self.one(OpKind::Select { ty }, vec![p.into(), a.into(), b.into()], ty)
+        self.one(
+            OpKind::Select { ty },
+            vec![p.into(), a.into(), b.into()],
+            ty,
+        )
     }
     pub fn cast(&mut self, to: Ty, from: Ty, rnd: Option<Rnd>, a: impl Into<Operand>) -> Value {
         self.cast_sat(to, from, rnd, false, a)
@@ -214,16 +225,7 @@ impl Builder {
         sat: bool,
         a: impl Into<Operand>,
     ) -> Value {
-        self.one(
-            OpKind::Cast {
-                to,
-                from,
-                rnd,
-                sat,
-            },
-            vec![a.into()],
-            to,
-        )
+        self.one(OpKind::Cast { to, from, rnd, sat }, vec![a.into()], to)
     }
     pub fn tf32(&mut self, a: impl Into<Operand>) -> Value {
         self.one(OpKind::Tf32, vec![a.into()], Ty::B32)
@@ -474,10 +476,7 @@ impl Builder {
             .collect();
         let mut args = vec![iv];
         args.extend(&carried);
-        self.stack.push(Region {
-            args,
-            ops: vec![],
-        });
+        self.stack.push(Region { args, ops: vec![] });
         let ys = body(self, iv, &carried);
         self.op(OpKind::Yield, ys, vec![]);
         let region = self.stack.pop().unwrap_or_default();

@@ -199,21 +199,42 @@ pub enum OpKind {
     /// `() -> u32`: a thread/block coordinate, the lane or warp id.
     Special(SReg),
     /// `(a) -> ty`: a copy or a constant (`tile.mov 0f3F800000 : f32`).
-    Mov { ty: Ty },
+    Mov {
+        ty: Ty,
+    },
     /// `(a) -> to`: reinterpret the bits of a value of the same size (`b16` ↔ `bf16`).
-    Bitcast { to: Ty },
-    Unary { op: UnOp, ty: Ty },
-    Binary { op: BinOp, ty: Ty },
+    Bitcast {
+        to: Ty,
+    },
+    Unary {
+        op: UnOp,
+        ty: Ty,
+    },
+    Binary {
+        op: BinOp,
+        ty: Ty,
+    },
     /// `(a, b, c) -> ty`: `a·b + c` (`fma.rn` on floats, `mad.lo` on integers).
-    Fma { ty: Ty },
+    Fma {
+        ty: Ty,
+    },
     /// `(a, b) -> u64|s64`: the 64-bit product of two 32-bit values (`ty` is `u32`/`s32`).
-    MulWide { ty: Ty },
+    MulWide {
+        ty: Ty,
+    },
     /// `(a, b, c64) -> u64|s64`: `a·b + c` in 64 bits.
-    MadWide { ty: Ty },
+    MadWide {
+        ty: Ty,
+    },
     /// `(a, b) -> pred`.
-    Cmp { cmp: Cmp, ty: Ty },
+    Cmp {
+        cmp: Cmp,
+        ty: Ty,
+    },
     /// `(p, a, b) -> ty`: `p ? a : b`.
-    Select { ty: Ty },
+    Select {
+        ty: Ty,
+    },
     /// `(a) -> to`: a conversion from `from` with rounding `rnd` (`sat`: saturate).
     Cast {
         to: Ty,
@@ -228,15 +249,24 @@ pub enum OpKind {
     /// `(a: b16) -> f16x2`.
     Unpack(Unpack),
     /// `(x[, y]) -> ty`: a math function ([`MathFn`]).
-    Math { f: MathFn, ty: Ty },
+    Math {
+        f: MathFn,
+        ty: Ty,
+    },
 
     // ---- global memory (tensor views, element indices) ----
     /// `(view, index: u32[, mask][, defaults…]) -> n × result`: `n` consecutive elements from
     /// element `index`, with instruction type `ty` (`u8` loads into `u32` registers). Masked
     /// off, the results are the defaults (or 0).
-    Load { ty: Ty, n: u8 },
+    Load {
+        ty: Ty,
+        n: u8,
+    },
     /// `(view, index: u32, values…[, mask])`.
-    Store { ty: Ty, n: u8 },
+    Store {
+        ty: Ty,
+        n: u8,
+    },
     /// `(view, count: u32) -> view`: the view starting `count` elements further.
     Advance,
     /// `(view, index: u32, value: f32)`: `red.global.add.f32`.
@@ -251,40 +281,67 @@ pub enum OpKind {
     /// `[stage, row, col]` under the buffer's layout (pitch and swizzle).
     Offset,
     /// `(addr: u32[, mask][, defaults…]) -> n × result`: `ld.shared`, at `addr + offset`.
-    LoadShared { ty: Ty, n: u8, offset: i32 },
+    LoadShared {
+        ty: Ty,
+        n: u8,
+        offset: i32,
+    },
     /// `(addr: u32, values…[, mask])`: `st.shared`, at `addr + offset`.
-    StoreShared { ty: Ty, n: u8, offset: i32 },
+    StoreShared {
+        ty: Ty,
+        n: u8,
+        offset: i32,
+    },
     /// `(dst: u32, view, index: u32[, src_bytes: u32][, mask])`: `cp.async` of `bytes` from
     /// element `index` of the view to shared address `dst`; bytes past `src_bytes` are zero.
-    CopyAsync { cache: CacheOp, bytes: u32 },
+    CopyAsync {
+        cache: CacheOp,
+        bytes: u32,
+    },
     /// `()`: closes the group of async copies issued since the last commit.
     Commit,
     /// `()`: waits until at most `n` committed groups are pending.
-    Wait { n: u32 },
+    Wait {
+        n: u32,
+    },
     /// `()`: block-wide barrier.
     Barrier,
     /// `(addr: u32) -> fragments`: `ldmatrix.x4{.trans}`; the results are one A fragment,
     /// two B fragments or four `b32` scalars.
-    Ldmatrix { trans: bool },
+    Ldmatrix {
+        trans: bool,
+    },
 
     // ---- warps and tensor cores ----
     /// `(a: frag A, b: frag B, c: frag C) -> frag C`: `d = a·b + c`.
-    Mma { kind: MmaKind },
+    Mma {
+        kind: MmaKind,
+    },
     /// `(frag) -> scalar`: register `index` of a fragment.
-    FragGet { index: u8 },
+    FragGet {
+        index: u8,
+    },
     /// `(scalars…) -> frag`: a fragment from its registers.
     FragMake,
     /// `(src: b32, lane, clamp) -> b32`: `shfl.sync`.
-    Shfl { mode: ShflMode, mask: u32 },
+    Shfl {
+        mode: ShflMode,
+        mask: u32,
+    },
     /// `(v) -> ty`: the butterfly all-reduce of `v` across the 32 lanes (`shfl.bfly` 16, 8,
     /// 4, 2, 1; an `f64` moves as two halves).
-    ReduceWarp { op: BinOp, ty: Ty },
+    ReduceWarp {
+        op: BinOp,
+        ty: Ty,
+    },
 
     // ---- structure ----
     /// `(lb: u32, ub: u32, step: u32, inits…) -> carried…`; one region whose arguments are
     /// the induction variable and the carried values; `pipeline`: the number of stages of
     /// the async-copy pipeline this loop feeds (printed, checked, not interpreted).
-    For { pipeline: Option<u32> },
+    For {
+        pipeline: Option<u32>,
+    },
     /// `(cond: pred) -> results…`; two regions (then, else), each ending in `tile.yield`.
     If,
     /// `(values…)`: ends a region of `tile.for`/`tile.if`.

@@ -1,0 +1,119 @@
+//! Building blocks shared by the Schedule → Tile builders of every kernel kind: element
+//! loads and stores that convert between a tensor's dtype and the registers a kernel computes
+//! in, the warp-per-row mapping and lane-strided loops.
+
+use crate::graph::DType;
+use crate::target::{BinOp, Cmp, Dim, Rnd, SReg, Ty};
+use crate::tile::build::{dimm, fimm, imm, Builder};
+use crate::tile::ir::{Operand, Value};
+
+/// The register type a kernel computes `d` in: `f64` for fp64, else `f32`.
+pub fn compute_ty(f64k: bool) -> Ty {
+    if f64k {
+        Ty::F64
+    } else {
+        Ty::F32
+    }
+}
+
+/// An immediate of the compute type.
+pub fn fconst(ty: Ty, v: f64) -> Operand {
+    if ty == Ty::F64 {
+        dimm(v)
+    } else {
+        fimm(v as f32)
+    }
+}
+
+/// Element `idx` of a `d` tensor as a value of `ty` (`f32`: converted from bf16/fp16;
+/// `f64`: loaded as is). Masked off, 0.
+pub fn load_elem(
+    b: &mut Builder,
+    ty: Ty,
+    d: DType,
+    view: Value,
+    idx: impl Into<Operand>,
+    mask: Option<Value>,
+) -> Value {
+    let dflt = |t: Ty| {
+        if mask.is_some() {
+            vec![if t == Ty::F64 {
+                dimm(0.0)
+            } else if t == Ty::F32 {
+                fimm(0.0)
+            } else {
+                imm(0)
+            }]
+        } else {
+            vec![]
+        }
+    };
+    match (ty, d) {
+        (Ty::F64, _) => b.load(Ty::F64, view, idx, mask, &dflt(Ty::F64))[0],
+        (_, DType::BF16 | DType::F16) => {
+            let t = if d == DType::BF16 { Ty::BF16 } else { Ty::F16 };
+            let h = b.load(Ty::B16, view, idx, mask, &dflt(Ty::B16))[0];
+            let hh = b.bitcast(t, h);
+            b.cast(Ty::F32, t, None, hh)
+        }
+        _ => b.load(Ty::F32, view, idx, mask, &dflt(Ty::F32))[0],
+    }
+}
+
+/// Stores `v` (of the compute type) as element `idx` of a `d` tensor, rounding to `d`.
+pub fn store_elem(
+    b: &mut Builder,
+    d: DType,
+    view: Value,
+    idx: impl Into<Operand>,
+    v: Value,
+    mask: Option<Value>,
+) {
+    let (ty, val) = match d {
+        DType::F64 => (Ty::F64, v),
+        DType::BF16 | DType::F16 => {
+            let t = if d == DType::BF16 { Ty::BF16 } else { Ty::F16 };
+            (Ty::B16, b.cast(t, Ty::F32, Some(Rnd::Rn), v))
+        }
+        DType::TF32 => (Ty::F32, round_tf32(b, v)),
+        _ => (Ty::F32, v),
+    };
+    b.store(ty, view, idx, &[val.into()], mask);
+}
+
+/// Rounds an f32 to tf32 (nearest, ties to even; inf and NaN kept), in a `b32`, as the
+/// cpu's `f32 → tf32` cast does.
+pub fn round_tf32(b: &mut Builder, x: Value) -> Value {
+    let x = b.bitcast(Ty::B32, x);
+    let lsb = b.bin(BinOp::Shr, Ty::U32, x, imm(13));
+    let lsb = b.bin(BinOp::And, Ty::B32, lsb, imm(1));
+    let bias = b.add(Ty::U32, lsb, imm(0xfff));
+    let r = b.add(Ty::U32, x, bias);
+    let r = b.bin(BinOp::And, Ty::B32, r, imm(0xffff_e000));
+    let mag = b.bin(BinOp::And, Ty::B32, x, imm(0x7fff_ffff));
+    let special = b.cmp(Cmp::Ge, Ty::U32, mag, imm(0x7f80_0000));
+    b.select(Ty::B32, special, x, r)
+}
+
+/// One warp per row: `(lane, row)` of this thread (`row = ctaid·warps_per_block + warp`).
+pub fn warp_row(b: &mut Builder) -> (Value, Value) {
+    let tid = b.special(SReg::Tid(Dim::X));
+    let ntid = b.special(SReg::Ntid(Dim::X));
+    let ctaid = b.special(SReg::Ctaid(Dim::X));
+    let warp = b.bin(BinOp::Shr, Ty::U32, tid, imm(5));
+    let lane = b.bin(BinOp::And, Ty::B32, tid, imm(31));
+    let wpb = b.bin(BinOp::Shr, Ty::U32, ntid, imm(5));
+    let row = b.fma(Ty::U32, ctaid, wpb, warp);
+    (lane, row)
+}
+
+/// `for j = lane; j < n; j += 32` carrying `init`: `body(b, j, carried) -> next`.
+pub fn lane_loop(
+    b: &mut Builder,
+    lane: Value,
+    n: impl Into<Operand>,
+    init: &[Value],
+    body: impl FnOnce(&mut Builder, Value, &[Value]) -> Vec<Operand>,
+) -> Vec<Value> {
+    b.for_(lane, n, imm(32), init, None, body)
+}

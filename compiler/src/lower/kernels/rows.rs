@@ -1,0 +1,218 @@
+//! Row kernels over the last axis: softmax, layernorm, rmsnorm and the sum/mean/max/min
+//! reductions. One warp per row, lane-strided loops (lane ↔ column, coalesced), values
+//! carried through the loops, butterfly all-reduces across the warp; fp32 accumulation, or
+//! fp64 when every tensor is fp64.
+//!
+//! Parameters: x, [weight], [bias], y, rows, cols.
+
+use super::blocks::{compute_ty, fconst, lane_loop, load_elem, store_elem, warp_row};
+use super::{no, ParamSet, R};
+use crate::graph::{DType, Graph};
+use crate::target::{BinOp, Cmp, Rnd, Ty, UnOp};
+use crate::tile::build::{fimm, imm, Builder};
+use crate::tile::ir::{Kernel, MathFn, ParamRole, Type, Value};
+use crate::tile::{RowOp, TileKernel};
+
+const LOG2E: f64 = std::f64::consts::LOG2_E;
+
+/// Whether a row kernel over these dtypes runs in fp64 (all fp64) or fp32 (all fp32 or
+/// narrower floats); a mix is not lowered.
+fn row_f64(ds: &[DType]) -> R<bool> {
+    if ds.iter().all(|&d| d == DType::F64) {
+        Ok(true)
+    } else if ds.iter().all(|d| d.is_float()) {
+        Ok(false)
+    } else {
+        no("row kernels mixing fp64 with other dtypes")
+    }
+}
+
+/// `e^(v − m)`: in f32 `ex2.approx(v·log2 e + mb)` with `mb = −m·log2 e`; in f64 `exp(v − m)`.
+fn exp_shifted(b: &mut Builder, ty: Ty, v: Value, m: Value, mb: Value) -> Value {
+    if ty == Ty::F64 {
+        let d = b.sub(Ty::F64, v, m);
+        b.math(MathFn::Exp, Ty::F64, &[d.into()])
+    } else {
+        let t = b.fma(Ty::F32, v, fimm(LOG2E as f32), mb);
+        b.unary(UnOp::Ex2Approx, Ty::F32, t)
+    }
+}
+
+/// The rows kernel's setup: parameters, the thread's row and the in-range test.
+struct Rows {
+    b: Builder,
+    p: ParamSet,
+    rows: Value,
+    cols: Value,
+    lane: Value,
+    row: Value,
+    ty: Ty,
+}
+
+fn setup(g: &Graph, tk: &TileKernel, rows: u32, cols: u32, extra: &[&str]) -> R<Rows> {
+    let mut b = Builder::new(&tk.name, tk.span, tk.grid, tk.block);
+    let p = ParamSet::new(&mut b, g, tk, &[&["x"], extra].concat(), "y")?;
+    let rows_v = b.param("rows", Type::Scalar(Ty::U32), ParamRole::Size(rows));
+    let cols_v = b.param("cols", Type::Scalar(Ty::U32), ParamRole::Size(cols));
+    let mut all = p.dtypes.clone();
+    all.push(p.out_dtype);
+    let ty = compute_ty(row_f64(&all)?);
+    let (lane, row) = warp_row(&mut b);
+    Ok(Rows {
+        b,
+        p,
+        rows: rows_v,
+        cols: cols_v,
+        lane,
+        row,
+        ty,
+    })
+}
+
+/// `softmax(x, axis=-1)` of `rows × cols`.
+pub fn softmax(g: &Graph, tk: &TileKernel, rows: u32, cols: u32) -> R<Kernel> {
+    let Rows {
+        mut b,
+        p,
+        rows: rows_v,
+        cols: cols_v,
+        lane,
+        row,
+        ty,
+    } = setup(g, tk, rows, cols, &[])?;
+    let (x, xd, y, yd) = (p.inputs[0], p.dtypes[0], p.out, p.out_dtype);
+    let inr = b.cmp(Cmp::Lt, Ty::U32, row, rows_v);
+    b.when(inr, |b| {
+        let rowbase = b.mul(Ty::U32, row, cols_v);
+        let m0 = b.mov(ty, fconst(ty, f64::NEG_INFINITY));
+        let m = lane_loop(b, lane, cols_v, &[m0], |b, j, c| {
+            let i = b.add(Ty::U32, rowbase, j);
+            let v = load_elem(b, ty, xd, x, i, None);
+            vec![b.bin(BinOp::Max, ty, c[0], v).into()]
+        })[0];
+        let m = b.reduce_warp(BinOp::Max, ty, m);
+        let mb = b.mul(ty, m, fconst(ty, -LOG2E));
+        let s0 = b.mov(ty, fconst(ty, 0.0));
+        let s = lane_loop(b, lane, cols_v, &[s0], |b, j, c| {
+            let i = b.add(Ty::U32, rowbase, j);
+            let v = load_elem(b, ty, xd, x, i, None);
+            let e = exp_shifted(b, ty, v, m, mb);
+            vec![b.add(ty, c[0], e).into()]
+        })[0];
+        let s = b.reduce_warp(BinOp::Add, ty, s);
+        let inv = b.unary(UnOp::Rcp, ty, s);
+        lane_loop(b, lane, cols_v, &[], |b, j, _| {
+            let i = b.add(Ty::U32, rowbase, j);
+            let v = load_elem(b, ty, xd, x, i, None);
+            let e = exp_shifted(b, ty, v, m, mb);
+            let r = b.mul(ty, e, inv);
+            store_elem(b, yd, y, i, r, None);
+            vec![]
+        });
+    });
+    Ok(b.finish())
+}
+
+/// A normalisation or reduction of `rows × cols` over the last axis.
+pub fn rows(g: &Graph, tk: &TileKernel, op: RowOp, rows: u32, cols: u32) -> R<Kernel> {
+    let (has_w, has_b) = match op {
+        RowOp::LayerNorm { weight, bias, .. } => (weight, bias),
+        RowOp::RmsNorm { weight, .. } => (weight, false),
+        _ => (false, false),
+    };
+    let mut extra = vec![];
+    if has_w {
+        extra.push("weight");
+    }
+    if has_b {
+        extra.push("bias");
+    }
+    let Rows {
+        mut b,
+        p,
+        rows: rows_v,
+        cols: cols_v,
+        lane,
+        row,
+        ty,
+    } = setup(g, tk, rows, cols, &extra)?;
+    let (x, xd, y, yd) = (p.inputs[0], p.dtypes[0], p.out, p.out_dtype);
+    let w = has_w.then(|| (p.inputs[1], p.dtypes[1]));
+    let bias = has_b.then(|| {
+        let i = if has_w { 2 } else { 1 };
+        (p.inputs[i], p.dtypes[i])
+    });
+    let inr = b.cmp(Cmp::Lt, Ty::U32, row, rows_v);
+    b.when(inr, |b| {
+        let rowbase = b.mul(Ty::U32, row, cols_v);
+        let colsf = b.cast(ty, Ty::U32, Some(Rnd::Rn), cols_v);
+        let (init_v, fold) = match op {
+            RowOp::Max => (f64::NEG_INFINITY, BinOp::Max),
+            RowOp::Min => (f64::INFINITY, BinOp::Min),
+            _ => (0.0, BinOp::Add),
+        };
+        let a0 = b.mov(ty, fconst(ty, init_v));
+        let square = matches!(op, RowOp::RmsNorm { .. });
+        let acc = lane_loop(b, lane, cols_v, &[a0], |b, j, c| {
+            let i = b.add(Ty::U32, rowbase, j);
+            let v = load_elem(b, ty, xd, x, i, None);
+            let next = if square {
+                b.fma(ty, v, v, c[0])
+            } else {
+                b.bin(fold, ty, c[0], v)
+            };
+            vec![next.into()]
+        })[0];
+        let acc = b.reduce_warp(fold, ty, acc);
+        match op {
+            RowOp::Sum | RowOp::Mean | RowOp::Max | RowOp::Min => {
+                let r = if op == RowOp::Mean {
+                    b.bin(BinOp::Div, ty, acc, colsf)
+                } else {
+                    acc
+                };
+                let first = b.cmp(Cmp::Eq, Ty::U32, lane, imm(0));
+                store_elem(b, yd, y, row, r, Some(first));
+            }
+            RowOp::LayerNorm { eps, .. } | RowOp::RmsNorm { eps, .. } => {
+                let (mean, ms) = if let RowOp::LayerNorm { .. } = op {
+                    let mean = b.bin(BinOp::Div, ty, acc, colsf);
+                    let v0 = b.mov(ty, fconst(ty, 0.0));
+                    let var = lane_loop(b, lane, cols_v, &[v0], |b, j, c| {
+                        let i = b.add(Ty::U32, rowbase, j);
+                        let v = load_elem(b, ty, xd, x, i, None);
+                        let d = b.sub(ty, v, mean);
+                        vec![b.fma(ty, d, d, c[0]).into()]
+                    })[0];
+                    (Some(mean), b.reduce_warp(BinOp::Add, ty, var))
+                } else {
+                    (None, acc)
+                };
+                let ms = b.bin(BinOp::Div, ty, ms, colsf);
+                let ms = b.add(ty, ms, fconst(ty, eps));
+                let sd = b.unary(UnOp::Sqrt, ty, ms);
+                let rstd = b.unary(UnOp::Rcp, ty, sd);
+                lane_loop(b, lane, cols_v, &[], |b, j, _| {
+                    let i = b.add(Ty::U32, rowbase, j);
+                    let v = load_elem(b, ty, xd, x, i, None);
+                    let c = match mean {
+                        Some(m) => b.sub(ty, v, m),
+                        None => v,
+                    };
+                    let mut r = b.mul(ty, c, rstd);
+                    if let Some((wp, wd)) = w {
+                        let wv = load_elem(b, ty, wd, wp, j, None);
+                        r = b.mul(ty, r, wv);
+                    }
+                    if let Some((bp, bd)) = bias {
+                        let bv = load_elem(b, ty, bd, bp, j, None);
+                        r = b.add(ty, r, bv);
+                    }
+                    store_elem(b, yd, y, i, r, None);
+                    vec![]
+                });
+            }
+        }
+    });
+    Ok(b.finish())
+}
