@@ -2168,9 +2168,10 @@ pub fn lower(g: &Graph, tk: &TileKernel) -> R<Lowered> {
             dims,
             sources,
         } => super::copy::target(g, tk, *n, *vector, dims, sources),
-        Shape::ReduceAxis { .. } | Shape::RowSoftmax { .. } | Shape::Rows { .. } => {
-            no("a kind built as Tile IR (lower::kernels)")
-        }
+        Shape::ReduceAxis { .. }
+        | Shape::SoftmaxAxis { .. }
+        | Shape::RowSoftmax { .. }
+        | Shape::Rows { .. } => no("a kind built as Tile IR (lower::kernels)"),
         Shape::FlashAttention {
             sq,
             sk,

@@ -161,13 +161,31 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 Op::Softmax { axis, .. } => *axis,
                 _ => return Err(nl(k, "not a softmax")),
             };
-            if axis + 1 != k.ty.shape.len() {
-                return Err(nl(k, "softmax over an axis other than the last"));
-            }
             if !(float_io(k.ty.dtype) || k.ty.dtype == DType::F64) {
                 return Err(nl(k, format!("{} softmax", k.ty.dtype)));
             }
-            let cols = *k.ty.shape.last().unwrap_or(&1);
+            let shape = &k.ty.shape;
+            let inner: u64 = shape.iter().skip(axis + 1).map(|&d| d as u64).product();
+            if inner > 1 {
+                // a middle axis: [outer, len, inner]
+                let outer: u64 = shape[..axis].iter().map(|&d| d as u64).product();
+                let len = shape.get(axis).map(|&d| d as u64).unwrap_or(1);
+                if outer * len * inner > u64::from(u32::MAX) {
+                    return Err(nl(k, "a softmax of more than 2^32 elements"));
+                }
+                if outer * len * inner == 0 {
+                    return Err(nl(k, "empty softmax"));
+                }
+                super::reduce_axis::tile(k, RowOp::Max, outer, len, inner, &mut tk)
+                    .map_err(|r| nl(k, r))?;
+                tk.shape = Shape::SoftmaxAxis {
+                    outer: u32_of(k, outer as usize)?,
+                    len: u32_of(k, len as usize)?,
+                    inner: u32_of(k, inner as usize)?,
+                };
+                return Ok(tk);
+            }
+            let cols = *shape.get(axis).unwrap_or(&1);
             let rows = if cols == 0 {
                 0
             } else {
@@ -605,7 +623,8 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                         Some(_) if inner == 1 => (ro, false),
                         Some(a) => {
                             // A middle axis: [outer, len, inner] -> [outer, inner].
-                            if !float_io(k.ty.dtype) || !float_io(xt.dtype) {
+                            let both64 = k.ty.dtype == DType::F64 && xt.dtype == DType::F64;
+                            if !both64 && (!float_io(k.ty.dtype) || !float_io(xt.dtype)) {
                                 return Err(nl(k, format!("{} reductions", xt.dtype)));
                             }
                             let outer: u64 = xt.shape[..*a].iter().map(|&d| d as u64).product();

@@ -114,6 +114,9 @@ pub enum Shape {
         len: u32,
         inner: u32,
     },
+    /// A softmax of `[outer, len, inner]` over the middle axis (`len`): the block mapping of
+    /// [`Shape::ReduceAxis`], the max and the sum of exponentials folded through shared memory.
+    SoftmaxAxis { outer: u32, len: u32, inner: u32 },
     /// `n` elements, `vector` per thread.
     Elementwise { n: u64, vector: u32 },
     /// `rows × cols`, one warp per row, `warps` rows per block.

@@ -117,3 +117,16 @@ pub fn lane_loop(
 ) -> Vec<Value> {
     b.for_(lane, n, imm(32), init, None, body)
 }
+
+/// `x / d` and `x % d` for an immediate `d` > 0 (shifts and masks for powers of two).
+pub fn divmod(b: &mut Builder, x: Value, d: u32) -> (Value, Value) {
+    if d.is_power_of_two() {
+        let q = b.bin(BinOp::Shr, Ty::U32, x, imm(i64::from(d.trailing_zeros())));
+        let r = b.bin(BinOp::And, Ty::B32, x, imm(i64::from(d - 1)));
+        (q, r)
+    } else {
+        let q = b.bin(BinOp::Div, Ty::U32, x, imm(i64::from(d)));
+        let r = b.bin(BinOp::Rem, Ty::U32, x, imm(i64::from(d)));
+        (q, r)
+    }
+}

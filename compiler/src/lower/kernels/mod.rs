@@ -2,6 +2,7 @@
 //! blocks in [`blocks`], one module per kind. A kind not listed in [`build`] is still
 //! generated directly as Target IR by [`super::to_target`].
 
+pub mod axis;
 pub mod blocks;
 pub mod rows;
 
@@ -22,6 +23,12 @@ pub fn build(g: &Graph, tk: &TileKernel) -> Option<R<Kernel>> {
     Some(match &tk.shape {
         Shape::RowSoftmax { rows, cols, .. } => rows::softmax(g, tk, *rows, *cols),
         Shape::Rows { op, rows, cols, .. } => rows::rows(g, tk, *op, *rows, *cols),
+        Shape::ReduceAxis { op, len, inner, .. } => {
+            axis::build(g, tk, axis::AxisOp::Reduce(*op), *len, *inner)
+        }
+        Shape::SoftmaxAxis { len, inner, .. } => {
+            axis::build(g, tk, axis::AxisOp::Softmax, *len, *inner)
+        }
         _ => return None,
     })
 }
