@@ -84,7 +84,7 @@ pub fn check(k: &Kernel) -> Result<(), CheckError> {
 /// The launch shape and the shared-memory total.
 fn launch(k: &Kernel) -> Result<(), CheckError> {
     let t = k.threads();
-    if t == 0 || t > 1024 || t % 32 != 0 {
+    if t == 0 || t > 1024 || !t.is_multiple_of(32) {
         let [x, y, z] = k.block;
         return Err(kernel_err(
             k,
