@@ -13,6 +13,7 @@
 //! - every op has a real span.
 
 pub mod build;
+pub mod check;
 pub mod ir;
 
 use crate::graph::print::loc;
