@@ -87,6 +87,8 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Lowered, Diagn
                 tile::verify(&tk).map_err(|m| internal(&k.name, m))?;
                 let lowered = match kernels::build(&program.graph, &tk) {
                     Some(Ok(prog)) => {
+                        tile::check::check(&prog)
+                            .map_err(|e| internal(&k.name, format!("invalid Tile IR: {e}")))?;
                         let l = tile_target::translate(&prog);
                         c.program = Some(prog);
                         l

@@ -2,6 +2,7 @@
 //! blocks in [`blocks`], one module per kind. A kind not listed in [`build`] is still
 //! generated directly as Target IR by [`super::to_target`].
 
+pub mod attention;
 pub mod axis;
 pub mod blocks;
 pub mod rows;
@@ -29,6 +30,30 @@ pub fn build(g: &Graph, tk: &TileKernel) -> Option<R<Kernel>> {
         Shape::SoftmaxAxis { len, inner, .. } => {
             axis::build(g, tk, axis::AxisOp::Softmax, *len, *inner)
         }
+        Shape::FlashAttention {
+            sq,
+            sk,
+            dq,
+            dv,
+            causal,
+            scale,
+            bm,
+            bn,
+            bcast,
+            ..
+        } => attention::build(
+            g,
+            tk,
+            *sq,
+            *sk,
+            *dq,
+            *dv,
+            *causal,
+            *scale,
+            *bm,
+            *bn,
+            bcast.as_ref(),
+        ),
         _ => return None,
     })
 }

@@ -1,0 +1,292 @@
+//! FlashAttention forward with fp32 FMA: a block of 4 warps per `bm` query rows, key tiles of
+//! 32 keys (lane ↔ key for the scores, lane ↔ output columns for the accumulator) staged
+//! through shared memory, online softmax (the running max, sum and accumulator are carried
+//! through the key loop; the accumulator is rescaled when the max grows).
+//! Parameters: q, k, v, o, sq, sk; the batch is grid y.
+
+use super::blocks::{load_elem, store_elem};
+use super::{no, ParamSet, R};
+use crate::graph::{DType, Graph};
+use crate::target::{BinOp, Cmp, Dim, SReg, ShflMode, Ty, UnOp};
+use crate::tile::build::{fimm, imm, Builder};
+use crate::tile::ir::{Kernel, Layout, Operand, ParamRole, SharedBuf, Type, Value};
+use crate::tile::{AttnBatch, TileKernel};
+
+const LOG2E: f64 = std::f64::consts::LOG2_E;
+
+/// An f32 shared buffer of `rows × pitch` floats.
+fn f32_buf(rows: u32, pitch: u32) -> SharedBuf {
+    SharedBuf {
+        elem_bytes: 4,
+        shape: vec![1, rows, pitch],
+        layout: Layout {
+            pitch: pitch * 4,
+            swizzle: None,
+        },
+        align: 16,
+    }
+}
+
+/// Cooperative copy of a `[tile_rows, dim]` tile of a row-major `[.., dim]` tensor (rows from
+/// `row0`, at most `nrows` rows, element `base` first) into f32 shared memory at `dst` (row
+/// pitch `pitch` floats), zero-filled past the edge. `threads` threads, `tid` this thread.
+#[allow(clippy::too_many_arguments)]
+pub fn tile_to_shared(
+    b: &mut Builder,
+    d: DType,
+    src: Value,
+    base: Value,
+    row0: Value,
+    nrows: Value,
+    tile_rows: u32,
+    dim: u32,
+    pitch: u32,
+    dst: Value,
+    tid: Value,
+    threads: u32,
+) {
+    let total = tile_rows * dim;
+    for i in 0..total.div_ceil(threads) {
+        let idx = b.add(Ty::U32, tid, imm(i64::from(i * threads)));
+        let r = b.bin(BinOp::Div, Ty::U32, idx, imm(i64::from(dim)));
+        let c = b.bin(BinOp::Rem, Ty::U32, idx, imm(i64::from(dim)));
+        let gr = b.add(Ty::U32, row0, r);
+        let mut ok = b.cmp(Cmp::Lt, Ty::U32, gr, nrows);
+        let in_tile = (i + 1) * threads > total;
+        let tail = in_tile.then(|| b.cmp(Cmp::Lt, Ty::U32, idx, imm(i64::from(total))));
+        if let Some(t) = tail {
+            ok = b.bin(BinOp::And, Ty::Pred, ok, t);
+        }
+        let gi = b.fma(Ty::U32, gr, imm(i64::from(dim)), base);
+        let gi = b.add(Ty::U32, gi, c);
+        let v = load_elem(b, Ty::F32, d, src, gi, Some(ok));
+        let so = b.fma(Ty::U32, r, imm(i64::from(pitch)), c);
+        let addr = b.fma(Ty::U32, so, imm(4), dst);
+        b.store_shared(Ty::F32, addr, 0, &[v.into()], tail);
+    }
+}
+
+/// The first element of this block's batch in each operand: (q, k, v, o).
+fn batch_bases(
+    b: &mut Builder,
+    bz: Value,
+    sq: Value,
+    sk: Value,
+    dq: u32,
+    dv: u32,
+    bcast: Option<&AttnBatch>,
+) -> [Value; 4] {
+    let (qb, kb, vb) = match bcast {
+        None => (bz, bz, bz),
+        Some(m) => {
+            // each operand's batch from the output batch's coordinates
+            let mut c = vec![bz; m.dims.len()];
+            let mut rest = bz;
+            for d in (1..m.dims.len()).rev() {
+                let dd = i64::from(m.dims[d].max(1));
+                c[d] = b.bin(BinOp::Rem, Ty::U32, rest, imm(dd));
+                rest = b.bin(BinOp::Div, Ty::U32, rest, imm(dd));
+            }
+            if let Some(c0) = c.first_mut() {
+                *c0 = rest;
+            }
+            let batch_of = |b: &mut Builder, st: &[u32]| {
+                let mut acc = b.mov(Ty::U32, imm(0));
+                for (cd, &s) in c.iter().zip(st) {
+                    if s != 0 {
+                        acc = b.fma(Ty::U32, *cd, imm(i64::from(s)), acc);
+                    }
+                }
+                acc
+            };
+            (batch_of(b, &m.q), batch_of(b, &m.k), batch_of(b, &m.v))
+        }
+    };
+    let rows = [(qb, sq, dq), (kb, sk, dq), (vb, sk, dv), (bz, sq, dv)];
+    rows.map(|(batch, len, dim)| {
+        let first = b.mul(Ty::U32, batch, len);
+        b.mul(Ty::U32, first, imm(i64::from(dim)))
+    })
+}
+
+/// The FlashAttention kernel of `[batch, sq, dq] · [batch, sk, dq]ᵀ · [batch, sk, dv]`.
+#[allow(clippy::too_many_arguments)]
+pub fn build(
+    g: &Graph,
+    tk: &TileKernel,
+    sq: u32,
+    sk: u32,
+    dq: u32,
+    dv: u32,
+    causal: bool,
+    scale: f64,
+    bm: u32,
+    bn: u32,
+    bcast: Option<&AttnBatch>,
+) -> R<Kernel> {
+    if bn != 32 || !bm.is_multiple_of(4) || bm == 0 {
+        return no("flash attention tiles other than 4k×32");
+    }
+    let threads = 128u32;
+    let rpw = (bm / 4) as usize;
+    let dtv = dv.div_ceil(32) as usize;
+    let vpitch = dv.next_multiple_of(32);
+    let mut b = Builder::new(&tk.name, tk.span, tk.grid, [threads, 1, 1]);
+    let p = ParamSet::new(&mut b, g, tk, &["q", "k", "v"], "o")?;
+    let (qp, kp, vp, op) = (p.inputs[0], p.inputs[1], p.inputs[2], p.out);
+    let (qd, kd, vd) = (p.dtypes[0], p.dtypes[1], p.dtypes[2]);
+    let sq_v = b.param("sq", Type::Scalar(Ty::U32), ParamRole::Size(sq));
+    let sk_v = b.param("sk", Type::Scalar(Ty::U32), ParamRole::Size(sk));
+    let sqs = b.shared("smem_q", f32_buf(bm, dq));
+    let sks = b.shared("smem_k", f32_buf(bn, dq + 1));
+    let svs = b.shared("smem_v", f32_buf(bn + 1, vpitch));
+    let tid = b.special(SReg::Tid(Dim::X));
+    let bx = b.special(SReg::Ctaid(Dim::X));
+    let bz = b.special(SReg::Ctaid(Dim::Y));
+    let lane = b.bin(BinOp::And, Ty::B32, tid, imm(31));
+    let warp = b.bin(BinOp::Shr, Ty::U32, tid, imm(5));
+    let q0 = b.mul(Ty::U32, bx, imm(i64::from(bm)));
+    let [qrow0, krow0, vrow0, orow0] = batch_bases(&mut b, bz, sq_v, sk_v, dq, dv, bcast);
+    let sq0 = b.shared_addr(sqs);
+    let sk0 = b.shared_addr(sks);
+    let sv0 = b.shared_addr(svs);
+    tile_to_shared(
+        &mut b, qd, qp, qrow0, q0, sq_v, bm, dq, dq, sq0, tid, threads,
+    );
+    // this warp's query rows
+    let wrow = b.mul(Ty::U32, warp, imm(rpw as i64));
+    let qi: Vec<Value> = (0..rpw)
+        .map(|r| {
+            let t = b.add(Ty::U32, q0, wrow);
+            b.add(Ty::U32, t, imm(r as i64))
+        })
+        .collect();
+    let qrd = b.fma(Ty::U32, wrow, imm(i64::from(dq) * 4), sq0);
+    let krd = b.fma(Ty::U32, lane, imm(i64::from(dq + 1) * 4), sk0);
+    let vrd = b.fma(Ty::U32, lane, imm(4), sv0);
+    // carried: m[rpw], l[rpw], acc[rpw][dtv]
+    let mut init = vec![];
+    for _ in 0..rpw {
+        init.push(b.mov(Ty::F32, fimm(f32::NEG_INFINITY)));
+    }
+    for _ in 0..rpw * (1 + dtv) {
+        init.push(b.mov(Ty::F32, fimm(0.0)));
+    }
+    let kend = if causal {
+        let e = b.add(Ty::U32, q0, imm(i64::from(bm)));
+        b.bin(BinOp::Min, Ty::U32, e, sk_v)
+    } else {
+        sk_v
+    };
+    let c2 = (scale * LOG2E) as f32;
+    let fin = b.for_(
+        imm(0),
+        kend,
+        imm(i64::from(bn)),
+        &init,
+        None,
+        |b, k0, cv| {
+            let (m, rest) = cv.split_at(rpw);
+            let (l, acc) = rest.split_at(rpw);
+            tile_to_shared(
+                b,
+                kd,
+                kp,
+                krow0,
+                k0,
+                sk_v,
+                bn,
+                dq,
+                dq + 1,
+                sk0,
+                tid,
+                threads,
+            );
+            tile_to_shared(
+                b, vd, vp, vrow0, k0, sk_v, bn, dv, vpitch, sv0, tid, threads,
+            );
+            b.barrier();
+            // scores: lane j holds s[r] = q_r · k_j
+            let mut s: Vec<Value> = (0..rpw).map(|_| b.mov(Ty::F32, fimm(0.0))).collect();
+            for c in 0..dq as i32 {
+                let kv = b.load_shared(Ty::F32, krd, c * 4, 1)[0];
+                for (r, sr) in s.iter_mut().enumerate() {
+                    let off = (r as i32 * dq as i32 + c) * 4;
+                    let qv = b.load_shared(Ty::F32, qrd, off, 1)[0];
+                    *sr = b.fma(Ty::F32, qv, kv, *sr);
+                }
+            }
+            let key = b.add(Ty::U32, k0, lane);
+            let key_ok = b.cmp(Cmp::Lt, Ty::U32, key, sk_v);
+            let mut next_m = vec![];
+            let mut next_l = vec![];
+            let mut next_acc: Vec<Value> = vec![];
+            let mut pr = vec![];
+            for r in 0..rpw {
+                let mut ok = key_ok;
+                if causal {
+                    let c = b.cmp(Cmp::Le, Ty::U32, key, qi[r]);
+                    ok = b.bin(BinOp::And, Ty::Pred, ok, c);
+                }
+                let t = b.mul(Ty::F32, s[r], fimm(c2));
+                let t = b.select(Ty::F32, ok, t, fimm(f32::NEG_INFINITY));
+                let mx = b.reduce_warp(BinOp::Max, Ty::F32, t);
+                let mnew = b.bin(BinOp::Max, Ty::F32, m[r], mx);
+                let none = b.cmp(Cmp::Eq, Ty::F32, mnew, fimm(f32::NEG_INFINITY));
+                let muse = b.select(Ty::F32, none, fimm(0.0), mnew);
+                let e = b.sub(Ty::F32, t, muse);
+                let pj = b.unary(UnOp::Ex2Approx, Ty::F32, e);
+                let a = b.sub(Ty::F32, m[r], muse);
+                let alpha = b.unary(UnOp::Ex2Approx, Ty::F32, a);
+                let ps = b.reduce_warp(BinOp::Add, Ty::F32, pj);
+                next_l.push(b.fma(Ty::F32, l[r], alpha, ps));
+                next_m.push(mnew);
+                for x in &acc[r * dtv..(r + 1) * dtv] {
+                    next_acc.push(b.mul(Ty::F32, *x, alpha));
+                }
+                pr.push(pj);
+            }
+            // acc[r][t] += Σ_j p_r[j] · v[j][lane + 32t]
+            for j in 0..bn as i32 {
+                let vv: Vec<Value> = (0..dtv as i32)
+                    .map(|t| {
+                        let off = (j * vpitch as i32 + t * 32) * 4;
+                        b.load_shared(Ty::F32, vrd, off, 1)[0]
+                    })
+                    .collect();
+                for (r, &prr) in pr.iter().enumerate() {
+                    let pj = b.shfl(ShflMode::Idx, prr, imm(i64::from(j)), imm(31));
+                    let pj = b.bitcast(Ty::F32, pj);
+                    for (t, &v) in vv.iter().enumerate() {
+                        let x = &mut next_acc[r * dtv + t];
+                        *x = b.fma(Ty::F32, pj, v, *x);
+                    }
+                }
+            }
+            b.barrier();
+            next_m
+                .into_iter()
+                .chain(next_l)
+                .chain(next_acc)
+                .map(Operand::from)
+                .collect()
+        },
+    );
+    let (l, acc) = fin[rpw..].split_at(rpw);
+    for r in 0..rpw {
+        let row_ok = b.cmp(Cmp::Lt, Ty::U32, qi[r], sq_v);
+        let pos = b.cmp(Cmp::Gt, Ty::F32, l[r], fimm(0.0));
+        let inv = b.unary(UnOp::Rcp, Ty::F32, l[r]);
+        let inv = b.select(Ty::F32, pos, inv, fimm(0.0));
+        let obase = b.fma(Ty::U32, qi[r], imm(i64::from(dv)), orow0);
+        for (t, x) in acc[r * dtv..(r + 1) * dtv].iter().enumerate() {
+            let col = b.add(Ty::U32, lane, imm(32 * t as i64));
+            let col_ok = b.cmp(Cmp::Lt, Ty::U32, col, imm(i64::from(dv)));
+            let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok);
+            let idx = b.add(Ty::U32, obase, col);
+            let v = b.mul(Ty::F32, *x, inv);
+            store_elem(&mut b, tk.ty.dtype, op, idx, v, Some(ok));
+        }
+    }
+    Ok(b.finish())
+}
