@@ -134,17 +134,22 @@ fn schedule_for(
                 elem_bytes: bytes(ty.dtype),
             }
         }
-        Kind::FlashAttention => Schedule {
-            // 16 query rows per block (4 warps × 4 rows), key tiles of 32.
-            tile: [16, 32, 1],
-            warp: [1, 1],
-            stages: 1,
-            vector: 1,
-            tensor_cores: false,
-            async_copy: false,
-            threads: 128,
-            elem_bytes: 4,
-        },
+        Kind::FlashAttention => {
+            // Tensor cores: 64 query rows per block (4 warps × 16), key tiles of 64, for
+            // bf16/fp16 operands of one head dimension that is a multiple of 16. Otherwise
+            // fp32 FMA: 16 query rows per block (4 warps × 4 rows), key tiles of 32.
+            let tc = d.tensor_cores.unwrap_or(true) && attention_mma(g, inputs, ty).is_some();
+            Schedule {
+                tile: if tc { [64, 64, 16] } else { [16, 32, 1] },
+                warp: [1, 1],
+                stages: 1,
+                vector: 1,
+                tensor_cores: tc,
+                async_copy: false,
+                threads: 128,
+                elem_bytes: if tc { 2 } else { 4 },
+            }
+        }
         Kind::Softmax | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => Schedule {
             tile: [4, 1, 1],
             warp: [1, 1],
@@ -200,4 +205,31 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Program, Sched
     }
     verify(&p)?;
     Ok(p)
+}
+
+/// The MMA of a tensor-core attention of these operands (q, k, v) and result: all bf16 or all
+/// fp16, one head dimension (dq = dv) that is a multiple of 16 up to 128, and the same batch
+/// dims everywhere (no broadcasting).
+pub fn attention_mma(
+    g: &Graph,
+    inputs: &[crate::graph::ValueId],
+    ty: &TensorType,
+) -> Option<crate::target::MmaKind> {
+    use crate::target::MmaKind;
+    let kind = match ty.dtype {
+        DType::BF16 => MmaKind::M16n8k16Bf16,
+        DType::F16 => MmaKind::M16n8k16F16,
+        _ => return None,
+    };
+    let ts: Vec<&TensorType> = inputs.iter().map(|v| g.ty(*v)).collect::<Option<_>>()?;
+    let [q, k, v] = ts.as_slice() else {
+        return None;
+    };
+    let r = ty.shape.len();
+    let same = [q, k, v].iter().all(|t| {
+        t.dtype == ty.dtype && t.shape.len() == r && t.shape[..r - 2] == ty.shape[..r - 2]
+    });
+    let dq = *q.shape.last()?;
+    let dv = *v.shape.last()?;
+    (r >= 2 && same && dq == dv && dq % 16 == 0 && (16..=128).contains(&dq)).then_some(kind)
 }

@@ -809,10 +809,21 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
             {
                 return Err(nl(k, "too large an attention"));
             }
-            let bm = s.tile[0];
-            let bn = 32;
+            let mma = if s.tensor_cores {
+                super::to_schedule::attention_mma(g, &k.inputs, &k.ty)
+            } else {
+                None
+            };
+            let (bm, bn) = if mma.is_some() {
+                (
+                    super::kernels::attention_mma::BM,
+                    super::kernels::attention_mma::BN,
+                )
+            } else {
+                (s.tile[0], 32)
+            };
             let warps = 4;
-            if bm == 0 || !bm.is_multiple_of(warps) || bm / warps > 8 {
+            if mma.is_none() && (bm == 0 || !bm.is_multiple_of(warps) || bm / warps > 8) {
                 return Err(nl(
                     k,
                     "a query tile that is not 4..32 rows, a multiple of 4",
@@ -837,6 +848,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 bm,
                 bn,
                 bcast,
+                mma,
             };
             tk.smem = vec![
                 Smem {

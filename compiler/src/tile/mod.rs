@@ -145,6 +145,8 @@ pub enum Shape {
         bn: u32,
         /// `None`: every operand has the output's batch dims.
         bcast: Option<AttnBatch>,
+        /// Tensor cores (`kernels::attention_mma`): the MMA, with `bm` 64 and `bn` 64.
+        mma: Option<MmaKind>,
     },
     /// `c[m,n] = a[m,k]·b[k,n]` with fp32 FMA: BM×BN×BK tile, 4×4 outputs per thread.
     MatmulFma {

@@ -3,6 +3,7 @@
 //! generated directly as Target IR by [`super::to_target`].
 
 pub mod attention;
+pub mod attention_mma;
 pub mod axis;
 pub mod blocks;
 pub mod rows;
@@ -30,6 +31,15 @@ pub fn build(g: &Graph, tk: &TileKernel) -> Option<R<Kernel>> {
         Shape::SoftmaxAxis { len, inner, .. } => {
             axis::build(g, tk, axis::AxisOp::Softmax, *len, *inner)
         }
+        Shape::FlashAttention {
+            sq,
+            sk,
+            dq,
+            causal,
+            scale,
+            mma: Some(kind),
+            ..
+        } => attention_mma::build(g, tk, *sq, *sk, *dq, *causal, *scale, *kind),
         Shape::FlashAttention {
             sq,
             sk,
