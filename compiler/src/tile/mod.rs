@@ -14,6 +14,7 @@
 
 pub mod build;
 pub mod ir;
+pub mod text;
 
 use crate::graph::print::loc;
 use crate::graph::{TensorType, ValueId};
