@@ -26,11 +26,12 @@
 //!           | [results "="] "tile.for" %IV "=" operand "to" operand "step" operand
 //!               ["iter_args(" %A "=" operand {"," %A "=" operand} ")"] ["{pipeline =" INT "}"]
 //!               [":" types] "{" loc {op} "}"
-//!           | [results "="] "tile.if" operand [":" types] "{" loc {op} "}" "else" "{" {op} "}"
+//!           | [results "="] "tile.if" operand [":" types] "{" loc {op} "}" {"else" "{" {op} "}"}
 //! attrs    := "{" KEY "=" INT {"," KEY "=" INT} "}"
 //! types    := type {"," type}          (one type for all results when they are all equal)
 //! ```
 //!
+//! `tile.if` prints one `else` part per region after the first (a verified kernel has two).
 //! The induction variable of `tile.for` is `u32`; its carried arguments have the types of
 //! its results. Mnemonics and their operand forms (`[.vN]`: the vector width, absent for 1):
 //!

@@ -228,6 +228,16 @@ impl Parser {
         }
     }
 
+    /// A value number about to be defined (an error here when it already is).
+    pub(super) fn def_num(&mut self) -> R<u32> {
+        if let Tok::Val(n) = *self.tok() {
+            if self.names.contains_key(&n) {
+                return self.err(format!("value %{n} is defined twice"));
+            }
+        }
+        self.val_num()
+    }
+
     pub(super) fn operand(&mut self) -> R<Operand> {
         let o = match *self.tok() {
             Tok::Val(n) => match self.names.get(&n) {
@@ -452,7 +462,7 @@ impl Parser {
             if !params.is_empty() {
                 self.punct(',')?;
             }
-            let n = self.val_num()?;
+            let n = self.def_num()?;
             let pname = self.at_name()?;
             self.punct(':')?;
             let ty = self.ty()?;
@@ -539,7 +549,7 @@ impl Parser {
         let mut results = Vec::new();
         if matches!(self.tok(), Tok::Val(_)) {
             loop {
-                results.push(self.val_num()?);
+                results.push(self.def_num()?);
                 if !self.eat_punct(',') {
                     break;
                 }
@@ -635,7 +645,7 @@ impl Parser {
     }
 
     pub(super) fn for_(&mut self, results: Vec<u32>, depth: usize) -> R<OpId> {
-        let iv = self.val_num()?;
+        let iv = self.def_num()?;
         self.punct('=')?;
         let mut operands = vec![self.operand()?];
         self.word("to")?;
@@ -646,7 +656,7 @@ impl Parser {
         if self.eat_word("iter_args") {
             self.punct('(')?;
             loop {
-                carried.push(self.val_num()?);
+                carried.push(self.def_num()?);
                 self.punct('=')?;
                 operands.push(self.operand()?);
                 if !self.eat_punct(',') {

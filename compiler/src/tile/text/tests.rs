@@ -455,3 +455,63 @@ fn dtype_and_type_names_parse_back() {
     );
     assert!(is_bare("a.b_1") && !is_bare("a b") && !is_bare(""));
 }
+
+#[test]
+fn random_mutations_never_panic() {
+    let text = print(&big(), &sources());
+    let chars: Vec<char> = text.chars().collect();
+    let pool: Vec<char> = "%@\"{}()[]<>,:=!-0123456789xfdé\\ \nabtile."
+        .chars()
+        .collect();
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut rnd = |n: usize| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) as usize % n
+    };
+    for _ in 0..1500 {
+        let mut c = chars.clone();
+        for _ in 0..1 + rnd(3) {
+            let i = rnd(c.len());
+            match rnd(3) {
+                0 => c[i] = pool[rnd(pool.len())],
+                1 => {
+                    c.remove(i);
+                }
+                _ => c.insert(i, pool[rnd(pool.len())]),
+            }
+        }
+        let s: String = c.into_iter().collect();
+        let mut sm = SourceMap::new();
+        if let Ok(k) = parse(&s, &mut sm) {
+            let again = print(&k, &sm);
+            let mut sm2 = SourceMap::new();
+            let k2 = parse(&again, &mut sm2).expect("a printed kernel parses");
+            assert_eq!(print(&k2, &sm2), again);
+        }
+    }
+}
+
+#[test]
+fn hand_written_numbers_are_renumbered() {
+    let text =
+        "tile.kernel @k(%7 @n: u32 = 8) grid = [1, 1, 1] block = [32, 1, 1] {   loc(\"k.tsr\":1:1)
+  %3 = tile.special %tid.x : u32   loc(\"k.tsr\":2:3)
+  %9 = tile.add.u32 %3, %7 : u32   loc(\"k.tsr\":3:3)
+}
+";
+    let mut sm = SourceMap::new();
+    let k = parse(text, &mut sm).expect("parses");
+    assert_eq!(k.values.len(), 3);
+    let printed = print(&k, &sm);
+    assert!(
+        printed.contains("%2 = tile.add.u32 %1, %0 : u32   loc(\"k.tsr\":3:3)"),
+        "{printed}"
+    );
+    let e = parse(&text.replace("%9 =", "%3 ="), &mut sm).unwrap_err();
+    assert_eq!(
+        (e.line, e.message.as_str()),
+        (3, "value %3 is defined twice")
+    );
+}
