@@ -15,6 +15,7 @@
 pub mod build;
 pub mod check;
 pub mod ir;
+pub mod text;
 
 use crate::graph::print::loc;
 use crate::graph::{TensorType, ValueId};
