@@ -4,4 +4,5 @@
 #![allow(clippy::result_large_err)]
 
 pub mod golden;
+pub mod lower;
 pub mod script;

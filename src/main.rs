@@ -53,6 +53,16 @@ enum Cmd {
         #[arg(long)]
         filter: Option<String>,
     },
+    /// Lower Tile IR text (as `--dump tile` prints it) to Target IR or PTX.
+    Lower {
+        file: PathBuf,
+        /// The level to print.
+        #[arg(long, value_parser = ["target", "ptx"], default_value = "ptx")]
+        to: String,
+        /// Target architecture: sm_80, sm_90, sm_90a, sm_100 (default sm_90).
+        #[arg(long, value_parser = ["sm_80", "sm_90", "sm_90a", "sm_100"])]
+        target: Option<String>,
+    },
     /// The interactive REPL (without a terminal: reads cells from stdin and echoes values).
     Repl {
         /// Target architecture: sm_80, sm_90, sm_90a, sm_100 (default: the GPU present, else sm_90).
@@ -126,6 +136,14 @@ fn main() {
             };
             let bless = bless || std::env::var_os("TESSERA_BLESS").is_some_and(|v| v == "1");
             tessera::golden::main(&exe, &paths, bless, filter.as_deref())
+        }
+        Some(Cmd::Lower { file, to, target }) => {
+            let level = if to == "target" {
+                tessera::lower::Level::Target
+            } else {
+                tessera::lower::Level::Ptx
+            };
+            tessera::lower::main(&file, level, target.as_deref())
         }
         Some(Cmd::Repl { target, device }) => repl(target, device),
         Some(Cmd::Kernel { connection_file }) => tessera_jupyter::run_kernel(

@@ -140,6 +140,11 @@ impl Lowered {
                 .unwrap_or("?");
             let kind = p.kernels.get(c.index).map(|k| k.kind.name()).unwrap_or("?");
             let piece = match (level, &c.tile, &c.target) {
+                ("tile", _, _) if c.program.is_some() => c
+                    .program
+                    .as_ref()
+                    .map(|k| tile::text::print(k, sources))
+                    .unwrap_or_default(),
                 ("tile", Some(t), _) => tile::print(t, sources),
                 ("target", _, Some(l)) => print_target(&l.kernel, sources),
                 ("ptx", _, Some(l)) => ptx::print(&l.kernel, p.target, sources)

@@ -72,7 +72,7 @@ pub fn parse(text: &str, sources: &mut SourceMap) -> R<Kernel> {
         }
         let f = s.file as usize;
         let lo = starts[f][s.lo as usize - 1] + s.hi as usize - 1;
-        Span::new(ids[f], lo, lo)
+        Span::new(ids[f], lo, lo + 1)
     };
     k.span = fix(k.span);
     for op in &mut k.ops {
