@@ -1,4 +1,4 @@
-//! Small Target IR helpers shared by the copy and axis-reduction generators: parameters,
+//! Small Target IR helpers of the axis-reduction generator: parameters,
 //! element loads and stores of fp32/bf16/fp16 tensors, index arithmetic with immediates.
 
 use crate::graph::DType;

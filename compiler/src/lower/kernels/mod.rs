@@ -3,7 +3,10 @@
 //! generated directly as Target IR by [`super::to_target`].
 
 pub mod blocks;
+pub mod copy;
+pub mod elementwise;
 pub mod rows;
+pub mod values;
 
 use super::to_target::Error;
 use crate::graph::{DType, Graph};
@@ -22,6 +25,13 @@ pub fn build(g: &Graph, tk: &TileKernel) -> Option<R<Kernel>> {
     Some(match &tk.shape {
         Shape::RowSoftmax { rows, cols, .. } => rows::softmax(g, tk, *rows, *cols),
         Shape::Rows { op, rows, cols, .. } => rows::rows(g, tk, *op, *rows, *cols),
+        Shape::Elementwise { n, vector } => elementwise::elementwise(g, tk, *n, *vector),
+        Shape::Gather {
+            n,
+            vector,
+            dims,
+            sources,
+        } => copy::gather(g, tk, *n, *vector, dims, sources),
         _ => return None,
     })
 }
