@@ -1,4 +1,6 @@
-//! Copy kernels (transpose/permute, broadcast, slice, concat) through Tile IR to Target IR.
+//! Copy kernels (transpose/permute, broadcast, slice, concat): the Schedule → Tile
+//! description ([`tile`]: the gather map, simplified); the Tile IR program is built by
+//! [`super::kernels::copy`].
 //!
 //! Every copy is a gather: output element `i` (row-major coordinates `c`) reads element
 //! `base + Σ c[d]·stride[d]` of one input — strides of a permutation for a transpose, 0 for
@@ -9,13 +11,9 @@
 //! output elements (stores coalesced); integer arithmetic is `u32`, wrapping, which is exact
 //! because every final offset lies inside its buffer (< 2^32 elements).
 
-use super::emit::{self, ptr_param, u32_param};
-use super::to_target::{Error, Lowered};
 use crate::graph::infer::slice_indices;
 use crate::graph::{DType, Graph, Op, SliceItem, TensorType};
 use crate::schedule::Kernel;
-use crate::target::builder::imm;
-use crate::target::{BinOp, Cmp, Dim, KernelBuilder, Reg, SReg, Ty};
 use crate::tile::{GatherSrc, Shape, TileKernel, TileOp};
 
 fn contiguous_strides(shape: &[usize]) -> Vec<i64> {
@@ -301,103 +299,6 @@ pub fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Result<(), S
         sources,
     };
     Ok(())
-}
-
-/// Target IR of a [`Shape::Gather`] kernel. Parameters: one pointer per input, out, n.
-pub fn target(
-    g: &Graph,
-    tk: &TileKernel,
-    n: u64,
-    vector: u32,
-    dims: &[u32],
-    sources: &[GatherSrc],
-) -> Result<Lowered, Error> {
-    let nl = |m: &str| Error::NotLowered(m.to_string());
-    let od = tk.ty.dtype;
-    let mut b = KernelBuilder::new(&tk.name, tk.span);
-    b.max_threads(tk.block[0]);
-    let mut ins = vec![];
-    for (i, v) in tk.inputs.iter().enumerate() {
-        let t = g.ty(*v).ok_or_else(|| nl("an untyped input"))?;
-        b.at(g.span(*v));
-        ins.push((ptr_param(&mut b, &format!("in{i}")), t.dtype));
-    }
-    b.at(tk.span);
-    let y = ptr_param(&mut b, "out");
-    let nr = u32_param(&mut b, "n");
-    let tid = b.special(SReg::Tid(Dim::X));
-    let ntid = b.special(SReg::Ntid(Dim::X));
-    let ctaid = b.special(SReg::Ctaid(Dim::X));
-    let gid = b.fma(Ty::U32, ctaid, ntid, tid);
-    let v = i64::from(vector.max(1));
-    let first = b.mul(Ty::U32, gid, imm(v));
-    let raw = sources
-        .iter()
-        .all(|s| ins.get(s.input).is_some_and(|(_, d)| *d == od));
-    for e in 0..v {
-        let i = b.add(Ty::U32, first, imm(e));
-        let ok = b.setp(Cmp::Lt, Ty::U32, i, nr);
-        // Coordinates, last dim first.
-        let mut c: Vec<Reg> = vec![i; dims.len()];
-        let mut rest = i;
-        for d in (0..dims.len()).rev() {
-            if d == 0 {
-                c[0] = rest;
-            } else {
-                let (q, r) = emit::divmod(&mut b, rest, dims[d]);
-                c[d] = r;
-                rest = q;
-            }
-        }
-        let mut picked: Option<Reg> = None;
-        let zero = match od {
-            DType::BF16 | DType::F16 => imm(0),
-            _ => crate::target::builder::fimm(0.0),
-        };
-        // An element no source selects (none: the sources cover the output) reads as zero.
-        let val = b.mov(emit::bits_ty(od), zero);
-        for s in sources {
-            let (p, sd) = *ins.get(s.input).ok_or_else(|| nl("a missing input"))?;
-            b.at(g.span(tk.inputs[s.input]));
-            let mut off = b.mov(Ty::U32, imm(s.base));
-            for (d, &st) in s.strides.iter().enumerate() {
-                if st != 0 {
-                    off = b.fma(Ty::U32, c[d], imm(st), off);
-                }
-            }
-            let mut guard = ok;
-            if let Some((a, lo, hi)) = s.select {
-                if lo > 0 {
-                    let ge = b.setp(Cmp::Ge, Ty::U32, c[a], imm(i64::from(lo)));
-                    guard = b.bin(BinOp::And, Ty::Pred, guard, ge);
-                }
-                let lt = b.setp(Cmp::Lt, Ty::U32, c[a], imm(i64::from(hi)));
-                guard = b.bin(BinOp::And, Ty::Pred, guard, lt);
-            }
-            if raw {
-                emit::load_bits_to(&mut b, sd, val, p, off, Some(guard));
-            } else {
-                let x = emit::load_f32(&mut b, sd, p, off, Some(guard));
-                picked = Some(match picked {
-                    None => x,
-                    Some(prev) => b.selp(Ty::F32, x, prev, guard),
-                });
-            }
-        }
-        b.at(tk.span);
-        match picked {
-            Some(x) => emit::store_f32(&mut b, od, y, i, x, Some(ok)),
-            None => emit::store_bits(&mut b, od, y, i, val, Some(ok)),
-        }
-    }
-    b.ret();
-    Ok(Lowered {
-        kernel: b.finish()?,
-        grid: tk.grid,
-        block: tk.block,
-        scalars: vec![u32::try_from(n).map_err(|_| nl("size"))?],
-        status: false,
-    })
 }
 
 #[cfg(test)]

@@ -1,11 +1,11 @@
 //! Lowering between the IR levels, one small module per step:
 //! [`to_schedule`] (Graph → Schedule), [`to_tile`] (Schedule → Tile),
-//! [`to_target`] (Tile → Target). [`crate::pipeline`] chains them. Generators of some
-//! kernel kinds live in their own modules, both levels side by side: [`copy`] (transpose,
-//! broadcast, slice, concat) and [`reduce_axis`] (reductions over a middle axis).
+//! [`to_target`] (Tile → Target). [`crate::pipeline`] chains them. The kinds built as Tile
+//! IR programs are in [`kernels`] (translated by [`tile_target`]); [`copy`] describes the
+//! copy kernels (transpose, broadcast, slice, concat) for Schedule → Tile, and
+//! [`reduce_axis`] generates reductions over a middle axis at both levels.
 
 pub mod copy;
-mod emit;
 pub mod kernels;
 mod math;
 pub mod reduce_axis;

@@ -6,7 +6,10 @@ pub mod attention;
 pub mod attention_mma;
 pub mod axis;
 pub mod blocks;
+pub mod copy;
+pub mod elementwise;
 pub mod rows;
+pub mod values;
 
 use super::to_target::Error;
 use crate::graph::{DType, Graph};
@@ -64,6 +67,13 @@ pub fn build(g: &Graph, tk: &TileKernel) -> Option<R<Kernel>> {
             *bn,
             bcast.as_ref(),
         ),
+        Shape::Elementwise { n, vector } => elementwise::elementwise(g, tk, *n, *vector),
+        Shape::Gather {
+            n,
+            vector,
+            dims,
+            sources,
+        } => copy::gather(g, tk, *n, *vector, dims, sources),
         _ => return None,
     })
 }

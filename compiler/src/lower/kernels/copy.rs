@@ -1,0 +1,141 @@
+//! Copy kernels (transpose/permute, broadcast, slice, concat) as Tile IR: every copy is a
+//! gather ([`Shape::Gather`], described by [`crate::lower::copy::tile`]). Output element `i`
+//! (row-major coordinates `c` over `dims`) reads element `base + Σ c[d]·stride[d]` of the
+//! source whose select range holds `c[axis]`. Thread `t` takes elements `t·v .. t·v+v`, each
+//! guarded by `i < n`; integer arithmetic is `u32`, wrapping (every final offset lies inside
+//! its buffer).
+//!
+//! Parameters: one view per input (`in0`, …), `out`, `n`.
+
+use super::blocks::{load_elem, store_elem};
+use super::{no, R};
+use crate::graph::{DType, Graph};
+use crate::target::{BinOp, Cmp, Dim, SReg, Ty};
+use crate::tile::build::{fimm, imm, Builder};
+use crate::tile::ir::{Kernel, Operand, ParamRole, Type, Value};
+use crate::tile::{GatherSrc, TileKernel};
+
+/// The register type that holds one element's bits (`b16` or `f32`).
+fn bits_ty(d: DType) -> Ty {
+    match d {
+        DType::F16 | DType::BF16 => Ty::B16,
+        _ => Ty::F32,
+    }
+}
+
+/// `x / d` and `x % d` for an immediate `d` > 0 (shifts and masks for powers of two).
+fn divmod(b: &mut Builder, x: Value, d: u32) -> (Value, Value) {
+    if d.is_power_of_two() {
+        let q = b.bin(BinOp::Shr, Ty::U32, x, imm(i64::from(d.trailing_zeros())));
+        let r = b.bin(BinOp::And, Ty::B32, x, imm(i64::from(d - 1)));
+        (q, r)
+    } else {
+        let q = b.bin(BinOp::Div, Ty::U32, x, imm(i64::from(d)));
+        let r = b.bin(BinOp::Rem, Ty::U32, x, imm(i64::from(d)));
+        (q, r)
+    }
+}
+
+/// The Tile IR of a [`Shape::Gather`](crate::tile::Shape::Gather) kernel.
+pub fn gather(
+    g: &Graph,
+    tk: &TileKernel,
+    n: u64,
+    vector: u32,
+    dims: &[u32],
+    sources: &[GatherSrc],
+) -> R<Kernel> {
+    let od = tk.ty.dtype;
+    let mut b = Builder::new(&tk.name, tk.span, tk.grid, tk.block);
+    let mut ins = vec![];
+    for (i, v) in tk.inputs.iter().enumerate() {
+        let Some(t) = g.ty(*v) else {
+            return no("an untyped input");
+        };
+        b.at(g.span(*v));
+        let p = b.param(format!("in{i}"), Type::Global(t.dtype), ParamRole::Input);
+        ins.push((p, t.dtype));
+    }
+    b.at(tk.span);
+    let y = b.param("out", Type::Global(od), ParamRole::Output);
+    let Ok(n32) = u32::try_from(n) else {
+        return no("size");
+    };
+    let nr = b.param("n", Type::Scalar(Ty::U32), ParamRole::Size(n32));
+    let tid = b.special(SReg::Tid(Dim::X));
+    let ntid = b.special(SReg::Ntid(Dim::X));
+    let ctaid = b.special(SReg::Ctaid(Dim::X));
+    let gid = b.fma(Ty::U32, ctaid, ntid, tid);
+    let v = i64::from(vector.max(1));
+    let first = b.mul(Ty::U32, gid, imm(v));
+    // Every source has the output's dtype: move the bits (no conversion).
+    let raw = sources
+        .iter()
+        .all(|s| ins.get(s.input).is_some_and(|(_, d)| *d == od));
+    for e in 0..v {
+        let i = b.add(Ty::U32, first, imm(e));
+        let ok = b.cmp(Cmp::Lt, Ty::U32, i, nr);
+        // Coordinates, last dim first.
+        let mut c: Vec<Value> = vec![i; dims.len()];
+        let mut rest = i;
+        for d in (0..dims.len()).rev() {
+            if d == 0 {
+                c[0] = rest;
+            } else {
+                let (q, r) = divmod(&mut b, rest, dims[d]);
+                c[d] = r;
+                rest = q;
+            }
+        }
+        let zero = match od {
+            DType::BF16 | DType::F16 => imm(0),
+            _ => fimm(0.0),
+        };
+        // An element no source selects (none: the sources cover the output) reads as zero.
+        let mut val: Operand = zero;
+        let mut picked: Option<Value> = None;
+        for s in sources {
+            let Some(&(p, sd)) = ins.get(s.input) else {
+                return no("a missing input");
+            };
+            b.at(g.span(tk.inputs[s.input]));
+            let mut off = b.mov(Ty::U32, imm(s.base));
+            for (d, &st) in s.strides.iter().enumerate() {
+                if st != 0 {
+                    off = b.fma(Ty::U32, c[d], imm(st), off);
+                }
+            }
+            let mut guard = ok;
+            if let Some((a, lo, hi)) = s.select {
+                if lo > 0 {
+                    let ge = b.cmp(Cmp::Ge, Ty::U32, c[a], imm(i64::from(lo)));
+                    guard = b.bin(BinOp::And, Ty::Pred, guard, ge);
+                }
+                let lt = b.cmp(Cmp::Lt, Ty::U32, c[a], imm(i64::from(hi)));
+                guard = b.bin(BinOp::And, Ty::Pred, guard, lt);
+            }
+            if raw {
+                // Selected: this source's bits; else the value so far.
+                val = b.load(bits_ty(sd), p, off, Some(guard), &[val])[0].into();
+            } else {
+                let x = load_elem(&mut b, Ty::F32, sd, p, off, Some(guard));
+                picked = Some(match picked {
+                    None => x,
+                    Some(prev) => b.select(Ty::F32, guard, x, prev),
+                });
+            }
+        }
+        b.at(tk.span);
+        match picked {
+            Some(x) => store_elem(&mut b, od, y, i, x, Some(ok)),
+            None => {
+                let bits = match val {
+                    Operand::Value(x) => x,
+                    other => b.mov(bits_ty(od), other),
+                };
+                b.store(bits_ty(od), y, i, &[bits.into()], Some(ok));
+            }
+        }
+    }
+    Ok(b.finish())
+}

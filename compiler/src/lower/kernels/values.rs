@@ -1,0 +1,367 @@
+//! Typed values of an elementwise body in Tile IR, and the cpu's semantics on them: the
+//! conversions between dtypes ([`conv`]), the unary and binary ops ([`unary_val`],
+//! [`binary_val`]), float → int casts and integer floor division with their error predicates
+//! (what sets the status word).
+
+use super::blocks::round_tf32;
+use super::{no, R};
+use crate::graph::{BinaryOp, DType, UnaryOp};
+use crate::target::{BinOp, Cmp, Rnd, Ty, UnOp};
+use crate::tile::build::{dimm, fimm, imm, Builder};
+use crate::tile::ir::{MathFn, Operand, Value};
+
+/// A body value: floats of every dtype up to fp32 as f32 (rounded to their dtype), fp64 in
+/// `f64`, int32 in `s32`, int64 in `s64`, bool as a predicate.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Val {
+    F(Value),
+    D(Value),
+    I32(Value),
+    I64(Value),
+    B(Value),
+}
+
+pub fn is_float(d: DType) -> bool {
+    matches!(d, DType::F32 | DType::TF32 | DType::BF16 | DType::F16)
+}
+
+pub fn is_int(d: DType) -> bool {
+    matches!(d, DType::I32 | DType::I64)
+}
+
+/// Rounds an f32 value to `d` (bf16/fp16: round to nearest even and back), as the cpu does
+/// for an intermediate of that dtype.
+pub fn round_to(b: &mut Builder, d: DType, v: Value) -> R<Value> {
+    match d {
+        DType::F32 => Ok(v),
+        DType::TF32 => {
+            let r = round_tf32(b, v);
+            Ok(b.bitcast(Ty::F32, r))
+        }
+        DType::BF16 | DType::F16 => {
+            let t = if d == DType::BF16 { Ty::BF16 } else { Ty::F16 };
+            let h = b.cast(t, Ty::F32, Some(Rnd::Rn), v);
+            Ok(b.cast(Ty::F32, t, None, h))
+        }
+        other => no(format!("{other} values")),
+    }
+}
+
+/// Converts `v` to the form of dtype `d` (the cpu's casts: ints to float round to nearest,
+/// bool is 0/1, a nonzero value is true; int64 → int32 keeps the low 32 bits).
+pub fn conv(b: &mut Builder, v: Val, d: DType) -> R<Val> {
+    if d == DType::F64 {
+        return Ok(Val::D(match v {
+            Val::D(x) => x,
+            Val::F(x) => b.cast(Ty::F64, Ty::F32, None, x),
+            Val::I32(x) => b.cast(Ty::F64, Ty::S32, Some(Rnd::Rn), x),
+            Val::I64(x) => b.cast(Ty::F64, Ty::S64, Some(Rnd::Rn), x),
+            Val::B(p) => b.select(Ty::F64, p, dimm(1.0), dimm(0.0)),
+        }));
+    }
+    if is_float(d) {
+        let f = match v {
+            Val::F(x) => x,
+            Val::D(x) => b.cast(Ty::F32, Ty::F64, Some(Rnd::Rn), x),
+            Val::I32(x) => b.cast(Ty::F32, Ty::S32, Some(Rnd::Rn), x),
+            Val::I64(x) => b.cast(Ty::F32, Ty::S64, Some(Rnd::Rn), x),
+            Val::B(p) => b.select(Ty::F32, p, fimm(1.0), fimm(0.0)),
+        };
+        return Ok(Val::F(round_to(b, d, f)?));
+    }
+    Ok(match (v, d) {
+        (Val::I32(x), DType::I32) => Val::I32(x),
+        (Val::I64(x), DType::I64) => Val::I64(x),
+        (Val::I32(x), DType::I64) => Val::I64(b.cast(Ty::S64, Ty::S32, None, x)),
+        (Val::I64(x), DType::I32) => {
+            let lo = b.cast(Ty::U32, Ty::U64, None, x);
+            Val::I32(b.mov(Ty::S32, lo))
+        }
+        (Val::B(p), DType::I32) => Val::I32(b.select(Ty::S32, p, imm(1), imm(0))),
+        (Val::B(p), DType::I64) => Val::I64(b.select(Ty::S64, p, imm(1), imm(0))),
+        (Val::B(p), DType::Bool) => Val::B(p),
+        (Val::F(x), DType::Bool) => Val::B(b.cmp(Cmp::Ne, Ty::F32, x, fimm(0.0))),
+        (Val::D(x), DType::Bool) => Val::B(b.cmp(Cmp::Ne, Ty::F64, x, dimm(0.0))),
+        (Val::I32(x), DType::Bool) => Val::B(b.cmp(Cmp::Ne, Ty::S32, x, imm(0))),
+        (Val::I64(x), DType::Bool) => Val::B(b.cmp(Cmp::Ne, Ty::S64, x, imm(0))),
+        (Val::F(_) | Val::D(_), DType::I32 | DType::I64) => {
+            return no("float to int conversions outside a cast")
+        }
+        (_, other) => return no(format!("{other} values")),
+    })
+}
+
+fn f_of(v: Val) -> R<Value> {
+    match v {
+        Val::F(r) => Ok(r),
+        _ => no("a non-float value where a float is needed"),
+    }
+}
+
+fn d_of(v: Val) -> R<Value> {
+    match v {
+        Val::D(r) => Ok(r),
+        _ => no("a non-fp64 value where an fp64 one is needed"),
+    }
+}
+
+fn cmp_of(op: BinaryOp) -> Option<Cmp> {
+    Some(match op {
+        BinaryOp::Eq => Cmp::Eq,
+        BinaryOp::Ne => Cmp::Ne,
+        BinaryOp::Lt => Cmp::Lt,
+        BinaryOp::Le => Cmp::Le,
+        BinaryOp::Gt => Cmp::Gt,
+        BinaryOp::Ge => Cmp::Ge,
+        _ => return None,
+    })
+}
+
+/// The dtype two operands are compared in (the cpu's promotion; bool compares as int32).
+fn common(a: DType, b: DType) -> DType {
+    if a == DType::F64 || b == DType::F64 {
+        DType::F64
+    } else if is_float(a) || is_float(b) {
+        DType::F32
+    } else if a == DType::I64 || b == DType::I64 {
+        DType::I64
+    } else {
+        DType::I32
+    }
+}
+
+/// Both operands as integers of `d`: (`s32`|`s64`, x, y).
+pub fn int_pair(b: &mut Builder, x: Val, y: Val, d: DType) -> R<(Ty, Value, Value)> {
+    match (conv(b, x, d)?, conv(b, y, d)?) {
+        (Val::I32(x), Val::I32(y)) => Ok((Ty::S32, x, y)),
+        (Val::I64(x), Val::I64(y)) => Ok((Ty::S64, x, y)),
+        _ => no("an integer op on other values"),
+    }
+}
+
+/// One float binary op in `ty` (`f32` or `f64`; `div` is the IEEE `div.rn`).
+fn binary_float(b: &mut Builder, op: BinaryOp, ty: Ty, x: Value, y: Value) -> R<Value> {
+    let o = match op {
+        BinaryOp::Add => BinOp::Add,
+        BinaryOp::Sub => BinOp::Sub,
+        BinaryOp::Mul => BinOp::Mul,
+        BinaryOp::Div => BinOp::Div,
+        BinaryOp::Maximum => BinOp::Max,
+        BinaryOp::Minimum => BinOp::Min,
+        BinaryOp::Pow if ty == Ty::F32 => {
+            return Ok(b.math(MathFn::Pow, Ty::F32, &[x.into(), y.into()]))
+        }
+        other if ty == Ty::F64 => return no(format!("fp64 {}", other.name())),
+        other => return no(format!("the elementwise op {}", other.name())),
+    };
+    Ok(b.bin(o, ty, x, y))
+}
+
+/// A float comparison; `!=` is the negation of the ordered `==` (NaN != anything).
+fn float_cmp(b: &mut Builder, c: Cmp, ty: Ty, x: Value, y: Value) -> Value {
+    if c == Cmp::Ne {
+        let eq = b.cmp(Cmp::Eq, ty, x, y);
+        b.unary(UnOp::Not, Ty::Pred, eq)
+    } else {
+        b.cmp(c, ty, x, y)
+    }
+}
+
+/// One binary op on values of dtypes `dx`, `dy`; `out` is the result dtype.
+pub fn binary_val(
+    b: &mut Builder,
+    op: BinaryOp,
+    (x, dx): (Val, DType),
+    (y, dy): (Val, DType),
+    out: DType,
+) -> R<Val> {
+    if let Some(c) = cmp_of(op) {
+        let d = common(dx, dy);
+        let p = if d == DType::F64 {
+            let (x, y) = (d_of(conv(b, x, d)?)?, d_of(conv(b, y, d)?)?);
+            float_cmp(b, c, Ty::F64, x, y)
+        } else if d == DType::F32 {
+            let (x, y) = (f_of(conv(b, x, d)?)?, f_of(conv(b, y, d)?)?);
+            float_cmp(b, c, Ty::F32, x, y)
+        } else {
+            let (ty, x, y) = int_pair(b, x, y, d)?;
+            b.cmp(c, ty, x, y)
+        };
+        return conv(b, Val::B(p), out);
+    }
+    if matches!(op, BinaryOp::LogicalAnd | BinaryOp::LogicalOr) {
+        let (Val::B(x), Val::B(y)) = (conv(b, x, DType::Bool)?, conv(b, y, DType::Bool)?) else {
+            return no("a logical op on other values");
+        };
+        let o = if op == BinaryOp::LogicalAnd {
+            BinOp::And
+        } else {
+            BinOp::Or
+        };
+        let r = b.bin(o, Ty::Pred, x, y);
+        return conv(b, Val::B(r), out);
+    }
+    if out == DType::F64 {
+        let x = d_of(conv(b, x, out)?)?;
+        let y = d_of(conv(b, y, out)?)?;
+        return Ok(Val::D(binary_float(b, op, Ty::F64, x, y)?));
+    }
+    if is_float(out) {
+        let x = f_of(conv(b, x, DType::F32)?)?;
+        let y = f_of(conv(b, y, DType::F32)?)?;
+        let r = binary_float(b, op, Ty::F32, x, y)?;
+        return Ok(Val::F(round_to(b, out, r)?));
+    }
+    if is_int(out) {
+        let (ty, x, y) = int_pair(b, x, y, out)?;
+        let o = match op {
+            BinaryOp::Add => BinOp::Add,
+            BinaryOp::Sub => BinOp::Sub,
+            BinaryOp::Mul => BinOp::Mul,
+            BinaryOp::Maximum => BinOp::Max,
+            BinaryOp::Minimum => BinOp::Min,
+            other => return no(format!("the integer op {}", other.name())),
+        };
+        let r = b.bin(o, ty, x, y);
+        return Ok(int_val(ty, r));
+    }
+    no(format!("{out} results of {}", op.name()))
+}
+
+/// An `s32`/`s64` value.
+pub fn int_val(ty: Ty, r: Value) -> Val {
+    if ty == Ty::S32 {
+        Val::I32(r)
+    } else {
+        Val::I64(r)
+    }
+}
+
+/// One float unary op in f32 (math functions as `tile.math`).
+fn unary_f32(b: &mut Builder, u: UnaryOp, x: Value) -> R<Value> {
+    let math = |b: &mut Builder, f: MathFn| b.math(f, Ty::F32, &[x.into()]);
+    Ok(match u {
+        UnaryOp::Neg => b.unary(UnOp::Neg, Ty::F32, x),
+        UnaryOp::Abs => b.unary(UnOp::Abs, Ty::F32, x),
+        UnaryOp::Relu => b.bin(BinOp::Max, Ty::F32, x, fimm(0.0)),
+        UnaryOp::Exp => math(b, MathFn::Exp),
+        UnaryOp::Log => math(b, MathFn::Log),
+        UnaryOp::Sqrt => b.unary(UnOp::Sqrt, Ty::F32, x),
+        UnaryOp::Rsqrt => b.unary(UnOp::RsqrtApprox, Ty::F32, x),
+        UnaryOp::Tanh => b.unary(UnOp::TanhApprox, Ty::F32, x),
+        UnaryOp::Sigmoid => math(b, MathFn::Sigmoid),
+        UnaryOp::Silu => math(b, MathFn::Silu),
+        UnaryOp::Gelu => math(b, MathFn::Gelu),
+        UnaryOp::Not => return no("logical_not"),
+    })
+}
+
+/// One unary op in fp64 (those with an fp64 sequence).
+fn unary_f64(b: &mut Builder, u: UnaryOp, x: Value) -> R<Value> {
+    let math = |b: &mut Builder, f: MathFn| b.math(f, Ty::F64, &[x.into()]);
+    Ok(match u {
+        UnaryOp::Neg => b.unary(UnOp::Neg, Ty::F64, x),
+        UnaryOp::Abs => b.unary(UnOp::Abs, Ty::F64, x),
+        UnaryOp::Relu => b.bin(BinOp::Max, Ty::F64, x, dimm(0.0)),
+        UnaryOp::Exp => math(b, MathFn::Exp),
+        UnaryOp::Sqrt => b.unary(UnOp::Sqrt, Ty::F64, x),
+        UnaryOp::Rsqrt => {
+            let s = b.unary(UnOp::Sqrt, Ty::F64, x);
+            b.bin(BinOp::Div, Ty::F64, dimm(1.0), s)
+        }
+        UnaryOp::Sigmoid => math(b, MathFn::Sigmoid),
+        UnaryOp::Silu => math(b, MathFn::Silu),
+        other => return no(format!("fp64 {}", other.name())),
+    })
+}
+
+/// One unary op on a value; `out` is the result dtype.
+pub fn unary_val(b: &mut Builder, u: UnaryOp, x: Val, out: DType) -> R<Val> {
+    if u == UnaryOp::Not {
+        let Val::B(p) = conv(b, x, DType::Bool)? else {
+            return no("logical_not of other values");
+        };
+        let r = b.unary(UnOp::Not, Ty::Pred, p);
+        return conv(b, Val::B(r), out);
+    }
+    if out == DType::F64 {
+        let x = d_of(conv(b, x, out)?)?;
+        return Ok(Val::D(unary_f64(b, u, x)?));
+    }
+    if is_int(out) && matches!(u, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu) {
+        let (ty, r) = match conv(b, x, out)? {
+            Val::I32(r) => (Ty::S32, r),
+            Val::I64(r) => (Ty::S64, r),
+            _ => return no("an integer op on other values"),
+        };
+        let r = match u {
+            UnaryOp::Neg => b.unary(UnOp::Neg, ty, r),
+            UnaryOp::Abs => b.unary(UnOp::Abs, ty, r),
+            _ => b.bin(BinOp::Max, ty, r, imm(0)),
+        };
+        return Ok(int_val(ty, r));
+    }
+    let x = f_of(conv(b, x, DType::F32)?)?;
+    let r = unary_f32(b, u, x)?;
+    conv(b, Val::F(r), out)
+}
+
+/// A float → int32/int64 cast, truncating toward zero (`cvt.rzi`), and the predicate "this
+/// element is NaN or out of the dtype's range" (the cpu's E0500; the converted value is then
+/// not used). The bounds are those of `float_to_int` on the cpu: `lo < x < hi` after
+/// truncation, written for each source precision so that the comparison is exact.
+pub fn cast_to_int(b: &mut Builder, x: Val, d: DType) -> R<(Val, Value)> {
+    let (sty, xr) = match x {
+        Val::F(r) => (Ty::F32, r),
+        Val::D(r) => (Ty::F64, r),
+        _ => return no("an int cast of a non-float value"),
+    };
+    let (dty, bits) = match d {
+        DType::I32 => (Ty::S32, 31),
+        DType::I64 => (Ty::S64, 63),
+        other => return no(format!("casts to {other}")),
+    };
+    let p2 = 2f64.powi(bits);
+    let imm_of = |v: f64| -> Operand {
+        if sty == Ty::F32 {
+            fimm(v as f32)
+        } else {
+            dimm(v)
+        }
+    };
+    // Every value above -2^bits - 1 truncates into range; in f32 (and for int64 in f64) the
+    // next value below -2^bits is already below -2^bits - 1.
+    let lo_ok = if sty == Ty::F64 && d == DType::I32 {
+        b.cmp(Cmp::Gt, sty, xr, imm_of(-p2 - 1.0))
+    } else {
+        b.cmp(Cmp::Ge, sty, xr, imm_of(-p2))
+    };
+    let hi_ok = b.cmp(Cmp::Lt, sty, xr, imm_of(p2));
+    let ok = b.bin(BinOp::And, Ty::Pred, lo_ok, hi_ok);
+    let bad = b.unary(UnOp::Not, Ty::Pred, ok);
+    let v = b.cast(dty, sty, Some(Rnd::Rzi), xr);
+    Ok((int_val(dty, v), bad))
+}
+
+/// Python's integer `//` or `%` (floor division: the remainder has the divisor's sign) in
+/// `ty` (`s32`/`s64`, wrapping like the cpu), and the predicate "the divisor is 0" (the
+/// cpu's E0500; the division then runs by 1 and its value is not used).
+pub fn int_divmod(b: &mut Builder, op: BinaryOp, ty: Ty, x: Value, y: Value) -> (Value, Value) {
+    let bits = if ty == Ty::S32 { Ty::B32 } else { Ty::B64 };
+    let zero = b.cmp(Cmp::Eq, ty, y, imm(0));
+    let ys = b.select(ty, zero, imm(1), y);
+    let q = b.bin(BinOp::Div, ty, x, ys);
+    let r = b.bin(BinOp::Rem, ty, x, ys);
+    let nz = b.cmp(Cmp::Ne, ty, r, imm(0));
+    let sx = b.bin(BinOp::Xor, bits, r, ys);
+    let opposite = b.cmp(Cmp::Lt, ty, sx, imm(0));
+    let fix = b.bin(BinOp::And, Ty::Pred, nz, opposite);
+    let v = if op == BinaryOp::FloorDiv {
+        let q1 = b.sub(ty, q, imm(1));
+        b.select(ty, fix, q1, q)
+    } else {
+        let r1 = b.add(ty, r, ys);
+        b.select(ty, fix, r1, r)
+    };
+    (v, zero)
+}
