@@ -76,9 +76,10 @@ pub(super) fn op(k: &Kernel, id: OpId) -> Result<(), CheckError> {
         }
         OpKind::Unpack(_) => c.same(&[Ty::B16], Ty::F16x2),
         OpKind::Math { f, ty } => {
-            if !(*ty == Ty::F32 || (*f == MathFn::Exp && *ty == Ty::F64)) {
+            let f64_ok = matches!(f, MathFn::Exp | MathFn::Sigmoid | MathFn::Silu);
+            if !(*ty == Ty::F32 || (f64_ok && *ty == Ty::F64)) {
                 return Err(c.err(format!(
-                    "{f:?} of {} (math takes f32, and f64 for exp)",
+                    "{f:?} of {} (math takes f32, and f64 for exp, sigmoid, silu)",
                     ty.name()
                 )));
             }
