@@ -19,6 +19,8 @@ const PROGRAM_KINDS: &[&str] = &[
     "rmsnorm",
     "reduce",
     "flash_attention",
+    "elementwise",
+    "copy",
 ];
 
 fn scripts(root: &Path) -> Vec<PathBuf> {
