@@ -31,7 +31,9 @@ pub fn lower_text(
         let mut own = SourceMap::new();
         let f = own.add(name, text);
         let off = offset_of(text, line, col);
-        let d = Diagnostic::new(code, msg).at(Span::new(f, off, (off + 1).min(text.len())));
+        let d = Diagnostic::new(code, msg)
+            .at(Span::new(f, off, (off + 1).min(text.len())))
+            .with_label("here");
         d.render(&own, crate::script::stderr_color())
     };
     let k = text::parse(text, &mut sources).map_err(|e| {
@@ -46,15 +48,28 @@ pub fn lower_text(
         )
     })?;
     check::check(&k).map_err(|e| {
-        let (line, col) = sources
-            .get(e.span.file)
-            .map(|f| f.line_col(e.span.lo as usize))
-            .unwrap_or((1, 1));
-        let msg = format!(
-            "invalid Tile IR: {} (at the op of loc {line}:{col})",
-            e.message
-        );
-        (at(1, 1, msg, Code::E0201), 2)
+        // the op's line in the .tile: the one defining the value the message names
+        let line = e
+            .message
+            .split_whitespace()
+            .find(|w| w.starts_with('%'))
+            .map(|v| v.trim_end_matches(':'))
+            .and_then(|v| {
+                text.lines().position(|l| {
+                    let l = l.trim_start();
+                    l.strip_prefix(v)
+                        .is_some_and(|r| r.starts_with(' ') || r.starts_with(','))
+                })
+            })
+            .map(|i| i + 1)
+            .unwrap_or(1);
+        let col = text
+            .lines()
+            .nth(line - 1)
+            .map(|l| l.len() - l.trim_start().len() + 1)
+            .unwrap_or(1);
+        let msg = format!("invalid Tile IR: {}", e.message);
+        (at(line, col, msg, Code::E0201), 2)
     })?;
     let l = tile_target::translate(&k).map_err(|e| (format!("error: {e:?}\n"), 1))?;
     match level {
