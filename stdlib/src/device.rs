@@ -233,14 +233,24 @@ pub fn run(
     inputs: &[Tensor],
     out: &TensorType,
 ) -> Result<Option<Tensor>, Diagnostic> {
+    run_counted(l, name, inputs, out).map(|r| r.0)
+}
+
+/// [`run`], also returning what the emulator counted ([`emu::Stats`]).
+pub fn run_counted(
+    l: &Lowered,
+    name: &str,
+    inputs: &[Tensor],
+    out: &TensorType,
+) -> Result<(Option<Tensor>, emu::Stats), Diagnostic> {
     let mut b = Buffers::new(l, inputs, out)?;
-    emu_launch(l, &mut b).map_err(|e| {
+    let stats = emu_launch(l, &mut b).map_err(|e| {
         Diagnostic::new(
             Code::E0800,
             format!("kernel '{name}' failed in the emulator: {e}"),
         )
     })?;
-    b.result(out)
+    Ok((b.result(out)?, stats))
 }
 
 /// The PTX of `l` for `target` and its module-cache key.

@@ -563,7 +563,8 @@ impl KernelObj {
     }
 
     /// Runs the graph with every kernel that reached Target IR in the emulator; the others
-    /// run on the CPU, each reported once per session (the interpreter's error sink).
+    /// run on the CPU, each reported once per session (the interpreter's error sink). While
+    /// profiling, the launch is recorded with the emulator's counters.
     fn run_emu(
         &self,
         it: &mut Interp,
@@ -573,12 +574,20 @@ impl KernelObj {
         let l = &c.lowered;
         let session = &self.session;
         let mut warnings = Vec::new();
+        let mut counted: HashMap<ValueId, tessera_runtime::emu::Counters> = HashMap::new();
         let mut hook = |id: ValueId, operands: &[Tensor]| {
             let (k, ck) = l.kernel_at(id)?;
             if let Some(t) = &ck.target {
                 if operands.iter().all(|o| !o.is_abstract()) {
                     // A status error (None): the cpu evaluates the op and reports it.
-                    return crate::device::run(t, &k.name, operands, &k.ty).transpose();
+                    let r = crate::device::run_counted(t, &k.name, operands, &k.ty);
+                    return match r {
+                        Ok((out, stats)) => {
+                            counted.entry(k.root).or_default().add(&stats.counters);
+                            out.map(Ok)
+                        }
+                        Err(d) => Some(Err(d)),
+                    };
                 }
             }
             warnings.extend(cpu_fallback_warning(session, k, ck));
@@ -587,6 +596,9 @@ impl KernelObj {
         let r = crate::exec::run_with(&c.graph, inputs, &c.captures, &mut hook);
         for w in warnings {
             it.write_err(&w);
+        }
+        if session.profile.borrow().active {
+            crate::profile::record_emu(session, c, &counted, &it.sources);
         }
         r
     }
@@ -819,11 +831,7 @@ impl KernelObj {
         } else if on_cuda {
             self.run_cuda(it, &c, &inputs)
         } else if on_emu {
-            let outs = self.run_emu(it, &c, &inputs);
-            if profiling {
-                crate::profile::record(&self.session, &c, &HashMap::new(), None, &it.sources);
-            }
-            outs
+            self.run_emu(it, &c, &inputs)
         } else if profiling {
             crate::profile::run_cpu(&self.session, &c, &inputs, &it.sources)
         } else {

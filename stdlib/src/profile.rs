@@ -8,7 +8,16 @@
 //! - Beside it, the model's row for the target (`device: sm_90`, `source: model`): latency,
 //!   occupancy (registers from ptxas when it is present, else the Target IR estimate, marked
 //!   `*`), GB/s and TFLOP/s at the model's latency, and which bound.
-//! - On `emu` only the model rows are recorded (the emulator's time says nothing about a GPU).
+//! - On `emu` each launch the emulator runs adds a measured row (`device: emu`,
+//!   `source: measured`) whose latency, occupancy, GB/s, TFLOP/s and bound are `-`: the
+//!   emulator's wall time says nothing about a GPU, so the model's row gives the time. What
+//!   the emulator measures exactly is printed in two tables under the profile table, one row
+//!   per kernel, summed over its launches ([`tessera_runtime::emu::counters`] defines them):
+//!   `emu memory counters` (warp instructions; shared wavefronts and bank conflicts, those of
+//!   `ldmatrix` apart; global load and store requests with sectors/request as Nsight Compute
+//!   reports it: 4 for a coalesced warp of 4-byte loads, 32 when every lane is in its own
+//!   32-byte sector) and `emu instruction mix` (warp instructions by class). Kernels that run
+//!   on the cpu (not lowered to Target IR) have no measured row.
 //! - On `cuda` a [`DeviceTimer`] (device events) provides the measured rows; none is installed
 //!   in this build.
 //!
@@ -25,6 +34,7 @@ use tessera_compiler::schedule::{Kernel, Kind};
 use tessera_compiler::target::Target;
 use tessera_lang::diag::Diagnostic;
 use tessera_lang::SourceMap;
+use tessera_runtime::emu::Counters;
 use tessera_runtime::Tensor;
 
 /// Times kernels on a GPU with device events: the interface the CUDA device implements (none
@@ -52,6 +62,8 @@ pub struct Row {
     shape: Vec<usize>,
     /// A step on a mesh: the model's figures (the kernel cost model is for compiled kernels).
     pub mesh: Option<MeshModel>,
+    /// What the emulator counted, summed over the launches (`emu` only).
+    pub counters: Option<Counters>,
 }
 
 /// The model's row of a per-device kernel or a collective on a mesh.
@@ -115,6 +127,11 @@ fn merge(rows: &mut Vec<Row>, r: Row) {
         Some(x) => {
             x.samples.extend(r.samples);
             x.launches += r.launches;
+            match (&mut x.counters, r.counters) {
+                (Some(a), Some(b)) => a.add(&b),
+                (a @ None, b) => *a = b,
+                (Some(_), None) => {}
+            }
         }
         None => rows.push(r),
     }
@@ -184,6 +201,28 @@ pub fn record(
     device: Option<&str>,
     sources: &SourceMap,
 ) {
+    record_counted(session, c, times, &HashMap::new(), device, sources);
+}
+
+/// Records one launch of `c` on `emu`: `counted` holds what the emulator counted for each
+/// kernel it ran (by root value); those kernels get a measured row.
+pub fn record_emu(
+    session: &Session,
+    c: &Compiled,
+    counted: &HashMap<ValueId, Counters>,
+    sources: &SourceMap,
+) {
+    record_counted(session, c, &HashMap::new(), counted, Some("emu"), sources);
+}
+
+fn record_counted(
+    session: &Session,
+    c: &Compiled,
+    times: &HashMap<ValueId, f64>,
+    counted: &HashMap<ValueId, Counters>,
+    device: Option<&str>,
+    sources: &SourceMap,
+) {
     let target = Target::parse(&session.target.borrow()).unwrap_or(Target::Sm90);
     let mut rec = session.profile.borrow_mut();
     for (i, k) in c.lowered.program.kernels.iter().enumerate() {
@@ -200,6 +239,7 @@ pub fn record(
             launches: 1,
             shape: k.ty.shape.clone(),
             mesh: None,
+            counters: counted.get(&k.root).copied(),
         };
         merge(&mut rec.rows, row);
     }
@@ -302,6 +342,12 @@ pub fn table(rows: &[Row], title: Option<String>) -> TableObj {
                 "-".into(),
                 "measured".into(),
             ]);
+        } else if let (Some(_), Some(dev)) = (&r.counters, &r.device) {
+            let mut row = vec![name.clone(), r.tile.clone(), dev.clone()];
+            row.push(format!("{:>11}", "-"));
+            row.extend(["-", "-", "-", "-"].map(String::from));
+            row.push("measured".into());
+            t.rows.push(row);
         }
         if let Some(m) = &r.mesh {
             t.rows.push(vec![
@@ -343,9 +389,11 @@ pub fn table(rows: &[Row], title: Option<String>) -> TableObj {
         t.notes
             .push("* occupancy from registers estimated on the Target IR (ptxas not used)".into());
     }
+    let mut parts = vec![t];
+    parts.extend(counter_tables(rows));
     TableObj {
         type_name: "profile",
-        parts: vec![t],
+        parts,
     }
 }
 
@@ -460,6 +508,7 @@ pub fn record_mesh_step(
         launches: 1,
         shape,
         mesh: Some(model),
+        counters: None,
     };
     merge(&mut session.profile.borrow_mut().rows, row);
 }
@@ -467,4 +516,75 @@ pub fn record_mesh_step(
 fn shape_text(s: &[usize]) -> String {
     let v: Vec<String> = s.iter().map(|d| d.to_string()).collect();
     format!("[{}]", v.join(", "))
+}
+
+/// The emulator's counters of the rows that have them: a memory table and an instruction-mix
+/// table (none when no row was counted).
+fn counter_tables(rows: &[Row]) -> Vec<Table> {
+    let counted: Vec<(String, &Counters)> = rows
+        .iter()
+        .filter_map(|r| {
+            let name = if r.launches > 1 {
+                format!("{} ×{}", r.name, r.launches)
+            } else {
+                r.name.clone()
+            };
+            r.counters.as_ref().map(|c| (name, c))
+        })
+        .collect();
+    if counted.is_empty() {
+        return vec![];
+    }
+    let mut mem = Table::new(&[
+        "op",
+        "warp inst",
+        "shared req",
+        "wavefronts",
+        "bank conflicts",
+        "ldmatrix conflicts",
+        "global ld req",
+        "ld sectors/req",
+        "global st req",
+        "st sectors/req",
+    ]);
+    mem.right = (1..10).collect();
+    mem.title = Some("emu memory counters (exact, per kernel, summed over launches)".into());
+    let per = |v: f64| {
+        if v.is_finite() {
+            format!("{v:.2}")
+        } else {
+            "-".into()
+        }
+    };
+    for (name, c) in &counted {
+        mem.rows.push(vec![
+            name.clone(),
+            c.mix.total().to_string(),
+            c.shared_requests.to_string(),
+            c.shared_wavefronts.to_string(),
+            c.bank_conflicts.to_string(),
+            c.ldmatrix_conflicts.to_string(),
+            c.global_load_requests.to_string(),
+            per(c.load_sectors_per_request()),
+            c.global_store_requests.to_string(),
+            per(c.store_sectors_per_request()),
+        ]);
+    }
+    mem.notes.push(
+        "wavefronts: 32 banks of 4 bytes, one phase per 32/16/8 lanes for 4/8/16-byte accesses and per ldmatrix matrix; conflicts = wavefronts - phases".into(),
+    );
+    mem.notes.push(
+        "sectors/req: distinct 32-byte sectors per warp-level request (coalesced 4-byte loads: 4; 16-byte: 16)".into(),
+    );
+    let mut header = vec!["op"];
+    header.extend(Counters::default().mix.entries().map(|e| e.0));
+    let mut mix = Table::new(&header);
+    mix.right = (1..header.len()).collect();
+    mix.title = Some("emu instruction mix (warp instructions)".into());
+    for (name, c) in &counted {
+        let mut row = vec![name.clone()];
+        row.extend(c.mix.entries().map(|e| e.1.to_string()));
+        mix.rows.push(row);
+    }
+    vec![mem, mix]
 }

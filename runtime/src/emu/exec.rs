@@ -1,6 +1,7 @@
 //! The interpreter: blocks in order, warps of 32 lanes with per-lane pcs (lowest pc first),
 //! shared memory with a per-byte race shadow, `cp.async` queues per thread.
 
+use super::counters::InstClass;
 use super::numeric::{
     cvt, float_of, half_elem, int_of, mask, pack_bf16x2, pack_f16x2, pack_fp8x2, tf32_elem,
     tf32_rna, unpack_fp8x2,
@@ -294,6 +295,9 @@ impl Machine<'_> {
                     }
                 }
                 self.stats.thread_instructions += u64::from(eff.count_ones());
+                self.stats
+                    .counters
+                    .count(&instr.op, eff, &|o, l| opnd(w, o, l));
                 if eff != 0 {
                     self.exec(&instr.op, w, eff, smem, queues, pc)
                         .map_err(|(kind, lane)| self.error(kind, pc, w.index * 32 + lane))?;
@@ -302,6 +306,7 @@ impl Machine<'_> {
                     w.pc[l as usize].1 += 1;
                 }
             } else {
+                self.stats.counters.mix.add_one(InstClass::Control);
                 match block.term {
                     Terminator::Bra(t) => {
                         for l in lanes(act) {

@@ -42,9 +42,18 @@
 //! - `cvt` follows the rounding modifier exactly (`.rn .rz .rm .rp`, `.rni …`, `.rna` for tf32,
 //!   `.satfinite` for fp8); float-to-int saturates and maps NaN to 0, like the hardware.
 //! - Integer division or remainder by zero is an error (PTX leaves the value unspecified).
+//!
+//! # Counters
+//! A run also counts shared-memory wavefronts and bank conflicts, global requests and their
+//! 32-byte sectors, and warp instructions by class ([`Stats::counters`]; definitions in
+//! [`counters`]). They depend only on the addresses and the instruction stream, not on the
+//! order warps run in.
 
+pub mod counters;
 mod exec;
 mod numeric;
+
+pub use counters::{Counters, InstClass, InstMix};
 
 use std::fmt;
 use tessera_compiler::target::{Kernel, Space, TargetError};
@@ -111,6 +120,8 @@ pub struct Stats {
     pub thread_instructions: u64,
     /// Barriers opened.
     pub barriers: u64,
+    /// Bank conflicts, global sectors and the instruction mix ([`counters`]).
+    pub counters: Counters,
 }
 
 /// What went wrong.
