@@ -3,6 +3,9 @@
 //! generated directly as Target IR by [`super::to_target`].
 
 pub mod blocks;
+pub mod epilogue;
+pub mod matmul_fma;
+pub mod matmul_mma;
 pub mod rows;
 
 use super::to_target::Error;
@@ -22,6 +25,24 @@ pub fn build(g: &Graph, tk: &TileKernel) -> Option<R<Kernel>> {
     Some(match &tk.shape {
         Shape::RowSoftmax { rows, cols, .. } => rows::softmax(g, tk, *rows, *cols),
         Shape::Rows { op, rows, cols, .. } => rows::rows(g, tk, *op, *rows, *cols),
+        Shape::MatmulFma {
+            m,
+            n,
+            k,
+            tile,
+            stages,
+            batch,
+        } => matmul_fma::matmul_fma(g, tk, [*m, *n, *k], *tile, *stages, *batch),
+        Shape::MatmulMma {
+            m,
+            n,
+            k,
+            tile,
+            warp,
+            stages,
+            kind,
+            batch,
+        } => matmul_mma::matmul_mma(g, tk, [*m, *n, *k], *tile, *warp, *stages, *kind, *batch),
         _ => return None,
     })
 }
