@@ -46,6 +46,8 @@ struct MmaCopy {
     dst0: Value,
     /// Row pitch in elements and the global bounds (rows, cols).
     pitch: Value,
+    /// Elements from one k-tile to the next when the tile moves along rows (`drow·pitch`).
+    kstride: Option<Value>,
     bound_rows: Value,
     bound_cols: Value,
     /// The matrix row and column of this thread's first chunk of k-tile 0, and the tile's
@@ -105,6 +107,7 @@ impl MmaCopy {
         };
         let idx = b.fma(Ty::U32, gr, pitch, gc);
         let ptr0 = b.advance(base, idx);
+        let kstride = (drow != 0).then(|| b.mul(Ty::U32, pitch, imm(drow)));
         let so = b.fma(Ty::U32, r0, imm(cols), c0);
         let dst0 = b.fma(Ty::U32, so, imm(esize), smem);
         MmaCopy {
@@ -117,6 +120,7 @@ impl MmaCopy {
             r0,
             dst0,
             pitch,
+            kstride,
             bound_rows,
             bound_cols,
             grow: gr,
@@ -132,12 +136,12 @@ impl MmaCopy {
     fn issue(&self, b: &mut Builder, kt: Value, stage_off: Value, has: Option<Value>) {
         let dst = b.add(Ty::U32, self.dst0, stage_off);
         // The chunk's row and column in the matrix, and the offset (elements) of k-tile kt
-        // from k-tile 0: kt·(drow·pitch + dcol) (one of drow, dcol is 0).
+        // from k-tile 0: kt·kstride or kt·dcol (one of drow, dcol is 0).
         let (row, col) = (self.grow, self.gcol);
-        let (row, col, koff) = if self.drow != 0 {
+        let (row, col, koff) = if let Some(ks) = self.kstride {
             let kr = b.mul(Ty::U32, kt, imm(self.drow));
             let row = b.add(Ty::U32, row, kr);
-            (row, col, b.mul(Ty::U32, kr, self.pitch))
+            (row, col, b.mul(Ty::U32, kt, ks))
         } else {
             let kc = b.mul(Ty::U32, kt, imm(self.dcol));
             let col = b.add(Ty::U32, col, kc);
