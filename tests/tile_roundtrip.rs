@@ -21,6 +21,7 @@ const PROGRAM_KINDS: &[&str] = &[
     "flash_attention",
     "elementwise",
     "copy",
+    "matmul",
 ];
 
 fn scripts(root: &Path) -> Vec<PathBuf> {

@@ -16,7 +16,7 @@ pub struct Compiled {
     /// Index into the program's kernels.
     pub index: usize,
     pub tile: Option<TileKernel>,
-    /// The kernel's Tile IR program, for the kinds built as one ([`kernels::build`]).
+    /// The kernel's Tile IR program ([`kernels::build`]).
     pub program: Option<tile::ir::Kernel>,
     pub target: Option<to_target::Lowered>,
     /// Why the kernel stops before Target IR (None when it reached it).
@@ -86,15 +86,14 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Lowered, Diagn
             Ok(tk) => {
                 tile::verify(&tk).map_err(|m| internal(&k.name, m))?;
                 let lowered = match kernels::build(&program.graph, &tk) {
-                    Some(Ok(prog)) => {
+                    Ok(prog) => {
                         tile::check::check(&prog)
                             .map_err(|e| internal(&k.name, format!("invalid Tile IR: {e}")))?;
                         let l = tile_target::translate(&prog);
                         c.program = Some(prog);
                         l
                     }
-                    Some(Err(e)) => Err(e),
-                    None => to_target::lower(&program.graph, &tk),
+                    Err(e) => Err(e),
                 };
                 match lowered {
                     Ok(l) => c.target = Some(l),

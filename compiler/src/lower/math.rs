@@ -110,17 +110,3 @@ pub(crate) fn pow_f32(b: &mut KernelBuilder, x: Reg, y: Reg) -> Reg {
     let one = b.bin(BinOp::Or, Ty::Pred, y0, x1);
     b.selp(Ty::F32, fimm(1.0), r, one)
 }
-
-/// Rounds an f32 held in a `.b32` register to tf32 (nearest, ties to even; inf and NaN kept),
-/// as the CPU's `f32 → tf32` cast does.
-pub(crate) fn round_tf32(b: &mut KernelBuilder, x: Reg) -> Reg {
-    let x = b.mov(Ty::B32, x);
-    let lsb = b.bin(BinOp::Shr, Ty::U32, x, imm(13));
-    let lsb = b.bin(BinOp::And, Ty::B32, lsb, imm(1));
-    let bias = b.add(Ty::U32, lsb, imm(0xfff));
-    let r = b.add(Ty::U32, x, bias);
-    let r = b.bin(BinOp::And, Ty::B32, r, imm(0xffff_e000));
-    let mag = b.bin(BinOp::And, Ty::B32, x, imm(0x7fff_ffff));
-    let special = b.setp(Cmp::Ge, Ty::U32, mag, imm(0x7f80_0000));
-    b.selp(Ty::B32, x, r, special)
-}

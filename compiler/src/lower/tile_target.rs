@@ -358,7 +358,16 @@ impl Cx<'_> {
                 let p = self.reg_of(get(0)?, Ty::Pred)?;
                 let (a, c) = (self.opnd(get(1)?)?, self.opnd(get(2)?)?);
                 let r = self.b.selp(*ty, a, c, p);
-                single(self, r);
+                // a select of two global views (`u64`) is a view
+                match res(0).and_then(|v| self.k.ty(v)) {
+                    Some(Type::Global(d)) => {
+                        let size = elem_size(*d);
+                        if let Some(v) = res(0) {
+                            self.set(v, Slot::View(r, size));
+                        }
+                    }
+                    _ => single(self, r),
+                }
             }
             OpKind::Cast { to, from, rnd, sat } => {
                 let a = self.reg_of(get(0)?, *from)?;
@@ -497,7 +506,10 @@ impl Cx<'_> {
                         src_size = Some(self.opnd(extra)?);
                     }
                 }
-                let src = self.b.mad_wide(Ty::U32, idx, imm(size), base);
+                let src = match idx {
+                    TOperand::Imm(0) => base,
+                    idx => self.b.mad_wide(Ty::U32, idx, imm(size), base),
+                };
                 if let Some(m) = mask {
                     self.b.when(m);
                 }
@@ -556,11 +568,15 @@ impl Cx<'_> {
                     .first()
                     .map(|&v| self.result_ty(v))
                     .unwrap_or(Ty::B32);
+                // values are never rewritten while live: a fragment of registers shares them
                 let regs: Vec<Reg> = o
                     .iter()
-                    .map(|&x| {
-                        let x = self.opnd(x)?;
-                        Ok(self.b.mov(ty, x))
+                    .map(|&x| match x {
+                        Operand::Value(v) if self.result_ty(v) == ty => self.reg(v),
+                        other => {
+                            let x = self.opnd(other)?;
+                            Ok(self.b.mov(ty, x))
+                        }
                     })
                     .collect::<R<_>>()?;
                 self.bind(&op.results, &regs);
@@ -629,7 +645,10 @@ impl Cx<'_> {
             Some(&m) if self.is_pred(m) => (Some(self.reg_of(m, Ty::Pred)?), &o[3..]),
             _ => (None, o.get(2..).unwrap_or(&[])),
         };
-        let addr = self.b.mad_wide(Ty::U32, idx, imm(size), base);
+        let addr = match idx {
+            TOperand::Imm(0) => base,
+            idx => self.b.mad_wide(Ty::U32, idx, imm(size), base),
+        };
         let dsts = self.defaults(&op.results, mask.is_some(), defaults)?;
         if let Some(m) = mask {
             self.b.when(m);

@@ -5,7 +5,7 @@
 use crate::graph::DType;
 use crate::target::{BinOp, Cmp, Dim, Rnd, SReg, Ty};
 use crate::tile::build::{dimm, fimm, imm, Builder};
-use crate::tile::ir::{Operand, Value};
+use crate::tile::ir::{OpKind, Operand, Value};
 
 /// The register type a kernel computes `d` in: `f64` for fp64, else `f32`.
 pub fn compute_ty(f64k: bool) -> Ty {
@@ -129,4 +129,15 @@ pub fn divmod(b: &mut Builder, x: Value, d: u32) -> (Value, Value) {
         let r = b.bin(BinOp::Rem, Ty::U32, x, imm(i64::from(d)));
         (q, r)
     }
+}
+
+/// `p ? x : y` of two global views of the same dtype (a `selp.u64` of their addresses): a
+/// copy's source that falls back to a valid address when masked off.
+pub fn select_view(b: &mut Builder, p: Value, x: Value, y: Value) -> Value {
+    let ty = b.ty(x);
+    b.op(
+        OpKind::Select { ty: Ty::U64 },
+        vec![p.into(), x.into(), y.into()],
+        vec![ty],
+    )[0]
 }

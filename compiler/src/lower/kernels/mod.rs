@@ -1,6 +1,5 @@
 //! Schedule → Tile: the Tile IR program of each kernel kind, built from the shared building
-//! blocks in [`blocks`], one module per kind. A kind not listed in [`build`] is still
-//! generated directly as Target IR by [`super::to_target`].
+//! blocks in [`blocks`] (and [`epilogue`] for the matmuls), one module per kind.
 
 pub mod attention;
 pub mod attention_mma;
@@ -8,6 +7,9 @@ pub mod axis;
 pub mod blocks;
 pub mod copy;
 pub mod elementwise;
+pub mod epilogue;
+pub mod matmul_fma;
+pub mod matmul_mma;
 pub mod rows;
 pub mod values;
 
@@ -23,9 +25,9 @@ pub fn no<T>(why: impl Into<String>) -> R<T> {
     Err(Error::NotLowered(why.into()))
 }
 
-/// The Tile IR program of a kernel, for the kinds built as Tile IR (None: not yet).
-pub fn build(g: &Graph, tk: &TileKernel) -> Option<R<Kernel>> {
-    Some(match &tk.shape {
+/// The Tile IR program of a kernel.
+pub fn build(g: &Graph, tk: &TileKernel) -> R<Kernel> {
+    match &tk.shape {
         Shape::RowSoftmax { rows, cols, .. } => rows::softmax(g, tk, *rows, *cols),
         Shape::Rows { op, rows, cols, .. } => rows::rows(g, tk, *op, *rows, *cols),
         Shape::ReduceAxis { op, len, inner, .. } => {
@@ -74,8 +76,25 @@ pub fn build(g: &Graph, tk: &TileKernel) -> Option<R<Kernel>> {
             dims,
             sources,
         } => copy::gather(g, tk, *n, *vector, dims, sources),
-        _ => return None,
-    })
+        Shape::MatmulFma {
+            m,
+            n,
+            k,
+            tile,
+            stages,
+            batch,
+        } => matmul_fma::matmul_fma(g, tk, [*m, *n, *k], *tile, *stages, *batch),
+        Shape::MatmulMma {
+            m,
+            n,
+            k,
+            tile,
+            warp,
+            stages,
+            kind,
+            batch,
+        } => matmul_mma::matmul_mma(g, tk, [*m, *n, *k], *tile, *warp, *stages, *kind, *batch),
+    }
 }
 
 /// The buffer parameters of a kernel: one global view per input (named by `names`, in

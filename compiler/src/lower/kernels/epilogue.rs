@@ -1,0 +1,293 @@
+//! What the two matmul kinds share: their parameters (`a`, `b`, one view per epilogue
+//! operand, `c`, `m`, `n`, `k`), the batch offsets of a batched matmul (grid z), the staged
+//! shared tiles and the block's origin, the stage index of a k-tile, and the epilogue applied
+//! to each accumulator before it is stored.
+
+use super::blocks::{load_elem, round_tf32, store_elem};
+use super::{no, R};
+use crate::graph::{DType, Epilogue, EpilogueStep, Graph, Op, UnaryOp};
+use crate::lower::to_target::{float_binop as binop, index_of, Error, Index};
+use crate::target::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
+use crate::tile::build::{dimm, fimm, imm, Builder};
+use crate::tile::ir::{Layout, MathFn, ParamRole, SharedBuf, Type, Value};
+use crate::tile::{MatmulBatch, TileKernel};
+
+/// `log2(v)` of a power of two.
+pub fn log2(v: u32) -> i64 {
+    i64::from(v.trailing_zeros())
+}
+
+/// The dtypes of A and B and the epilogue of the matmul a kernel computes.
+pub fn matmul_parts(g: &Graph, tk: &TileKernel) -> R<(DType, DType, Vec<EpilogueStep>)> {
+    match g.op(tk.root) {
+        Some(Op::Matmul { a, b, epilogue, .. }) => Ok((
+            g.ty(*a).map(|t| t.dtype).unwrap_or(DType::F32),
+            g.ty(*b).map(|t| t.dtype).unwrap_or(DType::F32),
+            epilogue.clone(),
+        )),
+        _ => no("not a matmul"),
+    }
+}
+
+/// The epilogue: its steps and one (view, dtype, index kind) per `Epilogue::Binary`.
+pub struct Epi {
+    steps: Vec<EpilogueStep>,
+    operands: Vec<(Value, DType, Index)>,
+}
+
+/// A matmul's parameters and the views of this block's problem.
+pub struct MatmulParams {
+    /// A and B, moved to this block's problem of a batched matmul.
+    pub a: Value,
+    pub b: Value,
+    pub c: Value,
+    pub out_dtype: DType,
+    pub m: Value,
+    pub n: Value,
+    pub k: Value,
+    pub epi: Epi,
+    /// The flat index of this block's first output element (batched only).
+    pub cbase: Option<Value>,
+}
+
+/// Declares `a`, `b`, the epilogue operands, `c`, `m`, `n`, `k` (in this order) and moves A
+/// and B to this block's problem of a batched matmul.
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_params(
+    b: &mut Builder,
+    g: &Graph,
+    tk: &TileKernel,
+    (ad, bd): (DType, DType),
+    steps: &[EpilogueStep],
+    dims: [u32; 3],
+    batch: MatmulBatch,
+    f64_ok: bool,
+) -> R<MatmulParams> {
+    let a = b.param("a", Type::Global(ad), ParamRole::Input);
+    let bp = b.param("b", Type::Global(bd), ParamRole::Input);
+    let epi = epilogue_params(g, b, steps, &tk.ty.shape, f64_ok)?;
+    b.at(tk.span);
+    let out_dtype = tk.ty.dtype;
+    let c = b.param("c", Type::Global(out_dtype), ParamRole::Output);
+    let [m, n, k] = ["m", "n", "k"]
+        .iter()
+        .zip(dims)
+        .map(|(name, d)| b.param(*name, Type::Scalar(Ty::U32), ParamRole::Size(d)))
+        .collect::<Vec<_>>()[..]
+    else {
+        return no("matmul sizes");
+    };
+    let (a, bp, cbase) = if batch.count <= 1 {
+        (a, bp, None)
+    } else {
+        let z = b.special(SReg::Ctaid(Dim::Z));
+        let a = if batch.a {
+            let mk = b.mul(Ty::U32, m, k);
+            let off = b.mul(Ty::U32, z, mk);
+            b.advance(a, off)
+        } else {
+            a
+        };
+        let bp = if batch.b {
+            let kn = b.mul(Ty::U32, k, n);
+            let off = b.mul(Ty::U32, z, kn);
+            b.advance(bp, off)
+        } else {
+            bp
+        };
+        let mn = b.mul(Ty::U32, m, n);
+        (a, bp, Some(b.mul(Ty::U32, z, mn)))
+    };
+    Ok(MatmulParams {
+        a,
+        b: bp,
+        c,
+        out_dtype,
+        m,
+        n,
+        k,
+        epi,
+        cbase,
+    })
+}
+
+fn epilogue_params(
+    g: &Graph,
+    b: &mut Builder,
+    steps: &[EpilogueStep],
+    out: &[usize],
+    f64_ok: bool,
+) -> R<Epi> {
+    let mut operands = vec![];
+    for (i, s) in steps.iter().enumerate() {
+        if let Epilogue::Binary { operand, .. } = s.step {
+            let t = g
+                .ty(operand)
+                .cloned()
+                .ok_or_else(|| Error::NotLowered("type".into()))?;
+            let float = matches!(t.dtype, DType::F32 | DType::TF32 | DType::BF16 | DType::F16);
+            if !(float || f64_ok && t.dtype == DType::F64) {
+                return no(format!("{} epilogue operands", t.dtype));
+            }
+            let ix = index_of(&t.shape, out)?;
+            b.at(s.span);
+            let v = b.param(format!("epi{i}"), Type::Global(t.dtype), ParamRole::Input);
+            operands.push((v, t.dtype, ix));
+        }
+    }
+    Ok(Epi {
+        steps: steps.to_vec(),
+        operands,
+    })
+}
+
+/// Declares the block's staged shared tiles (`smem_a`: `stages × BM × BK`, `smem_b`:
+/// `stages × BK × BN`, row-major, elements of `esize` bytes); returns
+/// `(tid, first output row, first output column, smem_a address, smem_b address)`.
+pub fn block_tiles(
+    b: &mut Builder,
+    [bm_, bn_, bk_]: [u32; 3],
+    esize: u32,
+    stages: u32,
+) -> (Value, Value, Value, Value, Value) {
+    let buf = |rows: u32, cols: u32| SharedBuf {
+        elem_bytes: esize,
+        shape: vec![stages, rows, cols],
+        layout: Layout {
+            pitch: cols * esize,
+            swizzle: None,
+        },
+        align: 16,
+    };
+    let sa = b.shared("smem_a", buf(bm_, bk_));
+    let sb = b.shared("smem_b", buf(bk_, bn_));
+    let tid = b.special(SReg::Tid(Dim::X));
+    let bx = b.special(SReg::Ctaid(Dim::X));
+    let by = b.special(SReg::Ctaid(Dim::Y));
+    let bm = b.mul(Ty::U32, by, imm(i64::from(bm_)));
+    let bn = b.mul(Ty::U32, bx, imm(i64::from(bn_)));
+    let sa0 = b.shared_addr(sa);
+    let sb0 = b.shared_addr(sb);
+    (tid, bm, bn, sa0, sb0)
+}
+
+/// The stage (shared buffer) k-tile `kt` goes to.
+pub fn stage_of(b: &mut Builder, stages: u32, kt: Value) -> Value {
+    let si = i64::from(stages);
+    if stages.is_power_of_two() {
+        b.bin(BinOp::And, Ty::B32, kt, imm(si - 1))
+    } else {
+        b.bin(BinOp::Rem, Ty::U32, kt, imm(si))
+    }
+}
+
+fn index(b: &mut Builder, ix: Index, i: Value) -> Value {
+    match ix {
+        Index::Same => i,
+        Index::Scalar => b.mov(Ty::U32, imm(0)),
+        Index::Mod(m) => b.bin(BinOp::Rem, Ty::U32, i, imm(i64::from(m))),
+        Index::Div(m) => b.bin(BinOp::Div, Ty::U32, i, imm(i64::from(m))),
+    }
+}
+
+fn unary(b: &mut Builder, u: UnaryOp, ty: Ty, x: Value) -> R<Value> {
+    let f64k = ty == Ty::F64;
+    Ok(match u {
+        UnaryOp::Neg => b.unary(UnOp::Neg, ty, x),
+        UnaryOp::Abs => b.unary(UnOp::Abs, ty, x),
+        UnaryOp::Relu if f64k => b.bin(BinOp::Max, ty, x, dimm(0.0)),
+        UnaryOp::Relu => b.bin(BinOp::Max, ty, x, fimm(0.0)),
+        UnaryOp::Exp => b.math(MathFn::Exp, ty, &[x.into()]),
+        UnaryOp::Sqrt => b.unary(UnOp::Sqrt, ty, x),
+        UnaryOp::Rsqrt if f64k => {
+            let s = b.unary(UnOp::Sqrt, ty, x);
+            b.bin(BinOp::Div, ty, dimm(1.0), s)
+        }
+        UnaryOp::Rsqrt => b.unary(UnOp::RsqrtApprox, ty, x),
+        UnaryOp::Sigmoid => b.math(MathFn::Sigmoid, ty, &[x.into()]),
+        UnaryOp::Silu => b.math(MathFn::Silu, ty, &[x.into()]),
+        other if f64k => return no(format!("fp64 {}", other.name())),
+        UnaryOp::Log => b.math(MathFn::Log, ty, &[x.into()]),
+        UnaryOp::Tanh => b.unary(UnOp::TanhApprox, ty, x),
+        UnaryOp::Gelu => b.math(MathFn::Gelu, ty, &[x.into()]),
+        UnaryOp::Not => return no("logical_not"),
+    })
+}
+
+/// Applies the epilogue to accumulator `v` (of `ty`: `f32`, or `f64` where every step runs
+/// in fp64 with its operands converted to fp64 as the cpu promotes them) of output flat
+/// index `i`; operand loads are masked by `ok`.
+fn apply(b: &mut Builder, e: &Epi, ty: Ty, v: Value, i: Value, ok: Value) -> R<Value> {
+    let mut v = v;
+    let mut k = 0;
+    for s in &e.steps {
+        b.at(s.span);
+        v = match &s.step {
+            Epilogue::Binary { op, .. } => {
+                let (p, d, ix) = e.operands[k];
+                k += 1;
+                let j = index(b, ix, i);
+                let x = if ty == Ty::F64 && d == DType::F64 {
+                    b.load(Ty::F64, p, j, Some(ok), &[dimm(0.0)])[0]
+                } else {
+                    let x = load_elem(b, Ty::F32, d, p, j, Some(ok));
+                    if ty == Ty::F64 {
+                        b.cast(Ty::F64, Ty::F32, None, x)
+                    } else {
+                        x
+                    }
+                };
+                let o = binop(*op, ty)?;
+                b.bin(o, ty, v, x)
+            }
+            Epilogue::Scalar { op, value } => {
+                let o = binop(*op, ty)?;
+                if ty == Ty::F64 {
+                    b.bin(o, ty, v, dimm(value.as_f64()))
+                } else {
+                    b.bin(o, ty, v, fimm(value.as_f64() as f32))
+                }
+            }
+            Epilogue::Unary(u) => unary(b, *u, ty, v)?,
+            Epilogue::Cast(DType::F64) if ty == Ty::F64 => v,
+            Epilogue::Cast(d) if ty == Ty::F64 => {
+                return no(format!("fp64 matmul epilogues that cast to {d}"))
+            }
+            Epilogue::Cast(DType::F32) => v,
+            Epilogue::Cast(DType::TF32) => round_tf32(b, v),
+            Epilogue::Cast(d @ (DType::BF16 | DType::F16)) => {
+                let t = if *d == DType::BF16 { Ty::BF16 } else { Ty::F16 };
+                let h = b.cast(t, Ty::F32, Some(Rnd::Rn), v);
+                b.cast(Ty::F32, t, None, h)
+            }
+            Epilogue::Cast(other) => return no(format!("{other} values")),
+        };
+    }
+    Ok(v)
+}
+
+/// Stores accumulator `v` (of `ty`) as output element (`row`, `col`) through the epilogue,
+/// masked by `row_ok` and the column bound.
+#[allow(clippy::too_many_arguments)]
+pub fn store_acc(
+    b: &mut Builder,
+    p: &MatmulParams,
+    tk: &TileKernel,
+    ty: Ty,
+    v: Value,
+    row: Value,
+    row_ok: Value,
+    col: Value,
+) -> R<()> {
+    let col_ok = b.cmp(Cmp::Lt, Ty::U32, col, p.n);
+    let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok);
+    let idx = b.fma(Ty::U32, row, p.n, col);
+    let idx = match p.cbase {
+        Some(cb) => b.add(Ty::U32, idx, cb),
+        None => idx,
+    };
+    let v = apply(b, &p.epi, ty, v, idx, ok)?;
+    b.at(tk.span);
+    store_elem(b, p.out_dtype, p.c, idx, v, Some(ok));
+    Ok(())
+}

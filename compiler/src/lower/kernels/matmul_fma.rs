@@ -1,0 +1,257 @@
+//! fp32 (or fp64) tiled matmul on the FMA units: BM×BN block tile, k-step BK, `BM·BN/16`
+//! threads each computing 4×4 outputs strided by (BM/4, BN/4); tiles stream into shared
+//! memory with one-element `cp.async.ca` copies (zero-filled past the edges via src-size)
+//! through `stages` buffers (`commit`/`wait stages-1`, `barrier`). Any M, N, K. The 16
+//! accumulators are values carried through the k loop.
+//!
+//! Parameters: a, b, epi…, c, m, n, k.
+
+use super::blocks::select_view;
+use super::epilogue::{block_tiles, log2, matmul_params, matmul_parts, stage_of, store_acc};
+use super::{no, R};
+use crate::graph::{DType, Graph};
+use crate::target::{BinOp, CacheOp, Cmp, Ty};
+use crate::tile::build::{dimm, fimm, imm, Builder};
+use crate::tile::ir::{Kernel, Operand, Value};
+use crate::tile::{MatmulBatch, TileKernel};
+
+/// One operand's copy sources: per copy slot a view at its element of k-tile 0 (and for A
+/// the row's in-range test), or, in a lean kernel, the first slot's and the stride (elements)
+/// between slots.
+struct Sources {
+    src: Vec<Value>,
+    /// A: per slot `row < m` (lean: the first slot's row); B: per slot its tile row.
+    rows: Vec<Value>,
+    stride: Option<Value>,
+}
+
+pub fn matmul_fma(
+    g: &Graph,
+    tk: &TileKernel,
+    dims: [u32; 3],
+    tile: [u32; 3],
+    stages: u32,
+    batch: MatmulBatch,
+) -> R<Kernel> {
+    let (ad, bd, steps) = matmul_parts(g, tk)?;
+    let f64_mm = ad == DType::F64 && bd == DType::F64 && tk.ty.dtype == DType::F64;
+    if !f64_mm && (ad != DType::F32 || bd != DType::F32) {
+        return no("FMA matmul of operands other than fp32 or fp64 pairs");
+    }
+    // fp64 keeps every value in `.f64` (8-byte copies, `fma.rn.f64`).
+    let fty = if f64_mm { Ty::F64 } else { Ty::F32 };
+    let esize: i64 = if f64_mm { 8 } else { 4 };
+    let [bm_, bn_, bk_] = tile;
+    let (bmi, bni, bki) = (i64::from(bm_), i64::from(bn_), i64::from(bk_));
+    let threads = bm_ * bn_ / 16;
+    let ti = i64::from(threads);
+    let si = i64::from(stages);
+    let mut b = Builder::new(&tk.name, tk.span, tk.grid, tk.block);
+    let p = matmul_params(&mut b, g, tk, (ad, bd), &steps, dims, batch, f64_mm)?;
+    let (a, bp, m, n, k) = (p.a, p.b, p.m, p.n, p.k);
+    let (tid, bm, bn, sa0, sb0) = block_tiles(&mut b, tile, esize as u32, stages);
+    // Loaders: A (r, c) = (tid/BK + (T/BK)·i, tid%BK); B (r, c) = (tid/BN + (T/BN)·i, tid%BN).
+    let a_step = ti / bki;
+    let b_step = ti / bni;
+    let a_cnt = (bmi * bki / ti) as usize;
+    let b_cnt = (bki * bni / ti) as usize;
+    let ac = b.bin(BinOp::And, Ty::B32, tid, imm(bki - 1));
+    let ar0 = b.bin(BinOp::Shr, Ty::U32, tid, imm(log2(bk_)));
+    let bc = b.bin(BinOp::And, Ty::B32, tid, imm(bni - 1));
+    let br0 = b.bin(BinOp::Shr, Ty::U32, tid, imm(log2(bn_)));
+    // Each thread's copy sources: kept for every copy of a tile when registers allow, or (more
+    // than 256 threads: at most 64 registers each) the first one and a stride, the others
+    // recomputed at each issue so that a 1024-thread tile does not spill.
+    let lean = threads > 256;
+    let (asrc, bsrc) = if lean {
+        let gr = b.add(Ty::U32, bm, ar0);
+        let ai = b.fma(Ty::U32, gr, k, ac);
+        let ai = b.advance(a, ai);
+        let bi = b.fma(Ty::U32, br0, n, bn);
+        let bi = b.add(Ty::U32, bi, bc);
+        let bi = b.advance(bp, bi);
+        let sa = b.mul(Ty::U32, k, imm(a_step));
+        let sb = b.mul(Ty::U32, n, imm(b_step));
+        (
+            Sources {
+                src: vec![ai],
+                rows: vec![gr],
+                stride: Some(sa),
+            },
+            Sources {
+                src: vec![bi],
+                rows: vec![br0],
+                stride: Some(sb),
+            },
+        )
+    } else {
+        let mut a_src = Sources {
+            src: vec![],
+            rows: vec![],
+            stride: None,
+        };
+        for i in 0..a_cnt {
+            let gr = b.add(Ty::U32, bm, ar0);
+            let gr = b.add(Ty::U32, gr, imm(a_step * i as i64));
+            a_src.rows.push(b.cmp(Cmp::Lt, Ty::U32, gr, m));
+            let idx = b.fma(Ty::U32, gr, k, ac);
+            a_src.src.push(b.advance(a, idx));
+        }
+        let mut b_src = Sources {
+            src: vec![],
+            rows: vec![],
+            stride: None,
+        };
+        for i in 0..b_cnt {
+            let r = b.add(Ty::U32, br0, imm(b_step * i as i64));
+            b_src.rows.push(r);
+            let idx = b.fma(Ty::U32, r, n, bn);
+            let idx = b.add(Ty::U32, idx, bc);
+            b_src.src.push(b.advance(bp, idx));
+        }
+        (a_src, b_src)
+    };
+    let gc = b.add(Ty::U32, bn, bc);
+    let b_col_ok = b.cmp(Cmp::Lt, Ty::U32, gc, n);
+    let a_dst = b.fma(Ty::U32, ar0, imm(bki * esize), sa0);
+    let a_dst = b.fma(Ty::U32, ac, imm(esize), a_dst);
+    let b_dst = b.fma(Ty::U32, br0, imm(bni * esize), sb0);
+    let b_dst = b.fma(Ty::U32, bc, imm(esize), b_dst);
+    // One element copy: `src` to `dst`, zero-filled (from the operand's base) unless `ok`.
+    let copy =
+        |b: &mut Builder, base: Value, src: Value, ok: Value, dst: Value, g: Option<Value>| {
+            let src = select_view(b, ok, src, base);
+            let size = b.select(Ty::U32, ok, imm(esize), imm(0));
+            b.copy_async(
+                CacheOp::Ca,
+                esize as u32,
+                dst,
+                src,
+                imm(0),
+                Some(size.into()),
+                g,
+            );
+        };
+    let issue = |b: &mut Builder, kt: Value, guard: Option<Value>| {
+        let k0 = b.mul(Ty::U32, kt, imm(bki));
+        let st = stage_of(b, stages, kt);
+        let a_off = b.mul(Ty::U32, st, imm(bmi * bki * esize));
+        let b_off = b.mul(Ty::U32, st, imm(bki * bni * esize));
+        let col = b.add(Ty::U32, k0, ac);
+        let col_ok = b.cmp(Cmp::Lt, Ty::U32, col, k);
+        let kn = b.mul(Ty::U32, k0, n);
+        let mut a_cur: Option<Value> = None;
+        for i in 0..a_cnt {
+            let (row_ok, base) = match asrc.stride {
+                Some(sa) => {
+                    let gr = b.add(Ty::U32, asrc.rows[0], imm(a_step * i as i64));
+                    let base = match a_cur {
+                        None => asrc.src[0],
+                        Some(prev) => b.advance(prev, sa),
+                    };
+                    a_cur = Some(base);
+                    (b.cmp(Cmp::Lt, Ty::U32, gr, m), base)
+                }
+                None => (asrc.rows[i], asrc.src[i]),
+            };
+            let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok);
+            let src = b.advance(base, k0);
+            let dst = b.add(Ty::U32, a_dst, a_off);
+            let dst = b.add(Ty::U32, dst, imm(i as i64 * a_step * bki * esize));
+            copy(b, a, src, ok, dst, guard);
+        }
+        let mut b_cur: Option<Value> = None;
+        for i in 0..b_cnt {
+            let (row, base) = match bsrc.stride {
+                Some(sb) => {
+                    let row = b.add(Ty::U32, bsrc.rows[0], imm(b_step * i as i64));
+                    let base = match b_cur {
+                        None => bsrc.src[0],
+                        Some(prev) => b.advance(prev, sb),
+                    };
+                    b_cur = Some(base);
+                    (row, base)
+                }
+                None => (bsrc.rows[i], bsrc.src[i]),
+            };
+            let r = b.add(Ty::U32, k0, row);
+            let r_ok = b.cmp(Cmp::Lt, Ty::U32, r, k);
+            let ok = b.bin(BinOp::And, Ty::Pred, r_ok, b_col_ok);
+            let src = b.advance(base, kn);
+            let dst = b.add(Ty::U32, b_dst, b_off);
+            let dst = b.add(Ty::U32, dst, imm(i as i64 * b_step * bni * esize));
+            copy(b, bp, src, ok, dst, guard);
+        }
+    };
+    for st in 0..si - 1 {
+        let kt = b.mov(Ty::U32, imm(st));
+        issue(&mut b, kt, None);
+        b.commit();
+    }
+    let nk = b.add(Ty::U32, k, imm(bki - 1));
+    let nk = b.bin(BinOp::Shr, Ty::U32, nk, imm(log2(bk_)));
+    let zero: Operand = if f64_mm { dimm(0.0) } else { fimm(0.0) };
+    let acc0: Vec<Value> = (0..16).map(|_| b.mov(fty, zero)).collect();
+    let (sm, sn) = (bmi / 4, bni / 4);
+    let tx = b.bin(BinOp::And, Ty::B32, tid, imm(sn - 1));
+    let ty = b.bin(BinOp::Shr, Ty::U32, tid, imm(log2(bn_ / 4)));
+    let a_rd = b.fma(Ty::U32, ty, imm(bki * esize), sa0);
+    let b_rd = b.fma(Ty::U32, tx, imm(esize), sb0);
+    let acc = b.for_(imm(0), nk, imm(1), &acc0, Some(stages), |b, kt, acc| {
+        let next = b.add(Ty::U32, kt, imm(si - 1));
+        let has_next = b.cmp(Cmp::Lt, Ty::U32, next, nk);
+        issue(b, next, Some(has_next));
+        b.commit();
+        b.wait(stages - 1);
+        b.barrier();
+        let st = stage_of(b, stages, kt);
+        let a_off = b.mul(Ty::U32, st, imm(bmi * bki * esize));
+        let b_off = b.mul(Ty::U32, st, imm(bki * bni * esize));
+        let a_base = b.add(Ty::U32, a_rd, a_off);
+        let b_base = b.add(Ty::U32, b_rd, b_off);
+        let mut acc = acc.to_vec();
+        for kk in 0..bki {
+            let av: Vec<Value> = (0..4)
+                .map(|i| {
+                    let off = (i * sm * bki * esize + kk * esize) as i32;
+                    b.load_shared(fty, a_base, off, 1)[0]
+                })
+                .collect();
+            let bv: Vec<Value> = (0..4)
+                .map(|j| {
+                    let off = (kk * bni * esize + j * sn * esize) as i32;
+                    b.load_shared(fty, b_base, off, 1)[0]
+                })
+                .collect();
+            for i in 0..4 {
+                for j in 0..4 {
+                    let x = &mut acc[i * 4 + j];
+                    *x = b.fma(fty, av[i], bv[j], *x);
+                }
+            }
+        }
+        b.barrier();
+        acc.into_iter().map(Operand::from).collect()
+    });
+    for i in 0..4i64 {
+        let row = b.add(Ty::U32, bm, ty);
+        let row = b.add(Ty::U32, row, imm(sm * i));
+        let row_ok = b.cmp(Cmp::Lt, Ty::U32, row, m);
+        for j in 0..4i64 {
+            b.at(tk.span);
+            let col = b.add(Ty::U32, bn, tx);
+            let col = b.add(Ty::U32, col, imm(sn * j));
+            store_acc(
+                &mut b,
+                &p,
+                tk,
+                fty,
+                acc[(i * 4 + j) as usize],
+                row,
+                row_ok,
+                col,
+            )?;
+        }
+    }
+    Ok(b.finish())
+}
