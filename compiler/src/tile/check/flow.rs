@@ -27,7 +27,10 @@
 //! same state and joins them (union); `tile.for` walks its body twice, the second time from
 //! the state the first ends in (so what the end of an iteration leaves is seen by the top of
 //! the next), and continues with the join of the state before the loop (no iteration) and
-//! the second pass's end.
+//! the second pass's end. Inside a `tile.for` with `pipeline ≥ 2`, an async copy into a buffer
+//! of several stages is a prefetch into a stage the iteration does not read: reads there do
+//! not wait for it, the next `tile.wait` covers it, and after the loop it is pending; a
+//! `tile.store_shared` there likewise needs no barrier before the iteration's reads.
 
 use super::{op_err, CheckError};
 use crate::target::{BinOp, Ty};
@@ -225,6 +228,16 @@ fn op_buf<'a>(k: &'a Kernel, d: &OpData) -> Option<&'a SharedBuf> {
 #[derive(Clone, Debug, Default)]
 struct State {
     pending: BTreeMap<Value, OpId>,
+    /// Async copies issued inside a pipelined `tile.for` (`pipeline ≥ 2`) into a buffer of
+    /// several stages: they fill a stage other than the one the iteration reads (the
+    /// pipeline's invariant), so reads in that loop do not wait for them; a `tile.wait` moves
+    /// them to waited, and at the loop's exit they are pending.
+    prefetch: BTreeMap<Value, OpId>,
+    /// Likewise for `tile.store_shared` (the synchronous copies of a pipeline): a barrier
+    /// clears them, and at the loop's exit they are written.
+    prefetch_written: BTreeMap<Value, OpId>,
+    /// Inside a pipelined `tile.for`.
+    pipelined: bool,
     waited: BTreeMap<Value, OpId>,
     written: BTreeMap<Value, OpId>,
 }
@@ -233,6 +246,8 @@ impl State {
     fn join(&self, o: &State) -> State {
         let mut s = self.clone();
         s.pending.extend(&o.pending);
+        s.prefetch.extend(&o.prefetch);
+        s.prefetch_written.extend(&o.prefetch_written);
         s.waited.extend(&o.waited);
         s.written.extend(&o.written);
         s.waited.retain(|b, _| !s.pending.contains_key(b));
@@ -243,6 +258,13 @@ impl State {
 /// Bounds, async-copy and barrier checks (see the module doc).
 pub(super) fn memory(k: &Kernel, prov: &[Option<Prov>]) -> Result<(), CheckError> {
     walk(k, prov, &k.body, &mut State::default())
+}
+
+/// The number of stages of a shared buffer (the product of its leading dims).
+fn stages(k: &Kernel, buf: Value) -> u32 {
+    k.shared_buf(buf)
+        .map(|b| b.shape.iter().rev().skip(2).product::<u32>())
+        .unwrap_or(1)
 }
 
 /// The bytes one access of `ty` × `n` covers.
@@ -266,30 +288,48 @@ fn walk(k: &Kernel, prov: &[Option<Prov>], r: &Region, s: &mut State) -> Result<
             OpKind::StoreShared { ty, n, offset } => {
                 bounds(k, id, addr, i64::from(*offset), size(*ty, *n))?;
                 if let Some(a) = addr {
-                    s.written.insert(a.buf, id);
+                    if s.pipelined && stages(k, a.buf) >= 2 {
+                        s.prefetch_written.insert(a.buf, id);
+                    } else {
+                        s.written.insert(a.buf, id);
+                    }
                 }
             }
             OpKind::CopyAsync { bytes, .. } => {
                 bounds(k, id, addr, 0, i64::from(*bytes))?;
                 if let Some(a) = addr {
                     s.waited.remove(&a.buf);
-                    s.pending.insert(a.buf, id);
+                    if s.pipelined && stages(k, a.buf) >= 2 {
+                        s.prefetch.insert(a.buf, id);
+                    } else {
+                        s.pending.insert(a.buf, id);
+                    }
                 }
             }
             OpKind::Wait { .. } => {
                 let p = std::mem::take(&mut s.pending);
                 s.waited.extend(p);
+                let p = std::mem::take(&mut s.prefetch);
+                s.waited.extend(p);
             }
             OpKind::Barrier => {
                 s.waited.clear();
                 s.written.clear();
+                s.prefetch_written.clear();
             }
-            OpKind::For { .. } => {
+            OpKind::For { pipeline } => {
                 let before = s.clone();
+                let outer = s.pipelined;
+                s.pipelined = pipeline.is_some_and(|n| n >= 2);
                 for body in &d.regions {
                     walk(k, prov, body, s)?;
                     walk(k, prov, body, s)?;
                 }
+                s.pipelined = outer;
+                let p = std::mem::take(&mut s.prefetch);
+                s.pending.extend(p);
+                let w = std::mem::take(&mut s.prefetch_written);
+                s.written.extend(w);
                 *s = before.join(s);
             }
             OpKind::If => {

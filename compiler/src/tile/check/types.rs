@@ -55,7 +55,23 @@ pub(super) fn op(k: &Kernel, id: OpId) -> Result<(), CheckError> {
         OpKind::MulWide { ty } => c.same(&[*ty; 2], wide(*ty)),
         OpKind::MadWide { ty } => c.same(&[*ty, *ty, wide(*ty)], wide(*ty)),
         OpKind::Cmp { ty, .. } => c.same(&[*ty; 2], Ty::Pred),
-        OpKind::Select { ty } => c.same(&[Ty::Pred, *ty, *ty], *ty),
+        OpKind::Select { ty } => match c.value_ty(1)? {
+            // a select of two global views of one dtype is a view (a `selp.u64` of addresses)
+            Some(g @ Type::Global(_)) => {
+                c.count(3)?;
+                c.scalar(0, Ty::Pred)?;
+                let same = c.value_ty(2)? == Some(g)
+                    && c.d.results.len() == 1
+                    && c.d.results.first().and_then(|&r| c.k.ty(r)) == Some(g);
+                if *ty != Ty::U64 || !same {
+                    return Err(c.err(
+                        "a select of views takes two views of one dtype, gives one, and is u64",
+                    ));
+                }
+                Ok(())
+            }
+            _ => c.same(&[Ty::Pred, *ty, *ty], *ty),
+        },
         OpKind::Cast { to, from, .. } => {
             c.count(1)?;
             let half_in_b32 = matches!(from, Ty::F16 | Ty::BF16)
