@@ -711,6 +711,7 @@ impl KernelObj {
         let l = &c.lowered;
         let g = &l.program.graph;
         let session = &self.session;
+        let mut counted: HashMap<ValueId, tessera_runtime::emu::Counters> = HashMap::new();
         let mut observe = |id: ValueId, operands: &[Tensor], cpu: &Tensor| {
             let Some((k, ck)) = l.kernel_at(id) else {
                 return Ok(None);
@@ -728,9 +729,10 @@ impl KernelObj {
             };
             let (emu, a) = match checked {
                 Checked::Emu => {
-                    let emu = crate::device::run(t, &k.name, operands, &k.ty)
-                        .map_err(|d| d.or_at(k.span))?
-                        .ok_or_else(|| crate::crosscheck::status_error(k))?;
+                    let (emu, stats) = crate::device::run_counted(t, &k.name, operands, &k.ty)
+                        .map_err(|d| d.or_at(k.span))?;
+                    counted.entry(k.root).or_default().add(&stats.counters);
+                    let emu = emu.ok_or_else(|| crate::crosscheck::status_error(k))?;
                     let a = crate::crosscheck::compare(g, k, cpu, &emu)?;
                     (emu, a)
                 }
@@ -778,13 +780,18 @@ impl KernelObj {
             crate::crosscheck::log(k, cpu.numel(), &a);
             Ok(emu_results.then_some(emu))
         };
-        crate::exec::run_observed(
+        let r = crate::exec::run_observed(
             &c.graph,
             inputs,
             &c.captures,
             &mut |_, _| None,
             &mut observe,
-        )
+        );
+        // on the emu device, the profile shows the emulator's counters as without the check
+        if emu_results && session.profile.borrow().active {
+            crate::profile::record_emu(session, c, &counted, sources);
+        }
+        r
     }
 
     fn invoke(&self, it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
@@ -815,13 +822,11 @@ impl KernelObj {
                 crate::crosscheck::Checked::Cuda => on_cuda,
             };
             let checked = self.run_crosscheck(&c, &inputs, mode, device_results, &it.sources);
-            // A profiled run still gets its rows: the checked launch is then timed again as
-            // the profiler times it (the cross-check is a testing aid; it costs a second run).
+            // A profiled run still gets its rows: on emu the checked launches recorded their
+            // counters; elsewhere the checked launch is timed again as the profiler times it
+            // (the cross-check is a testing aid; it costs a second run).
             match checked {
-                Ok(outs) if profiling && on_emu => {
-                    crate::profile::record(&self.session, &c, &HashMap::new(), None, &it.sources);
-                    Ok(outs)
-                }
+                Ok(outs) if profiling && on_emu => Ok(outs),
                 Ok(_) if profiling && on_cuda => self.run_cuda(it, &c, &inputs),
                 Ok(_) if profiling => {
                     crate::profile::run_cpu(&self.session, &c, &inputs, &it.sources)
