@@ -1,4 +1,5 @@
-//! The printed PTX of each sample kernel (Tile IR text in `tests/data/`), compared with `tests/snapshots/NAME.TARGET.ptx`.
+//! The printed PTX of each sample kernel (Tile IR text in `tests/data/`), compared with
+//! `tests/snapshots/NAME.TARGET.ptx`.
 //! Re-bless with `TESSERA_BLESS=1 cargo test -p tessera-compiler --test ptx_snapshots`.
 
 use std::path::PathBuf;

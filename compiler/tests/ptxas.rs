@@ -1,4 +1,5 @@
-//! Every sample kernel (Tile IR text in `tests/data/`) must be accepted by ptxas for sm_80 and sm_90 with no spills.
+//! Every sample kernel (Tile IR text in `tests/data/`) must be accepted by ptxas for sm_80 and
+//! sm_90 with no spills.
 //! Needs ptxas: `scripts/install-ptxas` (this test fails, never skips, when it is missing).
 
 use tessera_compiler::target::ptxas::{find_ptxas, run_ptxas, PtxasError};

@@ -1,5 +1,6 @@
-//! The sample kernels (Tile IR text in `compiler/tests/data/`) run in the emulator against fp64 CPU references on random inputs,
-//! including sizes that are not multiples of the tile/vector widths.
+//! The sample kernels (Tile IR text in `compiler/tests/data/`) run in the emulator against fp64
+//! CPU references on random inputs, including sizes that are not multiples of the tile/vector
+//! widths. `gelu_affine`'s `a` and `b` are `u32` parameters holding f32 bits.
 
 use half::{bf16, f16};
 use tessera_compiler::target::{Kernel, MmaKind};
