@@ -1,9 +1,13 @@
-//! The printed PTX of each hand-built kernel, compared with `tests/snapshots/NAME.TARGET.ptx`.
+//! The printed PTX of each sample kernel (Tile IR text in `tests/data/`), compared with
+//! `tests/snapshots/NAME.TARGET.ptx`.
 //! Re-bless with `TESSERA_BLESS=1 cargo test -p tessera-compiler --test ptx_snapshots`.
 
 use std::path::PathBuf;
-use tessera_compiler::target::{ptx, samples, MmaKind, Target};
+use tessera_compiler::target::{ptx, MmaKind, Target};
 use tessera_lang::SourceMap;
+
+#[path = "common/samples.rs"]
+mod samples;
 
 fn check(name: &str, text: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -35,14 +39,14 @@ fn check(name: &str, text: &str) {
 #[test]
 fn sample_ptx_snapshots() {
     let mut sources = SourceMap::new();
-    let f = sources.add("samples.tsr", samples::SOURCE);
     let kernels = [
-        samples::gelu_affine(f).unwrap(),
-        samples::softmax_rows(f).unwrap(),
-        samples::matmul_f32(f).unwrap(),
-        samples::matmul_bf16(f).unwrap(),
-        samples::mma_tile(f, MmaKind::M16n8k8Tf32).unwrap(),
-    ];
+        "gelu_affine",
+        "softmax_rows",
+        "matmul_f32",
+        "matmul_bf16",
+        samples::mma_tile(MmaKind::M16n8k8Tf32),
+    ]
+    .map(|name| samples::load(name, &mut sources));
     for k in &kernels {
         for t in [Target::Sm80, Target::Sm90] {
             let text = ptx::print(k, t, &sources).unwrap();

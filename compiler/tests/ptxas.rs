@@ -1,21 +1,27 @@
-//! Every hand-built kernel must be accepted by ptxas for sm_80 and sm_90 with no spills.
+//! Every sample kernel (Tile IR text in `tests/data/`) must be accepted by ptxas for sm_80 and
+//! sm_90 with no spills.
 //! Needs ptxas: `scripts/install-ptxas` (this test fails, never skips, when it is missing).
 
 use tessera_compiler::target::ptxas::{find_ptxas, run_ptxas, PtxasError};
-use tessera_compiler::target::{ptx, samples, Kernel, MmaKind, Target};
+use tessera_compiler::target::{ptx, Kernel, MmaKind, Target};
 use tessera_lang::SourceMap;
 
+#[path = "common/samples.rs"]
+mod samples;
+
 fn kernels(sources: &mut SourceMap) -> Vec<Kernel> {
-    let f = sources.add("samples.tsr", samples::SOURCE);
-    vec![
-        samples::gelu_affine(f).unwrap(),
-        samples::softmax_rows(f).unwrap(),
-        samples::matmul_f32(f).unwrap(),
-        samples::matmul_bf16(f).unwrap(),
-        samples::mma_tile(f, MmaKind::M16n8k16Bf16).unwrap(),
-        samples::mma_tile(f, MmaKind::M16n8k16F16).unwrap(),
-        samples::mma_tile(f, MmaKind::M16n8k8Tf32).unwrap(),
+    [
+        "gelu_affine",
+        "softmax_rows",
+        "matmul_f32",
+        "matmul_bf16",
+        samples::mma_tile(MmaKind::M16n8k16Bf16),
+        samples::mma_tile(MmaKind::M16n8k16F16),
+        samples::mma_tile(MmaKind::M16n8k8Tf32),
     ]
+    .iter()
+    .map(|name| samples::load(name, sources))
+    .collect()
 }
 
 #[test]

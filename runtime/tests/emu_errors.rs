@@ -3,10 +3,13 @@
 
 use tessera_compiler::target::builder::{fimm, imm};
 use tessera_compiler::target::{
-    samples, BinOp, CacheOp, Cmp, Dim, KernelBuilder, Op, ParamTy, SReg, ShflMode, Space, Ty,
+    BinOp, CacheOp, Cmp, Dim, KernelBuilder, Op, ParamTy, SReg, ShflMode, Space, Ty,
 };
 use tessera_lang::{Code, SourceMap, Span};
 use tessera_runtime::emu::{run, run_with, Arg, EmuErrorKind, Launch, Options};
+
+#[path = "../../compiler/tests/common/samples.rs"]
+mod samples;
 
 const SRC: &str = "def planted(x):\n    s[t] = x\n    y = s[t + 1]\n    return y\n";
 
@@ -23,9 +26,7 @@ fn sources() -> SourceMap {
 
 #[test]
 fn out_of_bounds_load_is_reported() {
-    let mut s = SourceMap::new();
-    let f = s.add("samples.tsr", samples::SOURCE);
-    let k = samples::gelu_affine(f).unwrap();
+    let (k, s) = samples::sample("gelu_affine");
     // n = 8 but x holds only 6 floats: the second thread's v4 load runs off the end.
     let mut bufs = vec![vec![0u8; 24], vec![0u8; 32]];
     let args = [
@@ -37,8 +38,8 @@ fn out_of_bounds_load_is_reported() {
             buffer: 1,
             offset: 0,
         },
-        Arg::F32(1.0),
-        Arg::F32(0.0),
+        Arg::U32(1f32.to_bits()),
+        Arg::U32(0f32.to_bits()),
         Arg::U32(8),
     ];
     let e = run(&k, Launch::linear(1, 32), &args, &mut bufs).unwrap_err();

@@ -5,9 +5,12 @@
 
 use half::bf16;
 use std::ffi::{c_void, CString};
-use tessera_compiler::target::{ptx, samples, Kernel, MmaKind, Target};
+use tessera_compiler::target::{ptx, Kernel, MmaKind, Target};
 use tessera_lang::SourceMap;
 use tessera_runtime::emu::{run, Arg, Launch};
+
+#[path = "../../compiler/tests/common/samples.rs"]
+mod samples;
 
 type CuFn = unsafe extern "C" fn() -> i32;
 
@@ -198,21 +201,20 @@ fn both(
 fn emulator_matches_gpu() {
     let cu = Cuda::open();
     let mut sources = SourceMap::new();
-    let f = sources.add("samples.tsr", samples::SOURCE);
     let mut rng = Rng(7);
     let ptr = |b: usize| Arg::Ptr {
         buffer: b,
         offset: 0,
     };
 
-    let k = samples::gelu_affine(f).unwrap();
+    let k = samples::load("gelu_affine", &mut sources);
     let n = 1027usize;
     let x = rng.vec(n, 4.0);
     let args = [
         ptr(0),
         ptr(1),
-        Arg::F32(1.5),
-        Arg::F32(-0.25),
+        Arg::U32(1.5f32.to_bits()),
+        Arg::U32((-0.25f32).to_bits()),
         Arg::U32(n as u32),
     ];
     let r = both(
@@ -230,7 +232,7 @@ fn emulator_matches_gpu() {
     );
     assert!(r.0 <= 2e-3 * (1.0 + r.1));
 
-    let k = samples::softmax_rows(f).unwrap();
+    let k = samples::load("softmax_rows", &mut sources);
     let (rows, cols) = (9usize, 100usize);
     let x = rng.vec(rows * cols, 5.0);
     let args = [ptr(0), ptr(1), Arg::U32(rows as u32), Arg::U32(cols as u32)];
@@ -249,7 +251,7 @@ fn emulator_matches_gpu() {
     );
     assert!(r.0 <= 1e-5);
 
-    let k = samples::matmul_f32(f).unwrap();
+    let k = samples::load("matmul_f32", &mut sources);
     let (m, n, kk) = (130usize, 67usize, 37usize);
     let a = rng.vec(m * kk, 1.0);
     let b = rng.vec(kk * n, 1.0);
@@ -280,7 +282,7 @@ fn emulator_matches_gpu() {
     );
     assert!(r.2, "fp32 fma chains must match bit for bit");
 
-    let k = samples::matmul_bf16(f).unwrap();
+    let k = samples::load("matmul_bf16", &mut sources);
     let (m, n, kk) = (65usize, 129usize, 45usize);
     let ab: Vec<u8> = rng
         .vec(m * kk, 2.0)
@@ -324,7 +326,7 @@ fn emulator_matches_gpu() {
         MmaKind::M16n8k16F16,
         MmaKind::M16n8k8Tf32,
     ] {
-        let k = samples::mma_tile(f, kind).unwrap();
+        let k = samples::load(samples::mma_tile(kind), &mut sources);
         let kd = if kind == MmaKind::M16n8k8Tf32 { 8 } else { 16 };
         let a = rng.vec(16 * kd, 3.0);
         let b = rng.vec(kd * 8, 3.0);

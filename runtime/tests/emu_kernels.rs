@@ -1,10 +1,13 @@
-//! The hand-built kernels run in the emulator against fp64 CPU references on random inputs,
-//! including sizes that are not multiples of the tile/vector widths.
+//! The sample kernels (Tile IR text in `compiler/tests/data/`) run in the emulator against fp64
+//! CPU references on random inputs, including sizes that are not multiples of the tile/vector
+//! widths. `gelu_affine`'s `a` and `b` are `u32` parameters holding f32 bits.
 
 use half::{bf16, f16};
-use tessera_compiler::target::{samples, Kernel, MmaKind};
-use tessera_lang::SourceMap;
+use tessera_compiler::target::{Kernel, MmaKind};
 use tessera_runtime::emu::{run, Arg, Launch};
+
+#[path = "../../compiler/tests/common/samples.rs"]
+mod samples;
 
 struct Rng(u64);
 impl Rng {
@@ -32,10 +35,8 @@ fn ptr(buffer: usize) -> Arg {
     Arg::Ptr { buffer, offset: 0 }
 }
 
-fn sample(f: impl Fn(u32) -> Kernel) -> Kernel {
-    let mut s = SourceMap::new();
-    let file = s.add("samples.tsr", samples::SOURCE);
-    f(file)
+fn sample(name: &str) -> Kernel {
+    samples::sample(name).0
 }
 
 fn gelu64(v: f64) -> f64 {
@@ -44,7 +45,7 @@ fn gelu64(v: f64) -> f64 {
 
 #[test]
 fn gelu_affine_matches_fp64() {
-    let k = sample(|f| samples::gelu_affine(f).unwrap());
+    let k = sample("gelu_affine");
     let mut rng = Rng(1);
     for n in [1usize, 3, 4, 5, 8, 127, 1000, 1027] {
         let x = rng.vec(n, 4.0);
@@ -52,7 +53,13 @@ fn gelu_affine_matches_fp64() {
         let mut bufs = vec![bytes(&x), vec![0u8; 4 * n]];
         let threads = n.div_ceil(4) as u32;
         let launch = Launch::linear(threads.div_ceil(256), 256);
-        let args = [ptr(0), ptr(1), Arg::F32(a), Arg::F32(b), Arg::U32(n as u32)];
+        let args = [
+            ptr(0),
+            ptr(1),
+            Arg::U32(a.to_bits()),
+            Arg::U32(b.to_bits()),
+            Arg::U32(n as u32),
+        ];
         run(&k, launch, &args, &mut bufs).unwrap();
         let y = floats(&bufs[1]);
         for i in 0..n {
@@ -68,7 +75,7 @@ fn gelu_affine_matches_fp64() {
 
 #[test]
 fn softmax_rows_matches_fp64() {
-    let k = sample(|f| samples::softmax_rows(f).unwrap());
+    let k = sample("softmax_rows");
     let mut rng = Rng(2);
     for (rows, cols) in [(1usize, 1usize), (3, 33), (5, 100), (9, 7), (4, 64)] {
         let x = rng.vec(rows * cols, 5.0);
@@ -112,7 +119,7 @@ fn matmul_ref(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> (Vec<f64>, 
 
 #[test]
 fn matmul_f32_matches_fp64() {
-    let kern = sample(|f| samples::matmul_f32(f).unwrap());
+    let kern = sample("matmul_f32");
     let mut rng = Rng(3);
     for (m, n, k) in [
         (64usize, 64usize, 16usize),
@@ -159,7 +166,7 @@ fn bf16_bytes(v: &[bf16]) -> Vec<u8> {
 
 #[test]
 fn matmul_bf16_matches_fp64() {
-    let kern = sample(|f| samples::matmul_bf16(f).unwrap());
+    let kern = sample("matmul_bf16");
     let mut rng = Rng(4);
     for (m, n, k) in [
         (64usize, 64usize, 32usize),
@@ -214,7 +221,7 @@ fn mma_tiles_match_fp64() {
         MmaKind::M16n8k16F16,
         MmaKind::M16n8k8Tf32,
     ] {
-        let kern = sample(|f| samples::mma_tile(f, kind).unwrap());
+        let kern = sample(samples::mma_tile(kind));
         let kd = if kind == MmaKind::M16n8k8Tf32 { 8 } else { 16 };
         let mut rng = Rng(5);
         let a = rng.vec(16 * kd, 3.0);
@@ -255,7 +262,7 @@ fn mma_tiles_match_fp64() {
 
 #[test]
 fn runs_are_deterministic() {
-    let kern = sample(|f| samples::matmul_f32(f).unwrap());
+    let kern = sample("matmul_f32");
     let mut rng = Rng(6);
     let (m, n, k) = (33usize, 70usize, 21usize);
     let a = rng.vec(m * k, 1.0);

@@ -20,15 +20,15 @@
 //!   lowest block run first), so lowering lays out join blocks after the blocks that reach them.
 //!
 //! Modules: [`builder`] (the one way to build a kernel), [`verify`], [`ptx`] (the printer),
-//! [`arch`] (targets and limits), [`ptxas`] (runs NVIDIA's assembler), [`samples`] (hand-built
-//! kernels).
+//! [`arch`] (targets and limits), [`ptxas`] (runs NVIDIA's assembler). The sample kernels the
+//! emulator, ptxas and PTX snapshot tests run are Tile IR text (`compiler/tests/data/*.tile`),
+//! lowered through `tile_target::translate`.
 
 pub mod arch;
 pub mod builder;
 pub mod error;
 pub mod ptx;
 pub mod ptxas;
-pub mod samples;
 pub mod verify;
 
 pub use arch::Target;
