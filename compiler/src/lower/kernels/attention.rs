@@ -109,6 +109,17 @@ fn batch_bases(
     })
 }
 
+/// Where a block's key loop ends: `sk`, or for a causal attention the first key past the
+/// block's last query row (`min(q0 + bm, sk)`).
+pub fn key_end(b: &mut Builder, causal: bool, q0: Value, bm: u32, sk: Value) -> Value {
+    if causal {
+        let e = b.add(Ty::U32, q0, imm(i64::from(bm)));
+        b.bin(BinOp::Min, Ty::U32, e, sk)
+    } else {
+        sk
+    }
+}
+
 /// The FlashAttention kernel of `[batch, sq, dq] · [batch, sk, dq]ᵀ · [batch, sk, dv]`.
 #[allow(clippy::too_many_arguments)]
 pub fn build(
@@ -172,12 +183,7 @@ pub fn build(
     for _ in 0..rpw * (1 + dtv) {
         init.push(b.mov(Ty::F32, fimm(0.0)));
     }
-    let kend = if causal {
-        let e = b.add(Ty::U32, q0, imm(i64::from(bm)));
-        b.bin(BinOp::Min, Ty::U32, e, sk_v)
-    } else {
-        sk_v
-    };
+    let kend = key_end(&mut b, causal, q0, bm, sk_v);
     let c2 = (scale * LOG2E) as f32;
     let fin = b.for_(
         imm(0),

@@ -169,12 +169,7 @@ pub fn build(
     for _ in 0..ninit {
         init.push(b.frag_make(cfrag, &[z.into(), z.into(), z.into(), z.into()]));
     }
-    let kend = if causal {
-        let e = b.add(Ty::U32, q0, imm(i64::from(BM)));
-        b.bin(BinOp::Min, Ty::U32, e, sk_v)
-    } else {
-        sk_v
-    };
+    let kend = super::attention::key_end(&mut b, causal, q0, BM, sk_v);
     let c2 = (scale * LOG2E) as f32;
     let fin = b.for_(
         imm(0),

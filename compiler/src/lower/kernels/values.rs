@@ -141,19 +141,10 @@ pub fn int_pair(b: &mut Builder, x: Val, y: Val, d: DType) -> R<(Ty, Value, Valu
 
 /// One float binary op in `ty` (`f32` or `f64`; `div` is the IEEE `div.rn`).
 fn binary_float(b: &mut Builder, op: BinaryOp, ty: Ty, x: Value, y: Value) -> R<Value> {
-    let o = match op {
-        BinaryOp::Add => BinOp::Add,
-        BinaryOp::Sub => BinOp::Sub,
-        BinaryOp::Mul => BinOp::Mul,
-        BinaryOp::Div => BinOp::Div,
-        BinaryOp::Maximum => BinOp::Max,
-        BinaryOp::Minimum => BinOp::Min,
-        BinaryOp::Pow if ty == Ty::F32 => {
-            return Ok(b.math(MathFn::Pow, Ty::F32, &[x.into(), y.into()]))
-        }
-        other if ty == Ty::F64 => return no(format!("fp64 {}", other.name())),
-        other => return no(format!("the elementwise op {}", other.name())),
-    };
+    if op == BinaryOp::Pow && ty == Ty::F32 {
+        return Ok(b.math(MathFn::Pow, Ty::F32, &[x.into(), y.into()]));
+    }
+    let o = crate::lower::to_target::float_binop(op, ty)?;
     Ok(b.bin(o, ty, x, y))
 }
 
