@@ -12,14 +12,15 @@
 //! Kernel parameters are those of the Tile kernel in order: a global view is a pointer
 //! (`ld.param` + `cvta.to.global`), a size a `u32`.
 
-use super::math;
 use super::to_target::{Error, Lowered};
 use crate::target::builder::imm;
 use crate::target::{
     BinOp, Cmp, Kernel as TKernel, KernelBuilder, Op as TOp, Operand as TOperand, ParamTy, Reg,
-    SharedId, ShflMode, Space, Ty, UnOp,
+    SharedId, Space, Ty,
 };
 use crate::tile::ir::*;
+
+mod expand;
 
 type R<T> = Result<T, Error>;
 
@@ -656,151 +657,6 @@ impl Cx<'_> {
         self.b.ld_to(Space::Global, ty, &dsts, addr, 0);
         self.bind(&op.results, &dsts);
         Ok(())
-    }
-
-    /// `base + stage·stage_bytes + row·pitch + swizzled(col·elem_bytes)`.
-    fn offset(&mut self, o: &[Operand]) -> R<Reg> {
-        let Some(&buf) = o.first() else {
-            return bug(self.k, "tile.offset without a buffer");
-        };
-        let (id, sb) = self.shared(buf)?;
-        let base = self.b.shared_addr(id);
-        let parts = [o.get(1), o.get(2), o.get(3)];
-        let [Some(&stage), Some(&row), Some(&col)] = parts else {
-            return bug(self.k, "tile.offset takes a stage, a row and a column");
-        };
-        let stage_b = i64::try_from(sb.stage_bytes()).unwrap_or(i64::MAX);
-        let pitch = i64::from(sb.layout.pitch);
-        let eb = i64::from(sb.elem_bytes);
-        let mut acc: TOperand = TOperand::Reg(base);
-        let term = |cx: &mut Cx, x: Operand, scale: i64, acc: TOperand| -> R<TOperand> {
-            let x = cx.opnd(x)?;
-            Ok(match (x, acc) {
-                (TOperand::Imm(0), a) => a,
-                (TOperand::Imm(i), a) => TOperand::Reg(cx.b.add(Ty::U32, a, imm(i * scale))),
-                (xr, a) => TOperand::Reg(cx.b.fma(Ty::U32, xr, imm(scale), a)),
-            })
-        };
-        acc = term(self, stage, stage_b, acc)?;
-        match sb.layout.swizzle {
-            None => {
-                acc = term(self, row, pitch, acc)?;
-                acc = term(self, col, eb, acc)?;
-            }
-            Some(sw) => {
-                acc = term(self, row, pitch, acc)?;
-                // byte column, its 16-byte chunk XOR (row >> shift) & mask
-                let cb = self.opnd(col)?;
-                let cbytes = self.b.mul(Ty::U32, cb, imm(eb));
-                let r = self.opnd(row)?;
-                let sh = self.b.bin(BinOp::Shr, Ty::U32, r, imm(i64::from(sw.shift)));
-                let m = self.b.bin(BinOp::And, Ty::B32, sh, imm(i64::from(sw.mask)));
-                let m4 = self.b.bin(BinOp::Shl, Ty::B32, m, imm(4));
-                let x = self.b.bin(BinOp::Xor, Ty::B32, cbytes, m4);
-                acc = TOperand::Reg(self.b.add(Ty::U32, acc, x));
-            }
-        }
-        Ok(match acc {
-            TOperand::Reg(r) => r,
-            other => self.b.mov(Ty::U32, other),
-        })
-    }
-
-    fn reduce_warp(&mut self, v: Reg, op: BinOp, ty: Ty) {
-        let b = &mut self.b;
-        for s in [16, 8, 4, 2, 1] {
-            if ty != Ty::F64 {
-                let t = b.reg(ty);
-                b.push(TOp::Shfl {
-                    mode: ShflMode::Bfly,
-                    dst: t,
-                    src: v.into(),
-                    lane: imm(s),
-                    clamp: imm(31),
-                    mask: 0xffff_ffff,
-                });
-                b.bin_to(v, op, ty, v, t);
-                continue;
-            }
-            // an f64 moves as two 32-bit halves
-            let bits = b.reg(Ty::B64);
-            b.push(TOp::Mov {
-                ty: Ty::B64,
-                dst: bits,
-                src: v.into(),
-            });
-            let lo = b.cvt(Ty::U32, Ty::U64, None, bits);
-            let hi64 = b.bin(BinOp::Shr, Ty::U64, bits, imm(32));
-            let hi = b.cvt(Ty::U32, Ty::U64, None, hi64);
-            let mut halves = [lo, hi].map(|h| {
-                let t = b.reg(Ty::B32);
-                b.push(TOp::Shfl {
-                    mode: ShflMode::Bfly,
-                    dst: t,
-                    src: h.into(),
-                    lane: imm(s),
-                    clamp: imm(31),
-                    mask: 0xffff_ffff,
-                });
-                b.cvt(Ty::U64, Ty::U32, None, t)
-            });
-            halves[1] = b.bin(BinOp::Shl, Ty::B64, halves[1], imm(32));
-            let joined = b.bin(BinOp::Or, Ty::B64, halves[0], halves[1]);
-            let t = b.reg(Ty::F64);
-            b.push(TOp::Mov {
-                ty: Ty::B64,
-                dst: t,
-                src: joined.into(),
-            });
-            b.bin_to(v, op, Ty::F64, v, t);
-        }
-    }
-
-    fn math(&mut self, f: MathFn, ty: Ty, o: &[Operand]) -> R<Reg> {
-        let x = match o.first() {
-            Some(&x) => self.reg_of(x, ty)?,
-            None => return bug(self.k, "a math op without an argument"),
-        };
-        let b = &mut self.b;
-        Ok(match (f, ty) {
-            (MathFn::Exp, Ty::F64) => math::exp_f64(b, x),
-            (MathFn::Sigmoid, Ty::F64) => {
-                let one = TOperand::f64(1.0);
-                let nx = b.unary(UnOp::Neg, Ty::F64, x);
-                let e = math::exp_f64(b, nx);
-                let d = b.add(Ty::F64, e, one);
-                b.bin(BinOp::Div, Ty::F64, one, d)
-            }
-            (MathFn::Silu, Ty::F64) => {
-                let nx = b.unary(UnOp::Neg, Ty::F64, x);
-                let e = math::exp_f64(b, nx);
-                let d = b.add(Ty::F64, e, TOperand::f64(1.0));
-                b.bin(BinOp::Div, Ty::F64, x, d)
-            }
-            (_, Ty::F64) => return bug(self.k, format!("{f:?} on f64")),
-            (MathFn::Exp, _) => math::exp(b, x),
-            (MathFn::Log, _) => {
-                let l = b.unary(UnOp::Lg2Approx, Ty::F32, x);
-                b.mul(
-                    Ty::F32,
-                    l,
-                    crate::target::builder::fimm(std::f32::consts::LN_2),
-                )
-            }
-            (MathFn::Sigmoid, _) => math::sigmoid(b, x),
-            (MathFn::Silu, _) => {
-                let s = math::sigmoid(b, x);
-                b.mul(Ty::F32, x, s)
-            }
-            (MathFn::Gelu, _) => math::gelu(b, x),
-            (MathFn::Pow, _) => {
-                let y = match o.get(1) {
-                    Some(&y) => self.reg_of(y, Ty::F32)?,
-                    None => return bug(self.k, "pow without an exponent"),
-                };
-                math::pow_f32(&mut self.b, x, y)
-            }
-        })
     }
 
     fn for_loop(&mut self, op: &OpData) -> R<()> {

@@ -1,0 +1,228 @@
+//! Schedule → Tile of FlashAttention kernels: the launch shape (`Shape::FlashAttention`,
+//! fp32 FMA or tensor cores as the schedule says) and the description of the block program.
+
+use super::*;
+
+/// The batch strides of attention operands whose batch dims broadcast to `ob`.
+fn attn_batch(
+    k: &Kernel,
+    ob: &[usize],
+    ops: [&TensorType; 3],
+) -> Result<crate::tile::AttnBatch, NotLowered> {
+    let strides = |t: &TensorType| -> Result<Vec<u32>, NotLowered> {
+        let tb = &t.shape[..t.shape.len() - 2];
+        let lead = ob.len() - tb.len().min(ob.len());
+        let mut st = vec![0u32; ob.len()];
+        let mut acc: u64 = 1;
+        for d in (0..ob.len()).rev() {
+            if let Some(j) = d.checked_sub(lead) {
+                if tb[j] != 1 {
+                    if tb[j] != ob[d] {
+                        return Err(nl(k, "attention batch dimensions that do not broadcast"));
+                    }
+                    st[d] = u32::try_from(acc).map_err(|_| nl(k, "too large an attention"))?;
+                }
+                acc *= tb[j] as u64;
+            }
+        }
+        Ok(st)
+    };
+    Ok(crate::tile::AttnBatch {
+        dims: ob.iter().map(|&d| u32_of(k, d)).collect::<Result<_, _>>()?,
+        q: strides(ops[0])?,
+        k: strides(ops[1])?,
+        v: strides(ops[2])?,
+    })
+}
+
+/// The launch shape and description of a FlashAttention kernel.
+pub(super) fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Result<(), NotLowered> {
+    let s = &k.schedule;
+    let sp = k.span;
+    let out = format!("%{}", k.root.0);
+    let (q, kv, v, causal, scale) = match op {
+        Op::FlashAttention {
+            q,
+            k: kk,
+            v,
+            causal,
+            scale,
+        } => (*q, *kk, *v, *causal, *scale),
+        _ => return Err(nl(k, "not a flash attention")),
+    };
+    let qt = g.ty(q).ok_or_else(|| nl(k, "untyped operand"))?;
+    let kt = g.ty(kv).ok_or_else(|| nl(k, "untyped operand"))?;
+    let vt = g.ty(v).ok_or_else(|| nl(k, "untyped operand"))?;
+    for t in [qt, kt, vt, &k.ty] {
+        if !float_io(t.dtype) {
+            return Err(nl(k, format!("{} attention", t.dtype)));
+        }
+        if t.shape.len() < 2 {
+            return Err(nl(k, "attention operands below 2-D"));
+        }
+    }
+    let r = qt.shape.len();
+    let (sq, dq) = (qt.shape[r - 2], qt.shape[r - 1]);
+    let (sk, dv) = (kt.shape[kt.shape.len() - 2], vt.shape[vt.shape.len() - 1]);
+    let ob = &k.ty.shape[..k.ty.shape.len().saturating_sub(2)];
+    let bcast = if [qt, kt, vt]
+        .iter()
+        .all(|t| &t.shape[..t.shape.len() - 2] == ob)
+    {
+        None
+    } else {
+        Some(attn_batch(k, ob, [qt, kt, vt])?)
+    };
+    if dq == 0 || dv == 0 || sq == 0 || sk == 0 {
+        return Err(nl(k, "empty attention"));
+    }
+    if dq > 128 || dv > 128 {
+        return Err(nl(k, "head dimensions over 128"));
+    }
+    let batch: u64 = ob.iter().map(|&d| d as u64).product();
+    if batch > 65535
+        || numel(qt).max(numel(kt)).max(numel(vt)).max(numel(&k.ty)) > u64::from(u32::MAX)
+    {
+        return Err(nl(k, "too large an attention"));
+    }
+    let mma = if s.tensor_cores {
+        crate::lower::to_schedule::attention_mma(g, &k.inputs, &k.ty)
+    } else {
+        None
+    };
+    let (bm, bn) = if mma.is_some() {
+        (
+            crate::lower::kernels::attention_mma::BM,
+            crate::lower::kernels::attention_mma::BN,
+        )
+    } else {
+        (s.tile[0], 32)
+    };
+    let warps = 4;
+    if mma.is_none() && (bm == 0 || !bm.is_multiple_of(warps) || bm / warps > 8) {
+        return Err(nl(
+            k,
+            "a query tile that is not 4..32 rows, a multiple of 4",
+        ));
+    }
+    let (sq, sk, dq, dv) = (
+        u32_of(k, sq)?,
+        u32_of(k, sk)?,
+        u32_of(k, dq)?,
+        u32_of(k, dv)?,
+    );
+    tk.block = [warps * 32, 1, 1];
+    tk.grid = [sq.div_ceil(bm), batch.max(1) as u32, 1];
+    tk.shape = Shape::FlashAttention {
+        batch: batch.max(1) as u32,
+        sq,
+        sk,
+        dq,
+        dv,
+        causal,
+        scale,
+        bm,
+        bn,
+        bcast,
+        mma,
+    };
+    tk.smem = vec![
+        Smem {
+            name: "smem_q".into(),
+            elem_bytes: 4,
+            shape: vec![1, bm, dq],
+        },
+        Smem {
+            name: "smem_k".into(),
+            elem_bytes: 4,
+            shape: vec![1, bn, dq + 1],
+        },
+        Smem {
+            name: "smem_v".into(),
+            elem_bytes: 4,
+            shape: vec![1, bn + 1, dv.next_multiple_of(32)],
+        },
+    ];
+    let copy = |src: String, dst: &str| {
+        (
+            TileOp::Copy {
+                src,
+                dst: dst.to_string(),
+                bytes: 4,
+                is_async: false,
+            },
+            sp,
+        )
+    };
+    let kend = if causal {
+        format!("min({sk}, q0 + {bm})")
+    } else {
+        sk.to_string()
+    };
+    tk.body = vec![
+        (
+            TileOp::Map(format!(
+                "block (x, y) -> ({bm} query rows, batch), warp -> {} query rows, lane -> key of the tile / columns lane + 32t of the output",
+                bm / warps
+            )),
+            sp,
+        ),
+        copy(format!("%{}[q-tile]", q.0), "%smem_q"),
+        (
+            TileOp::Compute("m = -inf, l = 0, acc = 0 (fp32 registers)".into()),
+            sp,
+        ),
+        (
+            TileOp::For {
+                var: "%k0".into(),
+                extent: format!("{kend} step {bn}"),
+                body: vec![
+                    copy(format!("%{}[k-tile]", kv.0), "%smem_k"),
+                    copy(format!("%{}[k-tile]", v.0), "%smem_v"),
+                    (TileOp::Barrier, sp),
+                    (
+                        TileOp::Fma {
+                            rows: bm / warps,
+                            cols: dq,
+                        },
+                        sp,
+                    ),
+                    (
+                        TileOp::Compute(format!(
+                            "s = q·k * {scale}{}, edge mask",
+                            if causal { ", causal mask j <= i" } else { "" }
+                        )),
+                        sp,
+                    ),
+                    (TileOp::ReduceWarp("max"), sp),
+                    (
+                        TileOp::Compute(
+                            "m' = max(m, max s), p = exp(s - m'), acc *= exp(m - m')".into(),
+                        ),
+                        sp,
+                    ),
+                    (TileOp::ReduceWarp("add"), sp),
+                    (
+                        TileOp::Fma {
+                            rows: bm / warps,
+                            cols: dv.div_ceil(32),
+                        },
+                        sp,
+                    ),
+                    (TileOp::Barrier, sp),
+                ],
+            },
+            sp,
+        ),
+        (TileOp::Compute("acc / l".into()), sp),
+        (
+            TileOp::Store {
+                dst: out,
+                vector: 1,
+                masked: true,
+            },
+            sp,
+        ),
+    ];
+    Ok(())
+}
