@@ -129,8 +129,9 @@ impl Cx<'_> {
     }
 
     fn reg(&self, v: Value) -> R<Reg> {
-        match self.regs(v)?.as_slice() {
-            [r] => Ok(*r),
+        match self.slot(v)? {
+            Slot::Regs(r) if r.len() == 1 => Ok(r[0]),
+            Slot::View(r, _) => Ok(*r),
             _ => bug(self.k, format!("%{} is not a scalar", v.0)),
         }
     }
@@ -281,10 +282,9 @@ impl Cx<'_> {
     fn op(&mut self, op: &OpData) -> R<()> {
         let o = &op.operands;
         let get = |i: usize| -> R<Operand> {
-            o.get(i).copied().ok_or(Error::NotLowered(format!(
-                "Tile IR: {:?} lacks operand {i}",
-                op.kind
-            )))
+            o.get(i).copied().ok_or_else(|| {
+                Error::NotLowered(format!("Tile IR: {:?} lacks operand {i}", op.kind))
+            })
         };
         let res = |i: usize| op.results.get(i).copied();
         let single = |cx: &mut Cx, r: Reg| {
