@@ -27,6 +27,22 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Every `.tsr` file under the given files and directories, sorted.
+/// The scripts of `tests/golden`, `tests/ir` and `examples` under `root` that make a kernel
+/// (`op.kernel` or `op.autotune` in their text).
+pub fn kernel_scripts(root: &std::path::Path) -> Vec<PathBuf> {
+    discover(&[
+        root.join("tests/golden"),
+        root.join("tests/ir"),
+        root.join("examples"),
+    ])
+    .into_iter()
+    .filter(|p| {
+        std::fs::read_to_string(p)
+            .is_ok_and(|t| t.contains("op.kernel") || t.contains("op.autotune"))
+    })
+    .collect()
+}
+
 pub fn discover(paths: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for p in paths {

@@ -27,17 +27,7 @@ const FALLBACK_DEMOS: &[(&str, &str)] =
     &[("tests/golden/lower_emu_fallback.tsr", "the integer op pow")];
 
 fn scripts(root: &Path) -> Vec<PathBuf> {
-    tessera::golden::discover(&[
-        root.join("tests/golden"),
-        root.join("tests/ir"),
-        root.join("examples"),
-    ])
-    .into_iter()
-    .filter(|p| {
-        std::fs::read_to_string(p)
-            .is_ok_and(|t| t.contains("op.kernel") || t.contains("op.autotune"))
-    })
-    .collect()
+    tessera::golden::kernel_scripts(root)
 }
 
 struct Result1 {

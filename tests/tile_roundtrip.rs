@@ -25,17 +25,7 @@ const PROGRAM_KINDS: &[&str] = &[
 ];
 
 fn scripts(root: &Path) -> Vec<PathBuf> {
-    tessera::golden::discover(&[
-        root.join("tests/golden"),
-        root.join("tests/ir"),
-        root.join("examples"),
-    ])
-    .into_iter()
-    .filter(|p| {
-        std::fs::read_to_string(p)
-            .is_ok_and(|t| t.contains("op.kernel") || t.contains("op.autotune"))
-    })
-    .collect()
+    tessera::golden::kernel_scripts(root)
 }
 
 /// The kernels of a `--dump tile` stream: name → the last text printed for it.

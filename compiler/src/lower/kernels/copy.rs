@@ -7,7 +7,7 @@
 //!
 //! Parameters: one view per input (`in0`, …), `out`, `n`.
 
-use super::blocks::{load_elem, store_elem};
+use super::blocks::{divmod, load_elem, store_elem};
 use super::{no, R};
 use crate::graph::{DType, Graph};
 use crate::target::{BinOp, Cmp, Dim, SReg, Ty};
@@ -20,19 +20,6 @@ fn bits_ty(d: DType) -> Ty {
     match d {
         DType::F16 | DType::BF16 => Ty::B16,
         _ => Ty::F32,
-    }
-}
-
-/// `x / d` and `x % d` for an immediate `d` > 0 (shifts and masks for powers of two).
-fn divmod(b: &mut Builder, x: Value, d: u32) -> (Value, Value) {
-    if d.is_power_of_two() {
-        let q = b.bin(BinOp::Shr, Ty::U32, x, imm(i64::from(d.trailing_zeros())));
-        let r = b.bin(BinOp::And, Ty::B32, x, imm(i64::from(d - 1)));
-        (q, r)
-    } else {
-        let q = b.bin(BinOp::Div, Ty::U32, x, imm(i64::from(d)));
-        let r = b.bin(BinOp::Rem, Ty::U32, x, imm(i64::from(d)));
-        (q, r)
     }
 }
 
