@@ -74,7 +74,7 @@ pub fn lower_text(
     let l = tile_target::translate(&k).map_err(|e| (format!("error: {e:?}\n"), 1))?;
     match level {
         Level::Target => Ok(print_target(&l.kernel, &sources)),
-        Level::Ptx => ptx::print(&l.kernel, target, &sources)
+        Level::Ptx => ptx::print_verified(&l.kernel, target, &sources)
             .map_err(|e| (e.to_diagnostic().render(&sources, false), 1)),
     }
 }

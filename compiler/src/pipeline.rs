@@ -150,7 +150,7 @@ impl Lowered {
                     .unwrap_or_default(),
                 ("tile", Some(t), _) => tile::print(t, sources),
                 ("target", _, Some(l)) => print_target(&l.kernel, sources),
-                ("ptx", _, Some(l)) => ptx::print(&l.kernel, p.target, sources)
+                ("ptx", _, Some(l)) => ptx::print_verified(&l.kernel, p.target, sources)
                     .map_err(|e| internal(name, target_msg(&e)))?,
                 _ => format!(
                     "// kernel @{name} ({kind}): no {level} code: {}\n",

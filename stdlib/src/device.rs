@@ -259,7 +259,7 @@ pub fn ptx_of(
     target: Target,
     sources: &tessera_lang::SourceMap,
 ) -> Result<(String, u64), Diagnostic> {
-    let ptx = tessera_compiler::target::ptx::print(&l.kernel, target, sources)
+    let ptx = tessera_compiler::target::ptx::print_verified(&l.kernel, target, sources)
         .map_err(|e| e.to_diagnostic())?;
     let hash = tessera_compiler::tune::cache::stable_hash(&format!("{}\n{ptx}", target.name()));
     // `stable_hash` is 16 hex digits: it always parses.

@@ -176,7 +176,7 @@ fn ptxas_regs(
         return None;
     }
     let t = c.lowered.kernels.get(index)?.target.as_ref()?;
-    let ptx = tessera_compiler::target::ptx::print(&t.kernel, target, sources).ok()?;
+    let ptx = tessera_compiler::target::ptx::print_verified(&t.kernel, target, sources).ok()?;
     let key = format!(
         "{}:{}",
         target.name(),

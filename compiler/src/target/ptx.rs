@@ -1,4 +1,4 @@
-//! The PTX printer: one template per instruction ([`template`], an exhaustive match) plus one
+//! The PTX printer: one template per instruction ([`write_instr`], an exhaustive match) plus one
 //! walk ([`print`]) that declares registers, names blocks and emits `.loc` when the source line
 //! changes. Output is stable (snapshot-tested).
 
@@ -107,29 +107,96 @@ impl RegNames {
     }
 }
 
-fn operand(n: &RegNames, o: Operand) -> String {
+/// One instruction being written: the opcode, then operands separated by `, `.
+struct Line<'a> {
+    out: &'a mut String,
+    n: &'a RegNames,
+    args: usize,
+}
+
+impl Line<'_> {
+    /// Appends opcode pieces (`"add.rn."`, `"f32"`).
+    fn op(&mut self, parts: &[&str]) {
+        for p in parts {
+            self.out.push_str(p);
+        }
+    }
+    fn sep(&mut self) {
+        self.out.push_str(if self.args == 0 { " " } else { ", " });
+        self.args += 1;
+    }
+    fn reg(&mut self, r: Reg) {
+        self.sep();
+        self.out.push_str(self.n.get(r));
+    }
+    fn opnd(&mut self, o: Operand) {
+        self.sep();
+        push_operand(self.out, self.n, o);
+    }
+    fn text(&mut self, s: &str) {
+        self.sep();
+        self.out.push_str(s);
+    }
+    fn num(&mut self, v: i64) {
+        self.sep();
+        let _ = write!(self.out, "{v}");
+    }
+    /// `[%r1]`, `[%r1+8]`, `[%r1-8]`.
+    fn addr(&mut self, r: Reg, offset: i32) {
+        self.sep();
+        self.out.push('[');
+        self.out.push_str(self.n.get(r));
+        if offset != 0 {
+            let _ = write!(self.out, "{offset:+}");
+        }
+        self.out.push(']');
+    }
+    /// One register, or `{%r1, %r2, …}`.
+    fn regs(&mut self, regs: &[Reg]) {
+        self.sep();
+        if let [r] = regs {
+            self.out.push_str(self.n.get(*r));
+            return;
+        }
+        self.out.push('{');
+        for (i, r) in regs.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            self.out.push_str(self.n.get(*r));
+        }
+        self.out.push('}');
+    }
+    /// One operand, or `{a, b, …}`.
+    fn opnds(&mut self, ops: &[Operand]) {
+        self.sep();
+        if let [o] = ops {
+            push_operand(self.out, self.n, *o);
+            return;
+        }
+        self.out.push('{');
+        for (i, o) in ops.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            push_operand(self.out, self.n, *o);
+        }
+        self.out.push('}');
+    }
+}
+
+fn push_operand(out: &mut String, n: &RegNames, o: Operand) {
     match o {
-        Operand::Reg(r) => n.get(r).to_string(),
-        Operand::Imm(v) => v.to_string(),
-        Operand::F32(bits) => format!("0f{bits:08X}"),
-        Operand::F64(bits) => format!("0d{bits:016X}"),
-    }
-}
-
-fn vector(n: &RegNames, regs: &[Reg]) -> String {
-    let names: Vec<&str> = regs.iter().map(|r| n.get(*r)).collect();
-    if names.len() == 1 {
-        names.concat()
-    } else {
-        format!("{{{}}}", names.join(", "))
-    }
-}
-
-fn address(n: &RegNames, r: Reg, offset: i32) -> String {
-    match offset {
-        0 => format!("[{}]", n.get(r)),
-        o if o > 0 => format!("[{}+{}]", n.get(r), o),
-        o => format!("[{}{}]", n.get(r), o),
+        Operand::Reg(r) => out.push_str(n.get(r)),
+        Operand::Imm(v) => {
+            let _ = write!(out, "{v}");
+        }
+        Operand::F32(bits) => {
+            let _ = write!(out, "0f{bits:08X}");
+        }
+        Operand::F64(bits) => {
+            let _ = write!(out, "0d{bits:016X}");
+        }
     }
 }
 
@@ -192,117 +259,142 @@ fn cmp(c: Cmp) -> &'static str {
     }
 }
 
-/// The template table: each op's opcode (with its modifiers) and its operands.
-pub fn template(k: &Kernel, n: &RegNames, op: &Op) -> (String, Vec<String>) {
-    let r = |reg: Reg| n.get(reg).to_string();
-    let o = |x: Operand| operand(n, x);
+/// The template table: writes each op's opcode (with its modifiers) and its operands.
+fn write_op(w: &mut Line, k: &Kernel, op: &Op) {
     let float = |ty: Ty| matches!(ty, Ty::F32 | Ty::F64);
     match op {
-        Op::Special { dst, sreg: s } => ("mov.u32".into(), vec![r(*dst), sreg(*s).into()]),
+        Op::Special { dst, sreg: s } => {
+            w.op(&["mov.u32"]);
+            w.reg(*dst);
+            w.text(sreg(*s));
+        }
         Op::LdParam { dst, param } => {
             let p = k.params.get(param.0 as usize);
             let ty = p.map(|p| p.ty.ty().name()).unwrap_or("u64");
             let name = p.map(|p| p.name.as_str()).unwrap_or("invalid");
-            (format!("ld.param.{ty}"), vec![r(*dst), format!("[{name}]")])
+            w.op(&["ld.param.", ty]);
+            w.reg(*dst);
+            w.sep();
+            w.op(&["[", name, "]"]);
         }
         Op::SharedAddr { dst, shared } => {
-            let addr = if k.dynamic_shared_bytes() > 0 {
+            w.op(&["mov.u32"]);
+            w.reg(*dst);
+            w.sep();
+            if k.dynamic_shared_bytes() > 0 {
                 // one extern array: each declared array at its layout offset
                 let (offsets, _) = k.shared_layout();
                 match offsets.get(shared.0 as usize) {
-                    Some(0) => super::DYNAMIC_SHARED.to_string(),
-                    Some(off) => format!("{}+{off}", super::DYNAMIC_SHARED),
-                    None => "invalid".into(),
+                    Some(0) => w.op(&[super::DYNAMIC_SHARED]),
+                    Some(off) => {
+                        w.op(&[super::DYNAMIC_SHARED, "+"]);
+                        let _ = write!(w.out, "{off}");
+                    }
+                    None => w.op(&["invalid"]),
                 }
             } else {
-                k.shared
-                    .get(shared.0 as usize)
-                    .map(|s| s.name.clone())
-                    .unwrap_or_else(|| "invalid".into())
-            };
-            ("mov.u32".into(), vec![r(*dst), addr])
+                let name = k.shared.get(shared.0 as usize).map(|s| s.name.as_str());
+                w.op(&[name.unwrap_or("invalid")]);
+            }
         }
-        Op::Mov { ty, dst, src } => (format!("mov.{}", move_ty(*ty)), vec![r(*dst), o(*src)]),
+        Op::Mov { ty, dst, src } => {
+            w.op(&["mov.", move_ty(*ty)]);
+            w.reg(*dst);
+            w.opnd(*src);
+        }
         Op::Unary { op, ty, dst, src } => {
-            let t = ty.name();
-            let opcode = match op {
-                UnOp::Neg => format!("neg.{t}"),
-                UnOp::Abs => format!("abs.{t}"),
-                UnOp::Not => format!("not.{t}"),
-                UnOp::Rcp => format!("rcp.rn.{t}"),
-                UnOp::RcpApprox => format!("rcp.approx.{t}"),
-                UnOp::Sqrt => format!("sqrt.rn.{t}"),
-                UnOp::SqrtApprox => format!("sqrt.approx.{t}"),
-                UnOp::RsqrtApprox => format!("rsqrt.approx.{t}"),
-                UnOp::Ex2Approx => format!("ex2.approx.{t}"),
-                UnOp::Lg2Approx => format!("lg2.approx.{t}"),
-                UnOp::TanhApprox => format!("tanh.approx.{t}"),
+            let name = match op {
+                UnOp::Neg => "neg.",
+                UnOp::Abs => "abs.",
+                UnOp::Not => "not.",
+                UnOp::Rcp => "rcp.rn.",
+                UnOp::RcpApprox => "rcp.approx.",
+                UnOp::Sqrt => "sqrt.rn.",
+                UnOp::SqrtApprox => "sqrt.approx.",
+                UnOp::RsqrtApprox => "rsqrt.approx.",
+                UnOp::Ex2Approx => "ex2.approx.",
+                UnOp::Lg2Approx => "lg2.approx.",
+                UnOp::TanhApprox => "tanh.approx.",
             };
-            (opcode, vec![r(*dst), o(*src)])
+            w.op(&[name, ty.name()]);
+            w.reg(*dst);
+            w.opnd(*src);
         }
         Op::Binary { op, ty, dst, a, b } => {
-            let t = ty.name();
             let f = float(*ty);
-            let opcode = match op {
-                BinOp::Add if f => format!("add.rn.{t}"),
-                BinOp::Add => format!("add.{t}"),
-                BinOp::Sub if f => format!("sub.rn.{t}"),
-                BinOp::Sub => format!("sub.{t}"),
-                BinOp::Mul if f => format!("mul.rn.{t}"),
-                BinOp::Mul => format!("mul.lo.{t}"),
-                BinOp::MulHi => format!("mul.hi.{t}"),
-                BinOp::Min if *ty == Ty::F32 => "min.NaN.f32".to_string(),
-                BinOp::Max if *ty == Ty::F32 => "max.NaN.f32".to_string(),
-                BinOp::Min => format!("min.{t}"),
-                BinOp::Max => format!("max.{t}"),
-                BinOp::Div if f => format!("div.rn.{t}"),
-                BinOp::Div => format!("div.{t}"),
-                BinOp::DivApprox => format!("div.approx.{t}"),
-                BinOp::Rem => format!("rem.{t}"),
-                BinOp::And => format!("and.{t}"),
-                BinOp::Or => format!("or.{t}"),
-                BinOp::Xor => format!("xor.{t}"),
-                BinOp::Shl => format!("shl.{t}"),
-                BinOp::Shr => format!("shr.{t}"),
+            let name = match op {
+                BinOp::Add if f => "add.rn.",
+                BinOp::Add => "add.",
+                BinOp::Sub if f => "sub.rn.",
+                BinOp::Sub => "sub.",
+                BinOp::Mul if f => "mul.rn.",
+                BinOp::Mul => "mul.lo.",
+                BinOp::MulHi => "mul.hi.",
+                BinOp::Min if *ty == Ty::F32 => "min.NaN.",
+                BinOp::Max if *ty == Ty::F32 => "max.NaN.",
+                BinOp::Min => "min.",
+                BinOp::Max => "max.",
+                BinOp::Div if f => "div.rn.",
+                BinOp::Div => "div.",
+                BinOp::DivApprox => "div.approx.",
+                BinOp::Rem => "rem.",
+                BinOp::And => "and.",
+                BinOp::Or => "or.",
+                BinOp::Xor => "xor.",
+                BinOp::Shl => "shl.",
+                BinOp::Shr => "shr.",
             };
-            (opcode, vec![r(*dst), o(*a), o(*b)])
+            w.op(&[name, ty.name()]);
+            w.reg(*dst);
+            w.opnd(*a);
+            w.opnd(*b);
         }
         Op::Fma { ty, dst, a, b, c } => {
-            let opcode = if float(*ty) {
-                format!("fma.rn.{}", ty.name())
-            } else {
-                format!("mad.lo.{}", ty.name())
-            };
-            (opcode, vec![r(*dst), o(*a), o(*b), o(*c)])
+            let name = if float(*ty) { "fma.rn." } else { "mad.lo." };
+            w.op(&[name, ty.name()]);
+            w.reg(*dst);
+            w.opnd(*a);
+            w.opnd(*b);
+            w.opnd(*c);
         }
-        Op::MulWide { ty, dst, a, b } => (
-            format!("mul.wide.{}", ty.name()),
-            vec![r(*dst), o(*a), o(*b)],
-        ),
-        Op::MadWide { ty, dst, a, b, c } => (
-            format!("mad.wide.{}", ty.name()),
-            vec![r(*dst), o(*a), o(*b), o(*c)],
-        ),
+        Op::MulWide { ty, dst, a, b } => {
+            w.op(&["mul.wide.", ty.name()]);
+            w.reg(*dst);
+            w.opnd(*a);
+            w.opnd(*b);
+        }
+        Op::MadWide { ty, dst, a, b, c } => {
+            w.op(&["mad.wide.", ty.name()]);
+            w.reg(*dst);
+            w.opnd(*a);
+            w.opnd(*b);
+            w.opnd(*c);
+        }
         Op::Setp {
             cmp: c,
             ty,
             dst,
             a,
             b,
-        } => (
-            format!("setp.{}.{}", cmp(*c), ty.name()),
-            vec![r(*dst), o(*a), o(*b)],
-        ),
+        } => {
+            w.op(&["setp.", cmp(*c), ".", ty.name()]);
+            w.reg(*dst);
+            w.opnd(*a);
+            w.opnd(*b);
+        }
         Op::Selp {
             ty,
             dst,
             a,
             b,
             pred,
-        } => (
-            format!("selp.{}", ty.name()),
-            vec![r(*dst), o(*a), o(*b), r(*pred)],
-        ),
+        } => {
+            w.op(&["selp.", ty.name()]);
+            w.reg(*dst);
+            w.opnd(*a);
+            w.opnd(*b);
+            w.reg(*pred);
+        }
         Op::Cvt {
             dty,
             sty,
@@ -313,44 +405,50 @@ pub fn template(k: &Kernel, n: &RegNames, op: &Op) -> (String, Vec<String>) {
         } => {
             let rm = rm.map(rnd).unwrap_or("");
             let sat = if *sat { ".sat" } else { "" };
-            (
-                format!("cvt{rm}{sat}.{}.{}", dty.name(), sty.name()),
-                vec![r(*dst), r(*src)],
-            )
+            w.op(&["cvt", rm, sat, ".", dty.name(), ".", sty.name()]);
+            w.reg(*dst);
+            w.reg(*src);
         }
-        Op::CvtTf32 { dst, src } => ("cvt.rna.tf32.f32".into(), vec![r(*dst), r(*src)]),
+        Op::CvtTf32 { dst, src } => {
+            w.op(&["cvt.rna.tf32.f32"]);
+            w.reg(*dst);
+            w.reg(*src);
+        }
         Op::CvtPack { pack, dst, hi, lo } => {
-            let opcode = match pack {
+            w.op(&[match pack {
                 Pack::F16x2 => "cvt.rn.f16x2.f32",
                 Pack::BF16x2 => "cvt.rn.bf16x2.f32",
                 Pack::E4m3x2 => "cvt.rn.satfinite.e4m3x2.f32",
                 Pack::E5m2x2 => "cvt.rn.satfinite.e5m2x2.f32",
-            };
-            (opcode.into(), vec![r(*dst), r(*hi), r(*lo)])
+            }]);
+            w.reg(*dst);
+            w.reg(*hi);
+            w.reg(*lo);
         }
         Op::CvtUnpack { unpack, dst, src } => {
-            let opcode = match unpack {
+            w.op(&[match unpack {
                 Unpack::E4m3x2 => "cvt.rn.f16x2.e4m3x2",
                 Unpack::E5m2x2 => "cvt.rn.f16x2.e5m2x2",
-            };
-            (opcode.into(), vec![r(*dst), r(*src)])
+            }]);
+            w.reg(*dst);
+            w.reg(*src);
         }
-        Op::CvtaGlobal { dst, src } => ("cvta.to.global.u64".into(), vec![r(*dst), r(*src)]),
+        Op::CvtaGlobal { dst, src } => {
+            w.op(&["cvta.to.global.u64"]);
+            w.reg(*dst);
+            w.reg(*src);
+        }
         Op::Ld {
             space: s,
             ty,
             dsts,
             addr,
             offset,
-        } => (
-            format!(
-                "ld.{}{}.{}",
-                space(*s),
-                vec_suffix(dsts.len()),
-                move_ty(*ty)
-            ),
-            vec![vector(n, dsts), address(n, *addr, *offset)],
-        ),
+        } => {
+            w.op(&["ld.", space(*s), vec_suffix(dsts.len()), ".", move_ty(*ty)]);
+            w.regs(dsts);
+            w.addr(*addr, *offset);
+        }
         Op::St {
             space: s,
             ty,
@@ -358,21 +456,9 @@ pub fn template(k: &Kernel, n: &RegNames, op: &Op) -> (String, Vec<String>) {
             addr,
             offset,
         } => {
-            let vals: Vec<String> = srcs.iter().map(|x| o(*x)).collect();
-            let vals = if vals.len() == 1 {
-                vals.concat()
-            } else {
-                format!("{{{}}}", vals.join(", "))
-            };
-            (
-                format!(
-                    "st.{}{}.{}",
-                    space(*s),
-                    vec_suffix(srcs.len()),
-                    move_ty(*ty)
-                ),
-                vec![address(n, *addr, *offset), vals],
-            )
+            w.op(&["st.", space(*s), vec_suffix(srcs.len()), ".", move_ty(*ty)]);
+            w.addr(*addr, *offset);
+            w.opnds(srcs);
         }
         Op::CpAsync {
             cache,
@@ -385,15 +471,23 @@ pub fn template(k: &Kernel, n: &RegNames, op: &Op) -> (String, Vec<String>) {
                 CacheOp::Ca => "ca",
                 CacheOp::Cg => "cg",
             };
-            let mut ops = vec![address(n, *dst, 0), address(n, *src, 0), bytes.to_string()];
+            w.op(&["cp.async.", c, ".shared.global"]);
+            w.addr(*dst, 0);
+            w.addr(*src, 0);
+            w.num(i64::from(*bytes));
             if let Some(s) = src_size {
-                ops.push(o(*s));
+                w.opnd(*s);
             }
-            (format!("cp.async.{c}.shared.global"), ops)
         }
-        Op::CpAsyncCommit => ("cp.async.commit_group".into(), vec![]),
-        Op::CpAsyncWait { n: w } => ("cp.async.wait_group".into(), vec![w.to_string()]),
-        Op::BarSync => ("bar.sync".into(), vec!["0".into()]),
+        Op::CpAsyncCommit => w.op(&["cp.async.commit_group"]),
+        Op::CpAsyncWait { n } => {
+            w.op(&["cp.async.wait_group"]);
+            w.num(i64::from(*n));
+        }
+        Op::BarSync => {
+            w.op(&["bar.sync"]);
+            w.text("0");
+        }
         Op::Shfl {
             mode,
             dst,
@@ -408,59 +502,65 @@ pub fn template(k: &Kernel, n: &RegNames, op: &Op) -> (String, Vec<String>) {
                 ShflMode::Bfly => "bfly",
                 ShflMode::Idx => "idx",
             };
-            (
-                format!("shfl.sync.{m}.b32"),
-                vec![
-                    r(*dst),
-                    o(*src),
-                    o(*lane),
-                    o(*clamp),
-                    format!("0x{mask:08x}"),
-                ],
-            )
+            w.op(&["shfl.sync.", m, ".b32"]);
+            w.reg(*dst);
+            w.opnd(*src);
+            w.opnd(*lane);
+            w.opnd(*clamp);
+            w.sep();
+            let _ = write!(w.out, "0x{mask:08x}");
         }
-        Op::Ldmatrix { trans, dsts, addr } => (
-            format!(
-                "ldmatrix.sync.aligned.m8n8.x4{}.shared.b16",
-                if *trans { ".trans" } else { "" }
-            ),
-            vec![vector(n, dsts), address(n, *addr, 0)],
-        ),
+        Op::Ldmatrix { trans, dsts, addr } => {
+            let t = if *trans { ".trans" } else { "" };
+            w.op(&["ldmatrix.sync.aligned.m8n8.x4", t, ".shared.b16"]);
+            w.regs(dsts);
+            w.addr(*addr, 0);
+        }
         Op::Mma { kind, d, a, b, c } => {
-            let opcode = match kind {
+            w.op(&[match kind {
                 MmaKind::M16n8k16Bf16 => "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
                 MmaKind::M16n8k16F16 => "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
                 MmaKind::M16n8k8Tf32 => "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
-            };
-            (
-                opcode.into(),
-                vec![vector(n, d), vector(n, a), vector(n, b), vector(n, c)],
-            )
+            }]);
+            w.regs(d);
+            w.regs(a);
+            w.regs(b);
+            w.regs(c);
         }
-        Op::AtomAddF32 { dst, addr, src } => (
-            "atom.global.add.f32".into(),
-            vec![r(*dst), address(n, *addr, 0), o(*src)],
-        ),
-        Op::RedAddF32 { addr, src } => (
-            "red.global.add.f32".into(),
-            vec![address(n, *addr, 0), o(*src)],
-        ),
+        Op::AtomAddF32 { dst, addr, src } => {
+            w.op(&["atom.global.add.f32"]);
+            w.reg(*dst);
+            w.addr(*addr, 0);
+            w.opnd(*src);
+        }
+        Op::RedAddF32 { addr, src } => {
+            w.op(&["red.global.add.f32"]);
+            w.addr(*addr, 0);
+            w.opnd(*src);
+        }
     }
 }
 
-/// One instruction as PTX text, without indentation: `@%p0 ld.global.f32 %f1, [%ud2];`.
-pub fn instr_text(k: &Kernel, n: &RegNames, i: &Instr) -> String {
-    let (opcode, ops) = template(k, n, &i.op);
-    let mut s = String::new();
+/// Writes one instruction as PTX text, without indentation or newline:
+/// `@%p0 ld.global.f32 %f1, [%ud2];`.
+pub fn write_instr(out: &mut String, k: &Kernel, n: &RegNames, i: &Instr) {
     if let Some(g) = i.guard {
-        let _ = write!(s, "@{}{} ", if g.negate { "!" } else { "" }, n.get(g.pred));
+        out.push('@');
+        if g.negate {
+            out.push('!');
+        }
+        out.push_str(n.get(g.pred));
+        out.push(' ');
     }
-    s.push_str(&opcode);
-    if !ops.is_empty() {
-        s.push(' ');
-        s.push_str(&ops.join(", "));
-    }
-    s.push(';');
+    let mut w = Line { out, n, args: 0 };
+    write_op(&mut w, k, &i.op);
+    out.push(';');
+}
+
+/// One instruction as PTX text (see [`write_instr`]).
+pub fn instr_text(k: &Kernel, n: &RegNames, i: &Instr) -> String {
+    let mut s = String::new();
+    write_instr(&mut s, k, n, i);
     s
 }
 
@@ -513,6 +613,24 @@ fn quote(s: &str) -> String {
 /// `.file`/`.loc` directives.
 pub fn print(k: &Kernel, target: Target, sources: &SourceMap) -> Result<String, TargetError> {
     verify(k)?;
+    emit(k, target, sources)
+}
+
+/// [`print`] for a kernel that [`KernelBuilder::finish`](super::builder::KernelBuilder::finish)
+/// verified and nothing changed since (every kernel of a lowered pipeline): the verifier runs
+/// again only in debug builds.
+pub fn print_verified(
+    k: &Kernel,
+    target: Target,
+    sources: &SourceMap,
+) -> Result<String, TargetError> {
+    if cfg!(debug_assertions) {
+        verify(k)?;
+    }
+    emit(k, target, sources)
+}
+
+fn emit(k: &Kernel, target: Target, sources: &SourceMap) -> Result<String, TargetError> {
     check_target(k, target)?;
     let n = RegNames::new(k);
     let mut files = BTreeSet::new();
@@ -580,7 +698,9 @@ pub fn print(k: &Kernel, target: Target, sources: &SourceMap) -> Result<String, 
         let _ = writeln!(out, "\n{}:", b.label);
         for (i, span) in b.insts.iter().zip(&b.spans) {
             loc(&mut out, *span)?;
-            let _ = writeln!(out, "\t{}", instr_text(k, &n, i));
+            out.push('\t');
+            write_instr(&mut out, k, &n, i);
+            out.push('\n');
         }
         loc(&mut out, b.term_span)?;
         let next = bi + 1;

@@ -127,7 +127,15 @@ impl Builder {
     }
 
     fn one(&mut self, kind: OpKind, operands: Vec<Operand>, ty: Ty) -> Value {
-        self.op(kind, operands, vec![Type::Scalar(ty)])[0]
+        let v = self.value(Type::Scalar(ty));
+        self.push(OpData {
+            kind,
+            operands,
+            results: vec![v],
+            regions: vec![],
+            span: self.span,
+        });
+        v
     }
 
     /// The kernel as built (verify it with [`super::verify`]).

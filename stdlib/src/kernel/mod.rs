@@ -476,7 +476,7 @@ fn emit_ptx(
     std::fs::create_dir_all(dir).map_err(io)?;
     for c in &l.kernels {
         if let Some(t) = &c.target {
-            let text = tessera_compiler::target::ptx::print(&t.kernel, target, sources)
+            let text = tessera_compiler::target::ptx::print_verified(&t.kernel, target, sources)
                 .map_err(|e| e.to_diagnostic())?;
             std::fs::write(dir.join(format!("{}.ptx", t.kernel.name)), text).map_err(io)?;
         }

@@ -9,7 +9,7 @@ use crate::graph::{DType, Epilogue, EpilogueStep, Graph, Op, UnaryOp};
 use crate::lower::to_target::{float_binop as binop, index_of, Error, Index};
 use crate::target::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
 use crate::tile::build::{dimm, fimm, imm, Builder};
-use crate::tile::ir::{Layout, MathFn, ParamRole, SharedBuf, Type, Value};
+use crate::tile::ir::{Layout, MathFn, ParamRole, SharedBuf, Swizzle, Type, Value};
 use crate::tile::{MatmulBatch, TileKernel};
 
 /// `log2(v)` of a power of two.
@@ -141,26 +141,61 @@ fn epilogue_params(
     })
 }
 
+/// The block's staged shared tiles and origin.
+pub struct Tiles {
+    pub tid: Value,
+    /// First output row and column of the block.
+    pub bm: Value,
+    pub bn: Value,
+    /// The buffers and their base addresses.
+    pub sa: Value,
+    pub sb: Value,
+    pub sa0: Value,
+    pub sb0: Value,
+}
+
+/// The XOR swizzle that makes the eight 16-byte row pieces an `ldmatrix` reads (eight
+/// consecutive rows, one 16-byte column) fall in eight different bank groups, for rows of
+/// `pitch` bytes: the 16-byte chunk index XOR `row mod 8` for rows of 8 or more chunks; for
+/// rows of 2 or 4 chunks (8 rows span 2 or 4 128-byte lines) the chunk XOR the row's line
+/// index. `None` for rows under 32 bytes or not a power of two (a swizzled buffer is
+/// aligned to its pitch, so that a chunk's index is the address bits 4..: see `matmul_mma`).
+pub fn ldmatrix_swizzle(pitch: u32) -> Option<Swizzle> {
+    if !pitch.is_power_of_two() {
+        return None;
+    }
+    match pitch / 16 {
+        0 | 1 => None,
+        c if c >= 8 => Some(Swizzle { mask: 7, shift: 0 }),
+        c => Some(Swizzle {
+            mask: c - 1,
+            shift: (8 / c).trailing_zeros(),
+        }),
+    }
+}
+
 /// Declares the block's staged shared tiles (`smem_a`: `stages × BM × BK`, `smem_b`:
-/// `stages × BK × BN`, row-major, elements of `esize` bytes); returns
-/// `(tid, first output row, first output column, smem_a address, smem_b address)`.
+/// `stages × BK × BN`, row-major, elements of `esize` bytes, each swizzled by
+/// [`ldmatrix_swizzle`] when `swizzle` says so).
 pub fn block_tiles(
     b: &mut Builder,
     [bm_, bn_, bk_]: [u32; 3],
     esize: u32,
     stages: u32,
-) -> (Value, Value, Value, Value, Value) {
-    let buf = |rows: u32, cols: u32| SharedBuf {
-        elem_bytes: esize,
-        shape: vec![stages, rows, cols],
-        layout: Layout {
-            pitch: cols * esize,
-            swizzle: None,
-        },
-        align: 16,
+    swizzle: [bool; 2],
+) -> Tiles {
+    let buf = |rows: u32, cols: u32, swz: bool| {
+        let pitch = cols * esize;
+        let swizzle = if swz { ldmatrix_swizzle(pitch) } else { None };
+        SharedBuf {
+            elem_bytes: esize,
+            shape: vec![stages, rows, cols],
+            layout: Layout { pitch, swizzle },
+            align: if swizzle.is_some() { pitch.max(16) } else { 16 },
+        }
     };
-    let sa = b.shared("smem_a", buf(bm_, bk_));
-    let sb = b.shared("smem_b", buf(bk_, bn_));
+    let sa = b.shared("smem_a", buf(bm_, bk_, swizzle[0]));
+    let sb = b.shared("smem_b", buf(bk_, bn_, swizzle[1]));
     let tid = b.special(SReg::Tid(Dim::X));
     let bx = b.special(SReg::Ctaid(Dim::X));
     let by = b.special(SReg::Ctaid(Dim::Y));
@@ -168,7 +203,15 @@ pub fn block_tiles(
     let bn = b.mul(Ty::U32, bx, imm(i64::from(bn_)));
     let sa0 = b.shared_addr(sa);
     let sb0 = b.shared_addr(sb);
-    (tid, bm, bn, sa0, sb0)
+    Tiles {
+        tid,
+        bm,
+        bn,
+        sa,
+        sb,
+        sa0,
+        sb0,
+    }
 }
 
 /// The stage (shared buffer) k-tile `kt` goes to.

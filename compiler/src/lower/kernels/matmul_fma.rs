@@ -49,7 +49,14 @@ pub fn matmul_fma(
     let mut b = Builder::new(&tk.name, tk.span, tk.grid, tk.block);
     let p = matmul_params(&mut b, g, tk, (ad, bd), &steps, dims, batch, f64_mm)?;
     let (a, bp, m, n, k) = (p.a, p.b, p.m, p.n, p.k);
-    let (tid, bm, bn, sa0, sb0) = block_tiles(&mut b, tile, esize as u32, stages);
+    let super::epilogue::Tiles {
+        tid,
+        bm,
+        bn,
+        sa0,
+        sb0,
+        ..
+    } = block_tiles(&mut b, tile, esize as u32, stages, [false, false]);
     // Loaders: A (r, c) = (tid/BK + (T/BK)·i, tid%BK); B (r, c) = (tid/BN + (T/BN)·i, tid%BN).
     let a_step = ti / bki;
     let b_step = ti / bni;

@@ -13,7 +13,9 @@
 //! Parameters: a, b, epi…, c, m, n, k.
 
 use super::blocks::{round_tf32, select_view};
-use super::epilogue::{block_tiles, log2, matmul_params, matmul_parts, stage_of, store_acc};
+use super::epilogue::{
+    block_tiles, ldmatrix_swizzle, log2, matmul_params, matmul_parts, stage_of, store_acc,
+};
 use super::{no, R};
 use crate::graph::{DType, Graph};
 use crate::target::{BinOp, CacheOp, Cmp, MmaKind, Ty};
@@ -58,6 +60,9 @@ struct MmaCopy {
     dcol: i64,
     /// Chunk slots per thread and their (row, column-chunk) deltas from the first.
     slots: Vec<(i64, i64)>,
+    /// Elements from one slot's source to the next when every step is `slots[1]` (one
+    /// register, and each source one add from the previous, whatever the number of slots).
+    slot_step: Option<Value>,
     /// Whether slot 0 may lie past the tile (fewer chunks than threads).
     partial: bool,
 }
@@ -85,18 +90,20 @@ impl MmaCopy {
         [orow, ocol]: [Option<Value>; 2],
         [drow, dcol]: [i64; 2],
         smem: Value,
+        swizzled: Option<Value>,
     ) -> MmaCopy {
         let cpr = cols / ve;
         let total = rows * cpr;
         let r0 = b.bin(BinOp::Shr, Ty::U32, tid, imm(cpr.trailing_zeros() as i64));
         let cc = b.bin(BinOp::And, Ty::B32, tid, imm(cpr - 1));
         let c0 = b.mul(Ty::U32, cc, imm(ve));
-        let slots: Vec<(i64, i64)> = (0..((total + threads - 1) / threads).max(1))
-            .map(|i| {
-                let c = i * threads;
-                (c / cpr, c % cpr)
-            })
-            .collect();
+        let slots = copy_slots(rows, cols, ve, threads);
+        let uniform = slots.len() > 1
+            && slots
+                .windows(2)
+                .all(|w| (w[1].0 - w[0].0, w[1].1 - w[0].1) == slots[1]);
+        let slot_step =
+            uniform.then(|| b.fma(Ty::U32, pitch, imm(slots[1].0), imm(slots[1].1 * ve)));
         let gr = match orow {
             Some(o) => b.add(Ty::U32, o, r0),
             None => r0,
@@ -108,8 +115,14 @@ impl MmaCopy {
         let idx = b.fma(Ty::U32, gr, pitch, gc);
         let ptr0 = b.advance(base, idx);
         let kstride = (drow != 0).then(|| b.mul(Ty::U32, pitch, imm(drow)));
-        let so = b.fma(Ty::U32, r0, imm(cols), c0);
-        let dst0 = b.fma(Ty::U32, so, imm(esize), smem);
+        // swizzled, every slot keeps the first one's pattern ([`swizzle_copies`])
+        let dst0 = match swizzled {
+            None => {
+                let so = b.fma(Ty::U32, r0, imm(cols), c0);
+                b.fma(Ty::U32, so, imm(esize), smem)
+            }
+            Some(buf) => b.offset(buf, imm(0), r0, c0),
+        };
         MmaCopy {
             rows,
             cols,
@@ -128,6 +141,7 @@ impl MmaCopy {
             drow,
             dcol,
             slots,
+            slot_step,
             partial: total < threads,
         }
     }
@@ -149,6 +163,7 @@ impl MmaCopy {
         };
         let src0 = b.advance(self.ptr0, koff);
         let vb = self.ve * self.esize;
+        let mut prev: Option<Value> = None;
         for &(dr, dc) in &self.slots {
             let r = add_imm(b, row, dr);
             let c = add_imm(b, col, dc * self.ve);
@@ -164,12 +179,15 @@ impl MmaCopy {
                     None => in_tile,
                 });
             }
-            let src = if dr == 0 && dc == 0 {
-                src0
-            } else {
-                let goff = b.fma(Ty::U32, self.pitch, imm(dr), imm(dc * self.ve));
-                b.advance(src0, goff)
+            let src = match (self.slot_step, prev) {
+                _ if dr == 0 && dc == 0 => src0,
+                (Some(step), Some(p)) => b.advance(p, step),
+                _ => {
+                    let goff = b.fma(Ty::U32, self.pitch, imm(dr), imm(dc * self.ve));
+                    b.advance(src0, goff)
+                }
             };
+            prev = Some(src);
             let soff = (dr * self.cols + dc * self.ve) * self.esize;
             if vb >= 4 {
                 let src = select_view(b, ok, src, self.any);
@@ -188,6 +206,30 @@ impl MmaCopy {
             }
         }
     }
+}
+
+/// The (row, column-chunk) deltas of a thread's chunk slots from its first: chunk `tid + i·T`
+/// of a `rows × cols` tile copied in chunks of `ve` elements.
+fn copy_slots(rows: i64, cols: i64, ve: i64, threads: i64) -> Vec<(i64, i64)> {
+    let cpr = cols / ve;
+    let total = rows * cpr;
+    (0..((total + threads - 1) / threads).max(1))
+        .map(|i| {
+            let c = i * threads;
+            (c / cpr, c % cpr)
+        })
+        .collect()
+}
+
+/// Whether a tile's copies can write its swizzled layout at no cost: 16-byte chunks (a
+/// chunk is one swizzle unit) and every slot a whole number of swizzle periods (8 rows, 8
+/// chunks) from the first, so one address per thread serves them all at constant offsets.
+/// Otherwise the buffer stays unswizzled (each slot would hold its own address register).
+fn swizzle_copies(rows: i64, cols: i64, ve: i64, esize: i64, threads: i64) -> bool {
+    ve * esize == 16
+        && copy_slots(rows, cols, ve, threads)
+            .iter()
+            .all(|&(dr, dc)| dr % 8 == 0 && dc % 8 == 0)
 }
 
 /// The widest copy (elements) that keeps every chunk of a row aligned: 16, 8 or 4 bytes when
@@ -233,33 +275,48 @@ pub fn matmul_mma(
     let mut b = Builder::new(&tk.name, tk.span, tk.grid, [threads, 1, 1]);
     let p = matmul_params(&mut b, g, tk, (ad, bd), &steps, dims, batch, false)?;
     let (m, n, k) = (p.m, p.n, p.k);
-    let (tid, bm, bn, sa0, sb0) = block_tiles(&mut b, tile, esize as u32, stages);
+    // A is read by ldmatrix (both kinds), B by ldmatrix.trans (16-bit) or by 32-bit loads
+    // (tf32, left unswizzled)
     let [_, dn, dk] = dims;
+    let (a_ve, b_ve) = (mma_chunk(dk, esize, bki), mma_chunk(dn, esize, bni));
+    // Swizzled shared tiles (conflict-free ldmatrix) where the copies allow it; B's n-tile
+    // pairs are XOR steps only when the warp's columns are a power of two.
+    let a_swz = ldmatrix_swizzle((bki * esize) as u32).is_some()
+        && swizzle_copies(bmi, bki, a_ve, esize, ti);
+    let b_swz = !tf32
+        && wn_.is_power_of_two()
+        && ldmatrix_swizzle(bn_ * 2).is_some()
+        && swizzle_copies(bki, bni, b_ve, esize, ti);
+    let t = block_tiles(&mut b, tile, esize as u32, stages, [a_swz, b_swz]);
+    let (tid, bm, bn, sa0, sb0) = (t.tid, t.bm, t.bn, t.sa0, t.sb0);
+    let swz = |buf: Value, on: bool| on.then_some(buf);
     let a_copy = MmaCopy::new(
         &mut b,
         tid,
         ti,
         [bmi, bki],
-        mma_chunk(dk, esize, bki),
+        a_ve,
         esize,
         p.a,
         [k, m, k],
         [Some(bm), None],
         [0, bki],
         sa0,
+        swz(t.sa, a_swz),
     );
     let b_copy = MmaCopy::new(
         &mut b,
         tid,
         ti,
         [bki, bni],
-        mma_chunk(dn, esize, bni),
+        b_ve,
         esize,
         p.b,
         [n, k, n],
         [None, Some(bn)],
         [bki, 0],
         sb0,
+        swz(t.sb, b_swz),
     );
     let lane = b.bin(BinOp::And, Ty::B32, tid, imm(31));
     let warp_id = b.bin(BinOp::Shr, Ty::U32, tid, imm(5));
@@ -269,8 +326,17 @@ pub fn matmul_mma(
     let l16 = b.bin(BinOp::And, Ty::B32, lane, imm(15));
     let lhi = b.bin(BinOp::Shr, Ty::U32, lane, imm(4));
     let arow = b.fma(Ty::U32, wm, imm(wmi), l16);
-    let a_ld = b.fma(Ty::U32, arow, imm(bki * esize), sa0);
-    let a_ld = b.fma(Ty::U32, lhi, imm(16), a_ld);
+    // A's ldmatrix address of k-step 0 in stage 0. Swizzled, the buffer is aligned to its
+    // power-of-two pitch, so the 16-byte chunk is address bits 4.. and k-step ks (chunk
+    // 2·ks further, whose bits this lane's chunk lacks) is the address XOR 32·ks; m-tiles
+    // (16 rows) and stages are whole periods of the swizzle, plain offsets.
+    let a_ld = if a_swz {
+        let lcol = b.mul(Ty::U32, lhi, imm(16 / esize));
+        b.offset(t.sa, imm(0), arow, lcol)
+    } else {
+        let a_ld = b.fma(Ty::U32, arow, imm(bki * esize), sa0);
+        b.fma(Ty::U32, lhi, imm(16), a_ld)
+    };
     let b_ld = if tf32 {
         // b0 = B[k = l%4][n = l/4], b1 = B[k = l%4 + 4][n = l/4] of each 8×8 (k×n) tile.
         let gq = b.bin(BinOp::Shr, Ty::U32, lane, imm(2));
@@ -283,10 +349,15 @@ pub fn matmul_mma(
         let l8hi = b.bin(BinOp::Shr, Ty::U32, lane, imm(3));
         let l8hi = b.bin(BinOp::And, Ty::B32, l8hi, imm(1));
         let brow = b.fma(Ty::U32, l8hi, imm(8), l8);
-        let b_ld = b.fma(Ty::U32, brow, imm(bni * 2), sb0);
         let bcol = b.mul(Ty::U32, wn, imm(wni));
         let bcol = b.fma(Ty::U32, lhi, imm(8), bcol);
-        b.fma(Ty::U32, bcol, imm(2), b_ld)
+        if b_swz {
+            // as for A: n-tile pair np is the address XOR 32·np, k-steps are offsets
+            b.offset(t.sb, imm(0), brow, bcol)
+        } else {
+            let b_ld = b.fma(Ty::U32, brow, imm(bni * 2), sb0);
+            b.fma(Ty::U32, bcol, imm(2), b_ld)
+        }
     };
     let (mt_n, nt_n) = ((wmi / 16) as usize, (wni / 8) as usize);
     let cfrag = Frag {
@@ -336,11 +407,24 @@ pub fn matmul_mma(
         let st = stage_of(b, stages, kt);
         let a_base = b.fma(Ty::U32, st, imm(a_stage), a_ld);
         let b_base = b.fma(Ty::U32, st, imm(b_stage), b_ld);
+        // B's address of each n-tile pair (16 columns), and the bytes still to add
+        let b_np: Vec<(Value, i64)> = (0..wni / 16)
+            .map(|np| match np {
+                0 => (b_base, 0),
+                _ if b_swz => (b.bin(BinOp::Xor, Ty::B32, b_base, imm(np * 32)), 0),
+                _ => (b_base, np * 32),
+            })
+            .collect();
         let mut acc = acc.to_vec();
         for ks in 0..bki / kstep {
             let mut af = vec![];
+            let (a_ks, a_off) = match ks {
+                0 => (a_base, 0),
+                _ if a_swz => (b.bin(BinOp::Xor, Ty::B32, a_base, imm(ks * 32)), 0),
+                _ => (a_base, ks * 32),
+            };
             for mt in 0..mt_n as i64 {
-                let addr = add_imm(b, a_base, mt * 16 * bki * esize + ks * 32);
+                let addr = add_imm(b, a_ks, mt * 16 * bki * esize + a_off);
                 let f = b.ldmatrix(false, addr, vec![frag(kind, Role::A)])[0];
                 af.push(if tf32 && ad == DType::F32 {
                     to_tf32(b, f, Role::A, 4)
@@ -370,8 +454,8 @@ pub fn matmul_mma(
                     ));
                 }
             } else {
-                for np in 0..(wni / 16) {
-                    let addr = add_imm(b, b_base, ks * 16 * bni * 2 + np * 16 * 2);
+                for &(b_at, b_off) in &b_np {
+                    let addr = add_imm(b, b_at, ks * 16 * bni * 2 + b_off);
                     let two = vec![frag(kind, Role::B), frag(kind, Role::B)];
                     bf.extend(b.ldmatrix(true, addr, two));
                 }

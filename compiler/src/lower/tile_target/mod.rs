@@ -44,14 +44,30 @@ struct Cx<'k> {
     k: &'k Kernel,
     b: KernelBuilder,
     slots: Vec<Option<Slot>>,
+    /// Uses of each value (as an operand of any op, yields included).
+    uses: Vec<u32>,
+    /// Values whose registers no other value shares (an `mma` result, a fragment made of
+    /// constants, a loop's carried values): one used once can give its registers to the op
+    /// that consumes it, so accumulator chains and loop-carried fragments need no copies.
+    owned: Vec<bool>,
 }
 
 /// Translates a Tile IR kernel.
 pub fn translate(k: &Kernel) -> R<Lowered> {
+    let mut uses = vec![0u32; k.values.len()];
+    for op in &k.ops {
+        for v in op.operands.iter().filter_map(|o| o.value()) {
+            if let Some(u) = uses.get_mut(v.0 as usize) {
+                *u += 1;
+            }
+        }
+    }
     let mut cx = Cx {
         k,
         b: KernelBuilder::new(&k.name, k.span),
         slots: vec![None; k.values.len()],
+        uses,
+        owned: vec![false; k.values.len()],
     };
     let threads = k.threads();
     cx.b.max_threads(threads.min(u64::from(u32::MAX)) as u32);
@@ -248,6 +264,21 @@ impl Cx<'_> {
 
     fn b_ty(&self, r: Reg) -> Ty {
         self.b.reg_ty(r).unwrap_or(Ty::B32)
+    }
+
+    /// Whether `v`'s registers may be rewritten by the op that uses it: it is used once and
+    /// owns them.
+    fn consumable(&self, v: Value) -> bool {
+        let i = v.0 as usize;
+        self.uses.get(i) == Some(&1) && self.owned.get(i) == Some(&true)
+    }
+
+    fn own(&mut self, vals: &[Value]) {
+        for v in vals {
+            if let Some(o) = self.owned.get_mut(v.0 as usize) {
+                *o = true;
+            }
+        }
     }
 
     fn fresh(&mut self, vals: &[Value]) -> Vec<Reg> {
@@ -546,7 +577,12 @@ impl Cx<'_> {
                 ) else {
                     return bug(self.k, "mma operands are not fragments");
                 };
-                let d = [0; 4].map(|_| self.b.reg(Ty::F32));
+                // accumulate in place when the accumulator dies here
+                let d = match get(2)?.value() {
+                    Some(cv) if self.consumable(cv) => c,
+                    _ => [0; 4].map(|_| self.b.reg(Ty::F32)),
+                };
+                self.own(&op.results);
                 self.b.push(TOp::Mma {
                     kind: *kind,
                     d,
@@ -570,6 +606,9 @@ impl Cx<'_> {
                     .map(|&v| self.result_ty(v))
                     .unwrap_or(Ty::B32);
                 // values are never rewritten while live: a fragment of registers shares them
+                if o.iter().all(|x| x.value().is_none()) {
+                    self.own(&op.results);
+                }
                 let regs: Vec<Reg> = o
                     .iter()
                     .map(|&x| match x {
@@ -674,8 +713,17 @@ impl Cx<'_> {
         let ub = self.opnd(ub)?;
         let step = self.opnd(step)?;
         let i = self.b.mov(Ty::U32, lb);
-        let regs = self.fresh(carried);
         let inits: Vec<Operand> = o.get(3..).unwrap_or(&[]).to_vec();
+        // an init that dies here lends its registers to the carried value
+        let mut regs = vec![];
+        for (j, &c) in carried.iter().enumerate() {
+            match inits.get(j).and_then(|x| x.value()) {
+                Some(v) if self.consumable(v) => regs.extend(self.regs(v)?),
+                _ => regs.extend(self.fresh(&[c])),
+            }
+        }
+        self.own(carried);
+        self.own(&op.results);
         self.parallel_copy(&regs, &inits)?;
         self.set(iv, Slot::Regs(vec![i]));
         self.bind(carried, &regs);

@@ -123,8 +123,8 @@ fn op(k: &Kernel, d: &OpData, p: &mut Vec<Option<Prov>>) {
                     }),
                     _ => unknown(x),
                 },
-                (BinOp::Or, Some(x), None) if imm(o(1)).is_some() => unknown(x),
-                (BinOp::Or, None, Some(x)) if imm(o(0)).is_some() => unknown(x),
+                (BinOp::Or | BinOp::Xor, Some(x), None) if imm(o(1)).is_some() => unknown(x),
+                (BinOp::Or | BinOp::Xor, None, Some(x)) if imm(o(0)).is_some() => unknown(x),
                 _ => None,
             }
         }
