@@ -1,7 +1,7 @@
 """Compile latency, source to PTX for sm_90: Tessera vs Triton, cold, alternated (bench/RESULTS.md).
 
     cargo build --release --example compile_latency
-    .venv/bin/python bench/compile_latency.py [--ours 21] [--triton 7] [--ptxas PATH]
+    .venv/bin/python bench/compile_latency.py [--ours 21] [--triton 7] [--ptxas PATH] [--base BIN]
 
 For each kernel, repeats: one fresh process of ours
 (`target/release/examples/compile_latency --one KERNEL`, giving cold and cached ms), then, for the
@@ -25,8 +25,8 @@ TRITON = os.path.join(ROOT, "bench", "triton_compile.py")
 KERNELS = ["matmul_bias_relu", "softmax", "attention"]
 
 
-def ours(kernel, emit=None):
-    cmd = [OURS, "--one", kernel] + (["--emit", emit] if emit else [])
+def ours(kernel, emit=None, exe=OURS):
+    cmd = [exe, "--one", kernel] + (["--emit", emit] if emit else [])
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.split()
     return float(out[1]), float(out[2]), float(out[3]), out[5] == "1"
 
@@ -77,6 +77,8 @@ def main():
     ap.add_argument("--kernels", nargs="*", default=KERNELS)
     ap.add_argument("--ptxas", help="ptxas for -v register counts")
     ap.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "tessera-ptx"))
+    ap.add_argument("--base", help="a compile_latency binary of an earlier commit: its cold "
+                    "compile runs alternately with ours, and the table gains ours/base")
     a = ap.parse_args()
     env = dict(os.environ)
     if a.ptxas:
@@ -85,10 +87,12 @@ def main():
         env.setdefault("TRITON_PTXAS_BLACKWELL_PATH", a.ptxas)
     rows = []
     for k in a.kernels:
-        cold, cached, hit, tri = [], [], [], []
+        cold, cached, hit, tri, base = [], [], [], [], []
         entry = True
         for i in range(max(a.ours, a.triton)):
             if i < a.ours:
+                if a.base:
+                    base.append(ours(k, exe=a.base)[0])
                 c, p, h, entry = ours(k)
                 cold.append(c)
                 cached.append(p)
@@ -96,15 +100,19 @@ def main():
             if i < a.triton:
                 tri.append(triton(k, env))
         mc, mp, mh, mt = (statistics.median(x) for x in (cold, cached, hit, tri))
-        rows.append((k, mc, mp, mh, mt, entry))
+        mb = statistics.median(base) if base else None
+        rows.append((k, mc, mp, mh, mt, entry, mb))
         print(f"{k}: ours cold {mc:.2f} ms, cached {mp:.3f}/{mh:.3f} ms; triton cold {mt:.1f} ms",
               file=sys.stderr)
+    extra = f" | base cold ms (n={a.ours}) | ours/base (cold) |" if a.base else " |"
     print(f"| kernel | ours cold ms (n={a.ours}) | ours cached, PTX re-printed ms"
-          f" | ours cached, hit only ms | Triton cold ms (n={a.triton}) | Triton/ours (cold) |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for k, mc, mp, mh, mt, entry in rows:
+          f" | ours cached, hit only ms | Triton cold ms (n={a.triton}) | Triton/ours (cold)"
+          + extra)
+    print("| --- | ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: |" if a.base else ""))
+    for k, mc, mp, mh, mt, entry, mb in rows:
         ratio = f"{mt / mc:.0f}x" if entry else f"n/a ({mt / mc:.0f}x, ours stops before PTX)"
-        print(f"| {k} | {mc:.2f} | {mp:.3f} | {mh:.3f} | {mt:.1f} | {ratio} |")
+        tail = f" | {mb:.2f} | {mc / mb:.2f}x |" if mb else " |"
+        print(f"| {k} | {mc:.2f} | {mp:.3f} | {mh:.3f} | {mt:.1f} | {ratio}" + tail)
     if a.ptxas:
         os.makedirs(os.path.join(a.out, "ours"), exist_ok=True)
         os.makedirs(os.path.join(a.out, "triton"), exist_ok=True)
