@@ -7,7 +7,7 @@ use super::blocks::{load_elem, round_tf32, store_elem};
 use super::{no, R};
 use crate::graph::{DType, Epilogue, EpilogueStep, Graph, Op, UnaryOp};
 use crate::lower::to_target::{float_binop as binop, index_of, Error, Index};
-use crate::target::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
+use crate::target::{BinOp, Cmp, Dim, Pack, Rnd, SReg, ShflMode, Ty, UnOp};
 use crate::tile::build::{dimm, fimm, imm, Builder};
 use crate::tile::ir::{Layout, MathFn, ParamRole, SharedBuf, Swizzle, Type, Value};
 use crate::tile::{MatmulBatch, TileKernel};
@@ -333,4 +333,134 @@ pub fn store_acc(
     b.at(tk.span);
     store_elem(b, p.out_dtype, p.c, idx, v, Some(ok));
     Ok(())
+}
+
+/// How an MMA tile's rows are stored with 16-byte vector stores: quads of lanes hold one row's
+/// eight columns of each n-tile in pairs, so groups of `lanes` lanes of a quad exchange
+/// `lanes` n-tiles (a transpose by butterfly shuffles) until each lane holds 16 contiguous
+/// bytes. `lanes` is 4 for 16-bit outputs (one packed word per pair), 2 for 32-bit ones.
+pub struct VecStore {
+    /// Lanes per transpose group.
+    lanes: u32,
+    /// Elements per 16-byte store.
+    elems: u32,
+}
+
+impl VecStore {
+    /// `None` when the output's rows are not whole 16-byte vectors (`n` not a multiple of
+    /// them), the dtype is not a 16/32-bit float, or the warp's n-tiles are not whole groups.
+    pub fn new(out: DType, n: u32, n_tiles: usize) -> Option<VecStore> {
+        let esize = match out {
+            DType::BF16 | DType::F16 => 2,
+            DType::F32 | DType::TF32 => 4,
+            _ => return None,
+        };
+        let (lanes, elems) = (8 / esize, 16 / esize);
+        (n.is_multiple_of(elems) && n_tiles.is_multiple_of(lanes as usize))
+            .then_some(VecStore { lanes, elems })
+    }
+}
+
+/// Stores rows `row` of accumulator n-tiles `tiles` (the `half` of each C fragment: its
+/// registers `2·half`, `2·half + 1`) through the epilogue with 16-byte stores (see
+/// [`VecStore`]). `t` is the lane's index in its quad; `col0` the column of n-tile 0's first
+/// element (the quad's, not the lane's); `row_ok` masks the row.
+#[allow(clippy::too_many_arguments)]
+pub fn store_row_vec(
+    b: &mut Builder,
+    p: &MatmulParams,
+    tk: &TileKernel,
+    vs: &VecStore,
+    tiles: &[Value],
+    half: u8,
+    t: Value,
+    row: Value,
+    row_ok: Value,
+    col0: Value,
+) -> R<()> {
+    let g = vs.lanes as usize;
+    // this lane's pair columns, and the column of the vector it stores after the exchange:
+    // n-tile `t mod g` of the group, 16 bytes at `(t / g)·elems` into it
+    let pair_col = b.fma(Ty::U32, t, imm(2), col0);
+    let q = b.bin(BinOp::And, Ty::B32, t, imm(i64::from(vs.lanes) - 1));
+    let vcol = b.fma(Ty::U32, q, imm(8), col0);
+    let vcol = if g == 4 {
+        vcol
+    } else {
+        let h = b.bin(
+            BinOp::Shr,
+            Ty::U32,
+            t,
+            imm(i64::from(vs.lanes.trailing_zeros())),
+        );
+        b.fma(Ty::U32, h, imm(i64::from(vs.elems)), vcol)
+    };
+    // the predicates of the butterfly stages: bit s of the lane's place in its group
+    let stages: Vec<(i64, Value)> = [1i64, 2]
+        .into_iter()
+        .filter(|&s| s < g as i64)
+        .map(|s| {
+            let bit = b.bin(BinOp::And, Ty::B32, t, imm(s));
+            (s, b.cmp(Cmp::Ne, Ty::U32, bit, imm(0)))
+        })
+        .collect();
+    for (gi, group) in tiles.chunks(g).enumerate() {
+        b.at(tk.span);
+        let base = (gi * g * 8) as i64;
+        // each n-tile's pair through the epilogue, as output words
+        let mut units: Vec<Vec<Value>> = vec![];
+        for (j, &f) in group.iter().enumerate() {
+            let vals: Vec<Value> = (0..2u8)
+                .map(|e| {
+                    b.at(tk.span);
+                    let col = b.add(Ty::U32, pair_col, imm(base + j as i64 * 8 + i64::from(e)));
+                    let col_ok = b.cmp(Cmp::Lt, Ty::U32, col, p.n);
+                    let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok);
+                    let idx = out_index(b, p, row, col);
+                    let v = b.frag_get(f, half * 2 + e);
+                    apply(b, &p.epi, Ty::F32, v, idx, ok)
+                })
+                .collect::<R<_>>()?;
+            b.at(tk.span);
+            units.push(match p.out_dtype {
+                DType::BF16 => vec![b.pack(Pack::BF16x2, vals[1], vals[0])],
+                DType::F16 => vec![b.pack(Pack::F16x2, vals[1], vals[0])],
+                DType::TF32 => vals.iter().map(|&x| round_tf32(b, x)).collect(),
+                _ => vals,
+            });
+        }
+        // transpose: after the stage of bit s, a lane whose bit is 0 holds the pairs of the
+        // n-tiles whose bit is 0 from both lanes, the other those whose bit is 1
+        for &(s, up) in &stages {
+            for j in (0..g).filter(|j| j & s as usize == 0) {
+                let k = j | s as usize;
+                let (lo, hi) = units.split_at_mut(k);
+                for (xj, xk) in lo[j].iter_mut().zip(hi[0].iter_mut()) {
+                    let send = b.select(Ty::B32, up, *xj, *xk);
+                    let recv = b.shfl(ShflMode::Bfly, send, imm(s), imm(31));
+                    (*xj, *xk) = (
+                        b.select(Ty::B32, up, recv, *xj),
+                        b.select(Ty::B32, up, *xk, recv),
+                    );
+                }
+            }
+        }
+        let words: Vec<crate::tile::ir::Operand> =
+            units.iter().flatten().map(|&x| x.into()).collect();
+        let col = b.add(Ty::U32, vcol, imm(base));
+        let col_ok = b.cmp(Cmp::Lt, Ty::U32, col, p.n);
+        let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok);
+        let idx = out_index(b, p, row, col);
+        b.store(Ty::B32, p.c, idx, &words, Some(ok));
+    }
+    Ok(())
+}
+
+/// The flat index of output element (`row`, `col`).
+fn out_index(b: &mut Builder, p: &MatmulParams, row: Value, col: Value) -> Value {
+    let idx = b.fma(Ty::U32, row, p.n, col);
+    match p.cbase {
+        Some(cb) => b.add(Ty::U32, idx, cb),
+        None => idx,
+    }
 }

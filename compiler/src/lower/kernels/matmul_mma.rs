@@ -15,6 +15,7 @@
 use super::blocks::{round_tf32, select_view};
 use super::epilogue::{
     block_tiles, ldmatrix_swizzle, log2, matmul_params, matmul_parts, stage_of, store_acc,
+    store_row_vec, VecStore,
 };
 use super::{no, R};
 use crate::graph::{DType, Graph};
@@ -477,6 +478,18 @@ pub fn matmul_mma(
     let row0 = b.fma(Ty::U32, wm, imm(wmi), bm);
     let row0 = b.add(Ty::U32, row0, gq);
     let col0 = b.fma(Ty::U32, wn, imm(wni), bn);
+    if let Some(vs) = VecStore::new(p.out_dtype, dims[1], nt_n) {
+        for mt in 0..mt_n {
+            for half in 0..2u8 {
+                b.at(tk.span);
+                let row = b.add(Ty::U32, row0, imm(mt as i64 * 16 + i64::from(half) * 8));
+                let row_ok = b.cmp(Cmp::Lt, Ty::U32, row, m);
+                let tiles = &acc[mt * nt_n..(mt + 1) * nt_n];
+                store_row_vec(&mut b, &p, tk, &vs, tiles, half, t, row, row_ok, col0)?;
+            }
+        }
+        return Ok(b.finish());
+    }
     let col0 = b.fma(Ty::U32, t, imm(2), col0);
     for mt in 0..mt_n as i64 {
         for half in 0..2i64 {
