@@ -148,7 +148,6 @@ impl Lowered {
                     .as_ref()
                     .map(|k| tile::text::print(k, sources))
                     .unwrap_or_default(),
-                ("tile", Some(t), _) => tile::print(t, sources),
                 ("target", _, Some(l)) => print_target(&l.kernel, sources),
                 ("ptx", _, Some(l)) => ptx::print_verified(&l.kernel, p.target, sources)
                     .map_err(|e| internal(name, target_msg(&e)))?,

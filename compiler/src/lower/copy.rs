@@ -14,7 +14,7 @@
 use crate::graph::infer::slice_indices;
 use crate::graph::{DType, Graph, Op, SliceItem, TensorType};
 use crate::schedule::Kernel;
-use crate::tile::{GatherSrc, Shape, TileKernel, TileOp};
+use crate::tile::{GatherSrc, Shape, TileKernel};
 
 fn contiguous_strides(shape: &[usize]) -> Vec<i64> {
     let mut s = vec![1i64; shape.len()];
@@ -224,7 +224,6 @@ fn float_io(d: DType) -> bool {
 /// Fills in the Tile IR of copy kernel `k` (root op `op`), or says why it cannot.
 pub fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Result<(), String> {
     let s = &k.schedule;
-    let sp = k.span;
     if !float_io(k.ty.dtype) {
         return Err(format!("{} copies are not lowered yet", k.ty.dtype));
     }
@@ -251,47 +250,6 @@ pub fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Result<(), S
         1,
     ];
     tk.block = [s.threads, 1, 1];
-    let desc = |src: &GatherSrc| {
-        let st: Vec<String> = src.strides.iter().map(|x| x.to_string()).collect();
-        let sel = match src.select {
-            Some((a, lo, hi)) => format!(" if c{a} in {lo}..{hi}"),
-            None => String::new(),
-        };
-        format!(
-            "%{}[{} + c·({})]{sel}",
-            k.inputs.get(src.input).map(|v| v.0).unwrap_or(0),
-            src.base,
-            st.join(", ")
-        )
-    };
-    let dl: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
-    tk.body = vec![(
-        TileOp::Map(format!(
-            "thread -> {vector} consecutive elements, block.x -> {} elements, c = coordinates in [{}]",
-            s.threads * vector,
-            dl.join(", ")
-        )),
-        sp,
-    )];
-    for src in &sources {
-        let v = k.inputs.get(src.input).copied();
-        tk.body.push((
-            TileOp::Load {
-                src: desc(src),
-                vector: 1,
-                masked: true,
-            },
-            v.map(|v| g.span(v)).unwrap_or(sp),
-        ));
-    }
-    tk.body.push((
-        TileOp::Store {
-            dst: format!("%{}", k.root.0),
-            vector,
-            masked: true,
-        },
-        sp,
-    ));
     tk.shape = Shape::Gather {
         n,
         vector,

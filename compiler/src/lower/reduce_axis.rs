@@ -7,24 +7,22 @@
 //! warp order. The order is fixed, so results are deterministic. Grid: `outer ·
 //! ceil(inner / 32)` blocks along x.
 
-use crate::schedule::Kernel;
-use crate::tile::{RowOp, Shape, Smem, TileKernel, TileOp};
+use crate::tile::{RowOp, Shape, TileKernel};
 
 /// Columns per block (one per lane).
 pub const COLS: u32 = 32;
 /// Row slices per block (one per warp).
 pub const SLICES: u32 = 8;
 
-/// Fills in the Tile IR description of a reduction (the program: `kernels::axis`) of `[outer, len, inner]` over the middle axis.
+/// Fills in the launch and [`Shape::ReduceAxis`] of a reduction (the program:
+/// `kernels::axis`) of `[outer, len, inner]` over the middle axis.
 pub fn tile(
-    k: &Kernel,
     op: RowOp,
     outer: u64,
     len: u64,
     inner: u64,
     tk: &mut TileKernel,
 ) -> Result<(), String> {
-    let sp = k.span;
     let u = |v: u64| u32::try_from(v).map_err(|_| "a dimension over 2^32".to_string());
     let tiles = inner.div_ceil(u64::from(COLS));
     let blocks = outer * tiles;
@@ -35,72 +33,6 @@ pub fn tile(
         1,
     ];
     tk.block = [COLS * SLICES, 1, 1];
-    tk.smem = vec![Smem {
-        name: "smem_part".into(),
-        elem_bytes: 4,
-        shape: vec![1, SLICES, COLS],
-    }];
-    let (acc, red) = match op {
-        RowOp::Max => ("max", "max"),
-        RowOp::Min => ("min", "min"),
-        _ => ("sum", "add"),
-    };
-    let x = k.inputs.first().map(|v| v.0).unwrap_or(0);
-    tk.body = vec![
-        (
-            TileOp::Map(format!(
-                "block.x -> (outer, {COLS} columns), lane -> column, warp -> rows r ≡ warp (mod {SLICES})"
-            )),
-            sp,
-        ),
-        (
-            TileOp::For {
-                var: "%r".into(),
-                extent: format!("{len} step {SLICES}"),
-                body: vec![
-                    (
-                        TileOp::Load {
-                            src: format!("%{x}[outer, %r, column]"),
-                            vector: 1,
-                            masked: true,
-                        },
-                        sp,
-                    ),
-                    (TileOp::Compute(format!("fp32 {acc}")), sp),
-                ],
-            },
-            sp,
-        ),
-        (
-            TileOp::Copy {
-                src: "partial".into(),
-                dst: "%smem_part[warp, lane]".into(),
-                bytes: 4,
-                is_async: false,
-            },
-            sp,
-        ),
-        (TileOp::Barrier, sp),
-        (
-            TileOp::Compute(format!(
-                "warp 0: {red} of %smem_part[0..{SLICES}, lane] in order{}",
-                if op == RowOp::Mean {
-                    format!(", / {len}")
-                } else {
-                    String::new()
-                }
-            )),
-            sp,
-        ),
-        (
-            TileOp::Store {
-                dst: format!("%{}[outer, column]", k.root.0),
-                vector: 1,
-                masked: true,
-            },
-            sp,
-        ),
-    ];
     tk.shape = Shape::ReduceAxis {
         op,
         outer,

@@ -35,11 +35,9 @@ fn attn_batch(
     })
 }
 
-/// The launch shape and description of a FlashAttention kernel.
+/// The launch shape and parameters of a FlashAttention kernel.
 pub(super) fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Result<(), NotLowered> {
     let s = &k.schedule;
-    let sp = k.span;
-    let out = format!("%{}", k.root.0);
     let (q, kv, v, causal, scale) = match op {
         Op::FlashAttention {
             q,
@@ -126,103 +124,5 @@ pub(super) fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Resul
         bcast,
         mma,
     };
-    tk.smem = vec![
-        Smem {
-            name: "smem_q".into(),
-            elem_bytes: 4,
-            shape: vec![1, bm, dq],
-        },
-        Smem {
-            name: "smem_k".into(),
-            elem_bytes: 4,
-            shape: vec![1, bn, dq + 1],
-        },
-        Smem {
-            name: "smem_v".into(),
-            elem_bytes: 4,
-            shape: vec![1, bn + 1, dv.next_multiple_of(32)],
-        },
-    ];
-    let copy = |src: String, dst: &str| {
-        (
-            TileOp::Copy {
-                src,
-                dst: dst.to_string(),
-                bytes: 4,
-                is_async: false,
-            },
-            sp,
-        )
-    };
-    let kend = if causal {
-        format!("min({sk}, q0 + {bm})")
-    } else {
-        sk.to_string()
-    };
-    tk.body = vec![
-        (
-            TileOp::Map(format!(
-                "block (x, y) -> ({bm} query rows, batch), warp -> {} query rows, lane -> key of the tile / columns lane + 32t of the output",
-                bm / warps
-            )),
-            sp,
-        ),
-        copy(format!("%{}[q-tile]", q.0), "%smem_q"),
-        (
-            TileOp::Compute("m = -inf, l = 0, acc = 0 (fp32 registers)".into()),
-            sp,
-        ),
-        (
-            TileOp::For {
-                var: "%k0".into(),
-                extent: format!("{kend} step {bn}"),
-                body: vec![
-                    copy(format!("%{}[k-tile]", kv.0), "%smem_k"),
-                    copy(format!("%{}[k-tile]", v.0), "%smem_v"),
-                    (TileOp::Barrier, sp),
-                    (
-                        TileOp::Fma {
-                            rows: bm / warps,
-                            cols: dq,
-                        },
-                        sp,
-                    ),
-                    (
-                        TileOp::Compute(format!(
-                            "s = q·k * {scale}{}, edge mask",
-                            if causal { ", causal mask j <= i" } else { "" }
-                        )),
-                        sp,
-                    ),
-                    (TileOp::ReduceWarp("max"), sp),
-                    (
-                        TileOp::Compute(
-                            "m' = max(m, max s), p = exp(s - m'), acc *= exp(m - m')".into(),
-                        ),
-                        sp,
-                    ),
-                    (TileOp::ReduceWarp("add"), sp),
-                    (
-                        TileOp::Fma {
-                            rows: bm / warps,
-                            cols: dv.div_ceil(32),
-                        },
-                        sp,
-                    ),
-                    (TileOp::Barrier, sp),
-                ],
-            },
-            sp,
-        ),
-        (TileOp::Compute("acc / l".into()), sp),
-        (
-            TileOp::Store {
-                dst: out,
-                vector: 1,
-                masked: true,
-            },
-            sp,
-        ),
-    ];
     Ok(())
 }

@@ -4,8 +4,7 @@
 use crate::graph::{DType, Graph, Op, TensorType};
 use crate::schedule::{Kernel, Kind};
 use crate::target::MmaKind;
-use crate::tile::{MatmulBatch, RowOp, Shape, Smem, TileKernel, TileOp};
-use tessera_lang::Span;
+use crate::tile::{MatmulBatch, RowOp, Shape, TileKernel};
 
 /// Why a kernel has no Tile IR (yet).
 #[derive(Clone, Debug, PartialEq)]
@@ -51,12 +50,9 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
         ty: k.ty.clone(),
         grid: [1, 1, 1],
         block: [s.threads, 1, 1],
-        smem: vec![],
-        body: vec![],
         shape: Shape::Elementwise { n: 0, vector: 1 },
         span: sp,
     };
-    let out = format!("%{}", k.root.0);
     match k.kind {
         Kind::Elementwise => {
             let io = |d: DType| {
@@ -85,46 +81,6 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 n,
                 vector: s.vector,
             };
-            let body_desc = match op {
-                Op::FusedElementwise { body, .. } => {
-                    let names: Vec<&str> = body
-                        .ids()
-                        .filter_map(|i| body.op(i))
-                        .filter(|o| !matches!(o, Op::Param { .. } | Op::Const { .. }))
-                        .map(Op::name)
-                        .collect();
-                    names.join(" -> ")
-                }
-                other => other.name().to_string(),
-            };
-            tk.body = vec![(
-                TileOp::Map(format!(
-                    "thread -> {} consecutive elements, block.x -> {} elements",
-                    s.vector,
-                    s.threads * s.vector
-                )),
-                sp,
-            )];
-            for v in &k.inputs {
-                tk.body.push((
-                    TileOp::Load {
-                        src: format!("%{}", v.0),
-                        vector: s.vector,
-                        masked: true,
-                    },
-                    g.span(*v),
-                ));
-            }
-            tk.body
-                .push((TileOp::Compute(format!("fp32 {body_desc}")), sp));
-            tk.body.push((
-                TileOp::Store {
-                    dst: out,
-                    vector: s.vector,
-                    masked: true,
-                },
-                sp,
-            ));
         }
         Kind::Softmax => {
             let axis = match op {
@@ -146,7 +102,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 if outer * len * inner == 0 {
                     return Err(nl(k, "empty softmax"));
                 }
-                super::reduce_axis::tile(k, RowOp::Max, outer, len, inner, &mut tk)
+                super::reduce_axis::tile(RowOp::Max, outer, len, inner, &mut tk)
                     .map_err(|r| nl(k, r))?;
                 tk.shape = Shape::SoftmaxAxis {
                     outer: u32_of(k, outer as usize)?,
@@ -175,59 +131,10 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 cols: u32_of(k, cols)?,
                 warps,
             };
-            let inp = format!("%{}", k.inputs.first().map(|v| v.0).unwrap_or(0));
-            let lanes = |what: &str| TileOp::For {
-                var: "%j".to_string(),
-                extent: format!("{cols} step 32 (lane-strided)"),
-                body: vec![
-                    (
-                        TileOp::Load {
-                            src: format!("{inp}[row, %j]"),
-                            vector: 1,
-                            masked: true,
-                        },
-                        sp,
-                    ),
-                    (TileOp::Compute(what.to_string()), sp),
-                ],
-            };
-            tk.body = vec![
-                (
-                    TileOp::Map("warp -> row, lane -> columns j ≡ lane (mod 32)".into()),
-                    sp,
-                ),
-                (lanes("max"), sp),
-                (TileOp::ReduceWarp("max"), sp),
-                (lanes("sum exp(x - max)"), sp),
-                (TileOp::ReduceWarp("add"), sp),
-                (
-                    TileOp::For {
-                        var: "%j".to_string(),
-                        extent: format!("{cols} step 32 (lane-strided)"),
-                        body: vec![
-                            (TileOp::Compute("exp(x - max) / sum".into()), sp),
-                            (
-                                TileOp::Store {
-                                    dst: format!("{out}[row, %j]"),
-                                    vector: 1,
-                                    masked: true,
-                                },
-                                sp,
-                            ),
-                        ],
-                    },
-                    sp,
-                ),
-            ];
         }
         Kind::Matmul => {
-            let (a, b, accum, epilogue) = match op {
-                Op::Matmul {
-                    a,
-                    b,
-                    accum,
-                    epilogue,
-                } => (*a, *b, *accum, epilogue),
+            let (a, b, accum) = match op {
+                Op::Matmul { a, b, accum, .. } => (*a, *b, *accum),
                 _ => return Err(nl(k, "not a matmul")),
             };
             let at = g.ty(a).ok_or_else(|| nl(k, "untyped operand"))?;
@@ -286,22 +193,6 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 return Err(nl(k, "tile sizes that are not powers of two"));
             }
             tk.grid = [n.div_ceil(bn).max(1), m.div_ceil(bm).max(1), batch.count];
-            let eps: Vec<String> = epilogue
-                .iter()
-                .map(|e| match &e.step {
-                    crate::graph::Epilogue::Binary { op, operand } => {
-                        format!("{} %{}", op.name(), operand.0)
-                    }
-                    crate::graph::Epilogue::Scalar { op, value } => {
-                        format!("{} {value}", op.name())
-                    }
-                    crate::graph::Epilogue::Unary(u) => u.name().to_string(),
-                    crate::graph::Epilogue::Cast(d) => format!("cast {d}"),
-                })
-                .collect();
-            let a_name = format!("%{}", a.0);
-            let b_name = format!("%{}", b.0);
-            let epi_span = epilogue.last().map(|e| e.span).unwrap_or(sp);
             if s.tensor_cores {
                 let tf32 = crate::schedule::mma_tf32(at.dtype, bt.dtype, accum);
                 let kind = match (at.dtype, bt.dtype) {
@@ -314,11 +205,6 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                             "tensor cores with operands other than bf16/fp16 pairs or tf32",
                         ))
                     }
-                };
-                let (esize, mma_shape, kstep) = if tf32 {
-                    (4, "m16n8k8", 8)
-                } else {
-                    (2, "m16n8k16", 16)
                 };
                 let [wm, wn] = s.warp;
                 if !(pow2(wm) && pow2(wn)) || bk % 16 != 0 || s.stages == 0 {
@@ -339,123 +225,6 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                     kind,
                     batch,
                 };
-                tk.smem = vec![
-                    Smem {
-                        name: "smem_a".into(),
-                        elem_bytes: esize,
-                        shape: vec![s.stages, bm, bk],
-                    },
-                    Smem {
-                        name: "smem_b".into(),
-                        elem_bytes: esize,
-                        shape: vec![s.stages, bk, bn],
-                    },
-                ];
-                let tiles = (wm / 16) * (wn / 8);
-                // Copies: 16-byte cp.async when rows are 16-byte aligned, else 8 or 4 bytes,
-                // else element loads (synchronous).
-                let chunk = |pitch: u32, cols: u32| -> u32 {
-                    [16u32, 8, 4]
-                        .into_iter()
-                        .find(|&by| {
-                            let ve = by / esize;
-                            ve >= 1 && pitch.is_multiple_of(ve) && cols.is_multiple_of(ve)
-                        })
-                        .unwrap_or(esize)
-                };
-                let (ca, cb) = (chunk(kk, bk), chunk(n, bn));
-                let copy = |src: String, dst: &str, bytes: u32| {
-                    (
-                        TileOp::Copy {
-                            src,
-                            dst: dst.to_string(),
-                            bytes,
-                            is_async: bytes >= 4,
-                        },
-                        sp,
-                    )
-                };
-                let mut prologue = vec![];
-                for st in 0..s.stages - 1 {
-                    prologue.push(copy(format!("{a_name}[k-tile {st}]"), "%smem_a[stage]", ca));
-                    prologue.push(copy(format!("{b_name}[k-tile {st}]"), "%smem_b[stage]", cb));
-                    prologue.push((TileOp::Commit, sp));
-                }
-                let mut step = vec![];
-                let next = |name: &str| format!("{name}[k-tile %kt+{}]", s.stages - 1);
-                if s.stages >= 2 {
-                    step.push((TileOp::Wait(s.stages - 2), sp));
-                    step.push((TileOp::Barrier, sp));
-                    step.push(copy(next(&a_name), "%smem_a[stage]", ca));
-                    step.push(copy(next(&b_name), "%smem_b[stage]", cb));
-                    step.push((TileOp::Commit, sp));
-                } else {
-                    step.push(copy(format!("{a_name}[k-tile %kt]"), "%smem_a[stage]", ca));
-                    step.push(copy(format!("{b_name}[k-tile %kt]"), "%smem_b[stage]", cb));
-                    step.push((TileOp::Commit, sp));
-                    step.push((TileOp::Wait(0), sp));
-                    step.push((TileOp::Barrier, sp));
-                }
-                step.push((
-                    TileOp::For {
-                        var: "%ks".into(),
-                        extent: format!("{}", bk / kstep),
-                        body: vec![
-                            (
-                                TileOp::Ldmatrix {
-                                    src: "%smem_a[stage]".into(),
-                                    trans: false,
-                                },
-                                sp,
-                            ),
-                            if tf32 {
-                                (
-                                    TileOp::Load {
-                                        src: "%smem_b[stage]".into(),
-                                        vector: 1,
-                                        masked: false,
-                                    },
-                                    sp,
-                                )
-                            } else {
-                                (
-                                    TileOp::Ldmatrix {
-                                        src: "%smem_b[stage]".into(),
-                                        trans: true,
-                                    },
-                                    sp,
-                                )
-                            },
-                            (
-                                TileOp::Mma {
-                                    shape: mma_shape,
-                                    tiles,
-                                },
-                                sp,
-                            ),
-                        ],
-                    },
-                    sp,
-                ));
-                if s.stages < 2 {
-                    step.push((TileOp::Barrier, sp));
-                }
-                tk.body = vec![(
-                    TileOp::Map(format!(
-                        "block (x, y) -> C tile ({bm}x{bn}), warp -> {wm}x{wn} warp tile ({} warps)",
-                        threads / 32
-                    )),
-                    sp,
-                )];
-                tk.body.extend(prologue);
-                tk.body.push((
-                    TileOp::For {
-                        var: "%kt".into(),
-                        extent: format!("ceil({kk}/{bk})"),
-                        body: step,
-                    },
-                    sp,
-                ));
             } else {
                 let threads = bm * bn / 16;
                 if !(16..=1024).contains(&threads)
@@ -478,82 +247,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                     stages: s.stages,
                     batch,
                 };
-                let esize = if f64_mm { 8 } else { 4 };
-                tk.smem = vec![
-                    Smem {
-                        name: "smem_a".into(),
-                        elem_bytes: esize,
-                        shape: vec![s.stages, bm, bk],
-                    },
-                    Smem {
-                        name: "smem_b".into(),
-                        elem_bytes: esize,
-                        shape: vec![s.stages, bk, bn],
-                    },
-                ];
-                let copy = |src: &str, dst: &str| {
-                    (
-                        TileOp::Copy {
-                            src: src.to_string(),
-                            dst: dst.to_string(),
-                            bytes: esize,
-                            is_async: true,
-                        },
-                        sp,
-                    )
-                };
-                let mut prologue = vec![];
-                for st in 0..s.stages - 1 {
-                    prologue.push(copy(&format!("{a_name}[k-tile {st}]"), "%smem_a[stage]"));
-                    prologue.push(copy(&format!("{b_name}[k-tile {st}]"), "%smem_b[stage]"));
-                    prologue.push((TileOp::Commit, sp));
-                }
-                tk.body = vec![(
-                    TileOp::Map(format!(
-                        "block (x, y) -> C tile ({bm}x{bn}), thread -> 4x4 outputs strided by ({}, {})",
-                        bm / 4,
-                        bn / 4
-                    )),
-                    sp,
-                )];
-                tk.body.extend(prologue);
-                tk.body.push((
-                    TileOp::For {
-                        var: "%kt".into(),
-                        extent: format!("ceil({kk}/{bk})"),
-                        body: vec![
-                            copy(
-                                &format!("{a_name}[k-tile %kt+{}]", s.stages - 1),
-                                "%smem_a[stage]",
-                            ),
-                            copy(
-                                &format!("{b_name}[k-tile %kt+{}]", s.stages - 1),
-                                "%smem_b[stage]",
-                            ),
-                            (TileOp::Commit, sp),
-                            (TileOp::Wait(s.stages - 1), sp),
-                            (TileOp::Barrier, sp),
-                            (TileOp::Fma { rows: 4, cols: 4 }, sp),
-                            (TileOp::Barrier, sp),
-                        ],
-                    },
-                    sp,
-                ));
             }
-            if !eps.is_empty() {
-                tk.body.push((
-                    TileOp::Compute(format!("epilogue [{}]", eps.join(", "))),
-                    epi_span,
-                ));
-            }
-            tk.body.push((
-                TileOp::Store {
-                    dst: out,
-                    vector: 1,
-                    masked: true,
-                },
-                sp,
-            ));
         }
         Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => {
             let x = *k.inputs.first().ok_or_else(|| nl(k, "no input"))?;
@@ -606,11 +300,8 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                                     "an empty or too large (>2^32 elements) reduction",
                                 ));
                             }
-                            super::reduce_axis::tile(k, ro, outer, len, inner, &mut tk)
+                            super::reduce_axis::tile(ro, outer, len, inner, &mut tk)
                                 .map_err(|r| nl(k, r))?;
-                            if tk.body.iter().any(|(_, s)| *s == Span::default()) {
-                                return Err(nl(k, "an op without a span"));
-                            }
                             return Ok(tk);
                         }
                     }
@@ -655,91 +346,11 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 cols: cols as u32,
                 warps,
             };
-            let inp = format!("%{}", x.0);
-            let lanes = |what: String| TileOp::For {
-                var: "%j".to_string(),
-                extent: format!("{cols} step 32 (lane-strided)"),
-                body: vec![
-                    (
-                        TileOp::Load {
-                            src: format!("{inp}[row, %j]"),
-                            vector: 1,
-                            masked: true,
-                        },
-                        sp,
-                    ),
-                    (TileOp::Compute(what), sp),
-                ],
-            };
-            tk.body = vec![(
-                TileOp::Map("warp -> row, lane -> columns j ≡ lane (mod 32)".into()),
-                sp,
-            )];
-            let store_row = |what: String| TileOp::For {
-                var: "%j".to_string(),
-                extent: format!("{cols} step 32 (lane-strided)"),
-                body: vec![
-                    (TileOp::Compute(what), sp),
-                    (
-                        TileOp::Store {
-                            dst: format!("{out}[row, %j]"),
-                            vector: 1,
-                            masked: true,
-                        },
-                        sp,
-                    ),
-                ],
-            };
-            match row_op {
-                RowOp::LayerNorm { weight, bias, .. } => {
-                    tk.body.push((lanes("fp32 sum x".into()), sp));
-                    tk.body.push((TileOp::ReduceWarp("add"), sp));
-                    tk.body.push((lanes("fp32 sum (x - mean)^2".into()), sp));
-                    tk.body.push((TileOp::ReduceWarp("add"), sp));
-                    let mut what = "(x - mean) * rsqrt(var + eps)".to_string();
-                    if weight {
-                        what.push_str(" * weight[%j]");
-                    }
-                    if bias {
-                        what.push_str(" + bias[%j]");
-                    }
-                    tk.body.push((store_row(what), sp));
-                }
-                RowOp::RmsNorm { weight, .. } => {
-                    tk.body.push((lanes("fp32 sum x^2".into()), sp));
-                    tk.body.push((TileOp::ReduceWarp("add"), sp));
-                    let mut what = "x * rsqrt(mean(x^2) + eps)".to_string();
-                    if weight {
-                        what.push_str(" * weight[%j]");
-                    }
-                    tk.body.push((store_row(what), sp));
-                }
-                RowOp::Sum | RowOp::Mean | RowOp::Max | RowOp::Min => {
-                    let (acc, red) = match row_op {
-                        RowOp::Max => ("max", "max"),
-                        RowOp::Min => ("min", "min"),
-                        _ => ("sum", "add"),
-                    };
-                    tk.body.push((lanes(format!("fp32 {acc}")), sp));
-                    tk.body.push((TileOp::ReduceWarp(red), sp));
-                    tk.body.push((
-                        TileOp::Store {
-                            dst: format!("{out}[row] (lane 0)"),
-                            vector: 1,
-                            masked: true,
-                        },
-                        sp,
-                    ));
-                }
-            }
         }
         Kind::FlashAttention => attention::tile(g, k, op, &mut tk)?,
         Kind::Copy => {
             super::copy::tile(g, k, op, &mut tk).map_err(|r| nl(k, r))?;
         }
-    }
-    if tk.body.iter().any(|(_, s)| *s == Span::default()) {
-        return Err(nl(k, "an op without a span"));
     }
     Ok(tk)
 }
