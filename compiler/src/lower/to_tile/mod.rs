@@ -41,6 +41,11 @@ mod attention;
 
 pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
     let op = g.op(k.root).ok_or_else(|| nl(k, "no such graph value"))?;
+    // every Tile IR op carries the span of the source it comes from (graphs built without a
+    // source, as in unit tests, stay at Schedule IR)
+    if k.span == tessera_lang::Span::default() {
+        return Err(nl(k, "an op without a span"));
+    }
     let s = &k.schedule;
     let sp = k.span;
     let mut tk = TileKernel {
