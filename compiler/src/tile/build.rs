@@ -457,6 +457,13 @@ impl Builder {
             Ty::B32,
         )
     }
+    pub fn reduce_block(&mut self, op: BinOp, ty: Ty, v: Value, scratch: Value) -> Value {
+        self.one(
+            OpKind::ReduceBlock { op, ty },
+            vec![v.into(), scratch.into()],
+            ty,
+        )
+    }
     pub fn reduce_warp(&mut self, op: BinOp, ty: Ty, v: Value) -> Value {
         self.one(OpKind::ReduceWarp { op, ty }, vec![v.into()], ty)
     }

@@ -203,6 +203,7 @@ pub fn op_name(kind: &OpKind) -> String {
         OpKind::FragMake => "frag_make",
         OpKind::Shfl { .. } => "shfl",
         OpKind::ReduceWarp { .. } => "reduce_warp",
+        OpKind::ReduceBlock { .. } => "reduce_block",
         OpKind::For { .. } => "for",
         OpKind::If => "if",
         OpKind::Yield => "yield",

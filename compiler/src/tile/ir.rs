@@ -334,6 +334,15 @@ pub enum OpKind {
         op: BinOp,
         ty: Ty,
     },
+    /// `(v, scratch) -> ty`: the all-reduce of `v` across the block: each warp's butterfly
+    /// all-reduce, lane 0 of warp `w` writes it to word `w` of `scratch` (a shared buffer of
+    /// at least one `ty` per warp), a barrier, every thread folds the partials in warp order
+    /// (the same result everywhere, deterministic), a barrier (the scratch may be reused).
+    /// Every thread of the block must reach it.
+    ReduceBlock {
+        op: BinOp,
+        ty: Ty,
+    },
 
     // ---- structure ----
     /// `(lb: u32, ub: u32, step: u32, inits…) -> carried…`; one region whose arguments are

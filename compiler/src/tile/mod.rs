@@ -117,15 +117,22 @@ pub enum Shape {
     SoftmaxAxis { outer: u32, len: u32, inner: u32 },
     /// `n` elements, `vector` per thread.
     Elementwise { n: u64, vector: u32 },
-    /// `rows × cols`, one warp per row, `warps` rows per block.
-    RowSoftmax { rows: u32, cols: u32, warps: u32 },
-    /// A normalisation or reduction of `rows × cols`, one warp per row, `warps` rows per
-    /// block (a reduction writes one value per row).
+    /// `rows × cols`, one warp per row, `warps` rows per block; or, `row_block`, one block
+    /// of `warps` warps per row (few long rows: [`row_block`]).
+    RowSoftmax {
+        rows: u32,
+        cols: u32,
+        warps: u32,
+        row_block: bool,
+    },
+    /// A normalisation or reduction of `rows × cols`, mapped as [`Shape::RowSoftmax`] (a
+    /// reduction writes one value per row).
     Rows {
         op: RowOp,
         rows: u32,
         cols: u32,
         warps: u32,
+        row_block: bool,
     },
     /// FlashAttention forward, fp32 FMA: `batch` independent `[sq, dq]·[sk, dq]ᵀ·[sk, dv]`
     /// problems (grid y), a block of 4 warps per `bm` query rows (`bm / 4` rows per warp),
@@ -165,6 +172,14 @@ pub enum Shape {
         kind: MmaKind,
         batch: MatmulBatch,
     },
+}
+
+/// Whether a row kernel takes one block per row rather than one warp: when a warp per row
+/// would leave the GPU mostly idle (at most 512 rows: under four warps per SM of an H100)
+/// and rows are long enough to share (at least 1024 columns). The block's warps then split
+/// each row and combine through `tile.reduce_block`.
+pub fn row_block(rows: u64, cols: u64) -> bool {
+    rows <= 512 && cols >= 1024
 }
 
 /// One scheduled kernel's launch and kind parameters, the input of `lower::kernels::build`.

@@ -28,8 +28,19 @@ pub fn no<T>(why: impl Into<String>) -> R<T> {
 /// The Tile IR program of a kernel.
 pub fn build(g: &Graph, tk: &TileKernel) -> R<Kernel> {
     match &tk.shape {
-        Shape::RowSoftmax { rows, cols, .. } => rows::softmax(g, tk, *rows, *cols),
-        Shape::Rows { op, rows, cols, .. } => rows::rows(g, tk, *op, *rows, *cols),
+        Shape::RowSoftmax {
+            rows,
+            cols,
+            row_block,
+            ..
+        } => rows::softmax(g, tk, *rows, *cols, *row_block),
+        Shape::Rows {
+            op,
+            rows,
+            cols,
+            row_block,
+            ..
+        } => rows::rows(g, tk, *op, *rows, *cols, *row_block),
         Shape::ReduceAxis { op, len, inner, .. } => {
             axis::build(g, tk, axis::AxisOp::Reduce(*op), *len, *inner)
         }

@@ -1,16 +1,17 @@
 //! Row kernels over the last axis: softmax, layernorm, rmsnorm and the sum/mean/max/min
-//! reductions. One warp per row, lane-strided loops (lane ↔ column, coalesced), values
-//! carried through the loops, butterfly all-reduces across the warp; fp32 accumulation, or
-//! fp64 when every tensor is fp64.
+//! reductions. One warp per row (lane-strided loops, butterfly all-reduces across the warp),
+//! or for few long rows one block per row (thread-strided loops, `tile.reduce_block`; see
+//! `tile::row_block`); loads are coalesced either way. fp32 accumulation, or fp64 when every
+//! tensor is fp64.
 //!
 //! Parameters: x, [weight], [bias], y, rows, cols.
 
 use super::blocks::{compute_ty, fconst, lane_loop, load_elem, store_elem, warp_row};
 use super::{no, ParamSet, R};
 use crate::graph::{DType, Graph};
-use crate::target::{BinOp, Cmp, Rnd, Ty, UnOp};
+use crate::target::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
 use crate::tile::build::{fimm, imm, Builder};
-use crate::tile::ir::{Kernel, MathFn, ParamRole, Type, Value};
+use crate::tile::ir::{Kernel, Layout, MathFn, Operand, ParamRole, SharedBuf, Type, Value};
 use crate::tile::{RowOp, TileKernel};
 
 const LOG2E: f64 = std::f64::consts::LOG2_E;
@@ -44,12 +45,53 @@ struct Rows {
     p: ParamSet,
     rows: Value,
     cols: Value,
+    /// The thread's place in its row's threads, the row, and how the row's threads share it.
     lane: Value,
     row: Value,
+    map: RowMap,
     ty: Ty,
 }
 
-fn setup(g: &Graph, tk: &TileKernel, rows: u32, cols: u32, extra: &[&str]) -> R<Rows> {
+/// How a row's columns are shared: by the 32 lanes of a warp, or (`scratch`: the
+/// `tile.reduce_block` buffer) by every thread of a block.
+#[derive(Copy, Clone)]
+struct RowMap {
+    stride: i64,
+    scratch: Option<Value>,
+}
+
+impl RowMap {
+    /// `for j = lane; j < n; j += stride` carrying `init`.
+    fn each(
+        self,
+        b: &mut Builder,
+        lane: Value,
+        n: Value,
+        init: &[Value],
+        body: impl FnOnce(&mut Builder, Value, &[Value]) -> Vec<Operand>,
+    ) -> Vec<Value> {
+        if self.stride == 32 {
+            lane_loop(b, lane, n, init, body)
+        } else {
+            b.for_(lane, n, imm(self.stride), init, None, body)
+        }
+    }
+    /// The all-reduce of `v` over the row's threads.
+    fn reduce(self, b: &mut Builder, op: BinOp, ty: Ty, v: Value) -> Value {
+        match self.scratch {
+            Some(s) => b.reduce_block(op, ty, v, s),
+            None => b.reduce_warp(op, ty, v),
+        }
+    }
+}
+
+fn setup(
+    g: &Graph,
+    tk: &TileKernel,
+    [rows, cols]: [u32; 2],
+    row_block: bool,
+    extra: &[&str],
+) -> R<Rows> {
     let mut b = Builder::new(&tk.name, tk.span, tk.grid, tk.block);
     let p = ParamSet::new(&mut b, g, tk, &[&["x"], extra].concat(), "y")?;
     let rows_v = b.param("rows", Type::Scalar(Ty::U32), ParamRole::Size(rows));
@@ -57,7 +99,36 @@ fn setup(g: &Graph, tk: &TileKernel, rows: u32, cols: u32, extra: &[&str]) -> R<
     let mut all = p.dtypes.clone();
     all.push(p.out_dtype);
     let ty = compute_ty(row_f64(&all)?);
-    let (lane, row) = warp_row(&mut b);
+    let (lane, row, map) = if row_block {
+        let threads = tk.block[0];
+        let warps = threads.div_ceil(32);
+        let scratch = b.shared(
+            "smem_red",
+            SharedBuf {
+                elem_bytes: ty.bits() / 8,
+                shape: vec![1, 1, warps],
+                layout: Layout {
+                    pitch: warps * ty.bits() / 8,
+                    swizzle: None,
+                },
+                align: 8,
+            },
+        );
+        let tid = b.special(SReg::Tid(Dim::X));
+        let row = b.special(SReg::Ctaid(Dim::X));
+        let map = RowMap {
+            stride: i64::from(threads),
+            scratch: Some(scratch),
+        };
+        (tid, row, map)
+    } else {
+        let (lane, row) = warp_row(&mut b);
+        let map = RowMap {
+            stride: 32,
+            scratch: None,
+        };
+        (lane, row, map)
+    };
     Ok(Rows {
         b,
         p,
@@ -65,12 +136,13 @@ fn setup(g: &Graph, tk: &TileKernel, rows: u32, cols: u32, extra: &[&str]) -> R<
         cols: cols_v,
         lane,
         row,
+        map,
         ty,
     })
 }
 
 /// `softmax(x, axis=-1)` of `rows × cols`.
-pub fn softmax(g: &Graph, tk: &TileKernel, rows: u32, cols: u32) -> R<Kernel> {
+pub fn softmax(g: &Graph, tk: &TileKernel, rows: u32, cols: u32, row_block: bool) -> R<Kernel> {
     let Rows {
         mut b,
         p,
@@ -78,30 +150,31 @@ pub fn softmax(g: &Graph, tk: &TileKernel, rows: u32, cols: u32) -> R<Kernel> {
         cols: cols_v,
         lane,
         row,
+        map,
         ty,
-    } = setup(g, tk, rows, cols, &[])?;
+    } = setup(g, tk, [rows, cols], row_block, &[])?;
     let (x, xd, y, yd) = (p.inputs[0], p.dtypes[0], p.out, p.out_dtype);
     let inr = b.cmp(Cmp::Lt, Ty::U32, row, rows_v);
     b.when(inr, |b| {
         let rowbase = b.mul(Ty::U32, row, cols_v);
         let m0 = b.mov(ty, fconst(ty, f64::NEG_INFINITY));
-        let m = lane_loop(b, lane, cols_v, &[m0], |b, j, c| {
+        let m = map.each(b, lane, cols_v, &[m0], |b, j, c| {
             let i = b.add(Ty::U32, rowbase, j);
             let v = load_elem(b, ty, xd, x, i, None);
             vec![b.bin(BinOp::Max, ty, c[0], v).into()]
         })[0];
-        let m = b.reduce_warp(BinOp::Max, ty, m);
+        let m = map.reduce(b, BinOp::Max, ty, m);
         let mb = b.mul(ty, m, fconst(ty, -LOG2E));
         let s0 = b.mov(ty, fconst(ty, 0.0));
-        let s = lane_loop(b, lane, cols_v, &[s0], |b, j, c| {
+        let s = map.each(b, lane, cols_v, &[s0], |b, j, c| {
             let i = b.add(Ty::U32, rowbase, j);
             let v = load_elem(b, ty, xd, x, i, None);
             let e = exp_shifted(b, ty, v, m, mb);
             vec![b.add(ty, c[0], e).into()]
         })[0];
-        let s = b.reduce_warp(BinOp::Add, ty, s);
+        let s = map.reduce(b, BinOp::Add, ty, s);
         let inv = b.unary(UnOp::Rcp, ty, s);
-        lane_loop(b, lane, cols_v, &[], |b, j, _| {
+        map.each(b, lane, cols_v, &[], |b, j, _| {
             let i = b.add(Ty::U32, rowbase, j);
             let v = load_elem(b, ty, xd, x, i, None);
             let e = exp_shifted(b, ty, v, m, mb);
@@ -114,7 +187,14 @@ pub fn softmax(g: &Graph, tk: &TileKernel, rows: u32, cols: u32) -> R<Kernel> {
 }
 
 /// A normalisation or reduction of `rows × cols` over the last axis.
-pub fn rows(g: &Graph, tk: &TileKernel, op: RowOp, rows: u32, cols: u32) -> R<Kernel> {
+pub fn rows(
+    g: &Graph,
+    tk: &TileKernel,
+    op: RowOp,
+    rows: u32,
+    cols: u32,
+    row_block: bool,
+) -> R<Kernel> {
     let (has_w, has_b) = match op {
         RowOp::LayerNorm { weight, bias, .. } => (weight, bias),
         RowOp::RmsNorm { weight, .. } => (weight, false),
@@ -134,8 +214,9 @@ pub fn rows(g: &Graph, tk: &TileKernel, op: RowOp, rows: u32, cols: u32) -> R<Ke
         cols: cols_v,
         lane,
         row,
+        map,
         ty,
-    } = setup(g, tk, rows, cols, &extra)?;
+    } = setup(g, tk, [rows, cols], row_block, &extra)?;
     let (x, xd, y, yd) = (p.inputs[0], p.dtypes[0], p.out, p.out_dtype);
     let w = has_w.then(|| (p.inputs[1], p.dtypes[1]));
     let bias = has_b.then(|| {
@@ -153,7 +234,7 @@ pub fn rows(g: &Graph, tk: &TileKernel, op: RowOp, rows: u32, cols: u32) -> R<Ke
         };
         let a0 = b.mov(ty, fconst(ty, init_v));
         let square = matches!(op, RowOp::RmsNorm { .. });
-        let acc = lane_loop(b, lane, cols_v, &[a0], |b, j, c| {
+        let acc = map.each(b, lane, cols_v, &[a0], |b, j, c| {
             let i = b.add(Ty::U32, rowbase, j);
             let v = load_elem(b, ty, xd, x, i, None);
             let next = if square {
@@ -163,7 +244,7 @@ pub fn rows(g: &Graph, tk: &TileKernel, op: RowOp, rows: u32, cols: u32) -> R<Ke
             };
             vec![next.into()]
         })[0];
-        let acc = b.reduce_warp(fold, ty, acc);
+        let acc = map.reduce(b, fold, ty, acc);
         match op {
             RowOp::Sum | RowOp::Mean | RowOp::Max | RowOp::Min => {
                 let r = if op == RowOp::Mean {
@@ -178,13 +259,13 @@ pub fn rows(g: &Graph, tk: &TileKernel, op: RowOp, rows: u32, cols: u32) -> R<Ke
                 let (mean, ms) = if let RowOp::LayerNorm { .. } = op {
                     let mean = b.bin(BinOp::Div, ty, acc, colsf);
                     let v0 = b.mov(ty, fconst(ty, 0.0));
-                    let var = lane_loop(b, lane, cols_v, &[v0], |b, j, c| {
+                    let var = map.each(b, lane, cols_v, &[v0], |b, j, c| {
                         let i = b.add(Ty::U32, rowbase, j);
                         let v = load_elem(b, ty, xd, x, i, None);
                         let d = b.sub(ty, v, mean);
                         vec![b.fma(ty, d, d, c[0]).into()]
                     })[0];
-                    (Some(mean), b.reduce_warp(BinOp::Add, ty, var))
+                    (Some(mean), map.reduce(b, BinOp::Add, ty, var))
                 } else {
                     (None, acc)
                 };
@@ -192,7 +273,7 @@ pub fn rows(g: &Graph, tk: &TileKernel, op: RowOp, rows: u32, cols: u32) -> R<Ke
                 let ms = b.add(ty, ms, fconst(ty, eps));
                 let sd = b.unary(UnOp::Sqrt, ty, ms);
                 let rstd = b.unary(UnOp::Rcp, ty, sd);
-                lane_loop(b, lane, cols_v, &[], |b, j, _| {
+                map.each(b, lane, cols_v, &[], |b, j, _| {
                     let i = b.add(Ty::U32, rowbase, j);
                     let v = load_elem(b, ty, xd, x, i, None);
                     let c = match mean {

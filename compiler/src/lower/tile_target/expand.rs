@@ -1,10 +1,13 @@
 //! Ops of Tile → Target that expand to instruction sequences: `tile.offset` (an address
-//! under a buffer's layout), `tile.reduce_warp` (butterfly shuffles) and `tile.math`.
+//! under a buffer's layout), `tile.reduce_warp` (butterfly shuffles), `tile.reduce_block`
+//! (through shared memory) and `tile.math`.
 
 use super::{bug, Cx, R};
 use crate::lower::math;
 use crate::target::builder::imm;
-use crate::target::{BinOp, Op as TOp, Operand as TOperand, Reg, ShflMode, Ty, UnOp};
+use crate::target::{
+    BinOp, Cmp, Dim, Op as TOp, Operand as TOperand, Reg, SReg, SharedId, ShflMode, Space, Ty, UnOp,
+};
 use crate::tile::ir::{MathFn, Operand};
 
 impl Cx<'_> {
@@ -104,6 +107,30 @@ impl Cx<'_> {
             });
             b.bin_to(v, op, Ty::F64, v, t);
         }
+    }
+
+    /// `tile.reduce_block`: warp all-reduces, one partial per warp through `scratch`, every
+    /// thread folding the partials in warp order; barriers before and after the reads.
+    pub(super) fn reduce_block(&mut self, v: Reg, op: BinOp, ty: Ty, scratch: SharedId) -> Reg {
+        self.reduce_warp(v, op, ty);
+        let warps = self.k.threads().div_ceil(32).max(1) as i64;
+        let eb = i64::from(ty.bits() / 8);
+        let b = &mut self.b;
+        let base = b.shared_addr(scratch);
+        let tid = b.special(SReg::Tid(Dim::X));
+        let lane = b.bin(BinOp::And, Ty::B32, tid, imm(31));
+        let warp = b.bin(BinOp::Shr, Ty::U32, tid, imm(5));
+        let first = b.setp(Cmp::Eq, Ty::U32, lane, imm(0));
+        let at = b.fma(Ty::U32, warp, imm(eb), base);
+        b.when(first).st(Space::Shared, ty, at, 0, &[v.into()]);
+        b.bar_sync();
+        let acc = b.ld(Space::Shared, ty, base, 0, 1)[0];
+        for w in 1..warps {
+            let x = b.ld(Space::Shared, ty, base, (w * eb) as i32, 1)[0];
+            b.bin_to(acc, op, ty, acc, x);
+        }
+        b.bar_sync();
+        acc
     }
 
     pub(super) fn math(&mut self, f: MathFn, ty: Ty, o: &[Operand]) -> R<Reg> {

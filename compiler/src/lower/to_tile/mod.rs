@@ -36,6 +36,16 @@ fn ceil(a: u64, b: u64) -> u64 {
     a.div_ceil(b.max(1))
 }
 
+/// Blocks of a row kernel: one per row, or one per `warps` rows.
+fn row_grid(k: &Kernel, rows: u64, warps: u32, row_block: bool) -> Result<u32, NotLowered> {
+    let blocks = if row_block {
+        rows
+    } else {
+        ceil(rows, u64::from(warps))
+    };
+    u32::try_from(blocks).map_err(|_| nl(k, "grid too large"))
+}
+
 /// Lowers one kernel of `g`.
 mod attention;
 
@@ -126,15 +136,13 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 return Err(nl(k, "empty softmax"));
             }
             let warps = s.threads / 32;
-            tk.grid = [
-                u32::try_from(ceil(rows, u64::from(warps))).map_err(|_| nl(k, "grid too large"))?,
-                1,
-                1,
-            ];
+            let row_block = crate::tile::row_block(rows, cols as u64);
+            tk.grid = [row_grid(k, rows, warps, row_block)?, 1, 1];
             tk.shape = Shape::RowSoftmax {
                 rows: u32::try_from(rows).map_err(|_| nl(k, "too many rows"))?,
                 cols: u32_of(k, cols)?,
                 warps,
+                row_block,
             };
         }
         Kind::Matmul => {
@@ -339,17 +347,15 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
             }
             let rows = n / cols;
             let warps = (s.threads / 32).max(1);
+            let row_block = crate::tile::row_block(rows, cols);
             tk.block = [warps * 32, 1, 1];
-            tk.grid = [
-                u32::try_from(ceil(rows, u64::from(warps))).map_err(|_| nl(k, "grid too large"))?,
-                1,
-                1,
-            ];
+            tk.grid = [row_grid(k, rows, warps, row_block)?, 1, 1];
             tk.shape = Shape::Rows {
                 op: row_op,
                 rows: rows as u32,
                 cols: cols as u32,
                 warps,
+                row_block,
             };
         }
         Kind::FlashAttention => attention::tile(g, k, op, &mut tk)?,

@@ -312,7 +312,7 @@ fn walk(k: &Kernel, prov: &[Option<Prov>], r: &Region, s: &mut State) -> Result<
                 let p = std::mem::take(&mut s.prefetch);
                 s.waited.extend(p);
             }
-            OpKind::Barrier => {
+            OpKind::Barrier | OpKind::ReduceBlock { .. } => {
                 s.waited.clear();
                 s.written.clear();
                 s.prefetch_written.clear();

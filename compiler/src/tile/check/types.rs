@@ -276,6 +276,20 @@ pub(super) fn op(k: &Kernel, id: OpId) -> Result<(), CheckError> {
         }
         OpKind::Shfl { .. } => c.same(&[Ty::B32, Ty::U32, Ty::U32], Ty::B32),
         OpKind::ReduceWarp { ty, .. } => c.same(&[*ty], *ty),
+        OpKind::ReduceBlock { ty, .. } => {
+            c.count(2)?;
+            c.scalar(0, *ty)?;
+            let buf = c.buffer(1)?;
+            let need = u64::from(c.k.threads().div_ceil(32) as u32) * u64::from(ty.bits() / 8);
+            if buf.bytes() < need {
+                return Err(c.err(format!(
+                    "its scratch buffer has {} bytes, one {} per warp needs {need}",
+                    buf.bytes(),
+                    ty.name()
+                )));
+            }
+            c.res(&[*ty])
+        }
         OpKind::For { .. } => c.for_(),
         OpKind::If => c.if_(),
         OpKind::Yield => Ok(()),

@@ -50,6 +50,7 @@
 //! tile.commit              tile.wait {n = K}        tile.barrier         tile.ldmatrix.x4[.trans] list
 //! tile.mma.MMA list        tile.frag_get list {index = K}               tile.frag_make list
 //! tile.shfl.(up|down|bfly|idx) list {mask = K}      tile.reduce_warp.BINOP.T list
+//! tile.reduce_block.BINOP.T v, scratch
 //! tile.yield list
 //! ```
 //!

@@ -229,6 +229,10 @@ impl Parser {
                 (Some(op), Some(ty)) => (OpKind::ReduceWarp { op, ty }, self.operands()?),
                 _ => return bad(self),
             },
+            ["reduce_block", op @ .., t] => match (parse_binop(&op.join(".")), parse_ty(t)) {
+                (Some(op), Some(ty)) => (OpKind::ReduceBlock { op, ty }, self.operands()?),
+                _ => return bad(self),
+            },
             [op @ .., t] => {
                 let name = op.join(".");
                 match (parse_unop(&name), parse_binop(&name), parse_ty(t)) {

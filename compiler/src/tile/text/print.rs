@@ -412,6 +412,12 @@ impl Printer<'_> {
                 ty.name(),
                 self.list(o)
             ),
+            OpKind::ReduceBlock { op, ty } => format!(
+                "tile.reduce_block.{}.{} {}",
+                binop_name(*op),
+                ty.name(),
+                self.list(o)
+            ),
             OpKind::Yield => format!("tile.yield {}", self.list(o)),
             OpKind::For { .. } | OpKind::If => String::new(),
         }
