@@ -19,7 +19,8 @@ pub fn parse_ty(s: &str) -> Option<Ty> {
     find(&ALL_TYS, |t| t.name().to_string(), s)
 }
 
-const ALL_DTYPES: [DType; 11] = [
+/// Every dtype (the text form spells each).
+pub(crate) const ALL_DTYPES: [DType; 11] = [
     DType::F64,
     DType::F32,
     DType::TF32,

@@ -169,20 +169,7 @@ fn big() -> Kernel {
 /// Every spelling of every enum the text form names.
 fn enums() -> Kernel {
     let mut b = Builder::new("enums", sp(0, 0), [1, 1, 1], [32, 1, 1]);
-    let dts = [
-        DType::F64,
-        DType::F32,
-        DType::TF32,
-        DType::F16,
-        DType::BF16,
-        DType::F8E4M3,
-        DType::F8E5M2,
-        DType::I64,
-        DType::I32,
-        DType::I8,
-        DType::Bool,
-    ];
-    for (i, d) in dts.into_iter().enumerate() {
+    for (i, d) in super::names::ALL_DTYPES.into_iter().enumerate() {
         b.param(format!("p{i}"), global(d), ParamRole::Input);
     }
     let mut sregs = vec![SReg::LaneId, SReg::WarpId];
