@@ -140,8 +140,8 @@ fn run_source_inner(name: &str, text: String, opts: &RunOptions, check_only: boo
             &rows,
             Some(format!(
                 "profile of the run: device {}, model for {}, {launches} kernel launch(es)",
-                session.device.borrow(),
-                session.target.borrow()
+                session.device.get(),
+                session.target.get().name()
             )),
         );
         eprintln!("{}", table.text());

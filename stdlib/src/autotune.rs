@@ -213,7 +213,7 @@ pub fn tune(
         return Ok(());
     }
     let started = Instant::now();
-    let target = Target::parse(&session.target.borrow()).unwrap_or(Target::Sm90);
+    let target = session.target.get();
     let key = Key {
         op: sig.op,
         shapes: sig.shapes,

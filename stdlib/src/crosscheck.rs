@@ -48,13 +48,15 @@ pub fn mode() -> Result<Option<Checked>, Diagnostic> {
     match std::env::var(VAR) {
         Err(std::env::VarError::NotPresent) => Ok(None),
         Ok(v) if v.is_empty() => Ok(None),
-        Ok(v) if v == "emu" => Ok(Some(Checked::Emu)),
-        Ok(v) if v == "cuda" => Ok(Some(Checked::Cuda)),
-        Ok(v) => Err(Diagnostic::new(
-            Code::E0101,
-            format!("{VAR}={v:?}: the cross-check devices are `emu` and `cuda`"),
-        )
-        .with_help(format!("set {VAR}=emu, or unset it"))),
+        Ok(v) => match crate::kernel::DeviceKind::parse(&v) {
+            Some(crate::kernel::DeviceKind::Emu) => Ok(Some(Checked::Emu)),
+            Some(crate::kernel::DeviceKind::Cuda) => Ok(Some(Checked::Cuda)),
+            _ => Err(Diagnostic::new(
+                Code::E0101,
+                format!("{VAR}={v:?}: the cross-check devices are `emu` and `cuda`"),
+            )
+            .with_help(format!("set {VAR}=emu, or unset it"))),
+        },
         Err(std::env::VarError::NotUnicode(_)) => Err(Diagnostic::new(
             Code::E0101,
             format!("{VAR} is not valid unicode; the cross-check devices are `emu` and `cuda`"),

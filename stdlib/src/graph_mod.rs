@@ -246,8 +246,8 @@ pub fn module(session: Rc<Session>) -> Module {
                 let result = run_for_profile(it, &s, &f, rest);
                 let rows = s.profile.borrow_mut().finish(prev);
                 result?;
-                let target = s.target.borrow().clone();
-                let device = s.device.borrow().clone();
+                let target = s.target.get().name();
+                let device = s.device.get();
                 Ok(Value::host(crate::profile::table(
                     &rows,
                     Some(format!(

@@ -2,7 +2,6 @@
 //! `target`, as native functions over `tessera-runtime`.
 
 // `Diagnostic` is the one error type of host code; it is returned by value on purpose.
-#![allow(clippy::result_large_err)]
 
 pub mod autotune;
 pub mod crosscheck;

@@ -223,7 +223,7 @@ fn record_counted(
     device: Option<&str>,
     sources: &SourceMap,
 ) {
-    let target = Target::parse(&session.target.borrow()).unwrap_or(Target::Sm90);
+    let target = session.target.get();
     let mut rec = session.profile.borrow_mut();
     for (i, k) in c.lowered.program.kernels.iter().enumerate() {
         let regs = ptxas_regs(&mut rec, c, i, target, sources);
@@ -433,7 +433,7 @@ pub fn record_mesh_step(
     step: &tessera_compiler::schedule::mesh::Step,
 ) {
     use tessera_compiler::schedule::mesh::{comm_bytes, CommKind, Step};
-    let target = Target::parse(&session.target.borrow()).unwrap_or(Target::Sm90);
+    let target = session.target.get();
     let n = mesh.size();
     let (name, kind, tile, shape, measured, model) = match step {
         Step::Kernel {

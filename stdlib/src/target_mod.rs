@@ -190,14 +190,8 @@ pub fn module(session: Rc<Session>) -> Module {
                 return Ok(Value::None);
             };
             let name = str_arg(&x.value, "name", x.span)?;
-            if Target::parse(&name).is_none() {
-                return Err(
-                    Diagnostic::new(Code::E0101, format!("unknown target '{name}'"))
-                        .at(x.span)
-                        .with_help("targets are sm_80, sm_90, sm_90a, sm_100"),
-                );
-            }
-            *s.target.borrow_mut() = name;
+            let t = crate::kernel::parse_target(&name).map_err(|d| d.at(x.span))?;
+            s.target.set(t);
             Ok(Value::None)
         }),
     );
@@ -206,7 +200,7 @@ pub fn module(session: Rc<Session>) -> Module {
         "current",
         Value::native("current", "current()", move |_, args| {
             args.bind("current", &[], &[])?;
-            Ok(Value::str(&s.target.borrow()))
+            Ok(Value::str(s.target.get().name()))
         }),
     );
     let s = session.clone();
@@ -214,8 +208,7 @@ pub fn module(session: Rc<Session>) -> Module {
         "info",
         Value::native("info", "info()", move |_, args| {
             args.bind("info", &[], &[])?;
-            let t = Target::parse(&s.target.borrow()).unwrap_or(Target::Sm90);
-            Ok(Value::host(TargetInfo(t)))
+            Ok(Value::host(TargetInfo(s.target.get())))
         }),
     );
     let s = session.clone();
@@ -227,15 +220,19 @@ pub fn module(session: Rc<Session>) -> Module {
                 return Ok(Value::None);
             };
             let name = str_arg(&x.value, "name", x.span)?;
-            if !matches!(name.as_str(), "auto" | "cpu" | "emu" | "cuda") {
-                return Err(
-                    Diagnostic::new(Code::E0101, format!("unknown device '{name}'"))
-                        .at(x.span)
-                        .with_help("devices are auto, cpu, emu, cuda"),
-                );
-            }
-            s.set_device(&name).map_err(|why| {
-                let now = s.device.borrow().clone();
+            let want = match (name.as_str(), crate::kernel::DeviceKind::parse(&name)) {
+                ("auto", _) => None,
+                (_, Some(d)) => Some(d),
+                (_, None) => {
+                    return Err(
+                        Diagnostic::new(Code::E0101, format!("unknown device '{name}'"))
+                            .at(x.span)
+                            .with_help("devices are auto, cpu, emu, cuda"),
+                    )
+                }
+            };
+            s.set_device(want).map_err(|why| {
+                let now = s.device.get();
                 crate::cuda::unavailable("target.set_device(\"cuda\")", &why)
                     .at(x.span)
                     .with_note(format!("kernels keep running on the {now} device"))
@@ -248,7 +245,7 @@ pub fn module(session: Rc<Session>) -> Module {
         "device",
         Value::native("device", "device()", move |_, args| {
             args.bind("device", &[], &[])?;
-            Ok(Value::str(&s.device.borrow()))
+            Ok(Value::str(s.device.get().name()))
         }),
     );
     m

@@ -110,7 +110,7 @@ impl KernelObj {
                             "the CUDA context could not be rebuilt ({why}); kernels run on the cpu from now on"
                         ));
                         *slot = None;
-                        *session.device.borrow_mut() = "cpu".to_string();
+                        session.device.set(super::DeviceKind::Cpu);
                         session.tune.borrow_mut().timer = None;
                     }
                 }

@@ -31,14 +31,54 @@ use tessera_runtime::Tensor;
 
 mod devices;
 
+/// Where kernels run: the CPU executor, the emulator of the generated Target IR, or the GPU.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceKind {
+    Cpu,
+    Emu,
+    Cuda,
+}
+
+impl DeviceKind {
+    pub const ALL: [DeviceKind; 3] = [DeviceKind::Cpu, DeviceKind::Emu, DeviceKind::Cuda];
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceKind::Cpu => "cpu",
+            DeviceKind::Emu => "emu",
+            DeviceKind::Cuda => "cuda",
+        }
+    }
+    pub fn parse(s: &str) -> Option<DeviceKind> {
+        DeviceKind::ALL.into_iter().find(|d| d.name() == s)
+    }
+}
+
+impl std::fmt::Display for DeviceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The target a session starts with when neither `--target` nor an open GPU names one.
+pub const DEFAULT_TARGET: Target = Target::Sm90;
+
+/// The target `name`, or E0101 naming the known ones.
+pub fn parse_target(name: &str) -> Result<Target, Diagnostic> {
+    Target::parse(name).ok_or_else(|| {
+        let known: Vec<&str> = Target::ALL.iter().map(|t| t.name()).collect();
+        Diagnostic::new(Code::E0101, format!("unknown target '{name}'"))
+            .with_help(format!("targets are {}", known.join(", ")))
+    })
+}
+
 /// Per-session state shared by `op.kernel`, `schedule` and `graph`.
 pub struct Session {
     /// `--dump` levels.
     pub dump: Vec<String>,
     /// `target.set(...)` / `--target`.
-    pub target: RefCell<String>,
-    /// `cpu`, `emu` or `cuda` (`target.set_device(...)` / `--device`).
-    pub device: RefCell<String>,
+    pub target: Cell<Target>,
+    /// `target.set_device(...)` / `--device`.
+    pub device: Cell<DeviceKind>,
     /// The GPU when one was opened (`cuda`, or `auto` with a usable GPU).
     pub cuda: crate::cuda::Slot,
     /// `cuda` was asked for by name: a failed launch is an error, not a cpu fallback.
@@ -62,60 +102,78 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn new(dump: Vec<String>, target: Option<String>) -> Rc<Session> {
+    pub fn new(dump: Vec<String>, target: Option<Target>) -> Rc<Session> {
         Session::with_device(dump, target, None, None)
     }
     /// A session with a device; `cuda` without a usable GPU falls back to the cpu here (see
     /// [`Session::open`] for the checked form).
     pub fn with_device(
         dump: Vec<String>,
-        target: Option<String>,
+        target: Option<Target>,
         device: Option<String>,
         emit_ptx: Option<std::path::PathBuf>,
     ) -> Rc<Session> {
-        match Session::open(dump.clone(), target.clone(), device, emit_ptx.clone()) {
+        let names = target.map(|t| t.name().to_string());
+        match Session::open(dump.clone(), names, device, emit_ptx.clone()) {
             Ok(s) => s,
-            Err(_) => Session::build(dump, target, "cpu", None, emit_ptx),
+            Err(_) => Session::build(
+                dump,
+                target.unwrap_or(DEFAULT_TARGET),
+                DeviceKind::Cpu,
+                None,
+                emit_ptx,
+            ),
         }
     }
     /// A session on `device` (`auto` when `None`): `auto` opens the GPU when there is a usable
     /// one, else runs on the cpu; `cuda` without a usable GPU is E0800 with the reason. With no
-    /// `target`, the GPU's own target is used (else `sm_90`).
+    /// `target`, the GPU's own target is used (else [`DEFAULT_TARGET`]); an unknown target or
+    /// device is E0101.
     pub fn open(
         dump: Vec<String>,
         target: Option<String>,
         device: Option<String>,
         emit_ptx: Option<std::path::PathBuf>,
     ) -> Result<Rc<Session>, Diagnostic> {
-        let (name, gpu, explicit) = match device.as_deref() {
-            Some("emu") => ("emu", None, false),
-            Some("cpu") => ("cpu", None, false),
+        let target = target.as_deref().map(parse_target).transpose()?;
+        let (kind, gpu, explicit) = match device.as_deref() {
+            Some("emu") => (DeviceKind::Emu, None, false),
+            Some("cpu") => (DeviceKind::Cpu, None, false),
             Some("cuda") => match crate::cuda::open() {
-                Ok(d) => ("cuda", Some(d), true),
+                Ok(d) => (DeviceKind::Cuda, Some(d), true),
                 Err(why) => return Err(crate::cuda::unavailable("--device cuda", &why)),
             },
-            _ => match crate::cuda::open() {
-                Ok(d) => ("cuda", Some(d), false),
-                Err(_) => ("cpu", None, false),
+            None | Some("auto") => match crate::cuda::open() {
+                Ok(d) => (DeviceKind::Cuda, Some(d), false),
+                Err(_) => (DeviceKind::Cpu, None, false),
             },
+            Some(other) => {
+                return Err(
+                    Diagnostic::new(Code::E0101, format!("unknown device '{other}'"))
+                        .with_help("devices are auto, cpu, emu, cuda"),
+                )
+            }
         };
-        let target = target.or_else(|| gpu.as_ref().map(|d| d.info().target_name().to_string()));
-        let s = Session::build(dump, target, name, gpu, emit_ptx);
+        let gpu_target = gpu
+            .as_ref()
+            .and_then(|d| Target::parse(d.info().target_name()));
+        let target = target.or(gpu_target).unwrap_or(DEFAULT_TARGET);
+        let s = Session::build(dump, target, kind, gpu, emit_ptx);
         s.cuda_explicit.set(explicit);
         s.install_timer();
         Ok(s)
     }
     fn build(
         dump: Vec<String>,
-        target: Option<String>,
-        device: &str,
+        target: Target,
+        device: DeviceKind,
         gpu: Option<tessera_runtime::cuda::Device>,
         emit_ptx: Option<std::path::PathBuf>,
     ) -> Rc<Session> {
         Rc::new(Session {
             dump,
-            target: RefCell::new(target.unwrap_or_else(|| "sm_90".to_string())),
-            device: RefCell::new(device.to_string()),
+            target: Cell::new(target),
+            device: Cell::new(device),
             cuda: Rc::new(RefCell::new(gpu)),
             cuda_explicit: Cell::new(false),
             cuda_sources: Rc::new(RefCell::new(tessera_lang::SourceMap::default())),
@@ -131,7 +189,7 @@ impl Session {
     }
     /// The autotuner measures on the GPU while the session runs on `cuda`.
     fn install_timer(&self) {
-        let on_gpu = *self.device.borrow() == "cuda" && self.cuda.borrow().is_some();
+        let on_gpu = self.device.get() == DeviceKind::Cuda && self.cuda.borrow().is_some();
         self.tune.borrow_mut().timer = on_gpu.then(|| {
             Rc::new(crate::cuda::CudaTimer {
                 slot: self.cuda.clone(),
@@ -139,26 +197,25 @@ impl Session {
             }) as Rc<dyn crate::profile::DeviceTimer>
         });
     }
-    /// Switches the device (`target.set_device`, `:device`): `cuda` opens the GPU if it is not
-    /// open yet (E0800 with the reason when it cannot); `auto` is `cuda` when that works, else
-    /// `cpu`.
-    pub fn set_device(&self, name: &str) -> Result<(), String> {
-        let want_gpu = matches!(name, "cuda" | "auto");
-        if want_gpu && self.cuda.borrow().is_none() {
+    /// Switches the device (`target.set_device`, `:device`; `None` is `auto`): `cuda` opens
+    /// the GPU if it is not open yet (the reason when it cannot); `auto` is `cuda` when that
+    /// works, else `cpu`.
+    pub fn set_device(&self, want: Option<DeviceKind>) -> Result<(), String> {
+        let explicit = want == Some(DeviceKind::Cuda);
+        if matches!(want, None | Some(DeviceKind::Cuda)) && self.cuda.borrow().is_none() {
             match crate::cuda::open() {
                 Ok(d) => *self.cuda.borrow_mut() = Some(d),
-                Err(why) if name == "cuda" => return Err(why),
+                Err(why) if explicit => return Err(why),
                 Err(_) => {}
             }
         }
-        let dev = match name {
-            "cuda" => "cuda",
-            "auto" if self.cuda.borrow().is_some() => "cuda",
-            "emu" => "emu",
-            _ => "cpu",
+        let dev = match want {
+            Some(d) => d,
+            None if self.cuda.borrow().is_some() => DeviceKind::Cuda,
+            None => DeviceKind::Cpu,
         };
-        *self.device.borrow_mut() = dev.to_string();
-        self.cuda_explicit.set(name == "cuda");
+        self.device.set(dev);
+        self.cuda_explicit.set(explicit);
         self.install_timer();
         Ok(())
     }
@@ -200,7 +257,7 @@ enum ArgKey {
 struct Key {
     args: Vec<ArgKey>,
     kwargs: Vec<(String, ArgKey)>,
-    target: String,
+    target: Target,
     source: u64,
 }
 
@@ -366,7 +423,7 @@ pub fn compile(
             d
         }
     })?;
-    let target = Target::parse(&session.target.borrow()).unwrap_or(Target::Sm90);
+    let target = session.target.get();
     let lowered = lower(&graph, &sched_directives(&directives, args.span), target)?;
     let captures = ctx.captures.borrow().clone();
     Ok(Compiled {
@@ -399,7 +456,7 @@ pub fn emit_dumps(
         }
     }
     if let Some(dir) = &session.emit_ptx {
-        let target = Target::parse(&session.target.borrow()).unwrap_or(Target::Sm90);
+        let target = session.target.get();
         emit_ptx(dir, &c.lowered, target, &it.sources).map_err(|d| d.or_at(span))?;
     }
     Ok(())
@@ -505,7 +562,7 @@ impl KernelObj {
                 .iter()
                 .map(|(k, v, _)| (k.to_string(), arg_key(v)))
                 .collect(),
-            target: self.session.target.borrow().clone(),
+            target: self.session.target.get(),
             source: source_hash(it, &self.func),
         };
         if let Some(c) = self.cache.borrow().get(&key) {
@@ -583,8 +640,8 @@ impl KernelObj {
             .filter(|v| is_tensor_like(v))
             .filter_map(|v| as_tensor(v).cloned())
             .collect();
-        let on_emu = *self.session.device.borrow() == "emu";
-        let on_cuda = *self.session.device.borrow() == "cuda";
+        let on_emu = self.session.device.get() == DeviceKind::Emu;
+        let on_cuda = self.session.device.get() == DeviceKind::Cuda;
         let profiling = self.session.profile.borrow().active;
         let outs = if let Some(mode) = crate::crosscheck::mode().map_err(|d| d.or_at(args.span))? {
             let device_results = match mode {
