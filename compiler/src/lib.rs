@@ -3,7 +3,6 @@
 //! separate small module.
 
 // `Diagnostic` is the one error type shared with host code; it is returned by value on purpose.
-#![allow(clippy::result_large_err)]
 
 pub mod cost;
 pub mod graph;

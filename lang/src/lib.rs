@@ -4,7 +4,6 @@
 //! This crate knows nothing of tensors: host objects plug in through [`eval::HostObject`].
 
 // `Diagnostic` is the one error type of host code; it is returned by value on purpose.
-#![allow(clippy::result_large_err)]
 
 pub mod ast;
 pub mod diag;

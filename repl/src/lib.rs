@@ -3,7 +3,6 @@
 //! text and an HTML rendering.
 
 // `Diagnostic` is the one error type of host code; it is returned by value on purpose.
-#![allow(clippy::result_large_err)]
 
 pub mod commands;
 pub mod render;
