@@ -7,12 +7,13 @@
 //!
 //! Parameters: one view per input (`in0`, …), `out`, [`status`], `n`. The status word is
 //! there when an op of the body can hit an error the cpu reports (integer `//` or `%` by
-//! zero, a float → int cast of NaN or out of range): a thread whose element hits one stores
+//! zero, an integer `**` with a negative exponent, a float → int cast of NaN or out of range): a thread whose element hits one stores
 //! 1 into it.
 
 use super::blocks::{load_elem, round_tf32, store_elem};
 use super::values::{
-    binary_val, cast_to_int, conv, int_divmod, int_pair, int_val, is_float, is_int, unary_val, Val,
+    binary_val, cast_to_int, conv, int_divmod, int_pair, int_pow, int_val, is_float, is_int,
+    unary_val, Val,
 };
 use super::{no, R};
 use crate::graph::{BinaryOp, DType, Graph, Op, ValueId};
@@ -29,7 +30,7 @@ fn needs_status(body: &Graph) -> bool {
     body.ids().any(|id| match body.op(id) {
         Some(Op::Cast { x }) => is_int(dt(id)) && (is_float(dt(*x)) || dt(*x) == DType::F64),
         Some(Op::Binary { op, .. }) => {
-            matches!(op, BinaryOp::FloorDiv | BinaryOp::Mod) && is_int(dt(id))
+            matches!(op, BinaryOp::FloorDiv | BinaryOp::Mod | BinaryOp::Pow) && is_int(dt(id))
         }
         _ => false,
     })
@@ -114,6 +115,17 @@ fn eval_body(b: &mut Builder, body: &Graph, params: &[Val], err: &mut Option<Val
                 let ((x, _), (y, _)) = (get(*a)?, get(*y)?);
                 let (rt, x, y) = int_pair(b, x, y, ty)?;
                 let (v, bad) = int_divmod(b, *op, rt, x, y);
+                flag(b, bad);
+                int_val(rt, v)
+            }
+            Op::Binary {
+                op: BinaryOp::Pow,
+                a,
+                b: y,
+            } if is_int(ty) => {
+                let ((x, _), (y, _)) = (get(*a)?, get(*y)?);
+                let (rt, x, y) = int_pair(b, x, y, ty)?;
+                let (v, bad) = int_pow(b, rt, x, y);
                 flag(b, bad);
                 int_val(rt, v)
             }

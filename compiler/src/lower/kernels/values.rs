@@ -356,3 +356,27 @@ pub fn int_divmod(b: &mut Builder, op: BinaryOp, ty: Ty, x: Value, y: Value) -> 
     };
     (v, zero)
 }
+
+/// Integer `x ** y` (wrapping, as the cpu's `int_pow`): square-and-multiply over the
+/// exponent's bits (31 or 63 steps, a fixed count), and the predicate "the exponent is
+/// negative" (the cpu's error; the value is then not used).
+pub fn int_pow(b: &mut Builder, ty: Ty, x: Value, y: Value) -> (Value, Value) {
+    let (bits, steps) = if ty == Ty::S32 {
+        (Ty::B32, 31)
+    } else {
+        (Ty::B64, 63)
+    };
+    let neg = b.cmp(Cmp::Lt, ty, y, imm(0));
+    let one = b.mov(ty, imm(1));
+    let r = b.for_(imm(0), imm(steps), imm(1), &[one, x, y], None, |b, _, c| {
+        let (acc, base, e) = (c[0], c[1], c[2]);
+        let bit = b.bin(BinOp::And, bits, e, imm(1));
+        let odd = b.cmp(Cmp::Ne, ty, bit, imm(0));
+        let times = b.mul(ty, acc, base);
+        let acc = b.select(ty, odd, times, acc);
+        let base = b.mul(ty, base, base);
+        let e = b.bin(BinOp::Shr, ty, e, imm(1));
+        vec![acc.into(), base.into(), e.into()]
+    });
+    (r[0], neg)
+}
