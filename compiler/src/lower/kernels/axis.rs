@@ -10,9 +10,12 @@
 //! - `softmax` (same shape out): every thread folds the partials of the column max, then of
 //!   the sum of `e^(x − max)`, and writes its rows of `e^(x − max) / sum`.
 //!
-//! Accumulation in fp32, or fp64 when input and output are fp64. Parameters: x, y, len, inner.
+//! Accumulation in fp32, or fp64 when input and output are fp64. Integer inputs (reductions
+//! only), as the cpu: `sum` in int64 (wrapping), `max`/`min` in int64 stored in the input's
+//! dtype, `mean` as an fp64 sum divided in fp64 and rounded to fp32. Parameters: x, y, len,
+//! inner.
 
-use super::blocks::{compute_ty, divmod, fconst, load_elem, store_elem};
+use super::blocks::{compute_ty, divmod, fconst, load_as, load_elem, store_elem, store_int_or};
 use super::{no, ParamSet, R};
 use crate::graph::{DType, Graph};
 use crate::lower::reduce_axis::{COLS, SLICES};
@@ -49,11 +52,11 @@ impl Cx {
     fn rows(
         &self,
         b: &mut Builder,
-        init: f64,
+        init: crate::tile::ir::Operand,
         fold: BinOp,
         f: impl Fn(&mut Builder, Value) -> Value,
     ) -> Value {
-        let a0 = b.mov(self.ty, fconst(self.ty, init));
+        let a0 = b.mov(self.ty, init);
         b.for_(
             self.warp,
             self.len,
@@ -63,7 +66,7 @@ impl Cx {
             |b, r, c| {
                 let row = b.add(Ty::U32, self.orow, r);
                 let idx = b.fma(Ty::U32, row, self.inner, self.col);
-                let v = load_elem(b, self.ty, self.xd, self.x, idx, Some(self.col_ok));
+                let v = load_as(b, self.ty, self.xd, self.x, idx, Some(self.col_ok));
                 let v = f(b, v);
                 vec![b.bin(fold, self.ty, c[0], v).into()]
             },
@@ -100,13 +103,34 @@ pub fn build(g: &Graph, tk: &TileKernel, op: AxisOp, len: u32, inner: u32) -> R<
     let mut b = Builder::new(&tk.name, tk.span, tk.grid, [threads, 1, 1]);
     let p = ParamSet::new(&mut b, g, tk, &["x"], "y")?;
     let (x, xd, y, yd) = (p.inputs[0], p.dtypes[0], p.out, p.out_dtype);
-    let f64k = match (xd, yd) {
-        (DType::F64, DType::F64) => true,
-        (a, c) if a.is_float() && c.is_float() && a != DType::F64 && c != DType::F64 => false,
-        (a, c) => return no(format!("{a} → {c} reductions over an axis")),
+    let int = matches!(xd, DType::I32 | DType::I64);
+    let ty = match (xd, yd, op) {
+        (DType::F64, DType::F64, _) => Ty::F64,
+        (a, c, _) if a.is_float() && c.is_float() && a != DType::F64 && c != DType::F64 => {
+            compute_ty(false)
+        }
+        (_, DType::F32, AxisOp::Reduce(RowOp::Mean)) if int => Ty::F64,
+        (_, DType::I32 | DType::I64, AxisOp::Reduce(_)) if int => Ty::S64,
+        (a, c, _) => return no(format!("{a} → {c} reductions over an axis")),
     };
-    let ty = compute_ty(f64k);
-    let eb: i64 = if f64k { 8 } else { 4 };
+    let eb: i64 = if matches!(ty, Ty::F64 | Ty::S64) {
+        8
+    } else {
+        4
+    };
+    let init_of = |v: f64| -> crate::tile::ir::Operand {
+        if ty == Ty::S64 {
+            imm(if v == f64::NEG_INFINITY {
+                i64::MIN
+            } else if v == f64::INFINITY {
+                i64::MAX
+            } else {
+                0
+            })
+        } else {
+            fconst(ty, v)
+        }
+    };
     let len_v = b.param("len", Type::Scalar(Ty::U32), ParamRole::Size(len));
     let inner_v = b.param("inner", Type::Scalar(Ty::U32), ParamRole::Size(inner));
     let smem = b.shared(
@@ -148,7 +172,7 @@ pub fn build(g: &Graph, tk: &TileKernel, op: AxisOp, len: u32, inner: u32) -> R<
     };
     match op {
         AxisOp::Reduce(r) => {
-            let part = cx.rows(&mut b, init, fold, |_, v| v);
+            let part = cx.rows(&mut b, init_of(init), fold, |_, v| v);
             let slot = b.fma(Ty::U32, tid, imm(eb), base);
             b.store_shared(ty, slot, 0, &[part.into()], None);
             b.barrier();
@@ -167,11 +191,11 @@ pub fn build(g: &Graph, tk: &TileKernel, op: AxisOp, len: u32, inner: u32) -> R<
                     total
                 };
                 let out = b.fma(Ty::U32, o, inner_v, col);
-                store_elem(b, yd, y, out, res, Some(col_ok));
+                store_int_or(b, ty, yd, y, out, res, Some(col_ok));
             });
         }
         AxisOp::Softmax => {
-            let part = cx.rows(&mut b, init, fold, |_, v| v);
+            let part = cx.rows(&mut b, init_of(init), fold, |_, v| v);
             let m = cx.combine(&mut b, part, BinOp::Max);
             // every thread has read the partials before they are overwritten
             b.barrier();
@@ -179,7 +203,7 @@ pub fn build(g: &Graph, tk: &TileKernel, op: AxisOp, len: u32, inner: u32) -> R<
                 let d = b.sub(ty, v, m);
                 b.math(MathFn::Exp, ty, &[d.into()])
             };
-            let part = cx.rows(&mut b, 0.0, BinOp::Add, exp);
+            let part = cx.rows(&mut b, init_of(0.0), BinOp::Add, exp);
             let s = cx.combine(&mut b, part, BinOp::Add);
             let inv = b.unary(UnOp::Rcp, ty, s);
             b.for_(warp, len_v, imm(i64::from(SLICES)), &[], None, |b, r, _| {

@@ -49,7 +49,15 @@ pub fn load_elem(
         }
     };
     match (ty, d) {
-        (Ty::F64, _) => b.load(Ty::F64, view, idx, mask, &dflt(Ty::F64))[0],
+        (Ty::F64, DType::F64) => b.load(Ty::F64, view, idx, mask, &dflt(Ty::F64))[0],
+        (Ty::F64, _) => {
+            let x = load_elem(b, Ty::F32, d, view, idx, mask);
+            b.cast(Ty::F64, Ty::F32, None, x)
+        }
+        (_, DType::F64) => {
+            let x = b.load(Ty::F64, view, idx, mask, &dflt(Ty::F64))[0];
+            b.cast(Ty::F32, Ty::F64, Some(Rnd::Rn), x)
+        }
         (_, DType::BF16 | DType::F16) => {
             let t = if d == DType::BF16 { Ty::BF16 } else { Ty::F16 };
             let h = b.load(Ty::B16, view, idx, mask, &dflt(Ty::B16))[0];
@@ -79,6 +87,57 @@ pub fn store_elem(
         _ => (Ty::F32, v),
     };
     b.store(ty, view, idx, &[val.into()], mask);
+}
+
+/// Element `idx` of a `d` tensor as `ty` (masked off: zero): an integer converted to `s64`
+/// or `f64`, a float as [`load_elem`].
+pub fn load_as(
+    b: &mut Builder,
+    ty: Ty,
+    d: DType,
+    view: Value,
+    idx: Value,
+    ok: Option<Value>,
+) -> Value {
+    let ity = match d {
+        DType::I32 => Ty::S32,
+        DType::I64 => Ty::S64,
+        _ => return load_elem(b, ty, d, view, idx, ok),
+    };
+    let dflt = if ok.is_some() { vec![imm(0)] } else { vec![] };
+    let v = b.load(ity, view, idx, ok, &dflt)[0];
+    match ty {
+        Ty::F64 => b.cast(Ty::F64, ity, Some(Rnd::Rn), v),
+        _ if ity == ty => v,
+        _ => b.cast(ty, ity, None, v),
+    }
+}
+
+/// Stores reduction result `v` (of `ty`) as element `idx` of a `d` tensor: an `s64` into
+/// int64 or int32 (truncated), an `f64` into fp32 (rounded) or fp64, others as
+/// [`store_elem`].
+pub fn store_int_or(
+    b: &mut Builder,
+    ty: Ty,
+    d: DType,
+    view: Value,
+    idx: Value,
+    v: Value,
+    mask: Option<Value>,
+) {
+    match (ty, d) {
+        (Ty::S64, DType::I64) => b.store(Ty::S64, view, idx, &[v.into()], mask),
+        (Ty::S64, _) => {
+            let r = b.cast(Ty::S32, Ty::S64, None, v);
+            b.store(Ty::S32, view, idx, &[r.into()], mask)
+        }
+        (Ty::F64, DType::F64) => store_elem(b, d, view, idx, v, mask),
+        (Ty::F64, _) => {
+            let r = b.cast(Ty::F32, Ty::F64, Some(Rnd::Rn), v);
+            store_elem(b, d, view, idx, r, mask)
+        }
+        _ => store_elem(b, d, view, idx, v, mask),
+    }
 }
 
 /// Rounds an f32 to tf32 (nearest, ties to even; inf and NaN kept), in a `b32`, as the

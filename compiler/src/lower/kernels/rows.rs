@@ -6,7 +6,9 @@
 //!
 //! Parameters: x, [weight], [bias], y, rows, cols.
 
-use super::blocks::{compute_ty, fconst, lane_loop, load_elem, store_elem, warp_row};
+use super::blocks::{
+    compute_ty, fconst, lane_loop, load_as, load_elem, store_elem, store_int_or, warp_row,
+};
 use super::{no, ParamSet, R};
 use crate::graph::{DType, Graph};
 use crate::target::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
@@ -16,15 +18,20 @@ use crate::tile::{RowOp, TileKernel};
 
 const LOG2E: f64 = std::f64::consts::LOG2_E;
 
-/// Whether a row kernel over these dtypes runs in fp64 (all fp64) or fp32 (all fp32 or
-/// narrower floats); a mix is not lowered.
-fn row_f64(ds: &[DType]) -> R<bool> {
-    if ds.iter().all(|&d| d == DType::F64) {
-        Ok(true)
-    } else if ds.iter().all(|d| d.is_float()) {
-        Ok(false)
+/// Whether a row kernel runs in fp64: when its input `x` is fp64, as the cpu computes in x's
+/// dtype (fp32 for narrower floats); the other operands (weight, bias) are converted to it,
+/// whatever float dtype they have.
+fn row_f64(x: DType, out: DType, ds: &[DType]) -> R<bool> {
+    let float = |d: DType| {
+        matches!(
+            d,
+            DType::F64 | DType::F32 | DType::TF32 | DType::BF16 | DType::F16
+        )
+    };
+    if ds.iter().all(|&d| float(d)) && (x == DType::F64) == (out == DType::F64) {
+        Ok(x == DType::F64)
     } else {
-        no("row kernels mixing fp64 with other dtypes")
+        no("row kernels of non-float tensors")
     }
 }
 
@@ -92,13 +99,28 @@ fn setup(
     row_block: bool,
     extra: &[&str],
 ) -> R<Rows> {
+    setup_as(g, tk, [rows, cols], row_block, extra, None)
+}
+
+/// [`setup`] with the compute type given (`None`: from the dtypes).
+fn setup_as(
+    g: &Graph,
+    tk: &TileKernel,
+    [rows, cols]: [u32; 2],
+    row_block: bool,
+    extra: &[&str],
+    ty: Option<Ty>,
+) -> R<Rows> {
     let mut b = Builder::new(&tk.name, tk.span, tk.grid, tk.block);
     let p = ParamSet::new(&mut b, g, tk, &[&["x"], extra].concat(), "y")?;
     let rows_v = b.param("rows", Type::Scalar(Ty::U32), ParamRole::Size(rows));
     let cols_v = b.param("cols", Type::Scalar(Ty::U32), ParamRole::Size(cols));
     let mut all = p.dtypes.clone();
     all.push(p.out_dtype);
-    let ty = compute_ty(row_f64(&all)?);
+    let ty = match ty {
+        Some(t) => t,
+        None => compute_ty(row_f64(p.dtypes[0], p.out_dtype, &all)?),
+    };
     let (lane, row, map) = if row_block {
         let threads = tk.block[0];
         let warps = threads.div_ceil(32);
@@ -200,6 +222,13 @@ pub fn rows(
         RowOp::RmsNorm { weight, .. } => (weight, false),
         _ => (false, false),
     };
+    if let (RowOp::Sum | RowOp::Mean | RowOp::Max | RowOp::Min, Some(xt)) =
+        (op, tk.inputs.first().and_then(|&v| g.ty(v)))
+    {
+        if matches!(xt.dtype, DType::I32 | DType::I64) {
+            return int_reduce(g, tk, op, [rows, cols], row_block);
+        }
+    }
     let mut extra = vec![];
     if has_w {
         extra.push("weight");
@@ -294,6 +323,58 @@ pub fn rows(
                 });
             }
         }
+    });
+    Ok(b.finish())
+}
+
+/// A reduction of integer rows, as the cpu: `sum` in int64 (wrapping), `max`/`min` in int64
+/// stored in the input's dtype, `mean` as an fp64 sum divided in fp64 and rounded to fp32.
+fn int_reduce(
+    g: &Graph,
+    tk: &TileKernel,
+    op: RowOp,
+    [rows, cols]: [u32; 2],
+    row_block: bool,
+) -> R<Kernel> {
+    let ty = if op == RowOp::Mean { Ty::F64 } else { Ty::S64 };
+    let Rows {
+        mut b,
+        p,
+        rows: rows_v,
+        cols: cols_v,
+        lane,
+        row,
+        map,
+        ..
+    } = setup_as(g, tk, [rows, cols], row_block, &[], Some(ty))?;
+    let (x, xd, y, yd) = (p.inputs[0], p.dtypes[0], p.out, p.out_dtype);
+    let (init, fold) = match op {
+        RowOp::Max => (i64::MIN, BinOp::Max),
+        RowOp::Min => (i64::MAX, BinOp::Min),
+        _ => (0, BinOp::Add),
+    };
+    let inr = b.cmp(Cmp::Lt, Ty::U32, row, rows_v);
+    b.when(inr, |b| {
+        let rowbase = b.mul(Ty::U32, row, cols_v);
+        let a0 = if ty == Ty::F64 {
+            b.mov(ty, fconst(ty, 0.0))
+        } else {
+            b.mov(ty, imm(init))
+        };
+        let acc = map.each(b, lane, cols_v, &[a0], |b, j, c| {
+            let i = b.add(Ty::U32, rowbase, j);
+            let v = load_as(b, ty, xd, x, i, None);
+            vec![b.bin(fold, ty, c[0], v).into()]
+        })[0];
+        let acc = map.reduce(b, fold, ty, acc);
+        let r = if op == RowOp::Mean {
+            let n = b.cast(ty, Ty::U32, Some(Rnd::Rn), cols_v);
+            b.bin(BinOp::Div, ty, acc, n)
+        } else {
+            acc
+        };
+        let first = b.cmp(Cmp::Eq, Ty::U32, lane, imm(0));
+        store_int_or(b, ty, yd, y, row, r, Some(first));
     });
     Ok(b.finish())
 }

@@ -62,7 +62,7 @@ impl Cx<'_> {
     pub(super) fn reduce_warp(&mut self, v: Reg, op: BinOp, ty: Ty) {
         let b = &mut self.b;
         for s in [16, 8, 4, 2, 1] {
-            if ty != Ty::F64 {
+            if ty.bits() != 64 {
                 let t = b.reg(ty);
                 b.push(TOp::Shfl {
                     mode: ShflMode::Bfly,
@@ -75,7 +75,7 @@ impl Cx<'_> {
                 b.bin_to(v, op, ty, v, t);
                 continue;
             }
-            // an f64 moves as two 32-bit halves
+            // a 64-bit value (f64, s64) moves as two 32-bit halves
             let bits = b.reg(Ty::B64);
             b.push(TOp::Mov {
                 ty: Ty::B64,
@@ -99,13 +99,13 @@ impl Cx<'_> {
             });
             halves[1] = b.bin(BinOp::Shl, Ty::B64, halves[1], imm(32));
             let joined = b.bin(BinOp::Or, Ty::B64, halves[0], halves[1]);
-            let t = b.reg(Ty::F64);
+            let t = b.reg(ty);
             b.push(TOp::Mov {
                 ty: Ty::B64,
                 dst: t,
                 src: joined.into(),
             });
-            b.bin_to(v, op, Ty::F64, v, t);
+            b.bin_to(v, op, ty, v, t);
         }
     }
 

@@ -301,7 +301,8 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                         Some(a) => {
                             // A middle axis: [outer, len, inner] -> [outer, inner].
                             let both64 = k.ty.dtype == DType::F64 && xt.dtype == DType::F64;
-                            if !both64 && (!float_io(k.ty.dtype) || !float_io(xt.dtype)) {
+                            let int = matches!(xt.dtype, DType::I32 | DType::I64);
+                            if !both64 && !int && (!float_io(k.ty.dtype) || !float_io(xt.dtype)) {
                                 return Err(nl(k, format!("{} reductions", xt.dtype)));
                             }
                             let outer: u64 = xt.shape[..*a].iter().map(|&d| d as u64).product();
@@ -322,8 +323,13 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 _ => return Err(nl(k, "not a row kernel")),
             };
             // fp32 and narrower floats, or fp64 throughout (accumulating in fp64).
-            let f64k = k.ty.dtype == DType::F64;
-            let io = |d: DType| if f64k { d == DType::F64 } else { float_io(d) };
+            // fp32 and narrower floats, fp64, or a mix (computed in x's dtype); integer
+            // reductions
+            let int_red = matches!(xt.dtype, DType::I32 | DType::I64)
+                && matches!(row_op, RowOp::Sum | RowOp::Mean | RowOp::Max | RowOp::Min);
+            let io = |d: DType| {
+                float_io(d) || d == DType::F64 || int_red && matches!(d, DType::I32 | DType::I64)
+            };
             if !io(k.ty.dtype) {
                 return Err(nl(k, format!("{} results", k.ty.dtype)));
             }
