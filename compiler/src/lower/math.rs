@@ -86,6 +86,104 @@ pub(crate) fn exp_f64(b: &mut KernelBuilder, x: Reg) -> Reg {
     b.selp(Ty::F64, Operand::f64(0.0), res, small)
 }
 
+/// Reinterprets the bits of a `b64` register as an `f64` (and back with `to_bits`).
+fn from_bits(b: &mut KernelBuilder, bits: Reg) -> Reg {
+    let r = b.reg(Ty::F64);
+    b.push(TOp::Mov {
+        ty: Ty::B64,
+        dst: r,
+        src: bits.into(),
+    });
+    r
+}
+
+fn to_bits(b: &mut KernelBuilder, x: Reg) -> Reg {
+    let r = b.reg(Ty::B64);
+    b.push(TOp::Mov {
+        ty: Ty::B64,
+        dst: r,
+        src: x.into(),
+    });
+    r
+}
+
+/// `ln x` in fp64: subnormals scaled by 2^54; `x = 2^e · m` with `m` in [√½, √2) from the
+/// bits; `ln m = 2·atanh(s)`, `s = (m − 1)/(m + 1)` (|s| ≤ 0.172), by its odd series to s^23
+/// (truncation below 2^-55 relative); `e·ln 2` added with ln 2 split in two. 0 gives −inf, a
+/// negative or NaN argument NaN, +inf +inf. Within about 2 ulp (`tests/golden/lower_f64_math_emu`).
+pub(crate) fn log_f64(b: &mut KernelBuilder, x: Reg) -> Reg {
+    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
+    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+    let sub = b.setp(Cmp::Lt, Ty::F64, x, Operand::f64(f64::MIN_POSITIVE));
+    let scaled = b.mul(Ty::F64, x, Operand::f64(2f64.powi(54)));
+    let xs = b.selp(Ty::F64, scaled, x, sub);
+    let eadj = b.selp(Ty::F64, Operand::f64(-54.0), Operand::f64(0.0), sub);
+    let bits = to_bits(b, xs);
+    let e = b.bin(BinOp::Shr, Ty::U64, bits, imm(52));
+    let e = b.bin(BinOp::And, Ty::B64, e, imm(0x7ff));
+    let mb = b.bin(BinOp::And, Ty::B64, bits, imm(0x000f_ffff_ffff_ffff));
+    let mb = b.bin(BinOp::Or, Ty::B64, mb, imm(0x3ff0_0000_0000_0000));
+    let m = from_bits(b, mb);
+    let big = b.setp(Cmp::Gt, Ty::F64, m, Operand::f64(std::f64::consts::SQRT_2));
+    let half = b.mul(Ty::F64, m, Operand::f64(0.5));
+    let m = b.selp(Ty::F64, half, m, big);
+    let ei = b.sub(Ty::S64, e, imm(1023));
+    let ef = b.cvt(Ty::F64, Ty::S64, Some(Rnd::Rn), ei);
+    let inc = b.selp(Ty::F64, Operand::f64(1.0), Operand::f64(0.0), big);
+    let ef = b.add(Ty::F64, ef, inc);
+    let ef = b.add(Ty::F64, ef, eadj);
+    let f = b.sub(Ty::F64, m, Operand::f64(1.0));
+    let d = b.add(Ty::F64, m, Operand::f64(1.0));
+    let s = b.bin(BinOp::Div, Ty::F64, f, d);
+    let z = b.mul(Ty::F64, s, s);
+    let mut p = b.mov(Ty::F64, Operand::f64(1.0 / 23.0));
+    for k in (0..11).rev() {
+        p = b.fma(Ty::F64, p, z, Operand::f64(1.0 / (2 * k + 1) as f64));
+    }
+    let s2 = b.add(Ty::F64, s, s);
+    let lm = b.mul(Ty::F64, s2, p);
+    let lo = b.fma(Ty::F64, ef, Operand::f64(LN2_LO), lm);
+    let r = b.fma(Ty::F64, ef, Operand::f64(LN2_HI), lo);
+    let inf = b.setp(Cmp::Eq, Ty::F64, x, Operand::f64(f64::INFINITY));
+    let r = b.selp(Ty::F64, Operand::f64(f64::INFINITY), r, inf);
+    let zero = b.setp(Cmp::Eq, Ty::F64, x, Operand::f64(0.0));
+    let r = b.selp(Ty::F64, Operand::f64(f64::NEG_INFINITY), r, zero);
+    let neg = b.setp(Cmp::Lt, Ty::F64, x, Operand::f64(0.0));
+    let nan = b.setp(Cmp::Nan, Ty::F64, x, x);
+    let bad = b.bin(BinOp::Or, Ty::Pred, neg, nan);
+    b.selp(Ty::F64, Operand::f64(f64::NAN), r, bad)
+}
+
+/// `tanh x` in fp64: for |x| < 0.625, `sinh|x|` by its series to |x|^17 (below 2^-58
+/// relative) and `sinh / √(1 + sinh²)`, with no cancellation near 0; beyond,
+/// `1 − 2/(e^2|x| + 1)` ([`exp_f64`]; 1 once e^2|x| overflows). The sign is x's; NaN stays NaN.
+pub(crate) fn tanh_f64(b: &mut KernelBuilder, x: Reg) -> Reg {
+    let ax = b.unary(UnOp::Abs, Ty::F64, x);
+    let z = b.mul(Ty::F64, ax, ax);
+    let mut fact = [1.0f64; 18];
+    for i in 1..18 {
+        fact[i] = fact[i - 1] * i as f64;
+    }
+    let mut p = b.mov(Ty::F64, Operand::f64(1.0 / fact[17]));
+    for k in (0..8).rev() {
+        p = b.fma(Ty::F64, p, z, Operand::f64(1.0 / fact[2 * k + 1]));
+    }
+    let sh = b.mul(Ty::F64, ax, p);
+    let c2 = b.fma(Ty::F64, sh, sh, Operand::f64(1.0));
+    let ch = b.unary(UnOp::Sqrt, Ty::F64, c2);
+    let small = b.bin(BinOp::Div, Ty::F64, sh, ch);
+    let two = b.add(Ty::F64, ax, ax);
+    let t = exp_f64(b, two);
+    let t1 = b.add(Ty::F64, t, Operand::f64(1.0));
+    let q = b.bin(BinOp::Div, Ty::F64, Operand::f64(2.0), t1);
+    let large = b.sub(Ty::F64, Operand::f64(1.0), q);
+    let is_small = b.setp(Cmp::Lt, Ty::F64, ax, Operand::f64(0.625));
+    let r = b.selp(Ty::F64, small, large, is_small);
+    let nr = b.unary(UnOp::Neg, Ty::F64, r);
+    let neg = b.setp(Cmp::Lt, Ty::F64, x, Operand::f64(0.0));
+    b.selp(Ty::F64, nr, r, neg)
+}
+
 /// `x ** y` in f32 with NumPy's rules: 2^(y·log2|x|); a negative base gives NaN unless `y` is
 /// an integer (then the sign of (−1)^y); `x ** 0` and `1 ** y` are 1; `0 ** y` is 0 for y > 0
 /// and inf for y < 0. ex2/lg2 are the hardware's approximations (2^-22 relative error each),

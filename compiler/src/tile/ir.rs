@@ -174,13 +174,15 @@ impl Operand {
 }
 
 /// Math functions lowered to instruction sequences by Tile → Target (`f32`, and `f64` for
-/// `exp`).
+/// `exp`, `log`, `tanh`, `sigmoid`, `silu`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum MathFn {
     /// `e^x` (`ex2.approx` of `x·log2 e` in f32; a range-reduced polynomial in f64).
     Exp,
-    /// `ln x` (`lg2.approx · ln 2`).
+    /// `ln x` (`lg2.approx · ln 2` in f32; exponent split and an atanh series in f64).
     Log,
+    /// `tanh x` (`tanh.approx` in f32; a sinh series or `1 − 2/(e^2|x| + 1)` in f64).
+    Tanh,
     /// `1 / (1 + e^-x)`.
     Sigmoid,
     /// `x · sigmoid(x)`.

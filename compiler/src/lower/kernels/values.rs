@@ -262,6 +262,8 @@ fn unary_f64(b: &mut Builder, u: UnaryOp, x: Value) -> R<Value> {
         }
         UnaryOp::Sigmoid => math(b, MathFn::Sigmoid),
         UnaryOp::Silu => math(b, MathFn::Silu),
+        UnaryOp::Log => math(b, MathFn::Log),
+        UnaryOp::Tanh => math(b, MathFn::Tanh),
         other => return no(format!("fp64 {}", other.name())),
     })
 }

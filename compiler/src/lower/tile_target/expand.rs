@@ -141,6 +141,8 @@ impl Cx<'_> {
         let b = &mut self.b;
         Ok(match (f, ty) {
             (MathFn::Exp, Ty::F64) => math::exp_f64(b, x),
+            (MathFn::Log, Ty::F64) => math::log_f64(b, x),
+            (MathFn::Tanh, Ty::F64) => math::tanh_f64(b, x),
             (MathFn::Sigmoid, Ty::F64) => {
                 let one = TOperand::f64(1.0);
                 let nx = b.unary(UnOp::Neg, Ty::F64, x);
@@ -164,6 +166,7 @@ impl Cx<'_> {
                     crate::target::builder::fimm(std::f32::consts::LN_2),
                 )
             }
+            (MathFn::Tanh, _) => b.unary(UnOp::TanhApprox, Ty::F32, x),
             (MathFn::Sigmoid, _) => math::sigmoid(b, x),
             (MathFn::Silu, _) => {
                 let s = math::sigmoid(b, x);

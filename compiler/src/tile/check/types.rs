@@ -92,10 +92,13 @@ pub(super) fn op(k: &Kernel, id: OpId) -> Result<(), CheckError> {
         }
         OpKind::Unpack(_) => c.same(&[Ty::B16], Ty::F16x2),
         OpKind::Math { f, ty } => {
-            let f64_ok = matches!(f, MathFn::Exp | MathFn::Sigmoid | MathFn::Silu);
+            let f64_ok = matches!(
+                f,
+                MathFn::Exp | MathFn::Log | MathFn::Tanh | MathFn::Sigmoid | MathFn::Silu
+            );
             if !(*ty == Ty::F32 || (f64_ok && *ty == Ty::F64)) {
                 return Err(c.err(format!(
-                    "{f:?} of {} (math takes f32, and f64 for exp, sigmoid, silu)",
+                    "{f:?} of {} (math takes f32, and f64 for exp, log, tanh, sigmoid, silu)",
                     ty.name()
                 )));
             }

@@ -269,6 +269,7 @@ pub fn math_name(f: MathFn) -> &'static str {
     match f {
         MathFn::Exp => "exp",
         MathFn::Log => "log",
+        MathFn::Tanh => "tanh",
         MathFn::Sigmoid => "sigmoid",
         MathFn::Silu => "silu",
         MathFn::Gelu => "gelu",
@@ -280,6 +281,7 @@ pub fn parse_math(s: &str) -> Option<MathFn> {
     let all = [
         MathFn::Exp,
         MathFn::Log,
+        MathFn::Tanh,
         MathFn::Sigmoid,
         MathFn::Silu,
         MathFn::Gelu,

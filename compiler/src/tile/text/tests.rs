@@ -223,6 +223,7 @@ fn enums() -> Kernel {
     for f in [
         MathFn::Exp,
         MathFn::Log,
+        MathFn::Tanh,
         MathFn::Sigmoid,
         MathFn::Silu,
         MathFn::Gelu,
