@@ -86,19 +86,9 @@ pub(crate) fn exp_f64(b: &mut KernelBuilder, x: Reg) -> Reg {
     b.selp(Ty::F64, Operand::f64(0.0), res, small)
 }
 
-/// Reinterprets the bits of a `b64` register as an `f64` (and back with `to_bits`).
-fn from_bits(b: &mut KernelBuilder, bits: Reg) -> Reg {
-    let r = b.reg(Ty::F64);
-    b.push(TOp::Mov {
-        ty: Ty::B64,
-        dst: r,
-        src: bits.into(),
-    });
-    r
-}
-
-fn to_bits(b: &mut KernelBuilder, x: Reg) -> Reg {
-    let r = b.reg(Ty::B64);
+/// The same 64 bits in a register of type `to` (`f64` ↔ `b64`).
+fn reinterpret(b: &mut KernelBuilder, to: Ty, x: Reg) -> Reg {
+    let r = b.reg(to);
     b.push(TOp::Mov {
         ty: Ty::B64,
         dst: r,
@@ -118,12 +108,12 @@ pub(crate) fn log_f64(b: &mut KernelBuilder, x: Reg) -> Reg {
     let scaled = b.mul(Ty::F64, x, Operand::f64(2f64.powi(54)));
     let xs = b.selp(Ty::F64, scaled, x, sub);
     let eadj = b.selp(Ty::F64, Operand::f64(-54.0), Operand::f64(0.0), sub);
-    let bits = to_bits(b, xs);
+    let bits = reinterpret(b, Ty::B64, xs);
     let e = b.bin(BinOp::Shr, Ty::U64, bits, imm(52));
     let e = b.bin(BinOp::And, Ty::B64, e, imm(0x7ff));
     let mb = b.bin(BinOp::And, Ty::B64, bits, imm(0x000f_ffff_ffff_ffff));
     let mb = b.bin(BinOp::Or, Ty::B64, mb, imm(0x3ff0_0000_0000_0000));
-    let m = from_bits(b, mb);
+    let m = reinterpret(b, Ty::F64, mb);
     let big = b.setp(Cmp::Gt, Ty::F64, m, Operand::f64(std::f64::consts::SQRT_2));
     let half = b.mul(Ty::F64, m, Operand::f64(0.5));
     let m = b.selp(Ty::F64, half, m, big);
