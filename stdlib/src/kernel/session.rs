@@ -1,0 +1,203 @@
+//! The session a script's kernels share: its target and device (typed), the open GPU, the
+//! dump and PTX options, the compile-cache counters, the traces in progress, the profiler and
+//! the autotuner.
+
+use super::TraceCtx;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use tessera_compiler::target::Target;
+use tessera_lang::diag::{Code, Diagnostic};
+
+/// Where kernels run: the CPU executor, the emulator of the generated Target IR, or the GPU.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceKind {
+    Cpu,
+    Emu,
+    Cuda,
+}
+
+impl DeviceKind {
+    pub const ALL: [DeviceKind; 3] = [DeviceKind::Cpu, DeviceKind::Emu, DeviceKind::Cuda];
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceKind::Cpu => "cpu",
+            DeviceKind::Emu => "emu",
+            DeviceKind::Cuda => "cuda",
+        }
+    }
+    pub fn parse(s: &str) -> Option<DeviceKind> {
+        DeviceKind::ALL.into_iter().find(|d| d.name() == s)
+    }
+}
+
+impl std::fmt::Display for DeviceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The target a session starts with when neither `--target` nor an open GPU names one.
+pub const DEFAULT_TARGET: Target = Target::Sm90;
+
+/// The target `name`, or E0101 naming the known ones.
+pub fn parse_target(name: &str) -> Result<Target, Diagnostic> {
+    Target::parse(name).ok_or_else(|| {
+        let known: Vec<&str> = Target::ALL.iter().map(|t| t.name()).collect();
+        Diagnostic::new(Code::E0101, format!("unknown target '{name}'"))
+            .with_help(format!("targets are {}", known.join(", ")))
+    })
+}
+
+/// Per-session state shared by `op.kernel`, `schedule` and `graph`.
+pub struct Session {
+    /// `--dump` levels.
+    pub dump: Vec<String>,
+    /// `target.set(...)` / `--target`.
+    pub target: Cell<Target>,
+    /// `target.set_device(...)` / `--device`.
+    pub device: Cell<DeviceKind>,
+    /// The GPU when one was opened (`cuda`, or `auto` with a usable GPU).
+    pub cuda: crate::cuda::Slot,
+    /// `cuda` was asked for by name: a failed launch is an error, not a cpu fallback.
+    pub cuda_explicit: Cell<bool>,
+    /// The sources the autotuner's GPU timer prints PTX with (set before each tuning).
+    pub cuda_sources: Rc<RefCell<tessera_lang::SourceMap>>,
+    /// `--emit-ptx DIR`.
+    pub emit_ptx: Option<std::path::PathBuf>,
+    /// Kernels already reported as falling back to the CPU.
+    pub(super) warned: RefCell<std::collections::HashSet<String>>,
+    pub hits: Cell<u64>,
+    pub misses: Cell<u64>,
+    pub(super) traces: RefCell<Vec<Rc<TraceCtx>>>,
+    /// The profiler (`graph.profile`, `--profile`).
+    pub profile: RefCell<crate::profile::Recorder>,
+    /// The autotuner (`@op.autotune`, the `autotune` module).
+    pub tune: RefCell<crate::autotune::State>,
+    /// Kernel bodies running on a mesh (sharded arguments), innermost count: their schedule
+    /// directives are checked but the body runs op by op.
+    pub on_mesh: Cell<u32>,
+}
+
+impl Session {
+    pub fn new(dump: Vec<String>, target: Option<Target>) -> Rc<Session> {
+        Session::with_device(dump, target, None, None)
+    }
+    /// A session with a device; `cuda` without a usable GPU falls back to the cpu here (see
+    /// [`Session::open`] for the checked form).
+    pub fn with_device(
+        dump: Vec<String>,
+        target: Option<Target>,
+        device: Option<String>,
+        emit_ptx: Option<std::path::PathBuf>,
+    ) -> Rc<Session> {
+        let names = target.map(|t| t.name().to_string());
+        match Session::open(dump.clone(), names, device, emit_ptx.clone()) {
+            Ok(s) => s,
+            Err(_) => Session::build(
+                dump,
+                target.unwrap_or(DEFAULT_TARGET),
+                DeviceKind::Cpu,
+                None,
+                emit_ptx,
+            ),
+        }
+    }
+    /// A session on `device` (`auto` when `None`): `auto` opens the GPU when there is a usable
+    /// one, else runs on the cpu; `cuda` without a usable GPU is E0800 with the reason. With no
+    /// `target`, the GPU's own target is used (else [`DEFAULT_TARGET`]); an unknown target or
+    /// device is E0101.
+    pub fn open(
+        dump: Vec<String>,
+        target: Option<String>,
+        device: Option<String>,
+        emit_ptx: Option<std::path::PathBuf>,
+    ) -> Result<Rc<Session>, Diagnostic> {
+        let target = target.as_deref().map(parse_target).transpose()?;
+        let (kind, gpu, explicit) = match device.as_deref() {
+            Some("emu") => (DeviceKind::Emu, None, false),
+            Some("cpu") => (DeviceKind::Cpu, None, false),
+            Some("cuda") => match crate::cuda::open() {
+                Ok(d) => (DeviceKind::Cuda, Some(d), true),
+                Err(why) => return Err(crate::cuda::unavailable("--device cuda", &why)),
+            },
+            None | Some("auto") => match crate::cuda::open() {
+                Ok(d) => (DeviceKind::Cuda, Some(d), false),
+                Err(_) => (DeviceKind::Cpu, None, false),
+            },
+            Some(other) => {
+                return Err(
+                    Diagnostic::new(Code::E0101, format!("unknown device '{other}'"))
+                        .with_help("devices are auto, cpu, emu, cuda"),
+                )
+            }
+        };
+        let gpu_target = gpu
+            .as_ref()
+            .and_then(|d| Target::parse(d.info().target_name()));
+        let target = target.or(gpu_target).unwrap_or(DEFAULT_TARGET);
+        let s = Session::build(dump, target, kind, gpu, emit_ptx);
+        s.cuda_explicit.set(explicit);
+        s.install_timer();
+        Ok(s)
+    }
+    fn build(
+        dump: Vec<String>,
+        target: Target,
+        device: DeviceKind,
+        gpu: Option<tessera_runtime::cuda::Device>,
+        emit_ptx: Option<std::path::PathBuf>,
+    ) -> Rc<Session> {
+        Rc::new(Session {
+            dump,
+            target: Cell::new(target),
+            device: Cell::new(device),
+            cuda: Rc::new(RefCell::new(gpu)),
+            cuda_explicit: Cell::new(false),
+            cuda_sources: Rc::new(RefCell::new(tessera_lang::SourceMap::default())),
+            emit_ptx,
+            warned: RefCell::new(std::collections::HashSet::new()),
+            hits: Cell::new(0),
+            misses: Cell::new(0),
+            traces: RefCell::new(Vec::new()),
+            profile: RefCell::new(crate::profile::Recorder::default()),
+            tune: RefCell::new(crate::autotune::State::default()),
+            on_mesh: Cell::new(0),
+        })
+    }
+    /// The autotuner measures on the GPU while the session runs on `cuda`.
+    fn install_timer(&self) {
+        let on_gpu = self.device.get() == DeviceKind::Cuda && self.cuda.borrow().is_some();
+        self.tune.borrow_mut().timer = on_gpu.then(|| {
+            Rc::new(crate::cuda::CudaTimer {
+                slot: self.cuda.clone(),
+                sources: self.cuda_sources.clone(),
+            }) as Rc<dyn crate::profile::DeviceTimer>
+        });
+    }
+    /// Switches the device (`target.set_device`, `:device`; `None` is `auto`): `cuda` opens
+    /// the GPU if it is not open yet (the reason when it cannot); `auto` is `cuda` when that
+    /// works, else `cpu`.
+    pub fn set_device(&self, want: Option<DeviceKind>) -> Result<(), String> {
+        let explicit = want == Some(DeviceKind::Cuda);
+        if matches!(want, None | Some(DeviceKind::Cuda)) && self.cuda.borrow().is_none() {
+            match crate::cuda::open() {
+                Ok(d) => *self.cuda.borrow_mut() = Some(d),
+                Err(why) if explicit => return Err(why),
+                Err(_) => {}
+            }
+        }
+        let dev = match want {
+            Some(d) => d,
+            None if self.cuda.borrow().is_some() => DeviceKind::Cuda,
+            None => DeviceKind::Cpu,
+        };
+        self.device.set(dev);
+        self.cuda_explicit.set(explicit);
+        self.install_timer();
+        Ok(())
+    }
+    /// The innermost trace in progress.
+    pub fn current_trace(&self) -> Option<Rc<TraceCtx>> {
+        self.traces.borrow().last().cloned()
+    }
+}
