@@ -390,12 +390,12 @@ fn warnings_go_to_the_sink() {
         device: Some("emu".into()),
         ..Default::default()
     });
-    // an integer matmul is not lowered to Target IR: the emulator falls back to the cpu and
-    // says so
+    // an int8 matmul is not lowered to Target IR: the emulator falls back to the cpu and says
+    // so
     let outs = ok(
         &mut s,
         &got,
-        "@op.kernel\ndef p(a):\n    return a @ a\n\nr = p(op.tensor([[1, 2], [3, 4]]))\nr.tolist()",
+        "@op.kernel\ndef p(a):\n    return a @ a\n\nr = p(op.tensor([[1, 2], [3, 4]], dtype=\"int8\"))\nr.tolist()",
     );
     let warn: Vec<&String> = outs
         .iter()

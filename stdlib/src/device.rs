@@ -38,8 +38,7 @@ fn elem_bytes(d: DType) -> Option<usize> {
         DType::F32 | DType::TF32 | DType::I32 => Some(4),
         DType::I64 | DType::F64 => Some(8),
         DType::F16 | DType::BF16 => Some(2),
-        DType::Bool => Some(1),
-        _ => None,
+        DType::Bool | DType::I8 | DType::F8E4M3 | DType::F8E5M2 => Some(1),
     }
 }
 
@@ -79,7 +78,18 @@ fn bytes_of(t: &Tensor) -> Result<Vec<u8>, Diagnostic> {
             let v = t.to_bool_vec().map_err(rt)?;
             v.iter().map(|&x| u8::from(x)).collect()
         }
-        other => return Err(unsupported("pass", other)),
+        DType::I8 => {
+            let v = t.to_i64_vec().map_err(rt)?;
+            v.iter().map(|&x| x as i8 as u8).collect()
+        }
+        // fp8 values already: encoding them again is exact.
+        DType::F8E4M3 | DType::F8E5M2 => {
+            let rd = rdt(d);
+            let v = t.to_f32_vec().map_err(rt)?;
+            v.iter()
+                .map(|&x| tessera_runtime::cast::f64_to_fp8(f64::from(x), rd))
+                .collect()
+        }
     })
 }
 
@@ -137,7 +147,14 @@ fn tensor_of(raw: &[u8], out: &TensorType) -> Result<Tensor, Diagnostic> {
             Tensor::from_i64(shape, v, dt)
         }
         DType::Bool => Tensor::from_bool(shape, raw.iter().map(|&b| b != 0).collect()),
-        other => return Err(unsupported("return", other)),
+        DType::I8 => Tensor::from_i64(shape, raw.iter().map(|&b| i64::from(b as i8)).collect(), dt),
+        DType::F8E4M3 | DType::F8E5M2 => {
+            let v = raw
+                .iter()
+                .map(|&b| tessera_runtime::cast::fp8_to_f32(b, dt))
+                .collect();
+            Tensor::from_f32(shape, v, dt)
+        }
     }
     .map_err(rt)
 }

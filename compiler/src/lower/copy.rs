@@ -224,13 +224,15 @@ fn float_io(d: DType) -> bool {
 /// Fills in the Tile IR of copy kernel `k` (root op `op`), or says why it cannot.
 pub fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Result<(), String> {
     let s = &k.schedule;
-    if !float_io(k.ty.dtype) {
-        return Err(format!("{} copies are not lowered yet", k.ty.dtype));
-    }
+    // Inputs of the output's dtype are moved as bits (any dtype); others are converted, which
+    // the copy kernel does between 16/32-bit floats.
     for v in &k.inputs {
         let t = ty_of(g, *v)?;
-        if !float_io(t.dtype) {
-            return Err(format!("{} copies are not lowered yet", t.dtype));
+        if t.dtype != k.ty.dtype && !(float_io(t.dtype) && float_io(k.ty.dtype)) {
+            return Err(format!(
+                "copies from {} to {} are not lowered yet",
+                t.dtype, k.ty.dtype
+            ));
         }
         if t.shape.iter().map(|&d| d as u64).product::<u64>() > u64::from(u32::MAX) {
             return Err("an input of more than 2^32 elements".into());

@@ -47,6 +47,13 @@ pub(crate) fn gelu(b: &mut KernelBuilder, x: Reg) -> Reg {
 /// results near the subnormal range are scaled in range). Overflow gives inf, underflow 0,
 /// NaN stays NaN.
 pub(crate) fn exp_f64(b: &mut KernelBuilder, x: Reg) -> Reg {
+    exp_dd(b, x, None)
+}
+
+/// `e^(x + lo)` for a double-double argument (`lo` tiny beside `x`): [`exp_f64`] with `lo`
+/// added to the reduced argument, so that `pow` and `erf` keep the bits of `y·ln x` and `−z²`
+/// that one f64 would round away.
+fn exp_dd(b: &mut KernelBuilder, x: Reg, lo: Option<Reg>) -> Reg {
     const LN2_HI: f64 = 6.931_471_803_691_238e-1;
     const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
     let t = b.mul(Ty::F64, x, Operand::f64(std::f64::consts::LOG2_E));
@@ -55,7 +62,10 @@ pub(crate) fn exp_f64(b: &mut KernelBuilder, x: Reg) -> Reg {
     let k = b.bin(BinOp::Min, Ty::F64, k, Operand::f64(1100.0));
     let nk = b.unary(UnOp::Neg, Ty::F64, k);
     let r = b.fma(Ty::F64, nk, Operand::f64(LN2_HI), x);
-    let r = b.fma(Ty::F64, nk, Operand::f64(LN2_LO), r);
+    let mut r = b.fma(Ty::F64, nk, Operand::f64(LN2_LO), r);
+    if let Some(lo) = lo {
+        r = b.add(Ty::F64, r, lo);
+    }
     let mut fact = [1.0f64; 14];
     for i in 1..14 {
         fact[i] = fact[i - 1] * i as f64;
@@ -100,8 +110,18 @@ fn reinterpret(b: &mut KernelBuilder, to: Ty, x: Reg) -> Reg {
 /// `ln x` in fp64: subnormals scaled by 2^54; `x = 2^e · m` with `m` in [√½, √2) from the
 /// bits; `ln m = 2·atanh(s)`, `s = (m − 1)/(m + 1)` (|s| ≤ 0.172), by its odd series to s^23
 /// (truncation below 2^-55 relative); `e·ln 2` added with ln 2 split in two. 0 gives −inf, a
-/// negative or NaN argument NaN, +inf +inf. Within about 2 ulp (`tests/golden/lower_f64_math_emu`).
+/// negative or NaN argument NaN, +inf +inf. Within about 1 ulp (`tests/golden/lower_f64_math_emu`).
 pub(crate) fn log_f64(b: &mut KernelBuilder, x: Reg) -> Reg {
+    let (h, l) = log_dd(b, x);
+    b.add(Ty::F64, h, l)
+}
+
+/// `ln x` as a double-double `(hi, lo)`, about 2^-100 relative apart from the special
+/// values (which are `hi`, with `lo` finite): `s` carries the rounding error of its division
+/// (`m + 1` split exactly, the residual by `fma`), `2s` and `e·ln2_hi` (exact products) are
+/// summed without rounding away the low bits, and the series tail (under 1% of `2s`) is added
+/// to the low part.
+fn log_dd(b: &mut KernelBuilder, x: Reg) -> (Reg, Reg) {
     const LN2_HI: f64 = 6.931_471_803_691_238e-1;
     const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
     let sub = b.setp(Cmp::Lt, Ty::F64, x, Operand::f64(f64::MIN_POSITIVE));
@@ -122,26 +142,186 @@ pub(crate) fn log_f64(b: &mut KernelBuilder, x: Reg) -> Reg {
     let inc = b.selp(Ty::F64, Operand::f64(1.0), Operand::f64(0.0), big);
     let ef = b.add(Ty::F64, ef, inc);
     let ef = b.add(Ty::F64, ef, eadj);
+    // f = m − 1 is exact (Sterbenz); d + dl = m + 1 exactly.
     let f = b.sub(Ty::F64, m, Operand::f64(1.0));
     let d = b.add(Ty::F64, m, Operand::f64(1.0));
+    let d1 = b.sub(Ty::F64, d, Operand::f64(1.0));
+    let dl = b.sub(Ty::F64, m, d1);
     let s = b.bin(BinOp::Div, Ty::F64, f, d);
+    let ns = b.unary(UnOp::Neg, Ty::F64, s);
+    let res = b.fma(Ty::F64, ns, d, f);
+    let res = b.fma(Ty::F64, ns, dl, res);
+    let sl = b.bin(BinOp::Div, Ty::F64, res, d);
     let z = b.mul(Ty::F64, s, s);
-    let mut p = b.mov(Ty::F64, Operand::f64(1.0 / 23.0));
-    for k in (0..11).rev() {
-        p = b.fma(Ty::F64, p, z, Operand::f64(1.0 / (2 * k + 1) as f64));
+    let mut q = b.mov(Ty::F64, Operand::f64(1.0 / 23.0));
+    for k in (1..11).rev() {
+        q = b.fma(Ty::F64, q, z, Operand::f64(1.0 / (2 * k + 1) as f64));
     }
     let s2 = b.add(Ty::F64, s, s);
-    let lm = b.mul(Ty::F64, s2, p);
-    let lo = b.fma(Ty::F64, ef, Operand::f64(LN2_LO), lm);
-    let r = b.fma(Ty::F64, ef, Operand::f64(LN2_HI), lo);
+    let s2z = b.mul(Ty::F64, s2, z);
+    let tail = b.mul(Ty::F64, s2z, q);
+    let hi0 = b.mul(Ty::F64, ef, Operand::f64(LN2_HI));
+    let h = b.add(Ty::F64, hi0, s2);
+    let back = b.sub(Ty::F64, h, hi0);
+    let e1 = b.sub(Ty::F64, s2, back);
+    let lo = b.fma(Ty::F64, ef, Operand::f64(LN2_LO), tail);
+    let lo = b.fma(Ty::F64, sl, Operand::f64(2.0), lo);
+    let lo = b.add(Ty::F64, lo, e1);
+    let hi = b.add(Ty::F64, h, lo);
+    let back = b.sub(Ty::F64, hi, h);
+    let lo = b.sub(Ty::F64, lo, back);
     let inf = b.setp(Cmp::Eq, Ty::F64, x, Operand::f64(f64::INFINITY));
-    let r = b.selp(Ty::F64, Operand::f64(f64::INFINITY), r, inf);
+    let hi = b.selp(Ty::F64, Operand::f64(f64::INFINITY), hi, inf);
     let zero = b.setp(Cmp::Eq, Ty::F64, x, Operand::f64(0.0));
-    let r = b.selp(Ty::F64, Operand::f64(f64::NEG_INFINITY), r, zero);
+    let hi = b.selp(Ty::F64, Operand::f64(f64::NEG_INFINITY), hi, zero);
     let neg = b.setp(Cmp::Lt, Ty::F64, x, Operand::f64(0.0));
     let nan = b.setp(Cmp::Nan, Ty::F64, x, x);
     let bad = b.bin(BinOp::Or, Ty::Pred, neg, nan);
-    b.selp(Ty::F64, Operand::f64(f64::NAN), r, bad)
+    let hi = b.selp(Ty::F64, Operand::f64(f64::NAN), hi, bad);
+    (hi, lo)
+}
+
+/// `x ** y` in fp64 with C's `pow` rules: `e^(y·ln|x|)` with `ln|x|` a double-double
+/// ([`log_dd`]), the product kept exact to about 2^-100 by `fma`, and [`exp_dd`] of both
+/// parts, so the result is within a few ulps even where `y·ln|x|` is near ±700; a negative
+/// base gives NaN unless `y` is an integer (then the sign of (−1)^y); `x ** 0`, `1 ** y` and
+/// `(±1) ** ±inf` are 1; `0 ** y` is 0 for y > 0 and inf for y < 0.
+pub(crate) fn pow_f64(b: &mut KernelBuilder, x: Reg, y: Reg) -> Reg {
+    let ax = b.unary(UnOp::Abs, Ty::F64, x);
+    let (h, l) = log_dd(b, ax);
+    let ph = b.mul(Ty::F64, y, h);
+    let nph = b.unary(UnOp::Neg, Ty::F64, ph);
+    let pl = b.fma(Ty::F64, y, h, nph);
+    let pl = b.fma(Ty::F64, y, l, pl);
+    let r = exp_dd(b, ph, Some(pl));
+    let yi = b.cvt(Ty::F64, Ty::F64, Some(Rnd::Rni), y);
+    let is_int = b.setp(Cmp::Eq, Ty::F64, yi, y);
+    let half = b.mul(Ty::F64, y, Operand::f64(0.5));
+    let hi = b.cvt(Ty::F64, Ty::F64, Some(Rnd::Rni), half);
+    let even = b.setp(Cmp::Eq, Ty::F64, hi, half);
+    // A negative finite base with a non-integer exponent is NaN; a base with its sign bit set
+    // (−0 and −inf too) and an odd integer exponent negates.
+    let nr = b.unary(UnOp::Neg, Ty::F64, r);
+    let bits = reinterpret(b, Ty::B64, x);
+    let sign = b.setp(Cmp::Lt, Ty::S64, bits, imm(0));
+    let odd = b.unary(UnOp::Not, Ty::Pred, even);
+    let odd = b.bin(BinOp::And, Ty::Pred, odd, is_int);
+    let flip = b.bin(BinOp::And, Ty::Pred, sign, odd);
+    let r = b.selp(Ty::F64, nr, r, flip);
+    let neg = b.setp(Cmp::Lt, Ty::F64, x, Operand::f64(0.0));
+    let fin = b.setp(Cmp::Gt, Ty::F64, x, Operand::f64(f64::NEG_INFINITY));
+    let neg = b.bin(BinOp::And, Ty::Pred, neg, fin);
+    let not_int = b.unary(UnOp::Not, Ty::Pred, is_int);
+    let bad = b.bin(BinOp::And, Ty::Pred, neg, not_int);
+    let r = b.selp(Ty::F64, Operand::f64(f64::NAN), r, bad);
+    let y0 = b.setp(Cmp::Eq, Ty::F64, y, Operand::f64(0.0));
+    let x1 = b.setp(Cmp::Eq, Ty::F64, x, Operand::f64(1.0));
+    let ay = b.unary(UnOp::Abs, Ty::F64, y);
+    let yinf = b.setp(Cmp::Eq, Ty::F64, ay, Operand::f64(f64::INFINITY));
+    let ax1 = b.setp(Cmp::Eq, Ty::F64, ax, Operand::f64(1.0));
+    let unit = b.bin(BinOp::And, Ty::Pred, yinf, ax1);
+    let one = b.bin(BinOp::Or, Ty::Pred, y0, x1);
+    let one = b.bin(BinOp::Or, Ty::Pred, one, unit);
+    b.selp(Ty::F64, Operand::f64(1.0), r, one)
+}
+
+/// erfc(z)·e^(z²) for z in [1, 6] as a polynomial in `u = (3/(3+z) − 13/24)·24/5` (u in
+/// [−1, 1]), highest degree first: the Chebyshev interpolant converted to monomials by
+/// `scripts/erf-coeffs.py` (worst relative error 3.9e-16 with f64 Horner steps).
+const ERFCX_F64: [f64; 16] = [
+    -4.505_934_410_103_922_4e-15,
+    6.044_068_318_449_643e-12,
+    -6.029_960_764_165_142e-12,
+    -2.570_050_424_648_292_3e-10,
+    2.637_879_608_826_793_5e-10,
+    1.133_933_706_128_055_7e-8,
+    4.526_722_358_033_927e-9,
+    -5.541_273_107_090_44e-7,
+    -2.425_557_481_167_593_5e-6,
+    1.956_358_319_809_952_6e-5,
+    3.316_029_605_784_682e-4,
+    2.479_314_697_086_200_2e-3,
+    1.271_314_769_569_199_5e-2,
+    4.969_844_540_339_414e-2,
+    1.543_611_742_943_691_9e-1,
+    2.079_832_913_334_288_5e-1,
+];
+
+/// The same for f32 (9 terms, worst relative error 1.2e-7 with f32 Horner steps).
+const ERFCX_F32: [f32; 9] = [
+    -5.268_047_4e-7,
+    -2.414_492_7e-6,
+    1.953_997e-5,
+    3.315_944_3e-4,
+    2.479_323_2e-3,
+    1.271_315e-2,
+    4.969_844_6e-2,
+    1.543_611_7e-1,
+    2.079_832_9e-1,
+];
+
+/// `erf x`: for |x| < 1 the Maclaurin series `(2/√π)·x·Σ (−x²)^n / (n!·(2n+1))` (to n = 18 in
+/// f64, 10 in f32: below the unit roundoff, so small arguments keep their relative accuracy
+/// and −0 stays −0); for |x| ≥ 1 `±(1 − e^(−z²)·P(u))` with [`ERFCX_F64`]/[`ERFCX_F32`],
+/// `z = min(|x|, 6)` (erf is 1 in both types beyond) and `e^(−z²)` of the exact square (f64:
+/// a double-double through [`exp_dd`]; f32: `ex2.approx`). NaN stays NaN. f64 within a few
+/// ulps of 1 in absolute terms (`tests/golden/lower_f64_math_emu`).
+pub(crate) fn erf(b: &mut KernelBuilder, ty: Ty, x: Reg) -> Reg {
+    let f64_ = ty == Ty::F64;
+    let c = |v: f64| {
+        if f64_ {
+            Operand::f64(v)
+        } else {
+            fimm(v as f32)
+        }
+    };
+    let z = b.unary(UnOp::Abs, ty, x);
+    let w = b.mul(ty, z, z);
+    let terms = if f64_ { 18 } else { 10 };
+    let coef = |n: usize| {
+        let fact: f64 = (1..=n).map(|i| i as f64).product();
+        let s = if n.is_multiple_of(2) { 1.0 } else { -1.0 };
+        s / (fact * (2 * n + 1) as f64)
+    };
+    let mut p = b.mov(ty, c(coef(terms)));
+    for n in (0..terms).rev() {
+        p = b.fma(ty, p, w, c(coef(n)));
+    }
+    let p = b.mul(ty, p, c(std::f64::consts::FRAC_2_SQRT_PI));
+    let small = b.mul(ty, x, p);
+    let zc = b.bin(BinOp::Min, ty, z, c(6.0));
+    let d = b.add(ty, zc, c(3.0));
+    let t = b.bin(BinOp::Div, ty, c(3.0), d);
+    let u = b.fma(ty, t, c(4.8), c(-2.6));
+    let coeffs: Vec<f64> = if f64_ {
+        ERFCX_F64.to_vec()
+    } else {
+        ERFCX_F32.iter().map(|&v| f64::from(v)).collect()
+    };
+    let mut q = b.mov(ty, c(coeffs[0]));
+    for &k in &coeffs[1..] {
+        q = b.fma(ty, q, u, c(k));
+    }
+    let e = if f64_ {
+        let hz = b.mul(ty, zc, zc);
+        let nhz = b.unary(UnOp::Neg, ty, hz);
+        let nz = b.unary(UnOp::Neg, ty, zc);
+        let nlz = b.fma(ty, nz, zc, hz);
+        exp_dd(b, nhz, Some(nlz))
+    } else {
+        let w2 = b.mul(ty, zc, zc);
+        let a = b.mul(ty, w2, fimm(-LOG2E));
+        b.unary(UnOp::Ex2Approx, ty, a)
+    };
+    let erfc = b.mul(ty, e, q);
+    let large = b.sub(ty, c(1.0), erfc);
+    let nlarge = b.unary(UnOp::Neg, ty, large);
+    let neg = b.setp(Cmp::Lt, ty, x, c(0.0));
+    let large = b.selp(ty, nlarge, large, neg);
+    let is_small = b.setp(Cmp::Lt, ty, z, c(1.0));
+    let r = b.selp(ty, small, large, is_small);
+    let nan = b.setp(Cmp::Nan, ty, x, x);
+    b.selp(ty, x, r, nan)
 }
 
 /// `tanh x` in fp64: for |x| < 0.625, `sinh|x|` by its series to |x|^17 (below 2^-58

@@ -173,8 +173,7 @@ impl Operand {
     }
 }
 
-/// Math functions lowered to instruction sequences by Tile → Target (`f32`, and `f64` for
-/// `exp`, `log`, `tanh`, `sigmoid`, `silu`).
+/// Math functions lowered to instruction sequences by Tile → Target (`f32` and `f64`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum MathFn {
     /// `e^x` (`ex2.approx` of `x·log2 e` in f32; a range-reduced polynomial in f64).
@@ -189,8 +188,11 @@ pub enum MathFn {
     Silu,
     /// `0.5·x·(1 + erf(x/√2))`.
     Gelu,
-    /// `x^y` for f32 (`ex2(y·lg2 |x|)` with the sign and zero cases of `pow`).
+    /// `x^y` (f32: `ex2(y·lg2 |x|)`; f64: a double-double `ln`; with the sign and zero cases
+    /// of `pow`).
     Pow,
+    /// The error function (a Maclaurin series below 1, `1 − e^(−x²)·P` above).
+    Erf,
 }
 
 /// What an op does. Operands and results are listed per variant as `(operands) -> results`;

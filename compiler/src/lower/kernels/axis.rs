@@ -103,14 +103,14 @@ pub fn build(g: &Graph, tk: &TileKernel, op: AxisOp, len: u32, inner: u32) -> R<
     let mut b = Builder::new(&tk.name, tk.span, tk.grid, [threads, 1, 1]);
     let p = ParamSet::new(&mut b, g, tk, &["x"], "y")?;
     let (x, xd, y, yd) = (p.inputs[0], p.dtypes[0], p.out, p.out_dtype);
-    let int = matches!(xd, DType::I32 | DType::I64);
+    let int = matches!(xd, DType::I32 | DType::I64 | DType::I8 | DType::Bool);
     let ty = match (xd, yd, op) {
         (DType::F64, DType::F64, _) => Ty::F64,
         (a, c, _) if a.is_float() && c.is_float() && a != DType::F64 && c != DType::F64 => {
             compute_ty(false)
         }
         (_, DType::F32, AxisOp::Reduce(RowOp::Mean)) if int => Ty::F64,
-        (_, DType::I32 | DType::I64, AxisOp::Reduce(_)) if int => Ty::S64,
+        (_, DType::I32 | DType::I64 | DType::I8 | DType::Bool, AxisOp::Reduce(_)) if int => Ty::S64,
         (a, c, _) => return no(format!("{a} → {c} reductions over an axis")),
     };
     let eb: i64 = if matches!(ty, Ty::F64 | Ty::S64) {

@@ -26,7 +26,8 @@ pub fn fconst(ty: Ty, v: f64) -> Operand {
 }
 
 /// Element `idx` of a `d` tensor as a value of `ty` (`f32`: converted from bf16/fp16;
-/// `f64`: loaded as is). Masked off, 0.
+/// `f64`: loaded as is; integers and bool converted as the cpu does, to nearest). Masked
+/// off, 0.
 pub fn load_elem(
     b: &mut Builder,
     ty: Ty,
@@ -49,6 +50,10 @@ pub fn load_elem(
         }
     };
     match (ty, d) {
+        (_, DType::I32 | DType::I64 | DType::I8 | DType::Bool) => {
+            let (ity, v) = load_int(b, d, view, idx, mask);
+            b.cast(ty, ity, Some(Rnd::Rn), v)
+        }
         (Ty::F64, DType::F64) => b.load(Ty::F64, view, idx, mask, &dflt(Ty::F64))[0],
         (Ty::F64, _) => {
             let x = load_elem(b, Ty::F32, d, view, idx, mask);
@@ -89,8 +94,34 @@ pub fn store_elem(
     b.store(ty, view, idx, &[val.into()], mask);
 }
 
-/// Element `idx` of a `d` tensor as `ty` (masked off: zero): an integer converted to `s64`
-/// or `f64`, a float as [`load_elem`].
+/// Element `idx` of an integer or bool tensor (masked off: 0) as (`s32`|`s64`, value): int8
+/// sign-extended from its byte, bool 0 or 1.
+fn load_int(
+    b: &mut Builder,
+    d: DType,
+    view: Value,
+    idx: impl Into<Operand>,
+    mask: Option<Value>,
+) -> (Ty, Value) {
+    let dflt = if mask.is_some() { vec![imm(0)] } else { vec![] };
+    match d {
+        DType::I64 => (Ty::S64, b.load(Ty::S64, view, idx, mask, &dflt)[0]),
+        DType::I8 => {
+            let v = b.load(Ty::U8, view, idx, mask, &dflt)[0];
+            let v = b.bitcast(Ty::S32, v);
+            (Ty::S32, super::values::wrap8(b, v))
+        }
+        DType::Bool => {
+            let v = b.load(Ty::U8, view, idx, mask, &dflt)[0];
+            let nz = b.cmp(Cmp::Ne, Ty::U32, v, imm(0));
+            (Ty::S32, b.select(Ty::S32, nz, imm(1), imm(0)))
+        }
+        _ => (Ty::S32, b.load(Ty::S32, view, idx, mask, &dflt)[0]),
+    }
+}
+
+/// Element `idx` of a `d` tensor as `ty` (masked off: zero): an integer or bool converted to
+/// `s64` or `f64`, a float as [`load_elem`].
 pub fn load_as(
     b: &mut Builder,
     ty: Ty,
@@ -99,13 +130,10 @@ pub fn load_as(
     idx: Value,
     ok: Option<Value>,
 ) -> Value {
-    let ity = match d {
-        DType::I32 => Ty::S32,
-        DType::I64 => Ty::S64,
-        _ => return load_elem(b, ty, d, view, idx, ok),
-    };
-    let dflt = if ok.is_some() { vec![imm(0)] } else { vec![] };
-    let v = b.load(ity, view, idx, ok, &dflt)[0];
+    if !matches!(d, DType::I32 | DType::I64 | DType::I8 | DType::Bool) {
+        return load_elem(b, ty, d, view, idx, ok);
+    }
+    let (ity, v) = load_int(b, d, view, idx, ok);
     match ty {
         Ty::F64 => b.cast(Ty::F64, ity, Some(Rnd::Rn), v),
         _ if ity == ty => v,
@@ -114,8 +142,8 @@ pub fn load_as(
 }
 
 /// Stores reduction result `v` (of `ty`) as element `idx` of a `d` tensor: an `s64` into
-/// int64 or int32 (truncated), an `f64` into fp32 (rounded) or fp64, others as
-/// [`store_elem`].
+/// int64, int32 or int8 (truncated) or bool (nonzero), an `f64` into fp32 (rounded) or fp64,
+/// others as [`store_elem`].
 pub fn store_int_or(
     b: &mut Builder,
     ty: Ty,
@@ -127,6 +155,15 @@ pub fn store_int_or(
 ) {
     match (ty, d) {
         (Ty::S64, DType::I64) => b.store(Ty::S64, view, idx, &[v.into()], mask),
+        (Ty::S64, DType::Bool) => {
+            let nz = b.cmp(Cmp::Ne, Ty::S64, v, imm(0));
+            let r = b.select(Ty::U32, nz, imm(1), imm(0));
+            b.store(Ty::U8, view, idx, &[r.into()], mask)
+        }
+        (Ty::S64, DType::I8) => {
+            let r = b.cast(Ty::U32, Ty::U64, None, v);
+            b.store(Ty::U8, view, idx, &[r.into()], mask)
+        }
         (Ty::S64, _) => {
             let r = b.cast(Ty::S32, Ty::S64, None, v);
             b.store(Ty::S32, view, idx, &[r.into()], mask)

@@ -15,11 +15,15 @@ use crate::tile::build::{fimm, imm, Builder};
 use crate::tile::ir::{Kernel, Operand, ParamRole, Type, Value};
 use crate::tile::{GatherSrc, TileKernel};
 
-/// The register type that holds one element's bits (`b16` or `f32`).
+/// The register type that holds one element's bits (`u8` moves a byte through a 32-bit
+/// register).
 fn bits_ty(d: DType) -> Ty {
     match d {
         DType::F16 | DType::BF16 => Ty::B16,
-        _ => Ty::F32,
+        DType::F64 | DType::I64 => Ty::B64,
+        DType::I32 => Ty::B32,
+        DType::Bool | DType::I8 | DType::F8E4M3 | DType::F8E5M2 => Ty::U8,
+        DType::F32 | DType::TF32 => Ty::F32,
     }
 }
 
@@ -74,9 +78,9 @@ pub fn gather(
                 rest = q;
             }
         }
-        let zero = match od {
-            DType::BF16 | DType::F16 => imm(0),
-            _ => fimm(0.0),
+        let zero = match bits_ty(od) {
+            Ty::F32 => fimm(0.0),
+            _ => imm(0),
         };
         // An element no source selects (none: the sources cover the output) reads as zero.
         let mut val: Operand = zero;

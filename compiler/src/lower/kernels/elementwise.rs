@@ -13,7 +13,7 @@
 use super::blocks::{load_elem, round_tf32, store_elem};
 use super::values::{
     binary_val, cast_to_int, conv, int_divmod, int_pair, int_pow, int_val, is_float, is_int,
-    unary_val, Val,
+    unary_val, wrap8, Val,
 };
 use super::{no, R};
 use crate::graph::{BinaryOp, DType, Graph, Op, ValueId};
@@ -99,6 +99,7 @@ fn eval_body(b: &mut Builder, body: &Graph, params: &[Val], err: &mut Option<Val
             Op::Const { value } => match ty {
                 DType::F64 => Val::D(b.mov(Ty::F64, dimm(value.as_f64()))),
                 DType::I32 => Val::I32(b.mov(Ty::S32, imm(value.as_f64() as i64))),
+                DType::I8 => Val::I32(b.mov(Ty::S32, imm(i64::from(value.as_f64() as i64 as i8)))),
                 DType::I64 => Val::I64(b.mov(Ty::S64, imm(value.as_f64() as i64))),
                 _ => {
                     let f = Val::F(b.mov(Ty::F32, fimm(value.as_f64() as f32)));
@@ -165,6 +166,11 @@ fn eval_body(b: &mut Builder, body: &Graph, params: &[Val], err: &mut Option<Val
             }
             other => return no(format!("{} inside an elementwise kernel", other.name())),
         };
+        // int8 results wrap to their byte (ops compute them in s32).
+        let v = match v {
+            Val::I32(x) if ty == DType::I8 => Val::I32(wrap8(b, x)),
+            v => v,
+        };
         if let Some(slot) = vals.get_mut(id.index()) {
             *slot = Some(v);
         }
@@ -206,6 +212,11 @@ fn load_val(b: &mut Builder, d: DType, view: Value, idx: Value, mask: Option<Val
             let v = b.load(Ty::U8, view, idx, mask, dflt)[0];
             Val::B(b.cmp(Cmp::Ne, Ty::U32, v, imm(0)))
         }
+        DType::I8 => {
+            let v = b.load(Ty::U8, view, idx, mask, dflt)[0];
+            let v = b.bitcast(Ty::S32, v);
+            Val::I32(wrap8(b, v))
+        }
         _ if is_float(d) => Val::F(load_elem(b, Ty::F32, d, view, idx, mask)),
         other => return no(format!("{other} tensors in memory")),
     })
@@ -229,6 +240,12 @@ fn store_val(
         Val::I32(x) => (Ty::S32, x),
         Val::I64(x) => (Ty::S64, x),
         Val::B(p) => (Ty::U8, b.select(Ty::U32, p, imm(1), imm(0))),
+    };
+    // int8: the low byte of the s32 value.
+    let (ty, x) = if d == DType::I8 {
+        (Ty::U8, b.bitcast(Ty::U32, x))
+    } else {
+        (ty, x)
     };
     b.store(ty, view, idx, &[x.into()], mask);
     Ok(())

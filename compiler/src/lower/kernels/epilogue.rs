@@ -61,11 +61,10 @@ pub fn matmul_params(
     steps: &[EpilogueStep],
     dims: [u32; 3],
     batch: MatmulBatch,
-    f64_ok: bool,
 ) -> R<MatmulParams> {
     let a = b.param("a", Type::Global(ad), ParamRole::Input);
     let bp = b.param("b", Type::Global(bd), ParamRole::Input);
-    let epi = epilogue_params(g, b, steps, &tk.ty.shape, f64_ok)?;
+    let epi = epilogue_params(g, b, steps, &tk.ty.shape)?;
     b.at(tk.span);
     let out_dtype = tk.ty.dtype;
     let c = b.param("c", Type::Global(out_dtype), ParamRole::Output);
@@ -111,13 +110,7 @@ pub fn matmul_params(
     })
 }
 
-fn epilogue_params(
-    g: &Graph,
-    b: &mut Builder,
-    steps: &[EpilogueStep],
-    out: &[usize],
-    f64_ok: bool,
-) -> R<Epi> {
+fn epilogue_params(g: &Graph, b: &mut Builder, steps: &[EpilogueStep], out: &[usize]) -> R<Epi> {
     let mut operands = vec![];
     for (i, s) in steps.iter().enumerate() {
         if let Epilogue::Binary { operand, .. } = s.step {
@@ -126,7 +119,7 @@ fn epilogue_params(
                 .cloned()
                 .ok_or_else(|| Error::NotLowered("type".into()))?;
             let float = matches!(t.dtype, DType::F32 | DType::TF32 | DType::BF16 | DType::F16);
-            if !(float || f64_ok && t.dtype == DType::F64) {
+            if !(float || t.dtype == DType::F64) {
                 return no(format!("{} epilogue operands", t.dtype));
             }
             let ix = index_of(&t.shape, out)?;
@@ -251,19 +244,31 @@ fn unary(b: &mut Builder, u: UnaryOp, ty: Ty, x: Value) -> R<Value> {
         UnaryOp::Silu => b.math(MathFn::Silu, ty, &[x.into()]),
         UnaryOp::Log => b.math(MathFn::Log, ty, &[x.into()]),
         UnaryOp::Tanh if f64k => b.math(MathFn::Tanh, ty, &[x.into()]),
-        other if f64k => return no(format!("fp64 {}", other.name())),
         UnaryOp::Tanh => b.unary(UnOp::TanhApprox, ty, x),
         UnaryOp::Gelu => b.math(MathFn::Gelu, ty, &[x.into()]),
         UnaryOp::Not => return no("logical_not"),
     })
 }
 
-/// Applies the epilogue to accumulator `v` (of `ty`: `f32`, or `f64` where every step runs
-/// in fp64 with its operands converted to fp64 as the cpu promotes them) of output flat
-/// index `i`; operand loads are masked by `ok`.
-fn apply(b: &mut Builder, e: &Epi, ty: Ty, v: Value, i: Value, ok: Value) -> R<Value> {
+/// Applies the epilogue to accumulator `v` (of `ty`: `f32` or `f64`) of output flat index `i`
+/// and returns the value to store as `out` (in `f64` for an fp64 output, else `f32`); operand
+/// loads are masked by `ok`. Steps run in the type the cpu computes them in: an fp32
+/// accumulator moves to fp64 at an fp64 operand or a cast to fp64, and an fp64 value cast to a
+/// narrower float is rounded to it after every later step (until an fp64 operand promotes it
+/// back).
+fn apply(b: &mut Builder, e: &Epi, ty: Ty, v: Value, i: Value, ok: Value, out: DType) -> R<Value> {
     let mut v = v;
+    let mut ty = ty;
     let mut k = 0;
+    let mut narrow: Option<Ty> = None;
+    let widen = |b: &mut Builder, ty: &mut Ty, v: Value| {
+        if *ty == Ty::F64 {
+            v
+        } else {
+            *ty = Ty::F64;
+            b.cast(Ty::F64, Ty::F32, None, v)
+        }
+    };
     for s in &e.steps {
         b.at(s.span);
         v = match &s.step {
@@ -271,7 +276,9 @@ fn apply(b: &mut Builder, e: &Epi, ty: Ty, v: Value, i: Value, ok: Value) -> R<V
                 let (p, d, ix) = e.operands[k];
                 k += 1;
                 let j = index(b, ix, i);
-                let x = if ty == Ty::F64 && d == DType::F64 {
+                let x = if d == DType::F64 {
+                    v = widen(b, &mut ty, v);
+                    narrow = None;
                     b.load(Ty::F64, p, j, Some(ok), &[dimm(0.0)])[0]
                 } else {
                     let x = load_elem(b, Ty::F32, d, p, j, Some(ok));
@@ -293,9 +300,13 @@ fn apply(b: &mut Builder, e: &Epi, ty: Ty, v: Value, i: Value, ok: Value) -> R<V
                 }
             }
             Epilogue::Unary(u) => unary(b, *u, ty, v)?,
-            Epilogue::Cast(DType::F64) if ty == Ty::F64 => v,
+            Epilogue::Cast(DType::F64) => {
+                narrow = None;
+                widen(b, &mut ty, v)
+            }
             Epilogue::Cast(d) if ty == Ty::F64 => {
-                return no(format!("fp64 matmul epilogues that cast to {d}"))
+                narrow = narrow_ty(*d)?;
+                v
             }
             Epilogue::Cast(DType::F32) => v,
             Epilogue::Cast(DType::TF32) => round_tf32(b, v),
@@ -306,8 +317,48 @@ fn apply(b: &mut Builder, e: &Epi, ty: Ty, v: Value, i: Value, ok: Value) -> R<V
             }
             Epilogue::Cast(other) => return no(format!("{other} values")),
         };
+        if let Some(t) = narrow {
+            v = round_f64(b, t, v);
+        }
     }
-    Ok(v)
+    Ok(match (out == DType::F64, ty == Ty::F64) {
+        (true, false) => b.cast(Ty::F64, Ty::F32, None, v),
+        // Rounded to the narrower output type already: exact.
+        (false, true) => b.cast(Ty::F32, Ty::F64, Some(Rnd::Rn), v),
+        _ => v,
+    })
+}
+
+/// `v` (f64) rounded once to float type `t` and widened back. bf16/f16 go through f32 rounded
+/// to odd (truncate, then set the last bit when inexact), which makes the second rounding
+/// exact, as the cpu's one-step rounding.
+fn round_f64(b: &mut Builder, t: Ty, v: Value) -> Value {
+    if t == Ty::F32 {
+        let r = b.cast(Ty::F32, Ty::F64, Some(Rnd::Rn), v);
+        return b.cast(Ty::F64, Ty::F32, None, r);
+    }
+    let z = b.cast(Ty::F32, Ty::F64, Some(Rnd::Rz), v);
+    let back = b.cast(Ty::F64, Ty::F32, None, z);
+    let inexact = b.cmp(Cmp::Ne, Ty::F64, back, v);
+    let bits = b.bitcast(Ty::B32, z);
+    let odd = b.bin(BinOp::Or, Ty::B32, bits, imm(1));
+    let bits = b.select(Ty::B32, inexact, odd, bits);
+    let o = b.bitcast(Ty::F32, bits);
+    let h = b.cast(t, Ty::F32, Some(Rnd::Rn), o);
+    let f = b.cast(Ty::F32, t, None, h);
+    b.cast(Ty::F64, Ty::F32, None, f)
+}
+
+/// The register type an fp64 epilogue value cast to `d` is rounded through (`None`: stays
+/// fp64); tf32 is fp32 here, as in the cpu's fp64 → tf32 cast.
+fn narrow_ty(d: DType) -> R<Option<Ty>> {
+    Ok(match d {
+        DType::F64 => None,
+        DType::F32 | DType::TF32 => Some(Ty::F32),
+        DType::BF16 => Some(Ty::BF16),
+        DType::F16 => Some(Ty::F16),
+        other => return no(format!("fp64 matmul epilogues that cast to {other}")),
+    })
 }
 
 /// Stores accumulator `v` (of `ty`) as output element (`row`, `col`) through the epilogue,
@@ -330,7 +381,7 @@ pub fn store_acc(
         Some(cb) => b.add(Ty::U32, idx, cb),
         None => idx,
     };
-    let v = apply(b, &p.epi, ty, v, idx, ok)?;
+    let v = apply(b, &p.epi, ty, v, idx, ok, p.out_dtype)?;
     b.at(tk.span);
     store_elem(b, p.out_dtype, p.c, idx, v, Some(ok));
     Ok(())
@@ -419,7 +470,7 @@ pub fn store_row_vec(
                     let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok);
                     let idx = out_index(b, p, row, col);
                     let v = b.frag_get(f, half * 2 + e);
-                    apply(b, &p.epi, Ty::F32, v, idx, ok)
+                    apply(b, &p.epi, Ty::F32, v, idx, ok, p.out_dtype)
                 })
                 .collect::<R<_>>()?;
             b.at(tk.span);

@@ -1,4 +1,4 @@
-//! fp32 (or fp64) tiled matmul on the FMA units: BM×BN block tile, k-step BK, `BM·BN/16`
+//! fp32 (or fp64, int32, int64) tiled matmul on the FMA units: BM×BN block tile, k-step BK, `BM·BN/16`
 //! threads each computing 4×4 outputs strided by (BM/4, BN/4); tiles stream into shared
 //! memory with one-element `cp.async.ca` copies (zero-filled past the edges via src-size)
 //! through `stages` buffers (`commit`/`wait stages-1`, `barrier`). Any M, N, K. The 16
@@ -34,20 +34,30 @@ pub fn matmul_fma(
     batch: MatmulBatch,
 ) -> R<Kernel> {
     let (ad, bd, steps) = matmul_parts(g, tk)?;
-    let f64_mm = ad == DType::F64 && bd == DType::F64 && tk.ty.dtype == DType::F64;
-    if !f64_mm && (ad != DType::F32 || bd != DType::F32) {
-        return no("FMA matmul of operands other than fp32 or fp64 pairs");
+    let f64_mm = ad == DType::F64 && bd == DType::F64;
+    // Integer matmuls of one dtype accumulate in it with `mad.lo` (wrapping, as the cpu's
+    // int64 accumulation truncated to the result's width).
+    let int_ty = match (ad, bd, tk.ty.dtype) {
+        (DType::I32, DType::I32, DType::I32) => Some(Ty::S32),
+        (DType::I64, DType::I64, DType::I64) => Some(Ty::S64),
+        _ => None,
+    };
+    if int_ty.is_some() && !steps.is_empty() {
+        return no("integer matmul epilogues");
+    }
+    if !f64_mm && int_ty.is_none() && (ad != DType::F32 || bd != DType::F32) {
+        return no("FMA matmul of operands other than fp32, fp64, int32 or int64 pairs");
     }
     // fp64 keeps every value in `.f64` (8-byte copies, `fma.rn.f64`).
-    let fty = if f64_mm { Ty::F64 } else { Ty::F32 };
-    let esize: i64 = if f64_mm { 8 } else { 4 };
+    let fty = int_ty.unwrap_or(if f64_mm { Ty::F64 } else { Ty::F32 });
+    let esize: i64 = if f64_mm || fty == Ty::S64 { 8 } else { 4 };
     let [bm_, bn_, bk_] = tile;
     let (bmi, bni, bki) = (i64::from(bm_), i64::from(bn_), i64::from(bk_));
     let threads = bm_ * bn_ / 16;
     let ti = i64::from(threads);
     let si = i64::from(stages);
     let mut b = Builder::new(&tk.name, tk.span, tk.grid, tk.block);
-    let p = matmul_params(&mut b, g, tk, (ad, bd), &steps, dims, batch, f64_mm)?;
+    let p = matmul_params(&mut b, g, tk, (ad, bd), &steps, dims, batch)?;
     let (a, bp, m, n, k) = (p.a, p.b, p.m, p.n, p.k);
     let super::epilogue::Tiles {
         tid,
@@ -197,7 +207,11 @@ pub fn matmul_fma(
     }
     let nk = b.add(Ty::U32, k, imm(bki - 1));
     let nk = b.bin(BinOp::Shr, Ty::U32, nk, imm(log2(bk_)));
-    let zero: Operand = if f64_mm { dimm(0.0) } else { fimm(0.0) };
+    let zero: Operand = match fty {
+        Ty::F64 => dimm(0.0),
+        Ty::F32 => fimm(0.0),
+        _ => imm(0),
+    };
     let acc0: Vec<Value> = (0..16).map(|_| b.mov(fty, zero)).collect();
     let (sm, sn) = (bmi / 4, bni / 4);
     let tx = b.bin(BinOp::And, Ty::B32, tid, imm(sn - 1));
@@ -248,6 +262,18 @@ pub fn matmul_fma(
             b.at(tk.span);
             let col = b.add(Ty::U32, bn, tx);
             let col = b.add(Ty::U32, col, imm(sn * j));
+            if int_ty.is_some() {
+                let idx = b.fma(Ty::U32, row, p.n, col);
+                let idx = match p.cbase {
+                    Some(cb) => b.add(Ty::U32, idx, cb),
+                    None => idx,
+                };
+                let col_ok = b.cmp(Cmp::Lt, Ty::U32, col, p.n);
+                let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok);
+                let v = acc[(i * 4 + j) as usize];
+                b.store(fty, p.c, idx, &[v.into()], Some(ok));
+                continue;
+            }
             store_acc(
                 &mut b,
                 &p,

@@ -274,7 +274,7 @@ pub fn matmul_mma(
     let a_stage = bmi * bki * esize;
     let b_stage = bki * bni * esize;
     let mut b = Builder::new(&tk.name, tk.span, tk.grid, [threads, 1, 1]);
-    let p = matmul_params(&mut b, g, tk, (ad, bd), &steps, dims, batch, false)?;
+    let p = matmul_params(&mut b, g, tk, (ad, bd), &steps, dims, batch)?;
     let (m, n, k) = (p.m, p.n, p.k);
     // A is read by ldmatrix (both kinds), B by ldmatrix.trans (16-bit) or by 32-bit loads
     // (tf32, left unswizzled)

@@ -19,13 +19,21 @@ use crate::tile::{RowOp, TileKernel};
 const LOG2E: f64 = std::f64::consts::LOG2_E;
 
 /// Whether a row kernel runs in fp64: when its input `x` is fp64, as the cpu computes in x's
-/// dtype (fp32 for narrower floats); the other operands (weight, bias) are converted to it,
-/// whatever float dtype they have.
+/// dtype (fp32 for narrower floats, integers and bool); the other operands (weight, bias) are
+/// converted to it, whatever dtype they have.
 fn row_f64(x: DType, out: DType, ds: &[DType]) -> R<bool> {
     let float = |d: DType| {
         matches!(
             d,
-            DType::F64 | DType::F32 | DType::TF32 | DType::BF16 | DType::F16
+            DType::F64
+                | DType::F32
+                | DType::TF32
+                | DType::BF16
+                | DType::F16
+                | DType::I32
+                | DType::I64
+                | DType::I8
+                | DType::Bool
         )
     };
     if ds.iter().all(|&d| float(d)) && (x == DType::F64) == (out == DType::F64) {
@@ -225,7 +233,7 @@ pub fn rows(
     if let (RowOp::Sum | RowOp::Mean | RowOp::Max | RowOp::Min, Some(xt)) =
         (op, tk.inputs.first().and_then(|&v| g.ty(v)))
     {
-        if matches!(xt.dtype, DType::I32 | DType::I64) {
+        if matches!(xt.dtype, DType::I32 | DType::I64 | DType::I8 | DType::Bool) {
             return int_reduce(g, tk, op, [rows, cols], row_block);
         }
     }

@@ -11,7 +11,8 @@ use crate::tile::build::{dimm, fimm, imm, Builder};
 use crate::tile::ir::{MathFn, Operand, Value};
 
 /// A body value: floats of every dtype up to fp32 as f32 (rounded to their dtype), fp64 in
-/// `f64`, int32 in `s32`, int64 in `s64`, bool as a predicate.
+/// `f64`, int32 and int8 in `s32` (int8 sign-extended from its byte: [`wrap8`]), int64 in
+/// `s64`, bool as a predicate.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum Val {
     F(Value),
@@ -26,7 +27,15 @@ pub fn is_float(d: DType) -> bool {
 }
 
 pub fn is_int(d: DType) -> bool {
-    matches!(d, DType::I32 | DType::I64)
+    matches!(d, DType::I32 | DType::I64 | DType::I8)
+}
+
+/// The low byte of an `s32` value, sign-extended: int8's wrapping, as the cpu's int8 results.
+pub fn wrap8(b: &mut Builder, x: Value) -> Value {
+    let bits = b.bitcast(Ty::B32, x);
+    let hi = b.bin(BinOp::Shl, Ty::B32, bits, imm(24));
+    let s = b.bitcast(Ty::S32, hi);
+    b.bin(BinOp::Shr, Ty::S32, s, imm(24))
 }
 
 /// Rounds an f32 value to `d` (bf16/fp16: round to nearest even and back), as the cpu does
@@ -84,7 +93,14 @@ pub fn conv(b: &mut Builder, v: Val, d: DType) -> R<Val> {
         (Val::D(x), DType::Bool) => Val::B(b.cmp(Cmp::Ne, Ty::F64, x, dimm(0.0))),
         (Val::I32(x), DType::Bool) => Val::B(b.cmp(Cmp::Ne, Ty::S32, x, imm(0))),
         (Val::I64(x), DType::Bool) => Val::B(b.cmp(Cmp::Ne, Ty::S64, x, imm(0))),
-        (Val::F(_) | Val::D(_), DType::I32 | DType::I64) => {
+        (Val::I32(x), DType::I8) => Val::I32(wrap8(b, x)),
+        (Val::I64(x), DType::I8) => {
+            let lo = b.cast(Ty::U32, Ty::U64, None, x);
+            let lo = b.mov(Ty::S32, lo);
+            Val::I32(wrap8(b, lo))
+        }
+        (Val::B(p), DType::I8) => Val::I32(b.select(Ty::S32, p, imm(1), imm(0))),
+        (Val::F(_) | Val::D(_), DType::I32 | DType::I64 | DType::I8) => {
             return no("float to int conversions outside a cast")
         }
         (_, other) => return no(format!("{other} values")),
@@ -141,8 +157,8 @@ pub fn int_pair(b: &mut Builder, x: Val, y: Val, d: DType) -> R<(Ty, Value, Valu
 
 /// One float binary op in `ty` (`f32` or `f64`; `div` is the IEEE `div.rn`).
 fn binary_float(b: &mut Builder, op: BinaryOp, ty: Ty, x: Value, y: Value) -> R<Value> {
-    if op == BinaryOp::Pow && ty == Ty::F32 {
-        return Ok(b.math(MathFn::Pow, Ty::F32, &[x.into(), y.into()]));
+    if op == BinaryOp::Pow {
+        return Ok(b.math(MathFn::Pow, ty, &[x.into(), y.into()]));
     }
     let o = crate::lower::to_target::float_binop(op, ty)?;
     Ok(b.bin(o, ty, x, y))
@@ -264,7 +280,8 @@ fn unary_f64(b: &mut Builder, u: UnaryOp, x: Value) -> R<Value> {
         UnaryOp::Silu => math(b, MathFn::Silu),
         UnaryOp::Log => math(b, MathFn::Log),
         UnaryOp::Tanh => math(b, MathFn::Tanh),
-        other => return no(format!("fp64 {}", other.name())),
+        UnaryOp::Gelu => math(b, MathFn::Gelu),
+        UnaryOp::Not => return no("fp64 logical_not"),
     })
 }
 
@@ -310,6 +327,7 @@ pub fn cast_to_int(b: &mut Builder, x: Val, d: DType) -> R<(Val, Value)> {
         _ => return no("an int cast of a non-float value"),
     };
     let (dty, bits) = match d {
+        DType::I8 => (Ty::S32, 7),
         DType::I32 => (Ty::S32, 31),
         DType::I64 => (Ty::S64, 63),
         other => return no(format!("casts to {other}")),
@@ -324,7 +342,7 @@ pub fn cast_to_int(b: &mut Builder, x: Val, d: DType) -> R<(Val, Value)> {
     };
     // Every value above -2^bits - 1 truncates into range; in f32 (and for int64 in f64) the
     // next value below -2^bits is already below -2^bits - 1.
-    let lo_ok = if sty == Ty::F64 && d == DType::I32 {
+    let lo_ok = if sty == Ty::F64 && d == DType::I32 || d == DType::I8 {
         b.cmp(Cmp::Gt, sty, xr, imm_of(-p2 - 1.0))
     } else {
         b.cmp(Cmp::Ge, sty, xr, imm_of(-p2))

@@ -143,6 +143,15 @@ impl Cx<'_> {
             (MathFn::Exp, Ty::F64) => math::exp_f64(b, x),
             (MathFn::Log, Ty::F64) => math::log_f64(b, x),
             (MathFn::Tanh, Ty::F64) => math::tanh_f64(b, x),
+            (MathFn::Erf, _) => math::erf(b, ty, x),
+            (MathFn::Gelu, Ty::F64) => {
+                // The cpu's order: (0.5·x)·(1 + erf(x·(1/√2))).
+                let xs = b.mul(Ty::F64, x, TOperand::f64(std::f64::consts::FRAC_1_SQRT_2));
+                let e = math::erf(b, Ty::F64, xs);
+                let h = b.mul(Ty::F64, x, TOperand::f64(0.5));
+                let o = b.add(Ty::F64, e, TOperand::f64(1.0));
+                b.mul(Ty::F64, h, o)
+            }
             (MathFn::Sigmoid, Ty::F64) => {
                 let one = TOperand::f64(1.0);
                 let nx = b.unary(UnOp::Neg, Ty::F64, x);
@@ -156,7 +165,13 @@ impl Cx<'_> {
                 let d = b.add(Ty::F64, e, TOperand::f64(1.0));
                 b.bin(BinOp::Div, Ty::F64, x, d)
             }
-            (_, Ty::F64) => return bug(self.k, format!("{f:?} on f64")),
+            (MathFn::Pow, Ty::F64) => {
+                let y = match o.get(1) {
+                    Some(&y) => self.reg_of(y, Ty::F64)?,
+                    None => return bug(self.k, "pow without an exponent"),
+                };
+                math::pow_f64(&mut self.b, x, y)
+            }
             (MathFn::Exp, _) => math::exp(b, x),
             (MathFn::Log, _) => {
                 let l = b.unary(UnOp::Lg2Approx, Ty::F32, x);

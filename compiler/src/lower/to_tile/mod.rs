@@ -71,7 +71,11 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
     match k.kind {
         Kind::Elementwise => {
             let io = |d: DType| {
-                float_io(d) || matches!(d, DType::F64 | DType::I32 | DType::I64 | DType::Bool)
+                float_io(d)
+                    || matches!(
+                        d,
+                        DType::F64 | DType::I32 | DType::I64 | DType::I8 | DType::Bool
+                    )
             };
             if !io(k.ty.dtype) {
                 return Err(nl(k, format!("{} results are not lowered yet", k.ty.dtype)));
@@ -192,7 +196,14 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 },
             );
             let f64_mm = at.dtype == DType::F64 && bt.dtype == DType::F64;
-            if !(float_io(k.ty.dtype) || f64_mm && k.ty.dtype == DType::F64 && !s.tensor_cores) {
+            let int_mm = matches!(k.ty.dtype, DType::I32 | DType::I64)
+                && at.dtype == k.ty.dtype
+                && bt.dtype == k.ty.dtype;
+            // fp64 results: an fp64 matmul, or a float one whose epilogue promotes to fp64.
+            let f64_out =
+                k.ty.dtype == DType::F64 && (f64_mm || float_io(at.dtype) && float_io(bt.dtype));
+            let fma_only = (f64_mm || int_mm) && !s.tensor_cores;
+            if !(float_io(k.ty.dtype) || f64_out || fma_only) {
                 return Err(nl(k, format!("{} result", k.ty.dtype)));
             }
             let (m, kk, n) = (
@@ -301,7 +312,10 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                         Some(a) => {
                             // A middle axis: [outer, len, inner] -> [outer, inner].
                             let both64 = k.ty.dtype == DType::F64 && xt.dtype == DType::F64;
-                            let int = matches!(xt.dtype, DType::I32 | DType::I64);
+                            let int = matches!(
+                                xt.dtype,
+                                DType::I32 | DType::I64 | DType::I8 | DType::Bool
+                            );
                             if !both64 && !int && (!float_io(k.ty.dtype) || !float_io(xt.dtype)) {
                                 return Err(nl(k, format!("{} reductions", xt.dtype)));
                             }
@@ -325,17 +339,19 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
             // fp32 and narrower floats, or fp64 throughout (accumulating in fp64).
             // fp32 and narrower floats, fp64, or a mix (computed in x's dtype); integer
             // reductions
-            let int_red = matches!(xt.dtype, DType::I32 | DType::I64)
+            let int_red = matches!(xt.dtype, DType::I32 | DType::I64 | DType::I8 | DType::Bool)
                 && matches!(row_op, RowOp::Sum | RowOp::Mean | RowOp::Max | RowOp::Min);
-            let io = |d: DType| {
-                float_io(d) || d == DType::F64 || int_red && matches!(d, DType::I32 | DType::I64)
-            };
+            // Row kernels read integer and bool inputs converted (softmax and norms of them
+            // compute in fp32, as the cpu does); reductions of them keep their integer result.
+            let int_in = |d: DType| matches!(d, DType::I32 | DType::I64 | DType::I8 | DType::Bool);
+            let io = |d: DType| float_io(d) || d == DType::F64 || int_red && int_in(d);
+            let io_in = |d: DType| io(d) || int_in(d);
             if !io(k.ty.dtype) {
                 return Err(nl(k, format!("{} results", k.ty.dtype)));
             }
             for v in &k.inputs {
                 let t = g.ty(*v).ok_or_else(|| nl(k, "untyped input"))?;
-                if !io(t.dtype) {
+                if !io_in(t.dtype) {
                     return Err(nl(k, format!("{} operands", t.dtype)));
                 }
             }

@@ -274,6 +274,7 @@ pub fn math_name(f: MathFn) -> &'static str {
         MathFn::Silu => "silu",
         MathFn::Gelu => "gelu",
         MathFn::Pow => "pow",
+        MathFn::Erf => "erf",
     }
 }
 
@@ -286,6 +287,7 @@ pub fn parse_math(s: &str) -> Option<MathFn> {
         MathFn::Silu,
         MathFn::Gelu,
         MathFn::Pow,
+        MathFn::Erf,
     ];
     find(&all, |f| math_name(f).to_string(), s)
 }

@@ -228,6 +228,7 @@ fn enums() -> Kernel {
         MathFn::Silu,
         MathFn::Gelu,
         MathFn::Pow,
+        MathFn::Erf,
     ] {
         b.math(f, Ty::F32, &[a.into()]);
     }
