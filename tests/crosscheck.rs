@@ -23,7 +23,10 @@ const ELEMENTWISE_NOT_LOWERED_YET: &[(&str, &str)] = &[];
 
 /// Scripts that show the cpu fallback of the `emu` device on purpose, with a kernel kind that
 /// has no generator: (script, reason).
-const FALLBACK_DEMOS: &[(&str, &str)] = &[("tests/golden/lower_emu_fallback.tsr", "int8 result")];
+const FALLBACK_DEMOS: &[(&str, &str)] = &[(
+    "tests/golden/lower_emu_fallback.tsr",
+    "the elementwise op floordiv",
+)];
 
 fn scripts(root: &Path) -> Vec<PathBuf> {
     tessera::golden::kernel_scripts(root)

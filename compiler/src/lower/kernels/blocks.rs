@@ -3,7 +3,7 @@
 //! in, the warp-per-row mapping and lane-strided loops.
 
 use crate::graph::DType;
-use crate::target::{BinOp, Cmp, Dim, Rnd, SReg, Ty};
+use crate::target::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
 use crate::tile::build::{dimm, fimm, imm, Builder};
 use crate::tile::ir::{OpKind, Operand, Value};
 
@@ -50,6 +50,15 @@ pub fn load_elem(
         }
     };
     match (ty, d) {
+        (_, DType::F8E4M3 | DType::F8E5M2) => {
+            let byte = b.load(Ty::U8, view, idx, mask, &dflt(Ty::U8))[0];
+            let f = fp8_decode(b, d, byte);
+            if ty == Ty::F64 {
+                b.cast(Ty::F64, Ty::F32, None, f)
+            } else {
+                f
+            }
+        }
         (_, DType::I32 | DType::I64 | DType::I8 | DType::Bool) => {
             let (ity, v) = load_int(b, d, view, idx, mask);
             b.cast(ty, ity, Some(Rnd::Rn), v)
@@ -89,14 +98,82 @@ pub fn store_elem(
             (Ty::B16, b.cast(t, Ty::F32, Some(Rnd::Rn), v))
         }
         DType::TF32 => (Ty::F32, round_tf32(b, v)),
+        DType::F8E4M3 | DType::F8E5M2 => (Ty::U8, fp8_encode(b, d, v)),
         _ => (Ty::F32, v),
     };
     b.store(ty, view, idx, &[val.into()], mask);
 }
 
+/// The fp8 formats' parameters: (mantissa bits, exponent bias, largest finite code).
+fn fp8_format(d: DType) -> (i64, i64, i64) {
+    if d == DType::F8E5M2 {
+        (2, 15, 0x7b)
+    } else {
+        (3, 7, 0x7e)
+    }
+}
+
+/// An fp8 byte (in a `u32`) as f32, exactly, in integer arithmetic (no sm_89 conversion):
+/// normal codes move their exponent and mantissa into f32 bits with the bias changed,
+/// subnormal ones are `m · 2^(1−bias−mbits)`; e4m3's 0x7f/0xff are NaN, e5m2's exponent 31
+/// is inf/NaN as in fp16.
+pub fn fp8_decode(b: &mut Builder, d: DType, byte: Value) -> Value {
+    let (mbits, bias, _) = fp8_format(d);
+    let mag = b.bin(BinOp::And, Ty::B32, byte, imm(0x7f));
+    let sh = b.bin(BinOp::Shl, Ty::B32, mag, imm(23 - mbits));
+    let nbits = b.add(Ty::U32, sh, imm((127 - bias) << 23));
+    let normal = b.bitcast(Ty::F32, nbits);
+    let m = b.cast(Ty::F32, Ty::U32, Some(Rnd::Rn), mag);
+    let sub = b.mul(Ty::F32, m, fimm(2f32.powi((1 - bias - mbits) as i32)));
+    let is_sub = b.cmp(Cmp::Lt, Ty::U32, mag, imm(1 << mbits));
+    let mut v = b.select(Ty::F32, is_sub, sub, normal);
+    if d == DType::F8E5M2 {
+        let inf = b.cmp(Cmp::Eq, Ty::U32, mag, imm(0x7c));
+        v = b.select(Ty::F32, inf, fimm(f32::INFINITY), v);
+        let nan = b.cmp(Cmp::Gt, Ty::U32, mag, imm(0x7c));
+        v = b.select(Ty::F32, nan, fimm(f32::NAN), v);
+    } else {
+        let nan = b.cmp(Cmp::Eq, Ty::U32, mag, imm(0x7f));
+        v = b.select(Ty::F32, nan, fimm(f32::NAN), v);
+    }
+    let neg = b.cmp(Cmp::Ge, Ty::U32, byte, imm(0x80));
+    let nv = b.unary(UnOp::Neg, Ty::F32, v);
+    b.select(Ty::F32, neg, nv, v)
+}
+
+/// f32 `x` as an fp8 byte (in a `u32`) as the cpu encodes it: round to nearest even, values
+/// beyond the largest finite one (±inf too) saturate to it, NaN is 0x7f, −0 keeps its sign.
+/// Normal results round the f32 bits (dropping 23 − mbits bits, the carry moving into the
+/// exponent); subnormal ones are `rint(|x| · 2^(bias+mbits−1))`, which reaches the smallest
+/// normal code exactly where the normal range starts.
+pub fn fp8_encode(b: &mut Builder, d: DType, x: Value) -> Value {
+    let (mbits, bias, max) = fp8_format(d);
+    let bits = b.bitcast(Ty::B32, x);
+    let a = b.bin(BinOp::And, Ty::B32, bits, imm(0x7fff_ffff));
+    let drop = 23 - mbits;
+    let lsb = b.bin(BinOp::Shr, Ty::U32, a, imm(drop));
+    let lsb = b.bin(BinOp::And, Ty::B32, lsb, imm(1));
+    let r = b.add(Ty::U32, a, imm((1 << (drop - 1)) - 1));
+    let r = b.add(Ty::U32, r, lsb);
+    let r = b.bin(BinOp::Shr, Ty::U32, r, imm(drop));
+    let normal = b.sub(Ty::U32, r, imm((127 - bias) << mbits));
+    let ax = b.bitcast(Ty::F32, a);
+    let scaled = b.mul(Ty::F32, ax, fimm(2f32.powi((bias + mbits - 1) as i32)));
+    let sub = b.cast(Ty::U32, Ty::F32, Some(Rnd::Rni), scaled);
+    let min_normal = (127 - bias + 1) << 23;
+    let is_sub = b.cmp(Cmp::Lt, Ty::U32, a, imm(min_normal));
+    let code = b.select(Ty::U32, is_sub, sub, normal);
+    let code = b.bin(BinOp::Min, Ty::U32, code, imm(max));
+    let sign = b.bin(BinOp::Shr, Ty::U32, bits, imm(24));
+    let sign = b.bin(BinOp::And, Ty::B32, sign, imm(0x80));
+    let code = b.bin(BinOp::Or, Ty::B32, code, sign);
+    let nan = b.cmp(Cmp::Gt, Ty::U32, a, imm(0x7f80_0000));
+    b.select(Ty::U32, nan, imm(0x7f), code)
+}
+
 /// Element `idx` of an integer or bool tensor (masked off: 0) as (`s32`|`s64`, value): int8
 /// sign-extended from its byte, bool 0 or 1.
-fn load_int(
+pub fn load_int(
     b: &mut Builder,
     d: DType,
     view: Value,

@@ -101,6 +101,9 @@ fn eval_body(b: &mut Builder, body: &Graph, params: &[Val], err: &mut Option<Val
                 DType::I32 => Val::I32(b.mov(Ty::S32, imm(value.as_f64() as i64))),
                 DType::I8 => Val::I32(b.mov(Ty::S32, imm(i64::from(value.as_f64() as i64 as i8)))),
                 DType::I64 => Val::I64(b.mov(Ty::S64, imm(value.as_f64() as i64))),
+                // A Python scalar takes part at fp32 precision whatever the narrower float
+                // dtype it is typed as (the cpu computes such ops in fp32 with it unrounded).
+                d if is_float(d) => Val::F(b.mov(Ty::F32, fimm(value.as_f64() as f32))),
                 _ => {
                     let f = Val::F(b.mov(Ty::F32, fimm(value.as_f64() as f32)));
                     conv(b, f, ty)?

@@ -31,6 +31,9 @@ pub fn matmul_parts(g: &Graph, tk: &TileKernel) -> R<(DType, DType, Vec<Epilogue
 
 /// The epilogue: its steps and one (view, dtype, index kind) per `Epilogue::Binary`.
 pub struct Epi {
+    /// The matmul's own result dtype (its `accum`, or its operands' promotion), which the
+    /// accumulator is rounded to before the first step, as the cpu's matmul result is.
+    base: DType,
     steps: Vec<EpilogueStep>,
     operands: Vec<(Value, DType, Index)>,
 }
@@ -64,7 +67,7 @@ pub fn matmul_params(
 ) -> R<MatmulParams> {
     let a = b.param("a", Type::Global(ad), ParamRole::Input);
     let bp = b.param("b", Type::Global(bd), ParamRole::Input);
-    let epi = epilogue_params(g, b, steps, &tk.ty.shape)?;
+    let epi = epilogue_params(g, b, steps, &tk.ty.shape, tk.root)?;
     b.at(tk.span);
     let out_dtype = tk.ty.dtype;
     let c = b.param("c", Type::Global(out_dtype), ParamRole::Output);
@@ -110,7 +113,13 @@ pub fn matmul_params(
     })
 }
 
-fn epilogue_params(g: &Graph, b: &mut Builder, steps: &[EpilogueStep], out: &[usize]) -> R<Epi> {
+fn epilogue_params(
+    g: &Graph,
+    b: &mut Builder,
+    steps: &[EpilogueStep],
+    out: &[usize],
+    root: crate::graph::ValueId,
+) -> R<Epi> {
     let mut operands = vec![];
     for (i, s) in steps.iter().enumerate() {
         if let Epilogue::Binary { operand, .. } = s.step {
@@ -128,7 +137,15 @@ fn epilogue_params(g: &Graph, b: &mut Builder, steps: &[EpilogueStep], out: &[us
             operands.push((v, t.dtype, ix));
         }
     }
+    let base = match g.op(root) {
+        Some(Op::Matmul { a, b, accum, .. }) => match (g.ty(*a), g.ty(*b)) {
+            (Some(at), Some(bt)) => accum.unwrap_or(DType::promote(at.dtype, bt.dtype)),
+            _ => DType::F32,
+        },
+        _ => DType::F32,
+    };
     Ok(Epi {
+        base,
         steps: steps.to_vec(),
         operands,
     })
@@ -261,6 +278,15 @@ fn apply(b: &mut Builder, e: &Epi, ty: Ty, v: Value, i: Value, ok: Value, out: D
     let mut ty = ty;
     let mut k = 0;
     let mut narrow: Option<Ty> = None;
+    if ty == Ty::F32
+        && !e.steps.is_empty()
+        && matches!(
+            e.base,
+            DType::BF16 | DType::F16 | DType::TF32 | DType::F8E4M3 | DType::F8E5M2
+        )
+    {
+        v = super::values::round_to(b, e.base, v)?;
+    }
     let widen = |b: &mut Builder, ty: &mut Ty, v: Value| {
         if *ty == Ty::F64 {
             v
@@ -314,6 +340,9 @@ fn apply(b: &mut Builder, e: &Epi, ty: Ty, v: Value, i: Value, ok: Value, out: D
                 let t = if *d == DType::BF16 { Ty::BF16 } else { Ty::F16 };
                 let h = b.cast(t, Ty::F32, Some(Rnd::Rn), v);
                 b.cast(Ty::F32, t, None, h)
+            }
+            Epilogue::Cast(d @ (DType::F8E4M3 | DType::F8E5M2)) if ty == Ty::F32 => {
+                super::values::round_to(b, *d, v)?
             }
             Epilogue::Cast(other) => return no(format!("{other} values")),
         };

@@ -1,4 +1,4 @@
-//! fp32 (or fp64, int32, int64) tiled matmul on the FMA units: BM×BN block tile, k-step BK, `BM·BN/16`
+//! fp32 (or fp64, int32, int64, int8, bool, fp8) tiled matmul on the FMA units: BM×BN block tile, k-step BK, `BM·BN/16`
 //! threads each computing 4×4 outputs strided by (BM/4, BN/4); tiles stream into shared
 //! memory with one-element `cp.async.ca` copies (zero-filled past the edges via src-size)
 //! through `stages` buffers (`commit`/`wait stages-1`, `barrier`). Any M, N, K. The 16
@@ -6,7 +6,7 @@
 //!
 //! Parameters: a, b, epi…, c, m, n, k.
 
-use super::blocks::select_view;
+use super::blocks::{fp8_decode, load_int, select_view};
 use super::epilogue::{block_tiles, log2, matmul_params, matmul_parts, stage_of, store_acc};
 use super::{no, R};
 use crate::graph::{DType, Graph};
@@ -38,15 +38,22 @@ pub fn matmul_fma(
     // Integer matmuls of one dtype accumulate in it with `mad.lo` (wrapping, as the cpu's
     // int64 accumulation truncated to the result's width).
     let int_ty = match (ad, bd, tk.ty.dtype) {
-        (DType::I32, DType::I32, DType::I32) => Some(Ty::S32),
-        (DType::I64, DType::I64, DType::I64) => Some(Ty::S64),
+        (DType::I32, DType::I32, DType::I32) | (DType::I8, DType::I8, DType::I8) => Some(Ty::S32),
+        (DType::I64, DType::I64, DType::I64) | (DType::Bool, DType::Bool, DType::I64) => {
+            Some(Ty::S64)
+        }
         _ => None,
     };
+    // 1-byte operands (int8, bool, fp8) cannot be staged by cp.async (4, 8 or 16 bytes): each
+    // thread loads its element, converts it to the compute type and stores that to shared
+    // memory (synchronously: the stage it writes was last read before the previous barrier).
+    let fp8 = ad == bd && matches!(ad, DType::F8E4M3 | DType::F8E5M2);
+    let byte_in = fp8 || int_ty.is_some() && matches!(ad, DType::I8 | DType::Bool);
     if int_ty.is_some() && !steps.is_empty() {
         return no("integer matmul epilogues");
     }
-    if !f64_mm && int_ty.is_none() && (ad != DType::F32 || bd != DType::F32) {
-        return no("FMA matmul of operands other than fp32, fp64, int32 or int64 pairs");
+    if !f64_mm && int_ty.is_none() && !fp8 && (ad != DType::F32 || bd != DType::F32) {
+        return no("FMA matmul of operands of different dtypes (other than fp32 and fp64)");
     }
     // fp64 keeps every value in `.f64` (8-byte copies, `fma.rn.f64`).
     let fty = int_ty.unwrap_or(if f64_mm { Ty::F64 } else { Ty::F32 });
@@ -137,6 +144,21 @@ pub fn matmul_fma(
     // One element copy: `src` to `dst`, zero-filled (from the operand's base) unless `ok`.
     let copy =
         |b: &mut Builder, base: Value, src: Value, ok: Value, dst: Value, g: Option<Value>| {
+            if byte_in {
+                let v = if fp8 {
+                    let byte = b.load(Ty::U8, src, imm(0), Some(ok), &[imm(0)])[0];
+                    fp8_decode(b, ad, byte)
+                } else {
+                    let (ity, v) = load_int(b, ad, src, imm(0), Some(ok));
+                    if ity == fty {
+                        v
+                    } else {
+                        b.cast(fty, ity, None, v)
+                    }
+                };
+                b.store_shared(fty, dst, 0, &[v.into()], None);
+                return;
+            }
             let src = select_view(b, ok, src, base);
             let size = b.select(Ty::U32, ok, imm(esize), imm(0));
             b.copy_async(
@@ -271,7 +293,12 @@ pub fn matmul_fma(
                 let col_ok = b.cmp(Cmp::Lt, Ty::U32, col, p.n);
                 let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok);
                 let v = acc[(i * 4 + j) as usize];
-                b.store(fty, p.c, idx, &[v.into()], Some(ok));
+                if tk.ty.dtype == DType::I8 {
+                    let u = b.bitcast(Ty::U32, v);
+                    b.store(Ty::U8, p.c, idx, &[u.into()], Some(ok));
+                } else {
+                    b.store(fty, p.c, idx, &[v.into()], Some(ok));
+                }
                 continue;
             }
             store_acc(

@@ -30,6 +30,8 @@ fn row_f64(x: DType, out: DType, ds: &[DType]) -> R<bool> {
                 | DType::TF32
                 | DType::BF16
                 | DType::F16
+                | DType::F8E4M3
+                | DType::F8E5M2
                 | DType::I32
                 | DType::I64
                 | DType::I8

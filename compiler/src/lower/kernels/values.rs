@@ -23,7 +23,10 @@ pub enum Val {
 }
 
 pub fn is_float(d: DType) -> bool {
-    matches!(d, DType::F32 | DType::TF32 | DType::BF16 | DType::F16)
+    matches!(
+        d,
+        DType::F32 | DType::TF32 | DType::BF16 | DType::F16 | DType::F8E4M3 | DType::F8E5M2
+    )
 }
 
 pub fn is_int(d: DType) -> bool {
@@ -51,6 +54,10 @@ pub fn round_to(b: &mut Builder, d: DType, v: Value) -> R<Value> {
             let t = if d == DType::BF16 { Ty::BF16 } else { Ty::F16 };
             let h = b.cast(t, Ty::F32, Some(Rnd::Rn), v);
             Ok(b.cast(Ty::F32, t, None, h))
+        }
+        DType::F8E4M3 | DType::F8E5M2 => {
+            let code = super::blocks::fp8_encode(b, d, v);
+            Ok(super::blocks::fp8_decode(b, d, code))
         }
         other => no(format!("{other} values")),
     }

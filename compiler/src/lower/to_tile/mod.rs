@@ -32,6 +32,11 @@ fn float_io(d: DType) -> bool {
     matches!(d, DType::F32 | DType::TF32 | DType::BF16 | DType::F16)
 }
 
+/// [`float_io`] or fp8 (1-byte floats: loaded and stored one byte at a time, computed in f32).
+fn any_float(d: DType) -> bool {
+    float_io(d) || matches!(d, DType::F8E4M3 | DType::F8E5M2)
+}
+
 fn ceil(a: u64, b: u64) -> u64 {
     a.div_ceil(b.max(1))
 }
@@ -71,7 +76,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
     match k.kind {
         Kind::Elementwise => {
             let io = |d: DType| {
-                float_io(d)
+                any_float(d)
                     || matches!(
                         d,
                         DType::F64 | DType::I32 | DType::I64 | DType::I8 | DType::Bool
@@ -106,7 +111,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 Op::Softmax { axis, .. } => *axis,
                 _ => return Err(nl(k, "not a softmax")),
             };
-            if !(float_io(k.ty.dtype) || k.ty.dtype == DType::F64) {
+            if !(any_float(k.ty.dtype) || k.ty.dtype == DType::F64) {
                 return Err(nl(k, format!("{} softmax", k.ty.dtype)));
             }
             let shape = &k.ty.shape;
@@ -196,14 +201,21 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 },
             );
             let f64_mm = at.dtype == DType::F64 && bt.dtype == DType::F64;
-            let int_mm = matches!(k.ty.dtype, DType::I32 | DType::I64)
-                && at.dtype == k.ty.dtype
-                && bt.dtype == k.ty.dtype;
+            let int_mm = matches!(
+                (at.dtype, bt.dtype, k.ty.dtype),
+                (DType::I32, DType::I32, DType::I32)
+                    | (DType::I64, DType::I64, DType::I64)
+                    | (DType::I8, DType::I8, DType::I8)
+                    | (DType::Bool, DType::Bool, DType::I64)
+            );
+            let fp8_mm = at.dtype == bt.dtype
+                && matches!(at.dtype, DType::F8E4M3 | DType::F8E5M2)
+                && any_float(k.ty.dtype);
             // fp64 results: an fp64 matmul, or a float one whose epilogue promotes to fp64.
             let f64_out =
                 k.ty.dtype == DType::F64 && (f64_mm || float_io(at.dtype) && float_io(bt.dtype));
-            let fma_only = (f64_mm || int_mm) && !s.tensor_cores;
-            if !(float_io(k.ty.dtype) || f64_out || fma_only) {
+            let fma_only = (f64_mm || int_mm || fp8_mm) && !s.tensor_cores;
+            if !(any_float(k.ty.dtype) || f64_out || fma_only) {
                 return Err(nl(k, format!("{} result", k.ty.dtype)));
             }
             let (m, kk, n) = (
@@ -316,7 +328,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                                 xt.dtype,
                                 DType::I32 | DType::I64 | DType::I8 | DType::Bool
                             );
-                            if !both64 && !int && (!float_io(k.ty.dtype) || !float_io(xt.dtype)) {
+                            if !both64 && !int && (!any_float(k.ty.dtype) || !any_float(xt.dtype)) {
                                 return Err(nl(k, format!("{} reductions", xt.dtype)));
                             }
                             let outer: u64 = xt.shape[..*a].iter().map(|&d| d as u64).product();
@@ -344,7 +356,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
             // Row kernels read integer and bool inputs converted (softmax and norms of them
             // compute in fp32, as the cpu does); reductions of them keep their integer result.
             let int_in = |d: DType| matches!(d, DType::I32 | DType::I64 | DType::I8 | DType::Bool);
-            let io = |d: DType| float_io(d) || d == DType::F64 || int_red && int_in(d);
+            let io = |d: DType| any_float(d) || d == DType::F64 || int_red && int_in(d);
             let io_in = |d: DType| io(d) || int_in(d);
             if !io(k.ty.dtype) {
                 return Err(nl(k, format!("{} results", k.ty.dtype)));
