@@ -5,6 +5,7 @@
 // `Diagnostic` is the one error type shared with host code; it is returned by value on purpose.
 
 pub mod cost;
+pub mod dtype;
 pub mod graph;
 pub mod lower;
 pub mod pipeline;

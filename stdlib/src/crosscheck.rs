@@ -143,16 +143,7 @@ pub fn compare_device(k: &Kernel, cpu: &Tensor, gpu: &Tensor) -> Result<Agreemen
 
 /// The unit roundoff (2^-p, p the significand precision) of a float dtype; 0 for exact types.
 fn unit_roundoff(d: DType) -> f64 {
-    let p = match d {
-        DType::F64 => 53,
-        DType::F32 => 24,
-        DType::TF32 | DType::F16 => 11,
-        DType::BF16 => 8,
-        DType::F8E4M3 => 4,
-        DType::F8E5M2 => 3,
-        DType::I64 | DType::I32 | DType::I8 | DType::Bool => return 0.0,
-    };
-    2f64.powi(-p)
+    d.precision().map_or(0.0, |p| 2f64.powi(-(p as i32)))
 }
 
 /// How many terms are summed into one output element of the kernel rooted at `root` (1 for

@@ -50,11 +50,10 @@ pub struct CudaTimer {
 }
 
 fn sample_input(shape: &[usize], d: DType, seed: i64) -> Result<Tensor, String> {
-    let rd = crate::trace::rdt(d);
     let t = if d.is_float() {
-        Tensor::rand(shape, rd, seed)
+        Tensor::rand(shape, d, seed)
     } else {
-        Tensor::zeros(shape, rd)
+        Tensor::zeros(shape, d)
     };
     t.map_err(|e| e.message)
 }

@@ -15,7 +15,6 @@
 //! it).
 
 use crate::tensor::rt;
-use crate::trace::rdt;
 use half::{bf16, f16};
 use tessera_compiler::graph::{DType, TensorType};
 use tessera_compiler::lower::to_target::Lowered;
@@ -25,25 +24,8 @@ use tessera_runtime::cuda::{CudaError, Device, Geometry, KernelImage, Runs};
 use tessera_runtime::emu::{self, Arg, EmuError, EmuErrorKind, Launch};
 use tessera_runtime::Tensor;
 
-fn unsupported(what: &str, d: DType) -> Diagnostic {
-    Diagnostic::new(
-        Code::E0800,
-        format!("the emu device cannot {what} {d} tensors yet"),
-    )
-}
-
-/// Bytes per element of `d` in a kernel buffer (`None`: not passed to kernels).
-fn elem_bytes(d: DType) -> Option<usize> {
-    match d {
-        DType::F32 | DType::TF32 | DType::I32 => Some(4),
-        DType::I64 | DType::F64 => Some(8),
-        DType::F16 | DType::BF16 => Some(2),
-        DType::Bool | DType::I8 | DType::F8E4M3 | DType::F8E5M2 => Some(1),
-    }
-}
-
 fn bytes_of(t: &Tensor) -> Result<Vec<u8>, Diagnostic> {
-    let d = crate::trace::cdt(t.dtype());
+    let d = t.dtype();
     Ok(match d {
         DType::F32 | DType::TF32 => {
             let v = t.to_f32_vec().map_err(rt)?;
@@ -84,10 +66,9 @@ fn bytes_of(t: &Tensor) -> Result<Vec<u8>, Diagnostic> {
         }
         // fp8 values already: encoding them again is exact.
         DType::F8E4M3 | DType::F8E5M2 => {
-            let rd = rdt(d);
             let v = t.to_f32_vec().map_err(rt)?;
             v.iter()
-                .map(|&x| tessera_runtime::cast::f64_to_fp8(f64::from(x), rd))
+                .map(|&x| tessera_runtime::cast::f64_to_fp8(f64::from(x), d))
                 .collect()
         }
     })
@@ -104,7 +85,7 @@ fn le8(raw: &[u8]) -> impl Iterator<Item = [u8; 8]> + '_ {
 
 fn tensor_of(raw: &[u8], out: &TensorType) -> Result<Tensor, Diagnostic> {
     let shape = &out.shape;
-    let dt = rdt(out.dtype);
+    let dt = out.dtype;
     let f32s = |raw: &[u8]| -> Vec<f32> {
         raw.chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
@@ -175,12 +156,12 @@ impl Buffers {
         let mut data = Vec::new();
         let mut elem = Vec::new();
         for t in inputs {
-            let d = crate::trace::cdt(t.dtype());
-            elem.push(elem_bytes(d).ok_or_else(|| unsupported("pass", d))?);
+            let d = t.dtype();
+            elem.push(d.size_bytes());
             data.push(bytes_of(t)?);
         }
         let n: usize = out.shape.iter().product();
-        let esize = elem_bytes(out.dtype).ok_or_else(|| unsupported("return", out.dtype))?;
+        let esize = out.dtype.size_bytes();
         data.push(vec![0u8; n * esize]);
         elem.push(esize);
         let out = data.len() - 1;

@@ -344,9 +344,9 @@ impl ShardedObj {
     }
 }
 
-/// Sharded-tensor methods: a tensor's ([`crate::tensor::TENSOR_METHODS`]) and `gather`.
+/// Sharded-tensor methods: a tensor's ([`crate::tensor::is_tensor_method`]) and `gather`.
 fn is_sharded_method(name: &str) -> bool {
-    name == "gather" || crate::tensor::TENSOR_METHODS.contains(&name)
+    name == "gather" || crate::tensor::is_tensor_method(name)
 }
 
 impl HostObject for ShardedObj {
@@ -380,34 +380,13 @@ impl HostObject for ShardedObj {
                 tensor_value(g.transpose(None).map_err(rt)?)
             }
             _ => {
-                if !is_sharded_method(name) {
-                    return Ok(None);
-                }
-                let recv = this.clone();
-                let m = name.to_string();
-                return Ok(Some(Value::native(
-                    name,
-                    &format!("tensor.{name}"),
-                    move |it, args| sharded_method(it, &recv, &m, args),
-                )));
+                let m = crate::tensor::bound_method(this, name, is_sharded_method, sharded_method);
+                return Ok(m);
             }
         }))
     }
     fn attr_names(&self) -> Vec<&'static str> {
-        let mut v = vec![
-            "shape",
-            "dtype",
-            "ndim",
-            "is_abstract",
-            "layout",
-            "mesh",
-            "local_shape",
-            "shards",
-            "T",
-        ];
-        v.push("gather");
-        v.extend_from_slice(crate::tensor::TENSOR_METHODS);
-        v
+        crate::tensor::tensor_attr_names(&["mesh", "local_shape", "shards", "gather"])
     }
     fn binary_at(&self, op: BinOp, other: &Value, reflected: bool, span: Span) -> HostResult {
         let me = Value::host(ShardedObj {

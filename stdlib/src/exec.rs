@@ -3,7 +3,7 @@
 //! abstract results (every runtime op propagates shapes and dtypes without data).
 
 use crate::tensor::rt;
-use crate::trace::{rbin, rdt, rred, rscalar, run as run_unary};
+
 use tessera_compiler::graph::{Epilogue, Graph, Op, SliceItem, ValueId};
 use tessera_lang::diag::{Code, Diagnostic};
 use tessera_runtime::{self as rtm, IndexItem, Operand, Scalar, Tensor};
@@ -144,39 +144,37 @@ pub fn run_full(
                     .cloned()
                     .ok_or_else(|| internal("missing captured tensor"))?,
             ),
-            Op::Const { value } => Val::S(rscalar(*value)),
-            Op::Unary { op, x } => {
-                Val::T(rtm::unary(run_unary(*op), &tens(&vals, *x)?).map_err(rt)?)
-            }
+            Op::Const { value } => Val::S(*value),
+            Op::Unary { op, x } => Val::T(rtm::unary(*op, &tens(&vals, *x)?).map_err(rt)?),
             Op::Binary { op, a, b } => {
                 let (a, b) = (get(&vals, *a)?, get(&vals, *b)?);
-                Val::T(rtm::binary(rbin(*op), a.operand(), b.operand()).map_err(rt)?)
+                Val::T(rtm::binary(*op, a.operand(), b.operand()).map_err(rt)?)
             }
             Op::Where { cond, a, b } => {
                 let c = tens(&vals, *cond)?;
                 let (a, b) = (get(&vals, *a)?, get(&vals, *b)?);
                 Val::T(rtm::where_(&c, a.operand(), b.operand()).map_err(rt)?)
             }
-            Op::Cast { x } => Val::T(tens(&vals, *x)?.cast(rdt(ty.dtype)).map_err(rt)?),
+            Op::Cast { x } => Val::T(tens(&vals, *x)?.cast(ty.dtype).map_err(rt)?),
             Op::Matmul {
                 a,
                 b,
                 accum,
                 epilogue,
             } => {
-                let mut acc = rtm::matmul(&tens(&vals, *a)?, &tens(&vals, *b)?, accum.map(rdt))
-                    .map_err(rt)?;
+                let mut acc =
+                    rtm::matmul(&tens(&vals, *a)?, &tens(&vals, *b)?, *accum).map_err(rt)?;
                 for s in epilogue {
                     acc = match &s.step {
                         Epilogue::Binary { op, operand } => {
                             let o = get(&vals, *operand)?;
-                            rtm::binary(rbin(*op), &acc, o.operand()).map_err(rt)?
+                            rtm::binary(*op, &acc, o.operand()).map_err(rt)?
                         }
                         Epilogue::Scalar { op, value } => {
-                            rtm::binary(rbin(*op), &acc, rscalar(*value)).map_err(rt)?
+                            rtm::binary(*op, &acc, *value).map_err(rt)?
                         }
-                        Epilogue::Unary(u) => rtm::unary(run_unary(*u), &acc).map_err(rt)?,
-                        Epilogue::Cast(d) => acc.cast(rdt(*d)).map_err(rt)?,
+                        Epilogue::Unary(u) => rtm::unary(*u, &acc).map_err(rt)?,
+                        Epilogue::Cast(d) => acc.cast(*d).map_err(rt)?,
                     };
                 }
                 Val::T(acc)
@@ -187,13 +185,8 @@ pub fn run_full(
                 axis,
                 keepdim,
             } => Val::T(
-                rtm::reduce(
-                    &tens(&vals, *x)?,
-                    rred(*op),
-                    axis.map(|a| a as isize),
-                    *keepdim,
-                )
-                .map_err(rt)?,
+                rtm::reduce(&tens(&vals, *x)?, *op, axis.map(|a| a as isize), *keepdim)
+                    .map_err(rt)?,
             ),
             Op::Softmax { x, axis } => {
                 Val::T(rtm::softmax(&tens(&vals, *x)?, *axis as isize).map_err(rt)?)

@@ -2,11 +2,13 @@
 //! shape ops, attention, comparisons, and the dtype constants.
 
 use crate::tensor::*;
+use tessera_compiler::graph::UNARY_OPS;
 use tessera_lang::diag::{Code, Diagnostic};
 use tessera_lang::eval::{Arg, CallArgs, Interp, Module, Value};
 use tessera_runtime::{self as rtm, BinaryOp, DType, Scalar, Tensor, ALL_DTYPES};
 
-/// Every function of the module, with its signature for help and completion.
+/// Every function of the module but the unary elementwise ones (the op table's rows,
+/// [`UNARY_OPS`]), with its signature for help and completion.
 pub const FUNCTIONS: &[(&str, &str)] = &[
     ("tensor", "tensor(data, dtype=None)"),
     ("zeros", "zeros(shape, dtype='fp32')"),
@@ -16,17 +18,6 @@ pub const FUNCTIONS: &[(&str, &str)] = &[
     ("eye", "eye(n, dtype='fp32')"),
     ("rand", "rand(shape, dtype='fp32', seed=0)"),
     ("randn", "randn(shape, dtype='fp32', seed=0)"),
-    ("neg", "neg(x)"),
-    ("exp", "exp(x)"),
-    ("log", "log(x)"),
-    ("sqrt", "sqrt(x)"),
-    ("rsqrt", "rsqrt(x)"),
-    ("abs", "abs(x)"),
-    ("tanh", "tanh(x)"),
-    ("sigmoid", "sigmoid(x)"),
-    ("relu", "relu(x)"),
-    ("gelu", "gelu(x)"),
-    ("silu", "silu(x)"),
     ("add", "add(a, b)"),
     ("sub", "sub(a, b)"),
     ("mul", "mul(a, b)"),
@@ -61,7 +52,8 @@ pub const FUNCTIONS: &[(&str, &str)] = &[
 /// Builds the `op` module.
 pub fn module() -> Module {
     let m = Module::new("op", "tensor operations");
-    for (name, _) in FUNCTIONS {
+    let unary = UNARY_OPS.iter().filter(|r| r.function).map(|r| r.name);
+    for name in FUNCTIONS.iter().map(|f| f.0).chain(unary) {
         if let Some(f) = function(name) {
             m.set(name, f);
         }
@@ -83,52 +75,7 @@ pub fn module() -> Module {
     m
 }
 
-fn req(a: &[Option<Arg>], i: usize) -> Result<&Arg, Diagnostic> {
-    a.get(i)
-        .and_then(|x| x.as_ref())
-        .ok_or_else(|| Diagnostic::new(Code::E0101, "missing argument"))
-}
-
-fn opt(a: &[Option<Arg>], i: usize) -> Option<&Arg> {
-    a.get(i)
-        .and_then(|x| x.as_ref())
-        .filter(|x| !matches!(x.value, Value::None))
-}
-
-fn float_of(x: &Arg, what: &str) -> Result<f64, Diagnostic> {
-    match &x.value {
-        Value::Int(i) => Ok(*i as f64),
-        Value::Float(f) => Ok(*f),
-        other => Err(Diagnostic::new(
-            Code::E0101,
-            format!("{what} must be a number, not {}", other.type_name()),
-        )
-        .at(x.span)),
-    }
-}
-
-fn int_of(x: &Arg, what: &str) -> Result<i64, Diagnostic> {
-    match &x.value {
-        Value::Int(i) => Ok(*i),
-        other => Err(Diagnostic::new(
-            Code::E0101,
-            format!("{what} must be an int, not {}", other.type_name()),
-        )
-        .at(x.span)),
-    }
-}
-
-fn bool_of(x: &Arg, what: &str) -> Result<bool, Diagnostic> {
-    match &x.value {
-        Value::Bool(b) => Ok(*b),
-        Value::Int(i) => Ok(*i != 0),
-        other => Err(Diagnostic::new(
-            Code::E0101,
-            format!("{what} must be a bool, not {}", other.type_name()),
-        )
-        .at(x.span)),
-    }
-}
+use tessera_lang::eval::args::{given as opt, required as req};
 
 fn scalar_of(x: &Arg) -> Result<Scalar, Diagnostic> {
     match &x.value {
@@ -149,7 +96,7 @@ fn dtype_opt(a: &[Option<Arg>], i: usize) -> Result<Option<DType>, Diagnostic> {
 
 fn axis_opt(a: &[Option<Arg>], i: usize) -> Result<Option<isize>, Diagnostic> {
     opt(a, i)
-        .map(|x| int_of(x, "axis").map(|v| v as isize))
+        .map(|x| x.int("axis").map(|v| v as isize))
         .transpose()
 }
 
@@ -182,24 +129,31 @@ fn binary_fn(name: &'static str, op: BinaryOp) -> Value {
 
 /// The native function `op.<name>`: eager, or traced when an argument is a traced tensor.
 pub fn function(name: &str) -> Option<Value> {
-    let n: &'static str = FUNCTIONS.iter().find(|f| f.0 == name)?.0;
+    let n: &'static str = match unary_op(name) {
+        Some(u) => u.name(),
+        None => FUNCTIONS.iter().find(|f| f.0 == name)?.0,
+    };
     eager_function(name).map(|f| crate::dist::wrap(n, crate::trace::traced(n, f)))
 }
 
 fn eager_function(name: &str) -> Option<Value> {
     if let Some(u) = unary_op(name) {
-        let n: &'static str = FUNCTIONS.iter().find(|f| f.0 == name)?.0;
-        return Some(Value::native(n, n, move |_, args: CallArgs| {
-            let a = args.bind(n, &["x"], &[])?;
-            ok(rtm::unary(u, &tens(&a, 0)?))
-        }));
+        let n = u.name();
+        return Some(Value::native(
+            n,
+            &format!("{n}(x)"),
+            move |_, args: CallArgs| {
+                let a = args.bind(n, &["x"], &[])?;
+                ok(rtm::unary(u, &tens(&a, 0)?))
+            },
+        ));
     }
     if let Some(r) = reduce_op(name) {
         let n: &'static str = FUNCTIONS.iter().find(|f| f.0 == name)?.0;
         return Some(Value::native(n, n, move |_, args: CallArgs| {
             let a = args.bind(n, &["x"], &["axis", "keepdim"])?;
             let keep = match opt(&a, 2) {
-                Some(k) => bool_of(k, "keepdim")?,
+                Some(k) => k.bool("keepdim")?,
                 None => false,
             };
             let t = tens(&a, 0)?;
@@ -259,14 +213,14 @@ fn eager_function(name: &str) -> Option<Value> {
         }),
         "arange" => Value::native("arange", "arange(n, dtype='int64')", |_, args| {
             let a = args.bind("arange", &["n"], &["dtype"])?;
-            let n = int_of(req(&a, 0)?, "n")?;
+            let n = req(&a, 0)?.int("n")?;
             let dt = dtype_opt(&a, 1)?.unwrap_or(DType::I64);
             ok(Tensor::arange(n, dt))
         }),
         "eye" => Value::native("eye", "eye(n, dtype='fp32')", |_, args| {
             let a = args.bind("eye", &["n"], &["dtype"])?;
             let x = req(&a, 0)?;
-            let n = int_of(x, "n")?;
+            let n = x.int("n")?;
             if n < 0 {
                 return Err(Diagnostic::new(Code::E0200, format!("negative size {n}")).at(x.span));
             }
@@ -281,7 +235,7 @@ fn eager_function(name: &str) -> Option<Value> {
                 let shape = shape_arg(&s.value, s.span)?;
                 let dt = dtype_opt(&a, 1)?.unwrap_or(DType::F32);
                 let seed = match opt(&a, 2) {
-                    Some(x) => int_of(x, "seed")?,
+                    Some(x) => x.int("seed")?,
                     None => 0,
                 };
                 ok(if n == "rand" {
@@ -328,7 +282,7 @@ fn eager_function(name: &str) -> Option<Value> {
             |_, args| {
                 let a = args.bind("layernorm", &["x"], &["weight", "bias", "eps"])?;
                 let eps = opt(&a, 3)
-                    .map(|x| float_of(x, "eps"))
+                    .map(|x| x.float("eps"))
                     .transpose()?
                     .unwrap_or(1e-5);
                 let (w, b) = (tens_opt(&a, 1)?, tens_opt(&a, 2)?);
@@ -338,7 +292,7 @@ fn eager_function(name: &str) -> Option<Value> {
         "rmsnorm" => Value::native("rmsnorm", "rmsnorm(x, weight=None, eps=1e-6)", |_, args| {
             let a = args.bind("rmsnorm", &["x"], &["weight", "eps"])?;
             let eps = opt(&a, 2)
-                .map(|x| float_of(x, "eps"))
+                .map(|x| x.float("eps"))
                 .transpose()?
                 .unwrap_or(1e-6);
             let w = tens_opt(&a, 1)?;
@@ -390,10 +344,10 @@ fn eager_function(name: &str) -> Option<Value> {
             |_, args| {
                 let a = args.bind("flash_attention", &["Q", "K", "V"], &["causal", "scale"])?;
                 let causal = match opt(&a, 3) {
-                    Some(c) => bool_of(c, "causal")?,
+                    Some(c) => c.bool("causal")?,
                     None => false,
                 };
-                let scale = opt(&a, 4).map(|x| float_of(x, "scale")).transpose()?;
+                let scale = opt(&a, 4).map(|x| x.float("scale")).transpose()?;
                 ok(rtm::flash_attention(
                     &tens(&a, 0)?,
                     &tens(&a, 1)?,
@@ -409,11 +363,11 @@ fn eager_function(name: &str) -> Option<Value> {
             |_, args| {
                 let a = args.bind("allclose", &["a", "b"], &["rtol", "atol"])?;
                 let rtol = opt(&a, 2)
-                    .map(|x| float_of(x, "rtol"))
+                    .map(|x| x.float("rtol"))
                     .transpose()?
                     .unwrap_or(1e-5);
                 let atol = opt(&a, 3)
-                    .map(|x| float_of(x, "atol"))
+                    .map(|x| x.float("atol"))
                     .transpose()?
                     .unwrap_or(1e-8);
                 rtm::allclose(&tens(&a, 0)?, &tens(&a, 1)?, rtol, atol)

@@ -86,34 +86,12 @@ fn bad(span: Span, msg: String) -> Diagnostic {
     Diagnostic::new(Code::E0300, msg).at(span)
 }
 
-fn int_of(x: &Arg, what: &str) -> Result<i64, Diagnostic> {
-    match &x.value {
-        Value::Int(i) => Ok(*i),
-        other => Err(Diagnostic::new(
-            Code::E0101,
-            format!("{what} must be an int, not {}", other.type_name()),
-        )
-        .at(x.span)),
-    }
-}
-
 fn pos_int(x: &Arg, what: &str) -> Result<i64, Diagnostic> {
-    let v = int_of(x, what)?;
+    let v = x.int(what)?;
     if v < 1 {
         return Err(bad(x.span, format!("{what} must be at least 1, got {v}")));
     }
     Ok(v)
-}
-
-fn bool_of(x: &Arg, what: &str) -> Result<bool, Diagnostic> {
-    match &x.value {
-        Value::Bool(b) => Ok(*b),
-        other => Err(Diagnostic::new(
-            Code::E0101,
-            format!("{what} must be a bool, not {}", other.type_name()),
-        )
-        .at(x.span)),
-    }
 }
 
 fn ints(x: &Arg, what: &str, n: Option<usize>) -> Result<Vec<i64>, Diagnostic> {
@@ -185,7 +163,7 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
         "use_tensor_cores" | "async_copy" => {
             let a = args.bind(name, &[], &["on"])?;
             let on = get(&a, 0)
-                .map(|x| bool_of(x, "on"))
+                .map(|x| x.bool("on"))
                 .transpose()?
                 .unwrap_or(true);
             if name == "async_copy" {

@@ -297,24 +297,11 @@ impl HostObject for TensorObj {
             "T" => tensor_value(t.transpose(None).map_err(rt)?),
             "is_abstract" => Value::Bool(t.is_abstract()),
             "layout" => Value::None,
-            _ => {
-                if !TENSOR_METHODS.contains(&name) {
-                    return Ok(None);
-                }
-                let recv = this.clone();
-                let m = name.to_string();
-                return Ok(Some(Value::native(
-                    name,
-                    &format!("tensor.{name}"),
-                    move |it, args| tensor_method(it, &recv, &m, args),
-                )));
-            }
+            _ => return Ok(bound_method(this, name, is_tensor_method, tensor_method)),
         }))
     }
     fn attr_names(&self) -> Vec<&'static str> {
-        let mut v = vec!["shape", "dtype", "ndim", "T", "is_abstract", "layout"];
-        v.extend_from_slice(TENSOR_METHODS);
-        v
+        tensor_attr_names(&[])
     }
     fn binary(&self, op: BinOp, other: &Value, reflected: bool) -> HostResult {
         match bin_op(op) {
@@ -428,8 +415,9 @@ fn index_items(index: &Value) -> Result<Vec<IndexItem>, Diagnostic> {
         .collect()
 }
 
-/// Methods of a tensor value (`t.to(...)`, `t.sum(axis=0)`); traced and sharded tensors have
-/// the same ones (reading a traced tensor's values is E0201).
+/// Methods of a tensor value (`t.to(...)`, `t.sum(axis=0)`) besides the unary ops of the op
+/// table ([`is_tensor_method`] covers both); traced and sharded tensors have the same ones
+/// (reading a traced tensor's values is E0201).
 pub(crate) const TENSOR_METHODS: &[&str] = &[
     "to",
     "cast",
@@ -442,19 +430,54 @@ pub(crate) const TENSOR_METHODS: &[&str] = &[
     "max",
     "min",
     "softmax",
-    "exp",
-    "log",
-    "sqrt",
-    "rsqrt",
-    "abs",
-    "tanh",
-    "sigmoid",
-    "relu",
-    "gelu",
-    "silu",
     "matmul",
     "numel",
 ];
+
+/// Whether `name` is a tensor method: [`TENSOR_METHODS`] or a unary op row with `method`.
+pub(crate) fn is_tensor_method(name: &str) -> bool {
+    TENSOR_METHODS.contains(&name) || TUnary::from_name(name).is_some_and(|u| u.row().method)
+}
+
+/// A tensor method's implementation: (interpreter, receiver, method name, arguments).
+pub(crate) type MethodFn = fn(&mut Interp, &Value, &str, CallArgs) -> Result<Value, Diagnostic>;
+
+/// The bound method `name` of the tensor-like value `this` (eager, traced or sharded), calling
+/// `call`, or `None` when `is_method(name)` says it has none.
+pub(crate) fn bound_method(
+    this: &Value,
+    name: &str,
+    is_method: fn(&str) -> bool,
+    call: MethodFn,
+) -> Option<Value> {
+    if !is_method(name) {
+        return None;
+    }
+    let recv = this.clone();
+    let m = name.to_string();
+    Some(Value::native(
+        name,
+        &format!("tensor.{name}"),
+        move |it, args| call(it, &recv, &m, args),
+    ))
+}
+
+/// The attribute names of a tensor-like value: the common ones, `extra`, and every method.
+pub(crate) fn tensor_attr_names(extra: &[&'static str]) -> Vec<&'static str> {
+    let mut v = vec!["shape", "dtype", "ndim", "T", "is_abstract", "layout"];
+    v.extend_from_slice(extra);
+    v.extend(tensor_method_names());
+    v
+}
+
+/// Every tensor method name (for completion).
+pub(crate) fn tensor_method_names() -> Vec<&'static str> {
+    let unary = tessera_compiler::graph::UNARY_OPS
+        .iter()
+        .filter(|r| r.method)
+        .map(|r| r.name);
+    TENSOR_METHODS.iter().copied().chain(unary).collect()
+}
 
 fn tensor_method(
     it: &mut Interp,
@@ -577,21 +600,9 @@ pub fn reduce_op(name: &str) -> Option<ReduceOp> {
     })
 }
 
+/// The unary op bound as `op.<name>` (a row of the op table with `function` set).
 pub fn unary_op(name: &str) -> Option<TUnary> {
-    Some(match name {
-        "neg" => TUnary::Neg,
-        "exp" => TUnary::Exp,
-        "log" => TUnary::Log,
-        "sqrt" => TUnary::Sqrt,
-        "rsqrt" => TUnary::Rsqrt,
-        "abs" => TUnary::Abs,
-        "tanh" => TUnary::Tanh,
-        "sigmoid" => TUnary::Sigmoid,
-        "relu" => TUnary::Relu,
-        "gelu" => TUnary::Gelu,
-        "silu" => TUnary::Silu,
-        _ => return None,
-    })
+    TUnary::from_name(name).filter(|u| u.row().function)
 }
 
 /// Keeps `Rc` in scope for host values built elsewhere.

@@ -29,154 +29,8 @@ use tessera_runtime::{
     self as rtm, BinaryOp, DType, IndexItem, Operand, ReduceOp, Scalar, Tensor, UnaryOp,
 };
 
-// ----- conversions between runtime and compiler types ---------------------------------------
-
-pub fn cdt(d: DType) -> gir::DType {
-    match d {
-        DType::F64 => gir::DType::F64,
-        DType::F32 => gir::DType::F32,
-        DType::TF32 => gir::DType::TF32,
-        DType::F16 => gir::DType::F16,
-        DType::BF16 => gir::DType::BF16,
-        DType::F8E4M3 => gir::DType::F8E4M3,
-        DType::F8E5M2 => gir::DType::F8E5M2,
-        DType::I64 => gir::DType::I64,
-        DType::I32 => gir::DType::I32,
-        DType::I8 => gir::DType::I8,
-        DType::Bool => gir::DType::Bool,
-    }
-}
-
-pub fn rdt(d: gir::DType) -> DType {
-    match d {
-        gir::DType::F64 => DType::F64,
-        gir::DType::F32 => DType::F32,
-        gir::DType::TF32 => DType::TF32,
-        gir::DType::F16 => DType::F16,
-        gir::DType::BF16 => DType::BF16,
-        gir::DType::F8E4M3 => DType::F8E4M3,
-        gir::DType::F8E5M2 => DType::F8E5M2,
-        gir::DType::I64 => DType::I64,
-        gir::DType::I32 => DType::I32,
-        gir::DType::I8 => DType::I8,
-        gir::DType::Bool => DType::Bool,
-    }
-}
-
-pub fn cbin(op: BinaryOp) -> gir::BinaryOp {
-    match op {
-        BinaryOp::Add => gir::BinaryOp::Add,
-        BinaryOp::Sub => gir::BinaryOp::Sub,
-        BinaryOp::Mul => gir::BinaryOp::Mul,
-        BinaryOp::Div => gir::BinaryOp::Div,
-        BinaryOp::FloorDiv => gir::BinaryOp::FloorDiv,
-        BinaryOp::Mod => gir::BinaryOp::Mod,
-        BinaryOp::Pow => gir::BinaryOp::Pow,
-        BinaryOp::Maximum => gir::BinaryOp::Maximum,
-        BinaryOp::Minimum => gir::BinaryOp::Minimum,
-        BinaryOp::Eq => gir::BinaryOp::Eq,
-        BinaryOp::Ne => gir::BinaryOp::Ne,
-        BinaryOp::Lt => gir::BinaryOp::Lt,
-        BinaryOp::Le => gir::BinaryOp::Le,
-        BinaryOp::Gt => gir::BinaryOp::Gt,
-        BinaryOp::Ge => gir::BinaryOp::Ge,
-        BinaryOp::LogicalAnd => gir::BinaryOp::LogicalAnd,
-        BinaryOp::LogicalOr => gir::BinaryOp::LogicalOr,
-    }
-}
-
-pub fn rbin(op: gir::BinaryOp) -> BinaryOp {
-    match op {
-        gir::BinaryOp::Add => BinaryOp::Add,
-        gir::BinaryOp::Sub => BinaryOp::Sub,
-        gir::BinaryOp::Mul => BinaryOp::Mul,
-        gir::BinaryOp::Div => BinaryOp::Div,
-        gir::BinaryOp::FloorDiv => BinaryOp::FloorDiv,
-        gir::BinaryOp::Mod => BinaryOp::Mod,
-        gir::BinaryOp::Pow => BinaryOp::Pow,
-        gir::BinaryOp::Maximum => BinaryOp::Maximum,
-        gir::BinaryOp::Minimum => BinaryOp::Minimum,
-        gir::BinaryOp::Eq => BinaryOp::Eq,
-        gir::BinaryOp::Ne => BinaryOp::Ne,
-        gir::BinaryOp::Lt => BinaryOp::Lt,
-        gir::BinaryOp::Le => BinaryOp::Le,
-        gir::BinaryOp::Gt => BinaryOp::Gt,
-        gir::BinaryOp::Ge => BinaryOp::Ge,
-        gir::BinaryOp::LogicalAnd => BinaryOp::LogicalAnd,
-        gir::BinaryOp::LogicalOr => BinaryOp::LogicalOr,
-    }
-}
-
-pub fn cun(op: UnaryOp) -> gir::UnaryOp {
-    match op {
-        UnaryOp::Neg => gir::UnaryOp::Neg,
-        UnaryOp::Abs => gir::UnaryOp::Abs,
-        UnaryOp::Relu => gir::UnaryOp::Relu,
-        UnaryOp::Exp => gir::UnaryOp::Exp,
-        UnaryOp::Log => gir::UnaryOp::Log,
-        UnaryOp::Sqrt => gir::UnaryOp::Sqrt,
-        UnaryOp::Rsqrt => gir::UnaryOp::Rsqrt,
-        UnaryOp::Tanh => gir::UnaryOp::Tanh,
-        UnaryOp::Sigmoid => gir::UnaryOp::Sigmoid,
-        UnaryOp::Gelu => gir::UnaryOp::Gelu,
-        UnaryOp::Silu => gir::UnaryOp::Silu,
-        UnaryOp::Not => gir::UnaryOp::Not,
-    }
-}
-
-pub fn run(op: gir::UnaryOp) -> UnaryOp {
-    match op {
-        gir::UnaryOp::Neg => UnaryOp::Neg,
-        gir::UnaryOp::Abs => UnaryOp::Abs,
-        gir::UnaryOp::Relu => UnaryOp::Relu,
-        gir::UnaryOp::Exp => UnaryOp::Exp,
-        gir::UnaryOp::Log => UnaryOp::Log,
-        gir::UnaryOp::Sqrt => UnaryOp::Sqrt,
-        gir::UnaryOp::Rsqrt => UnaryOp::Rsqrt,
-        gir::UnaryOp::Tanh => UnaryOp::Tanh,
-        gir::UnaryOp::Sigmoid => UnaryOp::Sigmoid,
-        gir::UnaryOp::Gelu => UnaryOp::Gelu,
-        gir::UnaryOp::Silu => UnaryOp::Silu,
-        gir::UnaryOp::Not => UnaryOp::Not,
-    }
-}
-
-pub fn cred(op: ReduceOp) -> gir::ReduceOp {
-    match op {
-        ReduceOp::Sum => gir::ReduceOp::Sum,
-        ReduceOp::Mean => gir::ReduceOp::Mean,
-        ReduceOp::Max => gir::ReduceOp::Max,
-        ReduceOp::Min => gir::ReduceOp::Min,
-    }
-}
-
-pub fn rred(op: gir::ReduceOp) -> ReduceOp {
-    match op {
-        gir::ReduceOp::Sum => ReduceOp::Sum,
-        gir::ReduceOp::Mean => ReduceOp::Mean,
-        gir::ReduceOp::Max => ReduceOp::Max,
-        gir::ReduceOp::Min => ReduceOp::Min,
-    }
-}
-
-pub fn cscalar(s: Scalar) -> gir::Scalar {
-    match s {
-        Scalar::Int(i) => gir::Scalar::Int(i),
-        Scalar::Float(f) => gir::Scalar::Float(f),
-        Scalar::Bool(b) => gir::Scalar::Bool(b),
-    }
-}
-
-pub fn rscalar(s: gir::Scalar) -> Scalar {
-    match s {
-        gir::Scalar::Int(i) => Scalar::Int(i),
-        gir::Scalar::Float(f) => Scalar::Float(f),
-        gir::Scalar::Bool(b) => Scalar::Bool(b),
-    }
-}
-
 fn ctype(t: &Tensor) -> gir::TensorType {
-    gir::TensorType::new(t.shape().to_vec(), cdt(t.dtype()))
+    gir::TensorType::new(t.shape().to_vec(), t.dtype())
 }
 
 // ----- the trace context and symbolic tensors -----------------------------------------------
@@ -240,8 +94,8 @@ impl TraceCtx {
                     .push(Op::Capture { index }, ctype(aval), span)
             }
             TArg::Scalar(s) => self.graph.borrow_mut().push(
-                Op::Const { value: cscalar(*s) },
-                gir::TensorType::new(vec![], cdt(scalar_dtype)),
+                Op::Const { value: *s },
+                gir::TensorType::new(vec![], scalar_dtype),
                 span,
             ),
         }
@@ -366,30 +220,10 @@ fn value_error(what: &str) -> Diagnostic {
     .with_help("return the tensor from the kernel and read it outside")
 }
 
-fn req(a: &[Option<Arg>], i: usize) -> Result<&Arg, Diagnostic> {
-    a.get(i)
-        .and_then(|x| x.as_ref())
-        .ok_or_else(|| Diagnostic::new(Code::E0101, "missing argument"))
-}
-
-fn opt(a: &[Option<Arg>], i: usize) -> Option<&Arg> {
-    a.get(i)
-        .and_then(|x| x.as_ref())
-        .filter(|x| !matches!(x.value, Value::None))
-}
+use tessera_lang::eval::args::{given as opt, required as req};
 
 fn bool_opt(a: &[Option<Arg>], i: usize, what: &str) -> Result<Option<bool>, Diagnostic> {
-    opt(a, i)
-        .map(|x| match &x.value {
-            Value::Bool(b) => Ok(*b),
-            Value::Int(i) => Ok(*i != 0),
-            other => Err(Diagnostic::new(
-                Code::E0101,
-                format!("{what} must be a bool, not {}", other.type_name()),
-            )
-            .at(x.span)),
-        })
-        .transpose()
+    opt(a, i).map(|x| x.bool(what)).transpose()
 }
 
 fn float_opt(a: &[Option<Arg>], i: usize, what: &str) -> Result<Option<f64>, Diagnostic> {
@@ -410,16 +244,7 @@ fn float_opt(a: &[Option<Arg>], i: usize, what: &str) -> Result<Option<f64>, Dia
 }
 
 fn int_opt(a: &[Option<Arg>], i: usize, what: &str) -> Result<Option<i64>, Diagnostic> {
-    opt(a, i)
-        .map(|x| match &x.value {
-            Value::Int(i) => Ok(*i),
-            other => Err(Diagnostic::new(
-                Code::E0101,
-                format!("{what} must be an int, not {}", other.type_name()),
-            )
-            .at(x.span)),
-        })
-        .transpose()
+    opt(a, i).map(|x| x.int(what)).transpose()
 }
 
 fn norm_axis(axis: i64, nd: usize) -> Result<usize, Diagnostic> {
@@ -442,7 +267,7 @@ pub fn t_unary(ctx: &Rc<TraceCtx>, u: UnaryOp, x: &TArg, span: Span) -> Result<V
         .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
     let aval = rtm::unary(u, xa).map_err(rt)?;
     let xi = ctx.id_of(x, xa.dtype(), span);
-    Ok(ctx.record(Op::Unary { op: cun(u), x: xi }, aval, span))
+    Ok(ctx.record(Op::Unary { op: u, x: xi }, aval, span))
 }
 
 pub fn t_binary(
@@ -456,15 +281,7 @@ pub fn t_binary(
     let p = rtm::promote_operands(a.aval().operand_type(), b.aval().operand_type());
     let ai = ctx.id_of(a, p, span);
     let bi = ctx.id_of(b, p, span);
-    Ok(ctx.record(
-        Op::Binary {
-            op: cbin(op),
-            a: ai,
-            b: bi,
-        },
-        aval,
-        span,
-    ))
+    Ok(ctx.record(Op::Binary { op, a: ai, b: bi }, aval, span))
 }
 
 fn t_cast(ctx: &Rc<TraceCtx>, x: &TArg, d: DType, span: Span) -> Result<Value, Diagnostic> {
@@ -502,7 +319,7 @@ pub fn t_matmul(
         Op::Matmul {
             a: ai,
             b: bi,
-            accum: accum.map(cdt),
+            accum,
             epilogue: vec![],
         },
         aval,
@@ -554,7 +371,7 @@ fn t_reduce(
     let xi = ctx.id_of(x, xa.dtype(), span);
     Ok(ctx.record(
         Op::Reduce {
-            op: cred(r),
+            op: r,
             x: xi,
             axis,
             keepdim: keep,
@@ -1054,23 +871,18 @@ impl HostObject for SymTensor {
             "is_abstract" => Value::Bool(true),
             "layout" => Value::None,
             _ => {
-                if !crate::tensor::TENSOR_METHODS.contains(&name) {
-                    return Ok(None);
-                }
-                let recv = this.clone();
-                let m = name.to_string();
-                return Ok(Some(Value::native(
+                let m = crate::tensor::bound_method(
+                    this,
                     name,
-                    &format!("tensor.{name}"),
-                    move |it, args| sym_method(it, &recv, &m, args),
-                )));
+                    crate::tensor::is_tensor_method,
+                    sym_method,
+                );
+                return Ok(m);
             }
         }))
     }
     fn attr_names(&self) -> Vec<&'static str> {
-        let mut v = vec!["shape", "dtype", "ndim", "T", "is_abstract", "layout"];
-        v.extend_from_slice(crate::tensor::TENSOR_METHODS);
-        v
+        crate::tensor::tensor_attr_names(&[])
     }
     fn binary(&self, op: BinOp, other: &Value, reflected: bool) -> HostResult {
         self.binary_span(op, other, reflected, self.ctx.op_span)

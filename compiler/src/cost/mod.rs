@@ -90,23 +90,12 @@ impl Estimate {
         self.bytes / (self.latency_us * 1e-6) / 1e9
     }
 }
-
-/// Bytes per element of a dtype.
-pub fn dtype_bytes(d: DType) -> u32 {
-    match d {
-        DType::F64 | DType::I64 => 8,
-        DType::F32 | DType::TF32 | DType::I32 => 4,
-        DType::F16 | DType::BF16 => 2,
-        DType::F8E4M3 | DType::F8E5M2 | DType::I8 | DType::Bool => 1,
-    }
-}
-
 fn numel(t: &TensorType) -> f64 {
     t.shape.iter().map(|&d| d as f64).product()
 }
 
 fn tbytes(t: &TensorType) -> f64 {
-    numel(t) * f64::from(dtype_bytes(t.dtype))
+    numel(t) * (t.dtype.size_bytes() as f64)
 }
 
 /// Peak TFLOP/s of the path a kernel takes.
@@ -281,7 +270,7 @@ pub fn estimate(
                 ),
                 _ => (k.ty.dtype, k.ty.dtype),
             };
-            let (sa, sb) = (f64::from(dtype_bytes(ad)), f64::from(dtype_bytes(bd)));
+            let (sa, sb) = ((ad.size_bytes() as f64), (bd.size_bytes() as f64));
             let tm = m.div_ceil(bm);
             let tn = n.div_ceil(bn);
             let per_batch = tm * tn;
@@ -384,7 +373,7 @@ pub fn estimate(
             let in_flight = f64::from(occ.active_warps)
                 * 32.0
                 * vec
-                * f64::from(dtype_bytes(k.ty.dtype))
+                * (k.ty.dtype.size_bytes() as f64)
                 * streams;
             (
                 flops,

@@ -93,7 +93,7 @@ pub fn epilogue_step(g: &Graph, acc: &TensorType, step: &Epilogue) -> R<TensorTy
         }
         Epilogue::Scalar { op, value } => TensorType::new(
             acc.shape.clone(),
-            op.result_dtype(acc.dtype, DType::promote_scalar(acc.dtype, value)),
+            op.result_dtype(acc.dtype, DType::promote_scalar(acc.dtype, value.kind())),
         ),
         Epilogue::Unary(u) => TensorType::new(acc.shape.clone(), u.result_dtype(acc.dtype)),
         Epilogue::Cast(d) => TensorType::new(acc.shape.clone(), *d),

@@ -51,7 +51,10 @@ pub(crate) fn bf16_matmul(m: usize, n: usize, k: usize) -> Graph {
     g
 }
 
-pub use types::{BinaryOp, DType, ReduceOp, Scalar, SliceItem, TensorType, UnaryOp};
+pub use types::{
+    BinaryOp, DType, ReduceOp, Scalar, SliceItem, TensorType, UnaryOp, UnaryResult, UnaryRow,
+    UnaryVjp, UNARY_OPS,
+};
 
 use tessera_lang::Span;
 

@@ -171,9 +171,9 @@ fn promotion_matches_the_decisions() {
     assert_eq!(DType::promote(F8E4M3, F8E5M2), F16);
     assert_eq!(DType::promote(I32, BF16), BF16);
     assert_eq!(DType::promote(Bool, I8), I8);
-    assert_eq!(DType::promote_scalar(BF16, &Scalar::Float(2.0)), BF16);
-    assert_eq!(DType::promote_scalar(I32, &Scalar::Float(2.0)), F32);
-    assert_eq!(DType::promote_scalar(Bool, &Scalar::Int(2)), I64);
+    assert_eq!(DType::promote_scalar(BF16, Scalar::Float(2.0).kind()), BF16);
+    assert_eq!(DType::promote_scalar(I32, Scalar::Float(2.0).kind()), F32);
+    assert_eq!(DType::promote_scalar(Bool, Scalar::Int(2).kind()), I64);
     assert_eq!(BinaryOp::Div.result_dtype(I32, I32), F32);
     assert_eq!(BinaryOp::Add.result_dtype(Bool, Bool), I64);
 }
@@ -401,4 +401,16 @@ fn internal_error_carries_the_dump() {
         d.message
     );
     assert!(d.notes[0].contains("graph @f"));
+}
+
+#[test]
+fn unary_table_rows_are_in_declaration_order() {
+    for (i, r) in crate::graph::types::UNARY_OPS.iter().enumerate() {
+        assert_eq!(r.op as usize, i, "{}", r.name);
+        assert_eq!(r.op.row().name, r.name);
+        assert_eq!(UnaryOp::from_name(r.name), Some(r.op));
+    }
+    assert_eq!(UnaryOp::Exp.result_dtype(DType::I32), DType::F32);
+    assert_eq!(UnaryOp::Neg.result_dtype(DType::Bool), DType::I64);
+    assert_eq!(UnaryOp::Not.result_dtype(DType::F32), DType::Bool);
 }

@@ -1,168 +1,9 @@
-//! The element types, scalars and op kinds of Graph IR, with the promotion rules of
-//! docs/decisions.md ("Dtypes and promotion"). The compiler does not depend on the runtime:
-//! `tessera-stdlib` converts between these and the runtime's types.
+//! The tensor types and op kinds of Graph IR (dtypes and scalars are [`crate::dtype`]'s),
+//! with their result-dtype rules; the runtime's eager ops use the same enums.
 
 use std::fmt;
 
-/// Element types (SPEC §4), canonical names as printed.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum DType {
-    F64,
-    F32,
-    TF32,
-    F16,
-    BF16,
-    F8E4M3,
-    F8E5M2,
-    I64,
-    I32,
-    I8,
-    Bool,
-}
-
-impl DType {
-    pub fn name(self) -> &'static str {
-        match self {
-            DType::F64 => "fp64",
-            DType::F32 => "fp32",
-            DType::TF32 => "tf32",
-            DType::F16 => "fp16",
-            DType::BF16 => "bf16",
-            DType::F8E4M3 => "fp8_e4m3",
-            DType::F8E5M2 => "fp8_e5m2",
-            DType::I64 => "int64",
-            DType::I32 => "int32",
-            DType::I8 => "int8",
-            DType::Bool => "bool",
-        }
-    }
-
-    pub fn is_float(self) -> bool {
-        matches!(
-            self,
-            DType::F64
-                | DType::F32
-                | DType::TF32
-                | DType::F16
-                | DType::BF16
-                | DType::F8E4M3
-                | DType::F8E5M2
-        )
-    }
-
-    fn float_rank(self) -> u8 {
-        match self {
-            DType::F8E4M3 | DType::F8E5M2 => 0,
-            DType::F16 | DType::BF16 => 1,
-            DType::TF32 => 2,
-            DType::F32 => 3,
-            DType::F64 => 4,
-            DType::I64 | DType::I32 | DType::I8 | DType::Bool => 0,
-        }
-    }
-
-    fn int_rank(self) -> u8 {
-        match self {
-            DType::Bool => 0,
-            DType::I8 => 1,
-            DType::I32 => 2,
-            DType::I64
-            | DType::F64
-            | DType::F32
-            | DType::TF32
-            | DType::F16
-            | DType::BF16
-            | DType::F8E4M3
-            | DType::F8E5M2 => 3,
-        }
-    }
-
-    /// The promoted dtype of two tensor operands.
-    pub fn promote(a: DType, b: DType) -> DType {
-        if a == b {
-            return a;
-        }
-        match (a.is_float(), b.is_float()) {
-            (true, false) => a,
-            (false, true) => b,
-            (false, false) => {
-                if a.int_rank() >= b.int_rank() {
-                    a
-                } else {
-                    b
-                }
-            }
-            (true, true) => {
-                let (ra, rb) = (a.float_rank(), b.float_rank());
-                if ra != rb {
-                    return if ra > rb { a } else { b };
-                }
-                if ra == 0 {
-                    DType::F16
-                } else {
-                    DType::F32
-                }
-            }
-        }
-    }
-
-    /// The dtype a Python scalar of `kind` takes next to a tensor of dtype `t`: a scalar never
-    /// widens a tensor of its own kind. This is the dtype a `const` op is given.
-    pub fn promote_scalar(t: DType, s: &Scalar) -> DType {
-        match s {
-            Scalar::Float(_) => {
-                if t.is_float() {
-                    t
-                } else {
-                    DType::F32
-                }
-            }
-            Scalar::Int(_) => {
-                if t == DType::Bool {
-                    DType::I64
-                } else {
-                    t
-                }
-            }
-            Scalar::Bool(_) => t,
-        }
-    }
-}
-
-impl fmt::Display for DType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A Python scalar recorded as a constant: kept exact, applied like the eager op applies a
-/// scalar operand (it never widens a tensor).
-#[derive(Copy, Clone, Debug, PartialEq)]
-pub enum Scalar {
-    Int(i64),
-    Float(f64),
-    Bool(bool),
-}
-
-impl Scalar {
-    pub fn as_f64(self) -> f64 {
-        match self {
-            Scalar::Int(i) => i as f64,
-            Scalar::Float(f) => f,
-            Scalar::Bool(b) => f64::from(u8::from(b)),
-        }
-    }
-}
-
-impl fmt::Display for Scalar {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Scalar::Int(i) => write!(f, "{i}"),
-            Scalar::Float(x) => write!(f, "{x:?}"),
-            Scalar::Bool(b) => write!(f, "{b}"),
-        }
-    }
-}
+pub use crate::dtype::{DType, Scalar};
 
 /// Shape and element type of a value.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -190,7 +31,7 @@ impl fmt::Display for TensorType {
     }
 }
 
-/// Unary elementwise ops.
+/// Unary elementwise ops: one row each in [`UNARY_OPS`], which everything else reads.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum UnaryOp {
     Neg,
@@ -207,69 +48,111 @@ pub enum UnaryOp {
     Not,
 }
 
+/// The result dtype rule of a unary op.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum UnaryResult {
+    /// The input's dtype (bool gives int64): `neg abs relu`.
+    Same,
+    /// A float function: float inputs keep their dtype, others give fp32.
+    Float,
+    /// Bool: `logical_not`.
+    Bool,
+}
+
+/// The derivative of a unary op for reverse mode: given the graph, the op's input `x`, its
+/// output `y` and the gradient `dy` of the output, adds the ops that compute the gradient of
+/// the input and returns it. Filled in by the derivatives work (`graph.grad`).
+pub type UnaryVjp = fn(
+    &mut super::Graph,
+    super::ValueId,
+    super::ValueId,
+    super::ValueId,
+) -> Result<super::ValueId, String>;
+
+/// One row of the unary op table: how the op is named and bound, its dtype rule, whether a
+/// matmul epilogue may apply it, and its derivative. The eager kernel is the runtime's
+/// (`tessera_runtime::ops::elementwise`), the lowering `lower::kernels::values`; the `op.`
+/// bindings, tensor methods, the tracer, the Graph IR interpreter and sharded execution take
+/// the op from here.
+#[derive(Copy, Clone, Debug)]
+pub struct UnaryRow {
+    pub op: UnaryOp,
+    /// `op.<name>` (and the tensor method) and the name Graph IR prints.
+    pub name: &'static str,
+    /// Bound as `op.<name>(x)`.
+    pub function: bool,
+    /// Also a tensor method `x.<name>()`.
+    pub method: bool,
+    pub result: UnaryResult,
+    /// A matmul epilogue may apply it.
+    pub activation: bool,
+    /// `None`: no derivative yet.
+    pub vjp: Option<UnaryVjp>,
+}
+
+const fn row(op: UnaryOp, name: &'static str, result: UnaryResult, activation: bool) -> UnaryRow {
+    UnaryRow {
+        op,
+        name,
+        function: true,
+        method: true,
+        result,
+        activation,
+        vjp: None,
+    }
+}
+
+/// The unary op table, in [`UnaryOp`] declaration order.
+pub const UNARY_OPS: [UnaryRow; 12] = {
+    use UnaryOp as U;
+    use UnaryResult::{Float, Same};
+    [
+        UnaryRow {
+            method: false,
+            ..row(U::Neg, "neg", Same, false)
+        },
+        row(U::Abs, "abs", Same, false),
+        row(U::Relu, "relu", Same, true),
+        row(U::Exp, "exp", Float, false),
+        row(U::Log, "log", Float, false),
+        row(U::Sqrt, "sqrt", Float, false),
+        row(U::Rsqrt, "rsqrt", Float, false),
+        row(U::Tanh, "tanh", Float, true),
+        row(U::Sigmoid, "sigmoid", Float, true),
+        row(U::Gelu, "gelu", Float, true),
+        row(U::Silu, "silu", Float, true),
+        UnaryRow {
+            function: false,
+            method: false,
+            ..row(U::Not, "logical_not", UnaryResult::Bool, false)
+        },
+    ]
+};
+
 impl UnaryOp {
-    pub const ALL: [UnaryOp; 12] = [
-        UnaryOp::Neg,
-        UnaryOp::Abs,
-        UnaryOp::Relu,
-        UnaryOp::Exp,
-        UnaryOp::Log,
-        UnaryOp::Sqrt,
-        UnaryOp::Rsqrt,
-        UnaryOp::Tanh,
-        UnaryOp::Sigmoid,
-        UnaryOp::Gelu,
-        UnaryOp::Silu,
-        UnaryOp::Not,
-    ];
+    /// This op's row of [`UNARY_OPS`].
+    pub fn row(self) -> &'static UnaryRow {
+        &UNARY_OPS[self as usize]
+    }
+    /// The op bound as `op.<name>` (or the tensor method), if any.
+    pub fn from_name(name: &str) -> Option<UnaryOp> {
+        UNARY_OPS.iter().find(|r| r.name == name).map(|r| r.op)
+    }
     pub fn name(self) -> &'static str {
-        match self {
-            UnaryOp::Neg => "neg",
-            UnaryOp::Abs => "abs",
-            UnaryOp::Relu => "relu",
-            UnaryOp::Exp => "exp",
-            UnaryOp::Log => "log",
-            UnaryOp::Sqrt => "sqrt",
-            UnaryOp::Rsqrt => "rsqrt",
-            UnaryOp::Tanh => "tanh",
-            UnaryOp::Sigmoid => "sigmoid",
-            UnaryOp::Gelu => "gelu",
-            UnaryOp::Silu => "silu",
-            UnaryOp::Not => "logical_not",
-        }
+        self.row().name
     }
     /// An activation a matmul epilogue may apply.
     pub fn is_activation(self) -> bool {
-        matches!(
-            self,
-            UnaryOp::Relu | UnaryOp::Gelu | UnaryOp::Silu | UnaryOp::Sigmoid | UnaryOp::Tanh
-        )
+        self.row().activation
     }
     /// The result dtype for an input of dtype `d`.
     pub fn result_dtype(self, d: DType) -> DType {
-        match self {
-            UnaryOp::Not => DType::Bool,
-            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu => {
-                if d == DType::Bool {
-                    DType::I64
-                } else {
-                    d
-                }
-            }
-            UnaryOp::Exp
-            | UnaryOp::Log
-            | UnaryOp::Sqrt
-            | UnaryOp::Rsqrt
-            | UnaryOp::Tanh
-            | UnaryOp::Sigmoid
-            | UnaryOp::Gelu
-            | UnaryOp::Silu => {
-                if d.is_float() {
-                    d
-                } else {
-                    DType::F32
-                }
-            }
+        match self.row().result {
+            UnaryResult::Bool => DType::Bool,
+            UnaryResult::Same if d == DType::Bool => DType::I64,
+            UnaryResult::Same => d,
+            UnaryResult::Float if d.is_float() => d,
+            UnaryResult::Float => DType::F32,
         }
     }
 }
@@ -346,7 +229,12 @@ impl BinaryOp {
     /// The result dtype for operands of dtypes `a` and `b` (a `const` operand already carries
     /// its scalar-promoted dtype).
     pub fn result_dtype(self, a: DType, b: DType) -> DType {
-        let p = DType::promote(a, b);
+        self.result_for(DType::promote(a, b))
+    }
+
+    /// The result dtype given the operands' promoted dtype `p` (tensor/tensor or
+    /// tensor/scalar promotion): the one rule of eager ops, the tracer and the verifier.
+    pub fn result_for(self, p: DType) -> DType {
         if self.is_comparison() {
             return DType::Bool;
         }

@@ -16,17 +16,6 @@ use crate::schedule::{
     ScheduleError,
 };
 use crate::target::Target;
-
-fn bytes(d: crate::graph::DType) -> u32 {
-    use crate::graph::DType as D;
-    match d {
-        D::F64 | D::I64 => 8,
-        D::F32 | D::TF32 | D::I32 => 4,
-        D::F16 | D::BF16 => 2,
-        D::F8E4M3 | D::F8E5M2 | D::I8 | D::Bool => 1,
-    }
-}
-
 fn numel(t: &TensorType) -> u64 {
     t.shape.iter().map(|&d| d as u64).product()
 }
@@ -41,14 +30,16 @@ fn elementwise_vector(g: &Graph, inputs: &[crate::graph::ValueId], out: &TensorT
     if n == 0 {
         return 1;
     }
-    let mut widest = if bytes(out.dtype) > 1 {
-        bytes(out.dtype)
+    let mut widest = if (out.dtype.size_bytes() as u32) > 1 {
+        out.dtype.size_bytes() as u32
     } else {
         0
     };
     for v in inputs {
         match g.ty(*v) {
-            Some(t) if numel(t) == n && bytes(t.dtype) > 1 => widest = widest.max(bytes(t.dtype)),
+            Some(t) if numel(t) == n && (t.dtype.size_bytes() as u32) > 1 => {
+                widest = widest.max(t.dtype.size_bytes() as u32)
+            }
             Some(_) => {}
             None => return 1,
         }
@@ -110,7 +101,7 @@ fn schedule_for(
                 async_copy: d.async_copy.unwrap_or(true),
                 threads,
                 elem_bytes: if tc {
-                    bytes(ad).max(bytes(bd))
+                    (ad.size_bytes() as u32).max(bd.size_bytes() as u32)
                 } else if ad == DType::F64 && bd == DType::F64 {
                     // fp64 FMA stages fp64 tiles.
                     8
@@ -131,7 +122,7 @@ fn schedule_for(
                 tensor_cores: false,
                 async_copy: false,
                 threads: 256,
-                elem_bytes: bytes(ty.dtype),
+                elem_bytes: (ty.dtype.size_bytes() as u32),
             }
         }
         Kind::FlashAttention => {
@@ -158,7 +149,7 @@ fn schedule_for(
             tensor_cores: false,
             async_copy: false,
             threads: 128,
-            elem_bytes: bytes(ty.dtype),
+            elem_bytes: (ty.dtype.size_bytes() as u32),
         },
     }
 }

@@ -138,3 +138,56 @@ fn signature_help(fname: &str, required: &[&str], optional: &[&str]) -> String {
     parts.extend(optional.iter().map(|s| format!("{s}=…")));
     format!("the signature is {fname}({})", parts.join(", "))
 }
+
+/// Slot `i` of a [`CallArgs::bind`] result, which the binder has made sure is given (a
+/// required parameter); E0101 if it is not.
+pub fn required(slots: &[Option<Arg>], i: usize) -> Result<&Arg, Diagnostic> {
+    slots
+        .get(i)
+        .and_then(|x| x.as_ref())
+        .ok_or_else(|| Diagnostic::new(Code::E0101, "missing argument"))
+}
+
+/// Slot `i` if it was given and is not `None`.
+pub fn given(slots: &[Option<Arg>], i: usize) -> Option<&Arg> {
+    slots
+        .get(i)
+        .and_then(|x| x.as_ref())
+        .filter(|x| !matches!(x.value, Value::None))
+}
+
+impl Arg {
+    fn type_error(&self, what: &str, expected: &str) -> Diagnostic {
+        Diagnostic::new(
+            Code::E0101,
+            format!("{what} must be {expected}, not {}", self.value.type_name()),
+        )
+        .at(self.span)
+    }
+
+    /// The argument as an int (E0101 naming `what` otherwise).
+    pub fn int(&self, what: &str) -> Result<i64, Diagnostic> {
+        match &self.value {
+            Value::Int(i) => Ok(*i),
+            _ => Err(self.type_error(what, "an int")),
+        }
+    }
+
+    /// The argument as a float (an int converts).
+    pub fn float(&self, what: &str) -> Result<f64, Diagnostic> {
+        match &self.value {
+            Value::Int(i) => Ok(*i as f64),
+            Value::Float(f) => Ok(*f),
+            _ => Err(self.type_error(what, "a number")),
+        }
+    }
+
+    /// The argument as a bool (an int is true when nonzero, as Python's `bool(1)`).
+    pub fn bool(&self, what: &str) -> Result<bool, Diagnostic> {
+        match &self.value {
+            Value::Bool(b) => Ok(*b),
+            Value::Int(i) => Ok(*i != 0),
+            _ => Err(self.type_error(what, "a bool")),
+        }
+    }
+}

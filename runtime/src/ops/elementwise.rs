@@ -71,99 +71,7 @@ impl Operand<'_> {
     }
 }
 
-/// Binary elementwise operations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BinaryOp {
-    Add,
-    Sub,
-    Mul,
-    /// True division (`/`): int operands give fp32.
-    Div,
-    /// Python `//` (floor).
-    FloorDiv,
-    /// Python `%` (sign of the divisor).
-    Mod,
-    Pow,
-    Maximum,
-    Minimum,
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    LogicalAnd,
-    LogicalOr,
-}
-
-impl BinaryOp {
-    pub fn name(self) -> &'static str {
-        match self {
-            BinaryOp::Add => "add",
-            BinaryOp::Sub => "sub",
-            BinaryOp::Mul => "mul",
-            BinaryOp::Div => "div",
-            BinaryOp::FloorDiv => "floordiv",
-            BinaryOp::Mod => "mod",
-            BinaryOp::Pow => "pow",
-            BinaryOp::Maximum => "maximum",
-            BinaryOp::Minimum => "minimum",
-            BinaryOp::Eq => "eq",
-            BinaryOp::Ne => "ne",
-            BinaryOp::Lt => "lt",
-            BinaryOp::Le => "le",
-            BinaryOp::Gt => "gt",
-            BinaryOp::Ge => "ge",
-            BinaryOp::LogicalAnd => "logical_and",
-            BinaryOp::LogicalOr => "logical_or",
-        }
-    }
-
-    fn is_comparison(self) -> bool {
-        matches!(
-            self,
-            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge
-        )
-    }
-}
-
-/// Unary elementwise operations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum UnaryOp {
-    Neg,
-    Abs,
-    Relu,
-    Exp,
-    Log,
-    Sqrt,
-    Rsqrt,
-    Tanh,
-    Sigmoid,
-    /// Exact erf form: `0.5 x (1 + erf(x / sqrt 2))`.
-    Gelu,
-    Silu,
-    /// Logical not: `x == 0`, a bool tensor.
-    Not,
-}
-
-impl UnaryOp {
-    pub fn name(self) -> &'static str {
-        match self {
-            UnaryOp::Neg => "neg",
-            UnaryOp::Abs => "abs",
-            UnaryOp::Relu => "relu",
-            UnaryOp::Exp => "exp",
-            UnaryOp::Log => "log",
-            UnaryOp::Sqrt => "sqrt",
-            UnaryOp::Rsqrt => "rsqrt",
-            UnaryOp::Tanh => "tanh",
-            UnaryOp::Sigmoid => "sigmoid",
-            UnaryOp::Gelu => "gelu",
-            UnaryOp::Silu => "silu",
-            UnaryOp::Not => "logical_not",
-        }
-    }
-}
+pub use tessera_compiler::graph::{BinaryOp, UnaryOp};
 
 /// The domain a kernel computes in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,24 +107,19 @@ pub fn promote_operands(a: OperandType, b: OperandType) -> DType {
     }
 }
 
-/// Result dtype and compute domain of a binary op.
+/// Result dtype (the compiler's rule, [`BinaryOp::result_for`]) and compute domain of a
+/// binary op: comparisons compute in their operands' domain, logical ops on bools.
 fn binary_types(op: BinaryOp, a: OperandType, b: OperandType) -> (DType, Domain) {
     let p = promote_operands(a, b);
-    if op.is_comparison() {
-        return (DType::Bool, domain_of(p));
-    }
-    match op {
-        BinaryOp::LogicalAnd | BinaryOp::LogicalOr => (DType::Bool, Domain::Bool),
-        BinaryOp::Div => {
-            let r = if p.is_float() { p } else { DType::F32 };
-            (r, domain_of(r))
-        }
-        BinaryOp::Maximum | BinaryOp::Minimum => (p, domain_of(p)),
-        _ => {
-            let r = if p == DType::Bool { DType::I64 } else { p };
-            (r, domain_of(r))
-        }
-    }
+    let r = op.result_for(p);
+    let dom = if op.is_comparison() {
+        domain_of(p)
+    } else if matches!(op, BinaryOp::LogicalAnd | BinaryOp::LogicalOr) {
+        Domain::Bool
+    } else {
+        domain_of(r)
+    };
+    (r, dom)
 }
 
 /// Shape and dtype of `lhs op rhs` without computing it.
@@ -229,18 +132,13 @@ pub fn infer_binary(
     Ok((shape, binary_types(op, lhs.1, rhs.1).0))
 }
 
-/// Result dtype and domain of a unary op.
+/// Result dtype (the compiler's rule, [`UnaryOp::result_dtype`]) and domain of a unary op.
 fn unary_types(op: UnaryOp, d: DType) -> (DType, Domain) {
-    match op {
-        UnaryOp::Not => (DType::Bool, Domain::Bool),
-        UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu => {
-            let r = if d == DType::Bool { DType::I64 } else { d };
-            (r, domain_of(r))
-        }
-        _ => {
-            let r = if d.is_float() { d } else { DType::F32 };
-            (r, domain_of(r))
-        }
+    let r = op.result_dtype(d);
+    if op == UnaryOp::Not {
+        (r, Domain::Bool)
+    } else {
+        (r, domain_of(r))
     }
 }
 

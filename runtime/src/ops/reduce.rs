@@ -10,25 +10,7 @@ use crate::shape::{fmt_shape, normalize_axis};
 use crate::storage::Storage;
 use crate::tensor::Tensor;
 
-/// Which reduction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ReduceOp {
-    Sum,
-    Mean,
-    Max,
-    Min,
-}
-
-impl ReduceOp {
-    pub fn name(self) -> &'static str {
-        match self {
-            ReduceOp::Sum => "sum",
-            ReduceOp::Mean => "mean",
-            ReduceOp::Max => "max",
-            ReduceOp::Min => "min",
-        }
-    }
-}
+pub use tessera_compiler::graph::ReduceOp;
 
 /// Elements per block along the reduced axis. Fixed: it defines the summation order.
 const BLOCK: usize = 4096;
@@ -43,11 +25,7 @@ pub fn infer_reduce(
     axis: Option<isize>,
     keepdim: bool,
 ) -> Result<(Vec<usize>, DType)> {
-    let out_dtype = match op {
-        ReduceOp::Sum if !dtype.is_float() => DType::I64,
-        ReduceOp::Mean if !dtype.is_float() => DType::F32,
-        _ => dtype,
-    };
+    let out_dtype = op.result_dtype(dtype);
     let shape = match axis {
         None => {
             if keepdim {

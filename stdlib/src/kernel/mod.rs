@@ -194,7 +194,7 @@ pub fn compile(
                 c.push(t.clone());
                 c.len() - 1
             };
-            let ty = TensorType::new(t.shape().to_vec(), crate::trace::cdt(t.dtype()));
+            let ty = TensorType::new(t.shape().to_vec(), t.dtype());
             outputs.push(
                 ctx.graph
                     .borrow_mut()

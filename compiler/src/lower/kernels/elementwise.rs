@@ -187,17 +187,6 @@ fn eval_body(b: &mut Builder, body: &Graph, params: &[Val], err: &mut Option<Val
         None => no("a body without an output"),
     }
 }
-
-/// Bytes of one element of `d`.
-fn dsize(d: DType) -> u32 {
-    match d {
-        DType::F16 | DType::BF16 => 2,
-        DType::I64 | DType::F64 => 8,
-        DType::Bool | DType::I8 | DType::F8E4M3 | DType::F8E5M2 => 1,
-        _ => 4,
-    }
-}
-
 /// Element `idx` of a `d` tensor (masked off: zero).
 fn load_val(b: &mut Builder, d: DType, view: Value, idx: Value, mask: Option<Value>) -> R<Val> {
     let dflt: Vec<Operand> = match (mask, d) {
@@ -258,7 +247,7 @@ fn store_val(
 /// written with vector accesses (4-byte words, at most 16 bytes per access).
 fn vectorizable(d: DType, v: u32) -> bool {
     v.is_power_of_two()
-        && dsize(d) * v >= 4
+        && (d.size_bytes() as u32) * v >= 4
         && matches!(d, DType::F32 | DType::TF32 | DType::BF16 | DType::F16)
 }
 
@@ -274,8 +263,8 @@ fn add_imm(b: &mut Builder, r: Value, v: u32) -> Value {
 /// Elements `i0 .. i0+v` of a `d` tensor as f32, by `v{1,2,4}.b32` loads of at most 16
 /// bytes (`i0` a multiple of `v`, the tensor 16-byte aligned).
 fn load_vec_f32(b: &mut Builder, d: DType, view: Value, i0: Value, v: u32) -> Vec<Value> {
-    let words = (dsize(d) * v / 4) as usize;
-    let per16 = 16 / dsize(d);
+    let words = ((d.size_bytes() as u32) * v / 4) as usize;
+    let per16 = 16 / (d.size_bytes() as u32);
     let wide = matches!(d, DType::F32 | DType::TF32);
     let rty = if wide { Ty::F32 } else { Ty::B32 };
     let mut w = vec![];
@@ -328,7 +317,7 @@ fn store_vec_f32(b: &mut Builder, d: DType, view: Value, i0: Value, vals: &[Valu
         DType::TF32 => vals.iter().map(|&x| round_tf32(b, x).into()).collect(),
         _ => vals.iter().map(|&x| x.into()).collect(),
     };
-    let per16 = 16 / dsize(d);
+    let per16 = 16 / (d.size_bytes() as u32);
     for (k, c) in words.chunks(4).enumerate() {
         let idx = add_imm(b, i0, k as u32 * per16);
         b.store(Ty::B32, view, idx, c, None);

@@ -7,9 +7,9 @@ use super::blocks::{load_elem, round_tf32, store_elem};
 use super::{no, R};
 use crate::graph::{DType, Epilogue, EpilogueStep, Graph, Op, UnaryOp};
 use crate::lower::to_target::{float_binop as binop, index_of, Error, Index};
-use crate::target::{BinOp, Cmp, Dim, Pack, Rnd, SReg, ShflMode, Ty, UnOp};
+use crate::target::{BinOp, Cmp, Dim, Pack, Rnd, SReg, ShflMode, Ty};
 use crate::tile::build::{dimm, fimm, imm, Builder};
-use crate::tile::ir::{Layout, MathFn, ParamRole, SharedBuf, Swizzle, Type, Value};
+use crate::tile::ir::{Layout, ParamRole, SharedBuf, Swizzle, Type, Value};
 use crate::tile::{MatmulBatch, TileKernel};
 
 /// `log2(v)` of a power of two.
@@ -243,28 +243,13 @@ fn index(b: &mut Builder, ix: Index, i: Value) -> Value {
     }
 }
 
+/// An epilogue activation in `ty` (`f32`/`f64`): the elementwise kernels' sequences.
 fn unary(b: &mut Builder, u: UnaryOp, ty: Ty, x: Value) -> R<Value> {
-    let f64k = ty == Ty::F64;
-    Ok(match u {
-        UnaryOp::Neg => b.unary(UnOp::Neg, ty, x),
-        UnaryOp::Abs => b.unary(UnOp::Abs, ty, x),
-        UnaryOp::Relu if f64k => b.bin(BinOp::Max, ty, x, dimm(0.0)),
-        UnaryOp::Relu => b.bin(BinOp::Max, ty, x, fimm(0.0)),
-        UnaryOp::Exp => b.math(MathFn::Exp, ty, &[x.into()]),
-        UnaryOp::Sqrt => b.unary(UnOp::Sqrt, ty, x),
-        UnaryOp::Rsqrt if f64k => {
-            let s = b.unary(UnOp::Sqrt, ty, x);
-            b.bin(BinOp::Div, ty, dimm(1.0), s)
-        }
-        UnaryOp::Rsqrt => b.unary(UnOp::RsqrtApprox, ty, x),
-        UnaryOp::Sigmoid => b.math(MathFn::Sigmoid, ty, &[x.into()]),
-        UnaryOp::Silu => b.math(MathFn::Silu, ty, &[x.into()]),
-        UnaryOp::Log => b.math(MathFn::Log, ty, &[x.into()]),
-        UnaryOp::Tanh if f64k => b.math(MathFn::Tanh, ty, &[x.into()]),
-        UnaryOp::Tanh => b.unary(UnOp::TanhApprox, ty, x),
-        UnaryOp::Gelu => b.math(MathFn::Gelu, ty, &[x.into()]),
-        UnaryOp::Not => return no("logical_not"),
-    })
+    if ty == Ty::F64 {
+        super::values::unary_f64(b, u, x)
+    } else {
+        super::values::unary_f32(b, u, x)
+    }
 }
 
 /// Applies the epilogue to accumulator `v` (of `ty`: `f32` or `f64`) of output flat index `i`

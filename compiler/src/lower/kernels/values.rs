@@ -252,7 +252,7 @@ pub fn int_val(ty: Ty, r: Value) -> Val {
 }
 
 /// One float unary op in f32 (math functions as `tile.math`).
-fn unary_f32(b: &mut Builder, u: UnaryOp, x: Value) -> R<Value> {
+pub fn unary_f32(b: &mut Builder, u: UnaryOp, x: Value) -> R<Value> {
     let math = |b: &mut Builder, f: MathFn| b.math(f, Ty::F32, &[x.into()]);
     Ok(match u {
         UnaryOp::Neg => b.unary(UnOp::Neg, Ty::F32, x),
@@ -271,7 +271,7 @@ fn unary_f32(b: &mut Builder, u: UnaryOp, x: Value) -> R<Value> {
 }
 
 /// One unary op in fp64 (those with an fp64 sequence).
-fn unary_f64(b: &mut Builder, u: UnaryOp, x: Value) -> R<Value> {
+pub fn unary_f64(b: &mut Builder, u: UnaryOp, x: Value) -> R<Value> {
     let math = |b: &mut Builder, f: MathFn| b.math(f, Ty::F64, &[x.into()]);
     Ok(match u {
         UnaryOp::Neg => b.unary(UnOp::Neg, Ty::F64, x),

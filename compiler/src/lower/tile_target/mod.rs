@@ -81,7 +81,7 @@ pub fn translate(k: &Kernel) -> R<Lowered> {
             (_, Some(Type::Global(d))) => {
                 let id = cx.b.param(&p.name, ParamTy::Ptr);
                 let r = cx.b.ld_param(id);
-                Slot::View(cx.b.cvta_global(r), elem_size(*d))
+                Slot::View(cx.b.cvta_global(r), d.size_bytes() as i64)
             }
             (ParamRole::Status, _) => {
                 let id = cx.b.param(&p.name, ParamTy::Ptr);
@@ -111,18 +111,6 @@ pub fn translate(k: &Kernel) -> R<Lowered> {
         status: k.has_status(),
     })
 }
-
-/// Bytes of one element of a global view.
-fn elem_size(d: crate::graph::DType) -> i64 {
-    use crate::graph::DType;
-    match d {
-        DType::F16 | DType::BF16 => 2,
-        DType::I64 | DType::F64 => 8,
-        DType::Bool | DType::I8 | DType::F8E4M3 | DType::F8E5M2 => 1,
-        DType::F32 | DType::TF32 | DType::I32 => 4,
-    }
-}
-
 impl Cx<'_> {
     fn set(&mut self, v: Value, s: Slot) {
         if let Some(x) = self.slots.get_mut(v.0 as usize) {
@@ -359,7 +347,7 @@ impl Cx<'_> {
                 // a select of two global views (`u64`) is a view
                 match res(0).and_then(|v| self.k.ty(v)) {
                     Some(Type::Global(d)) => {
-                        let size = elem_size(*d);
+                        let size = d.size_bytes() as i64;
                         if let Some(v) = res(0) {
                             self.set(v, Slot::View(r, size));
                         }
