@@ -793,6 +793,10 @@ def silu(x):
     return _unary_float(x, lambda v: v / (1.0 + np.exp(-v)))
 
 
+def erf(x):
+    return _unary_float(x, lambda v: _erf(v) if v.size else v)
+
+
 def maximum(a, b): return _binary("maximum", a, b)
 def minimum(a, b): return _binary("minimum", a, b)
 
@@ -1064,7 +1068,7 @@ class _OpModule:
         g = globals()
         names = ["tensor", "zeros", "ones", "full", "arange", "eye", "rand", "randn", "cast",
                  "neg", "exp", "log", "sqrt", "rsqrt", "abs", "tanh", "sigmoid", "relu", "gelu",
-                 "silu", "maximum", "minimum", "where", "matmul", "sum", "mean", "max", "min",
+                 "silu", "erf", "maximum", "minimum", "where", "matmul", "sum", "mean", "max", "min",
                  "softmax", "layernorm", "rmsnorm", "transpose", "reshape", "concat",
                  "flash_attention", "allclose", "max_abs_diff", "kernel"]
         for n in names:

@@ -46,6 +46,7 @@ pub enum UnaryOp {
     Gelu,
     Silu,
     Not,
+    Erf,
 }
 
 /// The result dtype rule of a unary op.
@@ -103,7 +104,7 @@ const fn row(op: UnaryOp, name: &'static str, result: UnaryResult, activation: b
 }
 
 /// The unary op table, in [`UnaryOp`] declaration order.
-pub const UNARY_OPS: [UnaryRow; 12] = {
+pub const UNARY_OPS: [UnaryRow; 13] = {
     use UnaryOp as U;
     use UnaryResult::{Float, Same};
     [
@@ -126,6 +127,7 @@ pub const UNARY_OPS: [UnaryRow; 12] = {
             method: false,
             ..row(U::Not, "logical_not", UnaryResult::Bool, false)
         },
+        row(U::Erf, "erf", Float, false),
     ]
 };
 

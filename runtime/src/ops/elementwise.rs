@@ -427,6 +427,7 @@ fn float_unary<T: Real>(op: UnaryOp, a: &[T]) -> Vec<T> {
             T::HALF * x * (T::ONE + (x * r).erf())
         }),
         UnaryOp::Silu => m(|x| x / (T::ONE + (-x).exp())),
+        UnaryOp::Erf => m(|x| x.erf()),
         UnaryOp::Not => m(|x| if x == T::ZERO { T::ONE } else { T::ZERO }),
     }
 }
@@ -569,7 +570,7 @@ macro_rules! unary_methods {
 
 unary_methods! {
     neg => Neg, abs => Abs, relu => Relu, exp => Exp, log => Log, sqrt => Sqrt, rsqrt => Rsqrt,
-    tanh => Tanh, sigmoid => Sigmoid, gelu => Gelu, silu => Silu, logical_not => Not,
+    tanh => Tanh, sigmoid => Sigmoid, gelu => Gelu, silu => Silu, logical_not => Not, erf => Erf,
 }
 
 impl Tensor {

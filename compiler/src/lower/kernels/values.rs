@@ -266,6 +266,7 @@ pub fn unary_f32(b: &mut Builder, u: UnaryOp, x: Value) -> R<Value> {
         UnaryOp::Sigmoid => math(b, MathFn::Sigmoid),
         UnaryOp::Silu => math(b, MathFn::Silu),
         UnaryOp::Gelu => math(b, MathFn::Gelu),
+        UnaryOp::Erf => math(b, MathFn::Erf),
         UnaryOp::Not => return no("logical_not"),
     })
 }
@@ -288,6 +289,7 @@ pub fn unary_f64(b: &mut Builder, u: UnaryOp, x: Value) -> R<Value> {
         UnaryOp::Log => math(b, MathFn::Log),
         UnaryOp::Tanh => math(b, MathFn::Tanh),
         UnaryOp::Gelu => math(b, MathFn::Gelu),
+        UnaryOp::Erf => math(b, MathFn::Erf),
         UnaryOp::Not => return no("fp64 logical_not"),
     })
 }
