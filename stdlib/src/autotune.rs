@@ -234,7 +234,7 @@ pub fn tune(
             if !retune {
                 match lower(&c.graph, &e.config.apply(base), target) {
                     Ok(l) => {
-                        c.lowered = l;
+                        c.set_lowered(l);
                         st.events.push(Event {
                             entry: e,
                             origin: Origin::Cache,
@@ -327,7 +327,7 @@ pub fn tune(
             measured_us = Some(us);
         }
     }
-    c.lowered = chosen.lowered.clone();
+    c.set_lowered(chosen.lowered.clone());
     let entry = Entry {
         key,
         config: chosen.config.clone(),

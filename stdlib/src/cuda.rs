@@ -92,6 +92,7 @@ impl DeviceTimer for CudaTimer {
         let mut slot = self.slot.borrow_mut();
         let dev = slot.as_mut().ok_or("the CUDA device is closed")?;
         let sources = self.sources.borrow();
-        device::time_cuda(dev, t, &inputs, &k.ty, l.program.target, &sources, 10)
+        let ptx = device::ptx_of(t, l.program.target, &sources).map_err(|d| d.message)?;
+        device::time_cuda(dev, t, &ptx, &inputs, &k.ty, 10)
     }
 }

@@ -251,17 +251,36 @@ pub fn run_counted(
     Ok((b.result(out)?, stats))
 }
 
-/// The PTX of `l` for `target` and its module-cache key.
+/// A kernel's PTX for one target and its module-cache key: printed once per compiled kernel
+/// ([`crate::kernel::Compiled::ptx_image`]), not per launch.
+#[derive(Debug)]
+pub struct PtxImage {
+    pub ptx: String,
+    pub hash: u64,
+}
+
+impl PtxImage {
+    fn image<'a>(&'a self, l: &'a Lowered) -> KernelImage<'a> {
+        KernelImage {
+            name: &l.kernel.name,
+            ptx: &self.ptx,
+            hash: self.hash,
+        }
+    }
+}
+
+/// Prints the PTX of `l` for `target`, with its module-cache key.
 pub fn ptx_of(
     l: &Lowered,
     target: Target,
     sources: &tessera_lang::SourceMap,
-) -> Result<(String, u64), Diagnostic> {
+) -> Result<PtxImage, Diagnostic> {
     let ptx = tessera_compiler::target::ptx::print_verified(&l.kernel, target, sources)
         .map_err(|e| e.to_diagnostic())?;
     let hash = tessera_compiler::tune::cache::stable_hash(&format!("{}\n{ptx}", target.name()));
     // `stable_hash` is 16 hex digits: it always parses.
-    Ok((ptx, u64::from_str_radix(&hash, 16).unwrap_or(0)))
+    let hash = u64::from_str_radix(&hash, 16).unwrap_or(0);
+    Ok(PtxImage { ptx, hash })
 }
 
 /// The launch geometry of `l` on the GPU.
@@ -278,8 +297,6 @@ pub fn geometry(l: &Lowered) -> Geometry {
 pub enum CudaFailure {
     /// The inputs cannot be passed (a dtype the kernels do not take): E0800 as on `emu`.
     Marshal(Diagnostic),
-    /// The PTX could not be printed (a compiler bug).
-    Ptx(Diagnostic),
     /// The driver failed (JIT, allocation, launch, fault, timeout).
     Driver(CudaError),
 }
@@ -289,21 +306,20 @@ pub enum CudaFailure {
 pub fn run_cuda(
     dev: &mut Device,
     l: &Lowered,
+    ptx: &PtxImage,
     inputs: &[Tensor],
     out: &TensorType,
-    target: Target,
-    sources: &tessera_lang::SourceMap,
 ) -> Result<Option<Tensor>, CudaFailure> {
     let mut b = Buffers::new(l, inputs, out).map_err(CudaFailure::Marshal)?;
-    let (ptx, hash) = ptx_of(l, target, sources).map_err(CudaFailure::Ptx)?;
-    let image = KernelImage {
-        name: &l.kernel.name,
-        ptx: &ptx,
-        hash,
-    };
     let written = b.written();
-    dev.run(&image, geometry(l), &mut b.data, &l.scalars, &written)
-        .map_err(CudaFailure::Driver)?;
+    dev.run(
+        &ptx.image(l),
+        geometry(l),
+        &mut b.data,
+        &l.scalars,
+        &written,
+    )
+    .map_err(CudaFailure::Driver)?;
     b.result(out).map_err(CudaFailure::Marshal)
 }
 
@@ -311,22 +327,15 @@ pub fn run_cuda(
 pub fn time_cuda(
     dev: &mut Device,
     l: &Lowered,
+    ptx: &PtxImage,
     inputs: &[Tensor],
     out: &TensorType,
-    target: Target,
-    sources: &tessera_lang::SourceMap,
     reps: u32,
 ) -> Result<f64, String> {
     let b = Buffers::new(l, inputs, out).map_err(|d| d.message)?;
-    let (ptx, hash) = ptx_of(l, target, sources).map_err(|d| d.message)?;
-    let image = KernelImage {
-        name: &l.kernel.name,
-        ptx: &ptx,
-        hash,
-    };
     let mut t = dev
         .time(
-            &image,
+            &ptx.image(l),
             geometry(l),
             &b.data,
             &l.scalars,
@@ -555,9 +564,9 @@ mod tests {
     fn the_module_key_changes_with_the_ptx_and_the_target() {
         let (l, src) = broadcast_with_sources();
         let t = l.kernels[0].target.as_ref().unwrap();
-        let (_, a) = ptx_of(t, Target::Sm90, &src).unwrap();
-        let (_, b) = ptx_of(t, Target::Sm90, &src).unwrap();
-        let (_, c) = ptx_of(t, Target::Sm80, &src).unwrap();
+        let a = ptx_of(t, Target::Sm90, &src).unwrap().hash;
+        let b = ptx_of(t, Target::Sm90, &src).unwrap().hash;
+        let c = ptx_of(t, Target::Sm80, &src).unwrap().hash;
         assert_eq!(a, b);
         assert_ne!(a, c);
     }

@@ -58,7 +58,6 @@ impl KernelObj {
     ) -> Result<Vec<Tensor>, Diagnostic> {
         let l = &c.lowered;
         let session = &self.session;
-        let target = l.program.target;
         let (profiling, reps) = {
             let p = session.profile.borrow();
             (p.active, p.repeats.max(3) as u32)
@@ -76,25 +75,27 @@ impl KernelObj {
                     return None;
                 }
             };
+            let ptx = match c.ptx_image(k.root, t, sources) {
+                Ok(p) => p,
+                Err(d) => return Some(Err(d.or_at(k.span))),
+            };
             let mut slot = session.cuda.borrow_mut();
             let dev = slot.as_mut()?;
-            let r = crate::device::run_cuda(dev, t, operands, &k.ty, target, sources);
+            let r = crate::device::run_cuda(dev, t, &ptx, operands, &k.ty);
             let e = match r {
                 // A status error: the cpu evaluates the op and reports it.
                 Ok(None) => return None,
                 Ok(Some(out)) => {
                     if profiling {
                         if let Ok(us) =
-                            crate::device::time_cuda(dev, t, operands, &k.ty, target, sources, reps)
+                            crate::device::time_cuda(dev, t, &ptx, operands, &k.ty, reps)
                         {
                             times.insert(k.root, us);
                         }
                     }
                     return Some(Ok(out));
                 }
-                Err(
-                    crate::device::CudaFailure::Marshal(d) | crate::device::CudaFailure::Ptx(d),
-                ) => return Some(Err(d.or_at(k.span))),
+                Err(crate::device::CudaFailure::Marshal(d)) => return Some(Err(d.or_at(k.span))),
                 Err(crate::device::CudaFailure::Driver(e)) => e,
             };
             let mut d = crate::device::failure_diagnostic(k, t, operands, &e);
@@ -180,6 +181,9 @@ impl KernelObj {
                     (emu, a)
                 }
                 Checked::Cuda => {
+                    let ptx = c
+                        .ptx_image(k.root, t, sources)
+                        .map_err(|d| d.or_at(k.span))?;
                     let mut slot = session.cuda.borrow_mut();
                     let Some(dev) = slot.as_mut() else {
                         return Err(crate::cuda::unavailable(
@@ -188,14 +192,7 @@ impl KernelObj {
                         )
                         .at(k.span));
                     };
-                    let out = match crate::device::run_cuda(
-                        dev,
-                        t,
-                        operands,
-                        &k.ty,
-                        l.program.target,
-                        sources,
-                    ) {
+                    let out = match crate::device::run_cuda(dev, t, &ptx, operands, &k.ty) {
                         Ok(Some(out)) => out,
                         Ok(None) => return Err(crate::crosscheck::status_error(k)),
                         Err(crate::device::CudaFailure::Driver(e)) => {
@@ -211,10 +208,7 @@ impl KernelObj {
                             }
                             return Err(d);
                         }
-                        Err(
-                            crate::device::CudaFailure::Marshal(d)
-                            | crate::device::CudaFailure::Ptx(d),
-                        ) => return Err(d.or_at(k.span)),
+                        Err(crate::device::CudaFailure::Marshal(d)) => return Err(d.or_at(k.span)),
                     };
                     let a = crate::crosscheck::compare_device(k, cpu, &out)?;
                     (out, a)

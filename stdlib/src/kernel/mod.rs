@@ -29,8 +29,12 @@ use tessera_lang::eval::{CallArgs, HostObject, HostResult, Interp, Value};
 use tessera_lang::Span;
 use tessera_runtime::Tensor;
 
+mod compile;
+mod decorators;
 mod devices;
 mod session;
+pub use compile::*;
+pub use decorators::*;
 
 pub use session::{parse_target, DeviceKind, Session, DEFAULT_TARGET};
 
@@ -54,6 +58,36 @@ pub struct Compiled {
     /// Schedule, Tile and Target IR of every kernel of `graph` for the session's target.
     pub lowered: Lowered,
     out: OutShape,
+    /// The PTX of each kernel (by root) once it has been printed for a GPU launch.
+    ptx: RefCell<HashMap<ValueId, Rc<crate::device::PtxImage>>>,
+}
+
+impl Compiled {
+    /// Replaces the lowered kernels (an autotuned schedule) and forgets their PTX.
+    pub fn set_lowered(&mut self, l: Lowered) {
+        self.lowered = l;
+        self.ptx.borrow_mut().clear();
+    }
+
+    /// The PTX of the kernel rooted at `root` (Target IR `t`), printed on its first GPU launch
+    /// and kept with the compiled kernel.
+    pub fn ptx_image(
+        &self,
+        root: ValueId,
+        t: &tessera_compiler::lower::to_target::Lowered,
+        sources: &tessera_lang::SourceMap,
+    ) -> Result<Rc<crate::device::PtxImage>, Diagnostic> {
+        if let Some(p) = self.ptx.borrow().get(&root) {
+            return Ok(p.clone());
+        }
+        let p = Rc::new(crate::device::ptx_of(
+            t,
+            self.lowered.program.target,
+            sources,
+        )?);
+        self.ptx.borrow_mut().insert(root, p.clone());
+        Ok(p)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -133,221 +167,6 @@ fn param_span(f: &Value, i: Option<usize>, name: Option<&str>, fallback: Span) -
 
 fn is_tensor_like(v: &Value) -> bool {
     as_tensor(v).is_some()
-}
-
-/// Traces `f` with `args` and runs the Graph IR pipeline.
-pub fn compile(
-    it: &mut Interp,
-    session: &Rc<Session>,
-    f: &Value,
-    args: &CallArgs,
-) -> Result<Compiled, Diagnostic> {
-    let name = func_name(f);
-    let op_span = match f {
-        Value::Function(func) => func.def.name.span,
-        _ => args.span,
-    };
-    let ctx = TraceCtx::new(&name, op_span);
-    let mut targs = CallArgs::new(args.span);
-    for (i, (v, s)) in args.positional.iter().enumerate() {
-        if let Some(t) = as_tensor(v) {
-            let p = ctx.param(t, param_span(f, Some(i), None, *s))?;
-            targs.positional.push((p, *s));
-        } else {
-            targs.positional.push((v.clone(), *s));
-        }
-    }
-    for (k, v, s) in &args.keywords {
-        if let Some(t) = as_tensor(v) {
-            let p = ctx.param(t, param_span(f, None, Some(k), *s))?;
-            targs.keywords.push((k.clone(), p, *s));
-        } else {
-            targs.keywords.push((k.clone(), v.clone(), *s));
-        }
-    }
-    session.traces.borrow_mut().push(ctx.clone());
-    let result = it.call(f, targs);
-    session.traces.borrow_mut().pop();
-    ctx.active.set(false);
-    let ret = result?;
-    let (items, out) = match &ret {
-        Value::Tuple(t) => (t.as_ref().clone(), OutShape::Tuple(t.len())),
-        Value::List(l) => {
-            let v = l.borrow().clone();
-            let n = v.len();
-            (v, OutShape::List(n))
-        }
-        other => (vec![other.clone()], OutShape::One),
-    };
-    let mut outputs: Vec<ValueId> = Vec::new();
-    for v in &items {
-        if let Some(s) = as_sym(v) {
-            if Rc::ptr_eq(&s.ctx, &ctx) {
-                outputs.push(s.id);
-                continue;
-            }
-        }
-        if let Some(t) = as_tensor(v) {
-            // A concrete tensor returned as is: a capture.
-            let index = {
-                let mut c = ctx.captures.borrow_mut();
-                c.push(t.clone());
-                c.len() - 1
-            };
-            let ty = TensorType::new(t.shape().to_vec(), t.dtype());
-            outputs.push(
-                ctx.graph
-                    .borrow_mut()
-                    .push(Op::Capture { index }, ty, op_span),
-            );
-            continue;
-        }
-        return Err(Diagnostic::new(
-            Code::E0101,
-            format!(
-                "a kernel must return a tensor or a tuple of tensors, not {}",
-                v.type_name()
-            ),
-        )
-        .at(args.span)
-        .with_secondary(op_span, "this kernel"));
-    }
-    if outputs.is_empty() {
-        return Err(
-            Diagnostic::new(Code::E0101, "a kernel must return at least one tensor").at(args.span),
-        );
-    }
-    let mut traced = ctx.graph.borrow().clone();
-    traced.outputs = outputs;
-    let directives = ctx.directives.borrow().clone();
-    let mut graph = traced.clone();
-    let opts = Options {
-        fusion: directives.fusion,
-    };
-    let fired = optimize(&mut graph, &opts, &it.sources).map_err(|e| {
-        let d = e.to_diagnostic();
-        if d.span.is_none() {
-            d.at(args.span)
-        } else {
-            d
-        }
-    })?;
-    let target = session.target.get();
-    let lowered = lower(&graph, &sched_directives(&directives, args.span), target)?;
-    let captures = ctx.captures.borrow().clone();
-    Ok(Compiled {
-        traced,
-        graph,
-        fired,
-        captures,
-        directives,
-        lowered,
-        out,
-    })
-}
-
-/// `--dump LEVEL` and `--emit-ptx DIR` of a freshly compiled kernel (after autotuning, so the
-/// IR shown is the IR that runs).
-pub fn emit_dumps(
-    it: &mut Interp,
-    session: &Session,
-    c: &Compiled,
-    span: Span,
-) -> Result<(), Diagnostic> {
-    if session.dump.iter().any(|d| d == "graph") {
-        let text = print(&c.graph, &it.sources);
-        dump_out(it, "graph", &text);
-    }
-    for level in &session.dump {
-        if level != "graph" {
-            let text = c.lowered.text(level, &it.sources)?;
-            dump_out(it, level, &text);
-        }
-    }
-    if let Some(dir) = &session.emit_ptx {
-        let target = session.target.get();
-        emit_ptx(dir, &c.lowered, target, &it.sources).map_err(|d| d.or_at(span))?;
-    }
-    Ok(())
-}
-
-/// The warning for kernel `k` running on the cpu because it has no Target IR (or abstract
-/// inputs), the first time only in a session.
-fn cpu_fallback_warning(
-    session: &Session,
-    k: &tessera_compiler::schedule::Kernel,
-    ck: &tessera_compiler::pipeline::Compiled,
-) -> Option<String> {
-    session.warned.borrow_mut().insert(k.name.clone()).then(|| {
-        format!(
-            "warning: kernel '{}' ({}) is not lowered to Target IR yet ({}); it runs on the cpu\n",
-            k.name,
-            k.kind.name(),
-            ck.not_lowered.as_deref().unwrap_or("abstract inputs")
-        )
-    })
-}
-
-/// Where `--dump LEVEL` goes: stderr, or appended to the file `$TESSERA_DUMP_DIR/LEVEL` when
-/// that variable is set (`tessera test` snapshots keep dumps apart from the script's stderr).
-/// "stderr" is the interpreter's error sink: a notebook session shows it as its stderr stream.
-fn dump_out(it: &mut Interp, level: &str, text: &str) {
-    match std::env::var_os("TESSERA_DUMP_DIR") {
-        Some(dir) if !dir.is_empty() => {
-            use std::io::Write as _;
-            let path = std::path::Path::new(&dir).join(level);
-            let r = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .and_then(|mut f| f.write_all(text.as_bytes()));
-            if let Err(e) = r {
-                it.write_err(&format!(
-                    "warning: TESSERA_DUMP_DIR: cannot write {}: {e}\n",
-                    path.display()
-                ));
-            }
-        }
-        _ => it.write_err(text),
-    }
-}
-
-/// The compiler's view of the `schedule.*` directives.
-pub(crate) fn sched_directives(d: &Directives, span: Span) -> SchedDirectives {
-    let u = |v: i64| u32::try_from(v).unwrap_or(u32::MAX);
-    SchedDirectives {
-        tile: d.tile.map(|(t, _)| t.map(u)),
-        warp: d.tile.and_then(|(_, w)| w.map(|w| w.map(u))),
-        tensor_cores: d.tensor_cores,
-        stages: d.pipeline_stages.map(u),
-        async_copy: d.async_copy,
-        vectorize: d.vectorize.map(u),
-        span: Some(span),
-        tile_span: d.span_of("tile"),
-        stages_span: d.span_of("pipeline_stages"),
-        tensor_cores_span: d.span_of("use_tensor_cores"),
-    }
-}
-
-/// Writes `DIR/<kernel>.ptx` for every kernel that reached Target IR.
-fn emit_ptx(
-    dir: &std::path::Path,
-    l: &Lowered,
-    target: Target,
-    sources: &tessera_lang::SourceMap,
-) -> Result<(), Diagnostic> {
-    let io = |e: std::io::Error| {
-        Diagnostic::new(Code::E0500, format!("--emit-ptx {}: {e}", dir.display()))
-    };
-    std::fs::create_dir_all(dir).map_err(io)?;
-    for c in &l.kernels {
-        if let Some(t) = &c.target {
-            let text = tessera_compiler::target::ptx::print_verified(&t.kernel, target, sources)
-                .map_err(|e| e.to_diagnostic())?;
-            std::fs::write(dir.join(format!("{}.ptx", t.kernel.name)), text).map_err(io)?;
-        }
-    }
-    Ok(())
 }
 
 impl KernelObj {
@@ -540,99 +359,4 @@ impl HostObject for KernelObj {
     fn attr_names(&self) -> Vec<&'static str> {
         vec!["__name__", "autotune_cache"]
     }
-}
-
-fn check_callable(v: &Value, span: Span, what: &str) -> Result<(), Diagnostic> {
-    match v {
-        Value::Function(_) => Ok(()),
-        other => Err(Diagnostic::new(
-            Code::E0101,
-            format!("{what} decorates a function, not {}", other.type_name()),
-        )
-        .at(span)),
-    }
-}
-
-/// `op.kernel`: the decorator.
-pub fn kernel_decorator(session: Rc<Session>) -> Value {
-    Value::native("kernel", "kernel(f)", move |_, args| {
-        let a = args.bind("kernel", &["f"], &[])?;
-        let Some(f) = a.into_iter().flatten().next() else {
-            return Ok(Value::None);
-        };
-        if f.value.downcast::<KernelObj>().is_some() {
-            return Ok(f.value);
-        }
-        check_callable(&f.value, f.span, "@op.kernel")?;
-        Ok(Value::host(KernelObj::new(f.value, session.clone())))
-    })
-}
-
-fn with_autotune(
-    session: &Rc<Session>,
-    f: Value,
-    span: Span,
-    cache: Option<String>,
-) -> Result<Value, Diagnostic> {
-    if let Some(k) = f.downcast::<KernelObj>() {
-        *k.autotune_cache.borrow_mut() = cache;
-        k.autotune.set(true);
-        return Ok(f);
-    }
-    check_callable(&f, span, "@op.autotune")?;
-    let k = KernelObj::new(f, session.clone());
-    *k.autotune_cache.borrow_mut() = cache;
-    k.autotune.set(true);
-    Ok(Value::host(k))
-}
-
-/// `op.autotune(cache=None)`: a decorator factory (or, given a function, the decorator itself);
-/// alone it implies `@op.kernel`. The kernel is tuned on its first call per signature.
-pub fn autotune_decorator(session: Rc<Session>) -> Value {
-    Value::native("autotune", "autotune(cache=None)", move |_, args| {
-        if args.positional.len() == 1 && args.keywords.is_empty() {
-            if let Some((f, s)) = args.positional.first() {
-                if matches!(f, Value::Function(_)) || f.downcast::<KernelObj>().is_some() {
-                    return with_autotune(&session, f.clone(), *s, None);
-                }
-            }
-        }
-        let a = args.bind("autotune", &[], &["cache"])?;
-        let cache = match a.into_iter().flatten().next() {
-            Some(x) => match &x.value {
-                Value::Str(s) if crate::autotune::valid_cache_name(s) => Some(s.to_string()),
-                Value::Str(s) => {
-                    return Err(Diagnostic::new(
-                        Code::E0101,
-                        format!(
-                            "cache name '{s}' must be a plain file name (letters, digits, _ - .)"
-                        ),
-                    )
-                    .at(x.span)
-                    .with_help("the cache is the file NAME.json in $TESSERA_CACHE_DIR"))
-                }
-                Value::None => None,
-                other => {
-                    return Err(Diagnostic::new(
-                        Code::E0101,
-                        format!("cache must be a str, not {}", other.type_name()),
-                    )
-                    .at(x.span))
-                }
-            },
-            None => None,
-        };
-        let s = session.clone();
-        Ok(Value::native(
-            "autotune",
-            "autotune decorator",
-            move |_, args| {
-                let a = args.bind("autotune", &["f"], &[])?;
-                let Some(f) = a.into_iter().flatten().next() else {
-                    return Ok(Value::None);
-                };
-                with_autotune(&s, f.value, f.span, cache.clone())
-            },
-        ))
-    })
 }

@@ -1,0 +1,498 @@
+//! Sharded execution: moving shards between layouts, collectives, and each op kind run
+//! over a mesh (elementwise, matmul in every split position, reductions, attention).
+
+use super::*;
+
+// ----- execution --------------------------------------------------------------------------------
+
+/// A sharded operand of an op: the sharded tensor and its value number.
+#[derive(Clone)]
+pub(super) struct Sv {
+    pub(super) s: Sharded,
+    pub(super) id: usize,
+}
+
+pub(super) fn sv_of(v: &Value) -> Option<Sv> {
+    as_sharded(v).map(|o| Sv {
+        s: o.s.clone(),
+        id: o.id,
+    })
+}
+
+/// Applies the collectives that bring `x` to `to`, then slices locally to it.
+pub(super) fn bring(x: &Sv, to: &Layout) -> Result<Sv, Diagnostic> {
+    let mut cur = x.clone();
+    for c in rules::reshard(&x.s.layout, to) {
+        cur = collective(&cur, c)?;
+    }
+    let s = cur.s.slice_to(to).map_err(rt)?;
+    Ok(Sv { s, id: cur.id })
+}
+
+/// Runs one collective and records it.
+pub(super) fn collective(x: &Sv, c: Comm) -> Result<Sv, Diagnostic> {
+    let t0 = Instant::now();
+    let mut s = x.s.apply(c, &Local).map_err(rt)?;
+    if matches!(c.kind, CommKind::AllReduce(_) | CommKind::ReduceScatter(..)) {
+        // Partial sums accumulated wider than the tensor's dtype are rounded once, here.
+        if s.shards.first().is_some_and(|t| t.dtype() != s.dtype) {
+            let dt = s.dtype;
+            s.shards = s
+                .shards
+                .iter()
+                .map(|t| t.to(dt))
+                .collect::<Result<_, _>>()
+                .map_err(rt)?;
+        }
+    }
+    let measured = (!x.s.is_abstract()).then(|| t0.elapsed().as_secs_f64() * 1e6);
+    let out = next_id();
+    let local = x.s.local_shape();
+    let elem = x.s.shards.first().map_or(4, |t| t.dtype().size_bytes());
+    note(
+        &x.s.mesh,
+        Step::Collective {
+            comm: c,
+            input: x.id,
+            out,
+            local_shape: local,
+            dtype: x.s.dtype.name().to_string(),
+            elem_bytes: elem,
+            measured_us: measured,
+        },
+    );
+    Ok(Sv { s, id: out })
+}
+
+/// Reduces a partial tensor (`all_reduce`); others unchanged.
+pub(super) fn settle(x: &Sv) -> Result<Sv, Diagnostic> {
+    match x.s.layout.partial {
+        Some(p) => collective(
+            x,
+            Comm {
+                kind: CommKind::AllReduce(RedOp::Sum),
+                axis: p,
+            },
+        ),
+        None => Ok(x.clone()),
+    }
+}
+
+/// Runs `f` on every device's shards of `ins` (all on `layouts` already), one thread per
+/// device, and records the kernel.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn kernel(
+    op: &str,
+    ins: &[Sv],
+    out_layout: Layout,
+    out_dtype: DType,
+    flops_per_elem: f64,
+    extra_flops: f64,
+    f: impl Fn(&[Tensor]) -> rtm::Result<Tensor> + Sync,
+) -> Result<Sv, Diagnostic> {
+    let mesh = ins[0].s.mesh.clone();
+    let abstract_run = ins.iter().any(|x| x.s.is_abstract());
+    let t0 = Instant::now();
+    let shards = per_device(mesh.size(), abstract_run || sequential(), |r| {
+        let local: Vec<Tensor> = ins.iter().map(|x| x.s.shards[r].clone()).collect();
+        f(&local)
+    })
+    .map_err(rt)?;
+    let measured = (!abstract_run).then(|| t0.elapsed().as_secs_f64() * 1e6);
+    let local_out = shards
+        .first()
+        .map(|t| t.shape().to_vec())
+        .unwrap_or_default();
+    let global: Vec<usize> = local_out
+        .iter()
+        .zip(&out_layout.dims)
+        .map(|(&n, d)| d.map_or(n, |a| n * mesh.shape.shape[a]))
+        .collect();
+    let out_elems: f64 = local_out.iter().map(|&d| d as f64).product();
+    let mut bytes = out_elems * out_dtype.size_bytes() as f64;
+    for x in ins {
+        let n: f64 = x.s.local_shape().iter().map(|&d| d as f64).product();
+        bytes += n * x.s.dtype.size_bytes() as f64;
+    }
+    let out = next_id();
+    note(
+        &mesh,
+        Step::Kernel {
+            op: op.to_string(),
+            inputs: ins.iter().map(|x| x.id).collect(),
+            out,
+            in_shapes: ins.iter().map(|x| x.s.local_shape()).collect(),
+            out_shape: local_out,
+            out_layout: out_layout.clone(),
+            dtype: out_dtype.name().to_string(),
+            flops: out_elems * flops_per_elem + extra_flops,
+            bytes,
+            measured_us: measured,
+        },
+    );
+    Ok(Sv {
+        s: Sharded {
+            mesh,
+            layout: out_layout,
+            shape: global,
+            dtype: out_dtype,
+            shards,
+        },
+        id: out,
+    })
+}
+
+/// The mesh of the sharded operands (E0400 when they differ).
+pub(super) fn common_mesh(vals: &[&Value]) -> Result<Arc<Mesh>, Diagnostic> {
+    let mut m: Option<Arc<Mesh>> = None;
+    for v in vals {
+        if let Some(o) = as_sharded(v) {
+            match &m {
+                None => m = Some(o.s.mesh.clone()),
+                Some(x) if **x != *o.s.mesh => {
+                    return Err(e400(format!(
+                        "operands live on different meshes: {} and {}",
+                        mesh_text(x),
+                        mesh_text(&o.s.mesh)
+                    )))
+                }
+                _ => {}
+            }
+        }
+    }
+    m.ok_or_else(|| e400("no operand is sharded"))
+}
+
+/// A tensor operand on `mesh`: sharded as it is, or an ordinary tensor replicated (every
+/// device shares its buffer).
+pub(super) fn on_mesh(v: &Value, mesh: &Arc<Mesh>, span: Span) -> Result<Sv, Diagnostic> {
+    if let Some(x) = sv_of(v) {
+        return Ok(x);
+    }
+    let t = tensor_arg(v, span)?;
+    let s = Sharded::split(&t, Layout::replicated(t.ndim()), mesh.clone()).map_err(rt)?;
+    Ok(Sv { s, id: next_id() })
+}
+
+pub(super) fn value_of(x: Sv) -> Value {
+    with_id(x.s, x.id)
+}
+
+pub(super) fn map_unary(
+    name: &str,
+    x: &Value,
+    span: Span,
+    f: impl Fn(&Tensor) -> rtm::Result<Tensor> + Sync,
+) -> Result<Value, Diagnostic> {
+    let Some(x) = sv_of(x) else {
+        return Err(Diagnostic::new(Code::E0101, "expected a sharded tensor").at(span));
+    };
+    let x = settle(&x)?;
+    let probe = f(&Tensor::abstract_tensor(&[], x.s.dtype).map_err(|e| rt_at(e, span))?)
+        .map_err(|e| rt_at(e, span))?;
+    let l = x.s.layout.clone();
+    kernel(name, &[x], l, probe.dtype(), 1.0, 0.0, |t| f(&t[0]))
+        .map(value_of)
+        .map_err(|d| d.or_at(span))
+}
+
+/// `a op b` with NumPy broadcasting; either side may be a scalar or an ordinary tensor.
+pub(super) fn elementwise_binary(
+    op: BinaryOp,
+    a: &Value,
+    b: &Value,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    let mesh = common_mesh(&[a, b])?;
+    let scalar = |v: &Value| match v {
+        Value::Int(i) => Some(Scalar::Int(*i)),
+        Value::Float(f) => Some(Scalar::Float(*f)),
+        Value::Bool(x) => Some(Scalar::Bool(*x)),
+        _ => None,
+    };
+    let (sa, sb) = (scalar(a), scalar(b));
+    let mut ins = Vec::new();
+    for (v, s) in [(a, sa), (b, sb)] {
+        if s.is_none() {
+            ins.push(on_mesh(v, &mesh, span)?);
+        }
+    }
+    let shapes: Vec<Vec<usize>> = ins.iter().map(|x| x.s.shape.clone()).collect();
+    let out_shape = match (sa, sb) {
+        (None, None) => rtm::shape::broadcast_shapes(&shapes[0], &shapes[1], op.name())
+            .map_err(|e| rt_at(e, span))?,
+        _ => shapes[0].clone(),
+    };
+    let pairs: Vec<(&[usize], &Layout)> = ins
+        .iter()
+        .map(|x| (x.s.shape.as_slice(), &x.s.layout))
+        .collect();
+    let (targets, out) = rules::elementwise(&pairs, &out_shape);
+    let ins = ins
+        .iter()
+        .zip(&targets)
+        .map(|(x, t)| bring(x, t))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|d| d.or_at(span))?;
+    let dt = {
+        let probe = |x: &Sv| Tensor::abstract_tensor(&[], x.s.dtype);
+        let pa = match sa {
+            Some(_) => None,
+            None => Some(probe(&ins[0]).map_err(rt)?),
+        };
+        let pb = match sb {
+            Some(_) => None,
+            None => Some(probe(&ins[ins.len() - 1]).map_err(rt)?),
+        };
+        let r = match (&pa, &pb, sa, sb) {
+            (Some(x), Some(y), _, _) => rtm::binary(op, x, y),
+            (Some(x), None, _, Some(s)) => rtm::binary(op, x, s),
+            (None, Some(y), Some(s), _) => rtm::binary(op, s, y),
+            _ => return Err(Diagnostic::new(Code::E0101, "no tensor operand").at(span)),
+        };
+        r.map_err(|e| rt_at(e, span))?.dtype()
+    };
+    kernel(op.name(), &ins, out, dt, 1.0, 0.0, |t| match (sa, sb) {
+        (None, None) => rtm::binary(op, &t[0], &t[1]),
+        (Some(s), None) => rtm::binary(op, s, &t[0]),
+        (None, Some(s)) => rtm::binary(op, &t[0], s),
+        (Some(_), Some(_)) => Err(rtm::RuntimeError::args("no tensor operand")),
+    })
+    .map(value_of)
+    .map_err(|d| d.or_at(span))
+}
+
+pub(super) fn matmul(
+    a: &Value,
+    b: &Value,
+    acc: Option<DType>,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    let mesh = common_mesh(&[a, b])?;
+    let (x, y) = (on_mesh(a, &mesh, span)?, on_mesh(b, &mesh, span)?);
+    if x.s.shape.len() < 2 || y.s.shape.len() < 2 {
+        return fallback_binary(a, b, span, |p, q| rtm::matmul(p, q, acc));
+    }
+    let out_t = {
+        let p = Tensor::abstract_tensor(&x.s.shape, x.s.dtype).map_err(rt)?;
+        let q = Tensor::abstract_tensor(&y.s.shape, y.s.dtype).map_err(rt)?;
+        rtm::matmul(&p, &q, acc).map_err(|e| rt_at(e, span))?
+    };
+    let (ta, tb, out) = rules::matmul(
+        &x.s.shape,
+        &x.s.layout,
+        &y.s.shape,
+        &y.s.layout,
+        out_t.shape(),
+    );
+    let (x, y) = (
+        bring(&x, &ta).map_err(|d| d.or_at(span))?,
+        bring(&y, &tb).map_err(|d| d.or_at(span))?,
+    );
+    // A split contraction accumulates its partial sums in fp32 (fp64 for fp64): the
+    // reduction rounds once to the result dtype.
+    let dt = out_t.dtype();
+    let local_acc = if out.partial.is_some() && dt.is_float() && dt != DType::F64 {
+        Some(DType::F32)
+    } else {
+        acc
+    };
+    let k = x.s.local_shape().last().copied().unwrap_or(1) as f64;
+    let mut r = kernel("matmul", &[x, y], out, dt, 2.0 * k, 0.0, move |t| {
+        rtm::matmul(&t[0], &t[1], local_acc)
+    })
+    .map_err(|d| d.or_at(span))?;
+    r.s.dtype = dt;
+    Ok(value_of(r))
+}
+
+/// An op without a partitioning rule: gathers, then runs on the full tensors.
+pub(super) fn fallback_binary(
+    a: &Value,
+    b: &Value,
+    span: Span,
+    f: impl Fn(&Tensor, &Tensor) -> rtm::Result<Tensor>,
+) -> Result<Value, Diagnostic> {
+    let (p, q) = (full_of(a, span)?, full_of(b, span)?);
+    f(&p, &q).map(tensor_value).map_err(|e| rt_at(e, span))
+}
+
+/// The full tensor of a value (sharded tensors are gathered, with the collectives recorded).
+pub(super) fn full_of(v: &Value, span: Span) -> Result<Tensor, Diagnostic> {
+    match as_sharded(v) {
+        Some(o) => gather_full(o, span),
+        None => tensor_arg(v, span),
+    }
+}
+
+/// Gathers a sharded tensor: `all_gather` of each split, `all_reduce` of a partial sum.
+pub fn gather_full(o: &ShardedObj, span: Span) -> Result<Tensor, Diagnostic> {
+    let x = Sv {
+        s: o.s.clone(),
+        id: o.id,
+    };
+    let to = Layout::replicated(x.s.shape.len());
+    let r = bring(&x, &to).map_err(|d| d.or_at(span))?;
+    // Every device now holds the whole tensor; rank 0's copy is the result.
+    r.s.shards
+        .first()
+        .cloned()
+        .ok_or_else(|| e400("a mesh without devices").at(span))
+}
+
+pub(super) fn norm_axis(axis: i64, nd: usize, span: Span) -> Result<usize, Diagnostic> {
+    let a = if axis < 0 { axis + nd as i64 } else { axis };
+    if a < 0 || a as usize >= nd.max(1) {
+        return Err(Diagnostic::new(
+            Code::E0200,
+            format!("axis {axis} is out of range for a tensor of {nd} dimensions"),
+        )
+        .at(span));
+    }
+    Ok(a as usize)
+}
+
+/// `sum mean max min` of a sharded tensor over one axis or all.
+pub(super) fn reduce(
+    name: &str,
+    x: &Value,
+    axis: Option<i64>,
+    keepdim: bool,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    let Some(x) = sv_of(x) else {
+        return Err(Diagnostic::new(Code::E0101, "expected a tensor").at(span));
+    };
+    let x = settle(&x)?;
+    let nd = x.s.shape.len();
+    let axes: Vec<usize> = match axis {
+        Some(a) => vec![norm_axis(a, nd, span)?],
+        None => (0..nd).collect(),
+    };
+    let (out, comms) = rules::reduce(&x.s.layout, &axes, keepdim);
+    let op = reduce_op(name).ok_or_else(|| e400("not a reduction"))?;
+    // A split mean: local sums, summed over the devices, divided by the global count.
+    let local_op = if name == "mean" && !comms.is_empty() {
+        rtm::ReduceOp::Sum
+    } else {
+        op
+    };
+    let ax = axis.map(|a| a as isize);
+    let probe = {
+        let t = Tensor::abstract_tensor(&x.s.shape, x.s.dtype).map_err(rt)?;
+        rtm::reduce(&t, op, ax, keepdim).map_err(|e| rt_at(e, span))?
+    };
+    let out = if axis.is_none() && !keepdim {
+        Layout::replicated(0)
+    } else if axis.is_none() {
+        Layout::replicated(nd)
+    } else {
+        out
+    };
+    let count: f64 = axes.iter().map(|&a| x.s.shape[a] as f64).product();
+    let work: f64 = x.s.local_shape().iter().map(|&d| d as f64).product();
+    let mut r = kernel(
+        &format!("reduce_{name}"),
+        &[x],
+        out,
+        probe.dtype(),
+        0.0,
+        work,
+        move |t| rtm::reduce(&t[0], local_op, ax, keepdim),
+    )
+    .map_err(|d| d.or_at(span))?;
+    let red = match op {
+        rtm::ReduceOp::Max => RedOp::Max,
+        rtm::ReduceOp::Min => RedOp::Min,
+        _ => RedOp::Sum,
+    };
+    for a in &comms {
+        r = collective(
+            &r,
+            Comm {
+                kind: CommKind::AllReduce(red),
+                axis: *a,
+            },
+        )?;
+    }
+    if name == "mean" && !comms.is_empty() {
+        let l = r.s.layout.clone();
+        let dt = r.s.dtype;
+        r = kernel("div", &[r], l, dt, 1.0, 0.0, move |t| {
+            rtm::binary(BinaryOp::Div, &t[0], Scalar::Float(count))
+        })?;
+    }
+    Ok(value_of(r))
+}
+
+/// An op that needs `axis` whole on each device (softmax, layernorm, rmsnorm): gathered along
+/// it, run locally, sliced back to the input's layout.
+pub(super) fn along_axis(
+    name: &str,
+    x: &Value,
+    axis: i64,
+    span: Span,
+    f: impl Fn(&Tensor) -> rtm::Result<Tensor> + Sync,
+) -> Result<Value, Diagnostic> {
+    let Some(x) = sv_of(x) else {
+        return Err(Diagnostic::new(Code::E0101, "expected a tensor").at(span));
+    };
+    let x = settle(&x)?;
+    let a = norm_axis(axis, x.s.shape.len(), span)?;
+    let keep = x.s.layout.clone();
+    let t = rules::gathered(&x.s.layout, a);
+    let x = bring(&x, &t).map_err(|d| d.or_at(span))?;
+    let dt = x.s.dtype;
+    let r = kernel(name, &[x], t, dt, 5.0, 0.0, |t| f(&t[0])).map_err(|d| d.or_at(span))?;
+    let s = r.s.slice_to(&keep).map_err(rt)?;
+    Ok(value_of(Sv { s, id: r.id }))
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn attention(
+    q: &Value,
+    k: &Value,
+    v: &Value,
+    causal: bool,
+    scale: Option<f64>,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    let mesh = common_mesh(&[q, k, v])?;
+    let (q, k, v) = (
+        on_mesh(q, &mesh, span)?,
+        on_mesh(k, &mesh, span)?,
+        on_mesh(v, &mesh, span)?,
+    );
+    let (q, k, v) = (settle(&q)?, settle(&k)?, settle(&v)?);
+    if q.s.shape.len() < 2 || k.s.shape.len() < 2 || v.s.shape.len() < 2 {
+        return Err(Diagnostic::new(
+            Code::E0200,
+            "flash_attention: q, k and v must be at least 2-D ([..., seq, d])",
+        )
+        .at(span));
+    }
+    let (tq, tk, tv, out) = rules::attention(
+        &q.s.shape,
+        &q.s.layout,
+        &k.s.shape,
+        &k.s.layout,
+        &v.s.shape,
+        &v.s.layout,
+        causal,
+    );
+    let (q, k, v) = (bring(&q, &tq)?, bring(&k, &tk)?, bring(&v, &tv)?);
+    let d = 1.0;
+    let skv = k.s.local_shape().iter().rev().nth(1).copied().unwrap_or(1) as f64;
+    let dt = q.s.dtype;
+    kernel(
+        "flash_attention",
+        &[q, k, v],
+        out,
+        dt,
+        4.0 * skv * d,
+        0.0,
+        move |t| rtm::flash_attention(&t[0], &t[1], &t[2], causal, scale),
+    )
+    .map(value_of)
+    .map_err(|d| d.or_at(span))
+}

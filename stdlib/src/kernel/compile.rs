@@ -1,0 +1,219 @@
+//! Compiling a kernel call: tracing, the compiler pipeline, IR dumps, the PTX written out.
+
+use super::*;
+
+/// Traces `f` with `args` and runs the Graph IR pipeline.
+pub fn compile(
+    it: &mut Interp,
+    session: &Rc<Session>,
+    f: &Value,
+    args: &CallArgs,
+) -> Result<Compiled, Diagnostic> {
+    let name = func_name(f);
+    let op_span = match f {
+        Value::Function(func) => func.def.name.span,
+        _ => args.span,
+    };
+    let ctx = TraceCtx::new(&name, op_span);
+    let mut targs = CallArgs::new(args.span);
+    for (i, (v, s)) in args.positional.iter().enumerate() {
+        if let Some(t) = as_tensor(v) {
+            let p = ctx.param(t, param_span(f, Some(i), None, *s))?;
+            targs.positional.push((p, *s));
+        } else {
+            targs.positional.push((v.clone(), *s));
+        }
+    }
+    for (k, v, s) in &args.keywords {
+        if let Some(t) = as_tensor(v) {
+            let p = ctx.param(t, param_span(f, None, Some(k), *s))?;
+            targs.keywords.push((k.clone(), p, *s));
+        } else {
+            targs.keywords.push((k.clone(), v.clone(), *s));
+        }
+    }
+    session.traces.borrow_mut().push(ctx.clone());
+    let result = it.call(f, targs);
+    session.traces.borrow_mut().pop();
+    ctx.active.set(false);
+    let ret = result?;
+    let (items, out) = match &ret {
+        Value::Tuple(t) => (t.as_ref().clone(), OutShape::Tuple(t.len())),
+        Value::List(l) => {
+            let v = l.borrow().clone();
+            let n = v.len();
+            (v, OutShape::List(n))
+        }
+        other => (vec![other.clone()], OutShape::One),
+    };
+    let mut outputs: Vec<ValueId> = Vec::new();
+    for v in &items {
+        if let Some(s) = as_sym(v) {
+            if Rc::ptr_eq(&s.ctx, &ctx) {
+                outputs.push(s.id);
+                continue;
+            }
+        }
+        if let Some(t) = as_tensor(v) {
+            // A concrete tensor returned as is: a capture.
+            let index = {
+                let mut c = ctx.captures.borrow_mut();
+                c.push(t.clone());
+                c.len() - 1
+            };
+            let ty = TensorType::new(t.shape().to_vec(), t.dtype());
+            outputs.push(
+                ctx.graph
+                    .borrow_mut()
+                    .push(Op::Capture { index }, ty, op_span),
+            );
+            continue;
+        }
+        return Err(Diagnostic::new(
+            Code::E0101,
+            format!(
+                "a kernel must return a tensor or a tuple of tensors, not {}",
+                v.type_name()
+            ),
+        )
+        .at(args.span)
+        .with_secondary(op_span, "this kernel"));
+    }
+    if outputs.is_empty() {
+        return Err(
+            Diagnostic::new(Code::E0101, "a kernel must return at least one tensor").at(args.span),
+        );
+    }
+    let mut traced = ctx.graph.borrow().clone();
+    traced.outputs = outputs;
+    let directives = ctx.directives.borrow().clone();
+    let mut graph = traced.clone();
+    let opts = Options {
+        fusion: directives.fusion,
+    };
+    let fired = optimize(&mut graph, &opts, &it.sources).map_err(|e| {
+        let d = e.to_diagnostic();
+        if d.span.is_none() {
+            d.at(args.span)
+        } else {
+            d
+        }
+    })?;
+    let target = session.target.get();
+    let lowered = lower(&graph, &sched_directives(&directives, args.span), target)?;
+    let captures = ctx.captures.borrow().clone();
+    Ok(Compiled {
+        traced,
+        graph,
+        fired,
+        captures,
+        directives,
+        lowered,
+        out,
+        ptx: RefCell::default(),
+    })
+}
+
+/// `--dump LEVEL` and `--emit-ptx DIR` of a freshly compiled kernel (after autotuning, so the
+/// IR shown is the IR that runs).
+pub fn emit_dumps(
+    it: &mut Interp,
+    session: &Session,
+    c: &Compiled,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    if session.dump.iter().any(|d| d == "graph") {
+        let text = print(&c.graph, &it.sources);
+        dump_out(it, "graph", &text);
+    }
+    for level in &session.dump {
+        if level != "graph" {
+            let text = c.lowered.text(level, &it.sources)?;
+            dump_out(it, level, &text);
+        }
+    }
+    if let Some(dir) = &session.emit_ptx {
+        let target = session.target.get();
+        emit_ptx(dir, &c.lowered, target, &it.sources).map_err(|d| d.or_at(span))?;
+    }
+    Ok(())
+}
+
+/// The warning for kernel `k` running on the cpu because it has no Target IR (or abstract
+/// inputs), the first time only in a session.
+pub(super) fn cpu_fallback_warning(
+    session: &Session,
+    k: &tessera_compiler::schedule::Kernel,
+    ck: &tessera_compiler::pipeline::Compiled,
+) -> Option<String> {
+    session.warned.borrow_mut().insert(k.name.clone()).then(|| {
+        format!(
+            "warning: kernel '{}' ({}) is not lowered to Target IR yet ({}); it runs on the cpu\n",
+            k.name,
+            k.kind.name(),
+            ck.not_lowered.as_deref().unwrap_or("abstract inputs")
+        )
+    })
+}
+
+/// Where `--dump LEVEL` goes: stderr, or appended to the file `$TESSERA_DUMP_DIR/LEVEL` when
+/// that variable is set (`tessera test` snapshots keep dumps apart from the script's stderr).
+/// "stderr" is the interpreter's error sink: a notebook session shows it as its stderr stream.
+pub(super) fn dump_out(it: &mut Interp, level: &str, text: &str) {
+    match std::env::var_os("TESSERA_DUMP_DIR") {
+        Some(dir) if !dir.is_empty() => {
+            use std::io::Write as _;
+            let path = std::path::Path::new(&dir).join(level);
+            let r = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .and_then(|mut f| f.write_all(text.as_bytes()));
+            if let Err(e) = r {
+                it.write_err(&format!(
+                    "warning: TESSERA_DUMP_DIR: cannot write {}: {e}\n",
+                    path.display()
+                ));
+            }
+        }
+        _ => it.write_err(text),
+    }
+}
+
+/// The compiler's view of the `schedule.*` directives.
+pub(crate) fn sched_directives(d: &Directives, span: Span) -> SchedDirectives {
+    let u = |v: i64| u32::try_from(v).unwrap_or(u32::MAX);
+    SchedDirectives {
+        tile: d.tile.map(|(t, _)| t.map(u)),
+        warp: d.tile.and_then(|(_, w)| w.map(|w| w.map(u))),
+        tensor_cores: d.tensor_cores,
+        stages: d.pipeline_stages.map(u),
+        async_copy: d.async_copy,
+        vectorize: d.vectorize.map(u),
+        span: Some(span),
+        tile_span: d.span_of("tile"),
+        stages_span: d.span_of("pipeline_stages"),
+        tensor_cores_span: d.span_of("use_tensor_cores"),
+    }
+}
+
+/// Writes `DIR/<kernel>.ptx` for every kernel that reached Target IR.
+pub(super) fn emit_ptx(
+    dir: &std::path::Path,
+    l: &Lowered,
+    target: Target,
+    sources: &tessera_lang::SourceMap,
+) -> Result<(), Diagnostic> {
+    let io = |e: std::io::Error| {
+        Diagnostic::new(Code::E0500, format!("--emit-ptx {}: {e}", dir.display()))
+    };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    for c in &l.kernels {
+        if let Some(t) = &c.target {
+            let text = tessera_compiler::target::ptx::print_verified(&t.kernel, target, sources)
+                .map_err(|e| e.to_diagnostic())?;
+            std::fs::write(dir.join(format!("{}.ptx", t.kernel.name)), text).map_err(io)?;
+        }
+    }
+    Ok(())
+}

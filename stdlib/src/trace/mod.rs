@@ -1,0 +1,498 @@
+//! The tracer: runs a kernel body with symbolic tensors and records Graph IR.
+//!
+//! A kernel parameter becomes a [`SymTensor`]: a host object with a shape and dtype (an abstract
+//! runtime tensor, its "aval") and the Graph IR value it stands for. Every `op.*` function, tensor
+//! method and operator applied to a symbolic tensor records one op, typed by running the eager op
+//! on the abstract avals — so shape and dtype errors are exactly the eager ones. Python scalars
+//! become `const` ops; concrete tensors the body meets (globals, `op.ones(...)` inside the body)
+//! become `capture` ops whose values are baked into the compiled kernel, as in JAX.
+//!
+//! Host control flow runs (and so unrolls); branching on, or reading, a traced tensor's values
+//! is E0201. `print(x)` of a traced tensor shows `tensor(shape=[..], dtype=.., traced)`: there are
+//! no values to show (`str()` cannot fail in the evaluator).
+//!
+//! Spans: an op recorded by a native call (`op.matmul(...)`, `x.sum()`) gets the span of that
+//! call. Operators (`a @ b`, `x * 2`, `x[i]`, `x.T`) are reached through `HostObject::binary` and
+//! friends, which receive no span: until `lang` passes one, they get the span of the kernel's
+//! `def` name.
+
+use crate::tensor::{as_tensor, dtype_arg, ints_arg, rt, tensor_arg, DTypeObj};
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use tessera_compiler::graph::{self as gir, Graph, Op, ValueId};
+use tessera_lang::ast::{BinOp, CmpOp, UnaryOp as AstUnary};
+use tessera_lang::diag::{Code, Diagnostic};
+use tessera_lang::eval::{Arg, CallArgs, HostObject, HostResult, Interp, Value};
+use tessera_lang::Span;
+use tessera_runtime::{
+    self as rtm, BinaryOp, DType, IndexItem, Operand, ReduceOp, Scalar, Tensor, UnaryOp,
+};
+
+mod ops;
+pub use ops::*;
+
+fn ctype(t: &Tensor) -> gir::TensorType {
+    gir::TensorType::new(t.shape().to_vec(), t.dtype())
+}
+
+// ----- the trace context and symbolic tensors -----------------------------------------------
+
+/// One trace in progress: the graph being recorded and what the body captured.
+pub struct TraceCtx {
+    pub graph: RefCell<Graph>,
+    pub captures: RefCell<Vec<Tensor>>,
+    pub directives: RefCell<crate::schedule::Directives>,
+    /// False once the trace has ended: a traced tensor that escaped cannot be used.
+    pub active: Cell<bool>,
+    /// The span given to ops recorded by operators (see the module docs).
+    pub op_span: Span,
+}
+
+impl TraceCtx {
+    pub fn new(name: &str, op_span: Span) -> Rc<TraceCtx> {
+        Rc::new(TraceCtx {
+            graph: RefCell::new(Graph::new(name)),
+            captures: RefCell::new(Vec::new()),
+            directives: RefCell::new(Default::default()),
+            active: Cell::new(true),
+            op_span,
+        })
+    }
+
+    /// Records an op whose result has the shape and dtype of `aval`.
+    fn record(self: &Rc<Self>, op: Op, aval: Tensor, span: Span) -> Value {
+        let id = self.graph.borrow_mut().push(op, ctype(&aval), span);
+        Value::host(SymTensor {
+            ctx: self.clone(),
+            id,
+            aval,
+        })
+    }
+
+    /// A new parameter.
+    pub fn param(self: &Rc<Self>, t: &Tensor, span: Span) -> Result<Value, Diagnostic> {
+        let aval = Tensor::abstract_tensor(t.shape(), t.dtype()).map_err(rt)?;
+        let id = self.graph.borrow_mut().add_param(ctype(&aval), span);
+        Ok(Value::host(SymTensor {
+            ctx: self.clone(),
+            id,
+            aval,
+        }))
+    }
+
+    /// The value id of an operand, recording a capture or a const as needed. `scalar_dtype`
+    /// is the dtype a scalar takes next to the other operand(s).
+    fn id_of(self: &Rc<Self>, a: &TArg, scalar_dtype: DType, span: Span) -> ValueId {
+        match a {
+            TArg::Sym(id, _) => *id,
+            TArg::Conc(t, aval) => {
+                let index = {
+                    let mut c = self.captures.borrow_mut();
+                    c.push(t.clone());
+                    c.len() - 1
+                };
+                self.graph
+                    .borrow_mut()
+                    .push(Op::Capture { index }, ctype(aval), span)
+            }
+            TArg::Scalar(s) => self.graph.borrow_mut().push(
+                Op::Const { value: *s },
+                gir::TensorType::new(vec![], scalar_dtype),
+                span,
+            ),
+        }
+    }
+}
+
+/// A tensor inside a trace: shape and dtype, no data.
+pub struct SymTensor {
+    pub ctx: Rc<TraceCtx>,
+    pub id: ValueId,
+    /// An abstract tensor of the value's shape and dtype.
+    pub aval: Tensor,
+}
+
+/// An operand of a traced op.
+pub enum TArg {
+    Sym(ValueId, Tensor),
+    /// A concrete tensor and an abstract one of its type.
+    Conc(Tensor, Tensor),
+    Scalar(Scalar),
+}
+
+impl TArg {
+    fn aval(&self) -> Operand<'_> {
+        match self {
+            TArg::Sym(_, a) | TArg::Conc(_, a) => Operand::Tensor(a),
+            TArg::Scalar(s) => Operand::Scalar(*s),
+        }
+    }
+    fn tensor(&self) -> Option<&Tensor> {
+        match self {
+            TArg::Sym(_, a) | TArg::Conc(_, a) => Some(a),
+            TArg::Scalar(_) => None,
+        }
+    }
+}
+
+pub fn as_sym(v: &Value) -> Option<&SymTensor> {
+    v.downcast::<SymTensor>()
+}
+
+fn escaped() -> Diagnostic {
+    Diagnostic::new(
+        Code::E0201,
+        "a traced tensor is used outside the kernel that traced it",
+    )
+    .with_help("return it from the kernel instead of storing it elsewhere")
+}
+
+/// An operand of an op traced in `ctx`.
+fn targ(ctx: &Rc<TraceCtx>, v: &Value, span: Span) -> Result<TArg, Diagnostic> {
+    if let Some(s) = as_sym(v) {
+        if !Rc::ptr_eq(&s.ctx, ctx) || !s.ctx.active.get() {
+            return Err(escaped().at(span));
+        }
+        return Ok(TArg::Sym(s.id, s.aval.clone()));
+    }
+    match v {
+        Value::Int(i) => Ok(TArg::Scalar(Scalar::Int(*i))),
+        Value::Float(f) => Ok(TArg::Scalar(Scalar::Float(*f))),
+        Value::Bool(b) => Ok(TArg::Scalar(Scalar::Bool(*b))),
+        _ => {
+            let t = tensor_arg(v, span)?;
+            let a = Tensor::abstract_tensor(t.shape(), t.dtype()).map_err(rt)?;
+            Ok(TArg::Conc(t, a))
+        }
+    }
+}
+
+/// A tensor operand (a scalar becomes a 0-d tensor, as in eager mode).
+fn tens(ctx: &Rc<TraceCtx>, v: &Value, span: Span) -> Result<TArg, Diagnostic> {
+    match targ(ctx, v, span)? {
+        TArg::Scalar(_) => {
+            let t = tensor_arg(v, span)?;
+            let a = Tensor::abstract_tensor(t.shape(), t.dtype()).map_err(rt)?;
+            Ok(TArg::Conc(t, a))
+        }
+        t => Ok(t),
+    }
+}
+
+/// The trace of the first symbolic tensor among the arguments, if any.
+pub fn find_ctx(args: &CallArgs) -> Option<Rc<TraceCtx>> {
+    let from = |v: &Value| -> Option<Rc<TraceCtx>> {
+        if let Some(s) = as_sym(v) {
+            return Some(s.ctx.clone());
+        }
+        match v {
+            Value::List(l) => l
+                .borrow()
+                .iter()
+                .find_map(|x| as_sym(x).map(|s| s.ctx.clone())),
+            Value::Tuple(t) => t.iter().find_map(|x| as_sym(x).map(|s| s.ctx.clone())),
+            _ => None,
+        }
+    };
+    args.positional
+        .iter()
+        .find_map(|(v, _)| from(v))
+        .or_else(|| args.keywords.iter().find_map(|(_, v, _)| from(v)))
+}
+
+/// Wraps the eager `op.<name>` native: with a symbolic argument it traces instead.
+pub fn traced(name: &'static str, eager: Value) -> Value {
+    let Value::Native(n) = &eager else {
+        return eager;
+    };
+    let doc = n.doc.clone();
+    let eager_native = n.clone();
+    Value::native(name, &doc, move |it, args| match find_ctx(&args) {
+        Some(ctx) => trace_op(it, &ctx, name, args),
+        None => (eager_native.func)(it, args),
+    })
+}
+
+fn value_error(what: &str) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0201,
+        format!("{what} reads a tensor's values inside a kernel, where tensors are traced"),
+    )
+    .with_label("no values exist while tracing")
+    .with_help("return the tensor from the kernel and read it outside")
+}
+
+use tessera_lang::eval::args::{given as opt, required as req};
+
+fn bool_opt(a: &[Option<Arg>], i: usize, what: &str) -> Result<Option<bool>, Diagnostic> {
+    opt(a, i).map(|x| x.bool(what)).transpose()
+}
+
+fn float_opt(a: &[Option<Arg>], i: usize, what: &str) -> Result<Option<f64>, Diagnostic> {
+    opt(a, i)
+        .map(|x| match &x.value {
+            Value::Int(i) => Ok(*i as f64),
+            Value::Float(f) => Ok(*f),
+            other => Err(Diagnostic::new(
+                Code::E0201,
+                format!(
+                    "{what} must be a Python number inside a kernel, not {}",
+                    other.type_name()
+                ),
+            )
+            .at(x.span)),
+        })
+        .transpose()
+}
+
+fn int_opt(a: &[Option<Arg>], i: usize, what: &str) -> Result<Option<i64>, Diagnostic> {
+    opt(a, i).map(|x| x.int(what)).transpose()
+}
+
+fn norm_axis(axis: i64, nd: usize) -> Result<usize, Diagnostic> {
+    let n = nd as i64;
+    let a = if axis < 0 { axis + n } else { axis };
+    if a < 0 || a >= n {
+        return Err(Diagnostic::new(
+            Code::E0500,
+            format!("axis {axis} is out of range for a tensor of {nd} dimensions"),
+        ));
+    }
+    Ok(a as usize)
+}
+
+// ----- the symbolic tensor as a host object -------------------------------------------------
+
+fn bin_op(op: BinOp) -> BinaryOp {
+    match op {
+        BinOp::Add => BinaryOp::Add,
+        BinOp::Sub => BinaryOp::Sub,
+        BinOp::Mul => BinaryOp::Mul,
+        BinOp::Div => BinaryOp::Div,
+        BinOp::FloorDiv => BinaryOp::FloorDiv,
+        BinOp::Mod => BinaryOp::Mod,
+        BinOp::Pow => BinaryOp::Pow,
+        // `@` is handled before this is called.
+        BinOp::MatMul => BinaryOp::Mul,
+    }
+}
+
+impl SymTensor {
+    fn me(&self) -> TArg {
+        TArg::Sym(self.id, self.aval.clone())
+    }
+
+    /// `self op other` at `span` (the operator expression's span).
+    fn binary_span(&self, op: BinOp, other: &Value, reflected: bool, span: Span) -> HostResult {
+        let ctx = &self.ctx;
+        let o = match other {
+            Value::Int(_) | Value::Float(_) | Value::Bool(_) => targ(ctx, other, span),
+            _ if as_sym(other).is_some() || as_tensor(other).is_some() => targ(ctx, other, span),
+            Value::List(_) | Value::Tuple(_) => tens(ctx, other, span),
+            _ => return None,
+        };
+        let o = match o {
+            Ok(o) => o,
+            Err(e) => return Some(Err(e)),
+        };
+        let me = self.me();
+        let (l, r) = if reflected { (&o, &me) } else { (&me, &o) };
+        Some(if op == BinOp::MatMul {
+            match (l, r) {
+                (TArg::Scalar(_), _) | (_, TArg::Scalar(_)) => {
+                    return None;
+                }
+                _ => t_matmul(ctx, l, r, None, span),
+            }
+        } else {
+            t_binary(ctx, bin_op(op), l, r, span)
+        })
+    }
+
+    fn compare_span(&self, op: CmpOp, other: &Value, reflected: bool, span: Span) -> HostResult {
+        let b = match op {
+            CmpOp::Eq => BinaryOp::Eq,
+            CmpOp::Ne => BinaryOp::Ne,
+            CmpOp::Lt => BinaryOp::Lt,
+            CmpOp::Le => BinaryOp::Le,
+            CmpOp::Gt => BinaryOp::Gt,
+            CmpOp::Ge => BinaryOp::Ge,
+            CmpOp::In | CmpOp::NotIn | CmpOp::Is | CmpOp::IsNot => return None,
+        };
+        if !matches!(other, Value::Int(_) | Value::Float(_) | Value::Bool(_))
+            && as_sym(other).is_none()
+            && as_tensor(other).is_none()
+        {
+            return None;
+        }
+        let o = match targ(&self.ctx, other, span) {
+            Ok(o) => o,
+            Err(e) => return Some(Err(e)),
+        };
+        let me = self.me();
+        let (l, r) = if reflected { (&o, &me) } else { (&me, &o) };
+        Some(t_binary(&self.ctx, b, l, r, span))
+    }
+}
+
+impl HostObject for SymTensor {
+    fn type_name(&self) -> &'static str {
+        "tensor"
+    }
+    fn repr(&self) -> String {
+        let dims: Vec<String> = self.aval.shape().iter().map(|d| d.to_string()).collect();
+        format!(
+            "tensor(shape=[{}], dtype={}, traced)",
+            dims.join(", "),
+            self.aval.dtype().name()
+        )
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn get_attr(
+        &self,
+        this: &Value,
+        name: &str,
+        it: &mut Interp,
+    ) -> Result<Option<Value>, Diagnostic> {
+        let t = &self.aval;
+        Ok(Some(match name {
+            "shape" => Value::tuple(t.shape().iter().map(|d| Value::Int(*d as i64)).collect()),
+            "dtype" => Value::host(DTypeObj(t.dtype())),
+            "ndim" => Value::Int(t.ndim() as i64),
+            "T" => t_transpose(&self.ctx, &self.me(), None, it.call_span)?,
+            "is_abstract" => Value::Bool(true),
+            "layout" => Value::None,
+            _ => {
+                let m = crate::tensor::bound_method(
+                    this,
+                    name,
+                    crate::tensor::is_tensor_method,
+                    sym_method,
+                );
+                return Ok(m);
+            }
+        }))
+    }
+    fn attr_names(&self) -> Vec<&'static str> {
+        crate::tensor::tensor_attr_names(&[])
+    }
+    fn binary(&self, op: BinOp, other: &Value, reflected: bool) -> HostResult {
+        self.binary_span(op, other, reflected, self.ctx.op_span)
+    }
+    fn binary_at(&self, op: BinOp, other: &Value, reflected: bool, span: Span) -> HostResult {
+        self.binary_span(op, other, reflected, span)
+    }
+    fn compare(&self, op: CmpOp, other: &Value, reflected: bool) -> HostResult {
+        self.compare_span(op, other, reflected, self.ctx.op_span)
+    }
+    fn compare_at(&self, op: CmpOp, other: &Value, reflected: bool, span: Span) -> HostResult {
+        self.compare_span(op, other, reflected, span)
+    }
+    fn unary(&self, op: AstUnary) -> HostResult {
+        self.unary_at(op, self.ctx.op_span)
+    }
+    fn unary_at(&self, op: AstUnary, span: Span) -> HostResult {
+        match op {
+            AstUnary::Neg => Some(t_unary(&self.ctx, UnaryOp::Neg, &self.me(), span)),
+            AstUnary::Pos => Some(Ok(Value::host(SymTensor {
+                ctx: self.ctx.clone(),
+                id: self.id,
+                aval: self.aval.clone(),
+            }))),
+            AstUnary::Not => None,
+        }
+    }
+    fn truthy(&self) -> Result<bool, Diagnostic> {
+        Err(
+            Diagnostic::new(Code::E0201, "value-dependent control flow in a kernel")
+                .with_label("this condition depends on a traced tensor's values")
+                .with_help(
+                    "kernels are traced with symbolic tensors: branch on shapes (x.shape[0] > 1), \
+             or select values with op.where(cond, a, b)",
+                ),
+        )
+    }
+    fn len(&self) -> Option<Result<usize, Diagnostic>> {
+        Some(match self.aval.shape().first() {
+            Some(n) => Ok(*n),
+            None => Err(Diagnostic::new(Code::E0101, "len() of a 0-d tensor")),
+        })
+    }
+    fn getitem(&self, index: &Value) -> HostResult {
+        self.getitem_at(index, self.ctx.op_span)
+    }
+    fn getitem_at(&self, index: &Value, span: Span) -> HostResult {
+        Some(t_index(&self.ctx, &self.me(), index, span))
+    }
+    fn iter(&self) -> Option<Result<Vec<Value>, Diagnostic>> {
+        let n = match self.aval.shape().first() {
+            Some(n) => *n,
+            None => {
+                return Some(Err(Diagnostic::new(
+                    Code::E0101,
+                    "iteration over a 0-d tensor",
+                )))
+            }
+        };
+        Some(
+            (0..n)
+                .map(|i| {
+                    t_index(
+                        &self.ctx,
+                        &self.me(),
+                        &Value::Int(i as i64),
+                        self.ctx.op_span,
+                    )
+                })
+                .collect(),
+        )
+    }
+}
+
+fn sym_method(
+    it: &mut Interp,
+    recv: &Value,
+    name: &str,
+    args: CallArgs,
+) -> Result<Value, Diagnostic> {
+    let Some(s) = as_sym(recv) else {
+        return Err(Diagnostic::new(Code::E0101, "not a tensor"));
+    };
+    let ctx = s.ctx.clone();
+    let span = args.span;
+    match name {
+        "tolist" | "item" => Err(value_error(&format!(".{name}()")).at(span)),
+        "numel" => {
+            args.bind("numel", &[], &[])?;
+            Ok(Value::Int(s.aval.numel() as i64))
+        }
+        "reshape" => {
+            let dims = if args.positional.len() == 1 && args.keywords.is_empty() {
+                let (v, sp) = &args.positional[0];
+                ints_arg(v, *sp)?
+            } else if args.keywords.is_empty() {
+                let mut d = Vec::new();
+                for (v, sp) in &args.positional {
+                    d.extend(ints_arg(v, *sp)?);
+                }
+                d
+            } else {
+                let a = args.bind("reshape", &["shape"], &[])?;
+                let x = req(&a, 0)?;
+                ints_arg(&x.value, x.span)?
+            };
+            t_reshape(&ctx, &s.me(), &dims, span)
+        }
+        _ => {
+            let mut full = CallArgs::new(span);
+            full.positional.push((recv.clone(), span));
+            full.positional.extend(args.positional.iter().cloned());
+            full.keywords = args.keywords.clone();
+            let op = if name == "to" { "cast" } else { name };
+            trace_op(it, &ctx, op, full)
+        }
+    }
+}
