@@ -99,7 +99,9 @@ def main():
                 hit.append(h)
             if i < a.triton:
                 tri.append(triton(k, env))
-        mc, mp, mh, mt = (statistics.median(x) for x in (cold, cached, hit, tri))
+        mc, mp, mh = (statistics.median(x) for x in (cold, cached, hit))
+        # `--triton 0` (no Triton here): the Triton columns read n/a
+        mt = statistics.median(tri) if tri else float("nan")
         mb = statistics.median(base) if base else None
         rows.append((k, mc, mp, mh, mt, entry, mb))
         print(f"{k}: ours cold {mc:.2f} ms, cached {mp:.3f}/{mh:.3f} ms; triton cold {mt:.1f} ms",
@@ -110,7 +112,12 @@ def main():
           + extra)
     print("| --- | ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: |" if a.base else ""))
     for k, mc, mp, mh, mt, entry, mb in rows:
-        ratio = f"{mt / mc:.0f}x" if entry else f"n/a ({mt / mc:.0f}x, ours stops before PTX)"
+        if mt != mt:
+            ratio = "n/a"
+        elif entry:
+            ratio = f"{mt / mc:.0f}x"
+        else:
+            ratio = f"n/a ({mt / mc:.0f}x, ours stops before PTX)"
         tail = f" | {mb:.2f} | {mc / mb:.2f}x |" if mb else " |"
         print(f"| {k} | {mc:.2f} | {mp:.3f} | {mh:.3f} | {mt:.1f} | {ratio}" + tail)
     if a.ptxas:

@@ -127,6 +127,22 @@ fn binary_fn(name: &'static str, op: BinaryOp) -> Value {
     })
 }
 
+/// The binary elementwise ops bound as `op.<name>(a, b)` (named as Graph IR prints them).
+const BINARY_FUNCTIONS: [BinaryOp; 7] = [
+    BinaryOp::Add,
+    BinaryOp::Sub,
+    BinaryOp::Mul,
+    BinaryOp::Div,
+    BinaryOp::Pow,
+    BinaryOp::Maximum,
+    BinaryOp::Minimum,
+];
+
+/// The binary op bound as `op.<name>`, if any.
+pub fn binary_op(name: &str) -> Option<BinaryOp> {
+    BINARY_FUNCTIONS.into_iter().find(|b| b.name() == name)
+}
+
 /// The native function `op.<name>`: eager, or traced when an argument is a traced tensor.
 pub fn function(name: &str) -> Option<Value> {
     let n: &'static str = match unary_op(name) {
@@ -166,14 +182,10 @@ fn eager_function(name: &str) -> Option<Value> {
             }
         }));
     }
+    if let Some(b) = binary_op(name) {
+        return Some(binary_fn(b.name(), b));
+    }
     Some(match name {
-        "add" => binary_fn("add", BinaryOp::Add),
-        "sub" => binary_fn("sub", BinaryOp::Sub),
-        "mul" => binary_fn("mul", BinaryOp::Mul),
-        "div" => binary_fn("div", BinaryOp::Div),
-        "pow" => binary_fn("pow", BinaryOp::Pow),
-        "maximum" => binary_fn("maximum", BinaryOp::Maximum),
-        "minimum" => binary_fn("minimum", BinaryOp::Minimum),
         "tensor" => Value::native("tensor", "tensor(data, dtype=None)", |_, args| {
             let a = args.bind("tensor", &["data"], &["dtype"])?;
             let d = req(&a, 0)?;

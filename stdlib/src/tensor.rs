@@ -375,7 +375,28 @@ impl HostObject for TensorObj {
     }
 }
 
-fn index_items(index: &Value) -> Result<Vec<IndexItem>, Diagnostic> {
+/// The shape of `t.reshape((2, 3))`, `t.reshape(2, 3)` or `t.reshape(shape=(2, 3))`.
+pub(crate) fn reshape_dims(args: &CallArgs) -> Result<Vec<i64>, Diagnostic> {
+    if args.positional.len() == 1 && args.keywords.is_empty() {
+        let (v, s) = &args.positional[0];
+        ints_arg(v, *s)
+    } else if args.keywords.is_empty() {
+        let mut d = Vec::new();
+        for (v, s) in &args.positional {
+            d.extend(ints_arg(v, *s)?);
+        }
+        Ok(d)
+    } else {
+        let a = args.bind("reshape", &["shape"], &[])?;
+        match a.into_iter().flatten().next() {
+            Some(x) => ints_arg(&x.value, x.span),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+/// The items of a tensor index (`x[1, :, None]`), for eager and traced indexing alike.
+pub(crate) fn index_items(index: &Value) -> Result<Vec<IndexItem>, Diagnostic> {
     let parts: Vec<Value> = match index {
         Value::Tuple(t) => t.as_ref().clone(),
         other => vec![other.clone()],
@@ -503,23 +524,7 @@ fn tensor_method(
             Ok(tensor_value(t.to(dt).map_err(rt)?))
         }
         "reshape" => {
-            // t.reshape((2, 3)) or t.reshape(2, 3)
-            let dims = if args.positional.len() == 1 && args.keywords.is_empty() {
-                let (v, s) = &args.positional[0];
-                ints_arg(v, *s)?
-            } else if args.keywords.is_empty() {
-                let mut d = Vec::new();
-                for (v, s) in &args.positional {
-                    d.extend(ints_arg(v, *s)?);
-                }
-                d
-            } else {
-                let a = args.bind("reshape", &["shape"], &[])?;
-                match a.into_iter().flatten().next() {
-                    Some(x) => ints_arg(&x.value, x.span)?,
-                    None => Vec::new(),
-                }
-            };
+            let dims = reshape_dims(&args)?;
             Ok(tensor_value(t.reshape(&dims).map_err(rt)?))
         }
         "tolist" => {

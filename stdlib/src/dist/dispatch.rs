@@ -93,16 +93,7 @@ pub(super) fn sharded_op(
         let x = need(&a, 0, span)?;
         return map_unary(name, &x.value, span, move |t| rtm::unary(u, t));
     }
-    let bin = match name {
-        "add" => Some(BinaryOp::Add),
-        "sub" => Some(BinaryOp::Sub),
-        "mul" => Some(BinaryOp::Mul),
-        "div" => Some(BinaryOp::Div),
-        "pow" => Some(BinaryOp::Pow),
-        "maximum" => Some(BinaryOp::Maximum),
-        "minimum" => Some(BinaryOp::Minimum),
-        _ => None,
-    };
+    let bin = crate::op::binary_op(name);
     if let Some(b) = bin {
         let a = args.bind(name, &["a", "b"], &[])?;
         return elementwise_binary(

@@ -470,20 +470,7 @@ fn sym_method(
             Ok(Value::Int(s.aval.numel() as i64))
         }
         "reshape" => {
-            let dims = if args.positional.len() == 1 && args.keywords.is_empty() {
-                let (v, sp) = &args.positional[0];
-                ints_arg(v, *sp)?
-            } else if args.keywords.is_empty() {
-                let mut d = Vec::new();
-                for (v, sp) in &args.positional {
-                    d.extend(ints_arg(v, *sp)?);
-                }
-                d
-            } else {
-                let a = args.bind("reshape", &["shape"], &[])?;
-                let x = req(&a, 0)?;
-                ints_arg(&x.value, x.span)?
-            };
+            let dims = crate::tensor::reshape_dims(&args)?;
             t_reshape(&ctx, &s.me(), &dims, span)
         }
         _ => {

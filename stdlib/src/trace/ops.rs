@@ -226,52 +226,16 @@ pub(super) fn t_index(
     let xa = x
         .tensor()
         .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
-    let parts: Vec<Value> = match index {
-        Value::Tuple(t) => t.as_ref().clone(),
-        other => vec![other.clone()],
-    };
-    let opt = |v: &Value| -> Result<Option<i64>, Diagnostic> {
-        match v {
-            Value::None => Ok(None),
-            Value::Int(i) => Ok(Some(*i)),
-            Value::Bool(b) => Ok(Some(i64::from(*b))),
-            other => Err(Diagnostic::new(
-                Code::E0101,
-                format!(
-                    "slice indices must be ints or None, not {}",
-                    other.type_name()
-                ),
-            )),
-        }
-    };
-    let mut ritems = Vec::new();
-    let mut gitems = Vec::new();
-    for p in &parts {
-        match p {
-            Value::Int(i) => {
-                ritems.push(IndexItem::Int(*i));
-                gitems.push(gir::SliceItem::Index(*i));
-            }
-            Value::None => {
-                ritems.push(IndexItem::NewAxis);
-                gitems.push(gir::SliceItem::NewAxis);
-            }
-            Value::Slice(s) => {
-                let (start, stop, step) = (opt(&s[0])?, opt(&s[1])?, opt(&s[2])?);
-                ritems.push(IndexItem::Slice { start, stop, step });
-                gitems.push(gir::SliceItem::Range { start, stop, step });
-            }
-            other => {
-                return Err(Diagnostic::new(
-                    Code::E0101,
-                    format!(
-                        "tensor indices inside a kernel must be ints, slices or None, not {}",
-                        other.type_name()
-                    ),
-                ))
-            }
-        }
-    }
+    let ritems = crate::tensor::index_items(index)?;
+    let gitems = ritems
+        .iter()
+        .map(|r| match *r {
+            IndexItem::Int(i) => gir::SliceItem::Index(i),
+            IndexItem::NewAxis => gir::SliceItem::NewAxis,
+            IndexItem::Slice { start, stop, step } => gir::SliceItem::Range { start, stop, step },
+            IndexItem::Ellipsis => gir::SliceItem::Ellipsis,
+        })
+        .collect();
     let aval = xa.index(&ritems).map_err(rt)?;
     let xi = ctx.id_of(x, xa.dtype(), span);
     Ok(ctx.record(
@@ -319,16 +283,7 @@ pub fn trace_op(
             _ => t_reduce(ctx, r, &x, int_opt(&a, 1, "axis")?, keep, span),
         };
     }
-    let bin = match name {
-        "add" => Some(BinaryOp::Add),
-        "sub" => Some(BinaryOp::Sub),
-        "mul" => Some(BinaryOp::Mul),
-        "div" => Some(BinaryOp::Div),
-        "pow" => Some(BinaryOp::Pow),
-        "maximum" => Some(BinaryOp::Maximum),
-        "minimum" => Some(BinaryOp::Minimum),
-        _ => None,
-    };
+    let bin = crate::op::binary_op(name);
     if let Some(op) = bin {
         let a = args.bind(name, &["a", "b"], &[])?;
         return t_binary(ctx, op, &arg(&a, 0)?, &arg(&a, 1)?, span);
