@@ -289,9 +289,9 @@ fn lower_on_mesh(
             None => f.clone(),
         };
         session.on_mesh.set(session.on_mesh.get() + 1);
-        crate::dist::open_log();
+        crate::dist::open_log(session);
         let r = it.call(&func, abs).and_then(crate::dist::settle_value);
-        let program = crate::dist::close_log();
+        let program = crate::dist::close_log(session);
         session.on_mesh.set(session.on_mesh.get().saturating_sub(1));
         r?;
         return Ok(Value::str(program.print().trim_end()));

@@ -10,13 +10,28 @@ use super::*;
 pub(super) struct Sv {
     pub(super) s: Sharded,
     pub(super) id: usize,
+    pub(super) cx: Rc<Session>,
 }
 
 pub(super) fn sv_of(v: &Value) -> Option<Sv> {
     as_sharded(v).map(|o| Sv {
         s: o.s.clone(),
         id: o.id,
+        cx: o.cx.clone(),
     })
+}
+
+/// The mesh of an op's sharded operands and the session they belong to.
+pub(super) struct OnMesh {
+    pub(super) mesh: Arc<Mesh>,
+    pub(super) cx: Rc<Session>,
+}
+
+impl std::ops::Deref for OnMesh {
+    type Target = Arc<Mesh>;
+    fn deref(&self) -> &Arc<Mesh> {
+        &self.mesh
+    }
 }
 
 /// Applies the collectives that bring `x` to `to`, then slices locally to it.
@@ -26,7 +41,11 @@ pub(super) fn bring(x: &Sv, to: &Layout) -> Result<Sv, Diagnostic> {
         cur = collective(&cur, c)?;
     }
     let s = cur.s.slice_to(to).map_err(rt)?;
-    Ok(Sv { s, id: cur.id })
+    Ok(Sv {
+        s,
+        id: cur.id,
+        cx: cur.cx,
+    })
 }
 
 /// Runs one collective and records it.
@@ -46,10 +65,11 @@ pub(super) fn collective(x: &Sv, c: Comm) -> Result<Sv, Diagnostic> {
         }
     }
     let measured = (!x.s.is_abstract()).then(|| t0.elapsed().as_secs_f64() * 1e6);
-    let out = next_id();
+    let out = next_id(&x.cx);
     let local = x.s.local_shape();
     let elem = x.s.shards.first().map_or(4, |t| t.dtype().size_bytes());
     note(
+        &x.cx,
         &x.s.mesh,
         Step::Collective {
             comm: c,
@@ -61,7 +81,11 @@ pub(super) fn collective(x: &Sv, c: Comm) -> Result<Sv, Diagnostic> {
             measured_us: measured,
         },
     );
-    Ok(Sv { s, id: out })
+    Ok(Sv {
+        s,
+        id: out,
+        cx: x.cx.clone(),
+    })
 }
 
 /// Reduces a partial tensor (`all_reduce`); others unchanged.
@@ -91,10 +115,12 @@ pub(super) fn kernel(
     f: impl Fn(&[Tensor]) -> rtm::Result<Tensor> + Sync,
 ) -> Result<Sv, Diagnostic> {
     let mesh = ins[0].s.mesh.clone();
+    let cx = ins[0].cx.clone();
     let abstract_run = ins.iter().any(|x| x.s.is_abstract());
     let t0 = Instant::now();
+    let inputs: Vec<&Sharded> = ins.iter().map(|x| &x.s).collect();
     let shards = per_device(mesh.size(), abstract_run || sequential(), |r| {
-        let local: Vec<Tensor> = ins.iter().map(|x| x.s.shards[r].clone()).collect();
+        let local: Vec<Tensor> = inputs.iter().map(|x| x.shards[r].clone()).collect();
         f(&local)
     })
     .map_err(rt)?;
@@ -114,8 +140,9 @@ pub(super) fn kernel(
         let n: f64 = x.s.local_shape().iter().map(|&d| d as f64).product();
         bytes += n * x.s.dtype.size_bytes() as f64;
     }
-    let out = next_id();
+    let out = next_id(&cx);
     note(
+        &cx,
         &mesh,
         Step::Kernel {
             op: op.to_string(),
@@ -139,17 +166,23 @@ pub(super) fn kernel(
             shards,
         },
         id: out,
+        cx,
     })
 }
 
 /// The mesh of the sharded operands (E0400 when they differ).
-pub(super) fn common_mesh(vals: &[&Value]) -> Result<Arc<Mesh>, Diagnostic> {
-    let mut m: Option<Arc<Mesh>> = None;
+pub(super) fn common_mesh(vals: &[&Value]) -> Result<OnMesh, Diagnostic> {
+    let mut m: Option<OnMesh> = None;
     for v in vals {
         if let Some(o) = as_sharded(v) {
             match &m {
-                None => m = Some(o.s.mesh.clone()),
-                Some(x) if **x != *o.s.mesh => {
+                None => {
+                    m = Some(OnMesh {
+                        mesh: o.s.mesh.clone(),
+                        cx: o.cx.clone(),
+                    })
+                }
+                Some(x) if *x.mesh != *o.s.mesh => {
                     return Err(e400(format!(
                         "operands live on different meshes: {} and {}",
                         mesh_text(x),
@@ -165,17 +198,21 @@ pub(super) fn common_mesh(vals: &[&Value]) -> Result<Arc<Mesh>, Diagnostic> {
 
 /// A tensor operand on `mesh`: sharded as it is, or an ordinary tensor replicated (every
 /// device shares its buffer).
-pub(super) fn on_mesh(v: &Value, mesh: &Arc<Mesh>, span: Span) -> Result<Sv, Diagnostic> {
+pub(super) fn on_mesh(v: &Value, mesh: &OnMesh, span: Span) -> Result<Sv, Diagnostic> {
     if let Some(x) = sv_of(v) {
         return Ok(x);
     }
     let t = tensor_arg(v, span)?;
-    let s = Sharded::split(&t, Layout::replicated(t.ndim()), mesh.clone()).map_err(rt)?;
-    Ok(Sv { s, id: next_id() })
+    let s = Sharded::split(&t, Layout::replicated(t.ndim()), mesh.mesh.clone()).map_err(rt)?;
+    Ok(Sv {
+        s,
+        id: next_id(&mesh.cx),
+        cx: mesh.cx.clone(),
+    })
 }
 
 pub(super) fn value_of(x: Sv) -> Value {
-    with_id(x.s, x.id)
+    with_id(&x.cx, x.s, x.id)
 }
 
 pub(super) fn map_unary(
@@ -330,6 +367,7 @@ pub fn gather_full(o: &ShardedObj, span: Span) -> Result<Tensor, Diagnostic> {
     let x = Sv {
         s: o.s.clone(),
         id: o.id,
+        cx: o.cx.clone(),
     };
     let to = Layout::replicated(x.s.shape.len());
     let r = bring(&x, &to).map_err(|d| d.or_at(span))?;
@@ -445,7 +483,11 @@ pub(super) fn along_axis(
     let dt = x.s.dtype;
     let r = kernel(name, &[x], t, dt, 5.0, 0.0, |t| f(&t[0])).map_err(|d| d.or_at(span))?;
     let s = r.s.slice_to(&keep).map_err(rt)?;
-    Ok(value_of(Sv { s, id: r.id }))
+    Ok(value_of(Sv {
+        s,
+        id: r.id,
+        cx: r.cx,
+    }))
 }
 
 #[allow(clippy::too_many_arguments)]

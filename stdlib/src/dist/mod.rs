@@ -20,7 +20,6 @@
 use crate::kernel::Session;
 use crate::tensor::*;
 use std::any::Any;
-use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
@@ -41,57 +40,42 @@ pub use dispatch::*;
 use exec::*;
 pub use module::*;
 
-thread_local! {
-    static SESSION: RefCell<Option<Rc<Session>>> = const { RefCell::new(None) };
-    /// Open logs of mesh steps (innermost last).
-    static LOGS: RefCell<Vec<Program>> = const { RefCell::new(Vec::new()) };
-    static NEXT_ID: Cell<usize> = const { Cell::new(0) };
+/// The next value number of a sharded tensor in session `cx`.
+fn next_id(cx: &Session) -> usize {
+    let v = cx.next_sharded.get();
+    cx.next_sharded.set(v + 1);
+    v
 }
 
-fn next_id() -> usize {
-    NEXT_ID.with(|n| {
-        let v = n.get();
-        n.set(v + 1);
-        v
-    })
-}
-
-/// Opens a log of mesh steps.
-pub fn open_log() {
-    LOGS.with(|l| l.borrow_mut().push(Program::default()));
+/// Opens a log of mesh steps in session `cx`.
+pub fn open_log(cx: &Session) {
+    cx.mesh_logs.borrow_mut().push(Program::default());
 }
 
 /// Closes the innermost log; its steps also belong to the enclosing one.
-pub fn close_log() -> Program {
-    LOGS.with(|l| {
-        let mut l = l.borrow_mut();
-        let p = l.pop().unwrap_or_default();
-        if let Some(outer) = l.last_mut() {
-            if outer.mesh.is_none() {
-                outer.mesh = p.mesh.clone();
-            }
-            outer.steps.extend(p.steps.iter().cloned());
+pub fn close_log(cx: &Session) -> Program {
+    let mut l = cx.mesh_logs.borrow_mut();
+    let p = l.pop().unwrap_or_default();
+    if let Some(outer) = l.last_mut() {
+        if outer.mesh.is_none() {
+            outer.mesh = p.mesh.clone();
         }
-        p
-    })
+        outer.steps.extend(p.steps.iter().cloned());
+    }
+    p
 }
 
-fn note(mesh: &Mesh, step: Step) {
-    LOGS.with(|l| {
-        if let Some(p) = l.borrow_mut().last_mut() {
-            if p.mesh.is_none() {
-                p.mesh = Some(mesh.shape.clone());
-            }
-            p.steps.push(step.clone());
+/// Records a step in the open log (and in the profile when one is being taken).
+fn note(cx: &Session, mesh: &Mesh, step: Step) {
+    if let Some(p) = cx.mesh_logs.borrow_mut().last_mut() {
+        if p.mesh.is_none() {
+            p.mesh = Some(mesh.shape.clone());
         }
-    });
-    SESSION.with(|s| {
-        if let Some(s) = &*s.borrow() {
-            if s.profile.borrow().active {
-                crate::profile::record_mesh_step(s, &mesh.shape, &step);
-            }
-        }
-    });
+        p.steps.push(step.clone());
+    }
+    if cx.profile.borrow().active {
+        crate::profile::record_mesh_step(cx, &mesh.shape, &step);
+    }
 }
 
 /// Sequential per-device execution (`TESSERA_MESH_THREADS=1`), for checking that results do
@@ -130,18 +114,24 @@ pub struct SpecObj {
     pub partial: Option<String>,
 }
 
-/// A tensor split over a mesh.
+/// A tensor split over a mesh, with its value number and the session that logs its steps.
 pub struct ShardedObj {
     pub s: Sharded,
     pub id: usize,
+    pub cx: Rc<Session>,
 }
 
-pub fn sharded_value(s: Sharded) -> Value {
-    Value::host(ShardedObj { s, id: next_id() })
+/// A new sharded tensor value of session `cx`.
+fn new_sharded(cx: &Rc<Session>, s: Sharded) -> Value {
+    with_id(cx, s, next_id(cx))
 }
 
-fn with_id(s: Sharded, id: usize) -> Value {
-    Value::host(ShardedObj { s, id })
+fn with_id(cx: &Rc<Session>, s: Sharded, id: usize) -> Value {
+    Value::host(ShardedObj {
+        s,
+        id,
+        cx: cx.clone(),
+    })
 }
 
 pub fn as_sharded(v: &Value) -> Option<&ShardedObj> {
@@ -396,10 +386,7 @@ impl HostObject for ShardedObj {
         crate::tensor::tensor_attr_names(&["mesh", "local_shape", "shards", "gather"])
     }
     fn binary_at(&self, op: BinOp, other: &Value, reflected: bool, span: Span) -> HostResult {
-        let me = Value::host(ShardedObj {
-            s: self.s.clone(),
-            id: self.id,
-        });
+        let me = with_id(&self.cx, self.s.clone(), self.id);
         let (l, r) = if reflected {
             (other.clone(), me)
         } else {
@@ -441,7 +428,7 @@ impl HostObject for ShardedObj {
         if !is_operand(other) {
             return None;
         }
-        let me = with_id(self.s.clone(), self.id);
+        let me = with_id(&self.cx, self.s.clone(), self.id);
         let (l, r) = if reflected {
             (other.clone(), me)
         } else {
@@ -453,7 +440,7 @@ impl HostObject for ShardedObj {
         self.compare_at(op, other, reflected, Span::default())
     }
     fn unary_at(&self, op: UnaryOp, span: Span) -> HostResult {
-        let me = with_id(self.s.clone(), self.id);
+        let me = with_id(&self.cx, self.s.clone(), self.id);
         match op {
             UnaryOp::Neg => Some(map_unary("neg", &me, span, |t| {
                 rtm::unary(rtm::UnaryOp::Neg, t)

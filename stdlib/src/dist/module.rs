@@ -112,7 +112,6 @@ pub const FUNCTIONS: &[(&str, &str)] = &[
 
 /// Builds the `dist` module.
 pub fn module(session: Rc<Session>) -> Module {
-    SESSION.with(|s| *s.borrow_mut() = Some(session));
     let m = Module::new("dist", "device meshes and sharded tensors");
     m.set(
         "Mesh",
@@ -182,9 +181,9 @@ pub fn module(session: Rc<Session>) -> Module {
             }))
         }),
     );
-    m.set(
-        "shard",
-        Value::native("shard", FUNCTIONS[2].1, |_, args| {
+    m.set("shard", {
+        let session = session.clone();
+        Value::native("shard", FUNCTIONS[2].1, move |_, args| {
             let a = args.bind("shard", &["t", "spec"], &["mesh"])?;
             let t = need(&a, 0, args.span)?;
             let sp = need(&a, 1, args.span)?;
@@ -221,10 +220,10 @@ pub fn module(session: Rc<Session>) -> Module {
                 .layout(tt.ndim(), &mesh)
                 .map_err(|d| d.or_at(sp.span))?;
             Sharded::split(&tt, l, mesh)
-                .map(sharded_value)
+                .map(|s| new_sharded(&session, s))
                 .map_err(|e| rt_at(e, args.span))
-        }),
-    );
+        })
+    });
     m.set(
         "gather",
         Value::native("gather", FUNCTIONS[3].1, |_, args| {
@@ -236,9 +235,9 @@ pub fn module(session: Rc<Session>) -> Module {
             }
         }),
     );
-    m.set(
-        "tensor",
-        Value::native("tensor", FUNCTIONS[4].1, |_, args| {
+    m.set("tensor", {
+        let session = session.clone();
+        Value::native("tensor", FUNCTIONS[4].1, move |_, args| {
             let a = args.bind("tensor", &["shape"], &["dtype", "layout", "mesh"])?;
             let s = need(&a, 0, args.span)?;
             let shape = shape_arg(&s.value, s.span)?;
@@ -260,12 +259,12 @@ pub fn module(session: Rc<Session>) -> Module {
                         .layout(shape.len(), &mesh)
                         .map_err(|d| d.or_at(l.span))?;
                     Sharded::abstract_of(&shape, dt, lay, mesh)
-                        .map(sharded_value)
+                        .map(|s| new_sharded(&session, s))
                         .map_err(|e| rt_at(e, args.span))
                 }
             }
-        }),
-    );
+        })
+    });
     m.set(
         "all_reduce",
         Value::native("all_reduce", FUNCTIONS[5].1, |_, args| {
@@ -372,6 +371,7 @@ pub fn abstract_args(args: &CallArgs) -> Result<CallArgs, Diagnostic> {
     let abs = |v: &Value| -> Result<Value, Diagnostic> {
         Ok(match as_sharded(v) {
             Some(o) => with_id(
+                &o.cx,
                 Sharded::abstract_of(&o.s.shape, o.s.dtype, o.s.layout.clone(), o.s.mesh.clone())
                     .map_err(rt)?,
                 o.id,

@@ -314,11 +314,11 @@ impl KernelObj {
     fn invoke_on_mesh(&self, it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
         let s = &self.session;
         s.on_mesh.set(s.on_mesh.get() + 1);
-        crate::dist::open_log();
+        crate::dist::open_log(s);
         let r = it
             .call(&self.func, args)
             .and_then(crate::dist::settle_value);
-        let program = crate::dist::close_log();
+        let program = crate::dist::close_log(s);
         s.on_mesh.set(s.on_mesh.get().saturating_sub(1));
         if s.dump.iter().any(|d| d == "schedule") {
             let text = format!("// kernel {} on a mesh\n{}", self.name, program.print());

@@ -76,6 +76,10 @@ pub struct Session {
     /// Kernel bodies running on a mesh (sharded arguments), innermost count: their schedule
     /// directives are checked but the body runs op by op.
     pub on_mesh: Cell<u32>,
+    /// Open logs of mesh steps (innermost last), made into the mesh Schedule IR of a call.
+    pub mesh_logs: RefCell<Vec<tessera_runtime::mesh::Program>>,
+    /// The next value number of a sharded tensor (the mesh Schedule IR names values by it).
+    pub next_sharded: Cell<usize>,
 }
 
 impl Session {
@@ -162,6 +166,8 @@ impl Session {
             profile: RefCell::new(crate::profile::Recorder::default()),
             tune: RefCell::new(crate::autotune::State::default()),
             on_mesh: Cell::new(0),
+            mesh_logs: RefCell::new(Vec::new()),
+            next_sharded: Cell::new(0),
         })
     }
     /// The autotuner measures on the GPU while the session runs on `cuda`.
