@@ -11,7 +11,7 @@
 //! - [`CudaTimer`] times kernels with CUDA events for the autotuner.
 
 use crate::device;
-use crate::profile::DeviceTimer;
+use crate::profile::{DeviceTimer, TimeError};
 use std::cell::RefCell;
 use std::rc::Rc;
 use tessera_compiler::graph::DType;
@@ -31,12 +31,12 @@ pub fn ordinal() -> usize {
 }
 
 /// Opens the session's GPU.
-pub fn open() -> Result<Device, String> {
+pub fn open() -> Result<Device, tessera_runtime::cuda::OpenError> {
     Device::open(ordinal())
 }
 
 /// E0800 for `cuda` asked for where none can be used.
-pub fn unavailable(how: &str, why: &str) -> Diagnostic {
+pub fn unavailable(how: &str, why: &dyn std::fmt::Display) -> Diagnostic {
     Diagnostic::new(Code::E0800, format!("{how}: no usable CUDA device: {why}")).with_help(
         "use the device `auto` to run on the GPU when there is one and on the cpu otherwise",
     )
@@ -49,13 +49,13 @@ pub struct CudaTimer {
     pub sources: Rc<RefCell<tessera_lang::SourceMap>>,
 }
 
-fn sample_input(shape: &[usize], d: DType, seed: i64) -> Result<Tensor, String> {
+fn sample_input(shape: &[usize], d: DType, seed: i64) -> Result<Tensor, TimeError> {
     let t = if d.is_float() {
         Tensor::rand(shape, d, seed)
     } else {
         Tensor::zeros(shape, d)
     };
-    t.map_err(|e| e.message)
+    t.map_err(TimeError::Input)
 }
 
 impl DeviceTimer for CudaTimer {
@@ -69,30 +69,32 @@ impl DeviceTimer for CudaTimer {
         &self,
         l: &tessera_compiler::pipeline::Lowered,
         index: usize,
-    ) -> Result<f64, String> {
+    ) -> Result<f64, TimeError> {
         let k = l
             .program
             .kernels
             .get(index)
-            .ok_or_else(|| format!("no kernel {index}"))?;
+            .ok_or(TimeError::NoKernel(index))?;
         let t = l
             .kernels
             .get(index)
             .and_then(|c| c.target.as_ref())
-            .ok_or_else(|| format!("kernel '{}' has no Target IR", k.name))?;
+            .ok_or_else(|| TimeError::NotLowered(k.name.clone()))?;
         let mut inputs = Vec::new();
         for (i, v) in k.inputs.iter().enumerate() {
-            let ty = l
-                .program
-                .graph
-                .ty(*v)
-                .ok_or_else(|| format!("kernel '{}': operand {i} has no type", k.name))?;
+            let ty = l.program.graph.ty(*v).ok_or_else(|| TimeError::Untyped {
+                kernel: k.name.clone(),
+                index: i,
+            })?;
             inputs.push(sample_input(&ty.shape, ty.dtype, 1 + i as i64)?);
         }
         let mut slot = self.slot.borrow_mut();
-        let dev = slot.as_mut().ok_or("the CUDA device is closed")?;
+        let dev = slot.as_mut().ok_or(TimeError::Closed)?;
         let sources = self.sources.borrow();
-        let ptx = device::ptx_of(t, l.program.target, &sources).map_err(|d| d.message)?;
-        device::time_cuda(dev, t, &ptx, &inputs, &k.ty, 10)
+        let ptx = device::ptx_of(t, l.program.target, &sources).map_err(TimeError::Kernel)?;
+        device::time_cuda(dev, t, &ptx, &inputs, &k.ty, 10).map_err(|e| match e {
+            device::CudaFailure::Marshal(d) => TimeError::Kernel(d),
+            device::CudaFailure::Driver(e) => TimeError::Driver(e),
+        })
     }
 }

@@ -331,8 +331,8 @@ pub fn time_cuda(
     inputs: &[Tensor],
     out: &TensorType,
     reps: u32,
-) -> Result<f64, String> {
-    let b = Buffers::new(l, inputs, out).map_err(|d| d.message)?;
+) -> Result<f64, CudaFailure> {
+    let b = Buffers::new(l, inputs, out).map_err(CudaFailure::Marshal)?;
     let mut t = dev
         .time(
             &ptx.image(l),
@@ -345,11 +345,16 @@ pub fn time_cuda(
                 reps: reps.max(1),
             },
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(CudaFailure::Driver)?;
     t.sort_by(f64::total_cmp);
-    t.get(t.len() / 2)
-        .copied()
-        .ok_or_else(|| "no launch was timed".to_string())
+    t.get(t.len() / 2).copied().ok_or_else(|| {
+        CudaFailure::Driver(CudaError {
+            what: format!("timing kernel '{}'", l.kernel.name),
+            name: "no launch was timed".into(),
+            detail: String::new(),
+            fault: false,
+        })
+    })
 }
 
 /// E0800 at kernel `k`'s `.tsr` line for a launch of `l` on `inputs` that failed on the GPU

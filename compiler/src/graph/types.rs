@@ -62,13 +62,10 @@ pub enum UnaryResult {
 
 /// The derivative of a unary op for reverse mode: given the graph, the op's input `x`, its
 /// output `y` and the gradient `dy` of the output, adds the ops that compute the gradient of
-/// the input and returns it. Filled in by the derivatives work (`graph.grad`).
-pub type UnaryVjp = fn(
-    &mut super::Graph,
-    super::ValueId,
-    super::ValueId,
-    super::ValueId,
-) -> Result<super::ValueId, String>;
+/// the input and returns it. Filled in by the derivatives work (`graph.grad`); an op without
+/// one (`vjp: None`) is not differentiable.
+pub type UnaryVjp =
+    fn(&mut super::Graph, super::ValueId, super::ValueId, super::ValueId) -> super::ValueId;
 
 /// One row of the unary op table: how the op is named and bound, its dtype rule, whether a
 /// matmul epilogue may apply it, and its derivative. The eager kernel is the runtime's

@@ -69,6 +69,54 @@ pub struct CudaError {
     pub fault: bool,
 }
 
+/// Why a GPU cannot be opened (facts; [`fmt::Display`] words them).
+#[derive(Clone, Debug, PartialEq)]
+pub enum OpenError {
+    /// `TESSERA_CUDA=off`.
+    Off,
+    /// `libcuda.so` cannot be loaded.
+    NoLibrary,
+    /// The driver library lacks an entry point this module calls (a driver before CUDA 12).
+    MissingSymbol(&'static str),
+    /// The driver sees no GPU.
+    NoGpu,
+    /// `ordinal` is not below the number of GPUs.
+    NoSuchDevice { ordinal: usize, count: usize },
+    /// A GPU before sm_80.
+    TooOld {
+        name: String,
+        capability: (i32, i32),
+    },
+    /// A driver call failed.
+    Driver(CudaError),
+}
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OpenError::Off => f.write_str("CUDA is turned off (TESSERA_CUDA=off)"),
+            OpenError::NoLibrary => f.write_str(
+                "the CUDA driver library (libcuda.so) is not installed or cannot be loaded",
+            ),
+            OpenError::MissingSymbol(s) => write!(
+                f,
+                "the CUDA driver library lacks {s}: the driver is too old (CUDA 12 or later is needed)"
+            ),
+            OpenError::NoGpu => f.write_str("the CUDA driver is installed but sees no GPU"),
+            OpenError::NoSuchDevice { ordinal, count } => write!(
+                f,
+                "there is no CUDA device {ordinal} ({count} device(s) present)"
+            ),
+            OpenError::TooOld { name, capability } => write!(
+                f,
+                "{name} has compute capability {}.{}; kernels need sm_80 or later",
+                capability.0, capability.1
+            ),
+            OpenError::Driver(e) => e.fmt(f),
+        }
+    }
+}
+
 impl fmt::Display for CudaError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.what, self.name)?;
@@ -168,15 +216,13 @@ const SYMBOLS: &[&str] = &[
 
 /// Whether the CUDA driver library can be loaded and has every entry point this module calls;
 /// `Err` names what is missing.
-pub fn probe_driver() -> Result<(), String> {
+pub fn probe_driver() -> Result<(), OpenError> {
     if std::env::var("TESSERA_CUDA").is_ok_and(|v| v == "off") {
-        return Err("CUDA is turned off (TESSERA_CUDA=off)".to_string());
+        return Err(OpenError::Off);
     }
     // SAFETY: dlopen of the driver library by its usual names; nothing else runs.
     if !unsafe { sys::is_culib_present() } {
-        return Err(
-            "the CUDA driver library (libcuda.so) is not installed or cannot be loaded".to_string(),
-        );
+        return Err(OpenError::NoLibrary);
     }
     // SAFETY: the library is present (checked above), so `culib` does not fail; `get` only
     // looks the symbol up.
@@ -184,9 +230,7 @@ pub fn probe_driver() -> Result<(), String> {
     for s in SYMBOLS {
         let found = unsafe { lib.get::<*const c_void>(s.as_bytes()) }.is_ok();
         if !found {
-            return Err(format!(
-                "the CUDA driver library lacks {s}: the driver is too old (CUDA 12 or later is needed)"
-            ));
+            return Err(OpenError::MissingSymbol(s));
         }
     }
     Ok(())
@@ -295,9 +339,9 @@ fn env_timeout() -> Duration {
 impl Device {
     /// Opens GPU `ordinal`. `Err` says why not: no driver library, no GPU, a GPU older than
     /// `sm_80`, or the driver's error.
-    pub fn open(ordinal: usize) -> Result<Device, String> {
+    pub fn open(ordinal: usize) -> Result<Device, OpenError> {
         probe_driver()?;
-        let e = |what: &str, r: sys::CUresult| driver_error(what, r).to_string();
+        let e = |what: &str, r: sys::CUresult| OpenError::Driver(driver_error(what, r));
         // SAFETY: every call below writes plain values through valid pointers; the symbols
         // exist (probe_driver).
         unsafe {
@@ -313,12 +357,13 @@ impl Device {
                 return Err(e("counting CUDA devices", r));
             }
             if count <= 0 {
-                return Err("the CUDA driver is installed but sees no GPU".to_string());
+                return Err(OpenError::NoGpu);
             }
             if ordinal >= count as usize {
-                return Err(format!(
-                    "there is no CUDA device {ordinal} ({count} device(s) present)"
-                ));
+                return Err(OpenError::NoSuchDevice {
+                    ordinal,
+                    count: count as usize,
+                });
             }
             let mut dev: sys::CUdevice = 0;
             let r = sys::cuDeviceGet(&mut dev, ordinal as i32);
@@ -352,10 +397,10 @@ impl Device {
                 driver_version: (version / 1000, (version % 1000) / 10),
             };
             if capability.0 < 8 {
-                return Err(format!(
-                    "{} has compute capability {}.{}; kernels need sm_80 or later",
-                    info.name, capability.0, capability.1
-                ));
+                return Err(OpenError::TooOld {
+                    name: info.name,
+                    capability,
+                });
             }
             let mut d = Device {
                 info,
@@ -367,7 +412,7 @@ impl Device {
                 poison: std::env::var("TESSERA_CUDA_POISON").is_ok_and(|v| v == "1"),
                 rebuilds: 0,
             };
-            d.start().map_err(|e| e.to_string())?;
+            d.start().map_err(OpenError::Driver)?;
             Ok(d)
         }
     }
@@ -422,15 +467,15 @@ impl Device {
 
     /// After a fault: drops every module, resets the primary context (a context that faulted
     /// cannot be used again) and starts afresh.
-    pub fn rebuild(&mut self) -> Result<(), String> {
+    pub fn rebuild(&mut self) -> Result<(), CudaError> {
         self.stop();
         // SAFETY: resets the device's primary context; no handle of the old one is kept.
         let r = unsafe { sys::cuDevicePrimaryCtxReset_v2(self.dev) };
         if r != sys::CUresult::CUDA_SUCCESS {
-            return Err(driver_error("resetting the CUDA context", r).to_string());
+            return Err(driver_error("resetting the CUDA context", r));
         }
         self.rebuilds += 1;
-        self.start().map_err(|e| e.to_string())
+        self.start()
     }
 
     pub fn info(&self) -> &DeviceInfo {

@@ -188,7 +188,7 @@ impl KernelObj {
                     let Some(dev) = slot.as_mut() else {
                         return Err(crate::cuda::unavailable(
                             "TESSERA_CROSSCHECK=cuda",
-                            "the session has no GPU open",
+                            &"the session has no GPU open",
                         )
                         .at(k.span));
                     };

@@ -183,7 +183,10 @@ impl Session {
     /// Switches the device (`target.set_device`, `:device`; `None` is `auto`): `cuda` opens
     /// the GPU if it is not open yet (the reason when it cannot); `auto` is `cuda` when that
     /// works, else `cpu`.
-    pub fn set_device(&self, want: Option<DeviceKind>) -> Result<(), String> {
+    pub fn set_device(
+        &self,
+        want: Option<DeviceKind>,
+    ) -> Result<(), tessera_runtime::cuda::OpenError> {
         let explicit = want == Some(DeviceKind::Cuda);
         if matches!(want, None | Some(DeviceKind::Cuda)) && self.cuda.borrow().is_none() {
             match crate::cuda::open() {
