@@ -54,8 +54,6 @@ pub(crate) fn exp_f64(b: &mut KernelBuilder, x: Reg) -> Reg {
 /// added to the reduced argument, so that `pow` and `erf` keep the bits of `y·ln x` and `−z²`
 /// that one f64 would round away.
 fn exp_dd(b: &mut KernelBuilder, x: Reg, lo: Option<Reg>) -> Reg {
-    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
-    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
     let t = b.mul(Ty::F64, x, Operand::f64(std::f64::consts::LOG2_E));
     let k = b.cvt(Ty::F64, Ty::F64, Some(Rnd::Rni), t);
     let k = b.bin(BinOp::Max, Ty::F64, k, Operand::f64(-1100.0));
@@ -110,20 +108,30 @@ fn reinterpret(b: &mut KernelBuilder, to: Ty, x: Reg) -> Reg {
 /// `ln x` in fp64: subnormals scaled by 2^54; `x = 2^e · m` with `m` in [√½, √2) from the
 /// bits; `ln m = 2·atanh(s)`, `s = (m − 1)/(m + 1)` (|s| ≤ 0.172), by its odd series to s^23
 /// (truncation below 2^-55 relative); `e·ln 2` added with ln 2 split in two. 0 gives −inf, a
-/// negative or NaN argument NaN, +inf +inf. Within about 1 ulp (`tests/golden/lower_f64_math_emu`).
+/// negative or NaN argument NaN, +inf +inf. Within about 2 ulp (`tests/golden/lower_f64_math_emu`).
 pub(crate) fn log_f64(b: &mut KernelBuilder, x: Reg) -> Reg {
-    let (h, l) = log_dd(b, x);
-    b.add(Ty::F64, h, l)
+    let (ef, m) = log_reduce(b, x);
+    let f = b.sub(Ty::F64, m, Operand::f64(1.0));
+    let d = b.add(Ty::F64, m, Operand::f64(1.0));
+    let s = b.bin(BinOp::Div, Ty::F64, f, d);
+    let z = b.mul(Ty::F64, s, s);
+    let mut p = b.mov(Ty::F64, Operand::f64(1.0 / 23.0));
+    for k in (0..11).rev() {
+        p = b.fma(Ty::F64, p, z, Operand::f64(1.0 / (2 * k + 1) as f64));
+    }
+    let s2 = b.add(Ty::F64, s, s);
+    let lm = b.mul(Ty::F64, s2, p);
+    let lo = b.fma(Ty::F64, ef, Operand::f64(LN2_LO), lm);
+    let r = b.fma(Ty::F64, ef, Operand::f64(LN2_HI), lo);
+    log_specials(b, x, r)
 }
 
-/// `ln x` as a double-double `(hi, lo)`, about 2^-100 relative apart from the special
-/// values (which are `hi`, with `lo` finite): `s` carries the rounding error of its division
-/// (`m + 1` split exactly, the residual by `fma`), `2s` and `e·ln2_hi` (exact products) are
-/// summed without rounding away the low bits, and the series tail (under 1% of `2s`) is added
-/// to the low part.
-fn log_dd(b: &mut KernelBuilder, x: Reg) -> (Reg, Reg) {
-    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
-    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+const LN2_HI: f64 = 6.931_471_803_691_238e-1;
+const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+
+/// The argument reduction of `ln x`: (`e` as f64, `m`) with `x = 2^e · m`, `m` in [√½, √2)
+/// (subnormals scaled by 2^54 first). Special values are fixed by [`log_specials`].
+fn log_reduce(b: &mut KernelBuilder, x: Reg) -> (Reg, Reg) {
     let sub = b.setp(Cmp::Lt, Ty::F64, x, Operand::f64(f64::MIN_POSITIVE));
     let scaled = b.mul(Ty::F64, x, Operand::f64(2f64.powi(54)));
     let xs = b.selp(Ty::F64, scaled, x, sub);
@@ -142,6 +150,29 @@ fn log_dd(b: &mut KernelBuilder, x: Reg) -> (Reg, Reg) {
     let inc = b.selp(Ty::F64, Operand::f64(1.0), Operand::f64(0.0), big);
     let ef = b.add(Ty::F64, ef, inc);
     let ef = b.add(Ty::F64, ef, eadj);
+    (ef, m)
+}
+
+/// `ln`'s special values over `r`: +inf for +inf, −inf for 0, NaN for negatives and NaN.
+fn log_specials(b: &mut KernelBuilder, x: Reg, r: Reg) -> Reg {
+    let inf = b.setp(Cmp::Eq, Ty::F64, x, Operand::f64(f64::INFINITY));
+    let r = b.selp(Ty::F64, Operand::f64(f64::INFINITY), r, inf);
+    let zero = b.setp(Cmp::Eq, Ty::F64, x, Operand::f64(0.0));
+    let r = b.selp(Ty::F64, Operand::f64(f64::NEG_INFINITY), r, zero);
+    let neg = b.setp(Cmp::Lt, Ty::F64, x, Operand::f64(0.0));
+    let nan = b.setp(Cmp::Nan, Ty::F64, x, x);
+    let bad = b.bin(BinOp::Or, Ty::Pred, neg, nan);
+    b.selp(Ty::F64, Operand::f64(f64::NAN), r, bad)
+}
+
+/// `ln x` as a double-double `(hi, lo)`, about 2^-100 relative apart from the special
+/// values (which are `hi`, with `lo` finite): `s` carries the rounding error of its division
+/// (`m + 1` split exactly, the residual by `fma`), `2s` and `e·ln2_hi` (exact products) are
+/// summed without rounding away the low bits, and the series tail (under 1% of `2s`) is added
+/// to the low part. Used by `pow`, where `y·ln x` needs the low bits (plain `ln` keeps the
+/// shorter [`log_f64`]: fewer registers).
+fn log_dd(b: &mut KernelBuilder, x: Reg) -> (Reg, Reg) {
+    let (ef, m) = log_reduce(b, x);
     // f = m − 1 is exact (Sterbenz); d + dl = m + 1 exactly.
     let f = b.sub(Ty::F64, m, Operand::f64(1.0));
     let d = b.add(Ty::F64, m, Operand::f64(1.0));
@@ -170,15 +201,7 @@ fn log_dd(b: &mut KernelBuilder, x: Reg) -> (Reg, Reg) {
     let hi = b.add(Ty::F64, h, lo);
     let back = b.sub(Ty::F64, hi, h);
     let lo = b.sub(Ty::F64, lo, back);
-    let inf = b.setp(Cmp::Eq, Ty::F64, x, Operand::f64(f64::INFINITY));
-    let hi = b.selp(Ty::F64, Operand::f64(f64::INFINITY), hi, inf);
-    let zero = b.setp(Cmp::Eq, Ty::F64, x, Operand::f64(0.0));
-    let hi = b.selp(Ty::F64, Operand::f64(f64::NEG_INFINITY), hi, zero);
-    let neg = b.setp(Cmp::Lt, Ty::F64, x, Operand::f64(0.0));
-    let nan = b.setp(Cmp::Nan, Ty::F64, x, x);
-    let bad = b.bin(BinOp::Or, Ty::Pred, neg, nan);
-    let hi = b.selp(Ty::F64, Operand::f64(f64::NAN), hi, bad);
-    (hi, lo)
+    (log_specials(b, x, hi), lo)
 }
 
 /// `x ** y` in fp64 with C's `pow` rules: `e^(y·ln|x|)` with `ln|x|` a double-double
