@@ -25,7 +25,7 @@ const ELEMENTWISE_NOT_LOWERED_YET: &[(&str, &str)] = &[];
 /// has no generator: (script, reason).
 const FALLBACK_DEMOS: &[(&str, &str)] = &[(
     "tests/golden/lower_emu_fallback.tsr",
-    "the elementwise op floordiv",
+    "a matmul with broadcast batch dimensions",
 )];
 
 fn scripts(root: &Path) -> Vec<PathBuf> {

@@ -8,34 +8,16 @@ pub fn fmt_shape(shape: &[usize]) -> String {
     format!("[{}]", items.join(", "))
 }
 
-/// NumPy broadcasting of two shapes; E0200 naming both shapes and the op.
+/// NumPy broadcasting of two shapes (the compiler's rule, `graph::infer::broadcast`); E0200
+/// naming both shapes and the op.
 pub fn broadcast_shapes(a: &[usize], b: &[usize], op: &str) -> Result<Vec<usize>> {
-    let n = a.len().max(b.len());
-    let mut out = vec![0usize; n];
-    for (i, o) in out.iter_mut().enumerate() {
-        let da = if i + a.len() >= n {
-            a[i + a.len() - n]
-        } else {
-            1
-        };
-        let db = if i + b.len() >= n {
-            b[i + b.len() - n]
-        } else {
-            1
-        };
-        *o = if da == db || db == 1 {
-            da
-        } else if da == 1 {
-            db
-        } else {
-            return Err(RuntimeError::shape(format!(
-                "{op}: shapes {} and {} cannot be broadcast together",
-                fmt_shape(a),
-                fmt_shape(b)
-            )));
-        };
-    }
-    Ok(out)
+    tessera_compiler::graph::infer::broadcast(a, b).map_err(|_| {
+        RuntimeError::shape(format!(
+            "{op}: shapes {} and {} cannot be broadcast together",
+            fmt_shape(a),
+            fmt_shape(b)
+        ))
+    })
 }
 
 /// Normalises a possibly negative axis for `ndim` dimensions (E0500 when out of range).

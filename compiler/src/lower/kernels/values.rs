@@ -167,6 +167,9 @@ fn binary_float(b: &mut Builder, op: BinaryOp, ty: Ty, x: Value, y: Value) -> R<
     if op == BinaryOp::Pow {
         return Ok(b.math(MathFn::Pow, ty, &[x.into(), y.into()]));
     }
+    if matches!(op, BinaryOp::FloorDiv | BinaryOp::Mod) {
+        return Ok(float_divmod(b, op, ty, x, y));
+    }
     let o = crate::lower::to_target::float_binop(op, ty)?;
     Ok(b.bin(o, ty, x, y))
 }
@@ -408,4 +411,156 @@ pub fn int_pow(b: &mut Builder, ty: Ty, x: Value, y: Value) -> (Value, Value) {
         vec![acc.into(), base.into(), e.into()]
     });
     (r[0], neg)
+}
+
+/// `x` with the sign bit of `s` (both of `ty`, `f32` or `f64`).
+fn copysign(b: &mut Builder, ty: Ty, x: Value, s: Value) -> Value {
+    let (bits, sign) = if ty == Ty::F64 {
+        (Ty::B64, i64::MIN)
+    } else {
+        (Ty::B32, i64::from(i32::MIN))
+    };
+    let xb = b.bitcast(bits, x);
+    let sb = b.bitcast(bits, s);
+    let mag = b.bin(BinOp::And, bits, xb, imm(!sign));
+    let sg = b.bin(BinOp::And, bits, sb, imm(sign));
+    let r = b.bin(BinOp::Or, bits, mag, sg);
+    b.bitcast(ty, r)
+}
+
+/// `fmod(x, y)` of two f64 values, exactly (C's `fmod`: the sign of `x`; NaN for an infinite
+/// `x`, a zero `y` or a NaN; `x` itself when `|x| < |y|`): the significands as integers,
+/// `mx mod my` and then, for the exponent difference `d`, `r = (r << k) mod my` for chunks
+/// `k ≤ 11` (r < 2^53, so the shift fits in 64 bits) in a loop of `⌈d/11⌉` steps (at most 191;
+/// one or two for operands of similar size), scaled back by `2^(ey−1075)` (exact: the
+/// remainder is a multiple of `y`'s ulp below `|y|`).
+fn fmod_f64(b: &mut Builder, x: Value, y: Value) -> Value {
+    const FRAC: i64 = (1 << 52) - 1;
+    let ax = b.unary(UnOp::Abs, Ty::F64, x);
+    let ay = b.unary(UnOp::Abs, Ty::F64, y);
+    let parts = |b: &mut Builder, a: Value| {
+        let bits = b.bitcast(Ty::B64, a);
+        let field = b.bin(BinOp::Shr, Ty::B64, bits, imm(52));
+        let field = b.bitcast(Ty::U64, field);
+        let frac = b.bin(BinOp::And, Ty::B64, bits, imm(FRAC));
+        let normal = b.cmp(Cmp::Ne, Ty::U64, field, imm(0));
+        let implicit = b.select(Ty::B64, normal, imm(1 << 52), imm(0));
+        let m = b.bin(BinOp::Or, Ty::B64, frac, implicit);
+        let m = b.bitcast(Ty::U64, m);
+        let e = b.cast(Ty::U32, Ty::U64, None, field);
+        let e = b.bin(BinOp::Max, Ty::U32, e, imm(1));
+        (m, e)
+    };
+    let (mx, ex) = parts(b, ax);
+    let (my, ey) = parts(b, ay);
+    // |x| ≥ |y| here (else the result is x): ex ≥ ey.
+    let ge = b.cmp(Cmp::Ge, Ty::U32, ex, ey);
+    let d = b.sub(Ty::U32, ex, ey);
+    let d = b.select(Ty::U32, ge, d, imm(0));
+    let my1 = b.bin(BinOp::Max, Ty::U64, my, imm(1));
+    let r0 = b.bin(BinOp::Rem, Ty::U64, mx, my1);
+    let steps = b.add(Ty::U32, d, imm(10));
+    let steps = b.bin(BinOp::Div, Ty::U32, steps, imm(11));
+    let out = b.for_(imm(0), steps, imm(1), &[r0, d], None, |b, _, c| {
+        let (r, left) = (c[0], c[1]);
+        let k = b.bin(BinOp::Min, Ty::U32, left, imm(11));
+        let rb = b.bitcast(Ty::B64, r);
+        let sh = b.bin(BinOp::Shl, Ty::B64, rb, k);
+        let sh = b.bitcast(Ty::U64, sh);
+        let r = b.bin(BinOp::Rem, Ty::U64, sh, my1);
+        let left = b.sub(Ty::U32, left, k);
+        vec![r.into(), left.into()]
+    });
+    let r = out[0];
+    // 2^(ey − 1075): a normal power for ey ≥ 53, else the subnormal bit ey − 1.
+    let big = b.cmp(Cmp::Ge, Ty::U32, ey, imm(53));
+    let en = b.sub(Ty::U32, ey, imm(52));
+    let es = b.sub(Ty::U32, ey, imm(1));
+    let en = b.cast(Ty::U64, Ty::U32, None, en);
+    let en = b.bitcast(Ty::B64, en);
+    let pn = b.bin(BinOp::Shl, Ty::B64, en, imm(52));
+    let one = b.mov(Ty::B64, imm(1));
+    let ps = b.bin(BinOp::Shl, Ty::B64, one, es);
+    let p = b.select(Ty::B64, big, pn, ps);
+    let scale = b.bitcast(Ty::F64, p);
+    let rf = b.cast(Ty::F64, Ty::U64, Some(Rnd::Rn), r);
+    let v = b.mul(Ty::F64, rf, scale);
+    let v = copysign(b, Ty::F64, v, x);
+    // |x| < |y| (and y = ±inf with x finite): x; x inf or NaN, y zero or NaN: NaN.
+    let lt = b.cmp(Cmp::Lt, Ty::F64, ax, ay);
+    let v = b.select(Ty::F64, lt, x, v);
+    let xinf = b.cmp(Cmp::Eq, Ty::F64, ax, dimm(f64::INFINITY));
+    let y0 = b.cmp(Cmp::Eq, Ty::F64, ay, dimm(0.0));
+    let bad = b.bin(BinOp::Or, Ty::Pred, xinf, y0);
+    let xn = b.cmp(Cmp::Nan, Ty::F64, x, x);
+    let yn = b.cmp(Cmp::Nan, Ty::F64, y, y);
+    let nan = b.bin(BinOp::Or, Ty::Pred, xn, yn);
+    let bad = b.bin(BinOp::Or, Ty::Pred, bad, nan);
+    b.select(Ty::F64, bad, dimm(f64::NAN), v)
+}
+
+/// Python's float `//` or `%` in `ty` (`f32` or `f64`), as the cpu's `py_divmod`: the exact
+/// `fmod` ([`fmod_f64`]; f32 operands are exact in f64 and so is their remainder), then
+/// `div = (x − m) / y`, the remainder moved to the divisor's sign (`m + y`, `div − 1`), a
+/// zero remainder given the divisor's sign, and the quotient `floor(div)` (+1 when
+/// `div − floor(div) > ½`), a zero quotient with the sign of `x / y`; `y = 0` gives `x / y`
+/// and a NaN remainder.
+fn float_divmod(b: &mut Builder, op: BinaryOp, ty: Ty, x: Value, y: Value) -> Value {
+    let fc = |v: f64| -> Operand {
+        if ty == Ty::F64 {
+            dimm(v)
+        } else {
+            fimm(v as f32)
+        }
+    };
+    let (xd, yd) = if ty == Ty::F64 {
+        (x, y)
+    } else {
+        (
+            b.cast(Ty::F64, Ty::F32, None, x),
+            b.cast(Ty::F64, Ty::F32, None, y),
+        )
+    };
+    let m = fmod_f64(b, xd, yd);
+    let m = if ty == Ty::F64 {
+        m
+    } else {
+        b.cast(Ty::F32, Ty::F64, Some(Rnd::Rn), m)
+    };
+    let zero = b_zero(b, ty);
+    let xm = b.sub(ty, x, m);
+    let div = b.bin(BinOp::Div, ty, xm, y);
+    let mz = float_cmp(b, Cmp::Ne, ty, m, zero);
+    let yneg = b.cmp(Cmp::Lt, ty, y, fc(0.0));
+    let mneg = b.cmp(Cmp::Lt, ty, m, fc(0.0));
+    let differ = b.bin(BinOp::Xor, Ty::Pred, yneg, mneg);
+    let adj = b.bin(BinOp::And, Ty::Pred, mz, differ);
+    let my = b.add(ty, m, y);
+    let m2 = b.select(ty, adj, my, m);
+    let d1 = b.sub(ty, div, fc(1.0));
+    let div = b.select(ty, adj, d1, div);
+    if op == BinaryOp::Mod {
+        let z = copysign(b, ty, zero, y);
+        return b.select(ty, mz, m2, z);
+    }
+    let f = b.cast(ty, ty, Some(Rnd::Rmi), div);
+    let frac = b.sub(ty, div, f);
+    let up = b.cmp(Cmp::Gt, ty, frac, fc(0.5));
+    let f1 = b.add(ty, f, fc(1.0));
+    let f = b.select(ty, up, f1, f);
+    let q = b.bin(BinOp::Div, ty, x, y);
+    let z = copysign(b, ty, zero, q);
+    let nz = float_cmp(b, Cmp::Ne, ty, div, zero);
+    let fd = b.select(ty, nz, f, z);
+    let y0 = b.cmp(Cmp::Eq, ty, y, fc(0.0));
+    b.select(ty, y0, q, fd)
+}
+
+/// A zero of `ty` in a register.
+fn b_zero(b: &mut Builder, ty: Ty) -> Value {
+    if ty == Ty::F64 {
+        b.mov(Ty::F64, dimm(0.0))
+    } else {
+        b.mov(Ty::F32, fimm(0.0))
+    }
 }
