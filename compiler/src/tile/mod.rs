@@ -53,12 +53,26 @@ impl RowOp {
 }
 
 /// The batch of a batched matmul: `count` problems along grid z; `a`/`b` say whether that
-/// operand has the batch dims (else it is shared by every problem). `count` 1: not batched.
+/// operand has the batch dims (else it is shared by every problem); `bcast`, when the
+/// operands' batch dimensions broadcast against each other, maps problem `z` to each
+/// operand's problem instead. `count` 1: not batched.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct MatmulBatch {
     pub count: u32,
     pub a: bool,
     pub b: bool,
+    pub bcast: Option<BatchMap>,
+}
+
+/// Broadcast batch dimensions (at most 4): the output's batch sizes and, per dimension, each
+/// operand's stride in problems (0 where it broadcasts). Problem `z` (row-major over `dims`)
+/// reads A's problem `Σ c_d·a[d]` and B's `Σ c_d·b[d]`.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct BatchMap {
+    pub n: usize,
+    pub dims: [u32; 4],
+    pub a: [u32; 4],
+    pub b: [u32; 4],
 }
 
 impl MatmulBatch {
@@ -66,6 +80,7 @@ impl MatmulBatch {
         count: 1,
         a: false,
         b: false,
+        bcast: None,
     };
 }
 

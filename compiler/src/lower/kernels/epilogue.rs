@@ -81,6 +81,29 @@ pub fn matmul_params(
     };
     let (a, bp, cbase) = if batch.count <= 1 {
         (a, bp, None)
+    } else if let Some(map) = batch.bcast {
+        let z = b.special(SReg::Ctaid(Dim::Z));
+        let (mut ai, mut bi) = (b.mov(Ty::U32, imm(0)), b.mov(Ty::U32, imm(0)));
+        let mut rest = z;
+        for d in (0..map.n).rev() {
+            let size = i64::from(map.dims[d]);
+            let c = b.bin(BinOp::Rem, Ty::U32, rest, imm(size));
+            rest = b.bin(BinOp::Div, Ty::U32, rest, imm(size));
+            if map.a[d] != 0 {
+                ai = b.fma(Ty::U32, c, imm(i64::from(map.a[d])), ai);
+            }
+            if map.b[d] != 0 {
+                bi = b.fma(Ty::U32, c, imm(i64::from(map.b[d])), bi);
+            }
+        }
+        let mk = b.mul(Ty::U32, m, k);
+        let kn = b.mul(Ty::U32, k, n);
+        let ao = b.mul(Ty::U32, ai, mk);
+        let bo = b.mul(Ty::U32, bi, kn);
+        let a = b.advance(a, ao);
+        let bp = b.advance(bp, bo);
+        let mn = b.mul(Ty::U32, m, n);
+        (a, bp, Some(b.mul(Ty::U32, z, mn)))
     } else {
         let z = b.special(SReg::Ctaid(Dim::Z));
         let a = if batch.a {

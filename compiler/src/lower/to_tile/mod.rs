@@ -164,26 +164,69 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
             if at.shape.len() < 2 || bt.shape.len() < 2 || k.ty.shape.len() < 2 {
                 return Err(nl(k, "1-D matmul"));
             }
-            // Leading batch dims: each operand has the output's batch dims or none (shared).
+            // Leading batch dims: each operand has the output's batch dims or none (shared), or
+            // they broadcast against each other (a map from problem z to each operand's).
             let ob = &k.ty.shape[..k.ty.shape.len() - 2];
-            let batched = |t: &TensorType| -> Result<bool, NotLowered> {
+            let whole = |t: &TensorType| -> Option<bool> {
                 let tb = &t.shape[..t.shape.len() - 2];
                 if tb == ob {
-                    Ok(true)
+                    Some(true)
                 } else if tb.iter().all(|&d| d == 1) {
-                    Ok(false)
+                    Some(false)
                 } else {
-                    Err(nl(k, "a matmul with broadcast batch dimensions"))
+                    None
                 }
             };
             let count: u64 = ob.iter().map(|&d| d as u64).product();
             if count > 65535 {
                 return Err(nl(k, "more than 65535 batched matmuls"));
             }
-            let batch = MatmulBatch {
-                count: count.max(1) as u32,
-                a: batched(at)?,
-                b: batched(bt)?,
+            let batch = match (whole(at), whole(bt)) {
+                (Some(a), Some(b)) => MatmulBatch {
+                    count: count.max(1) as u32,
+                    a,
+                    b,
+                    bcast: None,
+                },
+                _ => {
+                    if ob.len() > 4 {
+                        return Err(nl(
+                            k,
+                            "a broadcast batched matmul with over 4 batch dimensions",
+                        ));
+                    }
+                    // Each operand's stride (in problems) along each output batch dimension:
+                    // its batch dims right-aligned to the output's, 0 where it has size 1.
+                    let strides = |t: &TensorType| -> [u32; 4] {
+                        let tb = &t.shape[..t.shape.len() - 2];
+                        let mut st = [0u32; 4];
+                        let mut acc = 1u64;
+                        for d in (0..ob.len()).rev() {
+                            let j = (d + tb.len()).checked_sub(ob.len());
+                            let size = j.and_then(|j| tb.get(j)).copied().unwrap_or(1);
+                            if size != 1 {
+                                st[d] = acc as u32;
+                            }
+                            acc *= size as u64;
+                        }
+                        st
+                    };
+                    let mut dims = [1u32; 4];
+                    for (d, &v) in ob.iter().enumerate() {
+                        dims[d] = v as u32;
+                    }
+                    MatmulBatch {
+                        count: count.max(1) as u32,
+                        a: true,
+                        b: true,
+                        bcast: Some(crate::tile::BatchMap {
+                            n: ob.len(),
+                            dims,
+                            a: strides(at),
+                            b: strides(bt),
+                        }),
+                    }
+                }
             };
             let batch = if batch.count == 1 {
                 MatmulBatch::NONE
