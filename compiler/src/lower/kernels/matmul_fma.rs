@@ -6,7 +6,7 @@
 //!
 //! Parameters: a, b, epi…, c, m, n, k.
 
-use super::blocks::{fp8_decode, load_int, select_view};
+use super::blocks::{load_elem, load_int, select_view};
 use super::epilogue::{block_tiles, log2, matmul_params, matmul_parts, stage_of, store_acc};
 use super::{no, R};
 use crate::graph::{DType, Graph};
@@ -34,26 +34,33 @@ pub fn matmul_fma(
     batch: MatmulBatch,
 ) -> R<Kernel> {
     let (ad, bd, steps) = matmul_parts(g, tk)?;
-    let f64_mm = ad == DType::F64 && bd == DType::F64;
-    // Integer matmuls of one dtype accumulate in it with `mad.lo` (wrapping, as the cpu's
-    // int64 accumulation truncated to the result's width).
-    let int_ty = match (ad, bd, tk.ty.dtype) {
-        (DType::I32, DType::I32, DType::I32) | (DType::I8, DType::I8, DType::I8) => Some(Ty::S32),
-        (DType::I64, DType::I64, DType::I64) | (DType::Bool, DType::Bool, DType::I64) => {
-            Some(Ty::S64)
-        }
+    // Float operands accumulate in fp64 when either is fp64 (the cpu promotes), else fp32.
+    let floats = ad.is_float() && bd.is_float();
+    let f64_mm = floats && (ad == DType::F64 || bd == DType::F64);
+    // Integer and bool matmuls accumulate in the result's width with `mad.lo` (wrapping, as
+    // the cpu's int64 accumulation truncated to the result's width).
+    let intlike = |d: DType| matches!(d, DType::I8 | DType::I32 | DType::I64 | DType::Bool);
+    let int_ty = match tk.ty.dtype {
+        DType::I8 | DType::I32 if intlike(ad) && intlike(bd) => Some(Ty::S32),
+        DType::I64 if intlike(ad) && intlike(bd) => Some(Ty::S64),
         _ => None,
     };
-    // 1-byte operands (int8, bool, fp8) cannot be staged by cp.async (4, 8 or 16 bytes): each
-    // thread loads its element, converts it to the compute type and stores that to shared
-    // memory (synchronously: the stage it writes was last read before the previous barrier).
+    // Operands cp.async cannot stage as they are (1-byte int8/bool/fp8: it copies 4, 8 or 16
+    // bytes; integers of another width than the accumulator's): each thread loads its element,
+    // converts it to the compute type and stores that to shared memory (synchronously: the
+    // stage it writes was last read before the previous barrier).
     let fp8 = ad == bd && matches!(ad, DType::F8E4M3 | DType::F8E5M2);
-    let byte_in = fp8 || int_ty.is_some() && matches!(ad, DType::I8 | DType::Bool);
+    let same_width = |d: DType| match int_ty {
+        Some(Ty::S64) => d == DType::I64,
+        _ => d == DType::I32,
+    };
+    let float_staged = floats && !(ad == bd && matches!(ad, DType::F32 | DType::F64));
+    let byte_in = fp8 || float_staged || int_ty.is_some() && !(same_width(ad) && same_width(bd));
     if int_ty.is_some() && !steps.is_empty() {
         return no("integer matmul epilogues");
     }
-    if !f64_mm && int_ty.is_none() && !fp8 && (ad != DType::F32 || bd != DType::F32) {
-        return no("FMA matmul of operands of different dtypes (other than fp32 and fp64)");
+    if int_ty.is_none() && !floats {
+        return no("FMA matmul of integer and float operands");
     }
     // fp64 keeps every value in `.f64` (8-byte copies, `fma.rn.f64`).
     let fty = int_ty.unwrap_or(if f64_mm { Ty::F64 } else { Ty::F32 });
@@ -145,11 +152,11 @@ pub fn matmul_fma(
     let copy =
         |b: &mut Builder, base: Value, src: Value, ok: Value, dst: Value, g: Option<Value>| {
             if byte_in {
-                let v = if fp8 {
-                    let byte = b.load(Ty::U8, src, imm(0), Some(ok), &[imm(0)])[0];
-                    fp8_decode(b, ad, byte)
+                let d = if base == a { ad } else { bd };
+                let v = if floats {
+                    load_elem(b, fty, d, src, imm(0), Some(ok))
                 } else {
-                    let (ity, v) = load_int(b, ad, src, imm(0), Some(ok));
+                    let (ity, v) = load_int(b, d, src, imm(0), Some(ok));
                     if ity == fty {
                         v
                     } else {

@@ -52,7 +52,7 @@ pub(super) fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Resul
     let kt = g.ty(kv).ok_or_else(|| nl(k, "untyped operand"))?;
     let vt = g.ty(v).ok_or_else(|| nl(k, "untyped operand"))?;
     for t in [qt, kt, vt, &k.ty] {
-        if !float_io(t.dtype) {
+        if !super::any_float(t.dtype) {
             return Err(nl(k, format!("{} attention", t.dtype)));
         }
         if t.shape.len() < 2 {

@@ -33,7 +33,7 @@ fn float_io(d: DType) -> bool {
 }
 
 /// [`float_io`] or fp8 (1-byte floats: loaded and stored one byte at a time, computed in f32).
-fn any_float(d: DType) -> bool {
+pub(super) fn any_float(d: DType) -> bool {
     float_io(d) || matches!(d, DType::F8E4M3 | DType::F8E5M2)
 }
 
@@ -244,20 +244,19 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 },
             );
             let f64_mm = at.dtype == DType::F64 && bt.dtype == DType::F64;
-            let int_mm = matches!(
-                (at.dtype, bt.dtype, k.ty.dtype),
-                (DType::I32, DType::I32, DType::I32)
-                    | (DType::I64, DType::I64, DType::I64)
-                    | (DType::I8, DType::I8, DType::I8)
-                    | (DType::Bool, DType::Bool, DType::I64)
-            );
+            let intlike = |d: DType| matches!(d, DType::I8 | DType::I32 | DType::I64 | DType::Bool);
+            let int_mm = intlike(at.dtype)
+                && intlike(bt.dtype)
+                && matches!(k.ty.dtype, DType::I8 | DType::I32 | DType::I64);
             let fp8_mm = at.dtype == bt.dtype
                 && matches!(at.dtype, DType::F8E4M3 | DType::F8E5M2)
                 && any_float(k.ty.dtype);
             // fp64 results: an fp64 matmul, or a float one whose epilogue promotes to fp64.
-            let f64_out =
-                k.ty.dtype == DType::F64 && (f64_mm || float_io(at.dtype) && float_io(bt.dtype));
-            let fma_only = (f64_mm || int_mm || fp8_mm) && !s.tensor_cores;
+            let f64_out = k.ty.dtype == DType::F64 && at.dtype.is_float() && bt.dtype.is_float();
+            // Mixed float operands (bf16 @ fp32, fp32 @ fp64, …) run the FMA kernel, each
+            // converted as it is staged.
+            let mixed = at.dtype != bt.dtype && at.dtype.is_float() && bt.dtype.is_float();
+            let fma_only = (f64_mm || int_mm || fp8_mm || mixed) && !s.tensor_cores;
             if !(any_float(k.ty.dtype) || f64_out || fma_only) {
                 return Err(nl(k, format!("{} result", k.ty.dtype)));
             }
