@@ -11,7 +11,7 @@
 //! `epilogue_residual` (add of a tensor of the result's shape), `epilogue_scale` (mul/div by a
 //! scalar or a broadcastable tensor), `epilogue_activation` (relu gelu silu sigmoid tanh),
 //! `epilogue_cast`. A step is fused only when the matmul's value has exactly one use; the
-//! accumulator must be the left operand of `sub` and `div`.
+//! accumulator must be the left operand of `sub` and `div`; integer matmuls take none.
 
 use super::PassCx;
 use crate::graph::infer::epilogue_step;
@@ -120,6 +120,18 @@ pub fn run(g: &mut Graph, _cx: &PassCx) -> Fired {
             let Some(acc_ty) = g.ty(cur).cloned() else {
                 break;
             };
+            if !acc_ty.dtype.is_float() {
+                // The integer matmul kernel has no epilogue: the step stays its own kernel.
+                fired.miss(
+                    rule,
+                    format!(
+                        "{} matmuls keep their epilogue as a separate kernel",
+                        acc_ty.dtype
+                    ),
+                    g.span(user),
+                );
+                break;
+            }
             let new_ty = match epilogue_step(g, &acc_ty, &step) {
                 Ok(t) => t,
                 Err(why) => {
