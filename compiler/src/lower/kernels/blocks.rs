@@ -50,15 +50,6 @@ pub fn load_elem(
         }
     };
     match (ty, d) {
-        (_, DType::F8E4M3 | DType::F8E5M2) => {
-            let byte = b.load(Ty::U8, view, idx, mask, &dflt(Ty::U8))[0];
-            let f = fp8_decode(b, d, byte);
-            if ty == Ty::F64 {
-                b.cast(Ty::F64, Ty::F32, None, f)
-            } else {
-                f
-            }
-        }
         (_, DType::I32 | DType::I64 | DType::I8 | DType::Bool) => {
             let (ity, v) = load_int(b, d, view, idx, mask);
             b.cast(ty, ity, Some(Rnd::Rn), v)
@@ -67,6 +58,10 @@ pub fn load_elem(
         (Ty::F64, _) => {
             let x = load_elem(b, Ty::F32, d, view, idx, mask);
             b.cast(Ty::F64, Ty::F32, None, x)
+        }
+        (_, DType::F8E4M3 | DType::F8E5M2) => {
+            let byte = b.load(Ty::U8, view, idx, mask, &dflt(Ty::U8))[0];
+            fp8_decode(b, d, byte)
         }
         (_, DType::F64) => {
             let x = b.load(Ty::F64, view, idx, mask, &dflt(Ty::F64))[0];

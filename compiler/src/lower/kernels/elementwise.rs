@@ -10,7 +10,7 @@
 //! zero, an integer `**` with a negative exponent, a float → int cast of NaN or out of range): a thread whose element hits one stores
 //! 1 into it.
 
-use super::blocks::{load_elem, round_tf32, store_elem};
+use super::blocks::{load_elem, load_int, round_tf32, store_elem};
 use super::values::{
     binary_val, cast_to_int, conv, int_divmod, int_pair, int_pow, int_val, is_float, is_int,
     unary_val, wrap8, Val,
@@ -204,11 +204,7 @@ fn load_val(b: &mut Builder, d: DType, view: Value, idx: Value, mask: Option<Val
             let v = b.load(Ty::U8, view, idx, mask, dflt)[0];
             Val::B(b.cmp(Cmp::Ne, Ty::U32, v, imm(0)))
         }
-        DType::I8 => {
-            let v = b.load(Ty::U8, view, idx, mask, dflt)[0];
-            let v = b.bitcast(Ty::S32, v);
-            Val::I32(wrap8(b, v))
-        }
+        DType::I8 => Val::I32(load_int(b, d, view, idx, mask).1),
         _ if is_float(d) => Val::F(load_elem(b, Ty::F32, d, view, idx, mask)),
         other => return no(format!("{other} tensors in memory")),
     })

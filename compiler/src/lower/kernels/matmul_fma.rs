@@ -1,7 +1,8 @@
-//! fp32 (or fp64, int32, int64, int8, bool, fp8) tiled matmul on the FMA units: BM×BN block tile, k-step BK, `BM·BN/16`
-//! threads each computing 4×4 outputs strided by (BM/4, BN/4); tiles stream into shared
-//! memory with one-element `cp.async.ca` copies (zero-filled past the edges via src-size)
-//! through `stages` buffers (`commit`/`wait stages-1`, `barrier`). Any M, N, K. The 16
+//! Tiled matmul on the FMA units (fp32, fp64, integer and bool, fp8 and mixed operand
+//! dtypes): BM×BN block tile, k-step BK, `BM·BN/16` threads each computing 4×4 outputs
+//! strided by (BM/4, BN/4); tiles stream into shared memory with one-element `cp.async.ca`
+//! copies (zero-filled past the edges via src-size; operands cp.async cannot move as they are
+//! are loaded and stored by each thread) through `stages` buffers (`commit`/`wait stages-1`, `barrier`). Any M, N, K. The 16
 //! accumulators are values carried through the k loop.
 //!
 //! Parameters: a, b, epi…, c, m, n, k.
@@ -49,13 +50,12 @@ pub fn matmul_fma(
     // bytes; integers of another width than the accumulator's): each thread loads its element,
     // converts it to the compute type and stores that to shared memory (synchronously: the
     // stage it writes was last read before the previous barrier).
-    let fp8 = ad == bd && matches!(ad, DType::F8E4M3 | DType::F8E5M2);
     let same_width = |d: DType| match int_ty {
         Some(Ty::S64) => d == DType::I64,
         _ => d == DType::I32,
     };
     let float_staged = floats && !(ad == bd && matches!(ad, DType::F32 | DType::F64));
-    let byte_in = fp8 || float_staged || int_ty.is_some() && !(same_width(ad) && same_width(bd));
+    let byte_in = float_staged || int_ty.is_some() && !(same_width(ad) && same_width(bd));
     if int_ty.is_some() && !steps.is_empty() {
         return no("integer matmul epilogues");
     }

@@ -3,7 +3,7 @@
 //! [`binary_val`]), float → int casts and integer floor division with their error predicates
 //! (what sets the status word).
 
-use super::blocks::round_tf32;
+use super::blocks::{fconst, round_tf32};
 use super::{no, R};
 use crate::graph::{BinaryOp, DType, UnaryOp};
 use crate::target::{BinOp, Cmp, Rnd, Ty, UnOp};
@@ -506,13 +506,7 @@ fn fmod_f64(b: &mut Builder, x: Value, y: Value) -> Value {
 /// `div − floor(div) > ½`), a zero quotient with the sign of `x / y`; `y = 0` gives `x / y`
 /// and a NaN remainder.
 fn float_divmod(b: &mut Builder, op: BinaryOp, ty: Ty, x: Value, y: Value) -> Value {
-    let fc = |v: f64| -> Operand {
-        if ty == Ty::F64 {
-            dimm(v)
-        } else {
-            fimm(v as f32)
-        }
-    };
+    let fc = |v: f64| fconst(ty, v);
     let (xd, yd) = if ty == Ty::F64 {
         (x, y)
     } else {
@@ -527,7 +521,7 @@ fn float_divmod(b: &mut Builder, op: BinaryOp, ty: Ty, x: Value, y: Value) -> Va
     } else {
         b.cast(Ty::F32, Ty::F64, Some(Rnd::Rn), m)
     };
-    let zero = b_zero(b, ty);
+    let zero = b.mov(ty, fc(0.0));
     let xm = b.sub(ty, x, m);
     let div = b.bin(BinOp::Div, ty, xm, y);
     let mz = float_cmp(b, Cmp::Ne, ty, m, zero);
@@ -554,13 +548,4 @@ fn float_divmod(b: &mut Builder, op: BinaryOp, ty: Ty, x: Value, y: Value) -> Va
     let fd = b.select(ty, nz, f, z);
     let y0 = b.cmp(Cmp::Eq, ty, y, fc(0.0));
     b.select(ty, y0, q, fd)
-}
-
-/// A zero of `ty` in a register.
-fn b_zero(b: &mut Builder, ty: Ty) -> Value {
-    if ty == Ty::F64 {
-        b.mov(Ty::F64, dimm(0.0))
-    } else {
-        b.mov(Ty::F32, fimm(0.0))
-    }
 }
