@@ -128,10 +128,20 @@ fn schedule_for(
         Kind::FlashAttention => {
             // Tensor cores: 64 query rows per block (4 warps × 16), key tiles of 64, for
             // bf16/fp16 operands of one head dimension that is a multiple of 16. Otherwise
-            // fp32 FMA: 16 query rows per block (4 warps × 4 rows), key tiles of 32.
+            // fp32 FMA: 16 query rows per block (4 warps × 4 rows), key tiles of 32, fewer
+            // rows where the tiles of a large head dimension would not fit in shared memory.
             let tc = d.tensor_cores.unwrap_or(true) && attention_mma(g, inputs, ty).is_some();
+            let dims = |i: usize| {
+                let t = inputs.get(i).and_then(|&v| g.ty(v));
+                t.and_then(|t| t.shape.last().copied()).unwrap_or(0) as u64
+            };
+            let (dq, dv) = (dims(0), dims(2));
+            let bm = [16, 8, 4]
+                .into_iter()
+                .find(|&bm| fma_attention_smem(bm, 32, dq, dv) <= FMA_ATTENTION_SMEM)
+                .unwrap_or(4);
             Schedule {
-                tile: if tc { [64, 64, 16] } else { [16, 32, 1] },
+                tile: if tc { [64, 64, 16] } else { [bm as u32, 32, 1] },
                 warp: [1, 1],
                 stages: 1,
                 vector: 1,
@@ -197,6 +207,15 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Program, Sched
     verify(&p)?;
     Ok(p)
 }
+
+/// Shared memory of the fp32 FMA attention: Q rows, K (padded rows) and V tiles as f32.
+pub fn fma_attention_smem(bm: u64, bn: u64, dq: u64, dv: u64) -> u64 {
+    4 * (bm * dq + bn * (dq + 1) + (bn + 1) * dv.next_multiple_of(32))
+}
+
+/// The most shared memory an fp32 FMA attention's tiles take: the smallest per-block limit
+/// of the targets (sm_80's 163 KiB), so one schedule serves every target.
+pub const FMA_ATTENTION_SMEM: u64 = 163 * 1024;
 
 /// The MMA of a tensor-core attention of these operands (q, k, v) and result: all bf16 or all
 /// fp16, one head dimension (dq = dv) that is a multiple of 16 up to 128, and the same batch

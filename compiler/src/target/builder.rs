@@ -104,8 +104,15 @@ impl KernelBuilder {
             spans: vec![],
             term: Terminator::Ret,
             term_span: self.span,
+            nounroll: false,
         });
         BlockId(id)
+    }
+    /// Marks `b` as the header of a loop the assembler keeps rolled.
+    pub fn nounroll(&mut self, b: BlockId) {
+        if let Some(x) = self.k.blocks.get_mut(b.0 as usize) {
+            x.nounroll = true;
+        }
     }
     pub fn switch_to(&mut self, b: BlockId) {
         self.cur = b;

@@ -599,6 +599,8 @@ pub struct Block {
     pub spans: Vec<Span>,
     pub term: Terminator,
     pub term_span: Span,
+    /// The header of a loop the assembler keeps rolled (`.pragma "nounroll";` after the label).
+    pub nounroll: bool,
 }
 
 /// One PTX `.entry` function.

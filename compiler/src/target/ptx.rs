@@ -696,6 +696,9 @@ fn emit(k: &Kernel, target: Target, sources: &SourceMap) -> Result<String, Targe
     };
     for (bi, b) in k.blocks.iter().enumerate() {
         let _ = writeln!(out, "\n{}:", b.label);
+        if b.nounroll {
+            out.push_str("\t.pragma \"nounroll\";\n");
+        }
         for (i, span) in b.insts.iter().zip(&b.spans) {
             loc(&mut out, *span)?;
             out.push('\t');

@@ -470,6 +470,25 @@ impl Builder {
 
     // ---- structure ----
 
+    /// [`Builder::for_`] with `{unroll = 1}`: the assembler keeps the loop (for loops whose
+    /// unrolled iterations would each keep their loads live at once).
+    pub fn for_rolled(
+        &mut self,
+        lb: impl Into<Operand>,
+        ub: impl Into<Operand>,
+        step: impl Into<Operand>,
+        inits: &[Value],
+        body: impl FnOnce(&mut Builder, Value, &[Value]) -> Vec<Operand>,
+    ) -> Vec<Value> {
+        let rs = self.for_(lb, ub, step, inits, None, body);
+        let last = self.stack.last().and_then(|r| r.ops.last().copied());
+        if let Some(OpKind::For { rolled, .. }) = last.map(|id| &mut self.k.ops[id.0 as usize].kind)
+        {
+            *rolled = true;
+        }
+        rs
+    }
+
     /// A counted loop `for i in lb..ub step step` carrying `inits`; `body(b, i, carried)`
     /// returns the carried values of the next iteration. Returns the final carried values.
     pub fn for_(
@@ -505,7 +524,10 @@ impl Builder {
         let mut operands = vec![lb.into(), ub.into(), step.into()];
         operands.extend(inits.iter().map(|&v| Operand::Value(v)));
         self.push(OpData {
-            kind: OpKind::For { pipeline },
+            kind: OpKind::For {
+                pipeline,
+                rolled: false,
+            },
             operands,
             results: results.clone(),
             regions: vec![region],

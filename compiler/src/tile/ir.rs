@@ -354,6 +354,10 @@ pub enum OpKind {
     /// the async-copy pipeline this loop feeds (printed, checked, not interpreted).
     For {
         pipeline: Option<u32>,
+        /// `{unroll = 1}`: the loop stays a loop in the assembler (PTX `.pragma "nounroll"`);
+        /// ptxas otherwise unrolls short constant-trip loops, keeping every iteration's loads
+        /// in flight at once.
+        rolled: bool,
     },
     /// `(cond: pred) -> results…`; two regions (then, else), each ending in `tile.yield`.
     If,

@@ -46,14 +46,12 @@ pub fn tile_to_shared(
     threads: u32,
 ) {
     let total = tile_rows * dim;
-    for i in 0..total.div_ceil(threads) {
-        let idx = b.add(Ty::U32, tid, imm(i64::from(i * threads)));
+    let one = |b: &mut Builder, idx: Value, tail: bool| {
         let r = b.bin(BinOp::Div, Ty::U32, idx, imm(i64::from(dim)));
         let c = b.bin(BinOp::Rem, Ty::U32, idx, imm(i64::from(dim)));
         let gr = b.add(Ty::U32, row0, r);
         let mut ok = b.cmp(Cmp::Lt, Ty::U32, gr, nrows);
-        let in_tile = (i + 1) * threads > total;
-        let tail = in_tile.then(|| b.cmp(Cmp::Lt, Ty::U32, idx, imm(i64::from(total))));
+        let tail = tail.then(|| b.cmp(Cmp::Lt, Ty::U32, idx, imm(i64::from(total))));
         if let Some(t) = tail {
             ok = b.bin(BinOp::And, Ty::Pred, ok, t);
         }
@@ -63,6 +61,31 @@ pub fn tile_to_shared(
         let so = b.fma(Ty::U32, r, imm(i64::from(pitch)), c);
         let addr = b.fma(Ty::U32, so, imm(4), dst);
         b.store_shared(Ty::F32, addr, 0, &[v.into()], tail);
+    };
+    let n = total.div_ceil(threads);
+    // Up to 16 elements per thread unrolled; more in a loop of 8 per step (ptxas would keep
+    // every unrolled load in flight at once and run out of registers).
+    let looped = if n > 16 { n / 8 * 8 } else { 0 };
+    if looped > 0 {
+        let tail = !total.is_multiple_of(threads);
+        b.for_rolled(
+            imm(0),
+            imm(i64::from(looped * threads)),
+            imm(i64::from(8 * threads)),
+            &[],
+            |b, i0, _| {
+                let first = b.add(Ty::U32, tid, i0);
+                for j in 0..8 {
+                    let idx = b.add(Ty::U32, first, imm(i64::from(j * threads)));
+                    one(b, idx, tail);
+                }
+                vec![]
+            },
+        );
+    }
+    for i in looped..n {
+        let idx = b.add(Ty::U32, tid, imm(i64::from(i * threads)));
+        one(b, idx, (i + 1) * threads > total);
     }
 }
 
@@ -118,6 +141,73 @@ pub fn key_end(b: &mut Builder, causal: bool, q0: Value, bm: u32, sk: Value) -> 
     } else {
         sk
     }
+}
+
+/// Head dimensions up to this have their score and `P·V` loops unrolled; larger ones loop
+/// over chunks (a fully unrolled loop of 160+ columns runs ptxas out of registers).
+const UNROLLED: u32 = 128;
+
+/// The largest power of two up to 32 dividing `d`: the columns of one score-loop step.
+fn chunk(d: u32) -> u32 {
+    1 << d.trailing_zeros().min(5)
+}
+
+/// `s[r] += Σ_c q[r][c] · k[lane][c]` over the columns `cols` (byte offsets from `qa` / `ka`;
+/// `dq` floats per query row).
+fn scores(
+    b: &mut Builder,
+    qa: Value,
+    ka: Value,
+    dq: u32,
+    cols: std::ops::Range<u32>,
+    mut s: Vec<Value>,
+) -> Vec<Value> {
+    for c in cols {
+        let c = c as i32;
+        let kv = b.load_shared(Ty::F32, ka, c * 4, 1)[0];
+        for (r, sr) in s.iter_mut().enumerate() {
+            let off = (r as i32 * dq as i32 + c) * 4;
+            let qv = b.load_shared(Ty::F32, qa, off, 1)[0];
+            *sr = b.fma(Ty::F32, qv, kv, *sr);
+        }
+    }
+    s
+}
+
+/// `acc[r][t] += p_r[j0 + j] · v[j][lane + 32t]` for `j` in `keys` (row `j` of V at
+/// `va + j·vpitch` floats; `p_r` is lane `j0 + j`'s value of `pr[r]`).
+#[allow(clippy::too_many_arguments)]
+fn pv(
+    b: &mut Builder,
+    pr: &[Value],
+    va: Value,
+    j0: Operand,
+    vpitch: u32,
+    dtv: usize,
+    keys: std::ops::Range<u32>,
+    mut acc: Vec<Value>,
+) -> Vec<Value> {
+    for j in keys {
+        let vv: Vec<Value> = (0..dtv as i32)
+            .map(|t| {
+                let off = (j as i32 * vpitch as i32 + t * 32) * 4;
+                b.load_shared(Ty::F32, va, off, 1)[0]
+            })
+            .collect();
+        let lane = match j0 {
+            Operand::Imm(_) => imm(i64::from(j)),
+            _ => b.add(Ty::U32, j0, imm(i64::from(j))).into(),
+        };
+        for (r, &prr) in pr.iter().enumerate() {
+            let pj = b.shfl(ShflMode::Idx, prr, lane, imm(31));
+            let pj = b.bitcast(Ty::F32, pj);
+            for (t, &v) in vv.iter().enumerate() {
+                let x = &mut acc[r * dtv + t];
+                *x = b.fma(Ty::F32, pj, v, *x);
+            }
+        }
+    }
+    acc
 }
 
 /// The FlashAttention kernel of `[batch, sq, dq] · [batch, sk, dq]ᵀ · [batch, sk, dv]`.
@@ -213,15 +303,27 @@ pub fn build(
             );
             b.barrier();
             // scores: lane j holds s[r] = q_r · k_j
-            let mut s: Vec<Value> = (0..rpw).map(|_| b.mov(Ty::F32, fimm(0.0))).collect();
-            for c in 0..dq as i32 {
-                let kv = b.load_shared(Ty::F32, krd, c * 4, 1)[0];
-                for (r, sr) in s.iter_mut().enumerate() {
-                    let off = (r as i32 * dq as i32 + c) * 4;
-                    let qv = b.load_shared(Ty::F32, qrd, off, 1)[0];
-                    *sr = b.fma(Ty::F32, qv, kv, *sr);
-                }
-            }
+            let zero: Vec<Value> = (0..rpw).map(|_| b.mov(Ty::F32, fimm(0.0))).collect();
+            let s = if dq <= UNROLLED {
+                scores(b, qrd, krd, dq, 0..dq, zero)
+            } else {
+                // a loop over column chunks: fully unrolled, ptxas runs out of registers
+                let ch = chunk(dq);
+                b.for_rolled(
+                    imm(0),
+                    imm(i64::from(dq) * 4),
+                    imm(i64::from(ch) * 4),
+                    &zero,
+                    |b, cb, s| {
+                        let qa = b.add(Ty::U32, qrd, cb);
+                        let ka = b.add(Ty::U32, krd, cb);
+                        scores(b, qa, ka, dq, 0..ch, s.to_vec())
+                            .into_iter()
+                            .map(Operand::from)
+                            .collect()
+                    },
+                )
+            };
             let key = b.add(Ty::U32, k0, lane);
             let key_ok = b.cmp(Cmp::Lt, Ty::U32, key, sk_v);
             let mut next_m = vec![];
@@ -253,22 +355,26 @@ pub fn build(
                 pr.push(pj);
             }
             // acc[r][t] += Σ_j p_r[j] · v[j][lane + 32t]
-            for j in 0..bn as i32 {
-                let vv: Vec<Value> = (0..dtv as i32)
-                    .map(|t| {
-                        let off = (j * vpitch as i32 + t * 32) * 4;
-                        b.load_shared(Ty::F32, vrd, off, 1)[0]
-                    })
-                    .collect();
-                for (r, &prr) in pr.iter().enumerate() {
-                    let pj = b.shfl(ShflMode::Idx, prr, imm(i64::from(j)), imm(31));
-                    let pj = b.bitcast(Ty::F32, pj);
-                    for (t, &v) in vv.iter().enumerate() {
-                        let x = &mut next_acc[r * dtv + t];
-                        *x = b.fma(Ty::F32, pj, v, *x);
-                    }
-                }
-            }
+            let next_acc = if dv <= UNROLLED {
+                let zero = imm(0);
+                pv(b, &pr, vrd, zero, vpitch, dtv, 0..bn, next_acc)
+            } else {
+                // a loop over groups of 8 keys, as for the scores
+                let keys = 8;
+                b.for_rolled(
+                    imm(0),
+                    imm(i64::from(bn)),
+                    imm(i64::from(keys)),
+                    &next_acc,
+                    |b, j0, acc| {
+                        let va = b.fma(Ty::U32, j0, imm(i64::from(vpitch) * 4), vrd);
+                        pv(b, &pr, va, j0.into(), vpitch, dtv, 0..keys, acc.to_vec())
+                            .into_iter()
+                            .map(Operand::from)
+                            .collect()
+                    },
+                )
+            };
             b.barrier();
             next_m
                 .into_iter()

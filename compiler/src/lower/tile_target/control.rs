@@ -71,6 +71,9 @@ impl Cx<'_> {
         self.set(iv, Slot::Regs(vec![i]));
         self.bind(carried, &regs);
         let head = self.b.block("loop");
+        if matches!(op.kind, OpKind::For { rolled: true, .. }) {
+            self.b.nounroll(head);
+        }
         let bodyb = self.b.block("body");
         self.b.br(head);
         self.b.switch_to(head);

@@ -74,9 +74,6 @@ pub(super) fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Resul
     if dq == 0 || dv == 0 || sq == 0 || sk == 0 {
         return Err(nl(k, "empty attention"));
     }
-    if dq > 128 || dv > 128 {
-        return Err(nl(k, "head dimensions over 128"));
-    }
     let batch: u64 = ob.iter().map(|&d| d as u64).product();
     if batch > 65535
         || numel(qt).max(numel(kt)).max(numel(vt)).max(numel(&k.ty)) > u64::from(u32::MAX)
@@ -101,6 +98,19 @@ pub(super) fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Resul
         return Err(nl(
             k,
             "a query tile that is not 4..32 rows, a multiple of 4",
+        ));
+    }
+    use crate::lower::to_schedule::{fma_attention_smem, FMA_ATTENTION_SMEM};
+    let smem = fma_attention_smem(u64::from(bm), u64::from(bn), dq as u64, dv as u64);
+    if mma.is_none() && smem > FMA_ATTENTION_SMEM {
+        return Err(nl(
+            k,
+            format!(
+                "attention tiles of {} KiB of shared memory (head dimensions {dq} and {dv}; \
+                 at most {} KiB)",
+                smem.div_ceil(1024),
+                FMA_ATTENTION_SMEM / 1024
+            ),
         ));
     }
     let (sq, sk, dq, dv) = (

@@ -317,7 +317,7 @@ fn walk(k: &Kernel, prov: &[Option<Prov>], r: &Region, s: &mut State) -> Result<
                 s.written.clear();
                 s.prefetch_written.clear();
             }
-            OpKind::For { pipeline } => {
+            OpKind::For { pipeline, .. } => {
                 let before = s.clone();
                 let outer = s.pipelined;
                 s.pipelined = pipeline.is_some_and(|n| n >= 2);

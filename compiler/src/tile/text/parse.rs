@@ -672,10 +672,19 @@ impl Parser {
                 results.len()
             ));
         }
-        let a = self.attrs(&["pipeline"])?;
+        let a = self.attrs(&["pipeline", "unroll"])?;
         let pipeline = match a.contains_key("pipeline") {
             true => Some(self.attr::<u32>(&a, "pipeline", None)?),
             false => None,
+        };
+        let rolled = match a.get("unroll") {
+            None => false,
+            Some(1) => true,
+            Some(n) => {
+                return self.err(format!(
+                    "`unroll = {n}`: only `unroll = 1` (keep the loop) is supported"
+                ))
+            }
         };
         let tys = self.result_types(results.len())?;
         self.punct('{')?;
@@ -690,7 +699,7 @@ impl Parser {
         }
         let region = self.region(args, depth + 1, &mut vec![])?;
         Ok(self.push(OpData {
-            kind: OpKind::For { pipeline },
+            kind: OpKind::For { pipeline, rolled },
             operands,
             results: rs,
             regions: vec![region],

@@ -193,7 +193,7 @@ impl Printer<'_> {
         let tys: Vec<Type> = op.results.iter().map(|&v| self.ty(v)).collect();
         let loc = loc(self.sources, op.span);
         match &op.kind {
-            OpKind::For { pipeline } => {
+            OpKind::For { pipeline, rolled } => {
                 let region = op.regions.first().cloned().unwrap_or_default();
                 let iv = match region.args.first() {
                     Some(&v) => self.def(v),
@@ -220,8 +220,15 @@ impl Printer<'_> {
                     }
                     let _ = write!(line, " iter_args({})", pairs.join(", "));
                 }
-                if let Some(n) = pipeline {
-                    let _ = write!(line, " {{pipeline = {n}}}");
+                match (pipeline, rolled) {
+                    (Some(n), true) => {
+                        let _ = write!(line, " {{pipeline = {n}, unroll = 1}}");
+                    }
+                    (Some(n), false) => {
+                        let _ = write!(line, " {{pipeline = {n}}}");
+                    }
+                    (None, true) => line.push_str(" {unroll = 1}"),
+                    (None, false) => {}
                 }
                 self.open(line, &tys, &loc);
                 self.region_ops(&region, depth + 1);
