@@ -25,7 +25,7 @@ const ELEMENTWISE_NOT_LOWERED_YET: &[(&str, &str)] = &[];
 /// has no generator: (script, reason).
 const FALLBACK_DEMOS: &[(&str, &str)] = &[(
     "tests/golden/lower_emu_fallback.tsr",
-    "KiB of shared memory (head dimensions 640 and 640",
+    "attention tiles of 173 KiB of shared memory (head dimensions 640 and 640",
 )];
 
 fn scripts(root: &Path) -> Vec<PathBuf> {
