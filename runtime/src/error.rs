@@ -73,3 +73,14 @@ impl fmt::Display for RuntimeError {
 }
 
 impl std::error::Error for RuntimeError {}
+
+/// The one place a runtime error becomes a diagnostic (the caller adds the span).
+impl From<RuntimeError> for tessera_lang::diag::Diagnostic {
+    fn from(e: RuntimeError) -> Self {
+        let d = tessera_lang::diag::Diagnostic::new(e.code, e.message);
+        match e.help {
+            Some(h) => d.with_help(h),
+            None => d,
+        }
+    }
+}

@@ -67,9 +67,11 @@
 
 pub mod cast;
 pub mod cuda;
+pub mod device;
 pub mod dtype;
 pub mod emu;
 pub mod error;
+pub mod interp;
 pub mod memory;
 pub mod mesh;
 pub mod ops;

@@ -29,6 +29,13 @@ pub enum Checked {
 }
 
 impl Checked {
+    /// The device it is.
+    pub fn kind(self) -> crate::kernel::DeviceKind {
+        match self {
+            Checked::Emu => crate::kernel::DeviceKind::Emu,
+            Checked::Cuda => crate::kernel::DeviceKind::Cuda,
+        }
+    }
     pub fn name(self) -> &'static str {
         match self {
             Checked::Emu => "emu",
@@ -348,6 +355,23 @@ mod tests {
     use tessera_lang::{SourceMap, Span};
     use tessera_runtime::DType as RDType;
 
+    /// Kernel `t` run in the emulator on one input.
+    fn emu_run(
+        t: &tessera_compiler::lower::to_target::Lowered,
+        input: &Tensor,
+        out: &TensorType,
+    ) -> Tensor {
+        use tessera_runtime::device::{Device, Emu, Executable};
+        let x = Executable {
+            lowered: t,
+            ptx: None,
+        };
+        Emu.launch(&x, std::slice::from_ref(input), out)
+            .unwrap()
+            .unwrap()
+            .out
+    }
+
     fn kernel(g: &Graph, root: ValueId, ty: TensorType) -> Kernel {
         Kernel {
             name: "f_copy_0".into(),
@@ -445,11 +469,9 @@ mod tests {
         assert!(c.not_lowered.is_none(), "{:?}", c.not_lowered);
         let t = c.target.as_ref().unwrap();
         let input = Tensor::randn(&[3, 1, 5], RDType::BF16, 7).unwrap();
-        let cpu = crate::exec::run(&g, std::slice::from_ref(&input), &[]).unwrap();
+        let cpu = tessera_runtime::interp::run(&g, std::slice::from_ref(&input), &[]).unwrap();
         let k = &l.program.kernels[0];
-        let emu = crate::device::run(t, &k.name, std::slice::from_ref(&input), &k.ty)
-            .unwrap()
-            .unwrap();
+        let emu = emu_run(t, &input, &k.ty);
         assert_eq!(cpu[0].to_f64_vec().unwrap(), emu.to_f64_vec().unwrap());
         // And it is a real broadcast: element [1, 2, 69, 4] is input [2, 0, 4].
         let v = emu.to_f64_vec().unwrap();
@@ -494,11 +516,9 @@ mod tests {
             .count();
         assert!(u8_moves >= 2, "{u8_moves}");
         let input = Tensor::from_bool(&[37], (0..37).map(|i| i % 3 == 0).collect()).unwrap();
-        let cpu = crate::exec::run(&g, std::slice::from_ref(&input), &[]).unwrap();
+        let cpu = tessera_runtime::interp::run(&g, std::slice::from_ref(&input), &[]).unwrap();
         let k = &l.program.kernels[0];
-        let emu = crate::device::run(t, &k.name, std::slice::from_ref(&input), &k.ty)
-            .unwrap()
-            .unwrap();
+        let emu = emu_run(t, &input, &k.ty);
         let want: Vec<bool> = (0..37).map(|i| i % 3 != 0).collect();
         assert_eq!(emu.to_bool_vec().unwrap(), want);
         assert_eq!(cpu[0].to_bool_vec().unwrap(), want);

@@ -6,17 +6,17 @@
 //! - A launch that fails on the GPU is E0800 at the kernel's `.tsr` line: an error when `cuda`
 //!   was asked for, else a warning and the launch runs on the cpu. A fault (illegal address,
 //!   trap, timeout) also rebuilds the context and replays the launch in the emulator, which
-//!   names the tile, thread and index ([`crate::device::replay`]). Tensors live on the host, so
+//!   names the tile, thread and index ([`tessera_runtime::device::replay`]). Tensors live on the host, so
 //!   the session loses no value.
 //! - [`CudaTimer`] times kernels with CUDA events for the autotuner.
 
-use crate::device;
 use crate::profile::{DeviceTimer, TimeError};
 use std::cell::RefCell;
 use std::rc::Rc;
 use tessera_compiler::graph::DType;
 use tessera_lang::diag::{Code, Diagnostic};
-use tessera_runtime::cuda::Device;
+use tessera_runtime::cuda::{CudaError, Device};
+use tessera_runtime::device::{DeviceError, Executable, PtxImage};
 use tessera_runtime::Tensor;
 
 /// The session's GPU, shared with its timer.
@@ -91,10 +91,25 @@ impl DeviceTimer for CudaTimer {
         let mut slot = self.slot.borrow_mut();
         let dev = slot.as_mut().ok_or(TimeError::Closed)?;
         let sources = self.sources.borrow();
-        let ptx = device::ptx_of(t, l.program.target, &sources).map_err(TimeError::Kernel)?;
-        device::time_cuda(dev, t, &ptx, &inputs, &k.ty, 10).map_err(|e| match e {
-            device::CudaFailure::Marshal(d) => TimeError::Kernel(d),
-            device::CudaFailure::Driver(e) => TimeError::Driver(e),
-        })
+        let ptx = PtxImage::print(t, l.program.target, &sources)
+            .map_err(|e| TimeError::Kernel(e.to_diagnostic()))?;
+        let x = Executable {
+            lowered: t,
+            ptx: Some(&ptx),
+        };
+        match tessera_runtime::device::Device::time(dev, &x, &inputs, &k.ty, 10) {
+            Ok(Some(us)) => Ok(us),
+            Ok(None) => Err(TimeError::Driver(CudaError {
+                what: format!("timing kernel '{}'", k.name),
+                name: "no launch was timed".into(),
+                detail: String::new(),
+                fault: false,
+            })),
+            Err(DeviceError::Cuda(e)) => Err(TimeError::Driver(e)),
+            Err(e) => Err(TimeError::Kernel(Diagnostic::new(
+                Code::E0800,
+                e.to_string(),
+            ))),
+        }
     }
 }

@@ -8,7 +8,6 @@ pub mod crosscheck;
 pub mod cuda;
 pub mod device;
 pub mod dist;
-pub mod exec;
 pub mod graph_mod;
 pub mod kernel;
 pub mod op;

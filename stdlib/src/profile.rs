@@ -300,7 +300,13 @@ pub fn run_cpu(
                 samples.entry(id).or_default().push(d.as_secs_f64() * 1e6);
             }
         };
-        outs = crate::exec::run_timed(&c.graph, inputs, &c.captures, &mut |_, _| None, &mut timer)?;
+        outs = tessera_runtime::interp::run_timed(
+            &c.graph,
+            inputs,
+            &c.captures,
+            &mut |_, _| None::<Result<Tensor, Diagnostic>>,
+            &mut timer,
+        )?;
     }
     // Abstract inputs run nothing: no measurement.
     let abstract_run = inputs.iter().any(|t| t.is_abstract());

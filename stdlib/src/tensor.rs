@@ -14,11 +14,7 @@ use tessera_runtime::{
 
 /// A runtime error as a diagnostic (the caller's span is attached by the evaluator).
 pub fn rt(e: RuntimeError) -> Diagnostic {
-    let mut d = Diagnostic::new(e.code, e.message);
-    if let Some(h) = e.help {
-        d = d.with_help(h);
-    }
-    d
+    Diagnostic::from(e)
 }
 
 /// A tensor value.

@@ -1,56 +1,110 @@
-//! How a compiled kernel runs on each device: the `emu` emulator (with its counters for the
-//! profiler), `cuda` (with fault replay and event timing) and the cross-check of a device
-//! against the cpu.
+//! How a compiled kernel runs on the session's device ([`tessera_runtime::device::Device`]):
+//! the Graph IR interpreter runs the call, and at each kernel that reached Target IR the
+//! device launches it; the cross-check runs every kernel on the cpu and on a second device and
+//! compares the two.
 
 use super::*;
+use tessera_compiler::lower::to_target::Lowered as TargetKernel;
+use tessera_compiler::schedule::Kernel;
+use tessera_runtime::device::{self as dev, Device, DeviceError, Executable, Launched};
+
+/// The session's device of `kind` for the length of one call: the emulator, or the open GPU
+/// (borrowed from the session's slot). `None`: the cpu, or `cuda` with no GPU open.
+struct Borrowed<'a> {
+    emu: dev::Emu,
+    cuda: Option<std::cell::RefMut<'a, Option<tessera_runtime::cuda::Device>>>,
+}
+
+impl<'a> Borrowed<'a> {
+    fn new(session: &'a Session, kind: DeviceKind) -> Borrowed<'a> {
+        Borrowed {
+            emu: dev::Emu,
+            cuda: (kind == DeviceKind::Cuda).then(|| session.cuda.borrow_mut()),
+        }
+    }
+    fn get(&mut self) -> Option<&mut dyn Device> {
+        match &mut self.cuda {
+            Some(slot) => slot.as_mut().map(|d| d as &mut dyn Device),
+            None => Some(&mut self.emu),
+        }
+    }
+}
+
+/// How a failed launch is handled, after its diagnostic is made.
+enum Failed {
+    /// Report the diagnostic as the call's error.
+    Error(Diagnostic),
+    /// The device cannot go on (its context could not be rebuilt): report, then close it.
+    Lost(Diagnostic),
+}
+
+/// The diagnostic of a launch of kernel `k` (lowered to `t`) on `d` that gave `e`; a GPU
+/// fault rebuilds the device's context first.
+fn launch_failure(
+    d: &mut dyn Device,
+    k: &Kernel,
+    t: &TargetKernel,
+    operands: &[Tensor],
+    e: DeviceError,
+) -> Failed {
+    match e {
+        DeviceError::Marshal(e) => Failed::Error(Diagnostic::from(e).or_at(k.span)),
+        DeviceError::Emu(e) => Failed::Error(
+            Diagnostic::new(
+                Code::E0800,
+                format!("kernel '{}' failed in the emulator: {e}", k.name),
+            )
+            .or_at(k.span),
+        ),
+        DeviceError::NoPtx => Failed::Error(
+            Diagnostic::new(
+                Code::E0500,
+                format!("internal compiler error: kernel '{}' has no PTX", k.name),
+            )
+            .at(k.span),
+        ),
+        DeviceError::Cuda(e) => {
+            let diag = crate::device::failure_diagnostic(k, t, operands, &e);
+            if !e.fault {
+                return Failed::Error(diag);
+            }
+            match d.reset() {
+                Ok(()) => Failed::Error(diag.with_note(
+                    "the CUDA context was rebuilt; the session's values are intact (tensors live on the host)",
+                )),
+                Err(why) => Failed::Lost(diag.with_note(format!(
+                    "the CUDA context could not be rebuilt ({why}); kernels run on the cpu from now on"
+                ))),
+            }
+        }
+    }
+}
 
 impl KernelObj {
-    /// Runs the graph with every kernel that reached Target IR in the emulator; the others
-    /// run on the CPU, each reported once per session (the interpreter's error sink). While
-    /// profiling, the launch is recorded with the emulator's counters.
-    pub(super) fn run_emu(
-        &self,
-        it: &mut Interp,
+    /// The executable of kernel `k` (lowered to `t`) for device `d`: with its PTX when `d`
+    /// loads PTX (printed once per compiled kernel).
+    fn executable(
         c: &Compiled,
-        inputs: &[Tensor],
-    ) -> Result<Vec<Tensor>, Diagnostic> {
-        let l = &c.lowered;
-        let session = &self.session;
-        let mut warnings = Vec::new();
-        let mut counted: HashMap<ValueId, tessera_runtime::emu::Counters> = HashMap::new();
-        let mut hook = |id: ValueId, operands: &[Tensor]| {
-            let (k, ck) = l.kernel_at(id)?;
-            if let Some(t) = &ck.target {
-                if operands.iter().all(|o| !o.is_abstract()) {
-                    // A status error (None): the cpu evaluates the op and reports it.
-                    let r = crate::device::run_counted(t, &k.name, operands, &k.ty);
-                    return match r {
-                        Ok((out, stats)) => {
-                            counted.entry(k.root).or_default().add(&stats.counters);
-                            out.map(Ok)
-                        }
-                        Err(d) => Some(Err(d)),
-                    };
-                }
-            }
-            warnings.extend(cpu_fallback_warning(session, k, ck));
-            None
-        };
-        let r = crate::exec::run_with(&c.graph, inputs, &c.captures, &mut hook);
-        for w in warnings {
-            it.write_err(&w);
+        d: &dyn Device,
+        k: &Kernel,
+        t: &TargetKernel,
+        sources: &tessera_lang::SourceMap,
+    ) -> Result<Option<Rc<tessera_runtime::device::PtxImage>>, Diagnostic> {
+        if d.needs_ptx() {
+            c.ptx_image(k.root, t, sources)
+                .map(Some)
+                .map_err(|e| e.or_at(k.span))
+        } else {
+            Ok(None)
         }
-        if session.profile.borrow().active {
-            crate::profile::record_emu(session, c, &counted, &it.sources);
-        }
-        r
     }
 
-    /// Runs the graph with every kernel that reached Target IR on the GPU; the others run on
-    /// the CPU (reported once per session). A failed launch is E0800 at the kernel: an error
-    /// when `cuda` was asked for by name, else a warning and that launch runs on the cpu
-    /// ([`crate::cuda`]). While profiling, each GPU launch is also timed with CUDA events.
-    pub(super) fn run_cuda(
+    /// Runs the graph with every kernel that reached Target IR launched on the session's
+    /// device (the emulator or the GPU); the others run on the CPU, each reported once per
+    /// session. A failed launch is E0800 at the kernel: on the GPU an error when `cuda` was
+    /// asked for by name, else a warning and that launch runs on the cpu ([`crate::cuda`]).
+    /// While profiling, the emulator's counters or the GPU's event times are recorded.
+    pub(super) fn run_device(
         &self,
         it: &mut Interp,
         c: &Compiled,
@@ -58,14 +112,19 @@ impl KernelObj {
     ) -> Result<Vec<Tensor>, Diagnostic> {
         let l = &c.lowered;
         let session = &self.session;
+        let kind = session.device.get();
         let (profiling, reps) = {
             let p = session.profile.borrow();
             (p.active, p.repeats.max(3) as u32)
         };
-        let explicit = session.cuda_explicit.get();
+        // a failed launch on a device the user did not name falls back to the cpu
+        let fallback = kind == DeviceKind::Cuda && !session.cuda_explicit.get();
         let mut warnings: Vec<String> = Vec::new();
+        let mut counted: HashMap<ValueId, tessera_runtime::emu::Counters> = HashMap::new();
         let mut times: HashMap<ValueId, f64> = HashMap::new();
+        let mut lost = false;
         let sources = &it.sources;
+        let mut device = Borrowed::new(session, kind);
         let mut hook = |id: ValueId, operands: &[Tensor]| {
             let (k, ck) = l.kernel_at(id)?;
             let t = match &ck.target {
@@ -75,80 +134,82 @@ impl KernelObj {
                     return None;
                 }
             };
-            let ptx = match c.ptx_image(k.root, t, sources) {
+            if lost {
+                return None;
+            }
+            let d = device.get()?;
+            let ptx = match Self::executable(c, d, k, t, sources) {
                 Ok(p) => p,
-                Err(d) => return Some(Err(d.or_at(k.span))),
+                Err(e) => return Some(Err(e)),
             };
-            let mut slot = session.cuda.borrow_mut();
-            let dev = slot.as_mut()?;
-            let r = crate::device::run_cuda(dev, t, &ptx, operands, &k.ty);
-            let e = match r {
+            let x = Executable {
+                lowered: t,
+                ptx: ptx.as_deref(),
+            };
+            let e = match d.launch(&x, operands, &k.ty) {
                 // A status error: the cpu evaluates the op and reports it.
                 Ok(None) => return None,
-                Ok(Some(out)) => {
-                    if profiling {
-                        if let Ok(us) =
-                            crate::device::time_cuda(dev, t, &ptx, operands, &k.ty, reps)
-                        {
+                Ok(Some(Launched { out, counters })) => {
+                    if let Some(n) = counters {
+                        counted.entry(k.root).or_default().add(&n);
+                    } else if profiling {
+                        if let Ok(Some(us)) = d.time(&x, operands, &k.ty, reps) {
                             times.insert(k.root, us);
                         }
                     }
                     return Some(Ok(out));
                 }
-                Err(crate::device::CudaFailure::Marshal(d)) => return Some(Err(d.or_at(k.span))),
-                Err(crate::device::CudaFailure::Driver(e)) => e,
+                Err(e) => e,
             };
-            let mut d = crate::device::failure_diagnostic(k, t, operands, &e);
-            if e.fault {
-                match dev.rebuild() {
-                    Ok(()) => {
-                        d = d.with_note(
-                            "the CUDA context was rebuilt; the session's values are intact (tensors live on the host)",
-                        )
-                    }
-                    Err(why) => {
-                        d = d.with_note(format!(
-                            "the CUDA context could not be rebuilt ({why}); kernels run on the cpu from now on"
-                        ));
-                        *slot = None;
-                        session.device.set(super::DeviceKind::Cpu);
-                        session.tune.borrow_mut().timer = None;
-                    }
+            let diag = match launch_failure(d, k, t, operands, e) {
+                Failed::Error(diag) => diag,
+                Failed::Lost(diag) => {
+                    lost = true;
+                    diag
                 }
-            }
-            if explicit {
-                return Some(Err(d));
+            };
+            if !fallback {
+                return Some(Err(diag));
             }
             let mut w = format!(
                 "warning[E0800]: {}; it ran on the cpu (at {})\n",
-                d.message,
+                diag.message,
                 sources.describe(k.span)
             );
-            for n in &d.notes {
+            for n in &diag.notes {
                 w.push_str(&format!("  = note: {n}\n"));
             }
             warnings.push(w);
             None
         };
-        let r = crate::exec::run_with(&c.graph, inputs, &c.captures, &mut hook);
+        let r = tessera_runtime::interp::run_with(&c.graph, inputs, &c.captures, &mut hook);
+        drop(device);
+        if lost {
+            *session.cuda.borrow_mut() = None;
+            session.device.set(DeviceKind::Cpu);
+            session.tune.borrow_mut().timer = None;
+        }
         for w in warnings {
             it.write_err(&w);
         }
         if profiling {
-            crate::profile::record(session, c, &times, Some("cuda"), &it.sources);
+            match kind {
+                DeviceKind::Emu => crate::profile::record_emu(session, c, &counted, &it.sources),
+                _ => crate::profile::record(session, c, &times, Some("cuda"), &it.sources),
+            }
         }
         r
     }
 
-    /// Runs every kernel of the graph on the CPU and in the emulator, comparing the two
-    /// results ([`crate::crosscheck`]). The results of the `emu` device when `emu` is set (they
-    /// also feed the kernels after them), else those of the CPU.
+    /// Runs every kernel of the graph on the CPU and on the checked device, comparing the two
+    /// results ([`crate::crosscheck`]). The results of the checked device when the session
+    /// runs on it (they also feed the kernels after them), else those of the CPU.
     pub(super) fn run_crosscheck(
         &self,
         c: &Compiled,
         inputs: &[Tensor],
         checked: crate::crosscheck::Checked,
-        emu_results: bool,
+        device_results: bool,
         sources: &tessera_lang::SourceMap,
     ) -> Result<Vec<Tensor>, Diagnostic> {
         use crate::crosscheck::Checked;
@@ -156,6 +217,8 @@ impl KernelObj {
         let g = &l.program.graph;
         let session = &self.session;
         let mut counted: HashMap<ValueId, tessera_runtime::emu::Counters> = HashMap::new();
+        let mut lost = false;
+        let mut device = Borrowed::new(session, checked.kind());
         let mut observe = |id: ValueId, operands: &[Tensor], cpu: &Tensor| {
             let Some((k, ck)) = l.kernel_at(id) else {
                 return Ok(None);
@@ -171,61 +234,60 @@ impl KernelObj {
                     checked,
                 ));
             };
-            let (emu, a) = match checked {
-                Checked::Emu => {
-                    let (emu, stats) = crate::device::run_counted(t, &k.name, operands, &k.ty)
-                        .map_err(|d| d.or_at(k.span))?;
-                    counted.entry(k.root).or_default().add(&stats.counters);
-                    let emu = emu.ok_or_else(|| crate::crosscheck::status_error(k))?;
-                    let a = crate::crosscheck::compare(g, k, cpu, &emu)?;
-                    (emu, a)
+            let Some(d) = device.get().filter(|_| !lost) else {
+                return Err(crate::cuda::unavailable(
+                    "TESSERA_CROSSCHECK=cuda",
+                    &"the session has no GPU open",
+                )
+                .at(k.span));
+            };
+            let ptx = Self::executable(c, d, k, t, sources)?;
+            let x = Executable {
+                lowered: t,
+                ptx: ptx.as_deref(),
+            };
+            let out = match d.launch(&x, operands, &k.ty) {
+                Ok(Some(Launched { out, counters })) => {
+                    if let Some(n) = counters {
+                        counted.entry(k.root).or_default().add(&n);
+                    }
+                    out
                 }
-                Checked::Cuda => {
-                    let ptx = c
-                        .ptx_image(k.root, t, sources)
-                        .map_err(|d| d.or_at(k.span))?;
-                    let mut slot = session.cuda.borrow_mut();
-                    let Some(dev) = slot.as_mut() else {
-                        return Err(crate::cuda::unavailable(
-                            "TESSERA_CROSSCHECK=cuda",
-                            &"the session has no GPU open",
-                        )
-                        .at(k.span));
-                    };
-                    let out = match crate::device::run_cuda(dev, t, &ptx, operands, &k.ty) {
-                        Ok(Some(out)) => out,
-                        Ok(None) => return Err(crate::crosscheck::status_error(k)),
-                        Err(crate::device::CudaFailure::Driver(e)) => {
-                            let mut d = crate::device::failure_diagnostic(k, t, operands, &e);
-                            d.message = format!("cross-check: {}", d.message);
-                            if e.fault {
-                                if let Err(why) = dev.rebuild() {
-                                    d = d.with_note(format!(
-                                        "the CUDA context could not be rebuilt: {why}"
-                                    ));
-                                    *slot = None;
-                                }
-                            }
-                            return Err(d);
+                Ok(None) => return Err(crate::crosscheck::status_error(k)),
+                Err(e) => {
+                    let mut diag = match launch_failure(d, k, t, operands, e) {
+                        Failed::Error(diag) => diag,
+                        Failed::Lost(diag) => {
+                            lost = true;
+                            diag
                         }
-                        Err(crate::device::CudaFailure::Marshal(d)) => return Err(d.or_at(k.span)),
                     };
-                    let a = crate::crosscheck::compare_device(k, cpu, &out)?;
-                    (out, a)
+                    if checked == Checked::Cuda {
+                        diag.message = format!("cross-check: {}", diag.message);
+                    }
+                    return Err(diag);
                 }
             };
+            let a = match checked {
+                Checked::Emu => crate::crosscheck::compare(g, k, cpu, &out)?,
+                Checked::Cuda => crate::crosscheck::compare_device(k, cpu, &out)?,
+            };
             crate::crosscheck::log(k, cpu.numel(), &a);
-            Ok(emu_results.then_some(emu))
+            Ok(device_results.then_some(out))
         };
-        let r = crate::exec::run_observed(
+        let r = tessera_runtime::interp::run_observed(
             &c.graph,
             inputs,
             &c.captures,
             &mut |_, _| None,
             &mut observe,
         );
+        drop(device);
+        if lost {
+            *session.cuda.borrow_mut() = None;
+        }
         // on the emu device, the profile shows the emulator's counters as without the check
-        if emu_results && session.profile.borrow().active {
+        if device_results && checked == Checked::Emu && session.profile.borrow().active {
             crate::profile::record_emu(session, c, &counted, sources);
         }
         r

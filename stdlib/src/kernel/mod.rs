@@ -59,7 +59,7 @@ pub struct Compiled {
     pub lowered: Lowered,
     out: OutShape,
     /// The PTX of each kernel (by root) once it has been printed for a GPU launch.
-    ptx: RefCell<HashMap<ValueId, Rc<crate::device::PtxImage>>>,
+    ptx: RefCell<HashMap<ValueId, Rc<tessera_runtime::device::PtxImage>>>,
 }
 
 impl Compiled {
@@ -76,15 +76,13 @@ impl Compiled {
         root: ValueId,
         t: &tessera_compiler::lower::to_target::Lowered,
         sources: &tessera_lang::SourceMap,
-    ) -> Result<Rc<crate::device::PtxImage>, Diagnostic> {
+    ) -> Result<Rc<tessera_runtime::device::PtxImage>, Diagnostic> {
         if let Some(p) = self.ptx.borrow().get(&root) {
             return Ok(p.clone());
         }
-        let p = Rc::new(crate::device::ptx_of(
-            t,
-            self.lowered.program.target,
-            sources,
-        )?);
+        let p = tessera_runtime::device::PtxImage::print(t, self.lowered.program.target, sources)
+            .map_err(|e| e.to_diagnostic())?;
+        let p = Rc::new(p);
         self.ptx.borrow_mut().insert(root, p.clone());
         Ok(p)
     }
@@ -268,34 +266,30 @@ impl KernelObj {
             .filter(|v| is_tensor_like(v))
             .filter_map(|v| as_tensor(v).cloned())
             .collect();
-        let on_emu = self.session.device.get() == DeviceKind::Emu;
-        let on_cuda = self.session.device.get() == DeviceKind::Cuda;
+        let kind = self.session.device.get();
+        let on_emu = kind == DeviceKind::Emu;
+        let on_cuda = kind == DeviceKind::Cuda;
         let profiling = self.session.profile.borrow().active;
         let outs = if let Some(mode) = crate::crosscheck::mode().map_err(|d| d.or_at(args.span))? {
-            let device_results = match mode {
-                crate::crosscheck::Checked::Emu => on_emu,
-                crate::crosscheck::Checked::Cuda => on_cuda,
-            };
+            let device_results = mode.kind() == kind;
             let checked = self.run_crosscheck(&c, &inputs, mode, device_results, &it.sources);
             // A profiled run still gets its rows: on emu the checked launches recorded their
             // counters; elsewhere the checked launch is timed again as the profiler times it
             // (the cross-check is a testing aid; it costs a second run).
             match checked {
                 Ok(outs) if profiling && on_emu => Ok(outs),
-                Ok(_) if profiling && on_cuda => self.run_cuda(it, &c, &inputs),
+                Ok(_) if profiling && on_cuda => self.run_device(it, &c, &inputs),
                 Ok(_) if profiling => {
                     crate::profile::run_cpu(&self.session, &c, &inputs, &it.sources)
                 }
                 other => other,
             }
-        } else if on_cuda {
-            self.run_cuda(it, &c, &inputs)
-        } else if on_emu {
-            self.run_emu(it, &c, &inputs)
+        } else if on_cuda || on_emu {
+            self.run_device(it, &c, &inputs)
         } else if profiling {
             crate::profile::run_cpu(&self.session, &c, &inputs, &it.sources)
         } else {
-            crate::exec::run(&c.graph, &inputs, &c.captures)
+            tessera_runtime::interp::run(&c.graph, &inputs, &c.captures).map_err(Diagnostic::from)
         }
         .map_err(|d| d.or_at(args.span))?;
         let vals: Vec<Value> = outs.into_iter().map(crate::tensor::tensor_value).collect();

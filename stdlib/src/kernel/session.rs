@@ -8,33 +8,7 @@ use std::rc::Rc;
 use tessera_compiler::target::Target;
 use tessera_lang::diag::{Code, Diagnostic};
 
-/// Where kernels run: the CPU executor, the emulator of the generated Target IR, or the GPU.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum DeviceKind {
-    Cpu,
-    Emu,
-    Cuda,
-}
-
-impl DeviceKind {
-    pub const ALL: [DeviceKind; 3] = [DeviceKind::Cpu, DeviceKind::Emu, DeviceKind::Cuda];
-    pub fn name(self) -> &'static str {
-        match self {
-            DeviceKind::Cpu => "cpu",
-            DeviceKind::Emu => "emu",
-            DeviceKind::Cuda => "cuda",
-        }
-    }
-    pub fn parse(s: &str) -> Option<DeviceKind> {
-        DeviceKind::ALL.into_iter().find(|d| d.name() == s)
-    }
-}
-
-impl std::fmt::Display for DeviceKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use tessera_runtime::device::DeviceKind;
 
 /// The target a session starts with when neither `--target` nor an open GPU names one.
 pub const DEFAULT_TARGET: Target = Target::Sm90;

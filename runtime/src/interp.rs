@@ -1,12 +1,14 @@
-//! Running optimised Graph IR on the CPU: op by op with the runtime's reference ops. Fused ops
-//! run their body; `flash_attention` runs `runtime::flash_attention`. Abstract inputs give
-//! abstract results (every runtime op propagates shapes and dtypes without data).
+//! The Graph IR interpreter, the cpu's way of running a kernel: op by op with the runtime's
+//! reference ops. Fused ops run their body; `flash_attention` runs [`crate::flash_attention`].
+//! Abstract inputs give abstract results (every runtime op propagates shapes and dtypes
+//! without data). The other devices run a kernel's lowered code through a [`Hook`] asked
+//! first for every op.
+//!
+//! Generic in the error type `E` the caller's hooks and observers return (any type a
+//! [`RuntimeError`] converts into).
 
-use crate::tensor::rt;
-
+use crate::{self as rtm, Code, IndexItem, Operand, RuntimeError, Scalar, Tensor};
 use tessera_compiler::graph::{Epilogue, Graph, Op, SliceItem, ValueId};
-use tessera_lang::diag::{Code, Diagnostic};
-use tessera_runtime::{self as rtm, IndexItem, Operand, Scalar, Tensor};
 
 /// A computed value: a tensor, or a scalar const (applied as the eager scalar operand).
 #[derive(Clone)]
@@ -24,8 +26,8 @@ impl Val {
     }
 }
 
-fn internal(msg: &str) -> Diagnostic {
-    Diagnostic::new(
+fn internal(msg: &str) -> RuntimeError {
+    RuntimeError::new(
         Code::E0500,
         format!("internal compiler error: cannot run the kernel: {msg}"),
     )
@@ -34,29 +36,28 @@ fn internal(msg: &str) -> Diagnostic {
 
 /// Runs one op elsewhere (the emulator): given the op's value and its tensor operands (in
 /// operand order, consts left out), `Some(result)` replaces the CPU evaluation.
-pub type Hook<'a> = dyn FnMut(ValueId, &[Tensor]) -> Option<Result<Tensor, Diagnostic>> + 'a;
+pub type Hook<'a, E> = dyn FnMut(ValueId, &[Tensor]) -> Option<Result<Tensor, E>> + 'a;
 
 /// Runs `g` with `inputs` (one per param) and the captured tensors; returns the outputs.
-pub fn run(g: &Graph, inputs: &[Tensor], captures: &[Tensor]) -> Result<Vec<Tensor>, Diagnostic> {
+pub fn run(g: &Graph, inputs: &[Tensor], captures: &[Tensor]) -> crate::Result<Vec<Tensor>> {
     run_with(g, inputs, captures, &mut |_, _| None)
 }
 
 /// Sees every op the CPU evaluated: its value, its tensor operands (as for [`Hook`]) and the
 /// result; `Some(tensor)` replaces the result for the ops after it; an error stops the run.
-pub type Observer<'a> =
-    dyn FnMut(ValueId, &[Tensor], &Tensor) -> Result<Option<Tensor>, Diagnostic> + 'a;
+pub type Observer<'a, E> = dyn FnMut(ValueId, &[Tensor], &Tensor) -> Result<Option<Tensor>, E> + 'a;
 
 /// Told the wall time each op of the graph took (the profiler); an observer's time is not
 /// counted.
 pub type Timer<'a> = dyn FnMut(ValueId, std::time::Duration) + 'a;
 
 /// [`run`] with a [`Hook`] asked first for every op.
-pub fn run_with(
+pub fn run_with<E: From<RuntimeError>>(
     g: &Graph,
     inputs: &[Tensor],
     captures: &[Tensor],
-    hook: &mut Hook<'_>,
-) -> Result<Vec<Tensor>, Diagnostic> {
+    hook: &mut Hook<'_, E>,
+) -> Result<Vec<Tensor>, E> {
     run_full(
         g,
         inputs,
@@ -69,47 +70,47 @@ pub fn run_with(
 
 /// [`run_with`], and `observe` called after the CPU evaluates an op that is not a param,
 /// capture or const (ops the hook replaced are not observed).
-pub fn run_observed(
+pub fn run_observed<E: From<RuntimeError>>(
     g: &Graph,
     inputs: &[Tensor],
     captures: &[Tensor],
-    hook: &mut Hook<'_>,
-    observe: &mut Observer<'_>,
-) -> Result<Vec<Tensor>, Diagnostic> {
+    hook: &mut Hook<'_, E>,
+    observe: &mut Observer<'_, E>,
+) -> Result<Vec<Tensor>, E> {
     run_full(g, inputs, captures, hook, observe, &mut |_, _| {})
 }
 
 /// [`run_with`], telling `timer` how long each op took.
-pub fn run_timed(
+pub fn run_timed<E: From<RuntimeError>>(
     g: &Graph,
     inputs: &[Tensor],
     captures: &[Tensor],
-    hook: &mut Hook<'_>,
+    hook: &mut Hook<'_, E>,
     timer: &mut Timer<'_>,
-) -> Result<Vec<Tensor>, Diagnostic> {
+) -> Result<Vec<Tensor>, E> {
     run_full(g, inputs, captures, hook, &mut |_, _, _| Ok(None), timer)
 }
 
 /// [`run_with`] with both an observer and a timer.
-pub fn run_full(
+pub fn run_full<E: From<RuntimeError>>(
     g: &Graph,
     inputs: &[Tensor],
     captures: &[Tensor],
-    hook: &mut Hook<'_>,
-    observe: &mut Observer<'_>,
+    hook: &mut Hook<'_, E>,
+    observe: &mut Observer<'_, E>,
     timer: &mut Timer<'_>,
-) -> Result<Vec<Tensor>, Diagnostic> {
+) -> Result<Vec<Tensor>, E> {
     let mut vals: Vec<Option<Val>> = vec![None; g.len()];
-    let get = |vals: &Vec<Option<Val>>, v: ValueId| -> Result<Val, Diagnostic> {
+    let get = |vals: &Vec<Option<Val>>, v: ValueId| -> crate::Result<Val> {
         vals.get(v.index())
             .cloned()
             .flatten()
             .ok_or_else(|| internal("a value is used before it is computed"))
     };
-    let tens = |vals: &Vec<Option<Val>>, v: ValueId| -> Result<Tensor, Diagnostic> {
+    let tens = |vals: &Vec<Option<Val>>, v: ValueId| -> crate::Result<Tensor> {
         match get(vals, v)? {
             Val::T(t) => Ok(t),
-            Val::S(s) => Tensor::scalar(s, s.default_dtype()).map_err(rt),
+            Val::S(s) => Tensor::scalar(s, s.default_dtype()),
         }
     };
     for id in g.ids() {
@@ -145,36 +146,33 @@ pub fn run_full(
                     .ok_or_else(|| internal("missing captured tensor"))?,
             ),
             Op::Const { value } => Val::S(*value),
-            Op::Unary { op, x } => Val::T(rtm::unary(*op, &tens(&vals, *x)?).map_err(rt)?),
+            Op::Unary { op, x } => Val::T(rtm::unary(*op, &tens(&vals, *x)?)?),
             Op::Binary { op, a, b } => {
                 let (a, b) = (get(&vals, *a)?, get(&vals, *b)?);
-                Val::T(rtm::binary(*op, a.operand(), b.operand()).map_err(rt)?)
+                Val::T(rtm::binary(*op, a.operand(), b.operand())?)
             }
             Op::Where { cond, a, b } => {
                 let c = tens(&vals, *cond)?;
                 let (a, b) = (get(&vals, *a)?, get(&vals, *b)?);
-                Val::T(rtm::where_(&c, a.operand(), b.operand()).map_err(rt)?)
+                Val::T(rtm::where_(&c, a.operand(), b.operand())?)
             }
-            Op::Cast { x } => Val::T(tens(&vals, *x)?.cast(ty.dtype).map_err(rt)?),
+            Op::Cast { x } => Val::T(tens(&vals, *x)?.cast(ty.dtype)?),
             Op::Matmul {
                 a,
                 b,
                 accum,
                 epilogue,
             } => {
-                let mut acc =
-                    rtm::matmul(&tens(&vals, *a)?, &tens(&vals, *b)?, *accum).map_err(rt)?;
+                let mut acc = rtm::matmul(&tens(&vals, *a)?, &tens(&vals, *b)?, *accum)?;
                 for s in epilogue {
                     acc = match &s.step {
                         Epilogue::Binary { op, operand } => {
                             let o = get(&vals, *operand)?;
-                            rtm::binary(*op, &acc, o.operand()).map_err(rt)?
+                            rtm::binary(*op, &acc, o.operand())?
                         }
-                        Epilogue::Scalar { op, value } => {
-                            rtm::binary(*op, &acc, *value).map_err(rt)?
-                        }
-                        Epilogue::Unary(u) => rtm::unary(*u, &acc).map_err(rt)?,
-                        Epilogue::Cast(d) => acc.cast(*d).map_err(rt)?,
+                        Epilogue::Scalar { op, value } => rtm::binary(*op, &acc, *value)?,
+                        Epilogue::Unary(u) => rtm::unary(*u, &acc)?,
+                        Epilogue::Cast(d) => acc.cast(*d)?,
                     };
                 }
                 Val::T(acc)
@@ -184,13 +182,13 @@ pub fn run_full(
                 x,
                 axis,
                 keepdim,
-            } => Val::T(
-                rtm::reduce(&tens(&vals, *x)?, *op, axis.map(|a| a as isize), *keepdim)
-                    .map_err(rt)?,
-            ),
-            Op::Softmax { x, axis } => {
-                Val::T(rtm::softmax(&tens(&vals, *x)?, *axis as isize).map_err(rt)?)
-            }
+            } => Val::T(rtm::reduce(
+                &tens(&vals, *x)?,
+                *op,
+                axis.map(|a| a as isize),
+                *keepdim,
+            )?),
+            Op::Softmax { x, axis } => Val::T(rtm::softmax(&tens(&vals, *x)?, *axis as isize)?),
             Op::LayerNorm {
                 x,
                 weight,
@@ -199,30 +197,33 @@ pub fn run_full(
             } => {
                 let w = weight.map(|w| tens(&vals, w)).transpose()?;
                 let b = bias.map(|b| tens(&vals, b)).transpose()?;
-                Val::T(rtm::layernorm(&tens(&vals, *x)?, w.as_ref(), b.as_ref(), *eps).map_err(rt)?)
+                Val::T(rtm::layernorm(
+                    &tens(&vals, *x)?,
+                    w.as_ref(),
+                    b.as_ref(),
+                    *eps,
+                )?)
             }
             Op::RmsNorm { x, weight, eps } => {
                 let w = weight.map(|w| tens(&vals, w)).transpose()?;
-                Val::T(rtm::rmsnorm(&tens(&vals, *x)?, w.as_ref(), *eps).map_err(rt)?)
+                Val::T(rtm::rmsnorm(&tens(&vals, *x)?, w.as_ref(), *eps)?)
             }
-            Op::Transpose { x, perm } => {
-                Val::T(tens(&vals, *x)?.transpose(Some(perm)).map_err(rt)?)
-            }
+            Op::Transpose { x, perm } => Val::T(tens(&vals, *x)?.transpose(Some(perm))?),
             Op::Reshape { x } => {
                 let dims: Vec<i64> = ty.shape.iter().map(|d| *d as i64).collect();
-                Val::T(tens(&vals, *x)?.reshape(&dims).map_err(rt)?)
+                Val::T(tens(&vals, *x)?.reshape(&dims)?)
             }
             Op::Broadcast { x } => {
                 let t = tens(&vals, *x)?;
-                let all = Tensor::ones(&ty.shape, tessera_runtime::DType::Bool).map_err(rt)?;
-                Val::T(rtm::where_(&all, &t, &t).map_err(rt)?)
+                let all = Tensor::ones(&ty.shape, crate::DType::Bool)?;
+                Val::T(rtm::where_(&all, &t, &t)?)
             }
             Op::Concat { xs, axis } => {
                 let ts = xs
                     .iter()
                     .map(|x| tens(&vals, *x))
                     .collect::<Result<Vec<_>, _>>()?;
-                Val::T(rtm::concat(&ts, *axis as isize).map_err(rt)?)
+                Val::T(rtm::concat(&ts, *axis as isize)?)
             }
             Op::Slice { x, items } => {
                 let items: Vec<IndexItem> = items
@@ -238,7 +239,7 @@ pub fn run_full(
                         SliceItem::Ellipsis => IndexItem::Ellipsis,
                     })
                     .collect();
-                Val::T(tens(&vals, *x)?.index(&items).map_err(rt)?)
+                Val::T(tens(&vals, *x)?.index(&items)?)
             }
             Op::FlashAttention {
                 q,
@@ -246,16 +247,13 @@ pub fn run_full(
                 v,
                 causal,
                 scale,
-            } => Val::T(
-                rtm::flash_attention(
-                    &tens(&vals, *q)?,
-                    &tens(&vals, *k)?,
-                    &tens(&vals, *v)?,
-                    *causal,
-                    Some(*scale),
-                )
-                .map_err(rt)?,
-            ),
+            } => Val::T(rtm::flash_attention(
+                &tens(&vals, *q)?,
+                &tens(&vals, *k)?,
+                &tens(&vals, *v)?,
+                *causal,
+                Some(*scale),
+            )?),
             Op::FusedElementwise { inputs, body } => {
                 let ins = inputs
                     .iter()
@@ -286,5 +284,8 @@ pub fn run_full(
         }
         timer(id, took);
     }
-    g.outputs.iter().map(|o| tens(&vals, *o)).collect()
+    g.outputs
+        .iter()
+        .map(|o| tens(&vals, *o).map_err(E::from))
+        .collect()
 }

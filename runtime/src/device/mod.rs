@@ -1,0 +1,283 @@
+//! The device layer: where a lowered kernel runs, behind one trait.
+//!
+//! A kernel call runs its optimised Graph IR with the interpreter ([`crate::interp`]); at each
+//! kernel the interpreter asks the session's [`Device`] to launch the kernel's lowered code
+//! ([`Device::launch`]). The cpu launches nothing (the interpreter evaluates the op with the
+//! runtime's reference ops), the emulator ([`Emu`]) executes the kernel's Target IR, and a GPU
+//! ([`crate::cuda::Device`]) runs its PTX. Every device takes the same byte buffers
+//! ([`Buffers`]), so a result is read back the same way everywhere, and a launch that faults on
+//! the GPU can be replayed in the emulator ([`replay`]).
+
+mod buffers;
+
+pub use buffers::{emu_launch, replay, Buffers};
+
+use crate::cuda::{self, CudaError, Geometry, KernelImage, Runs};
+use crate::emu::{Counters, EmuError};
+use crate::{RuntimeError, Tensor};
+use tessera_compiler::graph::TensorType;
+use tessera_compiler::lower::to_target::Lowered;
+use tessera_compiler::target::{Target, TargetError};
+
+/// Where kernels run: the CPU executor, the emulator of the generated Target IR, or the GPU.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceKind {
+    Cpu,
+    Emu,
+    Cuda,
+}
+
+impl DeviceKind {
+    pub const ALL: [DeviceKind; 3] = [DeviceKind::Cpu, DeviceKind::Emu, DeviceKind::Cuda];
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceKind::Cpu => "cpu",
+            DeviceKind::Emu => "emu",
+            DeviceKind::Cuda => "cuda",
+        }
+    }
+    pub fn parse(s: &str) -> Option<DeviceKind> {
+        DeviceKind::ALL.into_iter().find(|d| d.name() == s)
+    }
+}
+
+impl std::fmt::Display for DeviceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A kernel's PTX for one target and its module-cache key: printed once per compiled kernel,
+/// not per launch.
+#[derive(Debug)]
+pub struct PtxImage {
+    pub ptx: String,
+    pub hash: u64,
+}
+
+impl PtxImage {
+    /// Prints the PTX of `l` for `target` (`.loc` lines from `sources`), with its key.
+    pub fn print(
+        l: &Lowered,
+        target: Target,
+        sources: &tessera_lang::SourceMap,
+    ) -> Result<PtxImage, TargetError> {
+        let ptx = tessera_compiler::target::ptx::print_verified(&l.kernel, target, sources)?;
+        let key = format!("{}\n{ptx}", target.name());
+        let hash = tessera_compiler::tune::cache::stable_hash(&key);
+        // `stable_hash` is 16 hex digits: it always parses.
+        let hash = u64::from_str_radix(&hash, 16).unwrap_or(0);
+        Ok(PtxImage { ptx, hash })
+    }
+}
+
+/// A kernel ready to launch: its lowered program and, for a device that loads PTX
+/// ([`Device::needs_ptx`]), its printed PTX.
+#[derive(Clone, Copy)]
+pub struct Executable<'a> {
+    pub lowered: &'a Lowered,
+    pub ptx: Option<&'a PtxImage>,
+}
+
+impl Executable<'_> {
+    fn image(&self) -> Result<KernelImage<'_>, DeviceError> {
+        let p = self.ptx.ok_or(DeviceError::NoPtx)?;
+        Ok(KernelImage {
+            name: &self.lowered.kernel.name,
+            ptx: &p.ptx,
+            hash: p.hash,
+        })
+    }
+
+    /// The launch geometry on the GPU.
+    pub fn geometry(&self) -> Geometry {
+        let l = self.lowered;
+        Geometry {
+            grid: l.grid,
+            block: l.block,
+            dynamic_shared: l.kernel.dynamic_shared_bytes(),
+        }
+    }
+}
+
+/// What a launch gave: the result and, from the emulator, what it counted.
+#[derive(Debug)]
+pub struct Launched {
+    pub out: Tensor,
+    pub counters: Option<Counters>,
+}
+
+/// Why a launch gave no result.
+#[derive(Debug)]
+pub enum DeviceError {
+    /// The inputs cannot be passed to the kernel or the result read back.
+    Marshal(RuntimeError),
+    /// The emulator stopped (a fault, a trap, a step limit).
+    Emu(EmuError),
+    /// The driver failed (JIT, allocation, launch, fault, timeout).
+    Cuda(CudaError),
+    /// The device loads PTX and the executable has none.
+    NoPtx,
+}
+
+impl DeviceError {
+    /// Whether the launch faulted (an illegal address, a trap, a timeout on the GPU): the
+    /// device needs [`Device::reset`].
+    pub fn is_fault(&self) -> bool {
+        matches!(self, DeviceError::Cuda(e) if e.fault)
+    }
+}
+
+impl std::fmt::Display for DeviceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceError::Marshal(e) => f.write_str(&e.message),
+            DeviceError::Emu(e) => write!(f, "{e}"),
+            DeviceError::Cuda(e) => write!(f, "{e}"),
+            DeviceError::NoPtx => f.write_str("the kernel's PTX was not printed"),
+        }
+    }
+}
+
+/// A device kernels run on.
+pub trait Device {
+    fn kind(&self) -> DeviceKind;
+
+    /// Whether a launch needs the kernel's PTX ([`Executable::ptx`]).
+    fn needs_ptx(&self) -> bool {
+        false
+    }
+
+    /// Runs kernel `k` on `inputs` (its tensor operands, in order) for a result of type `out`.
+    /// `Ok(None)`: the cpu evaluates the op instead (the device is the cpu, or the kernel's
+    /// status word reports an error the cpu raises for these inputs).
+    fn launch(
+        &mut self,
+        k: &Executable,
+        inputs: &[Tensor],
+        out: &TensorType,
+    ) -> Result<Option<Launched>, DeviceError>;
+
+    /// After a launch that faulted ([`DeviceError::is_fault`]): a fresh context, so later
+    /// launches can run. An error: the device cannot go on.
+    fn reset(&mut self) -> Result<(), DeviceError> {
+        Ok(())
+    }
+
+    /// The median time of `reps` launches after one warm-up, µs; `None` where the device has
+    /// no clock of its own for kernels (the cpu's ops are timed by the interpreter).
+    fn time(
+        &mut self,
+        _k: &Executable,
+        _inputs: &[Tensor],
+        _out: &TensorType,
+        _reps: u32,
+    ) -> Result<Option<f64>, DeviceError> {
+        Ok(None)
+    }
+}
+
+/// The cpu: launches nothing; the interpreter evaluates every op.
+pub struct Cpu;
+
+impl Device for Cpu {
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Cpu
+    }
+    fn launch(
+        &mut self,
+        _: &Executable,
+        _: &[Tensor],
+        _: &TensorType,
+    ) -> Result<Option<Launched>, DeviceError> {
+        Ok(None)
+    }
+}
+
+/// The emulator: executes the kernel's Target IR ([`crate::emu`]) and counts what it did.
+pub struct Emu;
+
+impl Device for Emu {
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Emu
+    }
+    fn launch(
+        &mut self,
+        k: &Executable,
+        inputs: &[Tensor],
+        out: &TensorType,
+    ) -> Result<Option<Launched>, DeviceError> {
+        let mut b = Buffers::new(k.lowered, inputs, out).map_err(DeviceError::Marshal)?;
+        let stats = emu_launch(k.lowered, &mut b).map_err(DeviceError::Emu)?;
+        let r = b.result(out).map_err(DeviceError::Marshal)?;
+        Ok(r.map(|out| Launched {
+            out,
+            counters: Some(stats.counters),
+        }))
+    }
+}
+
+impl Device for cuda::Device {
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Cuda
+    }
+    fn needs_ptx(&self) -> bool {
+        true
+    }
+    fn launch(
+        &mut self,
+        k: &Executable,
+        inputs: &[Tensor],
+        out: &TensorType,
+    ) -> Result<Option<Launched>, DeviceError> {
+        let l = k.lowered;
+        let mut b = Buffers::new(l, inputs, out).map_err(DeviceError::Marshal)?;
+        let written = b.written();
+        self.run(&k.image()?, k.geometry(), &mut b.data, &l.scalars, &written)
+            .map_err(DeviceError::Cuda)?;
+        let r = b.result(out).map_err(DeviceError::Marshal)?;
+        Ok(r.map(|out| Launched {
+            out,
+            counters: None,
+        }))
+    }
+    fn reset(&mut self) -> Result<(), DeviceError> {
+        self.rebuild().map_err(DeviceError::Cuda)
+    }
+    fn time(
+        &mut self,
+        k: &Executable,
+        inputs: &[Tensor],
+        out: &TensorType,
+        reps: u32,
+    ) -> Result<Option<f64>, DeviceError> {
+        let l = k.lowered;
+        let b = Buffers::new(l, inputs, out).map_err(DeviceError::Marshal)?;
+        let runs = Runs {
+            warmup: 1,
+            reps: reps.max(1),
+        };
+        let mut t = cuda::Device::time(
+            self,
+            &k.image()?,
+            k.geometry(),
+            &b.data,
+            &l.scalars,
+            &b.written(),
+            runs,
+        )
+        .map_err(DeviceError::Cuda)?;
+        t.sort_by(f64::total_cmp);
+        Ok(t.get(t.len() / 2).copied())
+    }
+}
+
+/// Opens a device of `kind`: the cpu and the emulator always open; `cuda` opens GPU 0 when a
+/// driver and a GPU are present.
+pub fn open(kind: DeviceKind) -> Result<Box<dyn Device>, cuda::OpenError> {
+    Ok(match kind {
+        DeviceKind::Cpu => Box::new(Cpu),
+        DeviceKind::Emu => Box::new(Emu),
+        DeviceKind::Cuda => Box::new(cuda::Device::open(0)?),
+    })
+}

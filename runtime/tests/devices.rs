@@ -1,0 +1,315 @@
+//! One test suite for every device ([`tessera_runtime::device`]): each case is a Graph IR
+//! program lowered for sm_90 and run by the interpreter with the device launching every
+//! kernel; the result must equal the cpu's (the interpreter alone) within the dtype's
+//! tolerance, and on a device other than the cpu every kernel must have been launched there
+//! (no case passes by falling back to the cpu).
+//!
+//! `cpu` and `emu` run in every test run. `cuda` needs an NVIDIA GPU and its driver; its test
+//! is ignored by default and fails if no GPU opens:
+//! `cargo test -p tessera-runtime --test devices -- --ignored` on a machine with one.
+
+use tessera_compiler::graph::{BinaryOp, DType, Graph, Op, ReduceOp, TensorType, UnaryOp};
+use tessera_compiler::pipeline::lower;
+use tessera_compiler::schedule::Directives;
+use tessera_compiler::target::Target;
+use tessera_lang::{SourceMap, Span};
+use tessera_runtime::device::{self, Device, DeviceKind, Executable, Launched, PtxImage};
+use tessera_runtime::{allclose, RuntimeError, Tensor};
+
+/// A case: its graph (with sources for spans) and its inputs.
+struct Case {
+    name: &'static str,
+    graph: Graph,
+    inputs: Vec<Tensor>,
+    tol: f64,
+}
+
+fn graph(name: &str) -> (Graph, Span) {
+    (Graph::new(name), Span::new(0, 0, 1))
+}
+
+fn ty(shape: &[usize], d: DType) -> TensorType {
+    TensorType::new(shape.to_vec(), d)
+}
+
+/// `a op b` of two params of type `t`.
+fn binary(name: &str, op: BinaryOp, t: TensorType) -> Graph {
+    let (mut g, s) = graph(name);
+    let a = g.add_param(t.clone(), s);
+    let b = g.add_param(t.clone(), s);
+    let o = g.push(Op::Binary { op, a, b }, t, s);
+    g.outputs = vec![o];
+    g
+}
+
+fn cases() -> Vec<Case> {
+    let mut out = Vec::new();
+    // relu(x) * y + x, fp32, one fused elementwise kernel or a chain
+    {
+        let (mut g, s) = graph("ew");
+        let t = ty(&[37, 129], DType::F32);
+        let x = g.add_param(t.clone(), s);
+        let y = g.add_param(t.clone(), s);
+        let r = g.push(
+            Op::Unary {
+                op: UnaryOp::Relu,
+                x,
+            },
+            t.clone(),
+            s,
+        );
+        let m = g.push(
+            Op::Binary {
+                op: BinaryOp::Mul,
+                a: r,
+                b: y,
+            },
+            t.clone(),
+            s,
+        );
+        let o = g.push(
+            Op::Binary {
+                op: BinaryOp::Add,
+                a: m,
+                b: x,
+            },
+            t.clone(),
+            s,
+        );
+        g.outputs = vec![o];
+        out.push(Case {
+            name: "elementwise fp32",
+            graph: g,
+            inputs: vec![
+                randn(&[37, 129], DType::F32, 1),
+                randn(&[37, 129], DType::F32, 2),
+            ],
+            tol: 1e-6,
+        });
+    }
+    // int32 floor division (a kernel with a status word: division by zero is the cpu's error)
+    {
+        let g = binary("idiv", BinaryOp::FloorDiv, ty(&[300], DType::I32));
+        let ints = |seed: i64, lo: i64| {
+            let v: Vec<i64> = (0..300).map(|i| (i * 7919 + seed * 31) % 97 - 48).collect();
+            let v = v.into_iter().map(|x| if x == 0 { lo } else { x }).collect();
+            Tensor::from_i64(&[300], v, DType::I32).unwrap()
+        };
+        out.push(Case {
+            name: "int32 floor division",
+            graph: g,
+            inputs: vec![ints(1, 5), ints(2, 3)],
+            tol: 0.0,
+        });
+    }
+    // bf16 matmul on tensor cores
+    {
+        let (mut g, s) = graph("mm");
+        let a = g.add_param(ty(&[64, 96], DType::BF16), s);
+        let b = g.add_param(ty(&[96, 80], DType::BF16), s);
+        let o = g.push(
+            Op::Matmul {
+                a,
+                b,
+                accum: None,
+                epilogue: vec![],
+            },
+            ty(&[64, 80], DType::BF16),
+            s,
+        );
+        g.outputs = vec![o];
+        out.push(Case {
+            name: "matmul bf16",
+            graph: g,
+            inputs: vec![
+                randn(&[64, 96], DType::BF16, 3),
+                randn(&[96, 80], DType::BF16, 4),
+            ],
+            tol: 2e-2,
+        });
+    }
+    // softmax over the last axis and a sum over the middle axis, fp32
+    {
+        let (mut g, s) = graph("rows");
+        let t = ty(&[6, 50, 33], DType::F32);
+        let x = g.add_param(t.clone(), s);
+        let sm = g.push(Op::Softmax { x, axis: 2 }, t, s);
+        let o = g.push(
+            Op::Reduce {
+                op: ReduceOp::Sum,
+                x: sm,
+                axis: Some(1),
+                keepdim: false,
+            },
+            ty(&[6, 33], DType::F32),
+            s,
+        );
+        g.outputs = vec![o];
+        out.push(Case {
+            name: "softmax + axis sum",
+            graph: g,
+            inputs: vec![randn(&[6, 50, 33], DType::F32, 5)],
+            tol: 1e-5,
+        });
+    }
+    // a transpose (copy kernel) of bf16
+    {
+        let (mut g, s) = graph("tr");
+        let x = g.add_param(ty(&[3, 40, 24], DType::BF16), s);
+        let o = g.push(
+            Op::Transpose {
+                x,
+                perm: vec![2, 0, 1],
+            },
+            ty(&[24, 3, 40], DType::BF16),
+            s,
+        );
+        g.outputs = vec![o];
+        out.push(Case {
+            name: "transpose bf16",
+            graph: g,
+            inputs: vec![randn(&[3, 40, 24], DType::BF16, 6)],
+            tol: 0.0,
+        });
+    }
+    // causal FlashAttention, bf16 (tensor cores)
+    {
+        let (mut g, s) = graph("att");
+        let t = ty(&[2, 40, 32], DType::BF16);
+        let q = g.add_param(t.clone(), s);
+        let k = g.add_param(t.clone(), s);
+        let v = g.add_param(t.clone(), s);
+        let o = g.push(
+            Op::FlashAttention {
+                q,
+                k,
+                v,
+                causal: true,
+                scale: 1.0 / (32f64).sqrt(),
+            },
+            t,
+            s,
+        );
+        g.outputs = vec![o];
+        out.push(Case {
+            name: "flash attention bf16 causal",
+            graph: g,
+            inputs: (7..10)
+                .map(|i| randn(&[2, 40, 32], DType::BF16, i))
+                .collect(),
+            tol: 2e-2,
+        });
+    }
+    out
+}
+
+fn randn(shape: &[usize], d: DType, seed: i64) -> Tensor {
+    Tensor::randn(shape, d, seed).unwrap()
+}
+
+/// Runs every case on `dev` and compares with the cpu; returns the kernels launched there.
+fn suite(dev: &mut dyn Device) -> usize {
+    let mut sources = SourceMap::new();
+    sources.add("devices.tsr", "y = f(x)\n");
+    let mut launched = 0;
+    for case in cases() {
+        let l = lower(&case.graph, &Directives::default(), Target::Sm90)
+            .unwrap_or_else(|d| panic!("{}: {}", case.name, d.message));
+        for c in &l.kernels {
+            assert!(
+                c.not_lowered.is_none(),
+                "{}: kernel {} not lowered: {:?}",
+                case.name,
+                c.index,
+                c.not_lowered
+            );
+        }
+        let cpu = tessera_runtime::interp::run(&l.program.graph, &case.inputs, &[])
+            .unwrap_or_else(|e| panic!("{}: cpu: {}", case.name, e.message));
+        let mut here = 0;
+        let mut hook = |id, operands: &[Tensor]| -> Option<Result<Tensor, RuntimeError>> {
+            let (k, c) = l.kernel_at(id)?;
+            let t = c.target.as_ref()?;
+            let ptx = dev
+                .needs_ptx()
+                .then(|| PtxImage::print(t, Target::Sm90, &sources).unwrap());
+            let x = Executable {
+                lowered: t,
+                ptx: ptx.as_ref(),
+            };
+            match dev.launch(&x, operands, &k.ty) {
+                Ok(Some(Launched { out, .. })) => {
+                    here += 1;
+                    Some(Ok(out))
+                }
+                Ok(None) => None,
+                Err(e) => panic!("{}: kernel {} failed: {e}", case.name, k.name),
+            }
+        };
+        let got = tessera_runtime::interp::run_with(&l.program.graph, &case.inputs, &[], &mut hook)
+            .unwrap_or_else(|e| panic!("{}: {}", case.name, e.message));
+        if dev.kind() != DeviceKind::Cpu {
+            assert_eq!(
+                here,
+                l.kernels.len(),
+                "{}: every kernel runs on {}",
+                case.name,
+                dev.kind()
+            );
+        }
+        launched += here;
+        for (a, b) in cpu.iter().zip(&got) {
+            assert_eq!(a.shape(), b.shape(), "{}", case.name);
+            assert!(
+                allclose(a, b, case.tol, case.tol).unwrap(),
+                "{} on {}: differs from the cpu",
+                case.name,
+                dev.kind()
+            );
+        }
+    }
+    launched
+}
+
+#[test]
+fn cpu_runs_the_suite() {
+    let mut d = device::open(DeviceKind::Cpu).unwrap();
+    assert_eq!(d.kind(), DeviceKind::Cpu);
+    // the cpu launches nothing: the interpreter evaluates every op
+    assert_eq!(suite(d.as_mut()), 0);
+}
+
+#[test]
+fn emu_runs_the_suite() {
+    let mut d = device::open(DeviceKind::Emu).unwrap();
+    assert!(suite(d.as_mut()) >= cases().len());
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU: cargo test -p tessera-runtime --test devices -- --ignored"]
+fn cuda_runs_the_suite() {
+    let mut d = match device::open(DeviceKind::Cuda) {
+        Ok(d) => d,
+        Err(e) => panic!("no CUDA device opens: {e}"),
+    };
+    assert!(suite(d.as_mut()) >= cases().len());
+}
+
+#[test]
+fn a_status_error_leaves_the_op_to_the_cpu() {
+    // int32 division by zero: the kernel's status word is set, the device gives no result and
+    // the interpreter's cpu evaluation reports the error
+    let g = binary("div0", BinaryOp::FloorDiv, ty(&[4], DType::I32));
+    let l = lower(&g, &Directives::default(), Target::Sm90).unwrap();
+    let k = &l.program.kernels[0];
+    let x = Executable {
+        lowered: l.kernels[0].target.as_ref().unwrap(),
+        ptx: None,
+    };
+    let ints = |v: Vec<i64>| Tensor::from_i64(&[4], v, DType::I32).unwrap();
+    let inputs = [ints(vec![1, 2, 3, 4]), ints(vec![1, 0, 1, 1])];
+    let r = device::Emu.launch(&x, &inputs, &k.ty).unwrap();
+    assert!(r.is_none());
+    let cpu = tessera_runtime::interp::run(&g, &inputs, &[]);
+    assert!(cpu.is_err());
+}
