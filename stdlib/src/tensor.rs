@@ -31,6 +31,21 @@ pub fn dtype_value(d: DType) -> Value {
     Value::host(DTypeObj(d))
 }
 
+/// A shape as a `.tsr` tuple of ints.
+pub fn shape_value(s: &[usize]) -> Value {
+    Value::tuple(s.iter().map(|d| Value::Int(*d as i64)).collect())
+}
+
+/// `t.shape`, `t.dtype` and `t.ndim` of a tensor of any kind (eager, traced, sharded).
+pub fn meta_attr(name: &str, shape: &[usize], dtype: DType) -> Option<Value> {
+    Some(match name {
+        "shape" => shape_value(shape),
+        "dtype" => dtype_value(dtype),
+        "ndim" => Value::Int(shape.len() as i64),
+        _ => return None,
+    })
+}
+
 /// The tensor held by a value, if it is one.
 pub fn as_tensor(v: &Value) -> Option<&Tensor> {
     v.downcast::<TensorObj>().map(|t| &t.0)
@@ -62,23 +77,25 @@ pub fn dtype_arg(v: &Value, span: Span) -> Result<DType, Diagnostic> {
     }
 }
 
-/// A shape argument: an int or a tuple/list of non-negative ints.
-pub fn shape_arg(v: &Value, span: Span) -> Result<Vec<usize>, Diagnostic> {
-    let items: Vec<Value> = match v {
+/// The items of an int or a tuple/list (of what `what` names, for the error).
+fn int_items(v: &Value, span: Span, what: &str) -> Result<Vec<Value>, Diagnostic> {
+    Ok(match v {
         Value::Int(_) => vec![v.clone()],
         Value::Tuple(t) => t.as_ref().clone(),
         Value::List(l) => l.borrow().clone(),
         other => {
             return Err(Diagnostic::new(
                 Code::E0101,
-                format!(
-                    "expected a shape (a tuple of ints), got {}",
-                    other.type_name()
-                ),
+                format!("expected {what}, got {}", other.type_name()),
             )
             .at(span))
         }
-    };
+    })
+}
+
+/// A shape argument: an int or a tuple/list of non-negative ints.
+pub fn shape_arg(v: &Value, span: Span) -> Result<Vec<usize>, Diagnostic> {
+    let items = int_items(v, span, "a shape (a tuple of ints)")?;
     let mut out = Vec::with_capacity(items.len());
     for it in items {
         match it {
@@ -104,18 +121,7 @@ pub fn shape_arg(v: &Value, span: Span) -> Result<Vec<usize>, Diagnostic> {
 
 /// Integers of a tuple/list (or one int), e.g. a permutation or a reshape target.
 pub fn ints_arg(v: &Value, span: Span) -> Result<Vec<i64>, Diagnostic> {
-    let items: Vec<Value> = match v {
-        Value::Int(_) => vec![v.clone()],
-        Value::Tuple(t) => t.as_ref().clone(),
-        Value::List(l) => l.borrow().clone(),
-        other => {
-            return Err(Diagnostic::new(
-                Code::E0101,
-                format!("expected a tuple of ints, got {}", other.type_name()),
-            )
-            .at(span))
-        }
-    };
+    let items = int_items(v, span, "a tuple of ints")?;
     items
         .into_iter()
         .map(|x| match x {
@@ -228,31 +234,6 @@ pub fn tensor_arg(v: &Value, span: Span) -> Result<Tensor, Diagnostic> {
     }
 }
 
-fn bin_op(op: BinOp) -> Option<BinaryOp> {
-    Some(match op {
-        BinOp::Add => BinaryOp::Add,
-        BinOp::Sub => BinaryOp::Sub,
-        BinOp::Mul => BinaryOp::Mul,
-        BinOp::Div => BinaryOp::Div,
-        BinOp::FloorDiv => BinaryOp::FloorDiv,
-        BinOp::Mod => BinaryOp::Mod,
-        BinOp::Pow => BinaryOp::Pow,
-        BinOp::MatMul => return None,
-    })
-}
-
-fn cmp_op(op: CmpOp) -> Option<BinaryOp> {
-    Some(match op {
-        CmpOp::Eq => BinaryOp::Eq,
-        CmpOp::Ne => BinaryOp::Ne,
-        CmpOp::Lt => BinaryOp::Lt,
-        CmpOp::Le => BinaryOp::Le,
-        CmpOp::Gt => BinaryOp::Gt,
-        CmpOp::Ge => BinaryOp::Ge,
-        CmpOp::In | CmpOp::NotIn | CmpOp::Is | CmpOp::IsNot => return None,
-    })
-}
-
 /// `self op other` with a tensor on one side, or `None` when `other` is not a tensor operand.
 fn tensor_binary(t: &Tensor, op: BinaryOp, other: &Value, reflected: bool) -> HostResult {
     let o = match other {
@@ -286,10 +267,10 @@ impl HostObject for TensorObj {
         _interp: &mut Interp,
     ) -> Result<Option<Value>, Diagnostic> {
         let t = &self.0;
+        if let Some(v) = meta_attr(name, t.shape(), t.dtype()) {
+            return Ok(Some(v));
+        }
         Ok(Some(match name {
-            "shape" => Value::tuple(t.shape().iter().map(|d| Value::Int(*d as i64)).collect()),
-            "dtype" => dtype_value(t.dtype()),
-            "ndim" => Value::Int(t.ndim() as i64),
             "T" => tensor_value(t.transpose(None).map_err(rt)?),
             "is_abstract" => Value::Bool(t.is_abstract()),
             "layout" => Value::None,
@@ -300,7 +281,7 @@ impl HostObject for TensorObj {
         tensor_attr_names(&[])
     }
     fn binary(&self, op: BinOp, other: &Value, reflected: bool) -> HostResult {
-        match bin_op(op) {
+        match BinaryOp::of_operator(op) {
             Some(b) => tensor_binary(&self.0, b, other, reflected),
             None => {
                 let o = match other {
@@ -317,7 +298,7 @@ impl HostObject for TensorObj {
         }
     }
     fn compare(&self, op: CmpOp, other: &Value, reflected: bool) -> HostResult {
-        tensor_binary(&self.0, cmp_op(op)?, other, reflected)
+        tensor_binary(&self.0, BinaryOp::of_comparison(op)?, other, reflected)
     }
     fn unary(&self, op: UnaryOp) -> HostResult {
         match op {

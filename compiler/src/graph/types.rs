@@ -179,6 +179,35 @@ pub enum BinaryOp {
 }
 
 impl BinaryOp {
+    /// The elementwise op of a `.tsr` arithmetic operator (`@` is a matmul: `None`).
+    pub fn of_operator(op: tessera_lang::ast::BinOp) -> Option<BinaryOp> {
+        use tessera_lang::ast::BinOp as B;
+        Some(match op {
+            B::Add => BinaryOp::Add,
+            B::Sub => BinaryOp::Sub,
+            B::Mul => BinaryOp::Mul,
+            B::Div => BinaryOp::Div,
+            B::FloorDiv => BinaryOp::FloorDiv,
+            B::Mod => BinaryOp::Mod,
+            B::Pow => BinaryOp::Pow,
+            B::MatMul => return None,
+        })
+    }
+
+    /// The elementwise op of a `.tsr` comparison (`in` and `is` are not elementwise: `None`).
+    pub fn of_comparison(op: tessera_lang::ast::CmpOp) -> Option<BinaryOp> {
+        use tessera_lang::ast::CmpOp as C;
+        Some(match op {
+            C::Eq => BinaryOp::Eq,
+            C::Ne => BinaryOp::Ne,
+            C::Lt => BinaryOp::Lt,
+            C::Le => BinaryOp::Le,
+            C::Gt => BinaryOp::Gt,
+            C::Ge => BinaryOp::Ge,
+            C::In | C::NotIn | C::Is | C::IsNot => return None,
+        })
+    }
+
     pub const ALL: [BinaryOp; 17] = [
         BinaryOp::Add,
         BinaryOp::Sub,

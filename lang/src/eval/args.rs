@@ -22,6 +22,18 @@ pub struct Arg {
 }
 
 impl CallArgs {
+    /// The same call with every argument value replaced by `f` of it (names and spans kept).
+    pub fn try_map<E>(&self, mut f: impl FnMut(&Value) -> Result<Value, E>) -> Result<CallArgs, E> {
+        let mut out = CallArgs::new(self.span);
+        for (v, s) in &self.positional {
+            out.positional.push((f(v)?, *s));
+        }
+        for (k, v, s) in &self.keywords {
+            out.keywords.push((k.clone(), f(v)?, *s));
+        }
+        Ok(out)
+    }
+
     pub fn new(span: Span) -> CallArgs {
         CallArgs {
             positional: Vec::new(),

@@ -252,9 +252,7 @@ fn shape_list(s: &[usize]) -> String {
     format!("[{}]", v.join(", "))
 }
 
-fn shape_value(s: &[usize]) -> Value {
-    Value::tuple(s.iter().map(|d| Value::Int(*d as i64)).collect())
-}
+use crate::tensor::shape_value;
 
 impl HostObject for MeshObj {
     fn type_name(&self) -> &'static str {
@@ -363,10 +361,10 @@ impl HostObject for ShardedObj {
         _: &mut Interp,
     ) -> Result<Option<Value>, Diagnostic> {
         let s = &self.s;
+        if let Some(v) = crate::tensor::meta_attr(name, &s.shape, s.dtype) {
+            return Ok(Some(v));
+        }
         Ok(Some(match name {
-            "shape" => shape_value(&s.shape),
-            "dtype" => dtype_value(s.dtype),
-            "ndim" => Value::Int(s.shape.len() as i64),
             "is_abstract" => Value::Bool(s.is_abstract()),
             "layout" => Value::host(SpecObj::of(&s.layout, &s.mesh)),
             "mesh" => Value::host(MeshObj(s.mesh.clone())),
@@ -395,36 +393,16 @@ impl HostObject for ShardedObj {
         if !is_operand(other) {
             return None;
         }
-        Some(match op {
-            BinOp::MatMul => matmul(&l, &r, None, span),
-            _ => {
-                let b = match op {
-                    BinOp::Add => BinaryOp::Add,
-                    BinOp::Sub => BinaryOp::Sub,
-                    BinOp::Mul => BinaryOp::Mul,
-                    BinOp::Div => BinaryOp::Div,
-                    BinOp::FloorDiv => BinaryOp::FloorDiv,
-                    BinOp::Mod => BinaryOp::Mod,
-                    BinOp::Pow => BinaryOp::Pow,
-                    BinOp::MatMul => return None,
-                };
-                elementwise_binary(b, &l, &r, span)
-            }
+        Some(match BinaryOp::of_operator(op) {
+            Some(b) => elementwise_binary(b, &l, &r, span),
+            None => matmul(&l, &r, None, span),
         })
     }
     fn binary(&self, op: BinOp, other: &Value, reflected: bool) -> HostResult {
         self.binary_at(op, other, reflected, Span::default())
     }
     fn compare_at(&self, op: CmpOp, other: &Value, reflected: bool, span: Span) -> HostResult {
-        let b = match op {
-            CmpOp::Eq => BinaryOp::Eq,
-            CmpOp::Ne => BinaryOp::Ne,
-            CmpOp::Lt => BinaryOp::Lt,
-            CmpOp::Le => BinaryOp::Le,
-            CmpOp::Gt => BinaryOp::Gt,
-            CmpOp::Ge => BinaryOp::Ge,
-            _ => return None,
-        };
+        let b = BinaryOp::of_comparison(op)?;
         if !is_operand(other) {
             return None;
         }

@@ -379,14 +379,7 @@ pub fn abstract_args(args: &CallArgs) -> Result<CallArgs, Diagnostic> {
             None => v.clone(),
         })
     };
-    let mut out = CallArgs::new(args.span);
-    for (v, s) in &args.positional {
-        out.positional.push((abs(v)?, *s));
-    }
-    for (k, v, s) in &args.keywords {
-        out.keywords.push((k.clone(), abs(v)?, *s));
-    }
-    Ok(out)
+    args.try_map(abs)
 }
 
 /// The sharded arguments replaced by abstract tensors of one device's shard (the per-device
@@ -405,14 +398,7 @@ pub fn plain_args(args: &CallArgs, local: bool) -> Result<CallArgs, Diagnostic> 
             None => v.clone(),
         })
     };
-    let mut out = CallArgs::new(args.span);
-    for (v, s) in &args.positional {
-        out.positional.push((abs(v)?, *s));
-    }
-    for (k, v, s) in &args.keywords {
-        out.keywords.push((k.clone(), abs(v)?, *s));
-    }
-    Ok(out)
+    args.try_map(abs)
 }
 
 /// Whether a call has a sharded argument.

@@ -16,7 +16,7 @@
 //! friends, which receive no span: until `lang` passes one, they get the span of the kernel's
 //! `def` name.
 
-use crate::tensor::{as_tensor, dtype_arg, ints_arg, rt, tensor_arg, DTypeObj};
+use crate::tensor::{as_tensor, dtype_arg, ints_arg, rt, tensor_arg};
 use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -133,6 +133,11 @@ impl TArg {
             TArg::Sym(_, a) | TArg::Conc(_, a) => Some(a),
             TArg::Scalar(_) => None,
         }
+    }
+    /// The operand's abstract tensor, or E0101 for a scalar where a tensor is needed.
+    fn need_tensor(&self) -> Result<&Tensor, Diagnostic> {
+        self.tensor()
+            .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))
     }
 }
 
@@ -264,20 +269,6 @@ fn norm_axis(axis: i64, nd: usize) -> Result<usize, Diagnostic> {
 
 // ----- the symbolic tensor as a host object -------------------------------------------------
 
-fn bin_op(op: BinOp) -> BinaryOp {
-    match op {
-        BinOp::Add => BinaryOp::Add,
-        BinOp::Sub => BinaryOp::Sub,
-        BinOp::Mul => BinaryOp::Mul,
-        BinOp::Div => BinaryOp::Div,
-        BinOp::FloorDiv => BinaryOp::FloorDiv,
-        BinOp::Mod => BinaryOp::Mod,
-        BinOp::Pow => BinaryOp::Pow,
-        // `@` is handled before this is called.
-        BinOp::MatMul => BinaryOp::Mul,
-    }
-}
-
 impl SymTensor {
     fn me(&self) -> TArg {
         TArg::Sym(self.id, self.aval.clone())
@@ -298,28 +289,19 @@ impl SymTensor {
         };
         let me = self.me();
         let (l, r) = if reflected { (&o, &me) } else { (&me, &o) };
-        Some(if op == BinOp::MatMul {
-            match (l, r) {
+        Some(match BinaryOp::of_operator(op) {
+            Some(b) => t_binary(ctx, b, l, r, span),
+            None => match (l, r) {
                 (TArg::Scalar(_), _) | (_, TArg::Scalar(_)) => {
                     return None;
                 }
                 _ => t_matmul(ctx, l, r, None, span),
-            }
-        } else {
-            t_binary(ctx, bin_op(op), l, r, span)
+            },
         })
     }
 
     fn compare_span(&self, op: CmpOp, other: &Value, reflected: bool, span: Span) -> HostResult {
-        let b = match op {
-            CmpOp::Eq => BinaryOp::Eq,
-            CmpOp::Ne => BinaryOp::Ne,
-            CmpOp::Lt => BinaryOp::Lt,
-            CmpOp::Le => BinaryOp::Le,
-            CmpOp::Gt => BinaryOp::Gt,
-            CmpOp::Ge => BinaryOp::Ge,
-            CmpOp::In | CmpOp::NotIn | CmpOp::Is | CmpOp::IsNot => return None,
-        };
+        let b = BinaryOp::of_comparison(op)?;
         if !matches!(other, Value::Int(_) | Value::Float(_) | Value::Bool(_))
             && as_sym(other).is_none()
             && as_tensor(other).is_none()
@@ -358,10 +340,10 @@ impl HostObject for SymTensor {
         it: &mut Interp,
     ) -> Result<Option<Value>, Diagnostic> {
         let t = &self.aval;
+        if let Some(v) = crate::tensor::meta_attr(name, t.shape(), t.dtype()) {
+            return Ok(Some(v));
+        }
         Ok(Some(match name {
-            "shape" => Value::tuple(t.shape().iter().map(|d| Value::Int(*d as i64)).collect()),
-            "dtype" => Value::host(DTypeObj(t.dtype())),
-            "ndim" => Value::Int(t.ndim() as i64),
             "T" => t_transpose(&self.ctx, &self.me(), None, it.call_span)?,
             "is_abstract" => Value::Bool(true),
             "layout" => Value::None,

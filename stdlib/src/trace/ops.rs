@@ -6,9 +6,7 @@ use super::*;
 // ----- recording each op --------------------------------------------------------------------
 
 pub fn t_unary(ctx: &Rc<TraceCtx>, u: UnaryOp, x: &TArg, span: Span) -> Result<Value, Diagnostic> {
-    let xa = x
-        .tensor()
-        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+    let xa = x.need_tensor()?;
     let aval = rtm::unary(u, xa).map_err(rt)?;
     let xi = ctx.id_of(x, xa.dtype(), span);
     Ok(ctx.record(Op::Unary { op: u, x: xi }, aval, span))
@@ -34,9 +32,7 @@ pub(super) fn t_cast(
     d: DType,
     span: Span,
 ) -> Result<Value, Diagnostic> {
-    let xa = x
-        .tensor()
-        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+    let xa = x.need_tensor()?;
     if let TArg::Sym(id, _) = x {
         if xa.dtype() == d {
             return Ok(Value::host(SymTensor {
@@ -82,9 +78,7 @@ pub(super) fn t_transpose(
     perm: Option<Vec<usize>>,
     span: Span,
 ) -> Result<Value, Diagnostic> {
-    let xa = x
-        .tensor()
-        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+    let xa = x.need_tensor()?;
     let perm = perm.unwrap_or_else(|| (0..xa.ndim()).rev().collect());
     let aval = xa.transpose(Some(&perm)).map_err(rt)?;
     if perm.iter().enumerate().all(|(i, p)| i == *p) {
@@ -101,9 +95,7 @@ pub(super) fn t_reshape(
     dims: &[i64],
     span: Span,
 ) -> Result<Value, Diagnostic> {
-    let xa = x
-        .tensor()
-        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+    let xa = x.need_tensor()?;
     let aval = xa.reshape(dims).map_err(rt)?;
     let xi = ctx.id_of(x, xa.dtype(), span);
     Ok(ctx.record(Op::Reshape { x: xi }, aval, span))
@@ -117,9 +109,7 @@ pub(super) fn t_reduce(
     keep: bool,
     span: Span,
 ) -> Result<Value, Diagnostic> {
-    let xa = x
-        .tensor()
-        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+    let xa = x.need_tensor()?;
     let aval = rtm::reduce(xa, r, axis.map(|a| a as isize), keep).map_err(rt)?;
     let axis = axis.map(|a| norm_axis(a, xa.ndim())).transpose()?;
     let xi = ctx.id_of(x, xa.dtype(), span);
@@ -145,9 +135,7 @@ pub(super) fn t_reduce_axes(
     keep: bool,
     span: Span,
 ) -> Result<Value, Diagnostic> {
-    let xa = x
-        .tensor()
-        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+    let xa = x.need_tensor()?;
     let shape = xa.shape().to_vec();
     let mut red = Vec::new();
     for &a in axes {
@@ -205,10 +193,7 @@ pub(super) fn t_reduce_axes(
 
 /// The operand as a symbolic value (captures a concrete tensor).
 pub(super) fn sym_value(ctx: &Rc<TraceCtx>, x: &TArg, span: Span) -> Result<Value, Diagnostic> {
-    let xa = x
-        .tensor()
-        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?
-        .clone();
+    let xa = x.need_tensor()?.clone();
     let id = ctx.id_of(x, xa.dtype(), span);
     Ok(Value::host(SymTensor {
         ctx: ctx.clone(),
@@ -223,9 +208,7 @@ pub(super) fn t_index(
     index: &Value,
     span: Span,
 ) -> Result<Value, Diagnostic> {
-    let xa = x
-        .tensor()
-        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
+    let xa = x.need_tensor()?;
     let ritems = crate::tensor::index_items(index)?;
     let gitems = ritems
         .iter()
