@@ -84,7 +84,7 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Lowered, Diagn
         };
         match to_tile::lower(&program.graph, k) {
             Ok(tk) => {
-                tile::verify(&tk).map_err(|m| internal(&k.name, m))?;
+                tile::verify(&tk).map_err(|e| internal(&k.name, e.to_string()))?;
                 let lowered = match kernels::build(&program.graph, &tk) {
                     Ok(prog) => {
                         // the Tile IR verifier runs in debug builds (every test) and in

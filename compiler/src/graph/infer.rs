@@ -4,11 +4,108 @@
 
 use super::{DType, Epilogue, Graph, Op, SliceItem, TensorType, ValueId};
 
-type R<T> = Result<T, String>;
+/// Why an op's operands do not type: the facts (the verifier and the passes print them).
+#[derive(Clone, Debug, PartialEq)]
+pub enum TypeError {
+    Undefined(ValueId),
+    Broadcast {
+        a: Vec<usize>,
+        b: Vec<usize>,
+        x: usize,
+        y: usize,
+    },
+    MatmulRank,
+    MatmulInner {
+        ka: usize,
+        kb: usize,
+    },
+    Accum {
+        accum: DType,
+        inputs: DType,
+    },
+    EpilogueShape {
+        operand: TensorType,
+        acc: Vec<usize>,
+    },
+    TooManyIndices(Vec<usize>),
+    IndexOutOfRange {
+        index: i64,
+        axis: usize,
+    },
+    ZeroStep,
+    ConstNot0d,
+    AxisOutOfRange(usize),
+    /// `op` (layernorm, rmsnorm) of a 0-d tensor.
+    NormOf0d(&'static str),
+    /// A layernorm/rmsnorm parameter (`what`) that is not `[d]`.
+    NormParam {
+        what: &'static str,
+        d: usize,
+    },
+    NotPermutation(Vec<usize>),
+    Reshape {
+        from: usize,
+        to: usize,
+    },
+    BroadcastTo {
+        from: TensorType,
+        to: Vec<usize>,
+    },
+    EmptyConcat,
+    ConcatShapes,
+    AttentionRank,
+    AttentionShapes,
+    /// A fused body that does not match its op (`why`).
+    FusedBody(&'static str),
+}
+
+impl std::fmt::Display for TypeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TypeError::Undefined(v) => write!(f, "value %{} is not defined", v.index()),
+            TypeError::Broadcast { a, b, x, y } => {
+                write!(f, "shapes {a:?} and {b:?} cannot be broadcast ({x} vs {y})")
+            }
+            TypeError::MatmulRank => f.write_str("matmul needs at least 1-D operands"),
+            TypeError::MatmulInner { ka, kb } => {
+                write!(f, "matmul inner dimensions {ka} and {kb} differ")
+            }
+            TypeError::Accum { accum, inputs } => {
+                write!(f, "accum dtype {accum} cannot accumulate {inputs} inputs")
+            }
+            TypeError::EpilogueShape { operand, acc } => write!(
+                f,
+                "epilogue operand {operand} would change the matmul shape {acc:?}"
+            ),
+            TypeError::TooManyIndices(shape) => write!(f, "too many indices for shape {shape:?}"),
+            TypeError::IndexOutOfRange { index, axis } => {
+                write!(f, "index {index} out of range for axis {axis}")
+            }
+            TypeError::ZeroStep => f.write_str("slice step cannot be zero"),
+            TypeError::ConstNot0d => f.write_str("a const is 0-d"),
+            TypeError::AxisOutOfRange(a) => write!(f, "axis {a} out of range"),
+            TypeError::NormOf0d(op) => write!(f, "{op} of a 0-d tensor"),
+            TypeError::NormParam { what, d } => write!(f, "{what} is not [{d}]"),
+            TypeError::NotPermutation(p) => write!(f, "{p:?} is not a permutation"),
+            TypeError::Reshape { from, to } => write!(f, "reshape of {from} elements into {to}"),
+            TypeError::BroadcastTo { from, to } => write!(f, "cannot broadcast {from} to {to:?}"),
+            TypeError::EmptyConcat => f.write_str("concat of nothing"),
+            TypeError::ConcatShapes => f.write_str("concat shapes differ outside the axis"),
+            TypeError::AttentionRank => {
+                f.write_str("flash_attention operands must be at least 2-D")
+            }
+            TypeError::AttentionShapes => {
+                f.write_str("flash_attention q/k head dims or k/v lengths differ")
+            }
+            TypeError::FusedBody(why) => f.write_str(why),
+        }
+    }
+}
+
+type R<T> = Result<T, TypeError>;
 
 fn ty(g: &Graph, v: ValueId) -> R<&TensorType> {
-    g.ty(v)
-        .ok_or_else(|| format!("value %{} is not defined", v.index()))
+    g.ty(v).ok_or(TypeError::Undefined(v))
 }
 
 /// NumPy broadcasting of two shapes.
@@ -26,9 +123,12 @@ pub fn broadcast(a: &[usize], b: &[usize]) -> R<Vec<usize>> {
             (None, Some(y)) => y,
             (None, None) => 1,
             (Some(x), Some(y)) => {
-                return Err(format!(
-                    "shapes {a:?} and {b:?} cannot be broadcast ({x} vs {y})"
-                ))
+                return Err(TypeError::Broadcast {
+                    a: a.to_vec(),
+                    b: b.to_vec(),
+                    x,
+                    y,
+                })
             }
         };
     }
@@ -38,20 +138,20 @@ pub fn broadcast(a: &[usize], b: &[usize]) -> R<Vec<usize>> {
 /// Result type of `a @ b` (`accum`: the requested result dtype).
 pub fn matmul(a: &TensorType, b: &TensorType, accum: Option<DType>) -> R<TensorType> {
     if a.shape.is_empty() || b.shape.is_empty() {
-        return Err("matmul needs at least 1-D operands".into());
+        return Err(TypeError::MatmulRank);
     }
     let (ab, m, ka) = match a.shape.as_slice() {
         [k] => (&[][..], None, *k),
         [rest @ .., m, k] => (rest, Some(*m), *k),
-        [] => return Err("matmul needs at least 1-D operands".into()),
+        [] => return Err(TypeError::MatmulRank),
     };
     let (bb, kb, n) = match b.shape.as_slice() {
         [k] => (&[][..], *k, None),
         [rest @ .., k, n] => (rest, *k, Some(*n)),
-        [] => return Err("matmul needs at least 1-D operands".into()),
+        [] => return Err(TypeError::MatmulRank),
     };
     if ka != kb {
-        return Err(format!("matmul inner dimensions {ka} and {kb} differ"));
+        return Err(TypeError::MatmulInner { ka, kb });
     }
     let mut shape = broadcast(ab, bb)?;
     shape.extend(m);
@@ -60,7 +160,10 @@ pub fn matmul(a: &TensorType, b: &TensorType, accum: Option<DType>) -> R<TensorT
     let p = if p == DType::Bool { DType::I64 } else { p };
     let r = accum.unwrap_or(p);
     if p.is_float() && !r.is_float() {
-        return Err(format!("accum dtype {r} cannot accumulate {p} inputs"));
+        return Err(TypeError::Accum {
+            accum: r,
+            inputs: p,
+        });
     }
     Ok(TensorType::new(shape, r))
 }
@@ -84,10 +187,10 @@ pub fn epilogue_step(g: &Graph, acc: &TensorType, step: &Epilogue) -> R<TensorTy
             let o = ty(g, *operand)?;
             let shape = broadcast(&acc.shape, &o.shape)?;
             if shape != acc.shape {
-                return Err(format!(
-                    "epilogue operand {o} would change the matmul shape {:?}",
-                    acc.shape
-                ));
+                return Err(TypeError::EpilogueShape {
+                    operand: o.clone(),
+                    acc: acc.shape.clone(),
+                });
             }
             TensorType::new(shape, op.result_dtype(acc.dtype, o.dtype))
         }
@@ -157,7 +260,7 @@ pub fn slice_shape(shape: &[usize], items: &[SliceItem]) -> R<Vec<usize>> {
         .filter(|i| matches!(i, SliceItem::Index(_) | SliceItem::Range { .. }))
         .count();
     if consumed > shape.len() {
-        return Err(format!("too many indices for shape {shape:?}"));
+        return Err(TypeError::TooManyIndices(shape.to_vec()));
     }
     let mut out = Vec::new();
     let mut dim = 0usize;
@@ -167,7 +270,10 @@ pub fn slice_shape(shape: &[usize], items: &[SliceItem]) -> R<Vec<usize>> {
                 let len = shape.get(dim).copied().unwrap_or(0) as i64;
                 let j = if *i < 0 { i + len } else { *i };
                 if j < 0 || j >= len {
-                    return Err(format!("index {i} out of range for axis {dim}"));
+                    return Err(TypeError::IndexOutOfRange {
+                        index: *i,
+                        axis: dim,
+                    });
                 }
                 dim += 1;
             }
@@ -175,7 +281,7 @@ pub fn slice_shape(shape: &[usize], items: &[SliceItem]) -> R<Vec<usize>> {
                 let len = shape.get(dim).copied().unwrap_or(0);
                 out.push(
                     slice_indices(*start, *stop, *step, len)
-                        .ok_or("slice step cannot be zero")?
+                        .ok_or(TypeError::ZeroStep)?
                         .1,
                 );
                 dim += 1;
@@ -204,7 +310,7 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
         Op::Param { .. } | Op::Capture { .. } => declared.clone(),
         Op::Const { .. } => {
             if !declared.shape.is_empty() {
-                return Err("a const is 0-d".into());
+                return Err(TypeError::ConstNot0d);
             }
             declared.clone()
         }
@@ -252,7 +358,7 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
                 None => vec![],
                 Some(ax) => {
                     if *ax >= t.shape.len() {
-                        return Err(format!("axis {ax} out of range"));
+                        return Err(TypeError::AxisOutOfRange(*ax));
                     }
                     let mut s = t.shape.clone();
                     if *keepdim {
@@ -268,7 +374,7 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
         Op::Softmax { x, axis } => {
             let t = ty(g, *x)?;
             if *axis >= t.shape.len() {
-                return Err(format!("axis {axis} out of range"));
+                return Err(TypeError::AxisOutOfRange(*axis));
             }
             TensorType::new(t.shape.clone(), float_or_f32(t.dtype))
         }
@@ -276,20 +382,26 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             x, weight, bias, ..
         } => {
             let t = ty(g, *x)?;
-            let d = *t.shape.last().ok_or("layernorm of a 0-d tensor")?;
+            let d = *t.shape.last().ok_or(TypeError::NormOf0d("layernorm"))?;
             for p in [weight, bias].into_iter().flatten() {
                 if ty(g, *p)?.shape != [d] {
-                    return Err(format!("layernorm parameter is not [{d}]"));
+                    return Err(TypeError::NormParam {
+                        what: "layernorm parameter",
+                        d,
+                    });
                 }
             }
             TensorType::new(t.shape.clone(), float_or_f32(t.dtype))
         }
         Op::RmsNorm { x, weight, .. } => {
             let t = ty(g, *x)?;
-            let d = *t.shape.last().ok_or("rmsnorm of a 0-d tensor")?;
+            let d = *t.shape.last().ok_or(TypeError::NormOf0d("rmsnorm"))?;
             if let Some(w) = weight {
                 if ty(g, *w)?.shape != [d] {
-                    return Err(format!("rmsnorm weight is not [{d}]"));
+                    return Err(TypeError::NormParam {
+                        what: "rmsnorm weight",
+                        d,
+                    });
                 }
             }
             TensorType::new(t.shape.clone(), float_or_f32(t.dtype))
@@ -301,12 +413,12 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             for &p in perm {
                 match seen.get_mut(p) {
                     Some(s) if !*s => *s = true,
-                    _ => return Err(format!("{perm:?} is not a permutation")),
+                    _ => return Err(TypeError::NotPermutation(perm.clone())),
                 }
                 shape.push(t.shape[p]);
             }
             if perm.len() != t.shape.len() {
-                return Err(format!("{perm:?} is not a permutation"));
+                return Err(TypeError::NotPermutation(perm.clone()));
             }
             TensorType::new(shape, t.dtype)
         }
@@ -315,22 +427,25 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             let (n, m): (usize, usize) =
                 (t.shape.iter().product(), declared.shape.iter().product());
             if n != m {
-                return Err(format!("reshape of {n} elements into {m}"));
+                return Err(TypeError::Reshape { from: n, to: m });
             }
             TensorType::new(declared.shape.clone(), t.dtype)
         }
         Op::Broadcast { x } => {
             let t = ty(g, *x)?;
             if broadcast(&t.shape, &declared.shape)? != declared.shape {
-                return Err(format!("cannot broadcast {t} to {:?}", declared.shape));
+                return Err(TypeError::BroadcastTo {
+                    from: t.clone(),
+                    to: declared.shape.clone(),
+                });
             }
             TensorType::new(declared.shape.clone(), t.dtype)
         }
         Op::Concat { xs, axis } => {
-            let first = ty(g, *xs.first().ok_or("concat of nothing")?)?;
+            let first = ty(g, *xs.first().ok_or(TypeError::EmptyConcat)?)?;
             let mut shape = first.shape.clone();
             if *axis >= shape.len() {
-                return Err(format!("axis {axis} out of range"));
+                return Err(TypeError::AxisOutOfRange(*axis));
             }
             shape[*axis] = 0;
             let mut dtype = first.dtype;
@@ -343,7 +458,7 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
                         .enumerate()
                         .all(|(i, (a, b))| i == *axis || a == b);
                 if !same {
-                    return Err("concat shapes differ outside the axis".into());
+                    return Err(TypeError::ConcatShapes);
                 }
                 shape[*axis] += t.shape[*axis];
                 dtype = DType::promote(dtype, t.dtype);
@@ -359,12 +474,12 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             let split = |t: &TensorType| -> R<(Vec<usize>, usize, usize)> {
                 match t.shape.as_slice() {
                     [b @ .., s, d] => Ok((b.to_vec(), *s, *d)),
-                    _ => Err("flash_attention operands must be at least 2-D".into()),
+                    _ => Err(TypeError::AttentionRank),
                 }
             };
             let ((qb, sq, dq), (kb, sk, dk), (vb, sv, dv)) = (split(tq)?, split(tk)?, split(tv)?);
             if dq != dk || sk != sv {
-                return Err("flash_attention q/k head dims or k/v lengths differ".into());
+                return Err(TypeError::AttentionShapes);
             }
             let mut shape = broadcast(&broadcast(&qb, &kb)?, &vb)?;
             shape.extend([sq, dv]);
@@ -373,16 +488,20 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
         }
         Op::FusedElementwise { inputs, body } => {
             if inputs.len() != body.params.len() {
-                return Err("fused body params do not match the inputs".into());
+                return Err(TypeError::FusedBody(
+                    "fused body params do not match the inputs",
+                ));
             }
             for (i, p) in inputs.iter().zip(&body.params) {
                 if ty(g, *i)? != ty(body, *p)? {
-                    return Err("fused body param type differs from its input".into());
+                    return Err(TypeError::FusedBody(
+                        "fused body param type differs from its input",
+                    ));
                 }
             }
             match body.outputs.as_slice() {
                 [o] => ty(body, *o)?.clone(),
-                _ => return Err("a fused body has exactly one output".into()),
+                _ => return Err(TypeError::FusedBody("a fused body has exactly one output")),
             }
         }
     })

@@ -13,6 +13,7 @@
 
 use crate::graph::infer::slice_indices;
 use crate::graph::{DType, Graph, Op, SliceItem, TensorType};
+use crate::lower::to_tile::{nl, NotLowered};
 use crate::schedule::Kernel;
 use crate::tile::{GatherSrc, Shape, TileKernel};
 
@@ -25,13 +26,17 @@ fn contiguous_strides(shape: &[usize]) -> Vec<i64> {
 }
 
 /// The view `x[items]` of a contiguous `shape`: (offset, shape, strides).
-fn slice_view(shape: &[usize], items: &[SliceItem]) -> Result<(i64, Vec<usize>, Vec<i64>), String> {
+fn slice_view(
+    k: &Kernel,
+    shape: &[usize],
+    items: &[SliceItem],
+) -> Result<(i64, Vec<usize>, Vec<i64>), NotLowered> {
     let consumed = items
         .iter()
         .filter(|it| matches!(it, SliceItem::Index(_) | SliceItem::Range { .. }))
         .count();
     if consumed > shape.len() {
-        return Err("more indices than dimensions".into());
+        return Err(nl(k, "more indices than dimensions"));
     }
     let cs = contiguous_strides(shape);
     let (mut off, mut dims, mut strides) = (0i64, vec![], vec![]);
@@ -42,14 +47,14 @@ fn slice_view(shape: &[usize], items: &[SliceItem]) -> Result<(i64, Vec<usize>, 
                 let len = shape[dim] as i64;
                 let j = if i < 0 { i + len } else { i };
                 if j < 0 || j >= len {
-                    return Err("an index out of range".into());
+                    return Err(nl(k, "an index out of range"));
                 }
                 off += j * cs[dim];
                 dim += 1;
             }
             SliceItem::Range { start, stop, step } => {
-                let (s, count, st) =
-                    slice_indices(start, stop, step, shape[dim]).ok_or("a slice with step 0")?;
+                let (s, count, st) = slice_indices(start, stop, step, shape[dim])
+                    .ok_or_else(|| nl(k, "a slice with step 0"))?;
                 if count > 0 {
                     off += s * cs[dim];
                 }
@@ -78,13 +83,17 @@ fn slice_view(shape: &[usize], items: &[SliceItem]) -> Result<(i64, Vec<usize>, 
     Ok((off, dims, strides))
 }
 
-fn ty_of(g: &Graph, v: crate::graph::ValueId) -> Result<&TensorType, String> {
-    g.ty(v).ok_or_else(|| "an untyped operand".to_string())
+fn ty_of<'g>(
+    k: &Kernel,
+    g: &'g Graph,
+    v: crate::graph::ValueId,
+) -> Result<&'g TensorType, NotLowered> {
+    g.ty(v).ok_or_else(|| nl(k, "an untyped operand"))
 }
 
 /// The gather map of copy op `op` with output shape `out`: per input, (base, strides,
 /// select) over the output's dims (before simplification).
-fn gather_map(g: &Graph, op: &Op, out: &[usize]) -> Result<Vec<GatherSrc>, String> {
+fn gather_map(k: &Kernel, g: &Graph, op: &Op, out: &[usize]) -> Result<Vec<GatherSrc>, NotLowered> {
     let src = |base: i64, strides: Vec<i64>| GatherSrc {
         input: 0,
         base,
@@ -93,17 +102,17 @@ fn gather_map(g: &Graph, op: &Op, out: &[usize]) -> Result<Vec<GatherSrc>, Strin
     };
     match op {
         Op::Transpose { x, perm } => {
-            let s = &ty_of(g, *x)?.shape;
+            let s = &ty_of(k, g, *x)?.shape;
             if perm.len() != s.len() || perm.iter().any(|&p| p >= s.len()) {
-                return Err("an invalid permutation".into());
+                return Err(nl(k, "an invalid permutation"));
             }
             let cs = contiguous_strides(s);
             Ok(vec![src(0, perm.iter().map(|&p| cs[p]).collect())])
         }
         Op::Broadcast { x } => {
-            let s = &ty_of(g, *x)?.shape;
+            let s = &ty_of(k, g, *x)?.shape;
             if s.len() > out.len() {
-                return Err("a broadcast to fewer dimensions".into());
+                return Err(nl(k, "a broadcast to fewer dimensions"));
             }
             let cs = contiguous_strides(s);
             let lead = out.len() - s.len();
@@ -116,11 +125,12 @@ fn gather_map(g: &Graph, op: &Op, out: &[usize]) -> Result<Vec<GatherSrc>, Strin
             Ok(vec![src(0, strides)])
         }
         Op::Slice { x, items } => {
-            let s = &ty_of(g, *x)?.shape;
-            let (off, dims, strides) = slice_view(s, items)?;
+            let s = &ty_of(k, g, *x)?.shape;
+            let (off, dims, strides) = slice_view(k, s, items)?;
             if dims != out {
-                return Err(format!(
-                    "a slice whose view {dims:?} differs from its type {out:?}"
+                return Err(nl(
+                    k,
+                    format!("a slice whose view {dims:?} differs from its type {out:?}"),
                 ));
             }
             Ok(vec![src(off, strides)])
@@ -129,9 +139,9 @@ fn gather_map(g: &Graph, op: &Op, out: &[usize]) -> Result<Vec<GatherSrc>, Strin
             let mut lo = 0usize;
             let mut v = vec![];
             for (i, x) in xs.iter().enumerate() {
-                let s = &ty_of(g, *x)?.shape;
+                let s = &ty_of(k, g, *x)?.shape;
                 if s.len() != out.len() || *axis >= s.len() {
-                    return Err("a concat of mismatched ranks".into());
+                    return Err(nl(k, "a concat of mismatched ranks"));
                 }
                 let cs = contiguous_strides(s);
                 let hi = lo + s[*axis];
@@ -145,7 +155,7 @@ fn gather_map(g: &Graph, op: &Op, out: &[usize]) -> Result<Vec<GatherSrc>, Strin
             }
             Ok(v)
         }
-        other => Err(format!("{} is not a copy", other.name())),
+        other => Err(nl(k, format!("{} is not a copy", other.name()))),
     }
 }
 
@@ -222,32 +232,35 @@ fn float_io(d: DType) -> bool {
 }
 
 /// Fills in the Tile IR of copy kernel `k` (root op `op`), or says why it cannot.
-pub fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Result<(), String> {
+pub fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Result<(), NotLowered> {
     let s = &k.schedule;
     // Inputs of the output's dtype are moved as bits (any dtype); others are converted, which
     // the copy kernel does between 16/32-bit floats.
     for v in &k.inputs {
-        let t = ty_of(g, *v)?;
+        let t = ty_of(k, g, *v)?;
         if t.dtype != k.ty.dtype && !(float_io(t.dtype) && float_io(k.ty.dtype)) {
-            return Err(format!(
-                "copies from {} to {} are not lowered yet",
-                t.dtype, k.ty.dtype
+            return Err(nl(
+                k,
+                format!(
+                    "copies from {} to {} are not lowered yet",
+                    t.dtype, k.ty.dtype
+                ),
             ));
         }
         if t.shape.iter().map(|&d| d as u64).product::<u64>() > u64::from(u32::MAX) {
-            return Err("an input of more than 2^32 elements".into());
+            return Err(nl(k, "an input of more than 2^32 elements"));
         }
     }
     let n: u64 = k.ty.shape.iter().map(|&d| d as u64).product();
     if n == 0 || n > u64::from(u32::MAX) {
-        return Err("empty or too large (>2^32 elements)".into());
+        return Err(nl(k, "empty or too large (>2^32 elements)"));
     }
-    let sources = gather_map(g, op, &k.ty.shape)?;
+    let sources = gather_map(k, g, op, &k.ty.shape)?;
     let (dims, sources) = simplify(&k.ty.shape, sources);
     let vector = s.vector.max(1);
     let grid = n.div_ceil(u64::from(s.threads * vector));
     tk.grid = [
-        u32::try_from(grid).map_err(|_| "grid too large".to_string())?,
+        u32::try_from(grid).map_err(|_| nl(k, "grid too large"))?,
         1,
         1,
     ];

@@ -7,6 +7,8 @@
 //! warp order. The order is fixed, so results are deterministic. Grid: `outer ·
 //! ceil(inner / 32)` blocks along x.
 
+use crate::lower::to_tile::{nl, NotLowered};
+use crate::schedule::Kernel;
 use crate::tile::{RowOp, Shape, TileKernel};
 
 /// Columns per block (one per lane).
@@ -17,18 +19,19 @@ pub const SLICES: u32 = 8;
 /// Fills in the launch and [`Shape::ReduceAxis`] of a reduction (the program:
 /// `kernels::axis`) of `[outer, len, inner]` over the middle axis.
 pub fn tile(
+    k: &Kernel,
     op: RowOp,
     outer: u64,
     len: u64,
     inner: u64,
     tk: &mut TileKernel,
-) -> Result<(), String> {
-    let u = |v: u64| u32::try_from(v).map_err(|_| "a dimension over 2^32".to_string());
+) -> Result<(), NotLowered> {
+    let u = |v: u64| u32::try_from(v).map_err(|_| nl(k, "a dimension over 2^32"));
     let tiles = inner.div_ceil(u64::from(COLS));
     let blocks = outer * tiles;
     let (outer, len, inner) = (u(outer)?, u(len)?, u(inner)?);
     tk.grid = [
-        u32::try_from(blocks).map_err(|_| "grid too large".to_string())?,
+        u32::try_from(blocks).map_err(|_| nl(k, "grid too large"))?,
         1,
         1,
     ];

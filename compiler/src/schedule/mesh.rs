@@ -238,9 +238,6 @@ pub fn reshard(from: &Layout, to: &Layout) -> Vec<Comm> {
     out
 }
 
-/// An error of a rule: the message (E0400 at the caller).
-pub type RuleResult<T> = Result<T, String>;
-
 /// Elementwise with broadcasting: the target layout of each operand (same rank as the
 /// operand) and the result's layout.
 pub fn elementwise(operands: &[(&[usize], &Layout)], out_shape: &[usize]) -> (Vec<Layout>, Layout) {

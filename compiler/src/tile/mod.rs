@@ -217,17 +217,40 @@ impl TileKernel {
     }
 }
 
+/// A launch shape the verifier rejects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LaunchError {
+    /// Not 1..=1024 threads in whole warps.
+    Threads { kernel: String, threads: u64 },
+    /// A grid dimension of 0.
+    EmptyGrid { kernel: String },
+}
+
+impl std::fmt::Display for LaunchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LaunchError::Threads { kernel, threads } => write!(
+                f,
+                "kernel '{kernel}': {threads} threads per block (must be 1..=1024 whole warps)"
+            ),
+            LaunchError::EmptyGrid { kernel } => write!(f, "kernel '{kernel}': empty grid"),
+        }
+    }
+}
+
 /// Checks the invariants in the module docs.
-pub fn verify(k: &TileKernel) -> Result<(), String> {
+pub fn verify(k: &TileKernel) -> Result<(), LaunchError> {
     let t = k.threads();
     if t == 0 || t > 1024 || !t.is_multiple_of(32) {
-        return Err(format!(
-            "kernel '{}': {t} threads per block (must be 1..=1024 whole warps)",
-            k.name
-        ));
+        return Err(LaunchError::Threads {
+            kernel: k.name.clone(),
+            threads: t,
+        });
     }
     if k.grid.contains(&0) {
-        return Err(format!("kernel '{}': empty grid", k.name));
+        return Err(LaunchError::EmptyGrid {
+            kernel: k.name.clone(),
+        });
     }
     Ok(())
 }

@@ -289,15 +289,7 @@ pub fn module(session: Rc<Session>) -> Module {
             if x.s.layout.partial.is_some() && op != RedOp::Sum {
                 return Err(e400("a partial sum is reduced with op='sum'").at(args.span));
             }
-            collective(
-                &x,
-                Comm {
-                    kind: CommKind::AllReduce(op),
-                    axis: ax,
-                },
-            )
-            .map(value_of)
-            .map_err(|d| d.or_at(args.span))
+            collective_value(&x, CommKind::AllReduce(op), ax, args.span)
         }),
     );
     m.set(
@@ -327,15 +319,7 @@ pub fn module(session: Rc<Session>) -> Module {
                 ))
                 .at(args.span));
             }
-            collective(
-                &x,
-                Comm {
-                    kind: CommKind::ReduceScatter(op, dim),
-                    axis: ax,
-                },
-            )
-            .map(value_of)
-            .map_err(|d| d.or_at(args.span))
+            collective_value(&x, CommKind::ReduceScatter(op, dim), ax, args.span)
         }),
     );
     m.set(
@@ -351,15 +335,7 @@ pub fn module(session: Rc<Session>) -> Module {
                 ))
                 .at(args.span));
             };
-            collective(
-                &x,
-                Comm {
-                    kind: CommKind::AllGather(d),
-                    axis: ax,
-                },
-            )
-            .map(value_of)
-            .map_err(|d| d.or_at(args.span))
+            collective_value(&x, CommKind::AllGather(d), ax, args.span)
         }),
     );
     m
@@ -430,4 +406,11 @@ pub fn settle_value(v: Value) -> Result<Value, Diagnostic> {
             _ => v,
         },
     })
+}
+
+/// Collective `kind` over mesh axis `ax` of `x`, as a value (errors at the call `span`).
+fn collective_value(x: &Sv, kind: CommKind, ax: usize, span: Span) -> Result<Value, Diagnostic> {
+    collective(x, Comm { kind, axis: ax })
+        .map(value_of)
+        .map_err(|d| d.or_at(span))
 }

@@ -27,7 +27,7 @@ const RULE: &str = "flash_attention";
 
 /// Strips `x * c`, `c * x`, `x / c` with `c` a scalar const. Returns the inner value and the
 /// accumulated factor, or `Err(reason)` for a scale that is a tensor.
-fn strip_scale(g: &Graph, mut v: ValueId, factor: &mut f64) -> Result<ValueId, String> {
+fn strip_scale(g: &Graph, mut v: ValueId, factor: &mut f64) -> Result<ValueId, &'static str> {
     loop {
         match g.op(v) {
             Some(Op::Binary {
@@ -42,7 +42,7 @@ fn strip_scale(g: &Graph, mut v: ValueId, factor: &mut f64) -> Result<ValueId, S
                     *factor *= c;
                     v = *b;
                 } else {
-                    return Err("the scale is a tensor, not a scalar".into());
+                    return Err("the scale is a tensor, not a scalar");
                 }
             }
             Some(Op::Binary {
@@ -54,8 +54,8 @@ fn strip_scale(g: &Graph, mut v: ValueId, factor: &mut f64) -> Result<ValueId, S
                     *factor /= c;
                     v = *a;
                 }
-                Some(_) => return Err("the scale divides by zero".into()),
-                None => return Err("the scale is a tensor, not a scalar".into()),
+                Some(_) => return Err("the scale divides by zero"),
+                None => return Err("the scale is a tensor, not a scalar"),
             },
             _ => return Ok(v),
         }
@@ -226,7 +226,7 @@ pub fn run(g: &mut Graph, _cx: &PassCx) -> Fired {
                 format!("flash_attention would give {t}, not {want}"),
                 span,
             ),
-            Err(why) => fired.miss(RULE, why, span),
+            Err(why) => fired.miss(RULE, why.to_string(), span),
         }
     }
     fired

@@ -135,7 +135,7 @@ pub fn run(g: &mut Graph, _cx: &PassCx) -> Fired {
             let new_ty = match epilogue_step(g, &acc_ty, &step) {
                 Ok(t) => t,
                 Err(why) => {
-                    fired.miss(rule, why, g.span(user));
+                    fired.miss(rule, why.to_string(), g.span(user));
                     break;
                 }
             };

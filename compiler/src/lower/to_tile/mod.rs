@@ -13,7 +13,7 @@ pub struct NotLowered {
     pub reason: String,
 }
 
-fn nl(k: &Kernel, reason: impl Into<String>) -> NotLowered {
+pub(crate) fn nl(k: &Kernel, reason: impl Into<String>) -> NotLowered {
     NotLowered {
         kernel: k.name.clone(),
         reason: reason.into(),
@@ -126,8 +126,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 if outer * len * inner == 0 {
                     return Err(nl(k, "empty softmax"));
                 }
-                super::reduce_axis::tile(RowOp::Max, outer, len, inner, &mut tk)
-                    .map_err(|r| nl(k, r))?;
+                super::reduce_axis::tile(k, RowOp::Max, outer, len, inner, &mut tk)?;
                 tk.shape = Shape::SoftmaxAxis {
                     outer: u32_of(k, outer as usize)?,
                     len: u32_of(k, len as usize)?,
@@ -382,8 +381,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                                     "an empty or too large (>2^32 elements) reduction",
                                 ));
                             }
-                            super::reduce_axis::tile(ro, outer, len, inner, &mut tk)
-                                .map_err(|r| nl(k, r))?;
+                            super::reduce_axis::tile(k, ro, outer, len, inner, &mut tk)?;
                             return Ok(tk);
                         }
                     }
@@ -436,7 +434,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
         }
         Kind::FlashAttention => attention::tile(g, k, op, &mut tk)?,
         Kind::Copy => {
-            super::copy::tile(g, k, op, &mut tk).map_err(|r| nl(k, r))?;
+            super::copy::tile(g, k, op, &mut tk)?;
         }
     }
     Ok(tk)
