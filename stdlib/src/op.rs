@@ -2,13 +2,13 @@
 //! shape ops, attention, comparisons, and the dtype constants.
 
 use crate::tensor::*;
-use tessera_compiler::graph::UNARY_OPS;
+use tessera_compiler::graph::{BINARY_OPS, UNARY_OPS};
 use tessera_lang::diag::{Code, Diagnostic};
 use tessera_lang::eval::{Arg, CallArgs, Interp, Module, Value};
 use tessera_runtime::{self as rtm, BinaryOp, DType, Scalar, Tensor, ALL_DTYPES};
 
-/// Every function of the module but the unary elementwise ones (the op table's rows,
-/// [`UNARY_OPS`]), with its signature for help and completion.
+/// Every function of the module but the elementwise ones (the op table's rows, [`UNARY_OPS`]
+/// and [`BINARY_OPS`]), with its signature for help and completion.
 pub const FUNCTIONS: &[(&str, &str)] = &[
     ("tensor", "tensor(data, dtype=None)"),
     ("zeros", "zeros(shape, dtype='fp32')"),
@@ -18,13 +18,6 @@ pub const FUNCTIONS: &[(&str, &str)] = &[
     ("eye", "eye(n, dtype='fp32')"),
     ("rand", "rand(shape, dtype='fp32', seed=0)"),
     ("randn", "randn(shape, dtype='fp32', seed=0)"),
-    ("add", "add(a, b)"),
-    ("sub", "sub(a, b)"),
-    ("mul", "mul(a, b)"),
-    ("div", "div(a, b)"),
-    ("pow", "pow(a, b)"),
-    ("maximum", "maximum(a, b)"),
-    ("minimum", "minimum(a, b)"),
     ("where", "where(cond, a, b)"),
     ("cast", "cast(x, dtype)"),
     ("matmul", "matmul(A, B, accum_dtype=None, tile_shape=None)"),
@@ -53,7 +46,8 @@ pub const FUNCTIONS: &[(&str, &str)] = &[
 pub fn module() -> Module {
     let m = Module::new("op", "tensor operations");
     let unary = UNARY_OPS.iter().filter(|r| r.function).map(|r| r.name);
-    for name in FUNCTIONS.iter().map(|f| f.0).chain(unary) {
+    let binary = BINARY_OPS.iter().filter(|r| r.function).map(|r| r.name);
+    for name in FUNCTIONS.iter().map(|f| f.0).chain(unary).chain(binary) {
         if let Some(f) = function(name) {
             m.set(name, f);
         }
@@ -114,7 +108,7 @@ fn ok(t: Result<Tensor, rtm::RuntimeError>) -> Result<Value, Diagnostic> {
 }
 
 fn binary_fn(name: &'static str, op: BinaryOp) -> Value {
-    Value::native(name, name, move |_, args: CallArgs| {
+    Value::native(name, &format!("{name}(a, b)"), move |_, args: CallArgs| {
         let a = args.bind(name, &["a", "b"], &[])?;
         let (x, y) = (req(&a, 0)?, req(&a, 1)?);
         let (p, q) = (operand(&x.value, x.span)?, operand(&y.value, y.span)?);
@@ -127,27 +121,17 @@ fn binary_fn(name: &'static str, op: BinaryOp) -> Value {
     })
 }
 
-/// The binary elementwise ops bound as `op.<name>(a, b)` (named as Graph IR prints them).
-const BINARY_FUNCTIONS: [BinaryOp; 7] = [
-    BinaryOp::Add,
-    BinaryOp::Sub,
-    BinaryOp::Mul,
-    BinaryOp::Div,
-    BinaryOp::Pow,
-    BinaryOp::Maximum,
-    BinaryOp::Minimum,
-];
-
 /// The binary op bound as `op.<name>`, if any.
 pub fn binary_op(name: &str) -> Option<BinaryOp> {
-    BINARY_FUNCTIONS.into_iter().find(|b| b.name() == name)
+    BinaryOp::function(name)
 }
 
 /// The native function `op.<name>`: eager, or traced when an argument is a traced tensor.
 pub fn function(name: &str) -> Option<Value> {
-    let n: &'static str = match unary_op(name) {
-        Some(u) => u.name(),
-        None => FUNCTIONS.iter().find(|f| f.0 == name)?.0,
+    let n: &'static str = match (unary_op(name), binary_op(name)) {
+        (Some(u), _) => u.name(),
+        (_, Some(b)) => b.name(),
+        _ => FUNCTIONS.iter().find(|f| f.0 == name)?.0,
     };
     eager_function(name).map(|f| crate::dist::wrap(n, crate::trace::traced(n, f)))
 }

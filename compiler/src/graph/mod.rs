@@ -52,8 +52,8 @@ pub(crate) fn bf16_matmul(m: usize, n: usize, k: usize) -> Graph {
 }
 
 pub use types::{
-    BinaryOp, DType, ReduceOp, Scalar, SliceItem, TensorType, UnaryOp, UnaryResult, UnaryRow,
-    UnaryVjp, UNARY_OPS,
+    BinaryOp, BinaryResult, BinaryRow, BinaryVjp, DType, ReduceOp, Scalar, SliceItem, TensorType,
+    UnaryOp, UnaryResult, UnaryRow, UnaryVjp, BINARY_OPS, UNARY_OPS,
 };
 
 use tessera_lang::Span;

@@ -414,3 +414,27 @@ fn unary_table_rows_are_in_declaration_order() {
     assert_eq!(UnaryOp::Neg.result_dtype(DType::Bool), DType::I64);
     assert_eq!(UnaryOp::Not.result_dtype(DType::F32), DType::Bool);
 }
+
+#[test]
+fn binary_table_rows_are_in_declaration_order_and_map_the_operators() {
+    use crate::graph::types::BINARY_OPS;
+    use tessera_lang::ast::{BinOp, CmpOp};
+    for (i, r) in BINARY_OPS.iter().enumerate() {
+        assert_eq!(r.op as usize, i, "{}", r.name);
+        assert_eq!(BinaryOp::ALL[i], r.op);
+        assert_eq!(r.op.name(), r.name);
+        assert_eq!(BinaryOp::function(r.name), r.function.then_some(r.op));
+    }
+    assert_eq!(
+        BinaryOp::of_operator(BinOp::FloorDiv),
+        Some(BinaryOp::FloorDiv)
+    );
+    assert_eq!(BinaryOp::of_operator(BinOp::Pow), Some(BinaryOp::Pow));
+    assert_eq!(BinaryOp::of_operator(BinOp::MatMul), None);
+    assert_eq!(BinaryOp::of_comparison(CmpOp::Le), Some(BinaryOp::Le));
+    assert_eq!(BinaryOp::of_comparison(CmpOp::Is), None);
+    assert_eq!(BinaryOp::Div.result_for(DType::I32), DType::F32);
+    assert_eq!(BinaryOp::Add.result_for(DType::Bool), DType::I64);
+    assert_eq!(BinaryOp::Maximum.result_for(DType::Bool), DType::Bool);
+    assert_eq!(BinaryOp::Lt.result_for(DType::F16), DType::Bool);
+}

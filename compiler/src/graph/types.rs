@@ -178,75 +178,133 @@ pub enum BinaryOp {
     LogicalOr,
 }
 
+/// The result dtype rule of a binary op, given the operands' promoted dtype.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum BinaryResult {
+    /// The promoted dtype, bool giving int64: `+ - * // % **`.
+    Arith,
+    /// True division: float stays, others give fp32.
+    Div,
+    /// The promoted dtype as is (bool stays bool): `maximum minimum`.
+    Promoted,
+    /// Bool: comparisons and logical ops.
+    Bool,
+}
+
+/// The derivative of a binary op (reverse mode): given the graph, the operands `a`, `b`, the
+/// result and the cotangent of the result, adds the ops of the operands' cotangents and
+/// returns them. Filled in by the derivatives work; `None`: not differentiable.
+pub type BinaryVjp = fn(
+    &mut super::Graph,
+    super::ValueId,
+    super::ValueId,
+    super::ValueId,
+    super::ValueId,
+) -> (super::ValueId, super::ValueId);
+
+/// One row of the binary op table: its Graph IR name, how `.tsr` reaches it (`op.<name>(a, b)`
+/// and/or an operator), its dtype rule and its derivative. The eager kernel is the runtime's
+/// (`tessera_runtime::ops::elementwise`), the lowering `lower::kernels::values`; the `op.`
+/// bindings, the operators of every tensor kind, the tracer and the verifier take the op from
+/// here.
+#[derive(Copy, Clone, Debug)]
+pub struct BinaryRow {
+    pub op: BinaryOp,
+    /// The name Graph IR prints (and `op.<name>` where `function`).
+    pub name: &'static str,
+    /// Bound as `op.<name>(a, b)`.
+    pub function: bool,
+    /// The `.tsr` operator that applies it elementwise (`+`, `<`, …).
+    pub operator: Option<&'static str>,
+    pub result: BinaryResult,
+    /// `None`: no derivative yet.
+    pub vjp: Option<BinaryVjp>,
+}
+
+const fn brow(
+    op: BinaryOp,
+    name: &'static str,
+    function: bool,
+    operator: Option<&'static str>,
+    result: BinaryResult,
+) -> BinaryRow {
+    BinaryRow {
+        op,
+        name,
+        function,
+        operator,
+        result,
+        vjp: None,
+    }
+}
+
+/// The binary op table, in [`BinaryOp`] declaration order.
+pub const BINARY_OPS: [BinaryRow; 17] = {
+    use BinaryOp as B;
+    use BinaryResult::{Arith, Bool, Div, Promoted};
+    [
+        brow(B::Add, "add", true, Some("+"), Arith),
+        brow(B::Sub, "sub", true, Some("-"), Arith),
+        brow(B::Mul, "mul", true, Some("*"), Arith),
+        brow(B::Div, "div", true, Some("/"), Div),
+        brow(B::FloorDiv, "floordiv", false, Some("//"), Arith),
+        brow(B::Mod, "mod", false, Some("%"), Arith),
+        brow(B::Pow, "pow", true, Some("**"), Arith),
+        brow(B::Maximum, "maximum", true, None, Promoted),
+        brow(B::Minimum, "minimum", true, None, Promoted),
+        brow(B::Eq, "eq", false, Some("=="), Bool),
+        brow(B::Ne, "ne", false, Some("!="), Bool),
+        brow(B::Lt, "lt", false, Some("<"), Bool),
+        brow(B::Le, "le", false, Some("<="), Bool),
+        brow(B::Gt, "gt", false, Some(">"), Bool),
+        brow(B::Ge, "ge", false, Some(">="), Bool),
+        brow(B::LogicalAnd, "logical_and", false, None, Bool),
+        brow(B::LogicalOr, "logical_or", false, None, Bool),
+    ]
+};
+
 impl BinaryOp {
+    /// This op's row of [`BINARY_OPS`].
+    pub fn row(self) -> &'static BinaryRow {
+        &BINARY_OPS[self as usize]
+    }
+
+    /// The op bound as `op.<name>(a, b)`, if any.
+    pub fn function(name: &str) -> Option<BinaryOp> {
+        BINARY_OPS
+            .iter()
+            .find(|r| r.function && r.name == name)
+            .map(|r| r.op)
+    }
+
     /// The elementwise op of a `.tsr` arithmetic operator (`@` is a matmul: `None`).
     pub fn of_operator(op: tessera_lang::ast::BinOp) -> Option<BinaryOp> {
-        use tessera_lang::ast::BinOp as B;
-        Some(match op {
-            B::Add => BinaryOp::Add,
-            B::Sub => BinaryOp::Sub,
-            B::Mul => BinaryOp::Mul,
-            B::Div => BinaryOp::Div,
-            B::FloorDiv => BinaryOp::FloorDiv,
-            B::Mod => BinaryOp::Mod,
-            B::Pow => BinaryOp::Pow,
-            B::MatMul => return None,
-        })
+        Self::of_symbol(op.symbol())
     }
 
     /// The elementwise op of a `.tsr` comparison (`in` and `is` are not elementwise: `None`).
     pub fn of_comparison(op: tessera_lang::ast::CmpOp) -> Option<BinaryOp> {
-        use tessera_lang::ast::CmpOp as C;
-        Some(match op {
-            C::Eq => BinaryOp::Eq,
-            C::Ne => BinaryOp::Ne,
-            C::Lt => BinaryOp::Lt,
-            C::Le => BinaryOp::Le,
-            C::Gt => BinaryOp::Gt,
-            C::Ge => BinaryOp::Ge,
-            C::In | C::NotIn | C::Is | C::IsNot => return None,
-        })
+        Self::of_symbol(op.symbol())
     }
 
-    pub const ALL: [BinaryOp; 17] = [
-        BinaryOp::Add,
-        BinaryOp::Sub,
-        BinaryOp::Mul,
-        BinaryOp::Div,
-        BinaryOp::FloorDiv,
-        BinaryOp::Mod,
-        BinaryOp::Pow,
-        BinaryOp::Maximum,
-        BinaryOp::Minimum,
-        BinaryOp::Eq,
-        BinaryOp::Ne,
-        BinaryOp::Lt,
-        BinaryOp::Le,
-        BinaryOp::Gt,
-        BinaryOp::Ge,
-        BinaryOp::LogicalAnd,
-        BinaryOp::LogicalOr,
-    ];
-    pub fn name(self) -> &'static str {
-        match self {
-            BinaryOp::Add => "add",
-            BinaryOp::Sub => "sub",
-            BinaryOp::Mul => "mul",
-            BinaryOp::Div => "div",
-            BinaryOp::FloorDiv => "floordiv",
-            BinaryOp::Mod => "mod",
-            BinaryOp::Pow => "pow",
-            BinaryOp::Maximum => "maximum",
-            BinaryOp::Minimum => "minimum",
-            BinaryOp::Eq => "eq",
-            BinaryOp::Ne => "ne",
-            BinaryOp::Lt => "lt",
-            BinaryOp::Le => "le",
-            BinaryOp::Gt => "gt",
-            BinaryOp::Ge => "ge",
-            BinaryOp::LogicalAnd => "logical_and",
-            BinaryOp::LogicalOr => "logical_or",
+    fn of_symbol(sym: &str) -> Option<BinaryOp> {
+        BINARY_OPS
+            .iter()
+            .find(|r| r.operator == Some(sym))
+            .map(|r| r.op)
+    }
+
+    pub const ALL: [BinaryOp; 17] = {
+        let mut all = [BinaryOp::Add; 17];
+        let mut i = 0;
+        while i < 17 {
+            all[i] = BINARY_OPS[i].op;
+            i += 1;
         }
+        all
+    };
+    pub fn name(self) -> &'static str {
+        self.row().name
     }
     pub fn is_comparison(self) -> bool {
         matches!(
@@ -263,37 +321,13 @@ impl BinaryOp {
     /// The result dtype given the operands' promoted dtype `p` (tensor/tensor or
     /// tensor/scalar promotion): the one rule of eager ops, the tracer and the verifier.
     pub fn result_for(self, p: DType) -> DType {
-        if self.is_comparison() {
-            return DType::Bool;
-        }
-        match self {
-            BinaryOp::LogicalAnd | BinaryOp::LogicalOr => DType::Bool,
-            BinaryOp::Div => {
-                if p.is_float() {
-                    p
-                } else {
-                    DType::F32
-                }
-            }
-            BinaryOp::Maximum | BinaryOp::Minimum => p,
-            BinaryOp::Add
-            | BinaryOp::Sub
-            | BinaryOp::Mul
-            | BinaryOp::FloorDiv
-            | BinaryOp::Mod
-            | BinaryOp::Pow
-            | BinaryOp::Eq
-            | BinaryOp::Ne
-            | BinaryOp::Lt
-            | BinaryOp::Le
-            | BinaryOp::Gt
-            | BinaryOp::Ge => {
-                if p == DType::Bool {
-                    DType::I64
-                } else {
-                    p
-                }
-            }
+        match self.row().result {
+            BinaryResult::Bool => DType::Bool,
+            BinaryResult::Div if p.is_float() => p,
+            BinaryResult::Div => DType::F32,
+            BinaryResult::Promoted => p,
+            BinaryResult::Arith if p == DType::Bool => DType::I64,
+            BinaryResult::Arith => p,
         }
     }
 }
