@@ -33,52 +33,30 @@ pub fn wrap(name: &'static str, f: Value) -> Value {
     })
 }
 
-pub(super) fn arg(a: &[Option<Arg>], i: usize) -> Option<&Arg> {
-    a.get(i)
-        .and_then(|x| x.as_ref())
-        .filter(|x| !matches!(x.value, Value::None))
-}
+pub(super) use tessera_lang::eval::args::given as arg;
 
+/// Required slot `i` (E0101 at the call when missing).
 pub(super) fn need(a: &[Option<Arg>], i: usize, span: Span) -> Result<&Arg, Diagnostic> {
-    arg(a, i).ok_or_else(|| Diagnostic::new(Code::E0101, "missing argument").at(span))
+    tessera_lang::eval::args::required(a, i).map_err(|d| d.or_at(span))
 }
 
-pub(super) fn bool_arg(a: &[Option<Arg>], i: usize) -> Result<bool, Diagnostic> {
-    match arg(a, i).map(|x| (&x.value, x.span)) {
-        None => Ok(false),
-        Some((Value::Bool(b), _)) => Ok(*b),
-        Some((Value::Int(i), _)) => Ok(*i != 0),
-        Some((other, s)) => Err(Diagnostic::new(
-            Code::E0101,
-            format!("expected a bool, got {}", other.type_name()),
-        )
-        .at(s)),
-    }
+/// Optional bool slot `i` (false when not given), E0101 naming parameter `what`.
+pub(super) fn bool_arg(a: &[Option<Arg>], i: usize, what: &str) -> Result<bool, Diagnostic> {
+    arg(a, i).map_or(Ok(false), |x| x.bool(what))
 }
 
-pub(super) fn float_arg(a: &[Option<Arg>], i: usize) -> Result<Option<f64>, Diagnostic> {
-    match arg(a, i).map(|x| (&x.value, x.span)) {
-        None => Ok(None),
-        Some((Value::Float(f), _)) => Ok(Some(*f)),
-        Some((Value::Int(i), _)) => Ok(Some(*i as f64)),
-        Some((other, s)) => Err(Diagnostic::new(
-            Code::E0101,
-            format!("expected a number, got {}", other.type_name()),
-        )
-        .at(s)),
-    }
+/// Optional number slot `i`, E0101 naming parameter `what`.
+pub(super) fn float_arg(
+    a: &[Option<Arg>],
+    i: usize,
+    what: &str,
+) -> Result<Option<f64>, Diagnostic> {
+    arg(a, i).map(|x| x.float(what)).transpose()
 }
 
-pub(super) fn int_arg(a: &[Option<Arg>], i: usize) -> Result<Option<i64>, Diagnostic> {
-    match arg(a, i).map(|x| (&x.value, x.span)) {
-        None => Ok(None),
-        Some((Value::Int(i), _)) => Ok(Some(*i)),
-        Some((other, s)) => Err(Diagnostic::new(
-            Code::E0101,
-            format!("expected an int, got {}", other.type_name()),
-        )
-        .at(s)),
-    }
+/// Optional int slot `i`, E0101 naming parameter `what`.
+pub(super) fn int_arg(a: &[Option<Arg>], i: usize, what: &str) -> Result<Option<i64>, Diagnostic> {
+    arg(a, i).map(|x| x.int(what)).transpose()
 }
 
 pub(super) fn sharded_op(
@@ -110,13 +88,13 @@ pub(super) fn sharded_op(
                 Some(x) if matches!(x.value, Value::Tuple(_) | Value::List(_)) => {
                     return gathered_call(it, args, eager)
                 }
-                _ => int_arg(&a, 1)?,
+                _ => int_arg(&a, 1, "axis")?,
             };
             reduce(
                 name,
                 &need(&a, 0, span)?.value,
                 axis,
-                bool_arg(&a, 2)?,
+                bool_arg(&a, 2, "keepdim")?,
                 span,
             )
         }
@@ -140,7 +118,7 @@ pub(super) fn sharded_op(
         }
         "softmax" => {
             let a = args.bind("softmax", &["x"], &["axis"])?;
-            let axis = int_arg(&a, 1)?.unwrap_or(-1);
+            let axis = int_arg(&a, 1, "axis")?.unwrap_or(-1);
             along_axis("softmax", &need(&a, 0, span)?.value, axis, span, move |t| {
                 rtm::softmax(t, axis as isize)
             })
@@ -155,10 +133,10 @@ pub(super) fn sharded_op(
             let (b, eps) = if name == "layernorm" {
                 (
                     arg(&a, 2).map(|x| full_of(&x.value, x.span)).transpose()?,
-                    float_arg(&a, 3)?.unwrap_or(1e-5),
+                    float_arg(&a, 3, "eps")?.unwrap_or(1e-5),
                 )
             } else {
-                (None, float_arg(&a, 2)?.unwrap_or(1e-6))
+                (None, float_arg(&a, 2, "eps")?.unwrap_or(1e-6))
             };
             let ln = name == "layernorm";
             along_axis(name, &need(&a, 0, span)?.value, -1, span, move |t| {
@@ -175,8 +153,8 @@ pub(super) fn sharded_op(
                 &need(&a, 0, span)?.value,
                 &need(&a, 1, span)?.value,
                 &need(&a, 2, span)?.value,
-                bool_arg(&a, 3)?,
-                float_arg(&a, 4)?,
+                bool_arg(&a, 3, "causal")?,
+                float_arg(&a, 4, "scale")?,
                 span,
             )
         }

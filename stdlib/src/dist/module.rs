@@ -299,7 +299,7 @@ pub fn module(session: Rc<Session>) -> Module {
             let x = sharded_arg(need(&a, 0, args.span)?)?;
             let ax = axis_of(&x.s.mesh, need(&a, 1, args.span)?)?;
             let nd = x.s.shape.len();
-            let dim = norm_axis(int_arg(&a, 2)?.unwrap_or(0), nd, args.span)?;
+            let dim = norm_axis(int_arg(&a, 2, "dim")?.unwrap_or(0), nd, args.span)?;
             let op = red_arg(&a, 3)?;
             let p = x.s.mesh.shape.shape[ax];
             if x.s.layout.dim_of(ax).is_some() {
