@@ -571,15 +571,9 @@ impl HostObject for DTypeObj {
     }
 }
 
-/// The reduction op named `name`.
+/// The reduction op named `name` (a row of the reduction table).
 pub fn reduce_op(name: &str) -> Option<ReduceOp> {
-    Some(match name {
-        "sum" => ReduceOp::Sum,
-        "mean" => ReduceOp::Mean,
-        "max" => ReduceOp::Max,
-        "min" => ReduceOp::Min,
-        _ => return None,
-    })
+    ReduceOp::from_name(name)
 }
 
 /// The unary op bound as `op.<name>` (a row of the op table with `function` set).

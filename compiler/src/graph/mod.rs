@@ -52,8 +52,9 @@ pub(crate) fn bf16_matmul(m: usize, n: usize, k: usize) -> Graph {
 }
 
 pub use types::{
-    BinaryOp, BinaryResult, BinaryRow, BinaryVjp, DType, ReduceOp, Scalar, SliceItem, TensorType,
-    UnaryOp, UnaryResult, UnaryRow, UnaryVjp, BINARY_OPS, UNARY_OPS,
+    BinaryOp, BinaryResult, BinaryRow, BinaryVjp, DType, ReduceOp, ReduceResult, ReduceRow,
+    ReduceVjp, Scalar, SliceItem, TensorType, UnaryOp, UnaryResult, UnaryRow, UnaryVjp, BINARY_OPS,
+    REDUCE_OPS, UNARY_OPS,
 };
 
 use tessera_lang::Span;

@@ -438,3 +438,15 @@ fn binary_table_rows_are_in_declaration_order_and_map_the_operators() {
     assert_eq!(BinaryOp::Maximum.result_for(DType::Bool), DType::Bool);
     assert_eq!(BinaryOp::Lt.result_for(DType::F16), DType::Bool);
 }
+
+#[test]
+fn reduce_table_rows_are_in_declaration_order() {
+    for (i, r) in crate::graph::types::REDUCE_OPS.iter().enumerate() {
+        assert_eq!(r.op as usize, i, "{}", r.name);
+        assert_eq!(ReduceOp::from_name(r.name), Some(r.op));
+    }
+    assert_eq!(ReduceOp::Sum.result_dtype(DType::Bool), DType::I64);
+    assert_eq!(ReduceOp::Mean.result_dtype(DType::I32), DType::F32);
+    assert_eq!(ReduceOp::Max.result_dtype(DType::I8), DType::I8);
+    assert_eq!(ReduceOp::Sum.result_dtype(DType::BF16), DType::BF16);
+}

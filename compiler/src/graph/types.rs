@@ -332,7 +332,7 @@ impl BinaryOp {
     }
 }
 
-/// Reductions.
+/// Reductions: one row each in [`REDUCE_OPS`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ReduceOp {
     Sum,
@@ -341,20 +341,71 @@ pub enum ReduceOp {
     Min,
 }
 
-impl ReduceOp {
-    pub fn name(self) -> &'static str {
-        match self {
-            ReduceOp::Sum => "sum",
-            ReduceOp::Mean => "mean",
-            ReduceOp::Max => "max",
-            ReduceOp::Min => "min",
+/// The result dtype rule of a reduction.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ReduceResult {
+    /// Floats keep their dtype, others give int64: `sum`.
+    Sum,
+    /// Floats keep their dtype, others give fp32: `mean`.
+    Mean,
+    /// The input's dtype: `max min`.
+    Same,
+}
+
+/// The derivative of a reduction (reverse mode): given the graph, the input, the result and
+/// the cotangent of the result, adds the ops of the input's cotangent and returns it. Filled
+/// in by the derivatives work; `None`: not differentiable yet.
+pub type ReduceVjp =
+    fn(&mut super::Graph, super::ValueId, super::ValueId, super::ValueId) -> super::ValueId;
+
+/// One row of the reduction table: `op.<name>(x, axis=None, keepdim=False)` and the tensor
+/// method of the same name, its dtype rule and its derivative. The eager kernel is the
+/// runtime's (`tessera_runtime::ops::reduce`); the lowering the row and axis kernels
+/// (`lower::kernels::rows`, `axis`).
+#[derive(Copy, Clone, Debug)]
+pub struct ReduceRow {
+    pub op: ReduceOp,
+    pub name: &'static str,
+    pub result: ReduceResult,
+    /// `None`: no derivative yet.
+    pub vjp: Option<ReduceVjp>,
+}
+
+/// The reduction table, in [`ReduceOp`] declaration order.
+pub const REDUCE_OPS: [ReduceRow; 4] = {
+    const fn row(op: ReduceOp, name: &'static str, result: ReduceResult) -> ReduceRow {
+        ReduceRow {
+            op,
+            name,
+            result,
+            vjp: None,
         }
     }
+    [
+        row(ReduceOp::Sum, "sum", ReduceResult::Sum),
+        row(ReduceOp::Mean, "mean", ReduceResult::Mean),
+        row(ReduceOp::Max, "max", ReduceResult::Same),
+        row(ReduceOp::Min, "min", ReduceResult::Same),
+    ]
+};
+
+impl ReduceOp {
+    /// This op's row of [`REDUCE_OPS`].
+    pub fn row(self) -> &'static ReduceRow {
+        &REDUCE_OPS[self as usize]
+    }
+    /// The reduction bound as `op.<name>` and `x.<name>()`.
+    pub fn from_name(name: &str) -> Option<ReduceOp> {
+        REDUCE_OPS.iter().find(|r| r.name == name).map(|r| r.op)
+    }
+    pub fn name(self) -> &'static str {
+        self.row().name
+    }
     pub fn result_dtype(self, d: DType) -> DType {
-        match self {
-            ReduceOp::Sum if !d.is_float() => DType::I64,
-            ReduceOp::Mean if !d.is_float() => DType::F32,
-            ReduceOp::Sum | ReduceOp::Mean | ReduceOp::Max | ReduceOp::Min => d,
+        match self.row().result {
+            ReduceResult::Sum if !d.is_float() => DType::I64,
+            ReduceResult::Mean if !d.is_float() => DType::F32,
+            ReduceResult::Sum | ReduceResult::Mean | ReduceResult::Same => d,
         }
     }
 }
