@@ -89,6 +89,23 @@ pub fn tile_to_shared(
     }
 }
 
+/// This block's batch problem: grid y, or `y + grid_y·z` when there are more problems than
+/// grid y takes (65535); the extra blocks of the last z row redo the last problem (they write
+/// the same values again).
+pub fn block_batch(b: &mut Builder, tk: &TileKernel) -> Value {
+    let y = b.special(SReg::Ctaid(Dim::Y));
+    if tk.grid[2] <= 1 {
+        return y;
+    }
+    let z = b.special(SReg::Ctaid(Dim::Z));
+    let i = b.fma(Ty::U32, z, imm(i64::from(tk.grid[1])), y);
+    let last = match tk.shape {
+        crate::tile::Shape::FlashAttention { batch, .. } => batch.saturating_sub(1),
+        _ => u32::MAX,
+    };
+    b.bin(BinOp::Min, Ty::U32, i, imm(i64::from(last)))
+}
+
 /// The first element of this block's batch in each operand: (q, k, v, o).
 fn batch_bases(
     b: &mut Builder,
@@ -243,7 +260,7 @@ pub fn build(
     let svs = b.shared("smem_v", f32_buf(bn + 1, vpitch));
     let tid = b.special(SReg::Tid(Dim::X));
     let bx = b.special(SReg::Ctaid(Dim::X));
-    let bz = b.special(SReg::Ctaid(Dim::Y));
+    let bz = block_batch(&mut b, tk);
     let lane = b.bin(BinOp::And, Ty::B32, tid, imm(31));
     let warp = b.bin(BinOp::Shr, Ty::U32, tid, imm(5));
     let q0 = b.mul(Ty::U32, bx, imm(i64::from(bm)));

@@ -116,7 +116,7 @@ pub fn build(
     let svs = b.shared("smem_v", buf(BN, d));
     let tid = b.special(SReg::Tid(Dim::X));
     let bx = b.special(SReg::Ctaid(Dim::X));
-    let bz = b.special(SReg::Ctaid(Dim::Y));
+    let bz = super::attention::block_batch(&mut b, tk);
     let lane = b.bin(BinOp::And, Ty::B32, tid, imm(31));
     let warp = b.bin(BinOp::Shr, Ty::U32, tid, imm(5));
     let q0 = b.mul(Ty::U32, bx, imm(i64::from(BM)));

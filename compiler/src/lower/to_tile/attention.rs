@@ -75,9 +75,7 @@ pub(super) fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Resul
         return Err(nl(k, "empty attention"));
     }
     let batch: u64 = ob.iter().map(|&d| d as u64).product();
-    if batch > 65535
-        || numel(qt).max(numel(kt)).max(numel(vt)).max(numel(&k.ty)) > u64::from(u32::MAX)
-    {
+    if numel(qt).max(numel(kt)).max(numel(vt)).max(numel(&k.ty)) > u64::from(u32::MAX) {
         return Err(nl(k, "too large an attention"));
     }
     let mma = if s.tensor_cores {
@@ -120,9 +118,15 @@ pub(super) fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Resul
         u32_of(k, dv)?,
     );
     tk.block = [warps * 32, 1, 1];
-    tk.grid = [sq.div_ceil(bm), batch.max(1) as u32, 1];
+    // batch problems on grid y, continued on z past y's 65535 (`kernels::attention::block_batch`)
+    let batch = batch.max(1);
+    tk.grid = [
+        sq.div_ceil(bm),
+        batch.min(65535) as u32,
+        batch.div_ceil(65535) as u32,
+    ];
     tk.shape = Shape::FlashAttention {
-        batch: batch.max(1) as u32,
+        batch: batch as u32,
         sq,
         sk,
         dq,
