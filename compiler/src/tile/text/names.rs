@@ -152,17 +152,19 @@ pub fn cmp_name(c: Cmp) -> &'static str {
     }
 }
 
+/// Every comparison, in the order the text form lists them.
+pub const CMPS: [Cmp; 7] = [
+    Cmp::Eq,
+    Cmp::Ne,
+    Cmp::Lt,
+    Cmp::Le,
+    Cmp::Gt,
+    Cmp::Ge,
+    Cmp::Nan,
+];
+
 pub fn parse_cmp(s: &str) -> Option<Cmp> {
-    let all = [
-        Cmp::Eq,
-        Cmp::Ne,
-        Cmp::Lt,
-        Cmp::Le,
-        Cmp::Gt,
-        Cmp::Ge,
-        Cmp::Nan,
-    ];
-    find(&all, |c| cmp_name(c).to_string(), s)
+    find(&CMPS, |c| cmp_name(c).to_string(), s)
 }
 
 pub fn rnd_name(r: Rnd) -> &'static str {
@@ -178,18 +180,20 @@ pub fn rnd_name(r: Rnd) -> &'static str {
     }
 }
 
+/// Every rounding mode.
+pub const RNDS: [Rnd; 8] = [
+    Rnd::Rn,
+    Rnd::Rz,
+    Rnd::Rm,
+    Rnd::Rp,
+    Rnd::Rni,
+    Rnd::Rzi,
+    Rnd::Rmi,
+    Rnd::Rpi,
+];
+
 pub fn parse_rnd(s: &str) -> Option<Rnd> {
-    let all = [
-        Rnd::Rn,
-        Rnd::Rz,
-        Rnd::Rm,
-        Rnd::Rp,
-        Rnd::Rni,
-        Rnd::Rzi,
-        Rnd::Rmi,
-        Rnd::Rpi,
-    ];
-    find(&all, |r| rnd_name(r).to_string(), s)
+    find(&RNDS, |r| rnd_name(r).to_string(), s)
 }
 
 pub fn pack_name(p: Pack) -> &'static str {

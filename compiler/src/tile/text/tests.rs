@@ -191,27 +191,10 @@ fn enums() -> Kernel {
         b.bin(op, Ty::U32, a, imm(2));
         b.reduce_warp(op, Ty::S32, a);
     }
-    for c in [
-        Cmp::Eq,
-        Cmp::Ne,
-        Cmp::Lt,
-        Cmp::Le,
-        Cmp::Gt,
-        Cmp::Ge,
-        Cmp::Nan,
-    ] {
+    for c in super::names::CMPS {
         b.cmp(c, Ty::F64, a, dimm(1.0));
     }
-    for r in [
-        Rnd::Rn,
-        Rnd::Rz,
-        Rnd::Rm,
-        Rnd::Rp,
-        Rnd::Rni,
-        Rnd::Rzi,
-        Rnd::Rmi,
-        Rnd::Rpi,
-    ] {
+    for r in super::names::RNDS {
         b.cast(Ty::F16x2, Ty::BF16x2, Some(r), a);
     }
     for p in [Pack::F16x2, Pack::BF16x2, Pack::E4m3x2, Pack::E5m2x2] {
