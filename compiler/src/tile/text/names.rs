@@ -282,18 +282,20 @@ pub fn math_name(f: MathFn) -> &'static str {
     }
 }
 
+/// Every math function.
+pub const MATH_FNS: [MathFn; 8] = [
+    MathFn::Exp,
+    MathFn::Log,
+    MathFn::Tanh,
+    MathFn::Sigmoid,
+    MathFn::Silu,
+    MathFn::Gelu,
+    MathFn::Pow,
+    MathFn::Erf,
+];
+
 pub fn parse_math(s: &str) -> Option<MathFn> {
-    let all = [
-        MathFn::Exp,
-        MathFn::Log,
-        MathFn::Tanh,
-        MathFn::Sigmoid,
-        MathFn::Silu,
-        MathFn::Gelu,
-        MathFn::Pow,
-        MathFn::Erf,
-    ];
-    find(&all, |f| math_name(f).to_string(), s)
+    find(&MATH_FNS, |f| math_name(f).to_string(), s)
 }
 
 pub fn role_name(r: Role) -> &'static str {

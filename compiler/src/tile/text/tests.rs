@@ -203,16 +203,7 @@ fn enums() -> Kernel {
     for u in [Unpack::E4m3x2, Unpack::E5m2x2] {
         b.unpack(u, a);
     }
-    for f in [
-        MathFn::Exp,
-        MathFn::Log,
-        MathFn::Tanh,
-        MathFn::Sigmoid,
-        MathFn::Silu,
-        MathFn::Gelu,
-        MathFn::Pow,
-        MathFn::Erf,
-    ] {
+    for f in super::names::MATH_FNS {
         b.math(f, Ty::F32, &[a.into()]);
     }
     for m in [ShflMode::Up, ShflMode::Down, ShflMode::Bfly, ShflMode::Idx] {
