@@ -86,10 +86,20 @@ fn bad(span: Span, msg: String) -> Diagnostic {
     Diagnostic::new(Code::E0300, msg).at(span)
 }
 
+/// The largest size a schedule directive takes: no block, warp tile or pipeline comes near
+/// it, and every size computed from such numbers fits in 64 bits.
+const MAX_SIZE: i64 = 65536;
+
 fn pos_int(x: &Arg, what: &str) -> Result<i64, Diagnostic> {
     let v = x.int(what)?;
     if v < 1 {
         return Err(bad(x.span, format!("{what} must be at least 1, got {v}")));
+    }
+    if v > MAX_SIZE {
+        return Err(bad(
+            x.span,
+            format!("{what} must be at most {MAX_SIZE}, got {v}: no GPU block is that large"),
+        ));
     }
     Ok(v)
 }

@@ -161,3 +161,37 @@ fn elementwise_is_memory_bound() {
     assert_eq!(e.bound, Bound::Memory);
     assert_eq!(e.occupancy.fraction, 1.0);
 }
+
+#[test]
+fn huge_schedule_sizes_saturate_and_are_refused() {
+    // sizes as an autotune cache entry may hold them (the directive parser stops them at
+    // 65536): the schedule arithmetic saturates instead of overflowing, and the check
+    // refuses the kernel
+    let g = crate::graph::bf16_matmul(64, 64, 64);
+    for (tile, warp) in [
+        ([u32::MAX, u32::MAX, u32::MAX], [u32::MAX, u32::MAX]),
+        ([1 << 31, 1 << 31, 1 << 31], [1, 1]),
+    ] {
+        let d = Directives {
+            tile: Some(tile),
+            warp: Some(warp),
+            tensor_cores: Some(false),
+            stages: Some(u32::MAX),
+            span: Some(Span::default()),
+            ..Directives::default()
+        };
+        let p = crate::lower::to_schedule::lower(&g, &d, Target::Sm90);
+        assert!(p.is_err(), "{tile:?} {warp:?} was accepted");
+        let s = crate::schedule::Schedule {
+            tile,
+            warp,
+            stages: u32::MAX,
+            vector: 1,
+            tensor_cores: true,
+            async_copy: true,
+            threads: 128,
+            elem_bytes: 8,
+        };
+        assert_eq!(s.smem_bytes(crate::schedule::Kind::Matmul), u64::MAX);
+    }
+}

@@ -84,14 +84,18 @@ fn schedule_for(
             } else {
                 warp
             });
+            // in u64, saturated to u32: tile sizes from a directive or a cache entry can be
+            // anything, and the schedule check reports a count over the target's limit
+            let [t0, t1] = [u64::from(tile[0]), u64::from(tile[1])];
             let threads = if tc {
-                let wm = warp[0].max(1);
-                let wn = warp[1].max(1);
-                (tile[0] / wm).max(1) * (tile[1] / wn).max(1) * 32
+                let wm = u64::from(warp[0].max(1));
+                let wn = u64::from(warp[1].max(1));
+                (t0 / wm).max(1) * (t1 / wn).max(1) * 32
             } else {
                 // 4×4 outputs per thread.
-                (tile[0] * tile[1] / 16).max(1)
+                (t0 * t1 / 16).max(1)
             };
+            let threads = u32::try_from(threads).unwrap_or(u32::MAX);
             Schedule {
                 tile,
                 warp,

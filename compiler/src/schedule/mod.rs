@@ -97,8 +97,12 @@ impl Schedule {
     pub fn smem_bytes(&self, kind: Kind) -> u64 {
         match kind {
             Kind::Matmul => {
+                // saturating: tile sizes from a directive or a cache entry can be anything
                 let [bm, bn, bk] = self.tile.map(u64::from);
-                u64::from(self.stages) * (bm * bk + bk * bn) * u64::from(self.elem_bytes)
+                let per_stage = bm.saturating_mul(bk).saturating_add(bk.saturating_mul(bn));
+                u64::from(self.stages)
+                    .saturating_mul(per_stage)
+                    .saturating_mul(u64::from(self.elem_bytes))
             }
             Kind::Elementwise
             | Kind::Softmax
