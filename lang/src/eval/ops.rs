@@ -446,7 +446,9 @@ fn int_binary(op: BinOp, x: i64, y: i64, span: Span, b_span: Span) -> R<Value> {
             if y == 0 {
                 return Err(zero_div(b_span, "integer modulo"));
             }
-            x.checked_rem(y).map(|r| {
+            // `x % -1` is 0 for every x (Python); `i64::MIN % -1` overflows `checked_rem`
+            let r = if y == -1 { Some(0) } else { x.checked_rem(y) };
+            r.map(|r| {
                 if r != 0 && ((r < 0) != (y < 0)) {
                     r + y
                 } else {
