@@ -119,11 +119,19 @@ fn run_source_inner(name: &str, text: String, opts: &RunOptions, check_only: boo
         std::io::stdout(),
     )));
     let sink = out.clone();
+    // A reader that went away (`tessera run x.tsr | head -1`): the run stops at its next step
+    // and ends quietly, as Python's does, instead of printing into a closed pipe forever.
+    let broken = Rc::new(std::cell::Cell::new(false));
+    let (saw, stop) = (broken.clone(), interp.interrupt.clone());
     interp.set_output(Box::new(move |s| {
         let mut w = sink.borrow_mut();
-        let _ = w.write_all(s.as_bytes());
-        if tty {
-            let _ = w.flush();
+        let mut r = w.write_all(s.as_bytes());
+        if tty && r.is_ok() {
+            r = w.flush();
+        }
+        if r.is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
+            saw.set(true);
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
         }
     }));
     // `--profile`: every launch of the run is timed once; launches of the same kernel are
@@ -132,7 +140,19 @@ fn run_source_inner(name: &str, text: String, opts: &RunOptions, check_only: boo
         .profile
         .then(|| session.profile.borrow_mut().start(1, true));
     let result = interp.exec_module(&module);
-    let _ = out.borrow_mut().flush();
+    let flushed = out.borrow_mut().flush();
+    if broken.get()
+        || flushed
+            .as_ref()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    {
+        // the reader is gone: nothing more can be shown; the run ends without an error message
+        return 0;
+    }
+    if let Err(e) = flushed {
+        eprintln!("error: cannot write the output: {e}");
+        return 1;
+    }
     if let Some(prev) = prev {
         let rows = session.profile.borrow_mut().finish(prev);
         let launches: u32 = rows.iter().map(|r| r.launches).sum();

@@ -318,3 +318,41 @@ fn binary_exits_only_with_0_1_or_2() {
         let _ = std::fs::remove_file(&file);
     }
 }
+
+#[test]
+fn a_closed_stdout_ends_an_endless_run_quietly() {
+    // `tessera run loop.tsr | head -1`: once the reader is gone the run stops (it used to
+    // print into the closed pipe forever), with no error message and exit status 0
+    use std::io::{BufRead, BufReader};
+    let dir = std::env::temp_dir().join(format!("tessera-pipe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("loop.tsr");
+    std::fs::write(&script, "i = 0\nwhile True:\n    print(i)\n    i += 1\n").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["run", script.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first, "0\n");
+    // the reader (and the pipe) is dropped here
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("the run kept going after its stdout closed");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert_eq!(err, "");
+}
