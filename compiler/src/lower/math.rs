@@ -105,6 +105,16 @@ fn reinterpret(b: &mut KernelBuilder, to: Ty, x: Reg) -> Reg {
     r
 }
 
+/// `Σ_{k=lo}^{11} z^(k−lo) / (2k + 1)` in fp64 by Horner: the series of `atanh(s)/s` in
+/// `z = s²` (from its first term, `lo = 0`, or from its second, `lo = 1`).
+fn atanh_series(b: &mut KernelBuilder, z: Reg, lo: u32) -> Reg {
+    let mut p = b.mov(Ty::F64, Operand::f64(1.0 / 23.0));
+    for k in (lo..11).rev() {
+        p = b.fma(Ty::F64, p, z, Operand::f64(1.0 / f64::from(2 * k + 1)));
+    }
+    p
+}
+
 /// `ln x` in fp64: subnormals scaled by 2^54; `x = 2^e · m` with `m` in [√½, √2) from the
 /// bits; `ln m = 2·atanh(s)`, `s = (m − 1)/(m + 1)` (|s| ≤ 0.172), by its odd series to s^23
 /// (truncation below 2^-55 relative); `e·ln 2` added with ln 2 split in two. 0 gives −inf, a
@@ -115,10 +125,7 @@ pub(crate) fn log_f64(b: &mut KernelBuilder, x: Reg) -> Reg {
     let d = b.add(Ty::F64, m, Operand::f64(1.0));
     let s = b.bin(BinOp::Div, Ty::F64, f, d);
     let z = b.mul(Ty::F64, s, s);
-    let mut p = b.mov(Ty::F64, Operand::f64(1.0 / 23.0));
-    for k in (0..11).rev() {
-        p = b.fma(Ty::F64, p, z, Operand::f64(1.0 / (2 * k + 1) as f64));
-    }
+    let p = atanh_series(b, z, 0);
     let s2 = b.add(Ty::F64, s, s);
     let lm = b.mul(Ty::F64, s2, p);
     let lo = b.fma(Ty::F64, ef, Operand::f64(LN2_LO), lm);
@@ -184,10 +191,7 @@ fn log_dd(b: &mut KernelBuilder, x: Reg) -> (Reg, Reg) {
     let res = b.fma(Ty::F64, ns, dl, res);
     let sl = b.bin(BinOp::Div, Ty::F64, res, d);
     let z = b.mul(Ty::F64, s, s);
-    let mut q = b.mov(Ty::F64, Operand::f64(1.0 / 23.0));
-    for k in (1..11).rev() {
-        q = b.fma(Ty::F64, q, z, Operand::f64(1.0 / (2 * k + 1) as f64));
-    }
+    let q = atanh_series(b, z, 1);
     let s2 = b.add(Ty::F64, s, s);
     let s2z = b.mul(Ty::F64, s2, z);
     let tail = b.mul(Ty::F64, s2z, q);
