@@ -18,11 +18,10 @@
 //! (traced afresh each time).
 
 use crate::kernel::{compile, Compiled, KernelObj, Session};
-use std::any::Any;
 use std::rc::Rc;
 use tessera_compiler::graph::print::print;
 use tessera_lang::diag::{Code, Diagnostic};
-use tessera_lang::eval::{CallArgs, HostObject, Interp, Module, Value};
+use tessera_lang::eval::{AttrResult, CallArgs, HostObject, Interp, Module, Value};
 
 /// A Graph IR value: prints as its text.
 pub struct GraphObj {
@@ -36,15 +35,7 @@ impl HostObject for GraphObj {
     fn repr(&self) -> String {
         self.text.trim_end().to_string()
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn get_attr(
-        &self,
-        _this: &Value,
-        name: &str,
-        _it: &mut Interp,
-    ) -> Result<Option<Value>, Diagnostic> {
+    fn get_attr(&self, _this: &Value, name: &str, _it: &mut Interp) -> AttrResult {
         Ok(match name {
             "text" => Some(Value::str(&self.text)),
             _ => None,

@@ -105,17 +105,14 @@ fn pos_int(x: &Arg, what: &str) -> Result<i64, Diagnostic> {
 }
 
 fn ints(x: &Arg, what: &str, n: Option<usize>) -> Result<Vec<i64>, Diagnostic> {
-    let items: Vec<Value> = match &x.value {
-        Value::Tuple(t) => t.as_ref().clone(),
-        Value::List(l) => l.borrow().clone(),
-        other => {
-            return Err(Diagnostic::new(
-                Code::E0101,
-                format!("{what} must be a tuple of ints, not {}", other.type_name()),
-            )
-            .at(x.span))
-        }
-    };
+    let items = x.value.items().ok_or_else(|| {
+        let got = x.value.type_name();
+        Diagnostic::new(
+            Code::E0101,
+            format!("{what} must be a tuple of ints, not {got}"),
+        )
+        .at(x.span)
+    })?;
     if let Some(n) = n {
         if items.len() != n {
             return Err(Diagnostic::new(
@@ -249,17 +246,11 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
                 .enumerate()
             {
                 let Some(x) = get(&a, i) else { continue };
-                let items: Vec<Value> = match &x.value {
-                    Value::List(l) => l.borrow().clone(),
-                    Value::Tuple(t) => t.as_ref().clone(),
-                    other => {
-                        return Err(Diagnostic::new(
-                            Code::E0101,
-                            format!("{key} must be a list, not {}", other.type_name()),
-                        )
-                        .at(x.span))
-                    }
-                };
+                let items = x.value.items().ok_or_else(|| {
+                    let got = x.value.type_name();
+                    Diagnostic::new(Code::E0101, format!("{key} must be a list, not {got}"))
+                        .at(x.span)
+                })?;
                 if items.is_empty() {
                     return Err(bad(x.span, format!("{key} must not be empty")));
                 }

@@ -4,9 +4,8 @@
 //! HTML, `t.columns` and `t.rows` the cells.
 
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table as Comfy};
-use std::any::Any;
 use tessera_lang::diag::Diagnostic;
-use tessera_lang::eval::{HostObject, Interp, Value};
+use tessera_lang::eval::{AttrResult, HostObject, Interp, Value};
 
 /// One table: a header, rows of cells, and notes printed under it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -120,21 +119,13 @@ impl HostObject for TableObj {
     fn repr(&self) -> String {
         self.text()
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
     fn html(&self) -> Option<String> {
         Some(TableObj::html(self))
     }
     fn len(&self) -> Option<Result<usize, Diagnostic>> {
         Some(Ok(self.parts.first().map_or(0, |t| t.rows.len())))
     }
-    fn get_attr(
-        &self,
-        _this: &Value,
-        name: &str,
-        _it: &mut Interp,
-    ) -> Result<Option<Value>, Diagnostic> {
+    fn get_attr(&self, _this: &Value, name: &str, _it: &mut Interp) -> AttrResult {
         let first = self.parts.first();
         Ok(match name {
             "html" => {

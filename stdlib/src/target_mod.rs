@@ -152,9 +152,6 @@ impl tessera_lang::eval::HostObject for TargetInfo {
     fn repr(&self) -> String {
         self.table().text()
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
     fn html(&self) -> Option<String> {
         Some(self.table().html())
     }

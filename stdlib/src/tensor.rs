@@ -5,7 +5,7 @@ use std::any::Any;
 use std::rc::Rc;
 use tessera_lang::ast::{BinOp, CmpOp, UnaryOp};
 use tessera_lang::diag::{suggest, Code, Diagnostic};
-use tessera_lang::eval::{CallArgs, HostObject, HostResult, Interp, Value};
+use tessera_lang::eval::{AttrResult, CallArgs, HostObject, HostResult, Interp, Value};
 use tessera_lang::Span;
 use tessera_runtime::{
     binary, unary, BinaryOp, DType, IndexItem, Nested, Operand, ReduceOp, RuntimeError, Scalar,
@@ -79,17 +79,12 @@ pub fn dtype_arg(v: &Value, span: Span) -> Result<DType, Diagnostic> {
 
 /// The items of an int or a tuple/list (of what `what` names, for the error).
 fn int_items(v: &Value, span: Span, what: &str) -> Result<Vec<Value>, Diagnostic> {
-    Ok(match v {
-        Value::Int(_) => vec![v.clone()],
-        Value::Tuple(t) => t.as_ref().clone(),
-        Value::List(l) => l.borrow().clone(),
-        other => {
-            return Err(Diagnostic::new(
-                Code::E0101,
-                format!("expected {what}, got {}", other.type_name()),
-            )
-            .at(span))
-        }
+    if let Value::Int(_) = v {
+        return Ok(vec![v.clone()]);
+    }
+    v.items().ok_or_else(|| {
+        let got = v.type_name();
+        Diagnostic::new(Code::E0101, format!("expected {what}, got {got}")).at(span)
     })
 }
 
@@ -257,15 +252,7 @@ impl HostObject for TensorObj {
     fn repr(&self) -> String {
         self.0.repr()
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn get_attr(
-        &self,
-        this: &Value,
-        name: &str,
-        _interp: &mut Interp,
-    ) -> Result<Option<Value>, Diagnostic> {
+    fn get_attr(&self, this: &Value, name: &str, _interp: &mut Interp) -> AttrResult {
         let t = &self.0;
         if let Some(v) = meta_attr(name, t.shape(), t.dtype()) {
             return Ok(Some(v));
@@ -438,7 +425,33 @@ pub(crate) fn is_tensor_method(name: &str) -> bool {
 }
 
 /// A tensor method's implementation: (interpreter, receiver, method name, arguments).
-pub(crate) type MethodFn = fn(&mut Interp, &Value, &str, CallArgs) -> Result<Value, Diagnostic>;
+pub(crate) type MethodFn = fn(&mut Interp, MethodCall) -> Result<Value, Diagnostic>;
+
+/// A call of a bound method of a tensor-like value: the receiver, the method and its arguments.
+pub(crate) struct MethodCall<'a> {
+    pub recv: &'a Value,
+    pub name: &'a str,
+    pub args: CallArgs,
+}
+
+impl<'a> MethodCall<'a> {
+    /// The receiver as the host object `T` it was bound on.
+    pub fn me<T: 'static>(&self) -> Result<&'a T, Diagnostic> {
+        self.recv
+            .downcast::<T>()
+            .ok_or_else(|| Diagnostic::new(Code::E0101, "not a tensor").at(self.args.span))
+    }
+
+    /// The arguments with the receiver first: `x.f(a, k=b)` as `op.f(x, a, k=b)`.
+    pub fn with_receiver(&self) -> CallArgs {
+        let span = self.args.span;
+        let mut full = CallArgs::new(span);
+        full.positional.push((self.recv.clone(), span));
+        full.positional.extend(self.args.positional.iter().cloned());
+        full.keywords = self.args.keywords.clone();
+        full
+    }
+}
 
 /// The bound method `name` of the tensor-like value `this` (eager, traced or sharded), calling
 /// `call`, or `None` when `is_method(name)` says it has none.
@@ -456,7 +469,14 @@ pub(crate) fn bound_method(
     Some(Value::native(
         name,
         &format!("tensor.{name}"),
-        move |it, args| call(it, &recv, &m, args),
+        move |it, args| {
+            let call_ = MethodCall {
+                recv: &recv,
+                name: &m,
+                args,
+            };
+            call(it, call_)
+        },
     ))
 }
 
@@ -477,20 +497,10 @@ pub(crate) fn tensor_method_names() -> Vec<&'static str> {
     TENSOR_METHODS.iter().copied().chain(unary).collect()
 }
 
-fn tensor_method(
-    it: &mut Interp,
-    recv: &Value,
-    name: &str,
-    args: CallArgs,
-) -> Result<Value, Diagnostic> {
-    let Some(t) = as_tensor(recv) else {
-        return Err(Diagnostic::new(Code::E0101, "not a tensor"));
-    };
-    let t = t.clone();
-    let mut full = CallArgs::new(args.span);
-    full.positional.push((recv.clone(), args.span));
-    full.positional.extend(args.positional.iter().cloned());
-    full.keywords = args.keywords.clone();
+fn tensor_method(it: &mut Interp, call: MethodCall) -> Result<Value, Diagnostic> {
+    let t = call.me::<TensorObj>()?.0.clone();
+    let full = call.with_receiver();
+    let MethodCall { name, args, .. } = call;
     match name {
         "to" | "cast" => {
             let a = args.bind(name, &["dtype"], &[])?;
@@ -533,9 +543,6 @@ impl HostObject for DTypeObj {
     fn repr(&self) -> String {
         self.0.name().to_string()
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
     fn compare(&self, op: CmpOp, other: &Value, _reflected: bool) -> HostResult {
         let o = match other {
             Value::Str(s) => DType::parse(s),
@@ -547,12 +554,7 @@ impl HostObject for DTypeObj {
             _ => None,
         }
     }
-    fn get_attr(
-        &self,
-        _this: &Value,
-        name: &str,
-        _: &mut Interp,
-    ) -> Result<Option<Value>, Diagnostic> {
+    fn get_attr(&self, _this: &Value, name: &str, _: &mut Interp) -> AttrResult {
         Ok(match name {
             "name" => Some(Value::str(self.0.name())),
             "itemsize" => Some(Value::Int(self.0.size_bytes() as i64)),
@@ -564,8 +566,7 @@ impl HostObject for DTypeObj {
         vec!["name", "itemsize", "is_float"]
     }
     fn same(&self, other: &dyn HostObject) -> bool {
-        other
-            .as_any()
+        (other as &dyn Any)
             .downcast_ref::<DTypeObj>()
             .is_some_and(|d| d.0 == self.0)
     }

@@ -52,7 +52,7 @@ pub(crate) fn bf16_matmul(m: usize, n: usize, k: usize) -> Graph {
 }
 
 pub use types::{
-    BinaryOp, BinaryResult, BinaryRow, BinaryVjp, DType, ReduceOp, ReduceResult, ReduceRow,
+    BinaryOp, BinaryResult, BinaryRow, BinaryVjp, DType, OpVjp, ReduceOp, ReduceResult, ReduceRow,
     ReduceVjp, Scalar, SliceItem, TensorType, UnaryOp, UnaryResult, UnaryRow, UnaryVjp, BINARY_OPS,
     REDUCE_OPS, UNARY_OPS,
 };

@@ -146,15 +146,10 @@ impl Printer<'_> {
         spans: &mut Vec<Span>,
     ) -> Vec<String> {
         match op {
-            Op::Param { .. }
-            | Op::Const { .. }
-            | Op::Unary { .. }
-            | Op::Binary { .. }
-            | Op::Where { .. }
-            | Op::Cast { .. }
-            | Op::Reshape { .. }
-            | Op::Broadcast { .. }
-            | Op::FusedElementwise { .. } => vec![],
+            // Inputs, elementwise ops and shape changes: the operands and types say it all.
+            Op::Param { .. } | Op::Const { .. } => vec![],
+            Op::Unary { .. } | Op::Binary { .. } | Op::Where { .. } | Op::Cast { .. } => vec![],
+            Op::FusedElementwise { .. } | Op::Reshape { .. } | Op::Broadcast { .. } => vec![],
             Op::Capture { index } => vec![format!("index = {index}")],
             Op::Matmul {
                 a,

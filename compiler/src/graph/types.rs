@@ -352,6 +352,18 @@ pub enum ReduceResult {
     Same,
 }
 
+/// The derivative of any other op (matmul, softmax, the norms, attention, shape ops) in
+/// reverse mode: given the graph, the op, its result and the cotangent of the result, adds the
+/// ops of its operands' cotangents and returns one per operand of [`super::Op::operands`]
+/// (`None`: that operand gets none). Filled in by the derivatives work; it sits in the
+/// `op.` table's rows (`tessera_stdlib::op::table`).
+pub type OpVjp = fn(
+    &mut super::Graph,
+    &super::Op,
+    super::ValueId,
+    super::ValueId,
+) -> Vec<Option<super::ValueId>>;
+
 /// The derivative of a reduction (reverse mode): given the graph, the input, the result and
 /// the cotangent of the result, adds the ops of the input's cotangent and returns it. Filled
 /// in by the derivatives work; `None`: not differentiable yet.

@@ -12,6 +12,8 @@ use std::any::Any;
 /// The result of an optional host operation: `None` means "not supported", and the evaluator
 /// reports a type error naming both operand types.
 pub type HostResult = Option<Result<Value, Diagnostic>>;
+/// What [`HostObject::get_attr`] returns: `Ok(None)` when there is no such attribute.
+pub type AttrResult = Result<Option<Value>, Diagnostic>;
 
 #[allow(clippy::len_without_is_empty)] // `len()` mirrors Python's optional `__len__`
 pub trait HostObject: Any {
@@ -23,7 +25,6 @@ pub trait HostObject: Any {
     fn str(&self) -> String {
         self.repr()
     }
-    fn as_any(&self) -> &dyn Any;
     /// An HTML rendering for rich displays (Jupyter `text/html`, the REPL's tables); `None`:
     /// the `repr` text is all there is.
     fn html(&self) -> Option<String> {
@@ -34,12 +35,7 @@ pub trait HostObject: Any {
     /// `interp.call_span` holds the span of the attribute expression.
     /// `Ok(None)`: no such attribute (the evaluator reports E0100 with suggestions from
     /// [`HostObject::attr_names`]).
-    fn get_attr(
-        &self,
-        _this: &Value,
-        _name: &str,
-        _interp: &mut Interp,
-    ) -> Result<Option<Value>, Diagnostic> {
+    fn get_attr(&self, _this: &Value, _name: &str, _interp: &mut Interp) -> AttrResult {
         Ok(None)
     }
     /// Attribute names, for suggestions and tab completion.
@@ -100,8 +96,8 @@ pub trait HostObject: Any {
     /// `x == y` identity fallback for host objects that define no comparison.
     fn same(&self, other: &dyn HostObject) -> bool {
         std::ptr::eq(
-            self.as_any() as *const dyn Any as *const u8,
-            other.as_any() as *const dyn Any as *const u8,
+            self as *const Self as *const u8,
+            other as *const dyn HostObject as *const u8,
         )
     }
 }

@@ -9,7 +9,7 @@ mod ops;
 pub mod value;
 
 pub use args::{Arg, CallArgs};
-pub use host::{HostObject, HostResult};
+pub use host::{AttrResult, HostObject, HostResult};
 pub use value::{Frame, Function, Module, Native, TypeKind, Value};
 
 use crate::ast::{self, Expr, ExprKind, FStringPart, Stmt, StmtKind};

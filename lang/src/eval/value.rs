@@ -132,6 +132,14 @@ impl Value {
     pub fn tuple(items: Vec<Value>) -> Value {
         Value::Tuple(Rc::new(items))
     }
+    /// The items of a tuple or list; `None` for any other value.
+    pub fn items(&self) -> Option<Vec<Value>> {
+        match self {
+            Value::Tuple(t) => Some(t.as_ref().clone()),
+            Value::List(l) => Some(l.borrow().clone()),
+            _ => None,
+        }
+    }
     pub fn native(
         name: &str,
         doc: &str,
@@ -170,7 +178,7 @@ impl Value {
     /// The host object, downcast to `T`.
     pub fn downcast<T: 'static>(&self) -> Option<&T> {
         match self {
-            Value::Host(h) => h.as_any().downcast_ref::<T>(),
+            Value::Host(h) => (&**h as &dyn std::any::Any).downcast_ref::<T>(),
             _ => None,
         }
     }

@@ -2,6 +2,7 @@
 //! or gathers and runs the plain op.
 
 use super::*;
+use crate::op::table::{Call, Family};
 
 // ----- op dispatch ------------------------------------------------------------------------------
 
@@ -15,22 +16,6 @@ pub(super) fn has_sharded(args: &CallArgs) -> bool {
             }
     };
     args.positional.iter().any(|(v, _)| is(v)) || args.keywords.iter().any(|(_, v, _)| is(v))
-}
-
-/// `op.<name>` that runs per device when an argument is sharded, else `f`.
-pub fn wrap(name: &'static str, f: Value) -> Value {
-    let Value::Native(n) = &f else {
-        return f;
-    };
-    let doc = n.doc.clone();
-    let inner = n.clone();
-    Value::native(name, &doc, move |it, args| {
-        if has_sharded(&args) {
-            sharded_op(it, name, args, &inner)
-        } else {
-            (inner.func)(it, args)
-        }
-    })
 }
 
 pub(super) use tessera_lang::eval::args::given as arg;
@@ -59,146 +44,119 @@ pub(super) fn int_arg(a: &[Option<Arg>], i: usize, what: &str) -> Result<Option<
     arg(a, i).map(|x| x.int(what)).transpose()
 }
 
-pub(super) fn sharded_op(
-    it: &mut Interp,
-    name: &'static str,
-    args: CallArgs,
-    eager: &Rc<tessera_lang::eval::Native>,
-) -> Result<Value, Diagnostic> {
-    let span = args.span;
-    if let Some(u) = unary_op(name) {
-        let a = args.bind(name, &["x"], &[])?;
-        let x = need(&a, 0, span)?;
-        return map_unary(name, &x.value, span, move |t| rtm::unary(u, t));
-    }
-    let bin = crate::op::binary_op(name);
-    if let Some(b) = bin {
-        let a = args.bind(name, &["a", "b"], &[])?;
-        return elementwise_binary(
-            b,
-            &need(&a, 0, span)?.value,
-            &need(&a, 1, span)?.value,
-            span,
-        );
-    }
-    match name {
-        "sum" | "mean" | "max" | "min" => {
-            let a = args.bind(name, &["x"], &["axis", "keepdim"])?;
-            let axis = match arg(&a, 1) {
-                Some(x) if matches!(x.value, Value::Tuple(_) | Value::List(_)) => {
-                    return gathered_call(it, args, eager)
-                }
-                _ => int_arg(&a, 1, "axis")?,
-            };
-            reduce(
-                name,
-                &need(&a, 0, span)?.value,
-                axis,
-                bool_arg(&a, 2, "keepdim")?,
-                span,
-            )
-        }
-        "matmul" => {
-            let a = args.bind("matmul", &["A", "B"], &["accum_dtype", "tile_shape"])?;
-            let acc = arg(&a, 2)
-                .map(|d| dtype_arg(&d.value, d.span))
-                .transpose()?;
-            matmul(
-                &need(&a, 0, span)?.value,
-                &need(&a, 1, span)?.value,
-                acc,
-                span,
-            )
-        }
-        "cast" => {
-            let a = args.bind("cast", &["x", "dtype"], &[])?;
-            let d = need(&a, 1, span)?;
-            let dt = dtype_arg(&d.value, d.span)?;
-            map_unary("cast", &need(&a, 0, span)?.value, span, move |t| t.cast(dt))
-        }
-        "softmax" => {
-            let a = args.bind("softmax", &["x"], &["axis"])?;
-            let axis = int_arg(&a, 1, "axis")?.unwrap_or(-1);
-            along_axis("softmax", &need(&a, 0, span)?.value, axis, span, move |t| {
-                rtm::softmax(t, axis as isize)
-            })
-        }
-        "layernorm" | "rmsnorm" => {
-            let a = if name == "layernorm" {
-                args.bind(name, &["x"], &["weight", "bias", "eps"])?
-            } else {
-                args.bind(name, &["x"], &["weight", "eps"])?
-            };
-            let w = arg(&a, 1).map(|x| full_of(&x.value, x.span)).transpose()?;
-            let (b, eps) = if name == "layernorm" {
-                (
-                    arg(&a, 2).map(|x| full_of(&x.value, x.span)).transpose()?,
-                    float_arg(&a, 3, "eps")?.unwrap_or(1e-5),
-                )
-            } else {
-                (None, float_arg(&a, 2, "eps")?.unwrap_or(1e-6))
-            };
-            let ln = name == "layernorm";
-            along_axis(name, &need(&a, 0, span)?.value, -1, span, move |t| {
-                if ln {
-                    rtm::layernorm(t, w.as_ref(), b.as_ref(), eps)
-                } else {
-                    rtm::rmsnorm(t, w.as_ref(), eps)
-                }
-            })
-        }
-        "flash_attention" => {
-            let a = args.bind("flash_attention", &["Q", "K", "V"], &["causal", "scale"])?;
-            attention(
-                &need(&a, 0, span)?.value,
-                &need(&a, 1, span)?.value,
-                &need(&a, 2, span)?.value,
-                bool_arg(&a, 3, "causal")?,
-                float_arg(&a, 4, "scale")?,
-                span,
-            )
-        }
-        _ => gathered_call(it, args, eager),
-    }
+type R = Result<Value, Diagnostic>;
+
+pub fn m_unary(_: &mut Interp, c: &Call) -> R {
+    let Family::Unary(u) = c.row.family else {
+        return Err(c.not_in_family());
+    };
+    let x = need(&c.a, 0, c.span)?;
+    map_unary(c.row.name, &x.value, c.span, move |t| rtm::unary(u, t))
 }
 
-/// Calls the eager op on the gathered operands.
-pub(super) fn gathered_call(
-    it: &mut Interp,
-    args: CallArgs,
-    eager: &Rc<tessera_lang::eval::Native>,
-) -> Result<Value, Diagnostic> {
-    let full = |v: &Value, s: Span| -> Result<Value, Diagnostic> {
-        Ok(match v {
-            Value::List(l) => Value::list(
-                l.borrow()
-                    .iter()
-                    .map(|x| match as_sharded(x) {
-                        Some(o) => gather_full(o, s).map(tensor_value),
-                        None => Ok(x.clone()),
-                    })
-                    .collect::<Result<_, _>>()?,
-            ),
-            Value::Tuple(t) => Value::tuple(
-                t.iter()
-                    .map(|x| match as_sharded(x) {
-                        Some(o) => gather_full(o, s).map(tensor_value),
-                        None => Ok(x.clone()),
-                    })
-                    .collect::<Result<_, _>>()?,
-            ),
-            _ => match as_sharded(v) {
-                Some(o) => tensor_value(gather_full(o, s)?),
-                None => v.clone(),
-            },
-        })
+pub fn m_binary(_: &mut Interp, c: &Call) -> R {
+    let Family::Binary(b) = c.row.family else {
+        return Err(c.not_in_family());
     };
-    let mut g = CallArgs::new(args.span);
-    for (v, s) in &args.positional {
-        g.positional.push((full(v, *s)?, *s));
+    let (x, y) = (need(&c.a, 0, c.span)?, need(&c.a, 1, c.span)?);
+    elementwise_binary(b, &x.value, &y.value, c.span)
+}
+
+pub fn m_reduce(it: &mut Interp, c: &Call) -> R {
+    let axis = match arg(&c.a, 1) {
+        Some(x) if x.value.items().is_some() => return gathered_call(it, c),
+        _ => int_arg(&c.a, 1, "axis")?,
+    };
+    let x = need(&c.a, 0, c.span)?;
+    let keep = bool_arg(&c.a, 2, "keepdim")?;
+    reduce(c.row.name, &x.value, axis, keep, c.span)
+}
+
+pub fn m_matmul(_: &mut Interp, c: &Call) -> R {
+    let acc = arg(&c.a, 2)
+        .map(|d| dtype_arg(&d.value, d.span))
+        .transpose()?;
+    let (a, b) = (need(&c.a, 0, c.span)?, need(&c.a, 1, c.span)?);
+    matmul(&a.value, &b.value, acc, c.span)
+}
+
+pub fn m_cast(_: &mut Interp, c: &Call) -> R {
+    let d = need(&c.a, 1, c.span)?;
+    let dt = dtype_arg(&d.value, d.span)?;
+    let x = need(&c.a, 0, c.span)?;
+    map_unary("cast", &x.value, c.span, move |t| t.cast(dt))
+}
+
+pub fn m_softmax(_: &mut Interp, c: &Call) -> R {
+    let axis = int_arg(&c.a, 1, "axis")?.unwrap_or(-1);
+    let x = need(&c.a, 0, c.span)?;
+    along_axis("softmax", &x.value, axis, c.span, move |t| {
+        rtm::softmax(t, axis as isize)
+    })
+}
+
+/// `layernorm` and `rmsnorm`: the last axis gathered, the norm run locally.
+pub fn m_norm(_: &mut Interp, c: &Call) -> R {
+    let a = &c.a;
+    let ln = c.row.name == "layernorm";
+    let w = arg(a, 1).map(|x| full_of(&x.value, x.span)).transpose()?;
+    let (b, eps) = match ln {
+        true => (
+            arg(a, 2).map(|x| full_of(&x.value, x.span)).transpose()?,
+            float_arg(a, 3, "eps")?.unwrap_or(1e-5),
+        ),
+        false => (None, float_arg(a, 2, "eps")?.unwrap_or(1e-6)),
+    };
+    let x = need(a, 0, c.span)?;
+    along_axis(c.row.name, &x.value, -1, c.span, move |t| match ln {
+        true => rtm::layernorm(t, w.as_ref(), b.as_ref(), eps),
+        false => rtm::rmsnorm(t, w.as_ref(), eps),
+    })
+}
+
+pub fn m_attention(_: &mut Interp, c: &Call) -> R {
+    let (a, span) = (&c.a, c.span);
+    let (q, k, v) = (need(a, 0, span)?, need(a, 1, span)?, need(a, 2, span)?);
+    let causal = bool_arg(a, 3, "causal")?;
+    let scale = float_arg(a, 4, "scale")?;
+    attention(&q.value, &k.value, &v.value, causal, scale, span)
+}
+
+/// Calls the eager op on the gathered (whole) operands.
+pub fn gathered_call(it: &mut Interp, c: &Call) -> R {
+    let whole = |x: &Value, s: Span| -> Result<Value, Diagnostic> {
+        match as_sharded(x) {
+            Some(o) => gather_full(o, s).map(tensor_value),
+            None => Ok(x.clone()),
+        }
+    };
+    let mut a = Vec::with_capacity(c.a.len());
+    for slot in &c.a {
+        a.push(match slot {
+            Some(x) => Some(Arg {
+                value: match &x.value {
+                    Value::List(l) => Value::list(
+                        l.borrow()
+                            .iter()
+                            .map(|v| whole(v, x.span))
+                            .collect::<Result<_, _>>()?,
+                    ),
+                    Value::Tuple(t) => Value::tuple(
+                        t.iter()
+                            .map(|v| whole(v, x.span))
+                            .collect::<Result<_, _>>()?,
+                    ),
+                    v => whole(v, x.span)?,
+                },
+                span: x.span,
+            }),
+            None => None,
+        });
     }
-    for (k, v, s) in &args.keywords {
-        g.keywords.push((k.clone(), full(v, *s)?, *s));
-    }
-    (eager.func)(it, g)
+    let g = Call {
+        row: c.row,
+        a,
+        span: c.span,
+    };
+    (c.row.eager)(it, &g)
 }

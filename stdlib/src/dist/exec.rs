@@ -89,6 +89,13 @@ pub(super) fn collective(x: &Sv, c: Comm) -> Result<Sv, Diagnostic> {
 }
 
 /// Reduces a partial tensor (`all_reduce`); others unchanged.
+/// The sharded tensor `v`, settled ([`settle`]); an E0101 when `v` is not one.
+fn settled(v: &Value, span: Span) -> Result<Sv, Diagnostic> {
+    let x = sv_of(v)
+        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a sharded tensor").at(span))?;
+    settle(&x)
+}
+
 pub(super) fn settle(x: &Sv) -> Result<Sv, Diagnostic> {
     match x.s.layout.partial {
         Some(p) => collective(
@@ -221,10 +228,7 @@ pub(super) fn map_unary(
     span: Span,
     f: impl Fn(&Tensor) -> rtm::Result<Tensor> + Sync,
 ) -> Result<Value, Diagnostic> {
-    let Some(x) = sv_of(x) else {
-        return Err(Diagnostic::new(Code::E0101, "expected a sharded tensor").at(span));
-    };
-    let x = settle(&x)?;
+    let x = settled(x, span)?;
     let probe = f(&Tensor::abstract_tensor(&[], x.s.dtype).map_err(|e| rt_at(e, span))?)
         .map_err(|e| rt_at(e, span))?;
     let l = x.s.layout.clone();
@@ -398,10 +402,7 @@ pub(super) fn reduce(
     keepdim: bool,
     span: Span,
 ) -> Result<Value, Diagnostic> {
-    let Some(x) = sv_of(x) else {
-        return Err(Diagnostic::new(Code::E0101, "expected a tensor").at(span));
-    };
-    let x = settle(&x)?;
+    let x = settled(x, span)?;
     let nd = x.s.shape.len();
     let axes: Vec<usize> = match axis {
         Some(a) => vec![norm_axis(a, nd, span)?],
@@ -472,10 +473,7 @@ pub(super) fn along_axis(
     span: Span,
     f: impl Fn(&Tensor) -> rtm::Result<Tensor> + Sync,
 ) -> Result<Value, Diagnostic> {
-    let Some(x) = sv_of(x) else {
-        return Err(Diagnostic::new(Code::E0101, "expected a tensor").at(span));
-    };
-    let x = settle(&x)?;
+    let x = settled(x, span)?;
     let a = norm_axis(axis, x.s.shape.len(), span)?;
     let keep = x.s.layout.clone();
     let t = rules::gathered(&x.s.layout, a);

@@ -26,7 +26,9 @@ use std::time::Instant;
 use tessera_compiler::schedule::mesh as rules;
 use tessera_lang::ast::{BinOp, CmpOp, UnaryOp};
 use tessera_lang::diag::{Code, Diagnostic};
-use tessera_lang::eval::{Arg, CallArgs, HostObject, HostResult, Interp, Module, Value};
+use tessera_lang::eval::{
+    Arg, AttrResult, CallArgs, HostObject, HostResult, Interp, Module, Value,
+};
 use tessera_lang::Span;
 use tessera_runtime::mesh::{
     per_device, Comm, CommKind, Layout, Local, Mesh, Program, RedOp, Sharded, Step,
@@ -261,10 +263,7 @@ impl HostObject for MeshObj {
     fn repr(&self) -> String {
         mesh_text(&self.0)
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn get_attr(&self, _: &Value, name: &str, _: &mut Interp) -> Result<Option<Value>, Diagnostic> {
+    fn get_attr(&self, _: &Value, name: &str, _: &mut Interp) -> AttrResult {
         let m = &self.0;
         Ok(Some(match name {
             "axes" => Value::tuple(m.shape.axes.iter().map(|a| Value::str(a)).collect()),
@@ -278,8 +277,7 @@ impl HostObject for MeshObj {
         vec!["axes", "shape", "devices", "size"]
     }
     fn same(&self, other: &dyn HostObject) -> bool {
-        other
-            .as_any()
+        (other as &dyn Any)
             .downcast_ref::<MeshObj>()
             .is_some_and(|o| o.0 == self.0)
     }
@@ -292,10 +290,7 @@ impl HostObject for SpecObj {
     fn repr(&self) -> String {
         self.text()
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn get_attr(&self, _: &Value, name: &str, _: &mut Interp) -> Result<Option<Value>, Diagnostic> {
+    fn get_attr(&self, _: &Value, name: &str, _: &mut Interp) -> AttrResult {
         Ok(Some(match name {
             "partition" => Value::tuple(
                 self.partition
@@ -351,15 +346,7 @@ impl HostObject for ShardedObj {
     fn repr(&self) -> String {
         self.text()
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn get_attr(
-        &self,
-        this: &Value,
-        name: &str,
-        _: &mut Interp,
-    ) -> Result<Option<Value>, Diagnostic> {
+    fn get_attr(&self, this: &Value, name: &str, _: &mut Interp) -> AttrResult {
         let s = &self.s;
         if let Some(v) = crate::tensor::meta_attr(name, &s.shape, s.dtype) {
             return Ok(Some(v));
@@ -455,15 +442,10 @@ fn is_operand(v: &Value) -> bool {
         || as_sharded(v).is_some()
 }
 
-fn sharded_method(
-    it: &mut Interp,
-    recv: &Value,
-    name: &str,
-    args: CallArgs,
-) -> Result<Value, Diagnostic> {
-    let Some(me) = as_sharded(recv) else {
-        return Err(Diagnostic::new(Code::E0101, "not a tensor"));
-    };
+fn sharded_method(it: &mut Interp, call: MethodCall) -> Result<Value, Diagnostic> {
+    let me = call.me::<ShardedObj>()?;
+    let full = call.with_receiver();
+    let MethodCall { recv, name, args } = call;
     match name {
         "gather" => {
             args.bind("gather", &[], &[])?;
@@ -495,10 +477,6 @@ fn sharded_method(
             let f = crate::op::function(name).ok_or_else(|| {
                 Diagnostic::new(Code::E0100, format!("tensor has no method '{name}'"))
             })?;
-            let mut full = CallArgs::new(args.span);
-            full.positional.push((recv.clone(), args.span));
-            full.positional.extend(args.positional.iter().cloned());
-            full.keywords = args.keywords.clone();
             it.call(&f, full)
         }
     }

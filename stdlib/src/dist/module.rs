@@ -5,17 +5,16 @@ use super::*;
 // ----- the module -------------------------------------------------------------------------------
 
 pub(super) fn str_items(v: &Value, span: Span, what: &str) -> Result<Vec<String>, Diagnostic> {
-    let items: Vec<Value> = match v {
+    let items = match v {
         Value::Str(_) => vec![v.clone()],
-        Value::Tuple(t) => t.as_ref().clone(),
-        Value::List(l) => l.borrow().clone(),
-        other => {
-            return Err(Diagnostic::new(
+        _ => v.items().ok_or_else(|| {
+            let got = v.type_name();
+            Diagnostic::new(
                 Code::E0101,
-                format!("{what} must be a tuple of str, not {}", other.type_name()),
+                format!("{what} must be a tuple of str, not {got}"),
             )
-            .at(span))
-        }
+            .at(span)
+        })?,
     };
     items
         .into_iter()
@@ -141,11 +140,7 @@ pub fn module(session: Rc<Session>) -> Module {
         Value::native("ShardSpec", FUNCTIONS[1].1, |_, args| {
             let a = args.bind("ShardSpec", &["partition", "mesh_axes"], &[])?;
             let p = need(&a, 0, args.span)?;
-            let items: Vec<Value> = match &p.value {
-                Value::Tuple(t) => t.as_ref().clone(),
-                Value::List(l) => l.borrow().clone(),
-                other => vec![other.clone()],
-            };
+            let items = p.value.items().unwrap_or_else(|| vec![p.value.clone()]);
             let mut partition = Vec::new();
             for x in items {
                 partition.push(match x {

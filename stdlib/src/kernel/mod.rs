@@ -12,7 +12,6 @@
 use crate::schedule::Directives;
 use crate::tensor::as_tensor;
 use crate::trace::{as_sym, TraceCtx};
-use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
@@ -25,7 +24,7 @@ use tessera_compiler::pipeline::{lower, Lowered};
 use tessera_compiler::schedule::Directives as SchedDirectives;
 use tessera_compiler::target::Target;
 use tessera_lang::diag::{Code, Diagnostic};
-use tessera_lang::eval::{CallArgs, HostObject, HostResult, Interp, Value};
+use tessera_lang::eval::{AttrResult, CallArgs, HostObject, HostResult, Interp, Value};
 use tessera_lang::Span;
 use tessera_runtime::Tensor;
 
@@ -329,18 +328,10 @@ impl HostObject for KernelObj {
     fn repr(&self) -> String {
         format!("<kernel {}>", self.name)
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
     fn call(&self, _this: &Value, it: &mut Interp, args: CallArgs) -> HostResult {
         Some(self.invoke(it, args))
     }
-    fn get_attr(
-        &self,
-        _this: &Value,
-        name: &str,
-        _it: &mut Interp,
-    ) -> Result<Option<Value>, Diagnostic> {
+    fn get_attr(&self, _this: &Value, name: &str, _it: &mut Interp) -> AttrResult {
         Ok(match name {
             "__name__" => Some(Value::str(&self.name)),
             "autotune_cache" => Some(match &*self.autotune_cache.borrow() {

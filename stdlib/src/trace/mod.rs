@@ -16,14 +16,13 @@
 //! friends, which receive no span: until `lang` passes one, they get the span of the kernel's
 //! `def` name.
 
-use crate::tensor::{as_tensor, dtype_arg, ints_arg, rt, tensor_arg};
-use std::any::Any;
+use crate::tensor::{as_tensor, dtype_arg, ints_arg, rt, tensor_arg, MethodCall};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use tessera_compiler::graph::{self as gir, Graph, Op, ValueId};
 use tessera_lang::ast::{BinOp, CmpOp, UnaryOp as AstUnary};
 use tessera_lang::diag::{Code, Diagnostic};
-use tessera_lang::eval::{Arg, CallArgs, HostObject, HostResult, Interp, Value};
+use tessera_lang::eval::{Arg, AttrResult, CallArgs, HostObject, HostResult, Interp, Value};
 use tessera_lang::Span;
 use tessera_runtime::{
     self as rtm, BinaryOp, DType, IndexItem, Operand, ReduceOp, Scalar, Tensor, UnaryOp,
@@ -185,40 +184,6 @@ fn tens(ctx: &Rc<TraceCtx>, v: &Value, span: Span) -> Result<TArg, Diagnostic> {
     }
 }
 
-/// The trace of the first symbolic tensor among the arguments, if any.
-pub fn find_ctx(args: &CallArgs) -> Option<Rc<TraceCtx>> {
-    let from = |v: &Value| -> Option<Rc<TraceCtx>> {
-        if let Some(s) = as_sym(v) {
-            return Some(s.ctx.clone());
-        }
-        match v {
-            Value::List(l) => l
-                .borrow()
-                .iter()
-                .find_map(|x| as_sym(x).map(|s| s.ctx.clone())),
-            Value::Tuple(t) => t.iter().find_map(|x| as_sym(x).map(|s| s.ctx.clone())),
-            _ => None,
-        }
-    };
-    args.positional
-        .iter()
-        .find_map(|(v, _)| from(v))
-        .or_else(|| args.keywords.iter().find_map(|(_, v, _)| from(v)))
-}
-
-/// Wraps the eager `op.<name>` native: with a symbolic argument it traces instead.
-pub fn traced(name: &'static str, eager: Value) -> Value {
-    let Value::Native(n) = &eager else {
-        return eager;
-    };
-    let doc = n.doc.clone();
-    let eager_native = n.clone();
-    Value::native(name, &doc, move |it, args| match find_ctx(&args) {
-        Some(ctx) => trace_op(it, &ctx, name, args),
-        None => (eager_native.func)(it, args),
-    })
-}
-
 fn value_error(what: &str) -> Diagnostic {
     Diagnostic::new(
         Code::E0201,
@@ -330,15 +295,7 @@ impl HostObject for SymTensor {
             self.aval.dtype().name()
         )
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn get_attr(
-        &self,
-        this: &Value,
-        name: &str,
-        it: &mut Interp,
-    ) -> Result<Option<Value>, Diagnostic> {
+    fn get_attr(&self, this: &Value, name: &str, it: &mut Interp) -> AttrResult {
         let t = &self.aval;
         if let Some(v) = crate::tensor::meta_attr(name, t.shape(), t.dtype()) {
             return Ok(Some(v));
@@ -434,17 +391,11 @@ impl HostObject for SymTensor {
     }
 }
 
-fn sym_method(
-    it: &mut Interp,
-    recv: &Value,
-    name: &str,
-    args: CallArgs,
-) -> Result<Value, Diagnostic> {
-    let Some(s) = as_sym(recv) else {
-        return Err(Diagnostic::new(Code::E0101, "not a tensor"));
-    };
+fn sym_method(it: &mut Interp, call: MethodCall) -> Result<Value, Diagnostic> {
+    let s = call.me::<SymTensor>()?;
     let ctx = s.ctx.clone();
-    let span = args.span;
+    let span = call.args.span;
+    let (name, args) = (call.name, &call.args);
     match name {
         "tolist" | "item" => Err(value_error(&format!(".{name}()")).at(span)),
         "numel" => {
@@ -452,16 +403,12 @@ fn sym_method(
             Ok(Value::Int(s.aval.numel() as i64))
         }
         "reshape" => {
-            let dims = crate::tensor::reshape_dims(&args)?;
+            let dims = crate::tensor::reshape_dims(args)?;
             t_reshape(&ctx, &s.me(), &dims, span)
         }
         _ => {
-            let mut full = CallArgs::new(span);
-            full.positional.push((recv.clone(), span));
-            full.positional.extend(args.positional.iter().cloned());
-            full.keywords = args.keywords.clone();
             let op = if name == "to" { "cast" } else { name };
-            trace_op(it, &ctx, op, full)
+            trace_op(it, &ctx, op, call.with_receiver())
         }
     }
 }

@@ -2,6 +2,7 @@
 //! the Graph IR op.
 
 use super::*;
+use crate::op::table::{Call, Family, InTrace};
 
 // ----- recording each op --------------------------------------------------------------------
 
@@ -231,235 +232,242 @@ pub(super) fn t_index(
     ))
 }
 
-/// `op.<name>(...)` with at least one symbolic argument.
+/// `op.<name>(...)` (or the method `x.<name>(...)`) with at least one symbolic argument.
 pub fn trace_op(
     it: &mut Interp,
     ctx: &Rc<TraceCtx>,
     name: &str,
     args: CallArgs,
 ) -> Result<Value, Diagnostic> {
-    let span = args.span;
+    match crate::op::table::row(name) {
+        Some(row) => crate::op::table::call(it, row, &args),
+        None if !ctx.active.get() => Err(escaped().at(args.span)),
+        None => Err(no_trace(name).at(args.span)),
+    }
+}
+
+fn no_trace(name: &str) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0201,
+        format!("op.{name} cannot take a traced tensor inside a kernel"),
+    )
+}
+
+/// The traced form of the op call `c` (the table's [`InTrace`]).
+pub fn trace_call(it: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> Result<Value, Diagnostic> {
     if !ctx.active.get() {
-        return Err(escaped().at(span));
+        return Err(escaped().at(c.span));
     }
-    let arg = |a: &[Option<Arg>], i: usize| -> Result<TArg, Diagnostic> {
-        let x = req(a, i)?;
-        targ(ctx, &x.value, x.span)
+    match c.row.trace {
+        InTrace::Record(f) => f(it, ctx, c),
+        InTrace::ReadsValues => Err(value_error(&format!("op.{}", c.row.name)).at(c.span)),
+        InTrace::Refused => Err(no_trace(c.row.name).at(c.span)),
+    }
+}
+
+/// Argument `i` as an operand (a scalar stays a scalar).
+fn operand_at(ctx: &Rc<TraceCtx>, a: &[Option<Arg>], i: usize) -> Result<TArg, Diagnostic> {
+    let x = req(a, i)?;
+    targ(ctx, &x.value, x.span)
+}
+
+/// Argument `i` as a tensor operand (a scalar becomes a 0-d tensor).
+fn tensor_at(ctx: &Rc<TraceCtx>, a: &[Option<Arg>], i: usize) -> Result<TArg, Diagnostic> {
+    let x = req(a, i)?;
+    tens(ctx, &x.value, x.span)
+}
+
+type R = Result<Value, Diagnostic>;
+
+pub fn t_unary_call(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
+    let Family::Unary(u) = c.row.family else {
+        return Err(c.not_in_family());
     };
-    let targ = |a: &[Option<Arg>], i: usize| -> Result<TArg, Diagnostic> {
-        let x = req(a, i)?;
-        tens(ctx, &x.value, x.span)
+    t_unary(ctx, u, &tensor_at(ctx, &c.a, 0)?, c.span)
+}
+
+pub fn t_binary_call(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
+    let Family::Binary(op) = c.row.family else {
+        return Err(c.not_in_family());
     };
-    if let Some(u) = crate::tensor::unary_op(name) {
-        let a = args.bind(name, &["x"], &[])?;
-        return t_unary(ctx, u, &targ(&a, 0)?, span);
+    let (a, b) = (operand_at(ctx, &c.a, 0)?, operand_at(ctx, &c.a, 1)?);
+    t_binary(ctx, op, &a, &b, c.span)
+}
+
+pub fn t_reduce_call(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
+    let Family::Reduce(r) = c.row.family else {
+        return Err(c.not_in_family());
+    };
+    let (a, span) = (&c.a, c.span);
+    let keep = bool_opt(a, 2, "keepdim")?.unwrap_or(false);
+    let x = tensor_at(ctx, a, 0)?;
+    match opt(a, 1) {
+        Some(ax) if ax.value.items().is_some() => {
+            let axes = ints_arg(&ax.value, ax.span)?;
+            t_reduce_axes(ctx, r, &x, &axes, keep, span).map_err(|d| d.or_at(ax.span))
+        }
+        _ => t_reduce(ctx, r, &x, int_opt(a, 1, "axis")?, keep, span),
     }
-    if let Some(r) = crate::tensor::reduce_op(name) {
-        let a = args.bind(name, &["x"], &["axis", "keepdim"])?;
-        let keep = bool_opt(&a, 2, "keepdim")?.unwrap_or(false);
-        let x = targ(&a, 0)?;
-        return match opt(&a, 1) {
-            Some(ax) if matches!(ax.value, Value::Tuple(_) | Value::List(_)) => {
-                let axes = ints_arg(&ax.value, ax.span)?;
-                t_reduce_axes(ctx, r, &x, &axes, keep, span).map_err(|d| d.or_at(ax.span))
-            }
-            _ => t_reduce(ctx, r, &x, int_opt(&a, 1, "axis")?, keep, span),
-        };
+}
+
+pub fn t_where(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
+    let span = c.span;
+    let cond = tensor_at(ctx, &c.a, 0)?;
+    let (x, y) = (operand_at(ctx, &c.a, 1)?, operand_at(ctx, &c.a, 2)?);
+    let ca = cond
+        .tensor()
+        .ok_or_else(|| Diagnostic::new(Code::E0101, "where needs a tensor condition"))?;
+    let aval = rtm::where_(ca, x.aval(), y.aval()).map_err(rt)?;
+    let p = rtm::promote_operands(x.aval().operand_type(), y.aval().operand_type());
+    let ci = ctx.id_of(&cond, ca.dtype(), span);
+    let xi = ctx.id_of(&x, p, span);
+    let yi = ctx.id_of(&y, p, span);
+    let op = Op::Where {
+        cond: ci,
+        a: xi,
+        b: yi,
+    };
+    Ok(ctx.record(op, aval, span))
+}
+
+/// `op.tensor(x, dtype)` and `op.cast(x, dtype)` of a traced tensor: a cast (or `x` itself).
+pub fn t_tensor(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
+    let x = tensor_at(ctx, &c.a, 0)?;
+    match opt(&c.a, 1) {
+        Some(d) => t_cast(ctx, &x, dtype_arg(&d.value, d.span)?, c.span),
+        None => sym_value(ctx, &x, c.span),
     }
-    let bin = crate::op::binary_op(name);
-    if let Some(op) = bin {
-        let a = args.bind(name, &["a", "b"], &[])?;
-        return t_binary(ctx, op, &arg(&a, 0)?, &arg(&a, 1)?, span);
+}
+
+pub fn t_cast_call(it: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
+    t_tensor(it, ctx, c)
+}
+
+pub fn t_matmul_call(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
+    let acc = opt(&c.a, 2)
+        .map(|x| dtype_arg(&x.value, x.span))
+        .transpose()?;
+    if let Some(ts) = opt(&c.a, 3) {
+        ints_arg(&ts.value, ts.span)?;
     }
-    match name {
-        "where" => {
-            let a = args.bind("where", &["cond", "a", "b"], &[])?;
-            let (c, x, y) = (targ(&a, 0)?, arg(&a, 1)?, arg(&a, 2)?);
-            let ca = c
-                .tensor()
-                .ok_or_else(|| Diagnostic::new(Code::E0101, "where needs a tensor condition"))?;
-            let aval = rtm::where_(ca, x.aval(), y.aval()).map_err(rt)?;
-            let p = rtm::promote_operands(x.aval().operand_type(), y.aval().operand_type());
-            let ci = ctx.id_of(&c, ca.dtype(), span);
-            let xi = ctx.id_of(&x, p, span);
-            let yi = ctx.id_of(&y, p, span);
-            Ok(ctx.record(
-                Op::Where {
-                    cond: ci,
-                    a: xi,
-                    b: yi,
-                },
-                aval,
-                span,
-            ))
-        }
-        "cast" | "to" | "tensor" => {
-            let a = if name == "tensor" {
-                args.bind(name, &["data"], &["dtype"])?
-            } else {
-                args.bind(name, &["x", "dtype"], &[])?
-            };
-            let x = targ(&a, 0)?;
-            match opt(&a, 1) {
-                Some(d) => t_cast(ctx, &x, dtype_arg(&d.value, d.span)?, span),
-                None => sym_value(ctx, &x, span),
-            }
-        }
-        "matmul" => {
-            let a = args.bind("matmul", &["A", "B"], &["accum_dtype", "tile_shape"])?;
-            let acc = opt(&a, 2)
-                .map(|x| dtype_arg(&x.value, x.span))
-                .transpose()?;
-            if let Some(ts) = opt(&a, 3) {
-                ints_arg(&ts.value, ts.span)?;
-            }
-            t_matmul(ctx, &targ(&a, 0)?, &targ(&a, 1)?, acc, span)
-        }
-        "softmax" => {
-            let a = args.bind("softmax", &["x"], &["axis"])?;
-            let x = targ(&a, 0)?;
-            let xa = x
-                .tensor()
-                .cloned()
-                .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
-            let ax = int_opt(&a, 1, "axis")?.unwrap_or(-1);
-            let aval = rtm::softmax(&xa, ax as isize).map_err(rt)?;
-            let axis = norm_axis(ax, xa.ndim())?;
-            let xi = ctx.id_of(&x, xa.dtype(), span);
-            Ok(ctx.record(Op::Softmax { x: xi, axis }, aval, span))
-        }
-        "layernorm" | "rmsnorm" => {
-            let layer = name == "layernorm";
-            let a = if layer {
-                args.bind(name, &["x"], &["weight", "bias", "eps"])?
-            } else {
-                args.bind(name, &["x"], &["weight", "eps"])?
-            };
-            let x = targ(&a, 0)?;
-            let w = opt(&a, 1)
-                .map(|v| tens(ctx, &v.value, v.span))
-                .transpose()?;
-            let b = if layer {
-                opt(&a, 2)
-                    .map(|v| tens(ctx, &v.value, v.span))
-                    .transpose()?
-            } else {
-                None
-            };
-            let eps_i = if layer { 3 } else { 2 };
-            let eps = float_opt(&a, eps_i, "eps")?.unwrap_or(if layer { 1e-5 } else { 1e-6 });
-            let xa = x
-                .tensor()
-                .cloned()
-                .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a tensor"))?;
-            let aval = if layer {
-                rtm::layernorm(
-                    &xa,
-                    w.as_ref().and_then(|t| t.tensor()),
-                    b.as_ref().and_then(|t| t.tensor()),
-                    eps,
-                )
-            } else {
-                rtm::rmsnorm(&xa, w.as_ref().and_then(|t| t.tensor()), eps)
-            }
-            .map_err(rt)?;
-            let xi = ctx.id_of(&x, xa.dtype(), span);
-            let wi = w.map(|t| ctx.id_of(&t, xa.dtype(), span));
-            let bi = b.map(|t| ctx.id_of(&t, xa.dtype(), span));
-            let op = if layer {
-                Op::LayerNorm {
-                    x: xi,
-                    weight: wi,
-                    bias: bi,
-                    eps,
-                }
-            } else {
-                Op::RmsNorm {
-                    x: xi,
-                    weight: wi,
-                    eps,
-                }
-            };
-            Ok(ctx.record(op, aval, span))
-        }
-        "transpose" => {
-            let a = args.bind("transpose", &["x"], &["perm"])?;
-            let x = targ(&a, 0)?;
-            let nd = x.tensor().map(|t| t.ndim()).unwrap_or(0);
-            let perm = match opt(&a, 1) {
-                Some(p) => {
-                    let mut out = Vec::new();
-                    for v in ints_arg(&p.value, p.span)? {
-                        out.push(
-                            norm_axis(v, nd.max(1))
-                                .map_err(|d| Diagnostic::new(Code::E0200, d.message).at(p.span))?,
-                        );
-                    }
-                    Some(out)
-                }
-                None => None,
-            };
-            t_transpose(ctx, &x, perm, span)
-        }
-        "reshape" => {
-            let a = args.bind("reshape", &["x", "shape"], &[])?;
-            let s = req(&a, 1)?;
-            t_reshape(ctx, &targ(&a, 0)?, &ints_arg(&s.value, s.span)?, span)
-        }
-        "concat" => {
-            let a = args.bind("concat", &["xs"], &["axis"])?;
-            let xs = req(&a, 0)?;
-            let items = it.iterate(&xs.value, xs.span)?;
-            let ts = items
-                .iter()
-                .map(|v| tens(ctx, v, xs.span))
-                .collect::<Result<Vec<_>, _>>()?;
-            let avals: Vec<Tensor> = ts.iter().filter_map(|t| t.tensor().cloned()).collect();
-            let ax = int_opt(&a, 1, "axis")?.unwrap_or(0);
-            let aval = rtm::concat(&avals, ax as isize).map_err(rt)?;
-            let axis = norm_axis(ax, aval.ndim())?;
-            let ids = ts
-                .iter()
-                .map(|t| ctx.id_of(t, aval.dtype(), span))
-                .collect();
-            Ok(ctx.record(Op::Concat { xs: ids, axis }, aval, span))
-        }
-        "flash_attention" => {
-            let a = args.bind("flash_attention", &["Q", "K", "V"], &["causal", "scale"])?;
-            let causal = bool_opt(&a, 3, "causal")?.unwrap_or(false);
-            let (q, k, v) = (targ(&a, 0)?, targ(&a, 1)?, targ(&a, 2)?);
-            let scale = float_opt(&a, 4, "scale")?;
-            let (Some(qa), Some(ka), Some(va)) = (q.tensor(), k.tensor(), v.tensor()) else {
-                return Err(Diagnostic::new(
-                    Code::E0101,
-                    "flash_attention needs tensors",
-                ));
-            };
-            let aval = rtm::flash_attention(qa, ka, va, causal, scale).map_err(rt)?;
-            let d = qa.shape().last().copied().unwrap_or(1);
-            let scale = scale.unwrap_or(1.0 / (d as f64).sqrt());
-            let (qi, ki, vi) = (
-                ctx.id_of(&q, qa.dtype(), span),
-                ctx.id_of(&k, ka.dtype(), span),
-                ctx.id_of(&v, va.dtype(), span),
-            );
-            Ok(ctx.record(
-                Op::FlashAttention {
-                    q: qi,
-                    k: ki,
-                    v: vi,
-                    causal,
-                    scale,
-                },
-                aval,
-                span,
-            ))
-        }
-        "allclose" | "max_abs_diff" => Err(value_error(&format!("op.{name}")).at(span)),
-        _ => Err(Diagnostic::new(
-            Code::E0201,
-            format!("op.{name} cannot take a traced tensor inside a kernel"),
-        )
-        .at(span)),
+    let (a, b) = (tensor_at(ctx, &c.a, 0)?, tensor_at(ctx, &c.a, 1)?);
+    t_matmul(ctx, &a, &b, acc, c.span)
+}
+
+pub fn t_softmax(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
+    let x = tensor_at(ctx, &c.a, 0)?;
+    let xa = x.need_tensor()?.clone();
+    let ax = int_opt(&c.a, 1, "axis")?.unwrap_or(-1);
+    let aval = rtm::softmax(&xa, ax as isize).map_err(rt)?;
+    let axis = norm_axis(ax, xa.ndim())?;
+    let xi = ctx.id_of(&x, xa.dtype(), c.span);
+    Ok(ctx.record(Op::Softmax { x: xi, axis }, aval, c.span))
+}
+
+/// `layernorm(x, weight, bias, eps)` and `rmsnorm(x, weight, eps)`.
+pub fn t_norm(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
+    let (a, span) = (&c.a, c.span);
+    let layer = c.row.name == "layernorm";
+    let x = tensor_at(ctx, a, 0)?;
+    let w = opt(a, 1).map(|v| tens(ctx, &v.value, v.span)).transpose()?;
+    let b = match layer {
+        true => opt(a, 2).map(|v| tens(ctx, &v.value, v.span)).transpose()?,
+        false => None,
+    };
+    let eps_i = if layer { 3 } else { 2 };
+    let eps = float_opt(a, eps_i, "eps")?.unwrap_or(if layer { 1e-5 } else { 1e-6 });
+    let xa = x.need_tensor()?.clone();
+    let (wa, ba) = (
+        w.as_ref().and_then(|t| t.tensor()),
+        b.as_ref().and_then(|t| t.tensor()),
+    );
+    let aval = match layer {
+        true => rtm::layernorm(&xa, wa, ba, eps),
+        false => rtm::rmsnorm(&xa, wa, eps),
     }
+    .map_err(rt)?;
+    let xi = ctx.id_of(&x, xa.dtype(), span);
+    let wi = w.map(|t| ctx.id_of(&t, xa.dtype(), span));
+    let bi = b.map(|t| ctx.id_of(&t, xa.dtype(), span));
+    let op = match layer {
+        true => Op::LayerNorm {
+            x: xi,
+            weight: wi,
+            bias: bi,
+            eps,
+        },
+        false => Op::RmsNorm {
+            x: xi,
+            weight: wi,
+            eps,
+        },
+    };
+    Ok(ctx.record(op, aval, span))
+}
+
+pub fn t_transpose_call(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
+    let x = tensor_at(ctx, &c.a, 0)?;
+    let nd = x.tensor().map(|t| t.ndim()).unwrap_or(0);
+    let perm = match opt(&c.a, 1) {
+        Some(p) => {
+            let mut out = Vec::new();
+            for v in ints_arg(&p.value, p.span)? {
+                out.push(
+                    norm_axis(v, nd.max(1))
+                        .map_err(|d| Diagnostic::new(Code::E0200, d.message).at(p.span))?,
+                );
+            }
+            Some(out)
+        }
+        None => None,
+    };
+    t_transpose(ctx, &x, perm, c.span)
+}
+
+pub fn t_reshape_call(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
+    let s = req(&c.a, 1)?;
+    let x = tensor_at(ctx, &c.a, 0)?;
+    t_reshape(ctx, &x, &ints_arg(&s.value, s.span)?, c.span)
+}
+
+pub fn t_concat(it: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
+    let span = c.span;
+    let xs = req(&c.a, 0)?;
+    let items = it.iterate(&xs.value, xs.span)?;
+    let ts = items
+        .iter()
+        .map(|v| tens(ctx, v, xs.span))
+        .collect::<Result<Vec<_>, _>>()?;
+    let avals: Vec<Tensor> = ts.iter().filter_map(|t| t.tensor().cloned()).collect();
+    let ax = int_opt(&c.a, 1, "axis")?.unwrap_or(0);
+    let aval = rtm::concat(&avals, ax as isize).map_err(rt)?;
+    let axis = norm_axis(ax, aval.ndim())?;
+    let ids = ts
+        .iter()
+        .map(|t| ctx.id_of(t, aval.dtype(), span))
+        .collect();
+    Ok(ctx.record(Op::Concat { xs: ids, axis }, aval, span))
+}
+
+pub fn t_attention(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
+    let span = c.span;
+    let causal = bool_opt(&c.a, 3, "causal")?.unwrap_or(false);
+    let (q, k, v) = (
+        tensor_at(ctx, &c.a, 0)?,
+        tensor_at(ctx, &c.a, 1)?,
+        tensor_at(ctx, &c.a, 2)?,
+    );
+    let scale = float_opt(&c.a, 4, "scale")?;
+    let (qa, ka, va) = (q.need_tensor()?, k.need_tensor()?, v.need_tensor()?);
+    let aval = rtm::flash_attention(qa, ka, va, causal, scale).map_err(rt)?;
+    let d = qa.shape().last().copied().unwrap_or(1);
+    let scale = scale.unwrap_or(1.0 / (d as f64).sqrt());
+    let op = Op::FlashAttention {
+        q: ctx.id_of(&q, qa.dtype(), span),
+        k: ctx.id_of(&k, ka.dtype(), span),
+        v: ctx.id_of(&v, va.dtype(), span),
+        causal,
+        scale,
+    };
+    Ok(ctx.record(op, aval, span))
 }

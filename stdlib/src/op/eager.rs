@@ -1,0 +1,298 @@
+//! The eager form of each op of the table: runtime tensors in, a runtime tensor (or a Python
+//! value) out. Each takes the arguments already bound to the row's parameters.
+
+use super::table::{Call, Family};
+use crate::tensor::*;
+use tessera_lang::diag::{Code, Diagnostic};
+use tessera_lang::eval::args::{given as opt, required as req};
+use tessera_lang::eval::{Arg, Interp, Value};
+use tessera_runtime::{self as rtm, DType, Scalar, Tensor};
+
+type R = Result<Value, Diagnostic>;
+
+fn scalar_of(x: &Arg) -> Result<Scalar, Diagnostic> {
+    match &x.value {
+        Value::Int(i) => Ok(Scalar::Int(*i)),
+        Value::Float(f) => Ok(Scalar::Float(*f)),
+        Value::Bool(b) => Ok(Scalar::Bool(*b)),
+        other => Err(Diagnostic::new(
+            Code::E0101,
+            format!("expected a number, got {}", other.type_name()),
+        )
+        .at(x.span)),
+    }
+}
+
+fn dtype_opt(a: &[Option<Arg>], i: usize) -> Result<Option<DType>, Diagnostic> {
+    opt(a, i).map(|x| dtype_arg(&x.value, x.span)).transpose()
+}
+
+fn axis_opt(a: &[Option<Arg>], i: usize) -> Result<Option<isize>, Diagnostic> {
+    opt(a, i)
+        .map(|x| x.int("axis").map(|v| v as isize))
+        .transpose()
+}
+
+fn float_or(a: &[Option<Arg>], i: usize, what: &str, default: f64) -> Result<f64, Diagnostic> {
+    Ok(opt(a, i)
+        .map(|x| x.float(what))
+        .transpose()?
+        .unwrap_or(default))
+}
+
+fn tens(a: &[Option<Arg>], i: usize) -> Result<Tensor, Diagnostic> {
+    let x = req(a, i)?;
+    tensor_arg(&x.value, x.span)
+}
+
+fn tens_opt(a: &[Option<Arg>], i: usize) -> Result<Option<Tensor>, Diagnostic> {
+    opt(a, i).map(|x| tensor_arg(&x.value, x.span)).transpose()
+}
+
+fn ok(t: Result<Tensor, rtm::RuntimeError>) -> R {
+    t.map(tensor_value).map_err(rt)
+}
+
+pub(super) fn unary(_: &mut Interp, c: &Call) -> R {
+    let Family::Unary(u) = c.row.family else {
+        return Err(c.not_in_family());
+    };
+    ok(rtm::unary(u, &tens(&c.a, 0)?))
+}
+
+pub(super) fn binary(_: &mut Interp, c: &Call) -> R {
+    let Family::Binary(op) = c.row.family else {
+        return Err(c.not_in_family());
+    };
+    let (x, y) = (req(&c.a, 0)?, req(&c.a, 1)?);
+    let (p, q) = (operand(&x.value, x.span)?, operand(&y.value, y.span)?);
+    if let (Opnd::S(_), Opnd::S(_)) = (&p, &q) {
+        // Two Python scalars: make the first a 0-d tensor so the result is a tensor.
+        let t = tensor_arg(&x.value, x.span)?;
+        return ok(rtm::binary(op, &t, q.as_operand()));
+    }
+    ok(rtm::binary(op, p.as_operand(), q.as_operand()))
+}
+
+pub(super) fn reduce(_: &mut Interp, c: &Call) -> R {
+    let Family::Reduce(r) = c.row.family else {
+        return Err(c.not_in_family());
+    };
+    let a = &c.a;
+    let keep = match opt(a, 2) {
+        Some(k) => k.bool("keepdim")?,
+        None => false,
+    };
+    let t = tens(a, 0)?;
+    match opt(a, 1) {
+        Some(ax) if ax.value.items().is_some() => {
+            let axes = ints_arg(&ax.value, ax.span)?;
+            reduce_axes(&t, r, &axes, keep).map_err(|d| d.or_at(ax.span))
+        }
+        _ => ok(rtm::reduce(&t, r, axis_opt(a, 1)?, keep)),
+    }
+}
+
+pub(super) fn tensor(_: &mut Interp, c: &Call) -> R {
+    let d = req(&c.a, 0)?;
+    let dt = dtype_opt(&c.a, 1)?;
+    if let Some(t) = as_tensor(&d.value) {
+        return ok(match dt {
+            Some(dt) => t.to(dt),
+            None => Ok(t.clone()),
+        });
+    }
+    let n = nested_from_value(&d.value, d.span, 0)?;
+    Tensor::from_nested(&n, dt)
+        .map(tensor_value)
+        .map_err(|e| rt(e).at(d.span))
+}
+
+/// `zeros`, `ones`, `rand`, `randn`: a shape and a dtype (and a seed).
+pub(super) fn filled(_: &mut Interp, c: &Call) -> R {
+    let s = req(&c.a, 0)?;
+    let shape = shape_arg(&s.value, s.span)?;
+    let dt = dtype_opt(&c.a, 1)?.unwrap_or(DType::F32);
+    let seed = || -> Result<i64, Diagnostic> { opt(&c.a, 2).map_or(Ok(0), |x| x.int("seed")) };
+    ok(match c.row.name {
+        "zeros" => Tensor::zeros(&shape, dt),
+        "ones" => Tensor::ones(&shape, dt),
+        "rand" => Tensor::rand(&shape, dt, seed()?),
+        _ => Tensor::randn(&shape, dt, seed()?),
+    })
+}
+
+pub(super) fn full(_: &mut Interp, c: &Call) -> R {
+    let s = req(&c.a, 0)?;
+    let shape = shape_arg(&s.value, s.span)?;
+    let v = scalar_of(req(&c.a, 1)?)?;
+    let dt = dtype_opt(&c.a, 2)?.unwrap_or(v.default_dtype());
+    ok(Tensor::full(&shape, v, dt))
+}
+
+pub(super) fn arange(_: &mut Interp, c: &Call) -> R {
+    let n = req(&c.a, 0)?.int("n")?;
+    let dt = dtype_opt(&c.a, 1)?.unwrap_or(DType::I64);
+    ok(Tensor::arange(n, dt))
+}
+
+pub(super) fn eye(_: &mut Interp, c: &Call) -> R {
+    let x = req(&c.a, 0)?;
+    let n = x.int("n")?;
+    if n < 0 {
+        return Err(Diagnostic::new(Code::E0200, format!("negative size {n}")).at(x.span));
+    }
+    let dt = dtype_opt(&c.a, 1)?.unwrap_or(DType::F32);
+    ok(Tensor::eye(n as usize, dt))
+}
+
+pub(super) fn where_(_: &mut Interp, c: &Call) -> R {
+    let cond = tens(&c.a, 0)?;
+    let (x, y) = (req(&c.a, 1)?, req(&c.a, 2)?);
+    let (p, q) = (operand(&x.value, x.span)?, operand(&y.value, y.span)?);
+    ok(rtm::where_(&cond, p.as_operand(), q.as_operand()))
+}
+
+pub(super) fn cast(_: &mut Interp, c: &Call) -> R {
+    let t = tens(&c.a, 0)?;
+    let d = req(&c.a, 1)?;
+    ok(t.cast(dtype_arg(&d.value, d.span)?))
+}
+
+pub(super) fn matmul(_: &mut Interp, c: &Call) -> R {
+    let (x, y) = (tens(&c.a, 0)?, tens(&c.a, 1)?);
+    let acc = dtype_opt(&c.a, 2)?;
+    if let Some(ts) = opt(&c.a, 3) {
+        // A schedule hint for compiled kernels; eager matmul only checks its form.
+        ints_arg(&ts.value, ts.span)?;
+    }
+    ok(rtm::matmul(&x, &y, acc))
+}
+
+pub(super) fn softmax(_: &mut Interp, c: &Call) -> R {
+    ok(rtm::softmax(
+        &tens(&c.a, 0)?,
+        axis_opt(&c.a, 1)?.unwrap_or(-1),
+    ))
+}
+
+pub(super) fn layernorm(_: &mut Interp, c: &Call) -> R {
+    let eps = float_or(&c.a, 3, "eps", 1e-5)?;
+    let (w, b) = (tens_opt(&c.a, 1)?, tens_opt(&c.a, 2)?);
+    ok(rtm::layernorm(&tens(&c.a, 0)?, w.as_ref(), b.as_ref(), eps))
+}
+
+pub(super) fn rmsnorm(_: &mut Interp, c: &Call) -> R {
+    let eps = float_or(&c.a, 2, "eps", 1e-6)?;
+    let w = tens_opt(&c.a, 1)?;
+    ok(rtm::rmsnorm(&tens(&c.a, 0)?, w.as_ref(), eps))
+}
+
+pub(super) fn transpose(_: &mut Interp, c: &Call) -> R {
+    let t = tens(&c.a, 0)?;
+    let perm = match opt(&c.a, 1) {
+        Some(p) => {
+            let v = ints_arg(&p.value, p.span)?;
+            let mut out = Vec::with_capacity(v.len());
+            for x in v {
+                let nd = t.ndim() as i64;
+                let y = if x < 0 { x + nd } else { x };
+                if y < 0 || y >= nd.max(1) {
+                    return Err(Diagnostic::new(
+                        Code::E0200,
+                        format!("axis {x} is out of range for a tensor of {nd} dimensions"),
+                    )
+                    .at(p.span));
+                }
+                out.push(y as usize);
+            }
+            Some(out)
+        }
+        None => None,
+    };
+    ok(t.transpose(perm.as_deref()))
+}
+
+pub(super) fn reshape(_: &mut Interp, c: &Call) -> R {
+    let s = req(&c.a, 1)?;
+    ok(tens(&c.a, 0)?.reshape(&ints_arg(&s.value, s.span)?))
+}
+
+pub(super) fn concat(it: &mut Interp, c: &Call) -> R {
+    let xs = req(&c.a, 0)?;
+    let items = it.iterate(&xs.value, xs.span)?;
+    let ts = items
+        .iter()
+        .map(|v| tensor_arg(v, xs.span))
+        .collect::<Result<Vec<_>, _>>()?;
+    ok(rtm::concat(&ts, axis_opt(&c.a, 1)?.unwrap_or(0)))
+}
+
+pub(super) fn flash_attention(_: &mut Interp, c: &Call) -> R {
+    let causal = match opt(&c.a, 3) {
+        Some(x) => x.bool("causal")?,
+        None => false,
+    };
+    let scale = opt(&c.a, 4).map(|x| x.float("scale")).transpose()?;
+    let (q, k, v) = (tens(&c.a, 0)?, tens(&c.a, 1)?, tens(&c.a, 2)?);
+    ok(rtm::flash_attention(&q, &k, &v, causal, scale))
+}
+
+pub(super) fn allclose(_: &mut Interp, c: &Call) -> R {
+    let rtol = float_or(&c.a, 2, "rtol", 1e-5)?;
+    let atol = float_or(&c.a, 3, "atol", 1e-8)?;
+    rtm::allclose(&tens(&c.a, 0)?, &tens(&c.a, 1)?, rtol, atol)
+        .map(Value::Bool)
+        .map_err(rt)
+}
+
+pub(super) fn max_abs_diff(_: &mut Interp, c: &Call) -> R {
+    rtm::max_abs_diff(&tens(&c.a, 0)?, &tens(&c.a, 1)?)
+        .map(Value::Float)
+        .map_err(rt)
+}
+
+/// A reduction over several axes: the reduced axes are moved last, merged, and reduced once,
+/// so the result rounds once like a single-axis reduction.
+fn reduce_axes(t: &Tensor, r: rtm::ReduceOp, axes: &[i64], keep: bool) -> R {
+    let nd = t.ndim() as i64;
+    let mut red = Vec::new();
+    for &a in axes {
+        let x = if a < 0 { a + nd } else { a };
+        if x < 0 || x >= nd {
+            return Err(Diagnostic::new(
+                Code::E0200,
+                format!("axis {a} is out of range for a tensor of {nd} dimensions"),
+            ));
+        }
+        if red.contains(&(x as usize)) {
+            return Err(Diagnostic::new(
+                Code::E0200,
+                format!("axis {a} is repeated"),
+            ));
+        }
+        red.push(x as usize);
+    }
+    if red.is_empty() {
+        return ok(Ok(t.clone()));
+    }
+    let shape = t.shape().to_vec();
+    let kept: Vec<usize> = (0..shape.len()).filter(|i| !red.contains(i)).collect();
+    let mut perm = kept.clone();
+    let mut sorted_red = red.clone();
+    sorted_red.sort_unstable();
+    perm.extend(sorted_red.iter().copied());
+    let moved = t.transpose(Some(&perm)).map_err(rt)?;
+    let mut merged: Vec<i64> = kept.iter().map(|&i| shape[i] as i64).collect();
+    merged.push(sorted_red.iter().map(|&i| shape[i] as i64).product());
+    let flat = moved.reshape(&merged).map_err(rt)?;
+    let out = rtm::reduce(&flat, r, Some(-1), false).map_err(rt)?;
+    if keep {
+        let dims: Vec<i64> = (0..shape.len())
+            .map(|i| if red.contains(&i) { 1 } else { shape[i] as i64 })
+            .collect();
+        ok(out.reshape(&dims))
+    } else {
+        ok(Ok(out))
+    }
+}

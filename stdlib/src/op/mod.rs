@@ -1,0 +1,44 @@
+//! The `op` module: tensor creation, elementwise ops, matmul, reductions, normalisations,
+//! shape ops, attention, comparisons, and the dtype constants.
+
+use crate::tensor::dtype_value;
+use tessera_lang::eval::{Module, Value};
+use tessera_runtime::{BinaryOp, DType, ALL_DTYPES};
+
+mod eager;
+pub mod table;
+
+/// Builds the `op` module.
+pub fn module() -> Module {
+    let m = Module::new("op", "tensor operations");
+    for row in table::rows() {
+        if let Some(f) = table::function(row.name) {
+            m.set(row.name, f);
+        }
+    }
+    for d in ALL_DTYPES {
+        m.set(d.name(), dtype_value(d));
+    }
+    for (alias, d) in [
+        ("float64", DType::F64),
+        ("float32", DType::F32),
+        ("float16", DType::F16),
+        ("bfloat16", DType::BF16),
+        ("f64", DType::F64),
+        ("f32", DType::F32),
+        ("f16", DType::F16),
+    ] {
+        m.set(alias, dtype_value(d));
+    }
+    m
+}
+
+/// The binary op bound as `op.<name>`, if any.
+pub fn binary_op(name: &str) -> Option<BinaryOp> {
+    BinaryOp::function(name)
+}
+
+/// The native function `op.<name>`: eager, traced or sharded by its arguments (see [`table`]).
+pub fn function(name: &str) -> Option<Value> {
+    table::function(name)
+}

@@ -1,0 +1,243 @@
+//! The op table: one row per `op.` function, and the one place an op call is dispatched.
+//!
+//! A row names the op and gives its signature (the text `help` shows; the parameters and which
+//! of them are optional are read from it, so binding and help agree), and its forms: the eager
+//! implementation ([`super::eager`]), the Graph IR builder the tracer runs
+//! ([`crate::trace`]), the sharding rule sharded execution runs ([`crate::dist`]) and, for
+//! the derivatives work, its derivative. The shape and dtype rule is the eager form itself:
+//! the tracer runs it on shape-only tensors, so traced and eager ops agree on every shape and
+//! dtype error.
+//!
+//! The elementwise and reduction rows are made from the compiler's tables ([`UNARY_OPS`],
+//! [`BINARY_OPS`], [`REDUCE_OPS`]), which carry their dtype rules, lowerings and derivatives:
+//! a new unary op is a row there, its eager kernel and its lowering.
+//!
+//! [`call`] binds the arguments once and picks the form: sharded when an argument is a sharded
+//! tensor, traced when one is a traced tensor, eager otherwise.
+
+use super::eager;
+use crate::trace::TraceCtx;
+use crate::{dist, trace};
+use std::rc::Rc;
+use std::sync::LazyLock;
+use tessera_compiler::graph::{OpVjp, BINARY_OPS, REDUCE_OPS, UNARY_OPS};
+use tessera_lang::diag::{Code, Diagnostic};
+use tessera_lang::eval::{Arg, CallArgs, Interp, Value};
+use tessera_lang::Span;
+use tessera_runtime::{BinaryOp, ReduceOp, UnaryOp};
+
+/// One call of an op: its row and its arguments bound to the row's parameters.
+pub struct Call<'r> {
+    pub row: &'r OpRow,
+    /// The arguments in parameter order (`None`: not given).
+    pub a: Vec<Option<Arg>>,
+    pub span: Span,
+}
+
+impl Call<'_> {
+    /// The error for a form of one op family run on another's row (a table mistake).
+    pub fn not_in_family(&self) -> Diagnostic {
+        Diagnostic::new(
+            Code::E0101,
+            format!("op.{} is not an op of this family", self.row.name),
+        )
+        .at(self.span)
+    }
+
+    /// The given argument values, and the items of list and tuple arguments (`concat`).
+    fn values(&self) -> impl Iterator<Item = Value> + '_ {
+        self.a.iter().flatten().flat_map(|x| match x.value.items() {
+            Some(items) => items,
+            None => vec![x.value.clone()],
+        })
+    }
+}
+
+pub type EagerFn = fn(&mut Interp, &Call) -> Result<Value, Diagnostic>;
+pub type TraceFn = fn(&mut Interp, &Rc<TraceCtx>, &Call) -> Result<Value, Diagnostic>;
+pub type MeshFn = fn(&mut Interp, &Call) -> Result<Value, Diagnostic>;
+
+/// What an op does with a traced tensor argument.
+#[derive(Clone, Copy)]
+pub enum InTrace {
+    /// Records Graph IR.
+    Record(TraceFn),
+    /// Reads tensor values, which a trace does not have (E0201).
+    ReadsValues,
+    /// Takes no tensors (creation ops): a traced argument is an error (E0201).
+    Refused,
+}
+
+/// How an op runs when an argument is a sharded tensor.
+#[derive(Clone, Copy)]
+pub enum OnMesh {
+    /// Per device, with the collectives its partitioning rule needs.
+    Rule(MeshFn),
+    /// On the gathered (whole) operands, by the eager form.
+    Gathered,
+}
+
+/// The op family of a row made from the compiler's elementwise and reduction tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    Unary(UnaryOp),
+    Binary(BinaryOp),
+    Reduce(ReduceOp),
+    Other,
+}
+
+/// One row of the op table.
+pub struct OpRow {
+    /// `op.<name>`.
+    pub name: &'static str,
+    /// `layernorm(x, weight=None, bias=None, eps=1e-5)`: shown by `help`, and the parameters.
+    pub signature: &'static str,
+    pub required: Vec<&'static str>,
+    pub optional: Vec<&'static str>,
+    pub family: Family,
+    pub eager: EagerFn,
+    pub trace: InTrace,
+    pub mesh: OnMesh,
+    /// The derivative for `graph.grad` (Graph IR in, Graph IR out); `None`: none yet. The
+    /// elementwise and reduction rows' derivatives are in the compiler's tables.
+    pub vjp: Option<OpVjp>,
+}
+
+impl OpRow {
+    fn new(signature: &'static str, eager: EagerFn, trace: InTrace, mesh: OnMesh) -> OpRow {
+        let (name, rest) = signature.split_once('(').unwrap_or((signature, ")"));
+        let params = rest.trim_end_matches(')');
+        let (mut required, mut optional) = (Vec::new(), Vec::new());
+        for p in params.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            match p.split_once('=') {
+                Some((n, _)) => optional.push(n.trim()),
+                None => required.push(p),
+            }
+        }
+        OpRow {
+            name,
+            signature,
+            required,
+            optional,
+            family: Family::Other,
+            eager,
+            trace,
+            mesh,
+            vjp: None,
+        }
+    }
+
+    fn of(self, family: Family) -> OpRow {
+        OpRow { family, ..self }
+    }
+}
+
+/// A signature made at start-up (the elementwise rows'), kept for the process's lifetime.
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+/// The table: [`OTHER`], then the reductions, unary and binary ops.
+static ROWS: LazyLock<Vec<OpRow>> = LazyLock::new(|| {
+    let mut rows: Vec<OpRow> = OTHER
+        .iter()
+        .map(|&(sig, eager, trace, mesh)| OpRow::new(sig, eager, trace, mesh))
+        .collect();
+    for r in &REDUCE_OPS {
+        let sig = leak(format!("{}(x, axis=None, keepdim=False)", r.name));
+        let (t, m) = (
+            InTrace::Record(trace::t_reduce_call),
+            OnMesh::Rule(dist::m_reduce),
+        );
+        rows.push(OpRow::new(sig, eager::reduce, t, m).of(Family::Reduce(r.op)));
+    }
+    for u in UNARY_OPS.iter().filter(|u| u.function) {
+        let sig = leak(format!("{}(x)", u.name));
+        let (t, m) = (
+            InTrace::Record(trace::t_unary_call),
+            OnMesh::Rule(dist::m_unary),
+        );
+        rows.push(OpRow::new(sig, eager::unary, t, m).of(Family::Unary(u.op)));
+    }
+    for b in BINARY_OPS.iter().filter(|b| b.function) {
+        let sig = leak(format!("{}(a, b)", b.name));
+        let (t, m) = (
+            InTrace::Record(trace::t_binary_call),
+            OnMesh::Rule(dist::m_binary),
+        );
+        rows.push(OpRow::new(sig, eager::binary, t, m).of(Family::Binary(b.op)));
+    }
+    rows
+});
+
+/// The rows that are not elementwise or reductions: signature, eager form, traced form and
+/// sharded form.
+#[rustfmt::skip]
+const OTHER: [(&str, EagerFn, InTrace, OnMesh); 20] = {
+    use crate::{dist as m, trace as t};
+    use InTrace::{ReadsValues, Record as R, Refused};
+    use OnMesh::{Gathered, Rule};
+    [
+        ("tensor(data, dtype=None)", eager::tensor, R(t::t_tensor), Gathered),
+        ("zeros(shape, dtype='fp32')", eager::filled, Refused, Gathered),
+        ("ones(shape, dtype='fp32')", eager::filled, Refused, Gathered),
+        ("full(shape, value, dtype=None)", eager::full, Refused, Gathered),
+        ("arange(n, dtype='int64')", eager::arange, Refused, Gathered),
+        ("eye(n, dtype='fp32')", eager::eye, Refused, Gathered),
+        ("rand(shape, dtype='fp32', seed=0)", eager::filled, Refused, Gathered),
+        ("randn(shape, dtype='fp32', seed=0)", eager::filled, Refused, Gathered),
+        ("where(cond, a, b)", eager::where_, R(t::t_where), Gathered),
+        ("cast(x, dtype)", eager::cast, R(t::t_cast_call), Rule(m::m_cast)),
+        ("matmul(A, B, accum_dtype=None, tile_shape=None)", eager::matmul, R(t::t_matmul_call), Rule(m::m_matmul)),
+        ("softmax(x, axis=-1)", eager::softmax, R(t::t_softmax), Rule(m::m_softmax)),
+        ("layernorm(x, weight=None, bias=None, eps=1e-5)", eager::layernorm, R(t::t_norm), Rule(m::m_norm)),
+        ("rmsnorm(x, weight=None, eps=1e-6)", eager::rmsnorm, R(t::t_norm), Rule(m::m_norm)),
+        ("transpose(x, perm=None)", eager::transpose, R(t::t_transpose_call), Gathered),
+        ("reshape(x, shape)", eager::reshape, R(t::t_reshape_call), Gathered),
+        ("concat(xs, axis=0)", eager::concat, R(t::t_concat), Gathered),
+        ("flash_attention(Q, K, V, causal=False, scale=None)", eager::flash_attention, R(t::t_attention), Rule(m::m_attention)),
+        ("allclose(a, b, rtol=1e-5, atol=1e-8)", eager::allclose, ReadsValues, Gathered),
+        ("max_abs_diff(a, b)", eager::max_abs_diff, ReadsValues, Gathered),
+    ]
+};
+
+/// Every row.
+pub fn rows() -> &'static [OpRow] {
+    &ROWS
+}
+
+/// The row of `op.<name>`.
+pub fn row(name: &str) -> Option<&'static OpRow> {
+    ROWS.iter().find(|r| r.name == name)
+}
+
+/// Calls `row` with `args`: sharded, traced or eager by what the arguments are.
+pub fn call(it: &mut Interp, row: &OpRow, args: &CallArgs) -> Result<Value, Diagnostic> {
+    let a = args.bind(row.name, &row.required, &row.optional)?;
+    let c = Call {
+        row,
+        a,
+        span: args.span,
+    };
+    if c.values().any(|v| crate::dist::as_sharded(&v).is_some()) {
+        return match row.mesh {
+            OnMesh::Rule(f) => f(it, &c),
+            OnMesh::Gathered => crate::dist::gathered_call(it, &c),
+        };
+    }
+    let ctx = c
+        .values()
+        .find_map(|v| crate::trace::as_sym(&v).map(|s| s.ctx.clone()));
+    if let Some(ctx) = ctx {
+        return crate::trace::trace_call(it, &ctx, &c);
+    }
+    (row.eager)(it, &c)
+}
+
+/// The native function `op.<name>`.
+pub fn function(name: &str) -> Option<Value> {
+    let row = row(name)?;
+    Some(Value::native(row.name, row.signature, move |it, args| {
+        call(it, row, &args)
+    }))
+}
