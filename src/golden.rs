@@ -2,9 +2,13 @@
 //!
 //! Each `NAME.tsr` runs as `tessera run NAME.tsr` in its own directory, with `NO_COLOR=1`, and
 //! its stdout, stderr and exit status are compared with `NAME.stdout`, `NAME.stderr` and
-//! `NAME.code` beside it; a missing file is not checked. Runs get `TESSERA_MAX_BYTES=4 GiB`
-//! unless it is set, so E0700 messages do not depend on the machine. Blessing writes `.stdout` always and
-//! `.stderr` / `.code` when they are not empty / not 0 (removing stale ones).
+//! `NAME.code` beside it; a missing file is not checked (without `NAME.code` the status must be
+//! 0, so a script that fails is never a silent pass). Each case has a time limit
+//! (`--timeout S`, 120 s by default): a case that runs longer is killed and fails, and so does
+//! one ended by a signal (the report names it and shows the script's stderr). A case's process
+//! dies with `tessera test`. Runs get `TESSERA_MAX_BYTES=4 GiB` unless it is set, so E0700
+//! messages do not depend on the machine. Blessing writes `.stdout` always and `.stderr` /
+//! `.code` when they are not empty / not 0 (removing stale ones).
 //!
 //! Snapshots: a line `# snapshot: graph, tile, ptx` (any of `graph`, `schedule`, `tile`,
 //! `target`, `ptx`) makes the run also pass `--dump LEVEL` for each level, with
@@ -135,8 +139,8 @@ impl Drop for DumpDir {
 /// The memory limit of golden runs (4 GiB) unless `TESSERA_MAX_BYTES` is set.
 pub const GOLDEN_MAX_BYTES: &str = "4294967296";
 
-/// Per-case time limit.
-const TIMEOUT: Duration = Duration::from_secs(120);
+/// The default per-case time limit (`tessera test --timeout S`).
+pub const TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What `tessera run` printed and its exit status.
 #[derive(Clone, Debug, PartialEq)]
@@ -149,7 +153,7 @@ pub struct Output {
 /// Runs one script as a golden case does (its directory, `NO_COLOR`, the memory limit, the
 /// time limit, `$DIR` for its directory in the output), with `env` set too; no snapshots.
 pub fn run_script(exe: &Path, tsr: &Path, env: &[(&str, &str)]) -> Result<Output, String> {
-    let r = run_env(exe, tsr, &[], env)?;
+    let r = run_env(exe, tsr, &[], env, TIMEOUT)?;
     Ok(Output {
         stdout: r.stdout,
         stderr: r.stderr,
@@ -157,11 +161,13 @@ pub fn run_script(exe: &Path, tsr: &Path, env: &[(&str, &str)]) -> Result<Output
     })
 }
 
-fn run(exe: &Path, tsr: &Path, levels: &[String]) -> Result<Run, String> {
-    run_env(exe, tsr, levels, &[])
-}
-
-fn run_env(exe: &Path, tsr: &Path, levels: &[String], env: &[(&str, &str)]) -> Result<Run, String> {
+fn run_env(
+    exe: &Path,
+    tsr: &Path,
+    levels: &[String],
+    env: &[(&str, &str)],
+    timeout: Duration,
+) -> Result<Run, String> {
     let dir = tsr
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -194,6 +200,7 @@ fn run_env(exe: &Path, tsr: &Path, levels: &[String], env: &[(&str, &str)]) -> R
         }
         Some(d)
     };
+    die_with_parent(&mut cmd);
     let mut child = cmd
         .arg(name)
         .current_dir(dir)
@@ -224,10 +231,15 @@ fn run_env(exe: &Path, tsr: &Path, levels: &[String], env: &[(&str, &str)]) -> R
     let status = loop {
         match child.try_wait() {
             Ok(Some(st)) => break st,
-            Ok(None) if start.elapsed() > TIMEOUT => {
+            Ok(None) if start.elapsed() > timeout => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("timed out after {} s", TIMEOUT.as_secs()));
+                let stderr = String::from_utf8_lossy(&t2.join().unwrap_or_default()).into_owned();
+                return Err(format!(
+                    "timed out after {} s: the script was killed (raise the limit with --timeout S)\n{}",
+                    timeout.as_secs_f64(),
+                    stderr_section(&stderr)
+                ));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(2)),
             Err(e) => return Err(format!("wait failed: {e}")),
@@ -252,12 +264,84 @@ fn run_env(exe: &Path, tsr: &Path, levels: &[String], env: &[(&str, &str)]) -> R
             .collect(),
         None => Vec::new(),
     };
+    let stderr = norm(stderr);
+    if let Some(sig) = signal_of(&status) {
+        return Err(format!(
+            "the script was killed by signal {sig} ({})\n{}",
+            signal_name(sig),
+            stderr_section(&stderr)
+        ));
+    }
     Ok(Run {
         stdout: norm(stdout),
-        stderr: norm(stderr),
+        stderr,
         code: status.code().unwrap_or(-1),
         snapshots,
     })
+}
+
+/// The script's stderr, for a report.
+fn stderr_section(stderr: &str) -> String {
+    if stderr.is_empty() {
+        "--- stderr: empty ---\n".to_string()
+    } else {
+        format!("--- stderr ---\n{}", stderr.trim_end())
+    }
+}
+
+/// The signal that ended a child, if one did.
+fn signal_of(status: &std::process::ExitStatus) -> Option<i32> {
+    #[cfg(unix)]
+    {
+        std::os::unix::process::ExitStatusExt::signal(status)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = status;
+        None
+    }
+}
+
+/// The name of signal `sig` (Linux numbering).
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        24 => "SIGXCPU",
+        25 => "SIGXFSZ",
+        _ => "a signal",
+    }
+}
+
+/// Makes the child die when `tessera test` does (killed, or ended by a signal), so a script
+/// in an endless loop is not left running.
+fn die_with_parent(cmd: &mut Command) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: `prctl` is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cmd;
 }
 
 /// The regular expression of an expected line with `{{re:...}}` holes (None: no hole).
@@ -351,7 +435,7 @@ fn write_or_remove(path: &Path, text: &str) -> std::io::Result<()> {
 }
 
 /// Runs one case and compares (or blesses) its expected files.
-pub fn run_case(exe: &Path, tsr: &Path, bless: bool) -> Outcome {
+pub fn run_case(exe: &Path, tsr: &Path, bless: bool, timeout: Duration) -> Outcome {
     let levels = match std::fs::read_to_string(tsr) {
         Ok(text) => match snapshot_levels(&text) {
             Ok(l) => l,
@@ -359,7 +443,7 @@ pub fn run_case(exe: &Path, tsr: &Path, bless: bool) -> Outcome {
         },
         Err(e) => return Outcome::Failed(format!("cannot read {}: {e}\n", tsr.display())),
     };
-    let r = match run(exe, tsr, &levels) {
+    let r = match run_env(exe, tsr, &levels, &[], timeout) {
         Ok(r) => r,
         Err(e) => return Outcome::Failed(e),
     };
@@ -387,10 +471,8 @@ pub fn run_case(exe: &Path, tsr: &Path, bless: bool) -> Outcome {
         };
     }
     let mut report = String::new();
-    let mut checked = 0;
     for (ext, actual) in [("stdout", &r.stdout), ("stderr", &r.stderr)] {
         if let Ok(expected) = std::fs::read_to_string(sibling(tsr, ext)) {
-            checked += 1;
             let expected = expected.replace("\r\n", "\n");
             if !text_matches(&expected, actual) {
                 report.push_str(&diff(ext, &expected, actual));
@@ -398,7 +480,6 @@ pub fn run_case(exe: &Path, tsr: &Path, bless: bool) -> Outcome {
         }
     }
     for (level, actual) in &r.snapshots {
-        checked += 1;
         match std::fs::read_to_string(sibling(tsr, level)) {
             Ok(expected) => {
                 let expected = expected.replace("\r\n", "\n");
@@ -414,7 +495,6 @@ pub fn run_case(exe: &Path, tsr: &Path, bless: bool) -> Outcome {
     }
     let code_file = sibling(tsr, "code");
     if let Ok(expected) = std::fs::read_to_string(&code_file) {
-        checked += 1;
         let want: Option<i32> = expected.trim().parse().ok();
         if want != Some(r.code) {
             report.push_str(&format!(
@@ -429,9 +509,6 @@ pub fn run_case(exe: &Path, tsr: &Path, bless: bool) -> Outcome {
             r.code, r.stderr
         ));
     }
-    if checked == 0 && report.is_empty() {
-        report.push_str("no expected files (.stdout, .stderr, .code): run with --bless\n");
-    }
     if report.is_empty() {
         Outcome::Passed
     } else {
@@ -440,7 +517,17 @@ pub fn run_case(exe: &Path, tsr: &Path, bless: bool) -> Outcome {
 }
 
 /// `tessera test`: runs every case, prints a diff per failure and `N passed, N failed`.
-pub fn main(exe: &Path, paths: &[PathBuf], bless: bool, filter: Option<&str>) -> i32 {
+pub fn main(
+    exe: &Path,
+    paths: &[PathBuf],
+    bless: bool,
+    filter: Option<&str>,
+    timeout: Duration,
+) -> i32 {
+    if let Some(p) = paths.iter().find(|p| !p.exists()) {
+        eprintln!("error: {}: no such file or directory", p.display());
+        return 2;
+    }
     let re = match filter.map(regex_lite::Regex::new).transpose() {
         Ok(r) => r,
         Err(e) => {
@@ -457,7 +544,7 @@ pub fn main(exe: &Path, paths: &[PathBuf], bless: bool, filter: Option<&str>) ->
         .collect();
     let (mut passed, mut failed, mut blessed) = (0, 0, 0);
     for c in &cases {
-        match run_case(exe, c, bless) {
+        match run_case(exe, c, bless, timeout) {
             Outcome::Passed => passed += 1,
             Outcome::Blessed => {
                 blessed += 1;

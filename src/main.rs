@@ -52,6 +52,9 @@ enum Cmd {
         /// Only run cases whose path matches this regular expression.
         #[arg(long)]
         filter: Option<String>,
+        /// The time limit of each case, in seconds; a case that runs longer is killed and fails.
+        #[arg(long, value_name = "S", default_value_t = 120.0, value_parser = positive_seconds)]
+        timeout: f64,
     },
     /// Lower Tile IR text (as `--dump tile` prints it) to Target IR or PTX.
     Lower {
@@ -127,6 +130,7 @@ fn main() {
             paths,
             bless,
             filter,
+            timeout,
         }) => {
             let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("tessera"));
             let paths = if paths.is_empty() {
@@ -135,7 +139,8 @@ fn main() {
                 paths
             };
             let bless = bless || std::env::var_os("TESSERA_BLESS").is_some_and(|v| v == "1");
-            tessera::golden::main(&exe, &paths, bless, filter.as_deref())
+            let timeout = std::time::Duration::from_secs_f64(timeout);
+            tessera::golden::main(&exe, &paths, bless, filter.as_deref(), timeout)
         }
         Some(Cmd::Lower { file, to, target }) => {
             let level = if to == "target" {
@@ -204,4 +209,14 @@ fn repl(target: Option<String>, device: Option<String>) -> i32 {
         color: false,
     };
     script::with_big_stack(move || tessera_repl::term::main(opts))
+}
+
+/// A `--timeout` value: a positive number of seconds (at most a year).
+fn positive_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 3.2e7 => Ok(v),
+        _ => Err(format!(
+            "`{s}` is not a positive number of seconds (at most 32000000)"
+        )),
+    }
 }

@@ -110,7 +110,14 @@ fn run_source_inner(name: &str, text: String, opts: &RunOptions, check_only: boo
         }
     };
     if check_only {
-        return 0;
+        // Names are resolved statically (nothing runs): an undefined name or an unknown
+        // module member is reported as the run would report it, with exit status 1.
+        let diags = interp.check_names(&module);
+        if diags.is_empty() {
+            return 0;
+        }
+        print_diags(&interp, &diags);
+        return 1;
     }
     // stdout: line-flushed on a terminal, buffered when piped (as Python does).
     let tty = std::io::stdout().is_terminal();
@@ -179,16 +186,16 @@ fn run_source_inner(name: &str, text: String, opts: &RunOptions, check_only: boo
 /// `tessera run FILE` / `tessera check FILE`.
 pub fn run_file(path: &std::path::Path, opts: &RunOptions, check_only: bool) -> ExitCode {
     let name = path.display().to_string();
-    match std::fs::read(path) {
-        Ok(bytes) => match String::from_utf8(bytes) {
-            Ok(text) => run_source(&name, text, opts, check_only),
-            Err(_) => {
-                eprintln!("error: {name} is not valid UTF-8 text");
-                2
-            }
-        },
-        Err(e) => {
+    match tessera_lang::read::read_text(path, tessera_lang::read::MAX_SCRIPT_BYTES) {
+        Ok(text) => run_source(&name, text, opts, check_only),
+        Err(tessera_lang::read::ReadError::Io(e)) => {
             eprintln!("error: cannot read {name}: {e}");
+            2
+        }
+        Err(e) => {
+            let mut sources = tessera_lang::SourceMap::new();
+            let d = e.diagnostic(&name, &mut sources);
+            eprint!("{}", d.render(&sources, stderr_color()));
             2
         }
     }

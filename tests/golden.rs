@@ -28,7 +28,7 @@ fn main() {
                 .to_string();
             let exe = exe.clone();
             Trial::test(name, move || {
-                match tessera::golden::run_case(&exe, &path, bless) {
+                match tessera::golden::run_case(&exe, &path, bless, tessera::golden::TIMEOUT) {
                     tessera::golden::Outcome::Passed | tessera::golden::Outcome::Blessed => Ok(()),
                     tessera::golden::Outcome::Failed(report) => Err(Failed::from(report)),
                 }

@@ -258,6 +258,9 @@ fn cases() -> Vec<String> {
 #[test]
 fn ten_thousand_sources_never_panic() {
     std::env::set_var("TESSERA_MAX_BYTES", "67108864");
+    // A mutated size can make an emulated kernel run for minutes in a debug build: bound each
+    // (a run past it is E0500, like any other failed case).
+    tessera_runtime::emu::set_default_max_steps(200_000);
     let cases = cases();
     let n = cases.len();
     let result = std::thread::Builder::new()
@@ -355,4 +358,42 @@ fn a_closed_stdout_ends_an_endless_run_quietly() {
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
     assert_eq!(status.code(), Some(0), "{err}");
     assert_eq!(err, "");
+}
+
+#[test]
+fn tracing_an_unrolled_loop_is_linear_in_its_length() {
+    // A kernel whose body unrolls into n elementwise ops: the trace, the fusion passes and the
+    // lowering must take time linear in n (a pass that recounted every value's uses at every
+    // op made this quadratic: 50,000 ops took a minute).
+    let dir = std::env::temp_dir().join(format!("tessera-unroll-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let time = |n: usize| {
+        let script = dir.join(format!("unroll{n}.tsr"));
+        std::fs::write(
+            &script,
+            format!(
+                "@op.kernel\ndef f(x):\n    for i in range({n}):\n        x = x * 1.0001 + 0.5\n    return x\nprint(f(op.ones((4,))).shape)\n"
+            ),
+        )
+        .unwrap();
+        let start = std::time::Instant::now();
+        let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["run", script.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "(4,)\n");
+        start.elapsed().as_secs_f64()
+    };
+    let (small, large) = (time(3000), time(12000));
+    let _ = std::fs::remove_dir_all(&dir);
+    // 4× the ops: about 4× the time when linear, 16× when quadratic.
+    assert!(
+        large < 9.0 * small.max(0.05),
+        "3,000 ops: {small:.2} s; 12,000 ops: {large:.2} s"
+    );
 }

@@ -123,6 +123,30 @@ pub fn byte_of_char(s: &str, cp: usize) -> usize {
     s.char_indices().nth(cp).map_or(s.len(), |(b, _)| b)
 }
 
+/// The `code` and `cursor_pos` of a request content that did not fit the typed form: a
+/// missing `code` is empty; a missing, negative or non-integer `cursor_pos` is clamped into
+/// the code (missing: its end, as the protocol says).
+pub fn untyped_code_and_cursor(content: &Value) -> (String, usize) {
+    let code = content
+        .get("code")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let len = code.chars().count();
+    let cursor = match content.get("cursor_pos") {
+        Some(v) if v.is_i64() || v.is_u64() => match v.as_i64() {
+            Some(i) if i < 0 => 0,
+            Some(i) => (i as u64).min(len as u64) as usize,
+            None => len,
+        },
+        Some(v) if v.is_f64() => v
+            .as_f64()
+            .map_or(len, |f| f.clamp(0.0, len as f64) as usize),
+        _ => len,
+    };
+    (code, cursor)
+}
+
 /// Code-point index of byte offset `b` in `s`.
 pub fn char_of_byte(s: &str, b: usize) -> usize {
     s.char_indices().take_while(|(i, _)| *i < b).count()
@@ -234,37 +258,13 @@ impl Evaluator {
                 self.execute(parent, &r.code, r.silent, r.store_history, r.stop_on_error);
             }
             JupyterMessageContent::CompleteRequest(r) => {
-                let cursor = byte_of_char(&r.code, r.cursor_pos);
-                let c = self.session.complete(&r.code, cursor);
-                let reply = CompleteReply {
-                    matches: c.matches,
-                    cursor_start: char_of_byte(&r.code, c.start),
-                    cursor_end: char_of_byte(&r.code, c.end),
-                    metadata: Default::default(),
-                    status: ReplyStatus::Ok,
-                    error: None,
-                };
-                self.send(shell(reply, parent));
+                self.complete(parent, &r.code, r.cursor_pos);
             }
             JupyterMessageContent::InspectRequest(r) => {
-                let cursor = byte_of_char(&r.code, r.cursor_pos);
-                let found = self.session.inspect(&r.code, cursor);
-                let reply = InspectReply {
-                    found: found.is_some(),
-                    data: found.as_ref().map(media).unwrap_or_default(),
-                    metadata: Default::default(),
-                    status: ReplyStatus::Ok,
-                    error: None,
-                };
-                self.send(shell(reply, parent));
+                self.inspect(parent, &r.code, r.cursor_pos);
             }
             JupyterMessageContent::IsCompleteRequest(r) => {
-                let reply = match self.session.is_complete(&r.code) {
-                    IsComplete::Complete => IsCompleteReply::complete(),
-                    IsComplete::Incomplete { indent } => IsCompleteReply::incomplete(indent),
-                    IsComplete::Invalid => IsCompleteReply::invalid(),
-                };
-                self.send(shell(reply, parent));
+                self.is_complete(parent, &r.code);
             }
             JupyterMessageContent::CommInfoRequest(_) => {
                 let reply = CommInfoReply {
@@ -291,6 +291,20 @@ impl Evaluator {
                     .filter_map(|v| serde_json::from_value(v).ok())
                     .collect();
                 self.send(shell(HistoryReply::new(history), parent));
+            }
+            // Requests whose content did not fit the typed form (a negative or missing
+            // `cursor_pos`, a missing `code`) are answered all the same: a client waiting for
+            // a reply must get one.
+            _ if req.msg_type() == "complete_request" => {
+                let (code, cursor) = untyped_code_and_cursor(&req.content);
+                self.complete(parent, &code, cursor);
+            }
+            _ if req.msg_type() == "inspect_request" => {
+                let (code, cursor) = untyped_code_and_cursor(&req.content);
+                self.inspect(parent, &code, cursor);
+            }
+            _ if req.msg_type() == "is_complete_request" => {
+                self.is_complete(parent, &untyped_code_and_cursor(&req.content).0);
             }
             _ if req.msg_type() == "execute_request" => {
                 // An execute request whose content did not fit the typed form.
@@ -329,6 +343,45 @@ impl Evaluator {
         if exit {
             self.send(Out::Exit);
         }
+    }
+
+    /// Answers a `complete_request` for `code` with the cursor at code point `cursor_pos`.
+    fn complete(&mut self, parent: &JupyterMessage, code: &str, cursor_pos: usize) {
+        let cursor = byte_of_char(code, cursor_pos);
+        let c = self.session.complete(code, cursor);
+        let reply = CompleteReply {
+            matches: c.matches,
+            cursor_start: char_of_byte(code, c.start),
+            cursor_end: char_of_byte(code, c.end),
+            metadata: Default::default(),
+            status: ReplyStatus::Ok,
+            error: None,
+        };
+        self.send(shell(reply, parent));
+    }
+
+    /// Answers an `inspect_request` for `code` with the cursor at code point `cursor_pos`.
+    fn inspect(&mut self, parent: &JupyterMessage, code: &str, cursor_pos: usize) {
+        let cursor = byte_of_char(code, cursor_pos);
+        let found = self.session.inspect(code, cursor);
+        let reply = InspectReply {
+            found: found.is_some(),
+            data: found.as_ref().map(media).unwrap_or_default(),
+            metadata: Default::default(),
+            status: ReplyStatus::Ok,
+            error: None,
+        };
+        self.send(shell(reply, parent));
+    }
+
+    /// Answers an `is_complete_request` for `code`.
+    fn is_complete(&mut self, parent: &JupyterMessage, code: &str) {
+        let reply = match self.session.is_complete(code) {
+            IsComplete::Complete => IsCompleteReply::complete(),
+            IsComplete::Incomplete { indent } => IsCompleteReply::incomplete(indent),
+            IsComplete::Invalid => IsCompleteReply::invalid(),
+        };
+        self.send(shell(reply, parent));
     }
 
     /// Runs one cell and answers it.
@@ -627,6 +680,53 @@ mod tests {
         assert_eq!(reply["matches"], json!(["print"]));
         assert_eq!(reply["cursor_start"], 5);
         assert_eq!(reply["cursor_end"], 9);
+    }
+
+    #[test]
+    fn malformed_completion_and_inspection_requests_are_answered() {
+        let (mut ev, mut rx, v) = evaluator();
+        let cases = [
+            ("complete_request", json!({"code": "pri", "cursor_pos": -5})),
+            (
+                "complete_request",
+                json!({"code": "pri", "cursor_pos": 1e30}),
+            ),
+            ("complete_request", json!({"code": "pri"})),
+            ("complete_request", json!({"cursor_pos": "x"})),
+            (
+                "inspect_request",
+                json!({"code": "print", "cursor_pos": -1}),
+            ),
+            ("is_complete_request", json!({"code": 7})),
+        ];
+        for (i, (kind, content)) in cases.iter().enumerate() {
+            ev.handle(&request(&v, &format!("m{i}"), kind, content.clone()));
+            let got = drain(&mut rx);
+            let want = kind.replace("_request", "_reply");
+            let reply = got.iter().find(|g| g.1 == want);
+            assert!(reply.is_some(), "{kind} {content}: no {want} in {got:?}");
+            // is_complete replies carry the verdict as their status.
+            let status = reply.unwrap().3["status"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            let ok = if *kind == "is_complete_request" {
+                ["complete", "incomplete", "invalid"].contains(&status.as_str())
+            } else {
+                status == "ok"
+            };
+            assert!(ok, "{kind} {content}: status {status:?}");
+        }
+        // A cursor past the end is the end; a negative one the start.
+        assert_eq!(
+            untyped_code_and_cursor(&json!({"code": "ab", "cursor_pos": 9})).1,
+            2
+        );
+        assert_eq!(
+            untyped_code_and_cursor(&json!({"code": "ab", "cursor_pos": -5})).1,
+            0
+        );
+        assert_eq!(untyped_code_and_cursor(&json!({"code": "ab"})).1, 2);
     }
 
     #[test]

@@ -172,8 +172,109 @@ impl Diagnostic {
         self
     }
 
-    /// Renders the diagnostic as text (with ANSI colours when `color`).
+    /// Renders the diagnostic as text (with ANSI colours when `color`). A labelled source line
+    /// longer than [`MAX_EXCERPT_LINE`] is shown as a window around its labels, `…` at each
+    /// cut; the header still gives the true line and column.
     pub fn render(&self, sources: &SourceMap, color: bool) -> String {
+        match self.windowed(sources) {
+            Some((cut, d)) => {
+                let out = d.render_whole(&cut, color);
+                match (self.span, d.span) {
+                    (Some(a), Some(b)) => out.replacen(&cut.describe(b), &sources.describe(a), 1),
+                    _ => out,
+                }
+            }
+            None => self.render_whole(sources, color),
+        }
+    }
+
+    /// This diagnostic over a copy of `sources` whose long labelled lines are cut to windows
+    /// around their labels, with its spans moved to match; `None` when no line is too long.
+    fn windowed(&self, sources: &SourceMap) -> Option<(SourceMap, Diagnostic)> {
+        let mut spans: Vec<Span> = self.span.into_iter().collect();
+        spans.extend(self.secondary.iter().map(|l| l.span));
+        let mut cut = SourceMap::new();
+        let mut moved = spans.clone();
+        let mut any = false;
+        for (id, f) in sources.files().iter().enumerate() {
+            let id = id as crate::span::FileId;
+            let mine: Vec<usize> = (0..spans.len()).filter(|&i| spans[i].file == id).collect();
+            let text = &f.text;
+            // The long lines that hold a span's start: (line start, line end, window).
+            let mut edits: Vec<(usize, usize, usize, usize)> = Vec::new();
+            for &i in &mine {
+                let lo = (spans[i].lo as usize).min(text.len());
+                let start = text[..lo].rfind('\n').map_or(0, |p| p + 1);
+                let end = text[lo..].find('\n').map_or(text.len(), |p| lo + p);
+                if end - start <= MAX_EXCERPT_LINE || edits.iter().any(|e| e.0 == start) {
+                    continue;
+                }
+                let on_line = mine
+                    .iter()
+                    .map(|&j| spans[j])
+                    .filter(|s| (s.lo as usize) >= start && (s.lo as usize) <= end);
+                let first = on_line.clone().map(|s| s.lo as usize).min().unwrap_or(lo);
+                let last = on_line
+                    .map(|s| (s.hi as usize).min(end))
+                    .max()
+                    .unwrap_or(lo);
+                let mut a = first.saturating_sub(EXCERPT_CONTEXT).max(start);
+                let mut b = (last + EXCERPT_CONTEXT).min(end);
+                while !text.is_char_boundary(a) {
+                    a -= 1;
+                }
+                while !text.is_char_boundary(b) {
+                    b += 1;
+                }
+                edits.push((start, end, a, b));
+            }
+            if edits.is_empty() {
+                cut.add(f.name.clone(), text.clone());
+                continue;
+            }
+            any = true;
+            edits.sort();
+            let mut new_text = text.clone();
+            for &(start, end, a, b) in edits.iter().rev() {
+                let pre = if a > start { "…" } else { "" };
+                let post = if b < end { "…" } else { "" };
+                let line = format!("{pre}{}{post}", &text[a..b]);
+                let delta = line.len() as i64 - (end - start) as i64;
+                let at = |p: usize| -> usize {
+                    if p < start {
+                        p
+                    } else if p > end {
+                        (p as i64 + delta) as usize
+                    } else {
+                        start + pre.len() + p.clamp(a, b) - a
+                    }
+                };
+                for &i in &mine {
+                    let s = &mut moved[i];
+                    s.lo = at(s.lo as usize) as u32;
+                    s.hi = at(s.hi as usize).max(s.lo as usize) as u32;
+                }
+                new_text.replace_range(start..end, &line);
+            }
+            cut.add(f.name.clone(), new_text);
+        }
+        if !any {
+            return None;
+        }
+        let mut d = self.clone();
+        let mut it = moved.into_iter();
+        if d.span.is_some() {
+            d.span = it.next();
+        }
+        for l in &mut d.secondary {
+            if let Some(s) = it.next() {
+                l.span = s;
+            }
+        }
+        Some((cut, d))
+    }
+
+    fn render_whole(&self, sources: &SourceMap, color: bool) -> String {
         use ariadne::{Color, Config, IndexType, Label as ALabel, Report, ReportKind};
 
         let kind = match self.severity {
@@ -264,6 +365,11 @@ impl Diagnostic {
     }
 }
 
+/// Longest source line a diagnostic's excerpt shows whole.
+pub const MAX_EXCERPT_LINE: usize = 240;
+/// Bytes of a longer line kept on each side of its labels.
+const EXCERPT_CONTEXT: usize = 80;
+
 /// Removes ANSI escape sequences (`ESC [ ... letter`).
 fn strip_ansi(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -308,4 +414,48 @@ pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .filter(|(d, _)| *d <= max)
         .min_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(b.1)))
         .map(|(_, c)| c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lines_are_windowed_around_every_label() {
+        let mut sources = SourceMap::new();
+        let long = format!("a = {}bad + {}worse", "x + ".repeat(300), "y + ".repeat(20));
+        let text = format!("first = 1\n{long}\nlast = bad\n");
+        let file = sources.add("w.tsr", text.clone());
+        let at = |needle: &str, from: usize| -> Span {
+            let lo = from + text[from..].find(needle).unwrap();
+            Span::new(file, lo, lo + needle.len())
+        };
+        let line2 = text.find('\n').unwrap() + 1;
+        let bad = at("bad", line2);
+        let worse = at("worse", line2);
+        let last = at("bad", line2 + long.len());
+        let d = Diagnostic::new(Code::E0100, "name 'bad' is not defined")
+            .at(bad)
+            .with_label("here")
+            .with_secondary(worse, "and here")
+            .with_secondary(last, "and on the next line");
+        let out = d.render(&sources, false);
+        assert!(out.len() < 2500, "{} bytes:\n{out}", out.len());
+        // The true position of the primary label, though the line is cut before it.
+        let (line, col) = sources.get(file).unwrap().line_col(bad.lo as usize);
+        assert!(out.contains(&format!("w.tsr:{line}:{col}")), "{out}");
+        assert!(col > 1000);
+        for want in [
+            "here",
+            "and here",
+            "and on the next line",
+            "…",
+            "last = bad",
+        ] {
+            assert!(out.contains(want), "missing {want:?}:\n{out}");
+        }
+        // A short line is shown whole, as before.
+        let short = Diagnostic::new(Code::E0100, "x").at(Span::new(file, 0, 5));
+        assert!(short.render(&sources, false).contains("first = 1"));
+    }
 }

@@ -14,3 +14,4 @@ pub use span::{SourceMap, Span};
 pub mod eval;
 pub mod lex;
 pub mod parse;
+pub mod read;

@@ -8,7 +8,7 @@
 mod block;
 mod errors;
 mod grammar;
-mod limits;
+pub(crate) mod limits;
 
 pub(crate) use limits::for_each_child;
 pub use limits::{MAX_EXPR_DEPTH, MAX_NESTING};
@@ -63,6 +63,19 @@ fn parse_all(source: &str, file: FileId) -> Parsed {
     let mut diags = lexed.diags;
     let layout = lex::layout(source, file, lexed.toks, false);
     diags.extend(layout.diags);
+    if layout.too_deep {
+        // One error for the too-deep nesting: its blocks are not parsed (each would report
+        // a missing indented block).
+        return Parsed {
+            body: Vec::new(),
+            diags,
+            eof_diags: Vec::new(),
+            end: EndState::default(),
+            open_bracket: layout.open_bracket,
+            open_triple_quote: lexed.open_triple_quote,
+            trailing_continuation: lexed.trailing_continuation,
+        };
+    }
     let mut builder = Builder::new(source, &layout.toks, file);
     let body = builder.module();
     diags.extend(builder.diags);

@@ -334,18 +334,18 @@ fn short(s: &str, n: usize) -> String {
 fn load(s: &mut Session, cmd: &Cmd) -> Result<(), Diagnostic> {
     cmd.need_arg("a file name")?;
     let path = cmd.arg.trim_matches(|c| c == '"' || c == '\'');
-    let text = match std::fs::read(path) {
-        Ok(b) => String::from_utf8(b).map_err(|_| {
-            Diagnostic::new(Code::E0500, format!("{path} is not valid UTF-8 text"))
-                .at(cmd.arg_span())
-        })?,
-        Err(e) => {
+    let limit = tessera_lang::read::MAX_SCRIPT_BYTES;
+    let text = match tessera_lang::read::read_text(std::path::Path::new(path), limit) {
+        Ok(t) => t,
+        Err(tessera_lang::read::ReadError::Io(e)) => {
             return Err(
                 Diagnostic::new(Code::E0500, format!("cannot read {path}: {e}"))
                     .at(cmd.arg_span())
                     .with_label("this file"),
             )
         }
+        // The session keeps the excerpt's text, so the diagnostic can show the bad byte.
+        Err(e) => return Err(e.diagnostic(path, &mut s.interp.sources)),
     };
     let file = s.interp.sources.add(path, text.clone());
     let module = parse::parse_module(&text, file).map_err(|mut ds| ds.swap_remove(0))?;
@@ -464,13 +464,7 @@ fn fusions(s: &mut Session, cmd: &Cmd) -> Result<(), Diagnostic> {
         .push(("explain".into(), Value::Bool(true), cmd.name_span));
     let v = s.interp.call(&native, ga)?;
     let mut rows = Vec::new();
-    let items = |v: &Value| -> Vec<Value> {
-        match v {
-            Value::List(l) => l.borrow().clone(),
-            Value::Tuple(t) => t.as_ref().clone(),
-            _ => Vec::new(),
-        }
-    };
+    let items = |v: &Value| v.items().unwrap_or_default();
     let parts = items(&v);
     if let Some(fired) = parts.first() {
         for r in items(fired) {

@@ -10,6 +10,8 @@ pub struct RuntimeError {
     pub code: Code,
     pub message: String,
     pub help: Option<String>,
+    /// The label under the span, where the code's default label would mislead.
+    pub label: Option<&'static str>,
 }
 
 /// `Result` with [`RuntimeError`].
@@ -21,6 +23,7 @@ impl RuntimeError {
             code,
             message: message.into(),
             help: None,
+            label: None,
         }
     }
 
@@ -56,9 +59,11 @@ impl RuntimeError {
 
     /// E0700 "abstract tensor has no data".
     pub fn abstract_read(what: &str) -> RuntimeError {
-        RuntimeError::new(Code::E0700, "abstract tensor has no data").with_help(format!(
+        let mut e = RuntimeError::new(Code::E0700, "abstract tensor has no data").with_help(format!(
             "`{what}` reads values; an abstract tensor (dist.tensor) has only a shape, dtype and layout"
-        ))
+        ));
+        e.label = Some("reads the values of an abstract tensor");
+        e
     }
 }
 
@@ -77,7 +82,10 @@ impl std::error::Error for RuntimeError {}
 /// The one place a runtime error becomes a diagnostic (the caller adds the span).
 impl From<RuntimeError> for tessera_lang::diag::Diagnostic {
     fn from(e: RuntimeError) -> Self {
-        let d = tessera_lang::diag::Diagnostic::new(e.code, e.message);
+        let mut d = tessera_lang::diag::Diagnostic::new(e.code, e.message);
+        if let Some(l) = e.label {
+            d = d.with_label(l);
+        }
         match e.help {
             Some(h) => d.with_help(h),
             None => d,

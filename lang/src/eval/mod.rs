@@ -3,6 +3,7 @@
 
 pub mod args;
 mod builtins;
+mod check;
 pub mod format;
 pub mod host;
 mod ops;

@@ -23,6 +23,9 @@ pub struct Layout {
     pub diags: Vec<Diagnostic>,
     /// The input ends with brackets still open.
     pub open_bracket: bool,
+    /// Indentation went past [`MAX_INDENT_LEVELS`] (reported once): the blocks below are not
+    /// parsed, so nothing more is reported about them.
+    pub too_deep: bool,
 }
 
 struct Level {
@@ -45,6 +48,7 @@ pub fn layout(source: &str, file: FileId, toks: Vec<(Tok, TokSpan)>, expr_only: 
     let mut brackets: Vec<(Tok, TokSpan)> = Vec::new();
     let mut at_line_start = true;
     let mut nesting_reported = false;
+    let mut too_deep = false;
     let sp = |s: TokSpan| Span::new(file, s.start, s.end);
 
     for (tok, span) in toks {
@@ -58,7 +62,13 @@ pub fn layout(source: &str, file: FileId, toks: Vec<(Tok, TokSpan)>, expr_only: 
         }
         if at_line_start && !expr_only {
             at_line_start = false;
-            indentation(source, file, span, &mut stack, &mut out, &mut diags);
+            let lines = Lines {
+                stack: &mut stack,
+                out: &mut out,
+                diags: &mut diags,
+                too_deep: &mut too_deep,
+            };
+            indentation(source, file, span, lines);
         }
         let tok = match tok {
             Tok::LParen | Tok::LBracket | Tok::LBrace => {
@@ -161,6 +171,7 @@ pub fn layout(source: &str, file: FileId, toks: Vec<(Tok, TokSpan)>, expr_only: 
         toks: out,
         diags,
         open_bracket,
+        too_deep,
     }
 }
 
@@ -172,14 +183,21 @@ fn closes(open: &Tok, close: &Tok) -> bool {
 }
 
 /// Handles the indentation in front of the first token of a logical line.
-fn indentation(
-    source: &str,
-    file: FileId,
-    first: TokSpan,
-    stack: &mut Vec<Level>,
-    out: &mut Vec<(Tok, TokSpan)>,
-    diags: &mut Vec<Diagnostic>,
-) {
+/// The layout state `indentation` updates.
+struct Lines<'a> {
+    stack: &'a mut Vec<Level>,
+    out: &'a mut Vec<(Tok, TokSpan)>,
+    diags: &'a mut Vec<Diagnostic>,
+    too_deep: &'a mut bool,
+}
+
+fn indentation(source: &str, file: FileId, first: TokSpan, lines: Lines) {
+    let Lines {
+        stack,
+        out,
+        diags,
+        too_deep,
+    } = lines;
     let before = source.get(..first.start).unwrap_or("");
     let line_start = before.rfind(['\n', '\r']).map(|i| i + 1).unwrap_or(0);
     let indent = source.get(line_start..first.start).unwrap_or("");
@@ -209,11 +227,14 @@ fn indentation(
     let top = stack.last().map(|l| l.width).unwrap_or(0);
     if width > top {
         if stack.len() > MAX_INDENT_LEVELS {
-            diags.push(
-                Diagnostic::new(Code::E0003, "too many levels of indentation")
-                    .at(Span::new(file, first.start, first.end))
-                    .with_label(format!("more than {MAX_INDENT_LEVELS} levels deep")),
-            );
+            if !*too_deep {
+                *too_deep = true;
+                diags.push(
+                    Diagnostic::new(Code::E0003, "too many levels of indentation")
+                        .at(Span::new(file, first.start, first.end))
+                        .with_label(format!("more than {MAX_INDENT_LEVELS} levels deep")),
+                );
+            }
             stack.push(Level {
                 width,
                 indent: false,

@@ -22,9 +22,19 @@ pub(crate) fn precheck(
 ) -> Result<(), Option<Box<Diagnostic>>> {
     let sp = |s: &TokSpan| Span::new(file, s.start, s.end);
     // unsupported things first: they explain the line better than a nesting error
+    let mut depth = 0usize;
     for (tok, span) in toks {
+        match tok {
+            Tok::LParen | Tok::LBracket => depth += 1,
+            Tok::RParen | Tok::RBracket => depth = depth.saturating_sub(1),
+            _ => {}
+        }
         let msg: Option<(String, Option<&str>)> = match tok {
             Tok::Error => return Err(None),
+            Tok::Unsupported("...") if depth > 0 => Some((
+                "`...` (Ellipsis) is not supported".to_string(),
+                Some("write the slices out: `x[:, :, 1]` for `x[..., 1]` of a 3-d tensor"),
+            )),
             Tok::Reserved(k) => Some((
                 match *k {
                     "lambda" => "`lambda` is not supported".to_string(),
@@ -72,6 +82,18 @@ pub(crate) fn precheck(
             }
             return Err(Some(Box::new(d)));
         }
+    }
+    // `x: int = 3`: a variable annotation (a statement starting `name :`)
+    if let [(Tok::Name(n), _), (Tok::Colon, colon), ..] = toks {
+        return Err(Some(Box::new(
+            Diagnostic::new(
+                Code::E0001,
+                "variable annotations (`name: type`) are not supported",
+            )
+            .at(sp(colon))
+            .with_label("an annotation")
+            .with_help(format!("leave the type out: `{n} = ...`")),
+        )));
     }
     // nesting: per open bracket, a counter of recursion-inducing tokens since the last `,`
     let mut counters: Vec<usize> = vec![0];

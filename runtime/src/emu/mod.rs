@@ -103,10 +103,20 @@ pub struct Options {
     pub max_steps: u64,
 }
 
+/// The step limit of [`Options::default`]; see [`set_default_max_steps`].
+static DEFAULT_MAX_STEPS: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(2_000_000_000);
+
+/// Sets the step limit of every later run with default options, process-wide (a harness that
+/// runs many generated scripts bounds each kernel's emulation this way).
+pub fn set_default_max_steps(steps: u64) {
+    DEFAULT_MAX_STEPS.store(steps.max(1), std::sync::atomic::Ordering::Relaxed);
+}
+
 impl Default for Options {
     fn default() -> Options {
         Options {
-            max_steps: 2_000_000_000,
+            max_steps: DEFAULT_MAX_STEPS.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 }

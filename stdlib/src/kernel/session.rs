@@ -91,6 +91,9 @@ impl Session {
         emit_ptx: Option<std::path::PathBuf>,
     ) -> Result<Rc<Session>, Diagnostic> {
         let target = target.as_deref().map(parse_target).transpose()?;
+        if let Some(dir) = &emit_ptx {
+            writable_dir(dir)?;
+        }
         let (kind, gpu, explicit) = match device.as_deref() {
             Some("emu") => (DeviceKind::Emu, None, false),
             Some("cpu") => (DeviceKind::Cpu, None, false),
@@ -183,4 +186,20 @@ impl Session {
     pub fn current_trace(&self) -> Option<Rc<TraceCtx>> {
         self.traces.borrow().last().cloned()
     }
+}
+
+/// Creates `dir` (for `--emit-ptx`) and checks that a file can be written in it, so that an
+/// unwritable folder is reported before anything runs.
+fn writable_dir(dir: &std::path::Path) -> Result<(), Diagnostic> {
+    let fail = |e: std::io::Error| {
+        Diagnostic::new(
+            Code::E0101,
+            format!("--emit-ptx {}: cannot write there: {e}", dir.display()),
+        )
+    };
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    let probe = dir.join(format!(".tessera-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(fail)?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
 }

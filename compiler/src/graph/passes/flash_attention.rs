@@ -81,7 +81,6 @@ pub fn run(g: &mut Graph, _cx: &PassCx) -> Fired {
     let mut fired = Fired::default();
     let ids: Vec<ValueId> = g.ids().collect();
     for out in ids {
-        let uses = g.use_counts();
         let Some(Op::Matmul {
             a: probs,
             b: v,
@@ -97,6 +96,8 @@ pub fn run(g: &mut Graph, _cx: &PassCx) -> Fired {
         let Some(Op::Softmax { x: scores, axis }) = g.op(probs).cloned() else {
             continue;
         };
+        // Counted per candidate (the graph changes as patterns are rewritten), not per op.
+        let uses = g.use_counts();
         let span = g.span(out);
         let rank = g.ty(scores).map(|t| t.shape.len()).unwrap_or(0);
         if axis + 1 != rank {

@@ -1,0 +1,133 @@
+//! `tessera run` on files that are not scripts: bytes that are not UTF-8, endless device
+//! files, huge files. Each ends quickly with exit status 2 and a diagnostic.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn run(path: &std::path::Path) -> (i32, String, Duration) {
+    let start = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .arg("run")
+        .arg(path)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run tessera");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        start.elapsed(),
+    )
+}
+
+fn temp(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("tessera-files-{}-{name}", std::process::id()))
+}
+
+#[test]
+fn a_script_that_is_not_utf8_is_e0001_at_its_first_bad_byte() {
+    let p = temp("latin1.tsr");
+    // Line 2, column 8: 0xe9 (Latin-1 'é').
+    std::fs::write(&p, b"x = 1\nprint(\"caf\xe9\")\n").unwrap();
+    let (code, stderr, _) = run(&p);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("error[E0001]"), "{stderr}");
+    assert!(stderr.contains("is not UTF-8 text"), "{stderr}");
+    assert!(stderr.contains("byte 0xe9 is not UTF-8"), "{stderr}");
+    assert!(
+        stderr.contains(":2:11"),
+        "the excerpt names line 2, column 11: {stderr}"
+    );
+    let _ = std::fs::remove_file(&p);
+}
+
+#[test]
+fn an_endless_device_file_is_not_read_forever() {
+    for dev in ["/dev/urandom", "/dev/zero"] {
+        let p = std::path::Path::new(dev);
+        if !p.exists() {
+            continue;
+        }
+        let (code, stderr, took) = run(p);
+        assert_eq!(code, 2, "{dev}: {stderr}");
+        assert!(took < Duration::from_secs(60), "{dev} took {took:?}");
+        // urandom fails the UTF-8 check; zero (all NUL bytes, valid UTF-8) hits the size cap.
+        assert!(
+            stderr.contains("is not UTF-8 text") || stderr.contains("is larger than 64 MiB"),
+            "{dev}: {stderr}"
+        );
+        assert!(
+            stderr.len() < 10_000,
+            "{dev}: {} bytes of stderr",
+            stderr.len()
+        );
+    }
+}
+
+#[test]
+fn a_file_over_the_size_cap_is_e0700() {
+    let p = temp("huge.tsr");
+    let f = std::fs::File::create(&p).unwrap();
+    // Sparse: no disk is used for the zeros.
+    f.set_len((64 << 20) + 1).unwrap();
+    drop(f);
+    let (code, stderr, _) = run(&p);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("error[E0700]"), "{stderr}");
+    assert!(stderr.contains("is larger than 64 MiB"), "{stderr}");
+    let _ = std::fs::remove_file(&p);
+}
+
+#[test]
+fn an_unwritable_emit_ptx_folder_stops_the_run_before_it_starts() {
+    let p = temp("emit.tsr");
+    std::fs::write(&p, "print(\"ran\")\n").unwrap();
+    // /proc refuses new files even to root.
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["run", "--emit-ptx", "/proc/tessera-nope/ptx"])
+        .arg(&p)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run tessera");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "", "nothing may run");
+    assert!(
+        stderr.contains("--emit-ptx /proc/tessera-nope/ptx: cannot write there"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_file(&p);
+}
+
+#[test]
+fn a_diagnostic_on_a_huge_line_shows_a_window_of_it() {
+    // A 200,000-term expression on one line: the excerpt shows the part around the error,
+    // not the megabyte-long line.
+    let p = temp("wide.tsr");
+    let mut line = String::from("x = 1");
+    for _ in 0..200_000 {
+        line.push_str(" + 1");
+    }
+    std::fs::write(&p, format!("y = 2\n{line}\n")).unwrap();
+    let (code, stderr, _) = run(&p);
+    assert_eq!(code, 2, "{}", &stderr[..stderr.len().min(2000)]);
+    assert!(
+        stderr.contains("error[E0001]"),
+        "{}",
+        &stderr[..stderr.len().min(2000)]
+    );
+    assert!(stderr.len() < 4000, "{} bytes of stderr", stderr.len());
+    assert!(stderr.contains('…'), "{stderr}");
+    // The header keeps the true line and column.
+    let header = stderr
+        .lines()
+        .find(|l| l.contains("wide.tsr:"))
+        .unwrap_or("");
+    assert!(header.contains("wide.tsr:2:"), "{header}");
+    let col: usize = header
+        .rsplit(':')
+        .next()
+        .and_then(|c| c.trim_end_matches(" ]").trim().parse().ok())
+        .unwrap_or(0);
+    assert!(col > 1000, "{header}");
+    let _ = std::fs::remove_file(&p);
+}

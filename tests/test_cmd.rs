@@ -1,0 +1,193 @@
+//! `tessera test` itself: missing paths, cases without expected files, the per-case time limit,
+//! cases ended by a signal, and cases outliving `tessera test`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_tessera")
+}
+
+/// A fresh directory for one test.
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tessera-test-cmd-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn tessera_test(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(exe())
+        .arg("test")
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run tessera test");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_path_that_does_not_exist_is_an_error() {
+    let (code, stdout, stderr) = tessera_test(&["/nonexistent/tessera-cases"]);
+    assert_eq!(code, 2, "stdout: {stdout}\nstderr: {stderr}");
+    assert!(
+        stderr.contains("/nonexistent/tessera-cases: no such file or directory"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("passed"), "{stdout}");
+}
+
+#[test]
+fn a_case_without_expected_files_checks_only_its_exit_status() {
+    let d = dir("no-expected");
+    std::fs::write(d.join("ok.tsr"), "print(1 + 1)\n").unwrap();
+    let (code, stdout, _) = tessera_test(&[d.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(stdout.contains("1 passed, 0 failed"), "{stdout}");
+    // A failing script without `.code` still fails.
+    std::fs::write(d.join("bad.tsr"), "print(undefined_name)\n").unwrap();
+    let (code, stdout, _) = tessera_test(&[d.to_str().unwrap()]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("FAILED") && stdout.contains("bad.tsr"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("1 passed, 1 failed"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_case_past_its_time_limit_is_killed_and_fails() {
+    let d = dir("timeout");
+    std::fs::write(
+        d.join("spin.tsr"),
+        "print(\"started\")\nwhile True:\n    pass\n",
+    )
+    .unwrap();
+    let start = Instant::now();
+    let (code, stdout, _) = tessera_test(&[d.to_str().unwrap(), "--timeout", "1.5"]);
+    let took = start.elapsed();
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("timed out after 1.5 s"), "{stdout}");
+    assert!(stdout.contains("0 passed, 1 failed"), "{stdout}");
+    assert!(took < Duration::from_secs(30), "took {took:?}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_bad_timeout_is_refused() {
+    for bad in ["0", "-3", "soon", "1e99"] {
+        let (code, _, stderr) = tessera_test(&[".", &format!("--timeout={bad}")]);
+        assert_eq!(code, 2, "--timeout {bad}: {stderr}");
+        assert!(stderr.contains("positive number of seconds"), "{stderr}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_case_ended_by_a_signal_names_it_and_shows_its_stderr() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = dir("signal");
+    // Stands in for the `tessera` binary: writes to stderr, then dies of SIGSEGV.
+    let fake = d.join("fake-tessera");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'about to fault' >&2\nkill -SEGV $$\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let case = d.join("case.tsr");
+    std::fs::write(&case, "print(1)\n").unwrap();
+    match tessera::golden::run_case(&fake, &case, false, tessera::golden::TIMEOUT) {
+        tessera::golden::Outcome::Failed(report) => {
+            assert!(report.contains("killed by signal 11 (SIGSEGV)"), "{report}");
+            assert!(report.contains("about to fault"), "{report}");
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The pids whose parent is `pid` (from /proc).
+#[cfg(target_os = "linux")]
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`: the fields after the last ')'.
+        let rest = stat.rsplit_once(')').map(|r| r.1).unwrap_or("");
+        let ppid = rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|x| x.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Whether `pid` is gone (or a zombie waiting to be reaped).
+#[cfg(target_os = "linux")]
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|r| r.1.trim_start().starts_with('Z')),
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_case_dies_with_tessera_test() {
+    let d = dir("orphan");
+    std::fs::write(d.join("spin.tsr"), "while True:\n    pass\n").unwrap();
+    let mut t = Command::new(exe())
+        .args(["test", d.to_str().unwrap(), "--timeout", "100"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start tessera test");
+    let start = Instant::now();
+    let kids = loop {
+        let k = children(t.id());
+        if !k.is_empty() || start.elapsed() > Duration::from_secs(20) {
+            break k;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!kids.is_empty(), "tessera test started no case");
+    // SIGTERM, as a CI runner or `timeout` sends.
+    let term = Command::new("kill")
+        .args(["-TERM", &t.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(term.success());
+    let _ = t.wait();
+    let start = Instant::now();
+    while !kids.iter().all(|&k| gone(k)) && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left: Vec<u32> = kids.iter().copied().filter(|&k| !gone(k)).collect();
+    for k in &left {
+        let _ = Command::new("kill")
+            .args(["-KILL", &k.to_string()])
+            .status();
+    }
+    assert!(
+        left.is_empty(),
+        "case processes {left:?} outlived tessera test"
+    );
+    let _ = std::fs::remove_dir_all(Path::new(&d));
+}
