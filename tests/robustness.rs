@@ -367,12 +367,12 @@ fn tracing_an_unrolled_loop_is_linear_in_its_length() {
     // op made this quadratic: 50,000 ops took a minute).
     let dir = std::env::temp_dir().join(format!("tessera-unroll-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let time = |n: usize| {
+    let time = |n: usize, body: &str, shape: &str| {
         let script = dir.join(format!("unroll{n}.tsr"));
         std::fs::write(
             &script,
             format!(
-                "@op.kernel\ndef f(x):\n    for i in range({n}):\n        x = x * 1.0001 + 0.5\n    return x\nprint(f(op.ones((4,))).shape)\n"
+                "w = op.ones((4, 4)) * 0.25\n@op.kernel\ndef f(x):\n    for i in range({n}):\n        {body}\n    return x\nprint(f(op.ones({shape})).shape)\n"
             ),
         )
         .unwrap();
@@ -386,14 +386,25 @@ fn tracing_an_unrolled_loop_is_linear_in_its_length() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "(4,)\n");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{shape}\n"));
         start.elapsed().as_secs_f64()
     };
-    let (small, large) = (time(3000), time(12000));
-    let _ = std::fs::remove_dir_all(&dir);
     // 4× the ops: about 4× the time when linear, 16× when quadratic.
+    let elementwise = "x = x * 1.0001 + 0.5";
+    let (small, large) = (
+        time(3000, elementwise, "(4,)"),
+        time(12000, elementwise, "(4,)"),
+    );
     assert!(
         large < 9.0 * small.max(0.05),
-        "3,000 ops: {small:.2} s; 12,000 ops: {large:.2} s"
+        "elementwise: 3,000 steps {small:.2} s; 12,000 steps {large:.2} s"
     );
+    // Matmuls with fused epilogues (the epilogue pass counted uses at every step).
+    let chain = "x = op.relu(x @ w) + 0.5";
+    let (small, large) = (time(200, chain, "(4, 4)"), time(800, chain, "(4, 4)"));
+    assert!(
+        large < 9.0 * small.max(0.05),
+        "matmul chain: 200 steps {small:.2} s; 800 steps {large:.2} s"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -131,3 +131,47 @@ fn a_diagnostic_on_a_huge_line_shows_a_window_of_it() {
     assert!(col > 1000, "{header}");
     let _ = std::fs::remove_file(&p);
 }
+
+#[test]
+fn an_invalid_tessera_variable_is_an_error_naming_it() {
+    let p = temp("env.tsr");
+    std::fs::write(&p, "print(\"ran\")\n").unwrap();
+    for (var, value) in [
+        ("TESSERA_STEP_LIMIT", "lots"),
+        ("TESSERA_MAX_BYTES", "4 gigs"),
+        ("TESSERA_AUTOTUNE", "offf"),
+        ("TESSERA_CUDA_TIMEOUT", "-1"),
+        ("TESSERA_CUDA", "of"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .arg("run")
+            .arg(&p)
+            .env("NO_COLOR", "1")
+            .env(var, value)
+            .output()
+            .expect("run tessera");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{var}={value}: {stderr}");
+        assert!(stderr.contains("error[E0101]"), "{var}={value}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{var}={value:?} is not valid")),
+            "{stderr}"
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "",
+            "{var}: nothing may run"
+        );
+    }
+    // Valid values run.
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .arg("run")
+        .arg(&p)
+        .env("TESSERA_STEP_LIMIT", "100000")
+        .env("TESSERA_MAX_BYTES", "512M")
+        .env("TESSERA_AUTOTUNE", "OFF")
+        .output()
+        .expect("run tessera");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
+    let _ = std::fs::remove_file(&p);
+}

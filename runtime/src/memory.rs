@@ -24,7 +24,7 @@ pub fn parse_limit(env: Option<&str>, meminfo: Option<&str>) -> u64 {
 }
 
 /// Parses `123`, `64K`, `512M`, `4G`, `1T` (binary units, optional trailing `B`/`iB`).
-fn parse_bytes(s: &str) -> Option<u64> {
+pub fn parse_bytes(s: &str) -> Option<u64> {
     let s = s.trim();
     let s = s
         .strip_suffix("iB")

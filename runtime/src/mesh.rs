@@ -57,6 +57,16 @@ impl Mesh {
             .iter()
             .try_fold(1usize, |acc, &d| acc.checked_mul(d))
             .ok_or_else(|| mesh_error("mesh shape is too large"))?;
+        // The mesh's host state grows with its size (device lists, one shard per device):
+        // bounded like a tensor, so a mesh of 10^9 devices is E0700, not an abort.
+        let bytes = (n as u128) * (std::mem::size_of::<usize>() as u128) * 4;
+        let limit = crate::memory::max_bytes();
+        if bytes > u128::from(limit) {
+            return Err(RuntimeError::resource(format!(
+                "a mesh of {n} devices needs {bytes} bytes of host state, over the limit of {limit} bytes"
+            ))
+            .with_help("raise TESSERA_MAX_BYTES, or use a smaller mesh"));
+        }
         let devices = devices.unwrap_or_else(|| (0..n).collect());
         if devices.len() != n {
             let prod: Vec<String> = axes
@@ -70,8 +80,9 @@ impl Mesh {
                 devices.len()
             )));
         }
-        for (i, d) in devices.iter().enumerate() {
-            if devices[..i].contains(d) {
+        let mut seen = std::collections::HashSet::with_capacity(n);
+        for d in &devices {
+            if !seen.insert(*d) {
                 return Err(mesh_error(format!("device {d} appears twice in the mesh")));
             }
         }
@@ -216,13 +227,15 @@ impl Sharded {
     /// that hold the same slice share its buffer (tensors are immutable).
     pub fn split(t: &Tensor, layout: Layout, mesh: std::sync::Arc<Mesh>) -> Result<Sharded> {
         check_layout(t.shape(), &layout, &mesh)?;
-        let mut cache: Vec<(Vec<usize>, Tensor)> = Vec::new();
+        // One shard per distinct block: devices that hold the same block share it.
+        let mut cache: std::collections::HashMap<Vec<usize>, Tensor> =
+            std::collections::HashMap::new();
         let mut shards = Vec::with_capacity(mesh.size());
         let local = layout.local_shape(t.shape(), &mesh.shape);
         for r in 0..mesh.size() {
             let c = mesh.coords(r);
             let key: Vec<usize> = layout.dims.iter().map(|d| d.map_or(0, |a| c[a])).collect();
-            if let Some((_, s)) = cache.iter().find(|(k, _)| *k == key) {
+            if let Some(s) = cache.get(&key) {
                 shards.push(s.clone());
                 continue;
             }
@@ -237,7 +250,7 @@ impl Sharded {
                 }
                 s
             };
-            cache.push((key, s.clone()));
+            cache.insert(key, s.clone());
             shards.push(s);
         }
         Ok(Sharded {
@@ -376,8 +389,13 @@ impl Sharded {
     }
 }
 
-/// Runs `f(rank)` for every device, one worker thread per device; the results in rank order.
-/// One device (or `sequential`) runs on the calling thread.
+/// Most worker threads [`per_device`] runs devices on.
+pub const MAX_WORKERS: usize = 64;
+
+/// Runs `f(rank)` for every device on a bounded pool of worker threads (the machine's
+/// parallelism, at most [`MAX_WORKERS`]; the calling thread is one of them), each taking the
+/// next rank until none is left; the results in rank order. A mesh of any size runs on the
+/// same few threads. One device (or `sequential`) runs on the calling thread.
 pub fn per_device<T: Send>(
     n: usize,
     sequential: bool,
@@ -386,18 +404,43 @@ pub fn per_device<T: Send>(
     if n <= 1 || sequential {
         return (0..n).map(f).collect();
     }
-    let f = &f;
-    let results: Vec<Result<T>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..n).map(|r| s.spawn(move || f(r))).collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(RuntimeError::runtime("a device worker failed")))
-            })
-            .collect()
+    let workers = std::thread::available_parallelism()
+        .map_or(4, |p| p.get())
+        .clamp(2, MAX_WORKERS)
+        .min(n);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut mine: Vec<(usize, Result<T>)> = Vec::new();
+        loop {
+            let r = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if r >= n {
+                return mine;
+            }
+            mine.push((r, f(r)));
+        }
+    };
+    let mut done: Vec<(usize, Result<T>)> = std::thread::scope(|s| {
+        // A thread that cannot be started leaves its share to the others.
+        let handles: Vec<_> = (1..workers)
+            .filter_map(|_| std::thread::Builder::new().spawn_scoped(s, work).ok())
+            .collect();
+        let mut all = work();
+        for h in handles {
+            match h.join() {
+                Ok(mine) => all.extend(mine),
+                Err(_) => all.push((n, Err(RuntimeError::runtime("a device worker failed")))),
+            }
+        }
+        all
     });
-    results.into_iter().collect()
+    done.sort_by_key(|(r, _)| *r);
+    if done.len() != n || done.iter().enumerate().any(|(i, (r, _))| i != *r) {
+        if let Some(failed) = done.into_iter().find_map(|(_, x)| x.err()) {
+            return Err(failed);
+        }
+        return Err(RuntimeError::runtime("a device worker failed"));
+    }
+    done.into_iter().map(|(_, x)| x).collect()
 }
 
 /// Collectives over the shards of one group of devices, given in rank order; each returns one

@@ -8,6 +8,7 @@ pub mod crosscheck;
 pub mod cuda;
 pub mod device;
 pub mod dist;
+pub mod env;
 pub mod graph_mod;
 pub mod kernel;
 pub mod op;

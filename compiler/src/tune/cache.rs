@@ -127,9 +127,32 @@ pub fn parse(text: &str) -> Result<Vec<Entry>, CacheError> {
     Ok(f.entries)
 }
 
+/// The largest cache file read (64 MiB: about 200,000 entries); a larger one is corrupt, so
+/// that `load_cache("/dev/zero")` ends at once instead of reading forever.
+pub const MAX_CACHE_BYTES: u64 = 64 << 20;
+
+/// The bytes of `path`, at most [`MAX_CACHE_BYTES`] (`InvalidData` beyond).
+fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_CACHE_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_CACHE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "larger than 64 MiB",
+        ));
+    }
+    Ok(bytes)
+}
+
 /// The entries of `path`; a missing file has none.
 pub fn load(path: &Path) -> Result<Vec<Entry>, CacheError> {
-    match std::fs::read(path) {
+    match read_capped(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            Err(CacheError::Corrupt(e.to_string()))
+        }
         Ok(bytes) => {
             let text = String::from_utf8(bytes)
                 .map_err(|_| CacheError::Corrupt("not UTF-8 text".into()))?;

@@ -90,6 +90,7 @@ impl Session {
         device: Option<String>,
         emit_ptx: Option<std::path::PathBuf>,
     ) -> Result<Rc<Session>, Diagnostic> {
+        crate::env::check()?;
         let target = target.as_deref().map(parse_target).transpose()?;
         if let Some(dir) = &emit_ptx {
             writable_dir(dir)?;

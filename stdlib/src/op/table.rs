@@ -44,13 +44,41 @@ impl Call<'_> {
         .at(self.span)
     }
 
-    /// The given argument values, and the items of list and tuple arguments (`concat`).
-    fn values(&self) -> impl Iterator<Item = Value> + '_ {
-        self.a.iter().flatten().flat_map(|x| match x.value.items() {
-            Some(items) => items,
-            None => vec![x.value.clone()],
-        })
+    /// What the arguments are (and the items of list and tuple arguments, for `concat`): a
+    /// sharded tensor among them, else the trace of a traced tensor among them, else neither.
+    fn kind_of_args(&self) -> Args {
+        let mut trace = None;
+        let mut see = |v: &Value| -> bool {
+            if crate::dist::as_sharded(v).is_some() {
+                return true;
+            }
+            if trace.is_none() {
+                trace = crate::trace::as_sym(v).map(|s| s.ctx.clone());
+            }
+            false
+        };
+        for x in self.a.iter().flatten() {
+            let sharded = match &x.value {
+                Value::List(l) => l.borrow().iter().any(&mut see),
+                Value::Tuple(t) => t.iter().any(&mut see),
+                v => see(v),
+            };
+            if sharded {
+                return Args::Sharded;
+            }
+        }
+        match trace {
+            Some(ctx) => Args::Traced(ctx),
+            None => Args::Eager,
+        }
     }
+}
+
+/// Which form of an op a call runs.
+enum Args {
+    Sharded,
+    Traced(Rc<TraceCtx>),
+    Eager,
 }
 
 pub type EagerFn = fn(&mut Interp, &Call) -> Result<Value, Diagnostic>;
@@ -219,19 +247,14 @@ pub fn call(it: &mut Interp, row: &OpRow, args: &CallArgs) -> Result<Value, Diag
         a,
         span: args.span,
     };
-    if c.values().any(|v| crate::dist::as_sharded(&v).is_some()) {
-        return match row.mesh {
+    match c.kind_of_args() {
+        Args::Sharded => match row.mesh {
             OnMesh::Rule(f) => f(it, &c),
             OnMesh::Gathered => crate::dist::gathered_call(it, &c),
-        };
+        },
+        Args::Traced(ctx) => crate::trace::trace_call(it, &ctx, &c),
+        Args::Eager => (row.eager)(it, &c),
     }
-    let ctx = c
-        .values()
-        .find_map(|v| crate::trace::as_sym(&v).map(|s| s.ctx.clone()));
-    if let Some(ctx) = ctx {
-        return crate::trace::trace_call(it, &ctx, &c);
-    }
-    (row.eager)(it, &c)
 }
 
 /// The native function `op.<name>`.

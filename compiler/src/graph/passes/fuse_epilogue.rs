@@ -73,6 +73,19 @@ pub fn run(g: &mut Graph, _cx: &PassCx) -> Fired {
     let mut fired = Fired::default();
     let ids: Vec<ValueId> = g.ids().collect();
     let mut done = std::collections::HashSet::new();
+    // Uses and users of every value, counted once and kept up to date as ops are replaced
+    // (counting them again at each step made long chains of matmuls quadratic).
+    let mut uses = g.use_counts();
+    let mut users: Vec<std::collections::BTreeSet<ValueId>> = vec![Default::default(); g.len()];
+    for u in g.ids() {
+        if let Some(op) = g.op(u) {
+            for x in op.operands() {
+                if let Some(set) = users.get_mut(x.index()) {
+                    set.insert(u);
+                }
+            }
+        }
+    }
     for root in ids {
         let Some(Op::Matmul { .. }) = g.op(root) else {
             continue;
@@ -83,13 +96,10 @@ pub fn run(g: &mut Graph, _cx: &PassCx) -> Fired {
         // Grow this matmul's epilogue one user at a time; the fused op moves to the user.
         let mut cur = root;
         loop {
-            let uses = g.use_counts();
-            let users: Vec<ValueId> = g
-                .ids()
-                .filter(|u| g.op(*u).is_some_and(|o| o.operands().contains(&cur)))
-                .collect();
             let n_uses = uses.get(cur.index()).copied().unwrap_or(0);
-            let Some(&user) = users.first() else { break };
+            let Some(&user) = users.get(cur.index()).and_then(|u| u.first()) else {
+                break;
+            };
             let Some(user_op) = g.op(user).cloned() else {
                 break;
             };
@@ -148,16 +158,29 @@ pub fn run(g: &mut Graph, _cx: &PassCx) -> Fired {
                 span: user_span,
             });
             let root_span = g.span(cur);
-            g.replace(
-                user,
-                Op::Matmul {
-                    a,
-                    b,
-                    accum,
-                    epilogue,
-                },
-                new_ty,
-            );
+            let fused = Op::Matmul {
+                a,
+                b,
+                accum,
+                epilogue,
+            };
+            for x in user_op.operands() {
+                if let Some(n) = uses.get_mut(x.index()) {
+                    *n = n.saturating_sub(1);
+                }
+                if let Some(set) = users.get_mut(x.index()) {
+                    set.remove(&user);
+                }
+            }
+            for x in fused.operands() {
+                if let Some(n) = uses.get_mut(x.index()) {
+                    *n += 1;
+                }
+                if let Some(set) = users.get_mut(x.index()) {
+                    set.insert(user);
+                }
+            }
+            g.replace(user, fused, new_ty);
             g.set_span(user, root_span);
             fired.fire(rule, user_span);
             cur = user;
