@@ -1,25 +1,16 @@
 //! `tessera check`: parses and resolves names without running anything.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn check(path: &Path) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .arg("check")
-        .arg(path)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run tessera check");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let r = common::tessera(&[Path::new("check"), path], &[]);
+    (r.code, r.stderr)
 }
 
 fn script(name: &str, text: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tessera-check-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    let p = d.join(name);
+    let p = common::fresh_dir(&format!("check-{name}")).join(name);
     std::fs::write(&p, text).unwrap();
     p
 }

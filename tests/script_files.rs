@@ -1,26 +1,18 @@
 //! `tessera run` on files that are not scripts: bytes that are not UTF-8, endless device
 //! files, huge files. Each ends quickly with exit status 2 and a diagnostic.
 
-use std::process::Command;
-use std::time::{Duration, Instant};
+mod common;
 
-fn run(path: &std::path::Path) -> (i32, String, Duration) {
-    let start = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .arg("run")
-        .arg(path)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run tessera");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        start.elapsed(),
-    )
+use std::path::Path;
+use std::time::Duration;
+
+fn run(path: &Path) -> (i32, String, Duration) {
+    let r = common::tessera(&[Path::new("run"), path], &[]);
+    (r.code, r.stderr, r.took)
 }
 
 fn temp(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("tessera-files-{}-{name}", std::process::id()))
+    common::fresh_dir(&format!("files-{name}")).join(name)
 }
 
 #[test]
@@ -82,20 +74,16 @@ fn an_unwritable_emit_ptx_folder_stops_the_run_before_it_starts() {
     let p = temp("emit.tsr");
     std::fs::write(&p, "print(\"ran\")\n").unwrap();
     // /proc refuses new files even to root.
-    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["run", "--emit-ptx", "/proc/tessera-nope/ptx"])
-        .arg(&p)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run tessera");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "", "nothing may run");
+    let p = p.to_str().unwrap();
+    let r = common::tessera(&["run", "--emit-ptx", "/proc/tessera-nope/ptx", p], &[]);
+    let stderr = &r.stderr;
+    assert_eq!(r.code, 2, "{stderr}");
+    assert_eq!(r.stdout, "", "nothing may run");
     assert!(
         stderr.contains("--emit-ptx /proc/tessera-nope/ptx: cannot write there"),
         "{stderr}"
     );
-    let _ = std::fs::remove_file(&p);
+    let _ = std::fs::remove_file(p);
 }
 
 #[test]
@@ -143,35 +131,23 @@ fn an_invalid_tessera_variable_is_an_error_naming_it() {
         ("TESSERA_CUDA_TIMEOUT", "-1"),
         ("TESSERA_CUDA", "of"),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
-            .arg("run")
-            .arg(&p)
-            .env("NO_COLOR", "1")
-            .env(var, value)
-            .output()
-            .expect("run tessera");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{var}={value}: {stderr}");
+        let r = common::tessera(&[Path::new("run"), &p], &[(var, value)]);
+        let stderr = &r.stderr;
+        assert_eq!(r.code, 2, "{var}={value}: {stderr}");
         assert!(stderr.contains("error[E0101]"), "{var}={value}: {stderr}");
         assert!(
             stderr.contains(&format!("{var}={value:?} is not valid")),
             "{stderr}"
         );
-        assert_eq!(
-            String::from_utf8_lossy(&out.stdout),
-            "",
-            "{var}: nothing may run"
-        );
+        assert_eq!(r.stdout, "", "{var}: nothing may run");
     }
     // Valid values run.
-    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .arg("run")
-        .arg(&p)
-        .env("TESSERA_STEP_LIMIT", "100000")
-        .env("TESSERA_MAX_BYTES", "512M")
-        .env("TESSERA_AUTOTUNE", "OFF")
-        .output()
-        .expect("run tessera");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
+    let valid = [
+        ("TESSERA_STEP_LIMIT", "100000"),
+        ("TESSERA_MAX_BYTES", "512M"),
+        ("TESSERA_AUTOTUNE", "OFF"),
+    ];
+    let r = common::tessera(&[Path::new("run"), &p], &valid);
+    assert_eq!(r.stdout, "ran\n", "{}", r.stderr);
     let _ = std::fs::remove_file(&p);
 }

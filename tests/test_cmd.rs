@@ -1,6 +1,8 @@
 //! `tessera test` itself: missing paths, cases without expected files, the per-case time limit,
 //! cases ended by a signal, and cases outliving `tessera test`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -11,24 +13,14 @@ fn exe() -> &'static str {
 
 /// A fresh directory for one test.
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tessera-test-cmd-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
+    common::fresh_dir(&format!("test-cmd-{name}"))
 }
 
 fn tessera_test(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(exe())
-        .arg("test")
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run tessera test");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let mut all = vec!["test"];
+    all.extend_from_slice(args);
+    let r = common::tessera(&all, &[]);
+    (r.code, r.stdout, r.stderr)
 }
 
 #[test]
