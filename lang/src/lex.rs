@@ -84,6 +84,8 @@ pub enum Tok {
     AugAssign(BinOp),
     /// A Python operator `.tsr` does not support (`|`, `&`, `<<`, `~`, `:=`, ...).
     Unsupported(&'static str),
+    /// `...`, the Ellipsis constant.
+    Ellipsis,
     // layout
     Newline,
     Indent,
@@ -144,6 +146,7 @@ impl Tok {
     /// The source text of a fixed token.
     pub fn symbol(&self) -> Option<&'static str> {
         Some(match self {
+            Tok::Ellipsis => "...",
             Tok::Def => "def",
             Tok::Return => "return",
             Tok::If => "if",
@@ -315,9 +318,10 @@ enum Raw {
     #[token("<<=")]
     #[token(">>=")]
     #[token(":=")]
-    #[token("...")]
     #[token("<>")]
     Unsupported,
+    #[token("...")]
+    Ellipsis,
 }
 
 /// The output of [`lex`].
@@ -495,6 +499,7 @@ pub fn lex(source: &str, range: Range<usize>, file: FileId, fdepth: u32) -> Lexe
             Ok(Raw::PowEq) => Tok::AugAssign(BinOp::Pow),
             Ok(Raw::MatMulEq) => Tok::AugAssign(BinOp::MatMul),
             Ok(Raw::Unsupported) => Tok::Unsupported(unsupported_symbol(slice)),
+            Ok(Raw::Ellipsis) => Tok::Ellipsis,
         };
         out.toks.push((tok, span));
     }
@@ -530,7 +535,6 @@ fn unsupported_symbol(s: &str) -> &'static str {
         "<<=" => "<<=",
         ">>=" => ">>=",
         ":=" => ":=",
-        "..." => "...",
         _ => "<>",
     }
 }

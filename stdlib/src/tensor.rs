@@ -384,6 +384,9 @@ pub(crate) fn index_items(index: &Value) -> Result<Vec<IndexItem>, Diagnostic> {
         .map(|p| match p {
             Value::Int(i) => Ok(IndexItem::Int(*i)),
             Value::None => Ok(IndexItem::NewAxis),
+            v if v.downcast::<tessera_lang::eval::EllipsisObj>().is_some() => {
+                Ok(IndexItem::Ellipsis)
+            }
             Value::Slice(s) => Ok(IndexItem::Slice {
                 start: opt(&s[0])?,
                 stop: opt(&s[1])?,
@@ -392,7 +395,7 @@ pub(crate) fn index_items(index: &Value) -> Result<Vec<IndexItem>, Diagnostic> {
             other => Err(Diagnostic::new(
                 Code::E0101,
                 format!(
-                    "tensor indices must be ints, slices or None, not {}",
+                    "tensor indices must be ints, slices, None or ..., not {}",
                     other.type_name()
                 ),
             )),

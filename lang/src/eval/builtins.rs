@@ -8,7 +8,23 @@ use super::Interp;
 use crate::diag::{Code, Diagnostic};
 use std::cmp::Ordering;
 
+/// The Ellipsis constant, `...` (also named `Ellipsis`), as in Python: one object, used in
+/// indexing (`x[..., 1]`) and as a placeholder.
+pub struct EllipsisObj;
+
+impl super::HostObject for EllipsisObj {
+    fn type_name(&self) -> &'static str {
+        "ellipsis"
+    }
+    fn repr(&self) -> String {
+        "Ellipsis".to_string()
+    }
+}
+
 pub(super) fn install(it: &mut Interp) {
+    let ellipsis = Value::host(EllipsisObj);
+    it.set_builtin("...", ellipsis.clone());
+    it.set_builtin("Ellipsis", ellipsis);
     for t in [
         TypeKind::Int,
         TypeKind::Float,

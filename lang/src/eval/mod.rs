@@ -10,6 +10,7 @@ mod ops;
 pub mod value;
 
 pub use args::{Arg, CallArgs};
+pub use builtins::EllipsisObj;
 pub use host::{AttrResult, HostObject, HostResult};
 pub use value::{Frame, Function, Module, Native, TypeKind, Value};
 
@@ -178,7 +179,8 @@ impl Interp {
     /// Every name visible at module level (globals and builtins), for completion.
     pub fn visible_names(&self) -> Vec<Rc<str>> {
         let mut v: Vec<Rc<str>> = self.globals.borrow().keys().cloned().collect();
-        v.extend(self.builtins.keys().cloned());
+        // `...` is reached by its token, not by a name: not offered for completion.
+        v.extend(self.builtins.keys().filter(|k| &***k != "...").cloned());
         v.sort();
         v.dedup();
         v

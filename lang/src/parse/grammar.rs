@@ -249,6 +249,8 @@ pub(crate) fn grammar<'t, Er: GrammarError<'t>>() -> Grammar<'t, Er> {
             Tok::False => ExprKind::Bool(false),
             Tok::None => ExprKind::None,
             Tok::Name(n) => ExprKind::Name(n),
+            // the Ellipsis constant: the builtin `...`, a name no script can bind
+            Tok::Ellipsis => ExprKind::Name("...".into()),
         }
         .map_with(move |k, e| mk(k, sp!(e)));
 

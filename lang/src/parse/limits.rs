@@ -22,19 +22,9 @@ pub(crate) fn precheck(
 ) -> Result<(), Option<Box<Diagnostic>>> {
     let sp = |s: &TokSpan| Span::new(file, s.start, s.end);
     // unsupported things first: they explain the line better than a nesting error
-    let mut depth = 0usize;
     for (tok, span) in toks {
-        match tok {
-            Tok::LParen | Tok::LBracket => depth += 1,
-            Tok::RParen | Tok::RBracket => depth = depth.saturating_sub(1),
-            _ => {}
-        }
         let msg: Option<(String, Option<&str>)> = match tok {
             Tok::Error => return Err(None),
-            Tok::Unsupported("...") if depth > 0 => Some((
-                "`...` (Ellipsis) is not supported".to_string(),
-                Some("write the slices out: `x[:, :, 1]` for `x[..., 1]` of a 3-d tensor"),
-            )),
             Tok::Reserved(k) => Some((
                 match *k {
                     "lambda" => "`lambda` is not supported".to_string(),
@@ -53,7 +43,6 @@ pub(crate) fn precheck(
             )),
             Tok::Unsupported(op) => Some(match *op {
                 ":=" => ("assignment expressions (`:=`) are not supported".to_string(), None),
-                "..." => ("`...` is not supported".to_string(), Some("use `pass` for an empty body")),
                 "<>" => ("`<>` is not an operator".to_string(), Some("use `!=`")),
                 "~" => ("the `~` operator is not supported".to_string(), None),
                 op if op.ends_with('=') => (
