@@ -7,8 +7,10 @@
 
 mod block;
 mod errors;
+mod fold;
 mod grammar;
 pub(crate) mod limits;
+mod params;
 
 pub(crate) use limits::for_each_child;
 pub use limits::{MAX_EXPR_DEPTH, MAX_NESTING};

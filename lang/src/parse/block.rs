@@ -2,8 +2,9 @@
 //! pass). Each line is parsed on its own, so one run reports an error per bad line and goes on.
 
 use super::errors::to_diagnostic;
-use super::grammar::{check_params, Grammars, Header, HeaderKind, Line};
+use super::grammar::{Grammars, Header, HeaderKind, Line};
 use super::limits::{dismantle_stmt, precheck, stmt_exprs, too_deep, MAX_EXPR_DEPTH};
+use super::params::check_params;
 use crate::ast::{Expr, ExprKind, FunctionDef, Stmt, StmtKind};
 use crate::diag::{Code, Diagnostic};
 use crate::lex::{Tok, TokSpan};

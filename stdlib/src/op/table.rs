@@ -215,7 +215,7 @@ const OTHER: [(&str, EagerFn, InTrace, OnMesh); 20] = {
         ("rand(shape, dtype='fp32', seed=0)", eager::filled, Refused, Gathered),
         ("randn(shape, dtype='fp32', seed=0)", eager::filled, Refused, Gathered),
         ("where(cond, a, b)", eager::where_, R(t::t_where), Gathered),
-        ("cast(x, dtype)", eager::cast, R(t::t_cast_call), Rule(m::m_cast)),
+        ("cast(x, dtype)", eager::cast, R(t::t_tensor), Rule(m::m_cast)),
         ("matmul(A, B, accum_dtype=None, tile_shape=None)", eager::matmul, R(t::t_matmul_call), Rule(m::m_matmul)),
         ("softmax(x, axis=-1)", eager::softmax, R(t::t_softmax), Rule(m::m_softmax)),
         ("layernorm(x, weight=None, bias=None, eps=1e-5)", eager::layernorm, R(t::t_norm), Rule(m::m_norm)),

@@ -339,10 +339,6 @@ pub fn t_tensor(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
     }
 }
 
-pub fn t_cast_call(it: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
-    t_tensor(it, ctx, c)
-}
-
 pub fn t_matmul_call(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
     let acc = opt(&c.a, 2)
         .map(|x| dtype_arg(&x.value, x.span))
