@@ -43,12 +43,7 @@ pub fn run(g: &Graph, inputs: &[Tensor], captures: &[Tensor]) -> crate::Result<V
     run_with(g, inputs, captures, &mut |_, _| None)
 }
 
-/// Sees every op the CPU evaluated: its value, its tensor operands (as for [`Hook`]) and the
-/// result; `Some(tensor)` replaces the result for the ops after it; an error stops the run.
-pub type Observer<'a, E> = dyn FnMut(ValueId, &[Tensor], &Tensor) -> Result<Option<Tensor>, E> + 'a;
-
-/// Told the wall time each op of the graph took (the profiler); an observer's time is not
-/// counted.
+/// Told the wall time each op of the graph took (the profiler).
 pub type Timer<'a> = dyn FnMut(ValueId, std::time::Duration) + 'a;
 
 /// [`run`] with a [`Hook`] asked first for every op.
@@ -58,26 +53,7 @@ pub fn run_with<E: From<RuntimeError>>(
     captures: &[Tensor],
     hook: &mut Hook<'_, E>,
 ) -> Result<Vec<Tensor>, E> {
-    run_full(
-        g,
-        inputs,
-        captures,
-        hook,
-        &mut |_, _, _| Ok(None),
-        &mut |_, _| {},
-    )
-}
-
-/// [`run_with`], and `observe` called after the CPU evaluates an op that is not a param,
-/// capture or const (ops the hook replaced are not observed).
-pub fn run_observed<E: From<RuntimeError>>(
-    g: &Graph,
-    inputs: &[Tensor],
-    captures: &[Tensor],
-    hook: &mut Hook<'_, E>,
-    observe: &mut Observer<'_, E>,
-) -> Result<Vec<Tensor>, E> {
-    run_full(g, inputs, captures, hook, observe, &mut |_, _| {})
+    run_timed(g, inputs, captures, hook, &mut |_, _| {})
 }
 
 /// [`run_with`], telling `timer` how long each op took.
@@ -88,31 +64,7 @@ pub fn run_timed<E: From<RuntimeError>>(
     hook: &mut Hook<'_, E>,
     timer: &mut Timer<'_>,
 ) -> Result<Vec<Tensor>, E> {
-    run_full(g, inputs, captures, hook, &mut |_, _, _| Ok(None), timer)
-}
-
-/// [`run_with`] with both an observer and a timer.
-pub fn run_full<E: From<RuntimeError>>(
-    g: &Graph,
-    inputs: &[Tensor],
-    captures: &[Tensor],
-    hook: &mut Hook<'_, E>,
-    observe: &mut Observer<'_, E>,
-    timer: &mut Timer<'_>,
-) -> Result<Vec<Tensor>, E> {
     let mut vals: Vec<Option<Val>> = vec![None; g.len()];
-    let get = |vals: &Vec<Option<Val>>, v: ValueId| -> crate::Result<Val> {
-        vals.get(v.index())
-            .cloned()
-            .flatten()
-            .ok_or_else(|| internal("a value is used before it is computed"))
-    };
-    let tens = |vals: &Vec<Option<Val>>, v: ValueId| -> crate::Result<Tensor> {
-        match get(vals, v)? {
-            Val::T(t) => Ok(t),
-            Val::S(s) => Tensor::scalar(s, s.default_dtype()),
-        }
-    };
     for id in g.ids() {
         let Some(op) = g.op(id) else { continue };
         let started = std::time::Instant::now();
@@ -132,153 +84,8 @@ pub fn run_full<E: From<RuntimeError>>(
                 continue;
             }
         }
-        let v = match op {
-            Op::Param { index } => Val::T(
-                inputs
-                    .get(*index)
-                    .cloned()
-                    .ok_or_else(|| internal("missing kernel input"))?,
-            ),
-            Op::Capture { index } => Val::T(
-                captures
-                    .get(*index)
-                    .cloned()
-                    .ok_or_else(|| internal("missing captured tensor"))?,
-            ),
-            Op::Const { value } => Val::S(*value),
-            Op::Unary { op, x } => Val::T(rtm::unary(*op, &tens(&vals, *x)?)?),
-            Op::Binary { op, a, b } => {
-                let (a, b) = (get(&vals, *a)?, get(&vals, *b)?);
-                Val::T(rtm::binary(*op, a.operand(), b.operand())?)
-            }
-            Op::Where { cond, a, b } => {
-                let c = tens(&vals, *cond)?;
-                let (a, b) = (get(&vals, *a)?, get(&vals, *b)?);
-                Val::T(rtm::where_(&c, a.operand(), b.operand())?)
-            }
-            Op::Cast { x } => Val::T(tens(&vals, *x)?.cast(ty.dtype)?),
-            Op::Matmul {
-                a,
-                b,
-                accum,
-                epilogue,
-            } => {
-                let mut acc = rtm::matmul(&tens(&vals, *a)?, &tens(&vals, *b)?, *accum)?;
-                for s in epilogue {
-                    acc = match &s.step {
-                        Epilogue::Binary { op, operand } => {
-                            let o = get(&vals, *operand)?;
-                            rtm::binary(*op, &acc, o.operand())?
-                        }
-                        Epilogue::Scalar { op, value } => rtm::binary(*op, &acc, *value)?,
-                        Epilogue::Unary(u) => rtm::unary(*u, &acc)?,
-                        Epilogue::Cast(d) => acc.cast(*d)?,
-                    };
-                }
-                Val::T(acc)
-            }
-            Op::Reduce {
-                op,
-                x,
-                axis,
-                keepdim,
-            } => Val::T(rtm::reduce(
-                &tens(&vals, *x)?,
-                *op,
-                axis.map(|a| a as isize),
-                *keepdim,
-            )?),
-            Op::Softmax { x, axis } => Val::T(rtm::softmax(&tens(&vals, *x)?, *axis as isize)?),
-            Op::LayerNorm {
-                x,
-                weight,
-                bias,
-                eps,
-            } => {
-                let w = weight.map(|w| tens(&vals, w)).transpose()?;
-                let b = bias.map(|b| tens(&vals, b)).transpose()?;
-                Val::T(rtm::layernorm(
-                    &tens(&vals, *x)?,
-                    w.as_ref(),
-                    b.as_ref(),
-                    *eps,
-                )?)
-            }
-            Op::RmsNorm { x, weight, eps } => {
-                let w = weight.map(|w| tens(&vals, w)).transpose()?;
-                Val::T(rtm::rmsnorm(&tens(&vals, *x)?, w.as_ref(), *eps)?)
-            }
-            Op::Transpose { x, perm } => Val::T(tens(&vals, *x)?.transpose(Some(perm))?),
-            Op::Reshape { x } => {
-                let dims: Vec<i64> = ty.shape.iter().map(|d| *d as i64).collect();
-                Val::T(tens(&vals, *x)?.reshape(&dims)?)
-            }
-            Op::Broadcast { x } => {
-                let t = tens(&vals, *x)?;
-                let all = Tensor::ones(&ty.shape, crate::DType::Bool)?;
-                Val::T(rtm::where_(&all, &t, &t)?)
-            }
-            Op::Concat { xs, axis } => {
-                let ts = xs
-                    .iter()
-                    .map(|x| tens(&vals, *x))
-                    .collect::<Result<Vec<_>, _>>()?;
-                Val::T(rtm::concat(&ts, *axis as isize)?)
-            }
-            Op::Slice { x, items } => {
-                let items: Vec<IndexItem> = items
-                    .iter()
-                    .map(|i| match i {
-                        SliceItem::Index(i) => IndexItem::Int(*i),
-                        SliceItem::Range { start, stop, step } => IndexItem::Slice {
-                            start: *start,
-                            stop: *stop,
-                            step: *step,
-                        },
-                        SliceItem::NewAxis => IndexItem::NewAxis,
-                        SliceItem::Ellipsis => IndexItem::Ellipsis,
-                    })
-                    .collect();
-                Val::T(tens(&vals, *x)?.index(&items)?)
-            }
-            Op::FlashAttention {
-                q,
-                k,
-                v,
-                causal,
-                scale,
-            } => Val::T(rtm::flash_attention(
-                &tens(&vals, *q)?,
-                &tens(&vals, *k)?,
-                &tens(&vals, *v)?,
-                *causal,
-                Some(*scale),
-            )?),
-            Op::FusedElementwise { inputs, body } => {
-                let ins = inputs
-                    .iter()
-                    .map(|x| tens(&vals, *x))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let out = run(body, &ins, captures)?;
-                Val::T(
-                    out.into_iter()
-                        .next()
-                        .ok_or_else(|| internal("a fused body returned nothing"))?,
-                )
-            }
-        };
+        let v = eval_op(op, ty, &vals, inputs, captures)?;
         let took = started.elapsed();
-        let v = match &v {
-            Val::T(t)
-                if !matches!(op, Op::Param { .. } | Op::Capture { .. } | Op::Const { .. }) =>
-            {
-                match observe(id, &operands, t)? {
-                    Some(r) => Val::T(r),
-                    None => v,
-                }
-            }
-            _ => v,
-        };
         if let Some(slot) = vals.get_mut(id.index()) {
             *slot = Some(v);
         }
@@ -288,4 +95,201 @@ pub fn run_full<E: From<RuntimeError>>(
         .iter()
         .map(|o| tens(&vals, *o).map_err(E::from))
         .collect()
+}
+
+/// The computed value `v`.
+fn get(vals: &[Option<Val>], v: ValueId) -> crate::Result<Val> {
+    vals.get(v.index())
+        .cloned()
+        .flatten()
+        .ok_or_else(|| internal("a value is used before it is computed"))
+}
+
+/// The computed value `v` as a tensor (a scalar const as a 0-d tensor).
+fn tens(vals: &[Option<Val>], v: ValueId) -> crate::Result<Tensor> {
+    match get(vals, v)? {
+        Val::T(t) => Ok(t),
+        Val::S(s) => Tensor::scalar(s, s.default_dtype()),
+    }
+}
+
+/// The value of `op` (of type `ty`), its operands read from `vals` (indexed by value id).
+fn eval_op(
+    op: &Op,
+    ty: &tessera_compiler::graph::TensorType,
+    vals: &[Option<Val>],
+    inputs: &[Tensor],
+    captures: &[Tensor],
+) -> crate::Result<Val> {
+    Ok(match op {
+        Op::Param { index } => Val::T(
+            inputs
+                .get(*index)
+                .cloned()
+                .ok_or_else(|| internal("missing kernel input"))?,
+        ),
+        Op::Capture { index } => Val::T(
+            captures
+                .get(*index)
+                .cloned()
+                .ok_or_else(|| internal("missing captured tensor"))?,
+        ),
+        Op::Const { value } => Val::S(*value),
+        Op::Unary { op, x } => Val::T(rtm::unary(*op, &tens(vals, *x)?)?),
+        Op::Binary { op, a, b } => {
+            let (a, b) = (get(vals, *a)?, get(vals, *b)?);
+            Val::T(rtm::binary(*op, a.operand(), b.operand())?)
+        }
+        Op::Where { cond, a, b } => {
+            let c = tens(vals, *cond)?;
+            let (a, b) = (get(vals, *a)?, get(vals, *b)?);
+            Val::T(rtm::where_(&c, a.operand(), b.operand())?)
+        }
+        Op::Cast { x } => Val::T(tens(vals, *x)?.cast(ty.dtype)?),
+        Op::Matmul {
+            a,
+            b,
+            accum,
+            epilogue,
+        } => {
+            let mut acc = rtm::matmul(&tens(vals, *a)?, &tens(vals, *b)?, *accum)?;
+            for s in epilogue {
+                acc = match &s.step {
+                    Epilogue::Binary { op, operand } => {
+                        let o = get(vals, *operand)?;
+                        rtm::binary(*op, &acc, o.operand())?
+                    }
+                    Epilogue::Scalar { op, value } => rtm::binary(*op, &acc, *value)?,
+                    Epilogue::Unary(u) => rtm::unary(*u, &acc)?,
+                    Epilogue::Cast(d) => acc.cast(*d)?,
+                };
+            }
+            Val::T(acc)
+        }
+        Op::Reduce {
+            op,
+            x,
+            axis,
+            keepdim,
+        } => Val::T(rtm::reduce(
+            &tens(vals, *x)?,
+            *op,
+            axis.map(|a| a as isize),
+            *keepdim,
+        )?),
+        Op::Softmax { x, axis } => Val::T(rtm::softmax(&tens(vals, *x)?, *axis as isize)?),
+        Op::LayerNorm {
+            x,
+            weight,
+            bias,
+            eps,
+        } => {
+            let w = weight.map(|w| tens(vals, w)).transpose()?;
+            let b = bias.map(|b| tens(vals, b)).transpose()?;
+            Val::T(rtm::layernorm(
+                &tens(vals, *x)?,
+                w.as_ref(),
+                b.as_ref(),
+                *eps,
+            )?)
+        }
+        Op::RmsNorm { x, weight, eps } => {
+            let w = weight.map(|w| tens(vals, w)).transpose()?;
+            Val::T(rtm::rmsnorm(&tens(vals, *x)?, w.as_ref(), *eps)?)
+        }
+        Op::Transpose { x, perm } => Val::T(tens(vals, *x)?.transpose(Some(perm))?),
+        Op::Reshape { x } => {
+            let dims: Vec<i64> = ty.shape.iter().map(|d| *d as i64).collect();
+            Val::T(tens(vals, *x)?.reshape(&dims)?)
+        }
+        Op::Broadcast { x } => {
+            let t = tens(vals, *x)?;
+            let all = Tensor::ones(&ty.shape, crate::DType::Bool)?;
+            Val::T(rtm::where_(&all, &t, &t)?)
+        }
+        Op::Concat { xs, axis } => {
+            let ts = xs
+                .iter()
+                .map(|x| tens(vals, *x))
+                .collect::<Result<Vec<_>, _>>()?;
+            Val::T(rtm::concat(&ts, *axis as isize)?)
+        }
+        Op::Slice { x, items } => {
+            let items: Vec<IndexItem> = items
+                .iter()
+                .map(|i| match i {
+                    SliceItem::Index(i) => IndexItem::Int(*i),
+                    SliceItem::Range { start, stop, step } => IndexItem::Slice {
+                        start: *start,
+                        stop: *stop,
+                        step: *step,
+                    },
+                    SliceItem::NewAxis => IndexItem::NewAxis,
+                    SliceItem::Ellipsis => IndexItem::Ellipsis,
+                })
+                .collect();
+            Val::T(tens(vals, *x)?.index(&items)?)
+        }
+        Op::FlashAttention {
+            q,
+            k,
+            v,
+            causal,
+            scale,
+        } => Val::T(rtm::flash_attention(
+            &tens(vals, *q)?,
+            &tens(vals, *k)?,
+            &tens(vals, *v)?,
+            *causal,
+            Some(*scale),
+        )?),
+        Op::FusedElementwise { inputs, body } => {
+            let ins = inputs
+                .iter()
+                .map(|x| tens(vals, *x))
+                .collect::<Result<Vec<_>, _>>()?;
+            let out = run(body, &ins, captures)?;
+            Val::T(
+                out.into_iter()
+                    .next()
+                    .ok_or_else(|| internal("a fused body returned nothing"))?,
+            )
+        }
+    })
+}
+
+/// The cpu's value of the op at `id` of `g` given its tensor operands (in operand order, consts
+/// left out, as a [`Hook`] is given them) and the graph's captured tensors: how the cpu
+/// device runs one kernel.
+pub fn eval_at(
+    g: &Graph,
+    id: ValueId,
+    operands: &[Tensor],
+    captures: &[Tensor],
+) -> crate::Result<Tensor> {
+    let op = g.op(id).ok_or_else(|| internal("no op at this value"))?;
+    let ty = g.ty(id).ok_or_else(|| internal("a value has no type"))?;
+    if matches!(op, Op::Param { .. } | Op::Capture { .. } | Op::Const { .. }) {
+        return Err(internal("a param, capture or const is not a kernel"));
+    }
+    let mut vals: Vec<Option<Val>> = vec![None; g.len()];
+    let mut given = operands.iter();
+    for x in op.operands() {
+        let v = match g.op(x) {
+            Some(Op::Const { value }) => Val::S(*value),
+            _ => Val::T(
+                given
+                    .next()
+                    .cloned()
+                    .ok_or_else(|| internal("an operand is missing"))?,
+            ),
+        };
+        if let Some(slot) = vals.get_mut(x.index()) {
+            *slot = Some(v);
+        }
+    }
+    match eval_op(op, ty, &vals, &[], captures)? {
+        Val::T(t) => Ok(t),
+        Val::S(s) => Tensor::scalar(s, s.default_dtype()),
+    }
 }

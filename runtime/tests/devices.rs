@@ -4,6 +4,8 @@
 //! tolerance, and on a device other than the cpu every kernel must have been launched there
 //! (no case passes by falling back to the cpu).
 //!
+//! The cross-check, a device that wraps the cpu and another, runs the suite too.
+//!
 //! `cpu` and `emu` run in every test run. `cuda` needs an NVIDIA GPU and its driver; its test
 //! is ignored by default and fails if no GPU opens:
 //! `cargo test -p tessera-runtime --test devices -- --ignored` on a machine with one.
@@ -13,7 +15,10 @@ use tessera_compiler::pipeline::lower;
 use tessera_compiler::schedule::Directives;
 use tessera_compiler::target::Target;
 use tessera_lang::{SourceMap, Span};
-use tessera_runtime::device::{self, Device, DeviceKind, Executable, Launched, PtxImage};
+use tessera_runtime::device::{
+    self, CrossCheck, Device, DeviceError, DeviceKind, Executable, GraphOp, Keep, Launched,
+    PtxImage,
+};
 use tessera_runtime::{allclose, RuntimeError, Tensor};
 
 /// A case: its graph (with sources for spans) and its inputs.
@@ -236,6 +241,11 @@ fn suite(dev: &mut dyn Device) -> usize {
             let x = Executable {
                 lowered: t,
                 ptx: ptx.as_ref(),
+                op: Some(GraphOp {
+                    graph: &l.program.graph,
+                    root: id,
+                    captures: &[],
+                }),
             };
             match dev.launch(&x, operands, &k.ty) {
                 Ok(Some(Launched { out, .. })) => {
@@ -248,15 +258,13 @@ fn suite(dev: &mut dyn Device) -> usize {
         };
         let got = tessera_runtime::interp::run_with(&l.program.graph, &case.inputs, &[], &mut hook)
             .unwrap_or_else(|e| panic!("{}: {}", case.name, e.message));
-        if dev.kind() != DeviceKind::Cpu {
-            assert_eq!(
-                here,
-                l.kernels.len(),
-                "{}: every kernel runs on {}",
-                case.name,
-                dev.kind()
-            );
-        }
+        assert_eq!(
+            here,
+            l.kernels.len(),
+            "{}: every kernel runs on {}",
+            case.name,
+            dev.kind()
+        );
         launched += here;
         for (a, b) in cpu.iter().zip(&got) {
             assert_eq!(a.shape(), b.shape(), "{}", case.name);
@@ -275,8 +283,122 @@ fn suite(dev: &mut dyn Device) -> usize {
 fn cpu_runs_the_suite() {
     let mut d = device::open(DeviceKind::Cpu).unwrap();
     assert_eq!(d.kind(), DeviceKind::Cpu);
-    // the cpu launches nothing: the interpreter evaluates every op
-    assert_eq!(suite(d.as_mut()), 0);
+    assert!(suite(d.as_mut()) >= cases().len());
+}
+
+/// A cross-check of `checked` against the cpu, counting the launches it compared.
+fn cross_suite(checked: &mut dyn Device, keep: Keep) -> (usize, usize) {
+    let mut compared = 0;
+    let mut compare = |_: &Executable, r: &Tensor, c: Option<&Launched>| {
+        let c = c.expect("a result from the checked device");
+        assert!(allclose(r, &c.out, 2e-2, 2e-2).unwrap());
+        compared += 1;
+        Ok(())
+    };
+    let mut cpu = device::Cpu;
+    let mut cross = CrossCheck {
+        reference: &mut cpu,
+        checked,
+        compare: &mut compare,
+        keep,
+    };
+    assert_eq!(cross.kind(), DeviceKind::Emu);
+    let launched = suite(&mut cross);
+    (launched, compared)
+}
+
+#[test]
+fn the_cross_check_is_a_device_that_wraps_two() {
+    for keep in [Keep::Reference, Keep::Checked] {
+        let (launched, compared) = cross_suite(&mut device::Emu, keep);
+        assert!(launched >= cases().len());
+        assert_eq!(launched, compared, "every launch is compared");
+    }
+}
+
+/// The emulator with every result off by one.
+struct OffByOne;
+
+impl Device for OffByOne {
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Emu
+    }
+    fn launch(
+        &mut self,
+        k: &Executable,
+        inputs: &[Tensor],
+        out: &TensorType,
+    ) -> Result<Option<Launched>, DeviceError> {
+        let r = device::Emu.launch(k, inputs, out)?;
+        Ok(r.map(|l| Launched {
+            out: tessera_runtime::binary(
+                BinaryOp::Add,
+                &l.out,
+                tessera_runtime::Scalar::Float(1.0),
+            )
+            .unwrap(),
+            counters: l.counters,
+        }))
+    }
+}
+
+#[test]
+fn a_cross_check_reports_what_its_comparison_finds() {
+    let g = binary("add", BinaryOp::Add, ty(&[8], DType::F32));
+    let l = lower(&g, &Directives::default(), Target::Sm90).unwrap();
+    let k = &l.program.kernels[0];
+    let x = Executable {
+        lowered: l.kernels[0].target.as_ref().unwrap(),
+        ptx: None,
+        op: Some(GraphOp {
+            graph: &l.program.graph,
+            root: k.root,
+            captures: &[],
+        }),
+    };
+    let inputs = [randn(&[8], DType::F32, 1), randn(&[8], DType::F32, 2)];
+    let mut compare = |_: &Executable, r: &Tensor, c: Option<&Launched>| {
+        if allclose(r, &c.unwrap().out, 1e-5, 1e-5).unwrap() {
+            Ok(())
+        } else {
+            Err(DeviceError::Op(RuntimeError::new(
+                tessera_runtime::Code::E0800,
+                "apart",
+            )))
+        }
+    };
+    let (mut cpu, mut bad) = (device::Cpu, OffByOne);
+    let mut cross = CrossCheck {
+        reference: &mut cpu,
+        checked: &mut bad,
+        compare: &mut compare,
+        keep: Keep::Reference,
+    };
+    match cross.launch(&x, &inputs, &k.ty) {
+        Err(DeviceError::Op(e)) => assert_eq!(e.message, "apart"),
+        other => panic!(
+            "expected the comparison's error, got {:?}",
+            other.map(|_| ())
+        ),
+    }
+    // the same launch against the emulator itself agrees and returns the cpu's result
+    let mut emu = device::Emu;
+    let mut cross = CrossCheck {
+        reference: &mut cpu,
+        checked: &mut emu,
+        compare: &mut compare,
+        keep: Keep::Reference,
+    };
+    let got = cross.launch(&x, &inputs, &k.ty).unwrap().unwrap();
+    let cpu_alone = tessera_runtime::interp::run(&g, &inputs, &[]).unwrap();
+    assert_eq!(
+        got.out.to_f64_vec().unwrap(),
+        cpu_alone[0].to_f64_vec().unwrap()
+    );
+    assert!(
+        got.counters.is_some(),
+        "the checked device's counters come along"
+    );
 }
 
 #[test]
@@ -305,6 +427,7 @@ fn a_status_error_leaves_the_op_to_the_cpu() {
     let x = Executable {
         lowered: l.kernels[0].target.as_ref().unwrap(),
         ptx: None,
+        op: None,
     };
     let ints = |v: Vec<i64>| Tensor::from_i64(&[4], v, DType::I32).unwrap();
     let inputs = [ints(vec![1, 2, 3, 4]), ints(vec![1, 0, 1, 1])];

@@ -365,6 +365,7 @@ mod tests {
         let x = Executable {
             lowered: t,
             ptx: None,
+            op: None,
         };
         Emu.launch(&x, std::slice::from_ref(input), out)
             .unwrap()

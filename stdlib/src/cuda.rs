@@ -96,6 +96,7 @@ impl DeviceTimer for CudaTimer {
         let x = Executable {
             lowered: t,
             ptx: Some(&ptx),
+            op: None,
         };
         match tessera_runtime::device::Device::time(dev, &x, &inputs, &k.ty, 10) {
             Ok(Some(us)) => Ok(us),

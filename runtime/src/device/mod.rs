@@ -15,7 +15,7 @@ pub use buffers::{emu_launch, replay, Buffers};
 use crate::cuda::{self, CudaError, Geometry, KernelImage, Runs};
 use crate::emu::{Counters, EmuError};
 use crate::{RuntimeError, Tensor};
-use tessera_compiler::graph::TensorType;
+use tessera_compiler::graph::{Graph, TensorType, ValueId};
 use tessera_compiler::lower::to_target::Lowered;
 use tessera_compiler::target::{Target, TargetError};
 
@@ -71,12 +71,23 @@ impl PtxImage {
     }
 }
 
-/// A kernel ready to launch: its lowered program and, for a device that loads PTX
-/// ([`Device::needs_ptx`]), its printed PTX.
+/// A kernel ready to launch: its lowered program, for a device that loads PTX
+/// ([`Device::needs_ptx`]) its printed PTX, and the Graph IR op it computes, which the cpu
+/// evaluates ([`Cpu`]).
 #[derive(Clone, Copy)]
 pub struct Executable<'a> {
     pub lowered: &'a Lowered,
     pub ptx: Option<&'a PtxImage>,
+    pub op: Option<GraphOp<'a>>,
+}
+
+/// The Graph IR op a kernel computes: the op at `root` of `graph`, whose captured tensors are
+/// `captures`.
+#[derive(Clone, Copy)]
+pub struct GraphOp<'a> {
+    pub graph: &'a Graph,
+    pub root: ValueId,
+    pub captures: &'a [Tensor],
 }
 
 impl Executable<'_> {
@@ -118,6 +129,11 @@ pub enum DeviceError {
     Cuda(CudaError),
     /// The device loads PTX and the executable has none.
     NoPtx,
+    /// The cpu's evaluation of the op failed: the error the script sees.
+    Op(RuntimeError),
+    /// A cross-check found the two devices' results apart ([`CrossCheck`]): the comparison's
+    /// verdict, with the kernel, the element and both values.
+    Mismatch(Box<tessera_lang::diag::Diagnostic>),
 }
 
 impl DeviceError {
@@ -135,6 +151,8 @@ impl std::fmt::Display for DeviceError {
             DeviceError::Emu(e) => write!(f, "{e}"),
             DeviceError::Cuda(e) => write!(f, "{e}"),
             DeviceError::NoPtx => f.write_str("the kernel's PTX was not printed"),
+            DeviceError::Op(e) => f.write_str(&e.message),
+            DeviceError::Mismatch(d) => f.write_str(&d.message),
         }
     }
 }
@@ -177,7 +195,9 @@ pub trait Device {
     }
 }
 
-/// The cpu: launches nothing; the interpreter evaluates every op.
+/// The cpu: evaluates the kernel's Graph IR op with the runtime's reference ops
+/// ([`crate::interp::eval_at`]); an executable without its op is left to the interpreter
+/// (`Ok(None)`), which evaluates it the same way.
 pub struct Cpu;
 
 impl Device for Cpu {
@@ -186,11 +206,72 @@ impl Device for Cpu {
     }
     fn launch(
         &mut self,
-        _: &Executable,
-        _: &[Tensor],
+        k: &Executable,
+        inputs: &[Tensor],
         _: &TensorType,
     ) -> Result<Option<Launched>, DeviceError> {
-        Ok(None)
+        let Some(op) = k.op else { return Ok(None) };
+        let out = crate::interp::eval_at(op.graph, op.root, inputs, op.captures)
+            .map_err(DeviceError::Op)?;
+        Ok(Some(Launched {
+            out,
+            counters: None,
+        }))
+    }
+}
+
+/// Which result a [`CrossCheck`] launch returns.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Keep {
+    Reference,
+    Checked,
+}
+
+/// Compares a cross-checked launch: the executable, the reference's result and the checked
+/// device's (`None`: its status word reported an error the reference did not raise).
+pub type Compare<'a> =
+    dyn FnMut(&Executable, &Tensor, Option<&Launched>) -> Result<(), DeviceError> + 'a;
+
+/// The cross-check: a device that wraps two, the reference (the cpu) and the checked device,
+/// launches every kernel on both and compares the results; the launch returns the result of
+/// the side `keep` names, with the checked device's counters.
+pub struct CrossCheck<'a> {
+    pub reference: &'a mut dyn Device,
+    pub checked: &'a mut dyn Device,
+    pub compare: &'a mut Compare<'a>,
+    pub keep: Keep,
+}
+
+impl Device for CrossCheck<'_> {
+    fn kind(&self) -> DeviceKind {
+        self.checked.kind()
+    }
+    fn needs_ptx(&self) -> bool {
+        self.reference.needs_ptx() || self.checked.needs_ptx()
+    }
+    fn launch(
+        &mut self,
+        k: &Executable,
+        inputs: &[Tensor],
+        out: &TensorType,
+    ) -> Result<Option<Launched>, DeviceError> {
+        // The reference first: an error it raises is the script's error, as without the check.
+        let Some(reference) = self.reference.launch(k, inputs, out)? else {
+            return Ok(None);
+        };
+        let checked = self.checked.launch(k, inputs, out)?;
+        (self.compare)(k, &reference.out, checked.as_ref())?;
+        let counters = checked.as_ref().and_then(|c| c.counters);
+        Ok(Some(match (self.keep, checked) {
+            (Keep::Checked, Some(c)) => c,
+            _ => Launched {
+                out: reference.out,
+                counters,
+            },
+        }))
+    }
+    fn reset(&mut self) -> Result<(), DeviceError> {
+        self.checked.reset()
     }
 }
 

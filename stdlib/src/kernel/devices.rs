@@ -1,12 +1,15 @@
 //! How a compiled kernel runs on the session's device ([`tessera_runtime::device::Device`]):
 //! the Graph IR interpreter runs the call, and at each kernel that reached Target IR the
-//! device launches it; the cross-check runs every kernel on the cpu and on a second device and
-//! compares the two.
+//! device launches it. The cross-check is a device too ([`CrossCheck`]): it wraps the cpu and
+//! a second device, launches every kernel on both and compares the two.
 
 use super::*;
+use crate::crosscheck::Checked;
 use tessera_compiler::lower::to_target::Lowered as TargetKernel;
 use tessera_compiler::schedule::Kernel;
-use tessera_runtime::device::{self as dev, Device, DeviceError, Executable, Launched};
+use tessera_runtime::device::{
+    self as dev, CrossCheck, Device, DeviceError, Executable, GraphOp, Keep, Launched,
+};
 
 /// The session's device of `kind` for the length of one call: the emulator, or the open GPU
 /// (borrowed from the session's slot). `None`: the cpu, or `cuda` with no GPU open.
@@ -56,6 +59,8 @@ fn launch_failure(
             )
             .or_at(k.span),
         ),
+        DeviceError::Op(e) => Failed::Error(Diagnostic::from(e)),
+        DeviceError::Mismatch(d) => Failed::Error(*d),
         DeviceError::NoPtx => Failed::Error(
             Diagnostic::new(
                 Code::E0500,
@@ -99,45 +104,105 @@ impl KernelObj {
         }
     }
 
-    /// Runs the graph with every kernel that reached Target IR launched on the session's
-    /// device (the emulator or the GPU); the others run on the CPU, each reported once per
-    /// session. A failed launch is E0800 at the kernel: on the GPU an error when `cuda` was
-    /// asked for by name, else a warning and that launch runs on the cpu ([`crate::cuda`]).
-    /// While profiling, the emulator's counters or the GPU's event times are recorded.
+    /// Runs the graph with every kernel that reached Target IR launched on a device: the
+    /// session's (the emulator or the GPU), or for a cross-check ([`Run::Check`]) the
+    /// [`CrossCheck`] device that launches each kernel on the cpu and on the checked device and
+    /// compares the two ([`crate::crosscheck`]). Kernels that did not reach Target IR run on the
+    /// CPU, each reported once per session; under a cross-check they are an error.
+    ///
+    /// A failed launch is E0800 at the kernel: on the GPU an error when `cuda` was asked for by
+    /// name, else a warning and that launch runs on the cpu ([`crate::cuda`]). While profiling,
+    /// the emulator's counters or the GPU's event times are recorded.
     pub(super) fn run_device(
         &self,
         it: &mut Interp,
         c: &Compiled,
         inputs: &[Tensor],
+        run: Run,
     ) -> Result<Vec<Tensor>, Diagnostic> {
         let l = &c.lowered;
         let session = &self.session;
-        let kind = session.device.get();
+        let (kind, check) = match run {
+            Run::Device => (session.device.get(), None),
+            Run::Check { checked, keep } => (checked.kind(), Some((checked, keep))),
+        };
         let (profiling, reps) = {
             let p = session.profile.borrow();
             (p.active, p.repeats.max(3) as u32)
         };
         // a failed launch on a device the user did not name falls back to the cpu
-        let fallback = kind == DeviceKind::Cuda && !session.cuda_explicit.get();
+        let fallback = check.is_none() && kind == DeviceKind::Cuda && !session.cuda_explicit.get();
         let mut warnings: Vec<String> = Vec::new();
         let mut counted: HashMap<ValueId, tessera_runtime::emu::Counters> = HashMap::new();
         let mut times: HashMap<ValueId, f64> = HashMap::new();
         let mut lost = false;
         let sources = &it.sources;
         let mut device = Borrowed::new(session, kind);
+        let mut cpu = dev::Cpu;
+        let mut compare = |x: &Executable, reference: &Tensor, got: Option<&Launched>| {
+            let checked = check.map_or(Checked::Emu, |(c, _)| c);
+            let Some((k, _)) = x.op.and_then(|o| l.kernel_at(o.root)) else {
+                return Ok(());
+            };
+            let Some(got) = got else {
+                return Err(DeviceError::Mismatch(Box::new(
+                    crate::crosscheck::status_error(k),
+                )));
+            };
+            let a = match checked {
+                Checked::Emu => {
+                    crate::crosscheck::compare(&l.program.graph, k, reference, &got.out)
+                }
+                Checked::Cuda => crate::crosscheck::compare_device(k, reference, &got.out),
+            }
+            .map_err(|d| DeviceError::Mismatch(Box::new(d)))?;
+            crate::crosscheck::log(k, reference.numel(), &a);
+            Ok(())
+        };
         let mut hook = |id: ValueId, operands: &[Tensor]| {
             let (k, ck) = l.kernel_at(id)?;
-            let t = match &ck.target {
-                Some(t) if operands.iter().all(|o| !o.is_abstract()) => t,
-                _ => {
-                    warnings.extend(cpu_fallback_warning(session, k, ck));
-                    return None;
-                }
-            };
-            if lost {
+            if operands.iter().any(|o| o.is_abstract()) {
+                // Shapes only: nothing is launched.
                 return None;
             }
-            let d = device.get()?;
+            let Some(t) = &ck.target else {
+                let why = ck.not_lowered.as_deref().unwrap_or("no reason given");
+                return match check {
+                    Some((checked, _)) => {
+                        Some(Err(crate::crosscheck::not_lowered_on(k, why, checked)))
+                    }
+                    None => {
+                        warnings.extend(cpu_fallback_warning(session, k, ck));
+                        None
+                    }
+                };
+            };
+            if check.is_some() && k.ty.shape.iter().product::<usize>() == 0 {
+                // An empty result: nothing to compare.
+                return None;
+            }
+            let Some(d) = device.get().filter(|_| !lost) else {
+                return check.map(|_| {
+                    Err(crate::cuda::unavailable(
+                        "TESSERA_CROSSCHECK=cuda",
+                        &"the session has no GPU open",
+                    )
+                    .at(k.span))
+                });
+            };
+            let mut cross;
+            let d: &mut dyn Device = match check {
+                Some((_, keep)) => {
+                    cross = CrossCheck {
+                        reference: &mut cpu,
+                        checked: d,
+                        compare: &mut compare,
+                        keep,
+                    };
+                    &mut cross
+                }
+                None => d,
+            };
             let ptx = match Self::executable(c, d, k, t, sources) {
                 Ok(p) => p,
                 Err(e) => return Some(Err(e)),
@@ -145,6 +210,11 @@ impl KernelObj {
             let x = Executable {
                 lowered: t,
                 ptx: ptx.as_deref(),
+                op: Some(GraphOp {
+                    graph: &c.graph,
+                    root: id,
+                    captures: &c.captures,
+                }),
             };
             let e = match d.launch(&x, operands, &k.ty) {
                 // A status error: the cpu evaluates the op and reports it.
@@ -152,7 +222,7 @@ impl KernelObj {
                 Ok(Some(Launched { out, counters })) => {
                     if let Some(n) = counters {
                         counted.entry(k.root).or_default().add(&n);
-                    } else if profiling {
+                    } else if profiling && check.is_none() {
                         if let Ok(Some(us)) = d.time(&x, operands, &k.ty, reps) {
                             times.insert(k.root, us);
                         }
@@ -161,7 +231,7 @@ impl KernelObj {
                 }
                 Err(e) => e,
             };
-            let diag = match launch_failure(d, k, t, operands, e) {
+            let mut diag = match launch_failure(d, k, t, operands, e) {
                 Failed::Error(diag) => diag,
                 Failed::Lost(diag) => {
                     lost = true;
@@ -169,6 +239,12 @@ impl KernelObj {
                 }
             };
             if !fallback {
+                if check.is_some()
+                    && kind == DeviceKind::Cuda
+                    && !diag.message.starts_with("cross-check")
+                {
+                    diag.message = format!("cross-check: {}", diag.message);
+                }
                 return Some(Err(diag));
             }
             let mut w = format!(
@@ -186,110 +262,33 @@ impl KernelObj {
         drop(device);
         if lost {
             *session.cuda.borrow_mut() = None;
-            session.device.set(DeviceKind::Cpu);
-            session.tune.borrow_mut().timer = None;
+            if check.is_none() {
+                session.device.set(DeviceKind::Cpu);
+                session.tune.borrow_mut().timer = None;
+            }
         }
         for w in warnings {
             it.write_err(&w);
         }
         if profiling {
-            match kind {
-                DeviceKind::Emu => crate::profile::record_emu(session, c, &counted, &it.sources),
-                _ => crate::profile::record(session, c, &times, Some("cuda"), &it.sources),
+            match (kind, check) {
+                (DeviceKind::Emu, None | Some((_, Keep::Checked))) => {
+                    crate::profile::record_emu(session, c, &counted, &it.sources)
+                }
+                (_, None) => crate::profile::record(session, c, &times, Some("cuda"), &it.sources),
+                // the caller profiles a cross-checked run that kept the cpu's results
+                _ => {}
             }
         }
         r
     }
+}
 
-    /// Runs every kernel of the graph on the CPU and on the checked device, comparing the two
-    /// results ([`crate::crosscheck`]). The results of the checked device when the session
-    /// runs on it (they also feed the kernels after them), else those of the CPU.
-    pub(super) fn run_crosscheck(
-        &self,
-        c: &Compiled,
-        inputs: &[Tensor],
-        checked: crate::crosscheck::Checked,
-        device_results: bool,
-        sources: &tessera_lang::SourceMap,
-    ) -> Result<Vec<Tensor>, Diagnostic> {
-        use crate::crosscheck::Checked;
-        let l = &c.lowered;
-        let g = &l.program.graph;
-        let session = &self.session;
-        let mut counted: HashMap<ValueId, tessera_runtime::emu::Counters> = HashMap::new();
-        let mut lost = false;
-        let mut device = Borrowed::new(session, checked.kind());
-        let mut observe = |id: ValueId, operands: &[Tensor], cpu: &Tensor| {
-            let Some((k, ck)) = l.kernel_at(id) else {
-                return Ok(None);
-            };
-            if cpu.is_abstract() || operands.iter().any(|o| o.is_abstract()) || cpu.numel() == 0 {
-                // Shapes only, or an empty result: nothing would be launched.
-                return Ok(None);
-            }
-            let Some(t) = &ck.target else {
-                return Err(crate::crosscheck::not_lowered_on(
-                    k,
-                    ck.not_lowered.as_deref().unwrap_or("no reason given"),
-                    checked,
-                ));
-            };
-            let Some(d) = device.get().filter(|_| !lost) else {
-                return Err(crate::cuda::unavailable(
-                    "TESSERA_CROSSCHECK=cuda",
-                    &"the session has no GPU open",
-                )
-                .at(k.span));
-            };
-            let ptx = Self::executable(c, d, k, t, sources)?;
-            let x = Executable {
-                lowered: t,
-                ptx: ptx.as_deref(),
-            };
-            let out = match d.launch(&x, operands, &k.ty) {
-                Ok(Some(Launched { out, counters })) => {
-                    if let Some(n) = counters {
-                        counted.entry(k.root).or_default().add(&n);
-                    }
-                    out
-                }
-                Ok(None) => return Err(crate::crosscheck::status_error(k)),
-                Err(e) => {
-                    let mut diag = match launch_failure(d, k, t, operands, e) {
-                        Failed::Error(diag) => diag,
-                        Failed::Lost(diag) => {
-                            lost = true;
-                            diag
-                        }
-                    };
-                    if checked == Checked::Cuda {
-                        diag.message = format!("cross-check: {}", diag.message);
-                    }
-                    return Err(diag);
-                }
-            };
-            let a = match checked {
-                Checked::Emu => crate::crosscheck::compare(g, k, cpu, &out)?,
-                Checked::Cuda => crate::crosscheck::compare_device(k, cpu, &out)?,
-            };
-            crate::crosscheck::log(k, cpu.numel(), &a);
-            Ok(device_results.then_some(out))
-        };
-        let r = tessera_runtime::interp::run_observed(
-            &c.graph,
-            inputs,
-            &c.captures,
-            &mut |_, _| None,
-            &mut observe,
-        );
-        drop(device);
-        if lost {
-            *session.cuda.borrow_mut() = None;
-        }
-        // on the emu device, the profile shows the emulator's counters as without the check
-        if device_results && checked == Checked::Emu && session.profile.borrow().active {
-            crate::profile::record_emu(session, c, &counted, sources);
-        }
-        r
-    }
+/// How [`KernelObj::run_device`] runs a call's kernels.
+#[derive(Copy, Clone)]
+pub(super) enum Run {
+    /// On the session's device.
+    Device,
+    /// On the cpu and on `checked`, compared; the results of the side `keep` names.
+    Check { checked: Checked, keep: Keep },
 }

@@ -26,6 +26,7 @@ use tessera_compiler::target::Target;
 use tessera_lang::diag::{Code, Diagnostic};
 use tessera_lang::eval::{AttrResult, CallArgs, HostObject, HostResult, Interp, Value};
 use tessera_lang::Span;
+use tessera_runtime::device::Keep;
 use tessera_runtime::Tensor;
 
 mod compile;
@@ -269,22 +270,33 @@ impl KernelObj {
         let on_emu = kind == DeviceKind::Emu;
         let on_cuda = kind == DeviceKind::Cuda;
         let profiling = self.session.profile.borrow().active;
-        let outs = if let Some(mode) = crate::crosscheck::mode().map_err(|d| d.or_at(args.span))? {
-            let device_results = mode.kind() == kind;
-            let checked = self.run_crosscheck(&c, &inputs, mode, device_results, &it.sources);
+        let outs = if let Some(checked) =
+            crate::crosscheck::mode().map_err(|d| d.or_at(args.span))?
+        {
+            // The script sees the checked device's results when the session runs on it, else
+            // the cpu's (its output is then the same as without the check).
+            let keep = if checked.kind() == kind {
+                Keep::Checked
+            } else {
+                Keep::Reference
+            };
+            let run = devices::Run::Check { checked, keep };
+            let outs = self.run_device(it, &c, &inputs, run);
             // A profiled run still gets its rows: on emu the checked launches recorded their
-            // counters; elsewhere the checked launch is timed again as the profiler times it
-            // (the cross-check is a testing aid; it costs a second run).
-            match checked {
+            // counters; elsewhere the call runs again as the profiler times it (the
+            // cross-check is a testing aid; it costs a second run).
+            match outs {
                 Ok(outs) if profiling && on_emu => Ok(outs),
-                Ok(_) if profiling && on_cuda => self.run_device(it, &c, &inputs),
+                Ok(_) if profiling && on_cuda => {
+                    self.run_device(it, &c, &inputs, devices::Run::Device)
+                }
                 Ok(_) if profiling => {
                     crate::profile::run_cpu(&self.session, &c, &inputs, &it.sources)
                 }
                 other => other,
             }
         } else if on_cuda || on_emu {
-            self.run_device(it, &c, &inputs)
+            self.run_device(it, &c, &inputs, devices::Run::Device)
         } else if profiling {
             crate::profile::run_cpu(&self.session, &c, &inputs, &it.sources)
         } else {
