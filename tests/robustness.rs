@@ -215,7 +215,7 @@ fn run_one(src: &str) -> i32 {
         return 2;
     }
     interp.step_limit = Some(20_000);
-    interp.max_items = 100_000;
+    interp.max_bytes = 100_000 * tessera_lang::eval::ITEM_BYTES as u64;
     interp.set_output(Box::new(|_| {}));
     let file = interp.sources.add("fuzz.tsr", src.to_string());
     match parse::parse_module(src, file) {

@@ -9,17 +9,41 @@ const FALLBACK_LIMIT: u64 = 4 << 30;
 
 /// The limit from the environment value and `/proc/meminfo` text (pure, for tests).
 pub fn parse_limit(env: Option<&str>, meminfo: Option<&str>) -> u64 {
+    parse_limits(env, meminfo, None, None)
+}
+
+/// The limit: `TESSERA_MAX_BYTES` when it parses, else a quarter of the least of physical
+/// memory (`/proc/meminfo`), the process's address-space limit (`ulimit -v`, from
+/// `/proc/self/limits`) and the cgroup's memory limit (`memory.max`); 4 GiB when none is known.
+/// A quarter leaves room for an op's inputs, its output and the process itself.
+pub fn parse_limits(
+    env: Option<&str>,
+    meminfo: Option<&str>,
+    proc_limits: Option<&str>,
+    cgroup_max: Option<&str>,
+) -> u64 {
     if let Some(v) = env.and_then(parse_bytes) {
         return v;
     }
-    meminfo
-        .and_then(|text| {
-            text.lines().find_map(|l| {
-                let rest = l.strip_prefix("MemTotal:")?;
-                let kb: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
-                Some(kb.saturating_mul(1024) / 4)
-            })
+    let total = meminfo.and_then(|text| {
+        text.lines().find_map(|l| {
+            let rest = l.strip_prefix("MemTotal:")?;
+            let kb: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
+            Some(kb.saturating_mul(1024))
         })
+    });
+    let address_space = proc_limits.and_then(|text| {
+        text.lines().find_map(|l| {
+            let rest = l.strip_prefix("Max address space")?;
+            rest.split_whitespace().next()?.parse::<u64>().ok()
+        })
+    });
+    let cgroup = cgroup_max.and_then(|t| t.trim().parse::<u64>().ok());
+    [total, address_space, cgroup]
+        .into_iter()
+        .flatten()
+        .min()
+        .map(|b| b / 4)
         .unwrap_or(FALLBACK_LIMIT)
 }
 
@@ -40,12 +64,21 @@ pub fn parse_bytes(s: &str) -> Option<u64> {
     num.trim().parse::<u64>().ok()?.checked_mul(mul)
 }
 
-/// The current limit in bytes: `TESSERA_MAX_BYTES`, else a quarter of physical memory, else 4 GiB.
+/// The current limit in bytes ([`parse_limits`]).
 pub fn max_bytes() -> u64 {
     static MEMINFO: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     let meminfo = MEMINFO.get_or_init(|| std::fs::read_to_string("/proc/meminfo").ok());
+    static LIMITS: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let limits = LIMITS.get_or_init(|| std::fs::read_to_string("/proc/self/limits").ok());
+    static CGROUP: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let cgroup = CGROUP.get_or_init(|| std::fs::read_to_string("/sys/fs/cgroup/memory.max").ok());
     let env = std::env::var("TESSERA_MAX_BYTES").ok();
-    parse_limit(env.as_deref(), meminfo.as_deref())
+    parse_limits(
+        env.as_deref(),
+        meminfo.as_deref(),
+        limits.as_deref(),
+        cgroup.as_deref(),
+    )
 }
 
 /// The element count of a shape, or E0700 when it overflows.
@@ -75,6 +108,20 @@ pub fn check_alloc(numel: usize, dtype: DType) -> Result<()> {
     Ok(())
 }
 
+/// E0700 unless `numel` host values of `per_elem` bytes each (lists, scalars: what `tolist`
+/// and iteration build from a tensor) fit under the limit; `what` names the operation.
+pub fn check_host(numel: usize, per_elem: usize, what: &str) -> Result<()> {
+    let limit = max_bytes();
+    let bytes = (numel as u128) * (per_elem as u128);
+    if bytes > u128::from(limit) {
+        return Err(RuntimeError::resource(format!(
+            "{what} of {numel} elements would take about {bytes} bytes of host values, over the limit of {limit} bytes"
+        ))
+        .with_help("raise TESSERA_MAX_BYTES, or read a slice of the tensor"));
+    }
+    Ok(())
+}
+
 /// `checked_numel` then `check_alloc`.
 pub fn check_shape_alloc(shape: &[usize], dtype: DType) -> Result<usize> {
     let n = checked_numel(shape)?;
@@ -96,6 +143,26 @@ mod tests {
         assert_eq!(parse_limit(None, Some(mi)), 16_000_000 * 1024 / 4);
         assert_eq!(parse_limit(Some("junk"), Some(mi)), 16_000_000 * 1024 / 4);
         assert_eq!(parse_limit(None, None), 4 << 30);
+        let limits = "Limit  Soft Limit  Hard Limit  Units\nMax address space         4096000000           unlimited            bytes\n";
+        assert_eq!(
+            parse_limits(None, Some(mi), Some(limits), None),
+            1_024_000_000
+        );
+        let unlimited =
+            "Max address space         unlimited            unlimited            bytes\n";
+        assert_eq!(
+            parse_limits(None, Some(mi), Some(unlimited), Some("max\n")),
+            16_000_000 * 1024 / 4
+        );
+        assert_eq!(
+            parse_limits(None, Some(mi), None, Some("8000000000\n")),
+            2_000_000_000
+        );
+        // an explicit value wins over every limit
+        assert_eq!(
+            parse_limits(Some("5G"), Some(mi), Some(limits), None),
+            5 << 30
+        );
         assert_eq!(parse_limit(Some("99999999999T"), None), 4 << 30);
     }
 

@@ -350,6 +350,9 @@ impl Tensor {
 
     /// Nested lists of the exact stored values. E0700 when abstract.
     pub fn tolist(&self) -> Result<Nested> {
+        // the scalars, the nested lists, and the host values the caller makes of them
+        let per = std::mem::size_of::<Scalar>() + 2 * std::mem::size_of::<Nested>();
+        crate::memory::check_host(self.numel(), per, ".tolist()")?;
         let vals = self.scalars("tolist")?;
         let leaf = |s: &Scalar| match *s {
             Scalar::Float(x) => Nested::Float(x),

@@ -56,6 +56,8 @@ pub fn install_session(
         Value::list(cfg.argv.iter().map(|a| Value::str(a)).collect()),
     );
     interp.set_builtin("sys", Value::Module(Rc::new(sys)));
+    // strings, lists and tuples are bounded like tensors (E0700)
+    interp.max_bytes = tessera_runtime::memory::max_bytes();
     let session = kernel::Session::open(
         cfg.dump.clone(),
         cfg.target.clone(),

@@ -328,13 +328,17 @@ impl HostObject for TensorObj {
         let t = &self.0;
         Some(match t.shape().first() {
             None => Err(Diagnostic::new(Code::E0101, "iteration over a 0-d tensor")),
-            Some(n) => (0..*n)
-                .map(|i| {
-                    t.index(&[IndexItem::Int(i as i64)])
-                        .map(tensor_value)
-                        .map_err(rt)
-                })
-                .collect(),
+            Some(n) => tessera_runtime::memory::check_host(*n, 128, "iterating over a tensor")
+                .map_err(rt)
+                .and_then(|_| {
+                    (0..*n)
+                        .map(|i| {
+                            t.index(&[IndexItem::Int(i as i64)])
+                                .map(tensor_value)
+                                .map_err(rt)
+                        })
+                        .collect()
+                }),
         })
     }
 }

@@ -200,14 +200,7 @@ impl Interp {
         match found {
             Some(x) => Ok(x),
             None => {
-                let names: Vec<String> = match v {
-                    Value::Module(m) => m.names().iter().map(|s| s.to_string()).collect(),
-                    Value::Host(h) => h.attr_names().iter().map(|s| s.to_string()).collect(),
-                    _ => methods::method_names(v)
-                        .iter()
-                        .map(|s| s.to_string())
-                        .collect(),
-                };
+                let names = Interp::attr_names(v);
                 let what = match v {
                     Value::Module(m) => format!("module '{}'", m.name),
                     _ => format!("'{}' object", v.type_name()),
@@ -229,19 +222,21 @@ impl Interp {
         match v {
             Value::List(l) => Ok(l.borrow().clone()),
             Value::Tuple(t) => Ok(t.as_ref().clone()),
-            Value::Str(s) => Ok(s
-                .chars()
-                .map(|c| Value::Str(c.to_string().into()))
-                .collect()),
+            Value::Str(s) => {
+                // each character becomes a one-character string
+                self.check_host_size(s.len(), ITEM_BYTES + 32, || {
+                    format!("the characters of a string of {} bytes", s.len())
+                })
+                .map_err(|d| d.at(span))?;
+                Ok(s.chars()
+                    .map(|c| Value::Str(c.to_string().into()))
+                    .collect())
+            }
             Value::Range(a, b, s) => {
                 let n = value::range_len(*a, *b, *s);
-                if n as u64 > self.max_items as u64 {
-                    return Err(Diagnostic::new(
-                        Code::E0700,
-                        format!("range of {n} items is too large to materialise"),
-                    )
-                    .at(span));
-                }
+                let items = usize::try_from(n).unwrap_or(usize::MAX);
+                self.check_host_size(items, ITEM_BYTES, || format!("a range of {n} items"))
+                    .map_err(|d| d.at(span))?;
                 Ok((0..n).map(|k| Value::Int(a + k * s)).collect())
             }
             Value::Host(h) => match h.iter() {

@@ -71,6 +71,10 @@ impl Interp {
                             };
                             let spec = format_spec.as_deref().unwrap_or("");
                             let s = format::format_value(&v, spec).map_err(|d| d.at(expr.span))?;
+                            self.check_host_size(out.len() + s.len(), 1, || {
+                                format!("an f-string of {} + {} bytes", out.len(), s.len())
+                            })
+                            .map_err(|d| d.at(e.span))?;
                             out.push_str(&s);
                         }
                     }

@@ -314,10 +314,10 @@ fn call_method(
                         return Ok(Value::None);
                     };
                     let items = it.iterate(&x.value, x.span)?;
-                    let mut out = Vec::new();
+                    let mut total = s.len().saturating_mul(items.len().saturating_sub(1));
                     for (i, v) in items.iter().enumerate() {
                         match v {
-                            Value::Str(t) => out.push(t.to_string()),
+                            Value::Str(t) => total = total.saturating_add(t.len()),
                             other => {
                                 return Err(Diagnostic::new(
                                     Code::E0101,
@@ -330,7 +330,18 @@ fn call_method(
                             }
                         }
                     }
-                    Ok(Value::str(&out.join(s)))
+                    it.check_host_size(total, 1, || format!("joining {} strings", items.len()))
+                        .map_err(|d| d.at(x.span))?;
+                    let mut out = String::with_capacity(total);
+                    for (i, v) in items.iter().enumerate() {
+                        if i > 0 {
+                            out.push_str(s);
+                        }
+                        if let Value::Str(t) = v {
+                            out.push_str(t);
+                        }
+                    }
+                    Ok(Value::Str(out.into()))
                 }
                 "replace" => {
                     let a = args.bind("replace", &["old", "new"], &["count"])?;
@@ -340,6 +351,25 @@ fn call_method(
                         Some(c) => int_arg(&c.value, "replace").map_err(|d| d.at(c.span))?,
                         None => -1,
                     };
+                    let grows = new.len().saturating_sub(old.len());
+                    if grows > 0 {
+                        let hits = if old.is_empty() {
+                            s.chars().count() + 1
+                        } else {
+                            s.matches(old.as_str()).count()
+                        };
+                        let hits = if count < 0 {
+                            hits
+                        } else {
+                            hits.min(count as usize)
+                        };
+                        it.check_host_size(s.len() + hits.saturating_mul(grows), 1, || {
+                            format!(
+                                "replacing {hits} occurrences in a string of {} bytes",
+                                s.len()
+                            )
+                        })?;
+                    }
                     Ok(Value::str(&if count < 0 {
                         s.replace(&old, &new)
                     } else {

@@ -55,6 +55,13 @@ struct Env {
 /// The message of the error that stops a cell interrupted through [`Interp::interrupt`].
 pub const INTERRUPTED: &str = "interrupted";
 
+/// The default of [`Interp::max_bytes`]: 4 GiB.
+pub const DEFAULT_MAX_BYTES: u64 = 4 << 30;
+
+/// The bytes one list or tuple item takes (the value itself; what it points to is counted
+/// where it is built).
+pub const ITEM_BYTES: usize = std::mem::size_of::<Value>();
+
 /// The error (E0500) that stops an interrupted cell; natives with long loops return it when they
 /// observe the interrupt flag.
 pub fn interrupted() -> Diagnostic {
@@ -85,8 +92,9 @@ pub struct Interp {
     pub interrupt: Arc<AtomicBool>,
     /// The span of the innermost call being evaluated, for natives that need a location.
     pub call_span: Span,
-    /// The most items a list, tuple or string built by host code may have (E0700 beyond).
-    pub max_items: usize,
+    /// The most bytes a string, list or tuple built by host code may take (E0700 beyond); the
+    /// session sets it to the tensors' limit, `TESSERA_MAX_BYTES`.
+    pub max_bytes: u64,
 }
 
 impl Default for Interp {
@@ -115,7 +123,7 @@ impl Interp {
             step_limit: None,
             interrupt: Arc::new(AtomicBool::new(false)),
             call_span: Span::default(),
-            max_items: 100_000_000,
+            max_bytes: DEFAULT_MAX_BYTES,
         };
         builtins::install(&mut it);
         it
@@ -149,6 +157,29 @@ impl Interp {
                 .map(|s| s.to_string())
                 .collect(),
         }
+    }
+
+    /// E0700 unless a host value of `items` items of `item_bytes` bytes each fits under
+    /// [`Interp::max_bytes`]; `what` names it ("the string `a + b`").
+    pub fn check_host_size(
+        &self,
+        items: usize,
+        item_bytes: usize,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), Diagnostic> {
+        let bytes = (items as u128) * (item_bytes as u128);
+        if bytes > u128::from(self.max_bytes) {
+            return Err(Diagnostic::new(
+                Code::E0700,
+                format!(
+                    "{} would take {bytes} bytes, over the limit of {} bytes",
+                    what(),
+                    self.max_bytes
+                ),
+            )
+            .with_help("raise TESSERA_MAX_BYTES, or build the value in smaller pieces"));
+        }
+        Ok(())
     }
 
     /// Defines a builtin name (visible everywhere, shadowed by globals).

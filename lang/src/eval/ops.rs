@@ -2,6 +2,7 @@
 //! objects for everything else.
 
 use super::value::{range_len, Value};
+use super::ITEM_BYTES;
 use super::{Flow, Interp, R};
 use crate::ast::{BinOp, CmpOp, UnaryOp};
 use crate::diag::{Code, Diagnostic};
@@ -99,17 +100,27 @@ impl Interp {
         }
         match (op, a, b) {
             (BinOp::Add, Value::Str(x), Value::Str(y)) => {
+                self.check_host_size(x.len() + y.len(), 1, || {
+                    format!("a string of {} + {} bytes", x.len(), y.len())
+                })
+                .map_err(|d| d.at(span))?;
                 let mut s = String::with_capacity(x.len() + y.len());
                 s.push_str(x);
                 s.push_str(y);
                 return Ok(Value::Str(s.into()));
             }
             (BinOp::Add, Value::List(x), Value::List(y)) => {
+                let (n, m) = (x.borrow().len(), y.borrow().len());
+                self.check_host_size(n + m, ITEM_BYTES, || format!("a list of {n} + {m} items"))
+                    .map_err(|d| d.at(span))?;
                 let mut v = x.borrow().clone();
                 v.extend(y.borrow().iter().cloned());
                 return Ok(Value::list(v));
             }
             (BinOp::Add, Value::Tuple(x), Value::Tuple(y)) => {
+                let (n, m) = (x.len(), y.len());
+                self.check_host_size(n + m, ITEM_BYTES, || format!("a tuple of {n} + {m} items"))
+                    .map_err(|d| d.at(span))?;
                 let mut v = x.as_ref().clone();
                 v.extend(y.iter().cloned());
                 return Ok(Value::tuple(v));
@@ -119,20 +130,16 @@ impl Interp {
                     && matches!(seq, Value::Str(_) | Value::List(_) | Value::Tuple(_)) =>
             {
                 let k = as_int(n).unwrap_or(0).max(0) as usize;
-                let len = match seq {
-                    Value::Str(s) => s.len(),
-                    Value::List(l) => l.borrow().len(),
-                    Value::Tuple(t) => t.len(),
-                    _ => 0,
+                let (len, item) = match seq {
+                    Value::Str(s) => (s.len(), 1),
+                    Value::List(l) => (l.borrow().len(), ITEM_BYTES),
+                    Value::Tuple(t) => (t.len(), ITEM_BYTES),
+                    _ => (0, 1),
                 };
-                if len.saturating_mul(k) > self.max_items {
-                    return Err(Diagnostic::new(
-                        Code::E0700,
-                        format!("repeating a sequence of {len} items {k} times is too large"),
-                    )
-                    .at(span)
-                    .into());
-                }
+                self.check_host_size(len.saturating_mul(k), item, || {
+                    format!("repeating a sequence of {len} items {k} times")
+                })
+                .map_err(|d| d.at(span))?;
                 return Ok(match seq {
                     Value::Str(s) => Value::Str(s.repeat(k).into()),
                     Value::List(l) => {
