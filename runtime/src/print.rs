@@ -61,8 +61,38 @@ pub fn python_float(x: f64) -> String {
     }
 }
 
-fn format_elem(s: Scalar) -> String {
+/// Python's `'%.4e' % x`: `1.0000e-10`, `-2.5000e+03`, `nan`, `inf`.
+pub fn format_4e(x: f64) -> String {
+    if !x.is_finite() {
+        return format_4f(x);
+    }
+    let s = format!("{x:.4e}");
+    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let sign = if exp < 0 { '-' } else { '+' };
+    format!("{mant}e{sign}{:02}", exp.abs())
+}
+
+/// Whether a tensor whose printed float elements are `shown` prints in scientific notation:
+/// when a nonzero value would show as `0.0000`, or the nonzero magnitudes span more than 10^8
+/// (SPEC §3).
+pub fn use_scientific(shown: &[f64]) -> bool {
+    let mags = || {
+        shown
+            .iter()
+            .filter(|x| x.is_finite() && **x != 0.0)
+            .map(|x| x.abs())
+    };
+    let Some(min) = mags().reduce(f64::min) else {
+        return false;
+    };
+    let max = mags().fold(0.0, f64::max);
+    format_4f(min) == "0.0000" || max / min > 1e8
+}
+
+fn format_elem(s: Scalar, scientific: bool) -> String {
     match s {
+        Scalar::Float(x) if scientific => format_4e(x),
         Scalar::Float(x) => format_4f(x),
         Scalar::Int(i) => i.to_string(),
         Scalar::Bool(true) => "True".into(),
@@ -86,6 +116,34 @@ impl Tensor {
         let shape = self.shape();
         let mut out = String::from("tensor(");
         let strides = crate::shape::contiguous_strides(shape);
+        // The offsets of the elements printed (first and last 3 of long dimensions).
+        fn shown(shape: &[usize], strides: &[usize], base: usize, out: &mut Vec<usize>) {
+            let (Some(&d), Some(&stride)) = (shape.first(), strides.first()) else {
+                out.push(base);
+                return;
+            };
+            let idx: Vec<usize> = if d > MAX_SHOWN {
+                (0..EDGE).chain(d - EDGE..d).collect()
+            } else {
+                (0..d).collect()
+            };
+            for i in idx {
+                shown(&shape[1..], &strides[1..], base + i * stride, out);
+            }
+        }
+        let scientific = self.dtype().is_float() && {
+            let mut offsets = Vec::new();
+            shown(shape, &strides, 0, &mut offsets);
+            let vals: Vec<f64> = offsets
+                .iter()
+                .filter_map(|&o| match st.get(o, self.dtype()) {
+                    Some(Scalar::Float(x)) => Some(x),
+                    _ => None,
+                })
+                .collect();
+            use_scientific(&vals)
+        };
+        #[allow(clippy::too_many_arguments)]
         fn rec(
             out: &mut String,
             st: &crate::storage::Storage,
@@ -93,9 +151,11 @@ impl Tensor {
             shape: &[usize],
             strides: &[usize],
             base: usize,
+            sci: bool,
         ) {
             let (Some(&d), Some(&stride)) = (shape.first(), strides.first()) else {
-                out.push_str(&st.get(base, dt).map(format_elem).unwrap_or_default());
+                let e = st.get(base, dt).map(|x| format_elem(x, sci));
+                out.push_str(&e.unwrap_or_default());
                 return;
             };
             out.push('[');
@@ -113,13 +173,21 @@ impl Tensor {
                     out.push_str(", ");
                 }
                 match i {
-                    Some(i) => rec(out, st, dt, &shape[1..], &strides[1..], base + i * stride),
+                    Some(i) => rec(
+                        out,
+                        st,
+                        dt,
+                        &shape[1..],
+                        &strides[1..],
+                        base + i * stride,
+                        sci,
+                    ),
                     None => out.push_str("..."),
                 }
             }
             out.push(']');
         }
-        rec(&mut out, st, self.dtype(), shape, &strides, 0);
+        rec(&mut out, st, self.dtype(), shape, &strides, 0, scientific);
         out.push_str(", dtype=");
         out.push_str(name);
         out.push(')');

@@ -249,6 +249,13 @@ impl HostObject for TensorObj {
     fn type_name(&self) -> &'static str {
         "tensor"
     }
+    fn as_number(&self) -> Option<Value> {
+        let t = &self.0;
+        if t.numel() != 1 || t.is_abstract() {
+            return None;
+        }
+        t.item().ok().map(scalar_value)
+    }
     fn repr(&self) -> String {
         self.0.repr()
     }

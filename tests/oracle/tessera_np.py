@@ -238,12 +238,14 @@ def _c(a):
 _STRICT = os.environ.get("TESSERA_ORACLE_STRICT") == "1"
 
 
-def _fmt_elem(v, d):
+def _fmt_elem(v, d, sci=False):
     if d.kind == "bool":
         return "True" if bool(v) else "False"
     if d.kind == "int":
         return str(int(v))
     f = float(v)
+    if sci and math.isfinite(f):
+        return "%.4e" % f
     s = "%.4f" % f
     if _STRICT and math.isfinite(f) and f != 0.0:
         # a value whose 4-decimal print flips under a few ulps of fp32 noise is a fragile test
@@ -253,17 +255,44 @@ def _fmt_elem(v, d):
     return s
 
 
-def _fmt_array(a, d):
+def _shown(a):
+    """The elements a tensor prints (first and last 3 of dimensions longer than 6)."""
     if a.ndim == 0:
-        return _fmt_elem(a[()], d)
+        return [a[()]]
+    n = a.shape[0]
+    idx = list(range(3)) + list(range(n - 3, n)) if n > 6 else list(range(n))
+    out = []
+    for i in idx:
+        out += _shown(a[i])
+    return out
+
+
+def _scientific(a, d):
+    """SPEC §3: scientific when a nonzero shown value prints as 0.0000, or the nonzero
+    magnitudes span more than 10^8."""
+    if d.kind != "float":
+        return False
+    mags = [builtins.abs(float(v)) for v in _shown(a)]
+    mags = [m for m in mags if math.isfinite(m) and m != 0.0]
+    if not mags:
+        return False
+    lo, hi = builtins.min(mags), builtins.max(mags)
+    return "%.4f" % lo == "0.0000" or hi / lo > 1e8
+
+
+def _fmt_array(a, d, sci=None):
+    if sci is None:
+        sci = _scientific(a, d)
+    if a.ndim == 0:
+        return _fmt_elem(a[()], d, sci)
     n = a.shape[0]
     if n == 0:
         return "[]"
     if n > 6:
-        parts = [_fmt_array(a[i], d) for i in range(3)] + ["..."] + \
-                [_fmt_array(a[i], d) for i in range(n - 3, n)]
+        parts = [_fmt_array(a[i], d, sci) for i in range(3)] + ["..."] + \
+                [_fmt_array(a[i], d, sci) for i in range(n - 3, n)]
     else:
-        parts = [_fmt_array(a[i], d) for i in range(n)]
+        parts = [_fmt_array(a[i], d, sci) for i in range(n)]
     return "[" + ", ".join(parts) + "]"
 
 
@@ -339,6 +368,14 @@ class Tensor:
 
     def __repr__(self):
         return f"tensor({_fmt_array(self._a, self._d)}, dtype={self._d.name})"
+
+    def __format__(self, spec):
+        # a one-element tensor formats as its number (f"{t:.2f}")
+        if spec and self._a.size == 1:
+            return format(_py_scalar(self._a.reshape(())[()], self._d), spec)
+        if spec:
+            raise TypeError(f"invalid format specifier '{spec}' for a value of type tensor")
+        return str(self)
 
     __str__ = __repr__
 

@@ -211,6 +211,11 @@ pub fn format_value(v: &Value, spec: &str) -> Result<String, Diagnostic> {
     if spec.is_empty() {
         return Ok(v.to_str());
     }
+    if let Value::Host(h) = v {
+        if let Some(n) = h.as_number() {
+            return format_value(&n, spec);
+        }
+    }
     let bad = || {
         Diagnostic::new(
             Code::E0101,

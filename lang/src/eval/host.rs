@@ -90,6 +90,11 @@ pub trait HostObject: Any {
         None
     }
     /// `x(args)`; `this` is the value holding `self`.
+    /// The number this object stands for in a format spec (`f"{t:.2f}"` of a one-element
+    /// tensor), if any.
+    fn as_number(&self) -> Option<Value> {
+        None
+    }
     fn call(&self, _this: &Value, _interp: &mut Interp, _args: CallArgs) -> HostResult {
         None
     }
