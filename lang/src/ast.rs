@@ -198,6 +198,8 @@ pub enum UnaryOp {
     Neg,
     Pos,
     Not,
+    /// `~`: bitwise not of an int, logical not of a bool tensor.
+    Invert,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -210,6 +212,10 @@ pub enum BinOp {
     Mod,
     Pow,
     MatMul,
+    /// `&`: bitwise and of ints, logical and of bools and bool tensors.
+    BitAnd,
+    /// `|`: bitwise or of ints, logical or of bools and bool tensors.
+    BitOr,
 }
 
 impl BinOp {
@@ -223,6 +229,8 @@ impl BinOp {
             BinOp::Mod => "%",
             BinOp::Pow => "**",
             BinOp::MatMul => "@",
+            BinOp::BitAnd => "&",
+            BinOp::BitOr => "|",
         }
     }
 }

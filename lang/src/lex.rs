@@ -74,6 +74,9 @@ pub enum Tok {
     DSlash,
     Percent,
     DStar,
+    Amp,
+    Pipe,
+    Tilde,
     EqEq,
     NotEq,
     Lt,
@@ -82,7 +85,7 @@ pub enum Tok {
     Ge,
     /// `+=`, `-=`, ...
     AugAssign(BinOp),
-    /// A Python operator `.tsr` does not support (`|`, `&`, `<<`, `~`, `:=`, ...).
+    /// A Python operator `.tsr` does not support (`^`, `<<`, `:=`, ...).
     Unsupported(&'static str),
     /// `...`, the Ellipsis constant.
     Ellipsis,
@@ -204,7 +207,12 @@ impl Tok {
                 BinOp::Mod => "%=",
                 BinOp::Pow => "**=",
                 BinOp::MatMul => "@=",
+                BinOp::BitAnd => "&=",
+                BinOp::BitOr => "|=",
             },
+            Tok::Amp => "&",
+            Tok::Pipe => "|",
+            Tok::Tilde => "~",
             Tok::Unsupported(s) => s,
             _ => return Option::None,
         })
@@ -306,14 +314,19 @@ enum Raw {
     PowEq,
     #[token("@=")]
     MatMulEq,
+    #[token("&=")]
+    AndEq,
+    #[token("|=")]
+    OrEq,
     #[token("|")]
+    Pipe,
     #[token("&")]
-    #[token("^")]
+    Amp,
     #[token("~")]
+    Tilde,
+    #[token("^")]
     #[token("<<")]
     #[token(">>")]
-    #[token("|=")]
-    #[token("&=")]
     #[token("^=")]
     #[token("<<=")]
     #[token(">>=")]
@@ -498,6 +511,11 @@ pub fn lex(source: &str, range: Range<usize>, file: FileId, fdepth: u32) -> Lexe
             Ok(Raw::ModEq) => Tok::AugAssign(BinOp::Mod),
             Ok(Raw::PowEq) => Tok::AugAssign(BinOp::Pow),
             Ok(Raw::MatMulEq) => Tok::AugAssign(BinOp::MatMul),
+            Ok(Raw::AndEq) => Tok::AugAssign(BinOp::BitAnd),
+            Ok(Raw::OrEq) => Tok::AugAssign(BinOp::BitOr),
+            Ok(Raw::Amp) => Tok::Amp,
+            Ok(Raw::Pipe) => Tok::Pipe,
+            Ok(Raw::Tilde) => Tok::Tilde,
             Ok(Raw::Unsupported) => Tok::Unsupported(unsupported_symbol(slice)),
             Ok(Raw::Ellipsis) => Tok::Ellipsis,
         };
@@ -523,14 +541,9 @@ fn int_token(v: Option<i64>, span: Span, diags: &mut Vec<Diagnostic>) -> Tok {
 
 fn unsupported_symbol(s: &str) -> &'static str {
     match s {
-        "|" => "|",
-        "&" => "&",
         "^" => "^",
-        "~" => "~",
         "<<" => "<<",
         ">>" => ">>",
-        "|=" => "|=",
-        "&=" => "&=",
         "^=" => "^=",
         "<<=" => "<<=",
         ">>=" => ">>=",

@@ -44,6 +44,16 @@ fn precedence() {
         ("(a + b) * c", "(mul (add a b) c)"),
         ("x @ w + b", "(add (matmul x w) b)"),
         ("1 - - 1", "(sub 1 (neg 1))"),
+        ("a | b & c", "(bor a (band b c))"),
+        ("a & b | c", "(bor (band a b) c)"),
+        ("a + b & c", "(band (add a b) c)"),
+        ("a < b | c", "(< a (bor b c))"),
+        ("~a * b", "(mul (invert a) b)"),
+        ("~a ** 2", "(invert (pow a 2))"),
+        ("-~a", "(neg (invert a))"),
+        ("not a & b", "(not (band a b))"),
+        ("a & b and c | d", "(and (band a b) (bor c d))"),
+        ("(x > 0) & ~(x > 1)", "(band (> x 0) (invert (> x 1)))"),
     ];
     for (src, want) in cases {
         assert_eq!(expr(src), want, "{src}");
@@ -502,12 +512,8 @@ fn rejected_programs() {
             &[("E0001", "`lambda` is not supported", "1:5")],
         ),
         (
-            "x = a | b\n",
-            &[("E0001", "the `|` operator is not supported", "1:7")],
-        ),
-        (
-            "x = ~a\n",
-            &[("E0001", "the `~` operator is not supported", "1:5")],
+            "x = a ^ b\n",
+            &[("E0001", "the `^` operator is not supported", "1:7")],
         ),
         (
             "x = a << 2\n",

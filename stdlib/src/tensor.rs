@@ -51,6 +51,53 @@ pub fn as_tensor(v: &Value) -> Option<&Tensor> {
     v.downcast::<TensorObj>().map(|t| &t.0)
 }
 
+/// `&` and `|` on tensors are elementwise logical and/or (SPEC §2): both operands must be bool
+/// (bool tensors, or `True`/`False`). `mine` is the tensor's dtype, `other` the other operand.
+/// E0201 otherwise: NumPy's bitwise ops on integer tensors are not supported.
+pub fn check_logical(op: BinOp, mine: DType, other: &Value) -> Result<(), Diagnostic> {
+    if !matches!(op, BinOp::BitAnd | BinOp::BitOr) {
+        return Ok(());
+    }
+    let theirs = match other {
+        Value::Bool(_) => Some(DType::Bool),
+        Value::Int(_) => Some(DType::I64),
+        Value::Float(_) => Some(DType::F32),
+        v => as_tensor(v)
+            .map(|t| t.dtype())
+            .or_else(|| crate::trace::as_sym(v).map(|s| s.aval.dtype()))
+            .or_else(|| crate::dist::as_sharded(v).map(|s| s.s.dtype)),
+    };
+    match theirs {
+        Some(DType::Bool) if mine == DType::Bool => Ok(()),
+        _ => {
+            let other_name =
+                theirs.map_or_else(|| other.type_name().to_string(), |d| d.to_string());
+            Err(Diagnostic::new(
+                Code::E0201,
+                format!(
+                    "`{}` on tensors is elementwise logical and needs bool operands, got {mine} and {other_name}",
+                    op.symbol()
+                ),
+            )
+            .with_help("compare first (`(x > 0) & (y < 1)`); bitwise ops on integer tensors are not supported"))
+        }
+    }
+}
+
+/// `~t` of a tensor of dtype `d`: logical not of a bool tensor (SPEC §2), else E0201.
+pub fn check_invert(d: DType) -> Result<(), Diagnostic> {
+    if d == DType::Bool {
+        return Ok(());
+    }
+    Err(Diagnostic::new(
+        Code::E0201,
+        format!("`~` on tensors is elementwise logical not and needs a bool tensor, got {d}"),
+    )
+    .with_help(
+        "use `op.logical_not`, or compare first; bitwise not of integer tensors is not supported",
+    ))
+}
+
 /// A dtype argument: a dtype value or a name (`"bf16"`, `"float32"`).
 pub fn dtype_arg(v: &Value, span: Span) -> Result<DType, Diagnostic> {
     if let Some(d) = v.downcast::<DTypeObj>() {
@@ -275,6 +322,9 @@ impl HostObject for TensorObj {
         tensor_attr_names(&[])
     }
     fn binary(&self, op: BinOp, other: &Value, reflected: bool) -> HostResult {
+        if let Err(d) = check_logical(op, self.0.dtype(), other) {
+            return Some(Err(d));
+        }
         match BinaryOp::of_operator(op) {
             Some(b) => tensor_binary(&self.0, b, other, reflected),
             None => {
@@ -298,6 +348,10 @@ impl HostObject for TensorObj {
         match op {
             UnaryOp::Neg => Some(unary(TUnary::Neg, &self.0).map(tensor_value).map_err(rt)),
             UnaryOp::Pos => Some(Ok(tensor_value(self.0.clone()))),
+            UnaryOp::Invert => Some(
+                check_invert(self.0.dtype())
+                    .and_then(|_| unary(TUnary::Not, &self.0).map(tensor_value).map_err(rt)),
+            ),
             UnaryOp::Not => None,
         }
     }

@@ -429,6 +429,29 @@ class Tensor:
     def __le__(self, o): return _binary("le", self, o)
     def __gt__(self, o): return _binary("gt", self, o)
     def __ge__(self, o): return _binary("ge", self, o)
+    def __and__(self, o): return _logical("&", self, o)
+    def __rand__(self, o): return _logical("&", o, self)
+    def __or__(self, o): return _logical("|", self, o)
+    def __ror__(self, o): return _logical("|", o, self)
+
+    def __invert__(self):
+        if self._d is not bool_:
+            _err("E0201", f"`~` on tensors is elementwise logical not and needs a bool tensor, got {self._d.name}")
+        return Tensor(_c(np.logical_not(self._a)), bool_)
+
+
+def _logical(sym, a, b):
+    """`&` / `|` of tensors: elementwise logical and/or of bool operands (SPEC §2)."""
+    def dt(x):
+        if isinstance(x, Tensor):
+            return x._d
+        return bool_ if isinstance(x, bool) else None
+    if dt(a) is not bool_ or dt(b) is not bool_:
+        _err("E0201", f"`{sym}` on tensors is elementwise logical and needs bool operands")
+    A = a._a if isinstance(a, Tensor) else np.bool_(a)
+    B = b._a if isinstance(b, Tensor) else np.bool_(b)
+    r = np.logical_and(A, B) if sym == "&" else np.logical_or(A, B)
+    return Tensor(_c(np.asarray(r)), bool_)
 
 
 def _check_tensor(x, what="argument"):

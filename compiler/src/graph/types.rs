@@ -258,8 +258,8 @@ pub const BINARY_OPS: [BinaryRow; 17] = {
         brow(B::Le, "le", false, Some("<="), Bool),
         brow(B::Gt, "gt", false, Some(">"), Bool),
         brow(B::Ge, "ge", false, Some(">="), Bool),
-        brow(B::LogicalAnd, "logical_and", false, None, Bool),
-        brow(B::LogicalOr, "logical_or", false, None, Bool),
+        brow(B::LogicalAnd, "logical_and", false, Some("&"), Bool),
+        brow(B::LogicalOr, "logical_or", false, Some("|"), Bool),
     ]
 };
 

@@ -63,6 +63,8 @@ impl Interp {
             (UnaryOp::Neg, Value::Float(f)) => Ok(Value::Float(-f)),
             (UnaryOp::Pos, Value::Int(_) | Value::Float(_)) => Ok(v.clone()),
             (UnaryOp::Pos, Value::Bool(b)) => Ok(Value::Int(i64::from(*b))),
+            (UnaryOp::Invert, Value::Int(i)) => Ok(Value::Int(!i)),
+            (UnaryOp::Invert, Value::Bool(b)) => Ok(Value::Int(!i64::from(*b))),
             (_, Value::Host(h)) => match h.unary_at(op, span) {
                 Some(r) => r.map_err(|d| d.or_at(span).into()),
                 None => Err(bad_unary(op, v, span)),
@@ -91,6 +93,14 @@ impl Interp {
             if let Some(r) = h.binary_at(op, a, true, span) {
                 return r.map_err(|d| d.or_at(span).into());
             }
+        }
+        if let (BinOp::BitAnd | BinOp::BitOr, Value::Bool(x), Value::Bool(y)) = (op, a, b) {
+            // bool & bool is a bool, as in Python
+            return Ok(Value::Bool(if op == BinOp::BitAnd {
+                *x && *y
+            } else {
+                *x || *y
+            }));
         }
         if let (Some(x), Some(y)) = (as_int(a), as_int(b)) {
             return int_binary(op, x, y, span, b_span);
@@ -485,6 +495,8 @@ fn int_binary(op: BinOp, x: i64, y: i64, span: Span, b_span: Span) -> R<Value> {
             .at(span)
             .into())
         }
+        BinOp::BitAnd => Some(x & y),
+        BinOp::BitOr => Some(x | y),
     };
     r.map(Value::Int).ok_or_else(|| overflow(span))
 }
@@ -526,10 +538,13 @@ fn float_binary(op: BinOp, x: f64, y: f64, span: Span, b_span: Span) -> R<Value>
             }
             x.powf(y)
         }
-        BinOp::MatMul => {
+        BinOp::MatMul | BinOp::BitAnd | BinOp::BitOr => {
             return Err(Diagnostic::new(
                 Code::E0101,
-                "unsupported operand types for @: 'float' and 'float'",
+                format!(
+                    "unsupported operand types for {}: 'float' and 'float'",
+                    op.symbol()
+                ),
             )
             .at(span)
             .into())
@@ -542,6 +557,7 @@ fn bad_unary(op: UnaryOp, v: &Value, span: Span) -> Flow {
         UnaryOp::Neg => "-",
         UnaryOp::Pos => "+",
         UnaryOp::Not => "not",
+        UnaryOp::Invert => "~",
     };
     Diagnostic::new(
         Code::E0101,

@@ -82,14 +82,16 @@ pub(super) enum Op {
     Or,
 }
 
-/// Precedence: `or` < `and` < `not` < comparisons < `+ -` < `* / // % @`.
+/// Precedence: `or` < `and` < `not` < comparisons < `|` < `&` < `+ -` < `* / // % @`.
 fn prec(op: Op) -> u8 {
     match op {
         Op::Or => 1,
         Op::And => 2,
         Op::Cmp(_) => 4,
-        Op::Bin(BinOp::Add | BinOp::Sub) => 5,
-        Op::Bin(_) => 6,
+        Op::Bin(BinOp::BitOr) => 5,
+        Op::Bin(BinOp::BitAnd) => 6,
+        Op::Bin(BinOp::Add | BinOp::Sub) => 7,
+        Op::Bin(_) => 8,
     }
 }
 const NOT_PREC: u8 = 3;

@@ -378,6 +378,7 @@ pub(crate) fn grammar<'t, Er: GrammarError<'t>>() -> Grammar<'t, Er> {
             let unary = select! {
                 Tok::Minus = e => (UnaryOp::Neg, sp!(e)),
                 Tok::Plus = e => (UnaryOp::Pos, sp!(e)),
+                Tok::Tilde = e => (UnaryOp::Invert, sp!(e)),
             };
             unary
                 .repeated()
@@ -404,6 +405,8 @@ pub(crate) fn grammar<'t, Er: GrammarError<'t>>() -> Grammar<'t, Er> {
             Tok::At => Op::Bin(BinOp::MatMul),
             Tok::Plus => Op::Bin(BinOp::Add),
             Tok::Minus => Op::Bin(BinOp::Sub),
+            Tok::Amp => Op::Bin(BinOp::BitAnd),
+            Tok::Pipe => Op::Bin(BinOp::BitOr),
             Tok::EqEq => Op::Cmp(CmpOp::Eq),
             Tok::NotEq => Op::Cmp(CmpOp::Ne),
             Tok::Lt => Op::Cmp(CmpOp::Lt),
@@ -449,6 +452,8 @@ pub(crate) fn grammar<'t, Er: GrammarError<'t>>() -> Grammar<'t, Er> {
             Tok::At => Op::Bin(BinOp::MatMul),
             Tok::Plus => Op::Bin(BinOp::Add),
             Tok::Minus => Op::Bin(BinOp::Sub),
+            Tok::Amp => Op::Bin(BinOp::BitAnd),
+            Tok::Pipe => Op::Bin(BinOp::BitOr),
         };
         let arith = factor
             .clone()

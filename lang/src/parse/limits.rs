@@ -44,16 +44,13 @@ pub(crate) fn precheck(
             Tok::Unsupported(op) => Some(match *op {
                 ":=" => ("assignment expressions (`:=`) are not supported".to_string(), None),
                 "<>" => ("`<>` is not an operator".to_string(), Some("use `!=`")),
-                "~" => ("the `~` operator is not supported".to_string(), None),
                 op if op.ends_with('=') => (
                     format!("the `{op}` augmented assignment is not supported"),
                     None,
                 ),
                 op => (format!("the `{op}` operator is not supported"), Some(match op {
-                    "&" => "for logical and, use `and`",
-                    "|" => "for logical or, use `or`",
-                    "^" => "for powers, use `**`",
-                    _ => "bitwise operators are not part of Tessera",
+                    "^" => "for powers, use `**`; `&`, `|` and `~` are supported",
+                    _ => "shifts and `^` are not supported: multiply or floor-divide by a power of two",
                 })),
             }),
             Tok::LBrace | Tok::RBrace => Some((

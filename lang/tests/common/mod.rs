@@ -15,6 +15,8 @@ fn binop(op: BinOp) -> &'static str {
         BinOp::Mod => "mod",
         BinOp::Pow => "pow",
         BinOp::MatMul => "matmul",
+        BinOp::BitAnd => "band",
+        BinOp::BitOr => "bor",
     }
 }
 
@@ -63,6 +65,7 @@ pub fn sexpr(e: &Expr) -> String {
                 UnaryOp::Neg => "neg",
                 UnaryOp::Pos => "pos",
                 UnaryOp::Not => "not",
+                UnaryOp::Invert => "invert",
             },
             [sexpr(operand)],
         ),

@@ -380,6 +380,11 @@ impl HostObject for ShardedObj {
         if !is_operand(other) {
             return None;
         }
+        if let Err(d) =
+            crate::tensor::check_logical(op, self.s.dtype, other).map_err(|d| d.or_at(span))
+        {
+            return Some(Err(d));
+        }
         Some(match BinaryOp::of_operator(op) {
             Some(b) => elementwise_binary(b, &l, &r, span),
             None => matmul(&l, &r, None, span),
@@ -411,6 +416,15 @@ impl HostObject for ShardedObj {
                 rtm::unary(rtm::UnaryOp::Neg, t)
             })),
             UnaryOp::Pos => Some(Ok(me)),
+            UnaryOp::Invert => Some(
+                crate::tensor::check_invert(self.s.dtype)
+                    .map_err(|d| d.or_at(span))
+                    .and_then(|_| {
+                        map_unary("logical_not", &me, span, |t| {
+                            rtm::unary(rtm::UnaryOp::Not, t)
+                        })
+                    }),
+            ),
             UnaryOp::Not => None,
         }
     }

@@ -322,6 +322,11 @@ impl HostObject for SymTensor {
         self.binary_span(op, other, reflected, self.ctx.op_span)
     }
     fn binary_at(&self, op: BinOp, other: &Value, reflected: bool, span: Span) -> HostResult {
+        if let Err(d) =
+            crate::tensor::check_logical(op, self.aval.dtype(), other).map_err(|d| d.at(span))
+        {
+            return Some(Err(d));
+        }
         self.binary_span(op, other, reflected, span)
     }
     fn compare(&self, op: CmpOp, other: &Value, reflected: bool) -> HostResult {
@@ -341,6 +346,11 @@ impl HostObject for SymTensor {
                 id: self.id,
                 aval: self.aval.clone(),
             }))),
+            AstUnary::Invert => Some(
+                crate::tensor::check_invert(self.aval.dtype())
+                    .map_err(|d| d.at(span))
+                    .and_then(|_| t_unary(&self.ctx, UnaryOp::Not, &self.me(), span)),
+            ),
             AstUnary::Not => None,
         }
     }
