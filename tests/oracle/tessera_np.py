@@ -857,6 +857,37 @@ def erf(x):
     return _unary_float(x, lambda v: _erf(v) if v.size else v)
 
 
+def sin(x): return _unary_float(x, np.sin)
+def cos(x): return _unary_float(x, np.cos)
+
+
+def _rounding(x, f):
+    """floor/ceil/round/sign: float dtypes kept, ints as int64 values (bool gives int64)."""
+    _check_tensor(x)
+    if not x.dtype.is_float:
+        d = int64 if x.dtype.kind == "bool" else x.dtype
+        return Tensor(f(x._a.astype(np.int64)).astype(d.storage), d)
+    with np.errstate(all="ignore"):
+        r = f(x._f64())
+    return Tensor(_to_storage(r, x.dtype), x.dtype)
+
+
+def floor(x): return _rounding(x, np.floor)
+def ceil(x): return _rounding(x, np.ceil)
+def round(x): return _rounding(x, np.round)   # noqa: A001 (ties to even, as NumPy)
+def sign(x): return _rounding(x, lambda v: np.sign(v) + 0)   # + 0: sign(-0.0) is +0
+
+
+def isnan(x):
+    _check_tensor(x)
+    return Tensor(_c(np.isnan(x._f64()) if x.dtype.is_float else np.zeros(x._a.shape, bool)), bool_)
+
+
+def isfinite(x):
+    _check_tensor(x)
+    return Tensor(_c(np.isfinite(x._f64()) if x.dtype.is_float else np.ones(x._a.shape, bool)), bool_)
+
+
 def maximum(a, b): return _binary("maximum", a, b)
 def minimum(a, b): return _binary("minimum", a, b)
 
@@ -1128,7 +1159,8 @@ class _OpModule:
         g = globals()
         names = ["tensor", "zeros", "ones", "full", "arange", "eye", "rand", "randn", "cast",
                  "neg", "exp", "log", "sqrt", "rsqrt", "abs", "tanh", "sigmoid", "relu", "gelu",
-                 "silu", "erf", "maximum", "minimum", "where", "matmul", "sum", "mean", "max", "min",
+                 "silu", "erf", "sin", "cos", "floor", "ceil", "round", "sign", "isnan",
+                 "isfinite", "maximum", "minimum", "where", "matmul", "sum", "mean", "max", "min",
                  "softmax", "layernorm", "rmsnorm", "transpose", "reshape", "concat",
                  "flash_attention", "allclose", "max_abs_diff", "kernel"]
         for n in names:

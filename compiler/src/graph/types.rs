@@ -47,6 +47,14 @@ pub enum UnaryOp {
     Silu,
     Not,
     Erf,
+    Sin,
+    Cos,
+    Floor,
+    Ceil,
+    Round,
+    Sign,
+    IsNan,
+    IsFinite,
 }
 
 /// The result dtype rule of a unary op.
@@ -58,6 +66,8 @@ pub enum UnaryResult {
     Float,
     /// Bool: `logical_not`.
     Bool,
+    /// A bool test of the value: `isnan isfinite` (ints: never NaN, always finite).
+    Test,
 }
 
 /// The derivative of a unary op for reverse mode: given the graph, the op's input `x`, its
@@ -101,7 +111,7 @@ const fn row(op: UnaryOp, name: &'static str, result: UnaryResult, activation: b
 }
 
 /// The unary op table, in [`UnaryOp`] declaration order.
-pub const UNARY_OPS: [UnaryRow; 13] = {
+pub const UNARY_OPS: [UnaryRow; 21] = {
     use UnaryOp as U;
     use UnaryResult::{Float, Same};
     [
@@ -125,6 +135,14 @@ pub const UNARY_OPS: [UnaryRow; 13] = {
             ..row(U::Not, "logical_not", UnaryResult::Bool, false)
         },
         row(U::Erf, "erf", Float, false),
+        row(U::Sin, "sin", Float, false),
+        row(U::Cos, "cos", Float, false),
+        row(U::Floor, "floor", Same, false),
+        row(U::Ceil, "ceil", Same, false),
+        row(U::Round, "round", Same, false),
+        row(U::Sign, "sign", Same, false),
+        row(U::IsNan, "isnan", UnaryResult::Test, false),
+        row(U::IsFinite, "isfinite", UnaryResult::Test, false),
     ]
 };
 
@@ -147,7 +165,7 @@ impl UnaryOp {
     /// The result dtype for an input of dtype `d`.
     pub fn result_dtype(self, d: DType) -> DType {
         match self.row().result {
-            UnaryResult::Bool => DType::Bool,
+            UnaryResult::Bool | UnaryResult::Test => DType::Bool,
             UnaryResult::Same if d == DType::Bool => DType::I64,
             UnaryResult::Same => d,
             UnaryResult::Float if d.is_float() => d,

@@ -428,6 +428,26 @@ fn float_unary<T: Real>(op: UnaryOp, a: &[T]) -> Vec<T> {
         }),
         UnaryOp::Silu => m(|x| x / (T::ONE + (-x).exp())),
         UnaryOp::Erf => m(|x| x.erf()),
+        UnaryOp::Sin => m(|x| x.sin()),
+        UnaryOp::Cos => m(|x| x.cos()),
+        UnaryOp::Floor => m(|x| x.floor()),
+        UnaryOp::Ceil => m(|x| x.ceil()),
+        UnaryOp::Round => m(|x| x.round_even()),
+        // NumPy: sign(±0) is +0, sign(NaN) is NaN
+        UnaryOp::Sign => m(|x| {
+            if x > T::ZERO {
+                T::ONE
+            } else if x < T::ZERO {
+                -T::ONE
+            } else if x.is_nan() {
+                x
+            } else {
+                T::ZERO
+            }
+        }),
+        // bool tests give 1/0 here; `unary` stores them as bools
+        UnaryOp::IsNan => m(|x| if x.is_nan() { T::ONE } else { T::ZERO }),
+        UnaryOp::IsFinite => m(|x| if x.is_finite() { T::ONE } else { T::ZERO }),
         UnaryOp::Not => m(|x| if x == T::ZERO { T::ONE } else { T::ZERO }),
     }
 }
@@ -442,6 +462,20 @@ pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     memory::check_alloc(n, dtype)?;
     memory::check_alloc(n, domain_dtype(domain))?;
     let st = x.storage(op.name())?;
+    if matches!(op, UnaryOp::IsNan | UnaryOp::IsFinite) {
+        // a bool test of the value: computed on the floats; ints and bools are never NaN
+        let f = st.to_f64(x.dtype());
+        let b: Vec<bool> = if op == UnaryOp::IsNan {
+            map1(&f, f64::is_nan)
+        } else {
+            map1(&f, f64::is_finite)
+        };
+        return Ok(Tensor::from_storage(
+            x.shape().to_vec(),
+            dtype,
+            Values::Bool(b).into_storage(dtype),
+        ));
+    }
     let values = match domain {
         Domain::F32 => Values::F32(float_unary(op, &st.to_f32(x.dtype()))),
         Domain::F64 => Values::F64(float_unary(op, &st.to_f64(x.dtype()))),
@@ -450,6 +484,9 @@ pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
             Values::I64(match op {
                 UnaryOp::Neg => map1(&a, i64::wrapping_neg),
                 UnaryOp::Abs => map1(&a, i64::wrapping_abs),
+                UnaryOp::Sign => map1(&a, i64::signum),
+                // integers are already integral
+                UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => a.into_owned(),
                 _ => map1(&a, |v| v.max(0)),
             })
         }
@@ -571,6 +608,8 @@ macro_rules! unary_methods {
 unary_methods! {
     neg => Neg, abs => Abs, relu => Relu, exp => Exp, log => Log, sqrt => Sqrt, rsqrt => Rsqrt,
     tanh => Tanh, sigmoid => Sigmoid, gelu => Gelu, silu => Silu, logical_not => Not, erf => Erf,
+    sin => Sin, cos => Cos, floor => Floor, ceil => Ceil, round => Round, sign => Sign,
+    isnan => IsNan, isfinite => IsFinite,
 }
 
 impl Tensor {

@@ -22,6 +22,12 @@ pub trait Real:
     fn from_f64(x: f64) -> Self;
     fn is_nan(self) -> bool;
     fn floor(self) -> Self;
+    fn ceil(self) -> Self;
+    /// To the nearest integer, ties to even (NumPy's `round`).
+    fn round_even(self) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
+    fn is_finite(self) -> bool;
     fn abs(self) -> Self;
     fn copysign(self, s: Self) -> Self;
     fn powf(self, e: Self) -> Self;
@@ -104,6 +110,26 @@ impl Real for f32 {
         f32::floor(self)
     }
     #[inline]
+    fn ceil(self) -> f32 {
+        f32::ceil(self)
+    }
+    #[inline]
+    fn round_even(self) -> f32 {
+        f32::round_ties_even(self)
+    }
+    #[inline]
+    fn sin(self) -> f32 {
+        f32::sin(self)
+    }
+    #[inline]
+    fn cos(self) -> f32 {
+        f32::cos(self)
+    }
+    #[inline]
+    fn is_finite(self) -> bool {
+        f32::is_finite(self)
+    }
+    #[inline]
     fn abs(self) -> f32 {
         f32::abs(self)
     }
@@ -153,6 +179,26 @@ impl Real for f64 {
     #[inline]
     fn floor(self) -> f64 {
         f64::floor(self)
+    }
+    #[inline]
+    fn ceil(self) -> f64 {
+        f64::ceil(self)
+    }
+    #[inline]
+    fn round_even(self) -> f64 {
+        f64::round_ties_even(self)
+    }
+    #[inline]
+    fn sin(self) -> f64 {
+        f64::sin(self)
+    }
+    #[inline]
+    fn cos(self) -> f64 {
+        f64::cos(self)
+    }
+    #[inline]
+    fn is_finite(self) -> bool {
+        f64::is_finite(self)
     }
     #[inline]
     fn abs(self) -> f64 {

@@ -270,7 +270,47 @@ pub fn unary_f32(b: &mut Builder, u: UnaryOp, x: Value) -> R<Value> {
         UnaryOp::Silu => math(b, MathFn::Silu),
         UnaryOp::Gelu => math(b, MathFn::Gelu),
         UnaryOp::Erf => math(b, MathFn::Erf),
-        UnaryOp::Not => return no("logical_not"),
+        UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Sign => {
+            rounding(b, u, Ty::F32, x, fimm(0.0), fimm(1.0))
+        }
+        UnaryOp::Sin | UnaryOp::Cos => return no(format!("{} in a kernel", u.name())),
+        UnaryOp::Not | UnaryOp::IsNan | UnaryOp::IsFinite => return no(u.name()),
+    })
+}
+
+/// `floor ceil round` (`cvt.rmi/.rpi/.rni` to the same float type) and `sign` (NumPy's:
+/// ±1, +0 for ±0, NaN for NaN) of `x` in float type `ty`, whose 0 and 1 are `zero` and `one`.
+fn rounding(b: &mut Builder, u: UnaryOp, ty: Ty, x: Value, zero: Operand, one: Operand) -> Value {
+    let rnd = match u {
+        UnaryOp::Floor => Rnd::Rmi,
+        UnaryOp::Ceil => Rnd::Rpi,
+        UnaryOp::Round => Rnd::Rni,
+        _ => {
+            let pos = b.cmp(Cmp::Gt, ty, x, zero);
+            let neg = b.cmp(Cmp::Lt, ty, x, zero);
+            let nan = b.cmp(Cmp::Nan, ty, x, x);
+            let r0 = b.select(ty, nan, x, zero);
+            let minus_one = b.unary(UnOp::Neg, ty, one);
+            let r1 = b.select(ty, neg, minus_one, r0);
+            return b.select(ty, pos, one, r1);
+        }
+    };
+    b.cast(ty, ty, Some(rnd), x)
+}
+
+/// `isnan` / `isfinite` of a float value, as a predicate.
+fn float_test(b: &mut Builder, u: UnaryOp, x: Val) -> R<Value> {
+    let (ty, r, inf) = match x {
+        Val::F(r) => (Ty::F32, r, fimm(f32::INFINITY)),
+        Val::D(r) => (Ty::F64, r, dimm(f64::INFINITY)),
+        _ => return no(format!("{} of integer values", u.name())),
+    };
+    Ok(if u == UnaryOp::IsNan {
+        b.cmp(Cmp::Nan, ty, r, r)
+    } else {
+        // |x| < inf is false for ±inf and for NaN (an ordered comparison)
+        let a = b.unary(UnOp::Abs, ty, r);
+        b.cmp(Cmp::Lt, ty, a, inf)
     })
 }
 
@@ -293,7 +333,11 @@ pub fn unary_f64(b: &mut Builder, u: UnaryOp, x: Value) -> R<Value> {
         UnaryOp::Tanh => math(b, MathFn::Tanh),
         UnaryOp::Gelu => math(b, MathFn::Gelu),
         UnaryOp::Erf => math(b, MathFn::Erf),
-        UnaryOp::Not => return no("fp64 logical_not"),
+        UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Sign => {
+            rounding(b, u, Ty::F64, x, dimm(0.0), dimm(1.0))
+        }
+        UnaryOp::Sin | UnaryOp::Cos => return no(format!("fp64 {} in a kernel", u.name())),
+        UnaryOp::Not | UnaryOp::IsNan | UnaryOp::IsFinite => return no(u.name()),
     })
 }
 
@@ -306,11 +350,24 @@ pub fn unary_val(b: &mut Builder, u: UnaryOp, x: Val, out: DType) -> R<Val> {
         let r = b.unary(UnOp::Not, Ty::Pred, p);
         return conv(b, Val::B(r), out);
     }
+    if matches!(u, UnaryOp::IsNan | UnaryOp::IsFinite) {
+        let p = float_test(b, u, x)?;
+        return conv(b, Val::B(p), out);
+    }
     if out == DType::F64 {
         let x = d_of(conv(b, x, out)?)?;
         return Ok(Val::D(unary_f64(b, u, x)?));
     }
-    if is_int(out) && matches!(u, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu) {
+    if is_int(out) && matches!(u, UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round) {
+        // integers are already integral
+        return conv(b, x, out);
+    }
+    if is_int(out)
+        && matches!(
+            u,
+            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Sign
+        )
+    {
         let (ty, r) = match conv(b, x, out)? {
             Val::I32(r) => (Ty::S32, r),
             Val::I64(r) => (Ty::S64, r),
@@ -319,6 +376,14 @@ pub fn unary_val(b: &mut Builder, u: UnaryOp, x: Val, out: DType) -> R<Val> {
         let r = match u {
             UnaryOp::Neg => b.unary(UnOp::Neg, ty, r),
             UnaryOp::Abs => b.unary(UnOp::Abs, ty, r),
+            UnaryOp::Sign => {
+                // (x > 0) - (x < 0)
+                let pos = b.cmp(Cmp::Gt, ty, r, imm(0));
+                let neg = b.cmp(Cmp::Lt, ty, r, imm(0));
+                let p = b.select(ty, pos, imm(1), imm(0));
+                let n = b.select(ty, neg, imm(1), imm(0));
+                b.bin(BinOp::Sub, ty, p, n)
+            }
             _ => b.bin(BinOp::Max, ty, r, imm(0)),
         };
         return Ok(int_val(ty, r));
