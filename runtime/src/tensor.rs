@@ -256,6 +256,73 @@ impl Tensor {
         Tensor::from_i64(&[len], (0..n.max(0)).collect(), dtype)
     }
 
+    /// `arange(start, stop, step)` of floats (NumPy's): `ceil((stop - start) / step)` values
+    /// `start + i·step`, computed in f64 and rounded once to `dtype`. A zero or non-finite step,
+    /// or non-finite bounds, are E0200.
+    pub fn arange_f64(start: f64, stop: f64, step: f64, dtype: DType) -> Result<Tensor> {
+        if step == 0.0 {
+            return Err(RuntimeError::shape("arange: the step must not be zero"));
+        }
+        if !(start.is_finite() && stop.is_finite() && step.is_finite()) {
+            return Err(RuntimeError::shape(
+                "arange: start, stop and step must be finite",
+            ));
+        }
+        let n = ((stop - start) / step).ceil().max(0.0);
+        if n >= 2f64.powi(62) {
+            return Err(RuntimeError::resource(format!(
+                "arange({start}, {stop}, {step}) has too many elements"
+            )));
+        }
+        let n = n as usize;
+        memory::check_shape_alloc(&[n], dtype)?;
+        memory::check_alloc(n, DType::F64)?;
+        let v: Vec<f64> = (0..n).map(|i| start + i as f64 * step).collect();
+        Tensor::from_f64(&[n], v, dtype)
+    }
+
+    /// `arange(start, stop, step)` of ints: every `start + i·step` before `stop`.
+    pub fn arange_i64(start: i64, stop: i64, step: i64, dtype: DType) -> Result<Tensor> {
+        if step == 0 {
+            return Err(RuntimeError::shape("arange: the step must not be zero"));
+        }
+        let span = i128::from(stop) - i128::from(start);
+        let step128 = i128::from(step);
+        let n = if (span > 0) == (step128 > 0) && span != 0 {
+            (span + step128 - step128.signum()) / step128
+        } else {
+            0
+        };
+        let n = usize::try_from(n)
+            .map_err(|_| RuntimeError::resource("arange: too many elements".to_string()))?;
+        memory::check_shape_alloc(&[n], dtype)?;
+        memory::check_alloc(n, DType::I64)?;
+        let v: Vec<i64> = (0..n as i64)
+            .map(|i| start.wrapping_add(i.wrapping_mul(step)))
+            .collect();
+        Tensor::from_i64(&[n], v, dtype)
+    }
+
+    /// `linspace(start, stop, num)` (NumPy's): `num` evenly spaced values from `start` to
+    /// `stop`, both included (`num = 1`: `[start]`), computed in f64, rounded once to `dtype`.
+    pub fn linspace(start: f64, stop: f64, num: usize, dtype: DType) -> Result<Tensor> {
+        memory::check_shape_alloc(&[num], dtype)?;
+        memory::check_alloc(num, DType::F64)?;
+        let v: Vec<f64> = match num {
+            0 => Vec::new(),
+            1 => vec![start],
+            _ => {
+                let step = (stop - start) / (num - 1) as f64;
+                let mut v: Vec<f64> = (0..num).map(|i| start + i as f64 * step).collect();
+                if let Some(last) = v.last_mut() {
+                    *last = stop;
+                }
+                v
+            }
+        };
+        Tensor::from_f64(&[num], v, dtype)
+    }
+
     /// The n×n identity matrix.
     pub fn eye(n: usize, dtype: DType) -> Result<Tensor> {
         let numel = memory::check_shape_alloc(&[n, n], dtype)?;

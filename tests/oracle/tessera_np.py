@@ -695,12 +695,36 @@ def ones(shape, dtype=None):
     return full(shape, 1, dtype=dtype)
 
 
-def arange(n, dtype=None):
-    if isinstance(n, bool) or not isinstance(n, int):
-        _err("E0101", "arange(n) needs an int")
-    d = _dtype(dtype) if dtype is not None else int64
+def arange(start, stop=None, step=1, dtype=None):
+    if stop is None:
+        start, stop = 0, start
+    for v in (start, stop, step):
+        if not isinstance(v, (int, float)):
+            _err("E0101", "arange needs numbers")
+    if step == 0:
+        _err("E0200", "arange: the step must not be zero")
+    ints = builtins.all(isinstance(v, int) for v in (start, stop, step))
+    if ints:
+        d = _dtype(dtype) if dtype is not None else int64
+        a = np.arange(start, stop, step, dtype=np.int64)
+        _check_bytes(a.shape, d)
+        return Tensor(_cast_array(a, int64, d), d)
+    d = _dtype(dtype) if dtype is not None else fp32
+    n = builtins.max(0, math.ceil((stop - start) / step))
     _check_bytes((n,), d)
-    return Tensor(_cast_array(np.arange(n, dtype=np.int64), int64, d), d)
+    a = start + np.arange(n, dtype=np.float64) * step
+    return Tensor(_to_storage(a, d), d)
+
+
+def linspace(start, stop, num=50, dtype=None):
+    if isinstance(num, bool) or not isinstance(num, int):
+        _err("E0101", "linspace: num must be an int")
+    if num < 0:
+        _err("E0200", f"linspace: num must not be negative, got {num}")
+    d = _dtype(dtype) if dtype is not None else fp32
+    _check_bytes((num,), d)
+    a = np.linspace(float(start), float(stop), num, dtype=np.float64)
+    return Tensor(_to_storage(a, d), d)
 
 
 def eye(n, dtype=None):
@@ -1157,7 +1181,7 @@ class _OpModule:
 
     def __init__(self):
         g = globals()
-        names = ["tensor", "zeros", "ones", "full", "arange", "eye", "rand", "randn", "cast",
+        names = ["tensor", "zeros", "ones", "full", "arange", "linspace", "eye", "rand", "randn", "cast",
                  "neg", "exp", "log", "sqrt", "rsqrt", "abs", "tanh", "sigmoid", "relu", "gelu",
                  "silu", "erf", "sin", "cos", "floor", "ceil", "round", "sign", "isnan",
                  "isfinite", "maximum", "minimum", "where", "matmul", "sum", "mean", "max", "min",

@@ -130,10 +130,56 @@ pub(super) fn full(_: &mut Interp, c: &Call) -> R {
     ok(Tensor::full(&shape, v, dt))
 }
 
+/// `arange(stop)` / `arange(start, stop, step=1, dtype=None)` (NumPy's): int64 when every
+/// bound is an int, else fp32 (Tessera's default float, as PyTorch).
 pub(super) fn arange(_: &mut Interp, c: &Call) -> R {
-    let n = req(&c.a, 0)?.int("n")?;
-    let dt = dtype_opt(&c.a, 1)?.unwrap_or(DType::I64);
-    ok(Tensor::arange(n, dt))
+    let first = req(&c.a, 0)?;
+    let (start, stop) = match opt(&c.a, 1) {
+        Some(stop) => (scalar_of(first)?, scalar_of(stop)?),
+        None => (Scalar::Int(0), scalar_of(first)?),
+    };
+    let step = match opt(&c.a, 2) {
+        Some(s) => scalar_of(s)?,
+        None => Scalar::Int(1),
+    };
+    let ints = [start, stop, step]
+        .iter()
+        .all(|s| matches!(s, Scalar::Int(_) | Scalar::Bool(_)));
+    let dt = dtype_opt(&c.a, 3)?.unwrap_or(if ints { DType::I64 } else { DType::F32 });
+    let int = |s: Scalar| match s {
+        Scalar::Int(i) => i,
+        Scalar::Bool(b) => i64::from(b),
+        Scalar::Float(f) => f as i64,
+    };
+    let r = if ints {
+        Tensor::arange_i64(int(start), int(stop), int(step), dt)
+    } else {
+        Tensor::arange_f64(start.as_f64(), stop.as_f64(), step.as_f64(), dt)
+    };
+    r.map(tensor_value).map_err(|e| rt(e).at(c.span))
+}
+
+/// `linspace(start, stop, num=50, dtype='fp32')` (NumPy's, both ends included).
+pub(super) fn linspace(_: &mut Interp, c: &Call) -> R {
+    let start = req(&c.a, 0)?.float("start")?;
+    let stop = req(&c.a, 1)?.float("stop")?;
+    let num = match opt(&c.a, 2) {
+        Some(n) => {
+            let v = n.int("num")?;
+            usize::try_from(v).map_err(|_| {
+                Diagnostic::new(
+                    Code::E0200,
+                    format!("linspace: num must not be negative, got {v}"),
+                )
+                .at(n.span)
+            })?
+        }
+        None => 50,
+    };
+    let dt = dtype_opt(&c.a, 3)?.unwrap_or(DType::F32);
+    Tensor::linspace(start, stop, num, dt)
+        .map(tensor_value)
+        .map_err(|e| rt(e).at(c.span))
 }
 
 pub(super) fn eye(_: &mut Interp, c: &Call) -> R {

@@ -201,7 +201,7 @@ static ROWS: LazyLock<Vec<OpRow>> = LazyLock::new(|| {
 /// The rows that are not elementwise or reductions: signature, eager form, traced form and
 /// sharded form.
 #[rustfmt::skip]
-const OTHER: [(&str, EagerFn, InTrace, OnMesh); 20] = {
+const OTHER: [(&str, EagerFn, InTrace, OnMesh); 21] = {
     use crate::{dist as m, trace as t};
     use InTrace::{ReadsValues, Record as R, Refused};
     use OnMesh::{Gathered, Rule};
@@ -210,7 +210,8 @@ const OTHER: [(&str, EagerFn, InTrace, OnMesh); 20] = {
         ("zeros(shape, dtype='fp32')", eager::filled, Refused, Gathered),
         ("ones(shape, dtype='fp32')", eager::filled, Refused, Gathered),
         ("full(shape, value, dtype=None)", eager::full, Refused, Gathered),
-        ("arange(n, dtype='int64')", eager::arange, Refused, Gathered),
+        ("arange(start, stop=None, step=1, dtype=None)", eager::arange, Refused, Gathered),
+        ("linspace(start, stop, num=50, dtype='fp32')", eager::linspace, Refused, Gathered),
         ("eye(n, dtype='fp32')", eager::eye, Refused, Gathered),
         ("rand(shape, dtype='fp32', seed=0)", eager::filled, Refused, Gathered),
         ("randn(shape, dtype='fp32', seed=0)", eager::filled, Refused, Gathered),
