@@ -1097,6 +1097,88 @@ def reshape(x, shape):
     return Tensor(_c(r), x.dtype)
 
 
+def stack(xs, axis=0):
+    xs = list(xs)
+    if not xs:
+        _err("E0101", "stack of no tensors")
+    for t in xs:
+        _check_tensor(t)
+        if t.shape != xs[0].shape:
+            _err("E0200", "stack: every tensor must have the same shape")
+    d = xs[0].dtype
+    for t in xs[1:]:
+        d = _promote(d, t.dtype)
+    return Tensor(_c(np.stack([_cast_array(t._a, t.dtype, d) for t in xs], axis=axis)), d)
+
+
+def clip(x, min=None, max=None):   # noqa: A002 (NumPy's names)
+    r = x
+    if min is not None:
+        r = maximum(r, min)
+    if max is not None:
+        r = minimum(r, max)
+    return r
+
+
+def _order_values(x):
+    return x._f64() if x.dtype.is_float else x._a.astype(np.int64)
+
+
+def argmax(x, axis=None, keepdim=False):
+    return _arg_extreme(x, axis, keepdim, np.argmax)
+
+
+def argmin(x, axis=None, keepdim=False):
+    return _arg_extreme(x, axis, keepdim, np.argmin)
+
+
+def _arg_extreme(x, axis, keepdim, f):
+    _check_tensor(x)
+    v = _order_values(x)
+    if axis is None:
+        r = np.asarray(f(v.reshape(-1)))
+        if keepdim:
+            r = r.reshape(())
+    else:
+        r = f(v, axis=axis, keepdims=keepdim)
+    return Tensor(_c(np.asarray(r, dtype=np.int64)), int64)
+
+
+def sort(x, axis=-1, descending=False):
+    _check_tensor(x)
+    v = _order_values(x)
+    r = np.sort(v, axis=axis, kind="stable")
+    if descending:
+        r = np.flip(r, axis=axis)
+    if x.dtype.is_float:
+        return Tensor(_to_storage(r, x.dtype), x.dtype)
+    return Tensor(_c(r.astype(x.dtype.storage)), x.dtype)
+
+
+def topk(x, k, axis=-1, largest=True):
+    _check_tensor(x)
+    v = _order_values(x).astype(np.float64)
+    key = np.where(np.isnan(v), -np.inf, -v) if largest else np.where(np.isnan(v), np.inf, v)
+    idx = np.take(np.argsort(key, axis=axis, kind="stable"), np.arange(k), axis=axis)
+    vals = np.take_along_axis(_order_values(x), idx, axis=axis)
+    if x.dtype.is_float:
+        vt = Tensor(_to_storage(vals, x.dtype), x.dtype)
+    else:
+        vt = Tensor(_c(vals.astype(x.dtype.storage)), x.dtype)
+    return (vt, Tensor(_c(idx.astype(np.int64)), int64))
+
+
+def cumsum(x, axis=None):
+    _check_tensor(x)
+    v = _order_values(x)
+    if axis is None:
+        v = v.reshape(-1)
+        axis = 0
+    if x.dtype.is_float:
+        return Tensor(_to_storage(np.cumsum(v, axis=axis), x.dtype), x.dtype)
+    return Tensor(_c(np.cumsum(v, axis=axis).astype(np.int64)), int64)
+
+
 def concat(xs, axis=0):
     xs = list(xs)
     if not xs:
@@ -1185,7 +1267,8 @@ class _OpModule:
                  "neg", "exp", "log", "sqrt", "rsqrt", "abs", "tanh", "sigmoid", "relu", "gelu",
                  "silu", "erf", "sin", "cos", "floor", "ceil", "round", "sign", "isnan",
                  "isfinite", "maximum", "minimum", "where", "matmul", "sum", "mean", "max", "min",
-                 "softmax", "layernorm", "rmsnorm", "transpose", "reshape", "concat",
+                 "softmax", "layernorm", "rmsnorm", "transpose", "reshape", "concat", "stack", "clip",
+                 "argmax", "argmin", "sort", "topk", "cumsum",
                  "flash_attention", "allclose", "max_abs_diff", "kernel"]
         for n in names:
             object.__setattr__(self, n, g[n])

@@ -7,6 +7,7 @@ pub mod fastmath;
 mod kernel;
 pub mod matmul;
 pub mod nn;
+pub mod order;
 mod real;
 pub mod reduce;
 mod sgemm;

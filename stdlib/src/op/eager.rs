@@ -298,6 +298,80 @@ pub(super) fn max_abs_diff(_: &mut Interp, c: &Call) -> R {
         .map_err(rt)
 }
 
+/// `clip(x, min=None, max=None)`: `minimum(maximum(x, min), max)` (NumPy's: `max` wins when
+/// `min > max`; NaN stays NaN); `min`/`max` are numbers or tensors, broadcast.
+pub(super) fn clip(_: &mut Interp, c: &Call) -> R {
+    let mut t = tens(&c.a, 0)?;
+    if let Some(lo) = opt(&c.a, 1).filter(|a| !matches!(a.value, Value::None)) {
+        let o = operand(&lo.value, lo.span)?;
+        t = rtm::binary(rtm::BinaryOp::Maximum, &t, o.as_operand())
+            .map_err(|e| rt(e).at(lo.span))?;
+    }
+    if let Some(hi) = opt(&c.a, 2).filter(|a| !matches!(a.value, Value::None)) {
+        let o = operand(&hi.value, hi.span)?;
+        t = rtm::binary(rtm::BinaryOp::Minimum, &t, o.as_operand())
+            .map_err(|e| rt(e).at(hi.span))?;
+    }
+    ok(Ok(t))
+}
+
+/// `stack(xs, axis=0)`.
+pub(super) fn stack(it: &mut Interp, c: &Call) -> R {
+    let xs = req(&c.a, 0)?;
+    let items = it.iterate(&xs.value, xs.span)?;
+    let ts = items
+        .iter()
+        .map(|v| tensor_arg(v, xs.span))
+        .collect::<Result<Vec<_>, _>>()?;
+    ok(rtm::stack(&ts, axis_opt(&c.a, 1)?.unwrap_or(0)))
+}
+
+fn bool_opt(a: &[Option<Arg>], i: usize, what: &str, default: bool) -> Result<bool, Diagnostic> {
+    opt(a, i).map_or(Ok(default), |x| x.bool(what))
+}
+
+/// `argmax`/`argmin(x, axis=None, keepdim=False)`.
+pub(super) fn arg_extreme(_: &mut Interp, c: &Call) -> R {
+    let t = tens(&c.a, 0)?;
+    let keep = bool_opt(&c.a, 2, "keepdim", false)?;
+    ok(rtm::arg_extreme(
+        &t,
+        axis_opt(&c.a, 1)?,
+        keep,
+        c.row.name == "argmax",
+    ))
+}
+
+/// `sort(x, axis=-1, descending=False)`.
+pub(super) fn sort(_: &mut Interp, c: &Call) -> R {
+    let t = tens(&c.a, 0)?;
+    let desc = bool_opt(&c.a, 2, "descending", false)?;
+    ok(rtm::sort(&t, axis_opt(&c.a, 1)?.unwrap_or(-1), desc))
+}
+
+/// `topk(x, k, axis=-1, largest=True)`: `(values, indices)`.
+pub(super) fn topk(_: &mut Interp, c: &Call) -> R {
+    let t = tens(&c.a, 0)?;
+    let kx = req(&c.a, 1)?;
+    let k = kx.int("k")?;
+    let k = usize::try_from(k).map_err(|_| {
+        Diagnostic::new(
+            Code::E0200,
+            format!("topk: k must not be negative, got {k}"),
+        )
+        .at(kx.span)
+    })?;
+    let largest = bool_opt(&c.a, 3, "largest", true)?;
+    let (v, i) = rtm::topk(&t, k, axis_opt(&c.a, 2)?.unwrap_or(-1), largest).map_err(rt)?;
+    Ok(Value::tuple(vec![tensor_value(v), tensor_value(i)]))
+}
+
+/// `cumsum(x, axis=None)`.
+pub(super) fn cumsum(_: &mut Interp, c: &Call) -> R {
+    let t = tens(&c.a, 0)?;
+    ok(rtm::cumsum(&t, axis_opt(&c.a, 1)?))
+}
+
 /// A reduction over several axes: the reduced axes are moved last, merged, and reduced once,
 /// so the result rounds once like a single-axis reduction.
 fn reduce_axes(t: &Tensor, r: rtm::ReduceOp, axes: &[i64], keep: bool) -> R {

@@ -201,7 +201,7 @@ static ROWS: LazyLock<Vec<OpRow>> = LazyLock::new(|| {
 /// The rows that are not elementwise or reductions: signature, eager form, traced form and
 /// sharded form.
 #[rustfmt::skip]
-const OTHER: [(&str, EagerFn, InTrace, OnMesh); 21] = {
+const OTHER: [(&str, EagerFn, InTrace, OnMesh); 28] = {
     use crate::{dist as m, trace as t};
     use InTrace::{ReadsValues, Record as R, Refused};
     use OnMesh::{Gathered, Rule};
@@ -227,6 +227,13 @@ const OTHER: [(&str, EagerFn, InTrace, OnMesh); 21] = {
         ("flash_attention(Q, K, V, causal=False, scale=None)", eager::flash_attention, R(t::t_attention), Rule(m::m_attention)),
         ("allclose(a, b, rtol=1e-5, atol=1e-8)", eager::allclose, ReadsValues, Gathered),
         ("max_abs_diff(a, b)", eager::max_abs_diff, ReadsValues, Gathered),
+        ("clip(x, min=None, max=None)", eager::clip, R(t::t_clip), Gathered),
+        ("stack(xs, axis=0)", eager::stack, Refused, Gathered),
+        ("argmax(x, axis=None, keepdim=False)", eager::arg_extreme, Refused, Gathered),
+        ("argmin(x, axis=None, keepdim=False)", eager::arg_extreme, Refused, Gathered),
+        ("sort(x, axis=-1, descending=False)", eager::sort, Refused, Gathered),
+        ("topk(x, k, axis=-1, largest=True)", eager::topk, Refused, Gathered),
+        ("cumsum(x, axis=None)", eager::cumsum, Refused, Gathered),
     ]
 };
 

@@ -286,6 +286,25 @@ pub fn t_unary_call(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
     t_unary(ctx, u, &tensor_at(ctx, &c.a, 0)?, c.span)
 }
 
+/// `clip(x, min, max)` in a kernel: `maximum` then `minimum`, as the eager form.
+pub fn t_clip(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
+    let mut v = tensor_at(ctx, &c.a, 0)?;
+    let mut out = None;
+    for (i, op) in [(1, BinaryOp::Maximum), (2, BinaryOp::Minimum)] {
+        let Some(bound) = opt(&c.a, i).filter(|a| !matches!(a.value, Value::None)) else {
+            continue;
+        };
+        let b = targ(ctx, &bound.value, bound.span)?;
+        let r = t_binary(ctx, op, &v, &b, c.span)?;
+        v = targ(ctx, &r, c.span)?;
+        out = Some(r);
+    }
+    match out {
+        Some(r) => Ok(r),
+        None => sym_value(ctx, &v, c.span),
+    }
+}
+
 pub fn t_binary_call(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
     let Family::Binary(op) = c.row.family else {
         return Err(c.not_in_family());
