@@ -90,7 +90,7 @@ pub use ops::elementwise::{
 };
 pub use ops::matmul::{infer_matmul, matmul};
 pub use ops::nn::{flash_attention, layernorm, rmsnorm, softmax};
-pub use ops::order::{arg_extreme, cumsum, sort, stack, topk};
+pub use ops::order::{arg_extreme, cumsum, sort, stack, take, topk};
 pub use ops::reduce::{infer_reduce, reduce, ReduceOp};
 pub use ops::shape_ops::{concat, IndexItem};
 pub use tensor::{Nested, Tensor};

@@ -381,9 +381,7 @@ impl HostObject for TensorObj {
         })
     }
     fn getitem(&self, index: &Value) -> HostResult {
-        Some(
-            index_items(index).and_then(|items| self.0.index(&items).map(tensor_value).map_err(rt)),
-        )
+        Some(getitem(&self.0, index))
     }
     fn iter(&self) -> Option<Result<Vec<Value>, Diagnostic>> {
         let t = &self.0;
@@ -402,6 +400,109 @@ impl HostObject for TensorObj {
                 }),
         })
     }
+}
+
+/// `t[index]`: basic indexing (ints, slices, `None`, `...`), and NumPy's advanced indexing with
+/// one advanced item — an int list or int tensor (a gather along its axis; an N-d index gives
+/// N dimensions there) or a bool list or bool tensor (a mask over as many axes as it has,
+/// which become one axis of the selected elements). Two advanced items are E0101.
+pub(crate) fn getitem(t: &Tensor, index: &Value) -> Result<Value, Diagnostic> {
+    let parts: Vec<Value> = match index {
+        Value::Tuple(items) => items.as_ref().clone(),
+        other => vec![other.clone()],
+    };
+    let advanced: Vec<usize> = parts
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(p, Value::List(_)) || as_tensor(p).is_some())
+        .map(|(i, _)| i)
+        .collect();
+    let Some(&p) = advanced.first() else {
+        return index_items(index).and_then(|items| t.index(&items).map(tensor_value).map_err(rt));
+    };
+    if advanced.len() > 1 {
+        return Err(Diagnostic::new(
+            Code::E0101,
+            "only one list, integer tensor or mask per index is supported",
+        )
+        .with_help("index in two steps: `x[rows][:, cols]`"));
+    }
+    let idx = tensor_arg(&parts[p], Span::default())?;
+    let mask = idx.dtype() == DType::Bool;
+    if !mask && !idx.dtype().is_int() && idx.numel() != 0 {
+        return Err(Diagnostic::new(
+            Code::E0101,
+            format!(
+                "tensor indices must be integers or bools, not {}",
+                idx.dtype()
+            ),
+        ));
+    }
+    // the advanced item becomes full slices (one per mask dimension), applied first
+    let covers = if mask { idx.ndim().max(1) } else { 1 };
+    let full = Value::Slice(Rc::new([Value::None, Value::None, Value::None]));
+    let mut basic: Vec<Value> = parts[..p].to_vec();
+    basic.extend(std::iter::repeat_n(full, covers));
+    basic.extend(parts[p + 1..].iter().cloned());
+    let y = t
+        .index(&index_items(&Value::tuple(basic.clone()))?)
+        .map_err(rt)?;
+    // the axis of `y` the advanced item landed on: the output dimensions of the items before it
+    let is_ellipsis = |v: &Value| v.downcast::<tessera_lang::eval::EllipsisObj>().is_some();
+    let consumed = basic
+        .iter()
+        .filter(|v| matches!(v, Value::Int(_) | Value::Bool(_) | Value::Slice(_)))
+        .count();
+    let axis: usize = parts[..p]
+        .iter()
+        .map(|v| match v {
+            Value::Int(_) | Value::Bool(_) => 0,
+            v if is_ellipsis(v) => t.ndim().saturating_sub(consumed),
+            _ => 1,
+        })
+        .sum();
+    let shape = y.shape().to_vec();
+    if mask {
+        let k = idx.ndim().max(1);
+        let span = shape.get(axis..axis + k).unwrap_or(&[]);
+        let mshape: Vec<usize> = if idx.ndim() == 0 {
+            vec![1]
+        } else {
+            idx.shape().to_vec()
+        };
+        if span != mshape.as_slice() {
+            return Err(Diagnostic::new(
+                Code::E0200,
+                format!(
+                    "a mask of shape {} does not match the indexed dimensions {}",
+                    tessera_runtime::shape::fmt_shape(&mshape),
+                    tessera_runtime::shape::fmt_shape(span)
+                ),
+            ));
+        }
+        let mut merged: Vec<i64> = shape[..axis].iter().map(|&d| d as i64).collect();
+        merged.push(mshape.iter().product::<usize>() as i64);
+        merged.extend(shape[axis + k..].iter().map(|&d| d as i64));
+        let flat = y.reshape(&merged).map_err(rt)?;
+        let picks: Vec<i64> = idx
+            .to_i64_vec()
+            .map_err(rt)?
+            .iter()
+            .enumerate()
+            .filter(|(_, &b)| b != 0)
+            .map(|(i, _)| i as i64)
+            .collect();
+        return tessera_runtime::take(&flat, &picks, axis)
+            .map(tensor_value)
+            .map_err(rt);
+    }
+    let picks = idx.to_i64_vec().map_err(rt)?;
+    let r = tessera_runtime::take(&y, &picks, axis).map_err(rt)?;
+    // an N-d index gives N dimensions at the axis
+    let mut out: Vec<i64> = shape[..axis].iter().map(|&d| d as i64).collect();
+    out.extend(idx.shape().iter().map(|&d| d as i64));
+    out.extend(shape[axis + 1..].iter().map(|&d| d as i64));
+    r.reshape(&out).map(tensor_value).map_err(rt)
 }
 
 /// The shape of `t.reshape((2, 3))`, `t.reshape(2, 3)` or `t.reshape(shape=(2, 3))`.

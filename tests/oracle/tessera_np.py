@@ -393,6 +393,16 @@ class Tensor:
     def __getitem__(self, idx):
         if not isinstance(idx, tuple):
             idx = (idx,)
+        adv = [i for i in idx if isinstance(i, (list, Tensor))]
+        if adv:
+            # one list / int tensor / bool mask: NumPy's advanced indexing
+            if len(adv) > 1:
+                _err("E0101", "only one list, integer tensor or mask per index is supported")
+            conv = tuple(
+                (i._a if isinstance(i, Tensor) else np.asarray(i, dtype=np.int64 if not i else None))
+                if isinstance(i, (list, Tensor)) else i
+                for i in idx)
+            return Tensor(_c(self._a[conv]), self._d)
         if len(idx) > self._a.ndim:
             _err("E0500", f"too many indices for a tensor of {self._a.ndim} dimensions")
         for k, i in enumerate(idx):

@@ -307,3 +307,53 @@ pub fn stack(xs: &[Tensor], axis: isize) -> Result<Tensor> {
         .collect::<Result<Vec<_>>>()?;
     crate::ops::shape_ops::concat(&parts, ax as isize)
 }
+
+/// `x` gathered along `axis` at `idx` (negative indices count from the end): the axis gets
+/// `idx.len()` entries, `x[..., idx[j], ...]` in turn. An index out of range is E0500.
+pub fn take(x: &Tensor, idx: &[i64], axis: usize) -> Result<Tensor> {
+    let shape = x.shape().to_vec();
+    let Some(&n) = shape.get(axis) else {
+        return Err(RuntimeError::shape(format!(
+            "index: axis {axis} is out of range for a tensor with {} dimensions",
+            shape.len()
+        )));
+    };
+    let mut resolved = Vec::with_capacity(idx.len());
+    for &i in idx {
+        let j = if i < 0 { i + n as i64 } else { i };
+        if j < 0 || j >= n as i64 {
+            return Err(RuntimeError::runtime(format!(
+                "index {i} is out of range for dimension {axis} of size {n}"
+            )));
+        }
+        resolved.push(j as usize);
+    }
+    let mut out_shape = shape.clone();
+    out_shape[axis] = resolved.len();
+    if x.is_abstract() {
+        return Tensor::abstract_tensor(&out_shape, x.dtype());
+    }
+    let m = memory::check_shape_alloc(&out_shape, x.dtype())?;
+    memory::check_alloc(m, DType::F64)?;
+    let (outer, _, inner) = lanes(&shape, axis);
+    let k = resolved.len();
+    let at = |o: usize, j: usize, i: usize| (o * k + j) * inner + i;
+    let from = |o: usize, j: usize, i: usize| (o * n + resolved[j]) * inner + i;
+    let v = read(x, "index")?;
+    let (mut f, mut iv) = (Vec::new(), Vec::new());
+    match &v {
+        Vals::F(_) => f = vec![0f64; m],
+        Vals::I(_) => iv = vec![0i64; m],
+    }
+    for o in 0..outer {
+        for j in 0..k {
+            for i in 0..inner {
+                match &v {
+                    Vals::F(src) => f[at(o, j, i)] = src[from(o, j, i)],
+                    Vals::I(src) => iv[at(o, j, i)] = src[from(o, j, i)],
+                }
+            }
+        }
+    }
+    build(&out_shape, &v, f, iv, x.dtype())
+}
