@@ -117,6 +117,8 @@ pub enum ExprKind {
     Name(Rc<str>),
     List(Vec<Expr>),
     Tuple(Vec<Expr>),
+    /// `{k: v, ...}`, in order.
+    Dict(Vec<(Expr, Expr)>),
     Unary {
         op: UnaryOp,
         operand: Box<Expr>,

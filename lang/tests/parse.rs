@@ -54,6 +54,9 @@ fn precedence() {
         ("not a & b", "(not (band a b))"),
         ("a & b and c | d", "(and (band a b) (bor c d))"),
         ("(x > 0) & ~(x > 1)", "(band (> x 0) (invert (> x 1)))"),
+        ("{}", "(dict)"),
+        ("{'a': 1, 2: b + 1,}", "(dict (\"a\" 1) (2 (add b 1)))"),
+        ("{k: {1: 2}}[k]", "(index (dict (k (dict (1 2)))) k)"),
     ];
     for (src, want) in cases {
         assert_eq!(expr(src), want, "{src}");
@@ -518,10 +521,6 @@ fn rejected_programs() {
         (
             "x = a << 2\n",
             &[("E0001", "the `<<` operator is not supported", "1:7")],
-        ),
-        (
-            "x = {}\n",
-            &[("E0001", "dict and set literals are not supported", "1:5")],
         ),
         (
             "x = b'abc'\n",

@@ -32,6 +32,7 @@ pub(super) fn install(it: &mut Interp) {
         TypeKind::Bool,
         TypeKind::List,
         TypeKind::Tuple,
+        TypeKind::Dict,
         TypeKind::Type,
     ] {
         it.set_builtin(t.name(), Value::Type(t));
@@ -91,6 +92,7 @@ pub(super) fn install(it: &mut Interp) {
                 Value::Str(s) => s.chars().count(),
                 Value::List(l) => l.borrow().len(),
                 Value::Tuple(t) => t.len(),
+                Value::Dict(d) => d.borrow().len(),
                 Value::Range(a, b, s) => range_len(*a, *b, *s) as usize,
                 Value::Host(h) => match h.len() {
                     Some(r) => r.map_err(|d| d.or_at(x.span))?,
@@ -486,6 +488,7 @@ fn type_of(v: &Value) -> Option<TypeKind> {
         Value::Str(_) => TypeKind::Str,
         Value::List(_) => TypeKind::List,
         Value::Tuple(_) => TypeKind::Tuple,
+        Value::Dict(_) => TypeKind::Dict,
         Value::Range(..) => TypeKind::Range,
         Value::Function(_) | Value::Native(_) => TypeKind::Function,
         Value::Module(_) => TypeKind::Module,
@@ -497,6 +500,9 @@ fn type_of(v: &Value) -> Option<TypeKind> {
 /// `int(x)`, `float(x)`, `str(x)`, … : a builtin type called as a function.
 pub(super) fn construct(it: &mut Interp, t: TypeKind, args: CallArgs) -> Result<Value, Diagnostic> {
     let name = t.name();
+    if t == TypeKind::Dict {
+        return dict_of(it, args);
+    }
     if t == TypeKind::Range {
         let mut ints = Vec::new();
         for (v, s) in &args.positional {
@@ -646,13 +652,60 @@ pub(super) fn construct(it: &mut Interp, t: TypeKind, args: CallArgs) -> Result<
             Some(k) => Value::Type(k),
             None => Value::Str(x.value.type_name().into()),
         },
-        TypeKind::NoneType | TypeKind::Range | TypeKind::Function | TypeKind::Module => {
+        TypeKind::NoneType
+        | TypeKind::Range
+        | TypeKind::Dict
+        | TypeKind::Function
+        | TypeKind::Module => {
             return Err(Diagnostic::new(
                 Code::E0101,
                 format!("cannot create '{name}' instances"),
             ))
         }
     })
+}
+
+/// `dict()`, `dict(mapping_or_pairs)`, `dict(a=1, b=2)`.
+fn dict_of(it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
+    let mut d = super::dict::Dict::new();
+    if args.positional.len() > 1 {
+        return Err(Diagnostic::new(
+            Code::E0101,
+            format!(
+                "dict expected at most 1 argument, got {}",
+                args.positional.len()
+            ),
+        ));
+    }
+    if let Some((v, span)) = args.positional.first() {
+        match v {
+            Value::Dict(src) => {
+                for (k, x) in src.borrow().entries() {
+                    d.insert(k.clone(), x.clone())?;
+                }
+            }
+            other => {
+                for (i, pair) in it.iterate(other, *span)?.into_iter().enumerate() {
+                    let kv = it.iterate(&pair, *span)?;
+                    let [k, x] = <[Value; 2]>::try_from(kv).map_err(|kv| {
+                        Diagnostic::new(
+                            Code::E0101,
+                            format!(
+                                "dictionary update sequence element #{i} has length {}; 2 is required",
+                                kv.len()
+                            ),
+                        )
+                        .at(*span)
+                    })?;
+                    d.insert(k, x).map_err(|e| e.or_at(*span))?;
+                }
+            }
+        }
+    }
+    for (name, v, _) in &args.keywords {
+        d.insert(Value::str(name), v.clone())?;
+    }
+    Ok(Value::Dict(std::rc::Rc::new(std::cell::RefCell::new(d))))
 }
 
 fn host_scalar(

@@ -222,6 +222,7 @@ impl Interp {
         match v {
             Value::List(l) => Ok(l.borrow().clone()),
             Value::Tuple(t) => Ok(t.as_ref().clone()),
+            Value::Dict(d) => Ok(d.borrow().keys()),
             Value::Str(s) => {
                 // each character becomes a one-character string
                 self.check_host_size(s.len(), ITEM_BYTES + 32, || {

@@ -96,6 +96,15 @@ impl Interp {
                 }
                 Ok(Value::tuple(v))
             }
+            ExprKind::Dict(pairs) => {
+                let mut d = super::dict::Dict::new();
+                for (k, x) in pairs {
+                    let key = self.eval(k, env)?;
+                    let val = self.eval(x, env)?;
+                    d.insert(key, val).map_err(|d| d.at(k.span))?;
+                }
+                Ok(Value::Dict(Rc::new(RefCell::new(d))))
+            }
             ExprKind::Unary { op, operand } => {
                 let v = self.eval(operand, env)?;
                 Ok(self.unary(*op, &v, e.span)?)

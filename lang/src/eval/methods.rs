@@ -30,6 +30,7 @@ pub(super) fn method_names(v: &Value) -> &'static [&'static str] {
             "upper",
         ],
         Value::Tuple(_) => &["count", "index"],
+        Value::Dict(_) => &["get", "items", "keys", "pop", "update", "values"],
         _ => &[],
     }
 }
@@ -45,6 +46,83 @@ pub(super) fn method(v: &Value, name: &str) -> Option<Value> {
     Some(Value::native(name, &doc, move |it, args| {
         call_method(it, &recv, &mname, args)
     }))
+}
+
+/// The methods of a dict: `get items keys values pop update`. `items`, `keys` and `values`
+/// give lists (Python's views print differently, iterate the same).
+fn dict_method(
+    it: &mut Interp,
+    d: &std::rc::Rc<std::cell::RefCell<super::dict::Dict>>,
+    name: &str,
+    args: CallArgs,
+) -> Result<Value, Diagnostic> {
+    match name {
+        "keys" | "values" | "items" => {
+            args.bind(name, &[], &[])?;
+            let d = d.borrow();
+            Ok(Value::list(match name {
+                "keys" => d.keys(),
+                "values" => d.values(),
+                _ => d
+                    .entries()
+                    .iter()
+                    .map(|(k, v)| Value::tuple(vec![k.clone(), v.clone()]))
+                    .collect(),
+            }))
+        }
+        "get" => {
+            let a = args.bind("get", &["key"], &["default"])?;
+            let [k, default] = <[Option<super::Arg>; 2]>::try_from(a).unwrap_or([None, None]);
+            let Some(k) = k else { return Ok(Value::None) };
+            let found = d.borrow().get(&k.value).map_err(|e| e.at(k.span))?;
+            Ok(found.unwrap_or_else(|| default.map_or(Value::None, |x| x.value)))
+        }
+        "pop" => {
+            let a = args.bind("pop", &["key"], &["default"])?;
+            let [k, default] = <[Option<super::Arg>; 2]>::try_from(a).unwrap_or([None, None]);
+            let Some(k) = k else { return Ok(Value::None) };
+            let removed = d.borrow_mut().remove(&k.value).map_err(|e| e.at(k.span))?;
+            match (removed, default) {
+                (Some(v), _) => Ok(v),
+                (None, Some(x)) => Ok(x.value),
+                (None, None) => Err(Diagnostic::new(
+                    Code::E0500,
+                    format!("KeyError: {}", k.value.repr()),
+                )
+                .at(k.span)),
+            }
+        }
+        _ => {
+            // update(other) or update(a=1, ...)
+            let mut pairs: Vec<(Value, Value)> = Vec::new();
+            for (v, span) in &args.positional {
+                match v {
+                    Value::Dict(src) => pairs.extend(src.borrow().entries().iter().cloned()),
+                    other => {
+                        for p in it.iterate(other, *span)? {
+                            let kv = it.iterate(&p, *span)?;
+                            let [k, x] = <[Value; 2]>::try_from(kv).map_err(|_| {
+                                Diagnostic::new(
+                                    Code::E0101,
+                                    "update() needs a dict or (key, value) pairs",
+                                )
+                                .at(*span)
+                            })?;
+                            pairs.push((k, x));
+                        }
+                    }
+                }
+            }
+            for (k, v, _) in &args.keywords {
+                pairs.push((Value::str(k), v.clone()));
+            }
+            let mut d = d.borrow_mut();
+            for (k, v) in pairs {
+                d.insert(k, v)?;
+            }
+            Ok(Value::None)
+        }
+    }
 }
 
 fn str_arg(a: &Option<super::Arg>, fname: &str) -> Result<Option<String>, Diagnostic> {
@@ -69,6 +147,7 @@ fn call_method(
     args: CallArgs,
 ) -> Result<Value, Diagnostic> {
     match recv {
+        Value::Dict(d) => dict_method(it, d, name, args),
         Value::List(l) => match name {
             "append" => {
                 let a = args.bind("append", &["object"], &[])?;

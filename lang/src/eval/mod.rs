@@ -5,6 +5,7 @@ pub mod args;
 mod builtins;
 mod call;
 mod check;
+pub mod dict;
 mod expr;
 pub mod format;
 pub mod host;

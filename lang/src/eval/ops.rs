@@ -251,6 +251,7 @@ impl Interp {
                 .at(span)
                 .into()),
             },
+            Value::Dict(d) => Ok(d.borrow().contains(item).map_err(|e| e.at(span))?),
             Value::Range(a, b, s) => Ok(match as_int(item) {
                 Some(x) => {
                     let n = range_len(*a, *b, *s);
@@ -280,6 +281,15 @@ impl Interp {
         idx_span: Span,
     ) -> R<Value> {
         match v {
+            Value::Dict(d) => match d.borrow().get(idx).map_err(|e| e.at(idx_span))? {
+                Some(x) => Ok(x),
+                None => Err(
+                    Diagnostic::new(Code::E0500, format!("KeyError: {}", idx.repr()))
+                        .at(idx_span)
+                        .with_label("not a key of the dict")
+                        .into(),
+                ),
+            },
             Value::List(l) => {
                 let items = l.borrow();
                 index_seq(&items, idx, "list", idx_span).map(|r| match r {
@@ -608,6 +618,16 @@ pub fn values_equal(a: &Value, b: &Value) -> bool {
         }
         (Value::Tuple(x), Value::Tuple(y)) => {
             x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| values_equal(p, q))
+        }
+        (Value::Dict(x), Value::Dict(y)) => {
+            if Rc::ptr_eq(x, y) {
+                return true;
+            }
+            let (x, y) = (x.borrow(), y.borrow());
+            x.len() == y.len()
+                && x.entries()
+                    .iter()
+                    .all(|(k, v)| matches!(y.get(k), Ok(Some(w)) if values_equal(v, &w)))
         }
         (Value::Range(a1, b1, s1), Value::Range(a2, b2, s2)) => {
             let (n1, n2) = (range_len(*a1, *b1, *s1), range_len(*a2, *b2, *s2));

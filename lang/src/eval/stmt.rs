@@ -235,6 +235,12 @@ impl Interp {
         idx_span: Span,
     ) -> R<()> {
         match container {
+            Value::Dict(d) => {
+                d.borrow_mut()
+                    .insert(idx.clone(), v)
+                    .map_err(|e| e.at(idx_span))?;
+                Ok(())
+            }
             Value::List(l) => {
                 let len = l.borrow().len();
                 match idx {

@@ -22,6 +22,8 @@ pub enum Value {
     Str(Rc<str>),
     List(Rc<RefCell<Vec<Value>>>),
     Tuple(Rc<Vec<Value>>),
+    /// `{k: v}`, insertion-ordered.
+    Dict(Rc<RefCell<super::dict::Dict>>),
     /// `range(start, stop, step)`, lazy.
     Range(i64, i64, i64),
     /// `lo:hi:step` inside a subscript; each part is `None` when omitted.
@@ -44,6 +46,7 @@ pub enum TypeKind {
     Str,
     List,
     Tuple,
+    Dict,
     Range,
     Function,
     Module,
@@ -60,6 +63,7 @@ impl TypeKind {
             TypeKind::Str => "str",
             TypeKind::List => "list",
             TypeKind::Tuple => "tuple",
+            TypeKind::Dict => "dict",
             TypeKind::Range => "range",
             TypeKind::Function => "function",
             TypeKind::Module => "module",
@@ -165,6 +169,7 @@ impl Value {
             Value::Str(_) => "str",
             Value::List(_) => "list",
             Value::Tuple(_) => "tuple",
+            Value::Dict(_) => "dict",
             Value::Range(..) => "range",
             Value::Slice(_) => "slice",
             Value::Function(_) => "function",
@@ -193,6 +198,7 @@ impl Value {
             Value::Str(s) => !s.is_empty(),
             Value::List(l) => !l.borrow().is_empty(),
             Value::Tuple(t) => !t.is_empty(),
+            Value::Dict(d) => !d.borrow().is_empty(),
             Value::Range(a, b, s) => range_len(*a, *b, *s) > 0,
             Value::Host(h) => return h.truthy(),
             Value::Slice(_)
@@ -267,6 +273,24 @@ impl Value {
                     out.push(',');
                 }
                 out.push(')');
+            }
+            Value::Dict(d) => {
+                out.push('{');
+                // a dict that contains itself prints `{...}`, as in Python
+                match d.try_borrow() {
+                    Ok(d) => {
+                        for (i, (k, v)) in d.entries().iter().enumerate() {
+                            if i > 0 {
+                                out.push_str(", ");
+                            }
+                            k.write_repr(out, depth + 1);
+                            out.push_str(": ");
+                            v.write_repr(out, depth + 1);
+                        }
+                    }
+                    Err(_) => out.push_str("..."),
+                }
+                out.push('}');
             }
             Value::Range(a, b, s) => {
                 if *s == 1 {

@@ -255,7 +255,18 @@ pub(crate) fn grammar<'t, Er: GrammarError<'t>>() -> Grammar<'t, Er> {
                 }
             });
 
-        let atom = choice((literal, strings, paren, list)).labelled("an expression");
+        // `{k: v, ...}`: a dict display
+        let dict = expr
+            .clone()
+            .then_ignore(just(Tok::Colon))
+            .then(expr.clone())
+            .separated_by(just(Tok::Comma))
+            .allow_trailing()
+            .collect::<Vec<(Expr, Expr)>>()
+            .delimited_by(just(Tok::LBrace), just(Tok::RBrace))
+            .map_with(move |v, e| mk(ExprKind::Dict(v), sp!(e)));
+
+        let atom = choice((literal, strings, paren, list, dict)).labelled("an expression");
 
         // call arguments
         let arg = choice((

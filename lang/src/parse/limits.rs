@@ -53,10 +53,6 @@ pub(crate) fn precheck(
                     _ => "shifts and `^` are not supported: multiply or floor-divide by a power of two",
                 })),
             }),
-            Tok::LBrace | Tok::RBrace => Some((
-                "dict and set literals are not supported".to_string(),
-                Some("use a list or a tuple"),
-            )),
             _ => None,
         };
         if let Some((msg, help)) = msg {
@@ -177,6 +173,10 @@ pub(crate) fn for_each_child<'a>(e: &'a Expr, f: &mut impl FnMut(&'a Expr)) {
             }
         }
         ExprKind::List(v) | ExprKind::Tuple(v) => v.iter().for_each(f),
+        ExprKind::Dict(v) => v.iter().for_each(|(k, x)| {
+            f(k);
+            f(x);
+        }),
         ExprKind::Unary { operand, .. } => f(operand),
         ExprKind::Binary { left, right, .. } | ExprKind::BoolOp { left, right, .. } => {
             f(left);
@@ -289,6 +289,12 @@ fn take_children(e: &mut Expr, out: &mut Vec<Expr>) {
             }
         }
         ExprKind::List(v) | ExprKind::Tuple(v) => out.append(v),
+        ExprKind::Dict(v) => {
+            for (k, x) in v.drain(..) {
+                out.push(k);
+                out.push(x);
+            }
+        }
         ExprKind::Unary { operand, .. } => take_box(operand, out),
         ExprKind::Binary { left, right, .. } | ExprKind::BoolOp { left, right, .. } => {
             take_box(left, out);

@@ -60,6 +60,11 @@ pub fn sexpr(e: &Expr) -> String {
         ExprKind::Name(n) => n.to_string(),
         ExprKind::List(v) => list("list", v.iter().map(sexpr)),
         ExprKind::Tuple(v) => list("tuple", v.iter().map(sexpr)),
+        ExprKind::Dict(v) => list(
+            "dict",
+            v.iter()
+                .map(|(k, x)| format!("({} {})", sexpr(k), sexpr(x))),
+        ),
         ExprKind::Unary { op, operand } => list(
             match op {
                 UnaryOp::Neg => "neg",
