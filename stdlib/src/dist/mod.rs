@@ -313,13 +313,23 @@ impl HostObject for SpecObj {
 }
 
 impl ShardedObj {
+    /// `tensor(shape=[..], dtype=.., abstract, layout=.., ...)` when abstract; a concrete one
+    /// prints its values as a tensor does (assembled from the shards without running a
+    /// collective), then its layout.
     fn text(&self) -> String {
         let s = &self.s;
-        let mut o = format!(
-            "tensor(shape={}, dtype={}",
-            shape_list(&s.shape),
-            s.dtype.name()
-        );
+        let full = (!s.is_abstract())
+            .then(|| s.gather(&Local).ok())
+            .flatten()
+            .map(|t| t.repr());
+        let mut o = match full.as_deref().and_then(|r| r.strip_suffix(')')) {
+            Some(values) => values.to_string(),
+            None => format!(
+                "tensor(shape={}, dtype={}",
+                shape_list(&s.shape),
+                s.dtype.name()
+            ),
+        };
         if s.is_abstract() {
             o.push_str(", abstract");
         }
