@@ -264,13 +264,15 @@ pub(super) fn reshape(_: &mut Interp, c: &Call) -> R {
     ok(tens(&c.a, 0)?.reshape(&ints_arg(&s.value, s.span)?))
 }
 
-pub(super) fn concat(it: &mut Interp, c: &Call) -> R {
-    let xs = req(&c.a, 0)?;
+/// Argument `i`: a list or tuple of tensors.
+fn tensor_list(it: &mut Interp, a: &[Option<Arg>], i: usize) -> Result<Vec<Tensor>, Diagnostic> {
+    let xs = req(a, i)?;
     let items = it.iterate(&xs.value, xs.span)?;
-    let ts = items
-        .iter()
-        .map(|v| tensor_arg(v, xs.span))
-        .collect::<Result<Vec<_>, _>>()?;
+    items.iter().map(|v| tensor_arg(v, xs.span)).collect()
+}
+
+pub(super) fn concat(it: &mut Interp, c: &Call) -> R {
+    let ts = tensor_list(it, &c.a, 0)?;
     ok(rtm::concat(&ts, axis_opt(&c.a, 1)?.unwrap_or(0)))
 }
 
@@ -317,12 +319,7 @@ pub(super) fn clip(_: &mut Interp, c: &Call) -> R {
 
 /// `stack(xs, axis=0)`.
 pub(super) fn stack(it: &mut Interp, c: &Call) -> R {
-    let xs = req(&c.a, 0)?;
-    let items = it.iterate(&xs.value, xs.span)?;
-    let ts = items
-        .iter()
-        .map(|v| tensor_arg(v, xs.span))
-        .collect::<Result<Vec<_>, _>>()?;
+    let ts = tensor_list(it, &c.a, 0)?;
     ok(rtm::stack(&ts, axis_opt(&c.a, 1)?.unwrap_or(0)))
 }
 
