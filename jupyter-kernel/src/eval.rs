@@ -152,6 +152,13 @@ pub fn char_of_byte(s: &str, b: usize) -> usize {
     s.char_indices().take_while(|(i, _)| *i < b).count()
 }
 
+/// After a failed cell, the queue is drained until no request has arrived for this long
+/// ([`Evaluator::take_queued`]).
+pub const QUIET: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// The longest a failed cell's reply waits for the queue to go quiet.
+pub const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// The evaluator's state.
 pub struct Evaluator {
     session: Session,
@@ -497,13 +504,25 @@ impl Evaluator {
         self.send(shell(reply, parent));
     }
 
-    /// After a failed cell: takes the execute requests already queued behind it (nothing that
-    /// arrives later) for an `aborted` answer, and keeps the other requests for handling in order.
+    /// After a failed cell, before its reply leaves: takes the execute requests queued behind
+    /// it for an `aborted` answer, and keeps the other requests for handling in order. A client
+    /// running "Run All" may still be sending its batch (the cell failed faster than the
+    /// requests arrived), so the queue is drained until it has been quiet for [`QUIET`] (at most
+    /// [`DRAIN_LIMIT`]). Everything taken was sent before the client could see the error, since
+    /// the reply has not left yet; a request sent after the reply is never aborted.
     fn take_queued(&mut self) {
         let mut queued: Vec<Request> = self.backlog.drain(..).collect();
         if let Some(rx) = &self.rx {
-            while let Ok(r) = rx.try_recv() {
-                queued.push(r);
+            let start = std::time::Instant::now();
+            loop {
+                let left = DRAIN_LIMIT.saturating_sub(start.elapsed());
+                match rx.recv_timeout(QUIET.min(left)) {
+                    Ok(r) => queued.push(r),
+                    Err(_) => break,
+                }
+                if left.is_zero() {
+                    break;
+                }
             }
         }
         for req in queued {

@@ -147,6 +147,35 @@ fn failed_cell_aborts_only_queued_execute_requests() {
 }
 
 #[test]
+fn a_request_still_arriving_when_a_cell_fails_is_aborted() {
+    // "Run All": the first cell fails before the client has finished sending the batch; the
+    // request that arrives a few milliseconds later was sent before the error reply left.
+    let (mut ev, mut out, v) = evaluator();
+    let (tx, rx) = std::sync::mpsc::channel();
+    ev.rx = Some(rx);
+    let late = exec(&v, "late", "y = 1");
+    let sender = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        tx.send(late).unwrap();
+        tx
+    });
+    ev.handle(&exec(&v, "f", "undefined_thing"));
+    let _tx = sender.join().unwrap();
+    let replies: Vec<(String, Value)> = drain(&mut out)
+        .iter()
+        .filter(|g| g.0 == "shell")
+        .map(|g| (g.2.clone(), g.3["status"].clone()))
+        .collect();
+    assert_eq!(
+        replies,
+        vec![
+            ("f".into(), json!("error")),
+            ("late".into(), json!("aborted"))
+        ]
+    );
+}
+
+#[test]
 fn complete_counts_code_points() {
     let (mut ev, mut rx, v) = evaluator();
     // 'é' is two bytes: the cursor after "prin" is code point 7, byte 8.
