@@ -1,7 +1,7 @@
 //! Robustness of the front end and the evaluator: at least 10,000 mutated and random sources go
 //! through the parser and (when they parse) the evaluator with a step limit. Nothing may panic
 //! or overflow the stack, every diagnostic must point inside its source, and the `tessera`
-//! binary must exit with 0, 1 or 2 only.
+//! binary must exit with 0, 1 or 2 only, also under `ulimit -v` and a time limit.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -320,6 +320,58 @@ fn binary_exits_only_with_0_1_or_2() {
         );
         let _ = std::fs::remove_file(&file);
     }
+}
+
+/// `tessera run` of mutated scripts under a memory limit (`ulimit -v`, so the default
+/// `TESSERA_MAX_BYTES` follows it) and a wall-clock limit: every run ends by itself with 0, 1
+/// or 2 — no abort, no signal, no panic, no hang.
+#[test]
+fn mutated_scripts_run_under_ulimit_v_and_a_timeout() {
+    let exe = env!("CARGO_BIN_EXE_tessera");
+    let cases = cases();
+    let mut rng = Rng(7);
+    let dir = std::env::temp_dir().join(format!("tessera-fuzz-ulimit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut counts = [0usize; 3];
+    for k in 0..300 {
+        let src = &cases[rng.below(cases.len())];
+        let file = dir.join(format!("case{k}.tsr"));
+        std::fs::write(&file, src).expect("write case");
+        let script = format!(
+            "ulimit -v 3000000 && exec timeout -s KILL 60 '{exe}' run '{}'",
+            file.display()
+        );
+        let out = Command::new("sh")
+            .args(["-c", &script])
+            .env_remove("TESSERA_MAX_BYTES")
+            .env("TESSERA_STEP_LIMIT", "20000")
+            .env("TESSERA_CUDA", "off")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run sh");
+        let code = out.status.code();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            matches!(code, Some(0..=2)),
+            "exit {code:?} (137: killed at the time limit) for `tessera run` under ulimit -v on:\n{src}\nstderr:\n{err}"
+        );
+        assert!(
+            !err.contains("panicked")
+                && !err.contains("RUST_BACKTRACE")
+                && !err.contains("memory allocation of"),
+            "an abort or a panic reached the user:\n{err}"
+        );
+        if let Some(c @ 0..=2) = code {
+            counts[c as usize] += 1;
+        }
+        let _ = std::fs::remove_file(&file);
+    }
+    // the runs reach the evaluator: some succeed, some fail at run time
+    eprintln!("exit statuses 0/1/2: {counts:?}");
+    assert!(
+        counts[0] > 0 && counts[1] > 0,
+        "exit statuses 0/1/2: {counts:?}"
+    );
 }
 
 #[test]
