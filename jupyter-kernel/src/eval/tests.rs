@@ -55,6 +55,15 @@ fn drain(rx: &mut UnboundedReceiver<Out>) -> Vec<(&'static str, String, String, 
     got
 }
 
+/// (parent msg_id, status) of every shell reply sent so far.
+fn reply_statuses(rx: &mut UnboundedReceiver<Out>) -> Vec<(String, Value)> {
+    drain(rx)
+        .into_iter()
+        .filter(|g| g.0 == "shell")
+        .map(|g| (g.2, g.3["status"].clone()))
+        .collect()
+}
+
 fn evaluator() -> (Evaluator, UnboundedReceiver<Out>, Verifier) {
     let (tx, rx) = unbounded_channel();
     let ev = Evaluator::new(SessionOptions::default(), tx).expect("session");
@@ -127,12 +136,7 @@ fn failed_cell_aborts_only_queued_execute_requests() {
         .unwrap();
     tx.send(exec(&v, "q2", "x = 2")).unwrap();
     ev.handle(&exec(&v, "f", "undefined_thing"));
-    let got = drain(&mut out);
-    let replies: Vec<(String, Value)> = got
-        .iter()
-        .filter(|g| g.0 == "shell")
-        .map(|g| (g.2.clone(), g.3["status"].clone()))
-        .collect();
+    let replies = reply_statuses(&mut out);
     assert_eq!(
         replies,
         vec![
@@ -161,11 +165,7 @@ fn a_request_still_arriving_when_a_cell_fails_is_aborted() {
     });
     ev.handle(&exec(&v, "f", "undefined_thing"));
     let _tx = sender.join().unwrap();
-    let replies: Vec<(String, Value)> = drain(&mut out)
-        .iter()
-        .filter(|g| g.0 == "shell")
-        .map(|g| (g.2.clone(), g.3["status"].clone()))
-        .collect();
+    let replies = reply_statuses(&mut out);
     assert_eq!(
         replies,
         vec![
