@@ -74,6 +74,7 @@ pub mod error;
 pub mod interp;
 pub mod memory;
 pub mod mesh;
+pub mod npy;
 pub mod ops;
 pub mod print;
 pub mod rng;

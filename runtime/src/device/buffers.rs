@@ -14,7 +14,7 @@ use tessera_compiler::graph::TensorType;
 use tessera_compiler::lower::to_target::Lowered;
 use tessera_compiler::target::Space;
 
-fn bytes_of(t: &Tensor) -> crate::Result<Vec<u8>> {
+pub(crate) fn bytes_of(t: &Tensor) -> crate::Result<Vec<u8>> {
     let d = t.dtype();
     Ok(match d {
         DType::F32 | DType::TF32 => {
@@ -73,7 +73,7 @@ fn le8(raw: &[u8]) -> impl Iterator<Item = [u8; 8]> + '_ {
     })
 }
 
-fn tensor_of(raw: &[u8], out: &TensorType) -> crate::Result<Tensor> {
+pub(crate) fn tensor_of(raw: &[u8], out: &TensorType) -> crate::Result<Tensor> {
     let shape = &out.shape;
     let dt = out.dtype;
     let f32s = |raw: &[u8]| -> Vec<f32> {

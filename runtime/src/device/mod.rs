@@ -10,6 +10,7 @@
 
 mod buffers;
 
+pub(crate) use buffers::{bytes_of, tensor_of};
 pub use buffers::{emu_launch, replay, Buffers};
 
 use crate::cuda::{self, CudaError, Geometry, KernelImage, Runs};

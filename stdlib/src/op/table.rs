@@ -201,7 +201,7 @@ static ROWS: LazyLock<Vec<OpRow>> = LazyLock::new(|| {
 /// The rows that are not elementwise or reductions: signature, eager form, traced form and
 /// sharded form.
 #[rustfmt::skip]
-const OTHER: [(&str, EagerFn, InTrace, OnMesh); 28] = {
+const OTHER: [(&str, EagerFn, InTrace, OnMesh); 30] = {
     use crate::{dist as m, trace as t};
     use InTrace::{ReadsValues, Record as R, Refused};
     use OnMesh::{Gathered, Rule};
@@ -234,6 +234,8 @@ const OTHER: [(&str, EagerFn, InTrace, OnMesh); 28] = {
         ("sort(x, axis=-1, descending=False)", eager::sort, Refused, Gathered),
         ("topk(x, k, axis=-1, largest=True)", eager::topk, Refused, Gathered),
         ("cumsum(x, axis=None)", eager::cumsum, Refused, Gathered),
+        ("save(path, x)", eager::save, Refused, Gathered),
+        ("load(path)", eager::load, Refused, Gathered),
     ]
 };
 
