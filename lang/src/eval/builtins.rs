@@ -668,42 +668,8 @@ pub(super) fn construct(it: &mut Interp, t: TypeKind, args: CallArgs) -> Result<
 /// `dict()`, `dict(mapping_or_pairs)`, `dict(a=1, b=2)`.
 fn dict_of(it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
     let mut d = super::dict::Dict::new();
-    if args.positional.len() > 1 {
-        return Err(Diagnostic::new(
-            Code::E0101,
-            format!(
-                "dict expected at most 1 argument, got {}",
-                args.positional.len()
-            ),
-        ));
-    }
-    if let Some((v, span)) = args.positional.first() {
-        match v {
-            Value::Dict(src) => {
-                for (k, x) in src.borrow().entries() {
-                    d.insert(k.clone(), x.clone())?;
-                }
-            }
-            other => {
-                for (i, pair) in it.iterate(other, *span)?.into_iter().enumerate() {
-                    let kv = it.iterate(&pair, *span)?;
-                    let [k, x] = <[Value; 2]>::try_from(kv).map_err(|kv| {
-                        Diagnostic::new(
-                            Code::E0101,
-                            format!(
-                                "dictionary update sequence element #{i} has length {}; 2 is required",
-                                kv.len()
-                            ),
-                        )
-                        .at(*span)
-                    })?;
-                    d.insert(k, x).map_err(|e| e.or_at(*span))?;
-                }
-            }
-        }
-    }
-    for (name, v, _) in &args.keywords {
-        d.insert(Value::str(name), v.clone())?;
+    for (k, v) in super::dict::update_pairs(it, "dict", &args)? {
+        d.insert(k, v)?;
     }
     Ok(Value::Dict(std::rc::Rc::new(std::cell::RefCell::new(d))))
 }

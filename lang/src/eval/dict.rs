@@ -2,6 +2,7 @@
 //! strings and tuples of them; `1`, `1.0` and `True` are one key, as in Python.
 
 use super::value::Value;
+use super::{CallArgs, Interp};
 use crate::diag::{Code, Diagnostic};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -42,6 +43,51 @@ pub fn key_of(v: &Value) -> Result<Key, Diagnostic> {
             .with_help("dict keys are None, bools, numbers, strings and tuples of them"))
         }
     })
+}
+
+/// The entries `dict(...)` and `d.update(...)` take, in order: those of one positional
+/// argument (a dict, or an iterable of `(key, value)` pairs), then the keyword arguments.
+pub fn update_pairs(
+    it: &mut Interp,
+    fname: &str,
+    args: &CallArgs,
+) -> Result<Vec<(Value, Value)>, Diagnostic> {
+    if args.positional.len() > 1 {
+        return Err(Diagnostic::new(
+            Code::E0101,
+            format!(
+                "{fname} expected at most 1 argument, got {}",
+                args.positional.len()
+            ),
+        ));
+    }
+    let mut pairs = Vec::new();
+    if let Some((v, span)) = args.positional.first() {
+        match v {
+            Value::Dict(src) => pairs.extend(src.borrow().entries().iter().cloned()),
+            other => {
+                for (i, pair) in it.iterate(other, *span)?.into_iter().enumerate() {
+                    let kv = it.iterate(&pair, *span)?;
+                    let [k, x] = <[Value; 2]>::try_from(kv).map_err(|kv| {
+                        Diagnostic::new(
+                            Code::E0101,
+                            format!(
+                                "dictionary update sequence element #{i} has length {}; 2 is required",
+                                kv.len()
+                            ),
+                        )
+                        .at(*span)
+                    })?;
+                    key_of(&k).map_err(|e| e.at(*span))?;
+                    pairs.push((k, x));
+                }
+            }
+        }
+    }
+    for (name, v, _) in &args.keywords {
+        pairs.push((Value::str(name), v.clone()));
+    }
+    Ok(pairs)
 }
 
 /// An insertion-ordered dict.

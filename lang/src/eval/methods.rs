@@ -93,29 +93,7 @@ fn dict_method(
             }
         }
         _ => {
-            // update(other) or update(a=1, ...)
-            let mut pairs: Vec<(Value, Value)> = Vec::new();
-            for (v, span) in &args.positional {
-                match v {
-                    Value::Dict(src) => pairs.extend(src.borrow().entries().iter().cloned()),
-                    other => {
-                        for p in it.iterate(other, *span)? {
-                            let kv = it.iterate(&p, *span)?;
-                            let [k, x] = <[Value; 2]>::try_from(kv).map_err(|_| {
-                                Diagnostic::new(
-                                    Code::E0101,
-                                    "update() needs a dict or (key, value) pairs",
-                                )
-                                .at(*span)
-                            })?;
-                            pairs.push((k, x));
-                        }
-                    }
-                }
-            }
-            for (k, v, _) in &args.keywords {
-                pairs.push((Value::str(k), v.clone()));
-            }
+            let pairs = super::dict::update_pairs(it, "update", &args)?;
             let mut d = d.borrow_mut();
             for (k, v) in pairs {
                 d.insert(k, v)?;
