@@ -66,19 +66,21 @@ pub fn parse_bytes(s: &str) -> Option<u64> {
 
 /// The current limit in bytes ([`parse_limits`]).
 pub fn max_bytes() -> u64 {
-    static MEMINFO: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    let meminfo = MEMINFO.get_or_init(|| std::fs::read_to_string("/proc/meminfo").ok());
-    static LIMITS: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    let limits = LIMITS.get_or_init(|| std::fs::read_to_string("/proc/self/limits").ok());
-    static CGROUP: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    let cgroup = CGROUP.get_or_init(|| std::fs::read_to_string("/sys/fs/cgroup/memory.max").ok());
+    // the files are read and parsed once: this runs on every allocation check
+    static DEFAULT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     let env = std::env::var("TESSERA_MAX_BYTES").ok();
-    parse_limits(
-        env.as_deref(),
-        meminfo.as_deref(),
-        limits.as_deref(),
-        cgroup.as_deref(),
-    )
+    if let Some(v) = env.as_deref().and_then(parse_bytes) {
+        return v;
+    }
+    *DEFAULT.get_or_init(|| {
+        let read = |p: &str| std::fs::read_to_string(p).ok();
+        parse_limits(
+            None,
+            read("/proc/meminfo").as_deref(),
+            read("/proc/self/limits").as_deref(),
+            read("/sys/fs/cgroup/memory.max").as_deref(),
+        )
+    })
 }
 
 /// The element count of a shape, or E0700 when it overflows.
