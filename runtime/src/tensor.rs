@@ -61,6 +61,15 @@ impl Tensor {
             .ok_or_else(|| RuntimeError::abstract_read(op))
     }
 
+    /// The storage for writing: shared storage is copied first (copy on write), so other
+    /// tensors holding it keep their values. E0700 for an abstract tensor.
+    pub(crate) fn storage_mut(&mut self, op: &str) -> Result<&mut Storage> {
+        self.data
+            .as_mut()
+            .map(Arc::make_mut)
+            .ok_or_else(|| RuntimeError::abstract_read(op))
+    }
+
     pub(crate) fn from_storage(shape: Vec<usize>, dtype: DType, storage: Storage) -> Tensor {
         debug_assert_eq!(shape.iter().product::<usize>(), storage.len());
         Tensor {

@@ -2,6 +2,7 @@
 //! values and runtime types.
 
 use std::any::Any;
+use std::cell::RefCell;
 use std::rc::Rc;
 use tessera_lang::ast::{BinOp, CmpOp, UnaryOp};
 use tessera_lang::diag::{suggest, Code, Diagnostic};
@@ -18,13 +19,55 @@ pub fn rt(e: RuntimeError) -> Diagnostic {
 }
 
 /// A tensor value.
-pub struct TensorObj(pub Tensor);
+pub struct TensorObj(RefCell<Tensor>);
+
+impl TensorObj {
+    pub fn new(t: Tensor) -> TensorObj {
+        TensorObj(RefCell::new(t))
+    }
+
+    /// The tensor as it is now (a cheap handle: the storage is shared).
+    pub fn get(&self) -> Tensor {
+        self.0.borrow().clone()
+    }
+
+    /// `x[index] = value`: writes the elements `x[index]` reads, the value broadcast to the
+    /// selection and cast to the tensor's dtype (as NumPy assigns). Every name bound to this
+    /// tensor sees the new values; tensors made from it earlier (slices, results) keep theirs.
+    pub fn assign(&self, index: &Value, value: &Value) -> Result<(), Diagnostic> {
+        // The value and the selection are read before the tensor is borrowed for writing
+        // (either may be this tensor: `x[:] = x[::-1]`, `x[x > 0] = 0`).
+        let cur = self.get();
+        // Numbers and lists convert straight to the tensor's dtype (one rounding, as NumPy
+        // converts a Python float); a tensor value is cast by `assign_at`.
+        let v = match value {
+            Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::List(_) | Value::Tuple(_) => {
+                let n = nested_from_value(value, Span::default(), 0).map_err(unplaced)?;
+                Tensor::from_nested(&n, Some(cur.dtype())).map_err(rt)?
+            }
+            _ => as_tensor(value).ok_or_else(|| {
+                Diagnostic::new(
+                    Code::E0101,
+                    format!(
+                        "cannot assign a {} to elements of a tensor",
+                        value.type_name()
+                    ),
+                )
+                .with_help("assign a number, a list of numbers or a tensor")
+            })?,
+        };
+        let offsets = select(&cur, index, true)?;
+        drop(cur);
+        let mut t = self.0.borrow_mut();
+        t.assign_at(&offsets, &v).map_err(rt)
+    }
+}
 
 /// A dtype value (`op.bf16`, `t.dtype`).
 pub struct DTypeObj(pub DType);
 
 pub fn tensor_value(t: Tensor) -> Value {
-    Value::host(TensorObj(t))
+    Value::host(TensorObj::new(t))
 }
 
 pub fn dtype_value(d: DType) -> Value {
@@ -47,8 +90,8 @@ pub fn meta_attr(name: &str, shape: &[usize], dtype: DType) -> Option<Value> {
 }
 
 /// The tensor held by a value, if it is one.
-pub fn as_tensor(v: &Value) -> Option<&Tensor> {
-    v.downcast::<TensorObj>().map(|t| &t.0)
+pub fn as_tensor(v: &Value) -> Option<Tensor> {
+    v.downcast::<TensorObj>().map(TensorObj::get)
 }
 
 /// `&` and `|` on tensors are elementwise logical and/or (SPEC §2): both operands must be bool
@@ -96,6 +139,14 @@ pub fn check_invert(d: DType) -> Result<(), Diagnostic> {
     .with_help(
         "use `op.logical_not`, or compare first; bitwise not of integer tensors is not supported",
     ))
+}
+
+/// The diagnostic without its position, for a helper called without one (the evaluator then
+/// places it at the expression being evaluated).
+fn unplaced(mut d: Diagnostic) -> Diagnostic {
+    d.span = None;
+    d.label = None;
+    d
 }
 
 /// A dtype argument: a dtype value or a name (`"bf16"`, `"float32"`).
@@ -297,17 +348,17 @@ impl HostObject for TensorObj {
         "tensor"
     }
     fn as_number(&self) -> Option<Value> {
-        let t = &self.0;
+        let t = &self.get();
         if t.numel() != 1 || t.is_abstract() {
             return None;
         }
         t.item().ok().map(scalar_value)
     }
     fn repr(&self) -> String {
-        self.0.repr()
+        self.get().repr()
     }
     fn get_attr(&self, this: &Value, name: &str, _interp: &mut Interp) -> AttrResult {
-        let t = &self.0;
+        let t = &self.get();
         if let Some(v) = meta_attr(name, t.shape(), t.dtype()) {
             return Ok(Some(v));
         }
@@ -322,41 +373,46 @@ impl HostObject for TensorObj {
         tensor_attr_names(&[])
     }
     fn binary(&self, op: BinOp, other: &Value, reflected: bool) -> HostResult {
-        if let Err(d) = check_logical(op, self.0.dtype(), other) {
+        if let Err(d) = check_logical(op, self.get().dtype(), other) {
             return Some(Err(d));
         }
         match BinaryOp::of_operator(op) {
-            Some(b) => tensor_binary(&self.0, b, other, reflected),
+            Some(b) => tensor_binary(&self.get(), b, other, reflected),
             None => {
                 let o = match other {
                     Value::List(_) | Value::Tuple(_) => tensor_arg(other, Span::default()).ok()?,
                     _ => as_tensor(other)?.clone(),
                 };
                 let r = if reflected {
-                    tessera_runtime::matmul(&o, &self.0, None)
+                    tessera_runtime::matmul(&o, &self.get(), None)
                 } else {
-                    tessera_runtime::matmul(&self.0, &o, None)
+                    tessera_runtime::matmul(&self.get(), &o, None)
                 };
                 Some(r.map(tensor_value).map_err(rt))
             }
         }
     }
     fn compare(&self, op: CmpOp, other: &Value, reflected: bool) -> HostResult {
-        tensor_binary(&self.0, BinaryOp::of_comparison(op)?, other, reflected)
+        tensor_binary(&self.get(), BinaryOp::of_comparison(op)?, other, reflected)
     }
     fn unary(&self, op: UnaryOp) -> HostResult {
         match op {
-            UnaryOp::Neg => Some(unary(TUnary::Neg, &self.0).map(tensor_value).map_err(rt)),
-            UnaryOp::Pos => Some(Ok(tensor_value(self.0.clone()))),
-            UnaryOp::Invert => Some(
-                check_invert(self.0.dtype())
-                    .and_then(|_| unary(TUnary::Not, &self.0).map(tensor_value).map_err(rt)),
+            UnaryOp::Neg => Some(
+                unary(TUnary::Neg, &self.get())
+                    .map(tensor_value)
+                    .map_err(rt),
             ),
+            UnaryOp::Pos => Some(Ok(tensor_value(self.get().clone()))),
+            UnaryOp::Invert => Some(check_invert(self.get().dtype()).and_then(|_| {
+                unary(TUnary::Not, &self.get())
+                    .map(tensor_value)
+                    .map_err(rt)
+            })),
             UnaryOp::Not => None,
         }
     }
     fn truthy(&self) -> Result<bool, Diagnostic> {
-        let t = &self.0;
+        let t = &self.get();
         if t.numel() != 1 {
             return Err(Diagnostic::new(
                 Code::E0500,
@@ -375,16 +431,29 @@ impl HostObject for TensorObj {
         })
     }
     fn len(&self) -> Option<Result<usize, Diagnostic>> {
-        Some(match self.0.shape().first() {
+        Some(match self.get().shape().first() {
             Some(n) => Ok(*n),
             None => Err(Diagnostic::new(Code::E0101, "len() of a 0-d tensor")),
         })
     }
     fn getitem(&self, index: &Value) -> HostResult {
-        Some(getitem(&self.0, index))
+        Some(getitem(&self.get(), index))
+    }
+    fn setitem(&self, index: &Value, value: Value) -> Option<Result<(), Diagnostic>> {
+        if crate::trace::tracing() {
+            return Some(Err(Diagnostic::new(
+                Code::E0201,
+                "item assignment on a concrete tensor inside a kernel is not supported",
+            )
+            .with_label("not supported inside a kernel")
+            .with_help(
+                "a kernel is traced once; compute the new tensor with `op.where(mask, value, x)`",
+            )));
+        }
+        Some(self.assign(index, &value))
     }
     fn iter(&self) -> Option<Result<Vec<Value>, Diagnostic>> {
-        let t = &self.0;
+        let t = &self.get();
         Some(match t.shape().first() {
             None => Err(Diagnostic::new(Code::E0101, "iteration over a 0-d tensor")),
             Some(n) => tessera_runtime::memory::check_host(*n, 128, "iterating over a tensor")
@@ -407,6 +476,19 @@ impl HostObject for TensorObj {
 /// N dimensions there) or a bool list or bool tensor (a mask over as many axes as it has,
 /// which become one axis of the selected elements). Two advanced items are E0101.
 pub(crate) fn getitem(t: &Tensor, index: &Value) -> Result<Value, Diagnostic> {
+    select(t, index, false).map(tensor_value)
+}
+
+/// The elements `t[index]` selects: their values, or (`offsets`) their flat offsets in `t` as
+/// an int64 tensor of the same shape, for assignment.
+fn select(t: &Tensor, index: &Value, offsets: bool) -> Result<Tensor, Diagnostic> {
+    let basic_index = |items: &[IndexItem]| {
+        if offsets {
+            t.index_offsets(items)
+        } else {
+            t.index(items)
+        }
+    };
     let parts: Vec<Value> = match index {
         Value::Tuple(items) => items.as_ref().clone(),
         other => vec![other.clone()],
@@ -418,7 +500,7 @@ pub(crate) fn getitem(t: &Tensor, index: &Value) -> Result<Value, Diagnostic> {
         .map(|(i, _)| i)
         .collect();
     let Some(&p) = advanced.first() else {
-        return index_items(index).and_then(|items| t.index(&items).map(tensor_value).map_err(rt));
+        return index_items(index).and_then(|items| basic_index(&items).map_err(rt));
     };
     if advanced.len() > 1 {
         return Err(Diagnostic::new(
@@ -427,7 +509,7 @@ pub(crate) fn getitem(t: &Tensor, index: &Value) -> Result<Value, Diagnostic> {
         )
         .with_help("index in two steps: `x[rows][:, cols]`"));
     }
-    let idx = tensor_arg(&parts[p], Span::default())?;
+    let idx = tensor_arg(&parts[p], Span::default()).map_err(unplaced)?;
     let mask = idx.dtype() == DType::Bool;
     if !mask && !idx.dtype().is_int() && idx.numel() != 0 {
         return Err(Diagnostic::new(
@@ -444,9 +526,7 @@ pub(crate) fn getitem(t: &Tensor, index: &Value) -> Result<Value, Diagnostic> {
     let mut basic: Vec<Value> = parts[..p].to_vec();
     basic.extend(std::iter::repeat_n(full, covers));
     basic.extend(parts[p + 1..].iter().cloned());
-    let y = t
-        .index(&index_items(&Value::tuple(basic.clone()))?)
-        .map_err(rt)?;
+    let y = basic_index(&index_items(&Value::tuple(basic.clone()))?).map_err(rt)?;
     // the axis of `y` the advanced item landed on: the output dimensions of the items before it
     let is_ellipsis = |v: &Value| v.downcast::<tessera_lang::eval::EllipsisObj>().is_some();
     let consumed = basic
@@ -492,9 +572,7 @@ pub(crate) fn getitem(t: &Tensor, index: &Value) -> Result<Value, Diagnostic> {
             .filter(|(_, &b)| b != 0)
             .map(|(i, _)| i as i64)
             .collect();
-        return tessera_runtime::take(&flat, &picks, axis)
-            .map(tensor_value)
-            .map_err(rt);
+        return tessera_runtime::take(&flat, &picks, axis).map_err(rt);
     }
     let picks = idx.to_i64_vec().map_err(rt)?;
     let r = tessera_runtime::take(&y, &picks, axis).map_err(rt)?;
@@ -502,7 +580,7 @@ pub(crate) fn getitem(t: &Tensor, index: &Value) -> Result<Value, Diagnostic> {
     let mut out: Vec<i64> = shape[..axis].iter().map(|&d| d as i64).collect();
     out.extend(idx.shape().iter().map(|&d| d as i64));
     out.extend(shape[axis + 1..].iter().map(|&d| d as i64));
-    r.reshape(&out).map(tensor_value).map_err(rt)
+    r.reshape(&out).map_err(rt)
 }
 
 /// The shape of `t.reshape((2, 3))`, `t.reshape(2, 3)` or `t.reshape(shape=(2, 3))`.
@@ -667,7 +745,7 @@ pub(crate) fn tensor_method_names() -> Vec<&'static str> {
 }
 
 fn tensor_method(it: &mut Interp, call: MethodCall) -> Result<Value, Diagnostic> {
-    let t = call.me::<TensorObj>()?.0.clone();
+    let t = call.me::<TensorObj>()?.get();
     let full = call.with_receiver();
     let MethodCall { name, args, .. } = call;
     match name {

@@ -403,16 +403,37 @@ class Tensor:
                 if isinstance(i, (list, Tensor)) else i
                 for i in idx)
             return Tensor(_c(self._a[conv]), self._d)
-        if len(idx) > self._a.ndim:
-            _err("E0500", f"too many indices for a tensor of {self._a.ndim} dimensions")
-        for k, i in enumerate(idx):
-            if isinstance(i, bool) or not isinstance(i, (int, slice)):
-                _err("E0101", "tensor indices must be ints or slices")
-            if isinstance(i, int):
-                n = self._a.shape[k]
-                if not -n <= i < n:
-                    _err("E0500", f"index {i} is out of range for dimension {k} of size {n}")
-        return Tensor(_c(self._a[idx]), self._d)
+        for i in idx:
+            if isinstance(i, bool) or not (isinstance(i, (int, slice)) or i is None or i is Ellipsis):
+                _err("E0101", "tensor indices must be ints, slices, None or ...")
+        try:
+            return Tensor(_c(self._a[idx]), self._d)
+        except IndexError as e:
+            _err("E0500", str(e))
+
+    def __setitem__(self, idx, value):
+        # NumPy assignment on the storage array; the value converted to this dtype first
+        # (numbers and lists straight from float64/int, tensors by the cast rules).
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        if builtins.sum(isinstance(i, (list, Tensor)) for i in idx) > 1:
+            _err("E0101", "only one list, integer tensor or mask per index is supported")
+        conv = tuple(
+            (i._a if isinstance(i, Tensor) else np.asarray(i, dtype=np.int64 if not i else None))
+            if isinstance(i, (list, Tensor)) else i
+            for i in idx)
+        if isinstance(value, Tensor):
+            v = _cast_array(value._a, value._d, self._d)
+        elif isinstance(value, (int, float, bool, list, tuple)):
+            v = tensor(value, self._d)._a
+        else:
+            _err("E0101", f"cannot assign a {type(value).__name__} to elements of a tensor")
+        try:
+            self._a[conv] = v
+        except ValueError as e:
+            _err("E0200", str(e))
+        except IndexError as e:
+            _err("E0500", str(e))
 
     # ---- operators
     def __add__(self, o): return _binary("add", self, o)

@@ -85,6 +85,10 @@ pub trait HostObject: Any {
     fn getitem(&self, _index: &Value) -> HostResult {
         None
     }
+    /// `x[index] = value`; `None`: the object does not support item assignment (E0101).
+    fn setitem(&self, _index: &Value, _value: Value) -> Option<Result<(), Diagnostic>> {
+        None
+    }
     /// `for item in x`.
     fn iter(&self) -> Option<Result<Vec<Value>, Diagnostic>> {
         None

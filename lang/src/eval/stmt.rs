@@ -269,15 +269,11 @@ impl Interp {
                     }
                 }
             }
-            _ => Err(Diagnostic::new(
-                Code::E0101,
-                format!(
-                    "'{}' object does not support item assignment",
-                    container.type_name()
-                ),
-            )
-            .at(span)
-            .into()),
+            Value::Host(h) => match h.setitem(idx, v) {
+                Some(r) => r.map_err(|d| d.or_at(span).into()),
+                None => Err(not_assignable(container, span)),
+            },
+            _ => Err(not_assignable(container, span)),
         }
     }
 
@@ -380,4 +376,16 @@ pub(super) fn target_names(t: &Expr, out: &mut Vec<Rc<str>>) {
         }
         _ => {}
     }
+}
+
+fn not_assignable(container: &Value, span: Span) -> Flow {
+    Diagnostic::new(
+        Code::E0101,
+        format!(
+            "'{}' object does not support item assignment",
+            container.type_name()
+        ),
+    )
+    .at(span)
+    .into()
 }

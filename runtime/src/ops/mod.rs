@@ -1,6 +1,7 @@
 //! CPU reference ops. Each op infers its result shape and dtype first, so abstract tensors get
 //! their result without computing; values are computed only for concrete tensors.
 
+mod assign;
 pub mod compare;
 pub mod elementwise;
 pub mod fastmath;

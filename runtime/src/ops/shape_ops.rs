@@ -44,13 +44,13 @@ pub enum IndexItem {
 }
 
 /// A strided view: element (i0, i1, ...) is at `offset + Σ ik·strides[k]`.
-struct View {
-    offset: isize,
-    shape: Vec<usize>,
-    strides: Vec<isize>,
+pub(crate) struct View {
+    pub offset: isize,
+    pub shape: Vec<usize>,
+    pub strides: Vec<isize>,
 }
 
-fn materialise(x: &Tensor, v: &View, op: &str) -> Result<Tensor> {
+pub(crate) fn materialise(x: &Tensor, v: &View, op: &str) -> Result<Tensor> {
     let dtype = x.dtype();
     if x.is_abstract() {
         return Tensor::abstract_tensor(&v.shape, dtype);
@@ -143,84 +143,89 @@ impl Tensor {
     /// Indexing and slicing `x[items]` (Python/NumPy basic indexing). An int out of range is
     /// E0500 naming the index and the size.
     pub fn index(&self, items: &[IndexItem]) -> Result<Tensor> {
-        let shape = self.shape();
-        let consumed = items
-            .iter()
-            .filter(|it| matches!(it, IndexItem::Int(_) | IndexItem::Slice { .. }))
-            .count();
-        let ellipses = items
-            .iter()
-            .filter(|it| matches!(it, IndexItem::Ellipsis))
-            .count();
-        if ellipses > 1 {
-            return Err(RuntimeError::runtime(
-                "an index can only have a single ellipsis ('...')",
-            ));
-        }
-        if consumed > shape.len() {
-            return Err(RuntimeError::runtime(format!(
-                "too many indices for a tensor of shape {}: {consumed} were given",
-                fmt_shape(shape)
-            )));
-        }
-        let cs = contiguous_strides(shape);
-        let mut view = View {
-            offset: 0,
-            shape: Vec::new(),
-            strides: Vec::new(),
-        };
-        let mut dim = 0usize;
-        let push_full = |view: &mut View, dim: &mut usize| {
-            view.shape.push(shape[*dim]);
-            view.strides.push(cs[*dim] as isize);
-            *dim += 1;
-        };
-        for it in items {
-            match *it {
-                IndexItem::Int(i) => {
-                    let len = shape[dim];
-                    let j = if i < 0 { i + len as i64 } else { i };
-                    if j < 0 || j >= len as i64 {
-                        return Err(RuntimeError::runtime(format!(
-                            "index {i} is out of range for axis {dim} with size {len}"
-                        )));
-                    }
-                    view.offset += j as isize * cs[dim] as isize;
-                    dim += 1;
+        let view = index_view(self.shape(), items)?;
+        materialise(self, &view, "index")
+    }
+}
+
+/// The strided view `x[items]` selects from a tensor of `shape`.
+pub(crate) fn index_view(shape: &[usize], items: &[IndexItem]) -> Result<View> {
+    let consumed = items
+        .iter()
+        .filter(|it| matches!(it, IndexItem::Int(_) | IndexItem::Slice { .. }))
+        .count();
+    let ellipses = items
+        .iter()
+        .filter(|it| matches!(it, IndexItem::Ellipsis))
+        .count();
+    if ellipses > 1 {
+        return Err(RuntimeError::runtime(
+            "an index can only have a single ellipsis ('...')",
+        ));
+    }
+    if consumed > shape.len() {
+        return Err(RuntimeError::runtime(format!(
+            "too many indices for a tensor of shape {}: {consumed} were given",
+            fmt_shape(shape)
+        )));
+    }
+    let cs = contiguous_strides(shape);
+    let mut view = View {
+        offset: 0,
+        shape: Vec::new(),
+        strides: Vec::new(),
+    };
+    let mut dim = 0usize;
+    let push_full = |view: &mut View, dim: &mut usize| {
+        view.shape.push(shape[*dim]);
+        view.strides.push(cs[*dim] as isize);
+        *dim += 1;
+    };
+    for it in items {
+        match *it {
+            IndexItem::Int(i) => {
+                let len = shape[dim];
+                let j = if i < 0 { i + len as i64 } else { i };
+                if j < 0 || j >= len as i64 {
+                    return Err(RuntimeError::runtime(format!(
+                        "index {i} is out of range for axis {dim} with size {len}"
+                    )));
                 }
-                IndexItem::Slice { start, stop, step } => {
-                    let (s, count, st) = slice_indices(start, stop, step, shape[dim])
-                        .ok_or_else(|| RuntimeError::runtime("slice step cannot be zero"))?;
-                    if count > 0 {
-                        view.offset += s as isize * cs[dim] as isize;
-                    }
-                    view.shape.push(count);
-                    // With at most one element the stride is never used (and may not fit).
-                    let stride = if count > 1 {
-                        st as isize * cs[dim] as isize
-                    } else {
-                        0
-                    };
-                    view.strides.push(stride);
-                    dim += 1;
+                view.offset += j as isize * cs[dim] as isize;
+                dim += 1;
+            }
+            IndexItem::Slice { start, stop, step } => {
+                let (s, count, st) = slice_indices(start, stop, step, shape[dim])
+                    .ok_or_else(|| RuntimeError::runtime("slice step cannot be zero"))?;
+                if count > 0 {
+                    view.offset += s as isize * cs[dim] as isize;
                 }
-                IndexItem::NewAxis => {
-                    view.shape.push(1);
-                    view.strides.push(0);
-                }
-                IndexItem::Ellipsis => {
-                    let fill = shape.len() - consumed;
-                    for _ in 0..fill {
-                        push_full(&mut view, &mut dim);
-                    }
+                view.shape.push(count);
+                // With at most one element the stride is never used (and may not fit).
+                let stride = if count > 1 {
+                    st as isize * cs[dim] as isize
+                } else {
+                    0
+                };
+                view.strides.push(stride);
+                dim += 1;
+            }
+            IndexItem::NewAxis => {
+                view.shape.push(1);
+                view.strides.push(0);
+            }
+            IndexItem::Ellipsis => {
+                let fill = shape.len() - consumed;
+                for _ in 0..fill {
+                    push_full(&mut view, &mut dim);
                 }
             }
         }
-        while dim < shape.len() {
-            push_full(&mut view, &mut dim);
-        }
-        materialise(self, &view, "index")
     }
+    while dim < shape.len() {
+        push_full(&mut view, &mut dim);
+    }
+    Ok(view)
 }
 
 /// Concatenates tensors along `axis` (negative counts from the end). Dtypes promote; every

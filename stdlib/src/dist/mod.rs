@@ -443,7 +443,7 @@ impl HostObject for ShardedObj {
     }
     fn truthy(&self) -> Result<bool, Diagnostic> {
         let t = gather_full(self, Span::default())?;
-        TensorObj(t).truthy()
+        TensorObj::new(t).truthy()
     }
     fn len(&self) -> Option<Result<usize, Diagnostic>> {
         Some(match self.s.shape.first() {
@@ -451,12 +451,20 @@ impl HostObject for ShardedObj {
             None => Err(Diagnostic::new(Code::E0101, "len() of a 0-d tensor")),
         })
     }
+    fn setitem(&self, _index: &Value, _value: Value) -> Option<Result<(), Diagnostic>> {
+        Some(Err(Diagnostic::new(
+            Code::E0201,
+            "item assignment on a sharded tensor is not supported",
+        )
+        .with_label("not supported on a sharded tensor")
+        .with_help("gather it first (`dist.gather(x)` gives a host tensor), or build the result with `op.where`")))
+    }
     fn getitem(&self, index: &Value) -> HostResult {
         let t = match gather_full(self, Span::default()) {
             Ok(t) => t,
             Err(e) => return Some(Err(e)),
         };
-        TensorObj(t).getitem(index)
+        TensorObj::new(t).getitem(index)
     }
 }
 

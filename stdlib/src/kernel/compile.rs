@@ -18,7 +18,7 @@ pub fn compile(
     let mut targs = CallArgs::new(args.span);
     for (i, (v, s)) in args.positional.iter().enumerate() {
         if let Some(t) = as_tensor(v) {
-            let p = ctx.param(t, param_span(f, Some(i), None, *s))?;
+            let p = ctx.param(&t, param_span(f, Some(i), None, *s))?;
             targs.positional.push((p, *s));
         } else {
             targs.positional.push((v.clone(), *s));
@@ -26,14 +26,17 @@ pub fn compile(
     }
     for (k, v, s) in &args.keywords {
         if let Some(t) = as_tensor(v) {
-            let p = ctx.param(t, param_span(f, None, Some(k), *s))?;
+            let p = ctx.param(&t, param_span(f, None, Some(k), *s))?;
             targs.keywords.push((k.clone(), p, *s));
         } else {
             targs.keywords.push((k.clone(), v.clone(), *s));
         }
     }
     session.traces.borrow_mut().push(ctx.clone());
-    let result = it.call(f, targs);
+    let result = {
+        let _tracing = crate::trace::TracingGuard::enter();
+        it.call(f, targs)
+    };
     session.traces.borrow_mut().pop();
     ctx.active.set(false);
     let ret = result?;

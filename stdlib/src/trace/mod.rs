@@ -35,6 +35,33 @@ fn ctype(t: &Tensor) -> gir::TensorType {
     gir::TensorType::new(t.shape().to_vec(), t.dtype())
 }
 
+thread_local! {
+    /// How many kernel traces are in progress on this thread.
+    static TRACING: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Whether a kernel body is being traced (host tensors must not be written then: the trace
+/// runs once and its result is cached).
+pub fn tracing() -> bool {
+    TRACING.with(|d| d.get() > 0)
+}
+
+/// Marks a trace in progress until dropped.
+pub(crate) struct TracingGuard;
+
+impl TracingGuard {
+    pub(crate) fn enter() -> TracingGuard {
+        TRACING.with(|d| d.set(d.get() + 1));
+        TracingGuard
+    }
+}
+
+impl Drop for TracingGuard {
+    fn drop(&mut self) {
+        TRACING.with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
+
 // ----- the trace context and symbolic tensors -----------------------------------------------
 
 /// One trace in progress: the graph being recorded and what the body captured.
@@ -369,6 +396,16 @@ impl HostObject for SymTensor {
             Some(n) => Ok(*n),
             None => Err(Diagnostic::new(Code::E0101, "len() of a 0-d tensor")),
         })
+    }
+    fn setitem(&self, _index: &Value, _value: Value) -> Option<Result<(), Diagnostic>> {
+        Some(Err(Diagnostic::new(
+            Code::E0201,
+            "item assignment on a traced tensor is not supported inside a kernel",
+        )
+        .with_label("not supported inside a kernel")
+        .with_help(
+            "tensors inside a kernel are values: build the result with `op.where(mask, value, x)`",
+        )))
     }
     fn getitem(&self, index: &Value) -> HostResult {
         self.getitem_at(index, self.ctx.op_span)
