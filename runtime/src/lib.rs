@@ -78,6 +78,7 @@ pub mod npy;
 pub mod ops;
 pub mod print;
 pub mod rng;
+pub mod safetensors_file;
 pub mod shape;
 mod storage;
 pub mod tensor;

@@ -81,8 +81,7 @@ fn field<'a>(header: &'a str, key: &str) -> Option<&'a str> {
 
 /// Reads the tensor in the `.npy` file at `path`.
 pub fn load(path: &Path) -> Result<Tensor> {
-    let raw = std::fs::read(path)
-        .map_err(|e| RuntimeError::runtime(format!("cannot read {}: {e}", path.display())))?;
+    let raw = memory::read_file(path)?;
     if !raw.starts_with(MAGIC) || raw.len() < 10 {
         return Err(bad(path, "no NumPy magic string"));
     }

@@ -312,7 +312,7 @@ pub fn operand(v: &Value, span: Span) -> Result<Opnd, Diagnostic> {
 /// A tensor argument: a tensor, or a number / nested list made into one (like `np.asarray`).
 pub fn tensor_arg(v: &Value, span: Span) -> Result<Tensor, Diagnostic> {
     if let Some(t) = as_tensor(v) {
-        return Ok(t.clone());
+        return Ok(t);
     }
     match v {
         Value::Int(_) | Value::Float(_) | Value::Bool(_) | Value::List(_) | Value::Tuple(_) => {
@@ -333,7 +333,7 @@ fn tensor_binary(t: &Tensor, op: BinaryOp, other: &Value, reflected: bool) -> Ho
         Value::Int(i) => Opnd::S(Scalar::Int(*i)),
         Value::Float(f) => Opnd::S(Scalar::Float(*f)),
         Value::Bool(b) => Opnd::S(Scalar::Bool(*b)),
-        _ => Opnd::T(as_tensor(other)?.clone()),
+        _ => Opnd::T(as_tensor(other)?),
     };
     let r = if reflected {
         binary(op, o.as_operand(), t)
@@ -381,7 +381,7 @@ impl HostObject for TensorObj {
             None => {
                 let o = match other {
                     Value::List(_) | Value::Tuple(_) => tensor_arg(other, Span::default()).ok()?,
-                    _ => as_tensor(other)?.clone(),
+                    _ => as_tensor(other)?,
                 };
                 let r = if reflected {
                     tessera_runtime::matmul(&o, &self.get(), None)

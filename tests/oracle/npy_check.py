@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""NumPy reads what `op.save` writes: for every dtype NumPy has, a tensor saved by
-`target/debug/tessera` loads with `numpy.load` with the same dtype, shape and values (the
-values as `tolist()` prints them). Exit status 1 on any difference."""
+"""NumPy and the `safetensors` package read what `op.save` writes: for every dtype NumPy has,
+a tensor saved by `target/debug/tessera` as `.npy` loads with `numpy.load` with the same
+dtype, shape and values (the values as `tolist()` prints them); for every Tessera dtype, a
+`.safetensors` file loads with the `safetensors` package (bf16 and fp8 through ml_dtypes) with
+the same names, dtypes, shapes and values. Exit status 1 on any difference."""
 
 import json
 import os
@@ -9,7 +11,9 @@ import subprocess
 import sys
 import tempfile
 
+import ml_dtypes
 import numpy as np
+import safetensors
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXE = os.path.join(ROOT, "target", "debug", "tessera")
@@ -37,7 +41,49 @@ def main():
                 print(f"npy {name}: numpy read {a.dtype} {a.shape} {a.tolist()}, want {want}")
                 failures += 1
         print(f"npy: {len(DTYPES) - failures} dtypes read by numpy, {failures} failed")
-        return 1 if failures else 0
+        return 1 if failures or check_safetensors(d) else 0
+
+
+# Tessera dtype -> (safetensors dtype, numpy dtype to read the bytes as)
+ST_DTYPES = {"fp64": ("F64", np.float64), "fp32": ("F32", np.float32), "tf32": ("F32", np.float32),
+             "fp16": ("F16", np.float16), "bf16": ("BF16", ml_dtypes.bfloat16),
+             "fp8_e4m3": ("F8_E4M3", ml_dtypes.float8_e4m3fn),
+             "fp8_e5m2": ("F8_E5M2", ml_dtypes.float8_e5m2), "int64": ("I64", np.int64),
+             "int32": ("I32", np.int32), "int8": ("I8", np.int8), "bool": ("BOOL", np.bool_)}
+
+
+def check_safetensors(d):
+    path = os.path.join(d, "all.safetensors")
+    lines = [f"items = []"]
+    for name in ST_DTYPES:
+        lines.append(f"x = (op.clip(op.randn((2, 3), seed=5), -3, 3) * 40).to({name!r})")
+        lines.append(f"items.append(({name!r}, x))")
+        lines.append(f"print({name!r}, x.tolist())")
+    lines.append(f"op.save({path!r}, items)")
+    script = os.path.join(d, "save_st.tsr")
+    with open(script, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    out = subprocess.run([EXE, "run", script], capture_output=True, text=True, check=True)
+    with open(path, "rb") as f:
+        entries = dict(safetensors.deserialize(f.read()))
+    failures = 0
+    if sorted(entries) != sorted(ST_DTYPES):
+        print(f"safetensors: names {sorted(entries)}, want {sorted(ST_DTYPES)}")
+        failures += 1
+    for line in out.stdout.splitlines():
+        name, values = line.split(" ", 1)
+        want = json.loads(values.replace("True", "true").replace("False", "false"))
+        e = entries.get(name)
+        st, npd = ST_DTYPES[name]
+        if e is None:
+            continue
+        a = np.frombuffer(bytes(e["data"]), dtype=npd).reshape(e["shape"])
+        got = a.astype(np.float64).tolist() if npd not in (np.bool_, np.int8, np.int32, np.int64) else a.tolist()
+        if e["dtype"] != st or list(e["shape"]) != [2, 3] or got != want:
+            print(f"safetensors {name}: read {e['dtype']} {e['shape']} {got}, want {st} [2, 3] {want}")
+            failures += 1
+    print(f"safetensors: {len(ST_DTYPES) - failures} dtypes read by the safetensors package, {failures} failed")
+    return failures
 
 
 if __name__ == "__main__":

@@ -264,7 +264,7 @@ impl KernelObj {
             .map(|(v, _)| v)
             .chain(args.keywords.iter().map(|(_, v, _)| v))
             .filter(|v| is_tensor_like(v))
-            .filter_map(|v| as_tensor(v))
+            .filter_map(as_tensor)
             .collect();
         let kind = self.session.device.get();
         let on_emu = kind == DeviceKind::Emu;

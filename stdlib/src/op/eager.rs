@@ -300,9 +300,15 @@ pub(super) fn max_abs_diff(_: &mut Interp, c: &Call) -> R {
         .map_err(rt)
 }
 
-/// The path argument of `save`/`load`: a string naming a `.npy` file (`.safetensors` is
-/// not read or written yet: E0101 saying so).
-fn npy_path(a: &[Option<Arg>], i: usize) -> Result<std::path::PathBuf, Diagnostic> {
+/// A file format `save`/`load` know, chosen by the path's extension.
+#[derive(Clone, Copy, PartialEq)]
+enum FileFormat {
+    Npy,
+    Safetensors,
+}
+
+/// The path argument of `save`/`load`: a string ending in `.npy` or `.safetensors`.
+fn file_path(a: &[Option<Arg>], i: usize) -> Result<(std::path::PathBuf, FileFormat), Diagnostic> {
     let p = req(a, i)?;
     let Value::Str(s) = &p.value else {
         return Err(Diagnostic::new(
@@ -311,31 +317,120 @@ fn npy_path(a: &[Option<Arg>], i: usize) -> Result<std::path::PathBuf, Diagnosti
         )
         .at(p.span));
     };
-    if !s.ends_with(".npy") {
+    let format = if s.ends_with(".npy") {
+        FileFormat::Npy
+    } else if s.ends_with(".safetensors") {
+        FileFormat::Safetensors
+    } else {
         return Err(Diagnostic::new(
             Code::E0101,
-            format!("cannot tell the format of {s:?}: Tessera reads and writes .npy files"),
+            format!("cannot tell the format of {s:?}: Tessera reads and writes .npy and .safetensors files"),
         )
         .at(p.span)
-        .with_help(".safetensors files are not supported yet"));
-    }
-    Ok(std::path::PathBuf::from(&**s))
+        .with_help("name the file `….npy` (one tensor) or `….safetensors` (named tensors)"));
+    };
+    Ok((std::path::PathBuf::from(&**s), format))
 }
 
-/// `save(path, x)`: one tensor to a `.npy` file.
+/// The named tensors of `save(path.safetensors, items)`: a list (or tuple) of
+/// `(name, tensor)` pairs, or a dict from names to tensors.
+fn named_tensors(arg: &Arg) -> Result<Vec<(String, rtm::Tensor)>, Diagnostic> {
+    let wrong = |what: String| {
+        Diagnostic::new(Code::E0101, what)
+            .at(arg.span)
+            .with_help("a .safetensors file holds named tensors: `op.save(path, [(\"w\", w), (\"b\", b)])` or a dict `{\"w\": w}`")
+    };
+    let pairs: Vec<(Value, Value)> = match &arg.value {
+        Value::Dict(d) => d.borrow().entries().to_vec(),
+        Value::List(_) | Value::Tuple(_) => {
+            let items: Vec<Value> = match &arg.value {
+                Value::List(l) => l.borrow().clone(),
+                Value::Tuple(t) => t.as_ref().clone(),
+                _ => Vec::new(),
+            };
+            let mut pairs = Vec::with_capacity(items.len());
+            for item in items {
+                match &item {
+                    Value::Tuple(t) if t.len() == 2 => pairs.push((t[0].clone(), t[1].clone())),
+                    other => {
+                        return Err(wrong(format!(
+                            "expected (name, tensor) pairs, got a {}",
+                            other.type_name()
+                        )))
+                    }
+                }
+            }
+            pairs
+        }
+        other => {
+            return Err(wrong(format!(
+                "expected a list of (name, tensor) pairs or a dict, got {}",
+                other.type_name()
+            )))
+        }
+    };
+    let mut out = Vec::with_capacity(pairs.len());
+    for (k, v) in pairs {
+        let Value::Str(name) = &k else {
+            return Err(wrong(format!(
+                "a tensor's name must be a string, got {}",
+                k.type_name()
+            )));
+        };
+        let Some(t) = crate::tensor::as_tensor(&v) else {
+            return Err(wrong(format!(
+                "{name:?} names a {}, not a tensor",
+                v.type_name()
+            )));
+        };
+        out.push((name.to_string(), t));
+    }
+    Ok(out)
+}
+
+/// `save(path, x)`: one tensor to a `.npy` file, or named tensors to a `.safetensors` file.
 pub(super) fn save(_: &mut Interp, c: &Call) -> R {
-    let path = npy_path(&c.a, 0)?;
-    let t = tens(&c.a, 1)?;
-    rtm::npy::save(&path, &t).map_err(|e| rt(e).at(c.span))?;
+    let (path, format) = file_path(&c.a, 0)?;
+    match format {
+        FileFormat::Npy => {
+            let t = tens(&c.a, 1)?;
+            rtm::npy::save(&path, &t).map_err(|e| rt(e).at(c.span))?;
+        }
+        FileFormat::Safetensors => {
+            let arg = req(&c.a, 1)?;
+            if crate::tensor::as_tensor(&arg.value).is_some() {
+                return Err(Diagnostic::new(
+                    Code::E0101,
+                    "a .safetensors file holds named tensors, not one tensor",
+                )
+                .at(arg.span)
+                .with_help("name it: `op.save(path, [(\"x\", x)])`, or save one tensor as .npy"));
+            }
+            let named = named_tensors(arg)?;
+            rtm::safetensors_file::save(&path, &named).map_err(|e| rt(e).at(c.span))?;
+        }
+    }
     Ok(Value::None)
 }
 
-/// `load(path)`: the tensor in a `.npy` file.
+/// `load(path)`: the tensor in a `.npy` file, or the `(name, tensor)` pairs of a
+/// `.safetensors` file, sorted by name.
 pub(super) fn load(_: &mut Interp, c: &Call) -> R {
-    let path = npy_path(&c.a, 0)?;
-    rtm::npy::load(&path)
-        .map(tensor_value)
-        .map_err(|e| rt(e).at(c.span))
+    let (path, format) = file_path(&c.a, 0)?;
+    match format {
+        FileFormat::Npy => rtm::npy::load(&path)
+            .map(tensor_value)
+            .map_err(|e| rt(e).at(c.span)),
+        FileFormat::Safetensors => {
+            let named = rtm::safetensors_file::load(&path).map_err(|e| rt(e).at(c.span))?;
+            Ok(Value::list(
+                named
+                    .into_iter()
+                    .map(|(n, t)| Value::tuple(vec![Value::str(&n), tensor_value(t)]))
+                    .collect(),
+            ))
+        }
+    }
 }
 
 /// `clip(x, min=None, max=None)`: `minimum(maximum(x, min), max)` (NumPy's: `max` wins when
