@@ -405,3 +405,65 @@ pub(crate) fn pow_f32(b: &mut KernelBuilder, x: Reg, y: Reg) -> Reg {
     let one = b.bin(BinOp::Or, Ty::Pred, y0, x1);
     b.selp(Ty::F32, fimm(1.0), r, one)
 }
+
+/// π/2 as the sum of three f64 (the second and third are the next 53 bits and the rest),
+/// for the reduction `x − k·π/2` by FMAs.
+const PIO2: [f64; 3] = [
+    1.570_796_326_794_896_6,
+    6.123_233_995_736_766e-17,
+    -1.497_384_904_859_169_8e-33,
+];
+
+/// `sin x` or (`cos`) `cos x`, computed in f64 (an f32 argument is widened and the result
+/// rounded once): `x = k·π/2 + r` with `k = rint(x·2/π)` and `r` reduced by three FMAs
+/// against [`PIO2`] (|r| ≤ π/4 + ε, absolute error near 2^-53 while |k| < 2^52); then the
+/// Taylor series of `sin r` (to r^17) and `cos r` (to r^18), below 2^-54 relative on that
+/// range, chosen and signed by `k mod 4` (`cos x = sin(x + π/2)`: quadrant `k + 1`).
+/// NaN and ±inf give NaN; −0 keeps its sign in `sin`. Beyond |x| ≈ 2^52·π/2 the reduction
+/// loses `k`'s low bits and the result is not the cpu's (libm reduces exactly at any size).
+pub(crate) fn sin_cos(b: &mut KernelBuilder, ty: Ty, x: Reg, cos: bool) -> Reg {
+    let d = Operand::f64;
+    let xd = if ty == Ty::F64 {
+        x
+    } else {
+        b.cvt(Ty::F64, ty, None, x)
+    };
+    let t = b.mul(Ty::F64, xd, d(std::f64::consts::FRAC_2_PI));
+    let k = b.cvt(Ty::F64, Ty::F64, Some(Rnd::Rni), t);
+    let nk = b.unary(UnOp::Neg, Ty::F64, k);
+    let mut r = xd;
+    for p in PIO2 {
+        r = b.fma(Ty::F64, nk, d(p), r);
+    }
+    // k = 0 needs no reduction (and −0 − 0·π/2 would be +0)
+    let k0 = b.setp(Cmp::Eq, Ty::F64, k, d(0.0));
+    let r = b.selp(Ty::F64, xd, r, k0);
+    let z = b.mul(Ty::F64, r, r);
+    let fact = |n: u32| (1..=n).map(f64::from).product::<f64>();
+    let sign = |n: u32| if n % 2 == 0 { 1.0 } else { -1.0 };
+    // sin r = r·Σ (−z)^n / (2n+1)!,  cos r = Σ (−z)^n / (2n)!
+    let mut ps = b.mov(Ty::F64, d(sign(8) / fact(17)));
+    for n in (0..8).rev() {
+        ps = b.fma(Ty::F64, ps, z, d(sign(n) / fact(2 * n + 1)));
+    }
+    let s = b.mul(Ty::F64, ps, r);
+    let mut c = b.mov(Ty::F64, d(sign(9) / fact(18)));
+    for n in (0..9).rev() {
+        c = b.fma(Ty::F64, c, z, d(sign(n) / fact(2 * n)));
+    }
+    // the quadrant: odd → the other series; 2 or 3 → negated
+    let ki = b.cvt(Ty::S64, Ty::F64, Some(Rnd::Rzi), k);
+    let q = if cos { b.add(Ty::S64, ki, imm(1)) } else { ki };
+    let q = b.bin(BinOp::And, Ty::B64, q, imm(3));
+    let odd_bit = b.bin(BinOp::And, Ty::B64, q, imm(1));
+    let odd = b.setp(Cmp::Ne, Ty::S64, odd_bit, imm(0));
+    let v = b.selp(Ty::F64, c, s, odd);
+    let neg = b.setp(Cmp::Ge, Ty::S64, q, imm(2));
+    let nv = b.unary(UnOp::Neg, Ty::F64, v);
+    let res = b.selp(Ty::F64, nv, v, neg);
+    if ty == Ty::F64 {
+        res
+    } else {
+        b.cvt(ty, Ty::F64, Some(Rnd::Rn), res)
+    }
+}

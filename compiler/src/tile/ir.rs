@@ -193,6 +193,8 @@ pub enum MathFn {
     Pow,
     /// The error function (a Maclaurin series below 1, `1 − e^(−x²)·P` above).
     Erf,
+    Sin,
+    Cos,
 }
 
 /// What an op does. Operands and results are listed per variant as `(operands) -> results`;

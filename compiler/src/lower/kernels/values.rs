@@ -273,7 +273,8 @@ pub fn unary_f32(b: &mut Builder, u: UnaryOp, x: Value) -> R<Value> {
         UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Sign => {
             rounding(b, u, Ty::F32, x, fimm(0.0), fimm(1.0))
         }
-        UnaryOp::Sin | UnaryOp::Cos => return no(format!("{} in a kernel", u.name())),
+        UnaryOp::Sin => math(b, MathFn::Sin),
+        UnaryOp::Cos => math(b, MathFn::Cos),
         UnaryOp::Not | UnaryOp::IsNan | UnaryOp::IsFinite => return no(u.name()),
     })
 }
@@ -336,7 +337,8 @@ pub fn unary_f64(b: &mut Builder, u: UnaryOp, x: Value) -> R<Value> {
         UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Sign => {
             rounding(b, u, Ty::F64, x, dimm(0.0), dimm(1.0))
         }
-        UnaryOp::Sin | UnaryOp::Cos => return no(format!("fp64 {} in a kernel", u.name())),
+        UnaryOp::Sin => math(b, MathFn::Sin),
+        UnaryOp::Cos => math(b, MathFn::Cos),
         UnaryOp::Not | UnaryOp::IsNan | UnaryOp::IsFinite => return no(u.name()),
     })
 }

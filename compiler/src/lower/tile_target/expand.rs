@@ -144,6 +144,8 @@ impl Cx<'_> {
             (MathFn::Log, Ty::F64) => math::log_f64(b, x),
             (MathFn::Tanh, Ty::F64) => math::tanh_f64(b, x),
             (MathFn::Erf, _) => math::erf(b, ty, x),
+            (MathFn::Sin, _) => math::sin_cos(b, ty, x, false),
+            (MathFn::Cos, _) => math::sin_cos(b, ty, x, true),
             (MathFn::Gelu, Ty::F64) => {
                 // The cpu's order: (0.5·x)·(1 + erf(x·(1/√2))).
                 let xs = b.mul(Ty::F64, x, TOperand::f64(std::f64::consts::FRAC_1_SQRT_2));

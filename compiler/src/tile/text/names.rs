@@ -279,11 +279,13 @@ pub fn math_name(f: MathFn) -> &'static str {
         MathFn::Gelu => "gelu",
         MathFn::Pow => "pow",
         MathFn::Erf => "erf",
+        MathFn::Sin => "sin",
+        MathFn::Cos => "cos",
     }
 }
 
 /// Every math function.
-pub const MATH_FNS: [MathFn; 8] = [
+pub const MATH_FNS: [MathFn; 10] = [
     MathFn::Exp,
     MathFn::Log,
     MathFn::Tanh,
@@ -292,6 +294,8 @@ pub const MATH_FNS: [MathFn; 8] = [
     MathFn::Gelu,
     MathFn::Pow,
     MathFn::Erf,
+    MathFn::Sin,
+    MathFn::Cos,
 ];
 
 pub fn parse_math(s: &str) -> Option<MathFn> {
