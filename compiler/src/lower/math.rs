@@ -409,7 +409,7 @@ pub(crate) fn pow_f32(b: &mut KernelBuilder, x: Reg, y: Reg) -> Reg {
 /// π/2 as the sum of three f64 (the second and third are the next 53 bits and the rest),
 /// for the reduction `x − k·π/2` by FMAs.
 const PIO2: [f64; 3] = [
-    1.570_796_326_794_896_6,
+    std::f64::consts::FRAC_PI_2,
     6.123_233_995_736_766e-17,
     -1.497_384_904_859_169_8e-33,
 ];
@@ -440,7 +440,7 @@ pub(crate) fn sin_cos(b: &mut KernelBuilder, ty: Ty, x: Reg, cos: bool) -> Reg {
     let r = b.selp(Ty::F64, xd, r, k0);
     let z = b.mul(Ty::F64, r, r);
     let fact = |n: u32| (1..=n).map(f64::from).product::<f64>();
-    let sign = |n: u32| if n % 2 == 0 { 1.0 } else { -1.0 };
+    let sign = |n: u32| if n.is_multiple_of(2) { 1.0 } else { -1.0 };
     // sin r = r·Σ (−z)^n / (2n+1)!,  cos r = Σ (−z)^n / (2n)!
     let mut ps = b.mov(Ty::F64, d(sign(8) / fact(17)));
     for n in (0..8).rev() {
