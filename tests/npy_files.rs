@@ -6,13 +6,7 @@
 
 mod common;
 
-use common::{fresh_dir, tessera};
-
-fn run(dir: &std::path::Path, name: &str, src: &str) -> common::Ran {
-    let path = dir.join(name);
-    std::fs::write(&path, src).unwrap();
-    tessera(&["run".as_ref(), path.as_os_str()], &[])
-}
+use common::{assert_bad_files_fail, fresh_dir, run_script};
 
 #[test]
 fn every_numpy_dtype_round_trips_exactly() {
@@ -21,7 +15,7 @@ fn every_numpy_dtype_round_trips_exactly() {
         "d = {:?}\nfor dt in ['fp16', 'fp32', 'fp64', 'int8', 'int32', 'int64', 'bool']:\n    x = (op.randn((3, 5), seed=4) * 50).to(dt)\n    p = d + '/' + dt + '.npy'\n    op.save(p, x)\n    y = op.load(p)\n    print(dt, y.dtype == x.dtype, y.shape == x.shape, y.tolist() == x.tolist())\nop.save(d + '/scalar.npy', op.tensor(2.5))\nprint(op.load(d + '/scalar.npy'))\n",
         dir.display().to_string()
     );
-    let r = run(&dir, "rt.tsr", &src);
+    let r = run_script(&dir, "rt.tsr", &src);
     assert_eq!(r.code, 0, "{}", r.stderr);
     for dt in ["fp16", "fp32", "fp64", "int8", "int32", "int64", "bool"] {
         assert!(
@@ -46,7 +40,7 @@ fn files_written_by_numpy_load() {
         data.join("numpy_f64_3x4.npy").display().to_string(),
         data.join("numpy_i8_3.npy").display().to_string()
     );
-    let r = run(&dir, "np.tsr", &src);
+    let r = run_script(&dir, "np.tsr", &src);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
         r.stdout,
@@ -73,32 +67,8 @@ fn bad_files_are_e0500_naming_the_file() {
             v
         }),
     ];
-    for (name, bytes) in cases {
-        let file = dir.join(format!("{name}.npy"));
-        std::fs::write(&file, bytes).unwrap();
-        let r = run(
-            &dir,
-            &format!("{name}.tsr"),
-            &format!(
-                "print('start')\nx = op.load({:?})\n",
-                file.display().to_string()
-            ),
-        );
-        assert_eq!(r.code, 1, "{name}: {}", r.stderr);
-        assert_eq!(r.stdout, "start\n", "{name}");
-        assert!(
-            r.stderr.contains("error[E0500]") || r.stderr.contains("error[E0700]"),
-            "{name}: {}",
-            r.stderr
-        );
-        assert!(
-            r.stderr.contains(&format!("{name}.npy")),
-            "{name}: {}",
-            r.stderr
-        );
-        assert!(!r.stderr.contains("panicked"), "{name}: {}", r.stderr);
-    }
-    let r = run(
+    assert_bad_files_fail(&dir, "npy", cases);
+    let r = run_script(
         &dir,
         "bf16.tsr",
         &format!(
@@ -107,6 +77,6 @@ fn bad_files_are_e0500_naming_the_file() {
         ),
     );
     assert!(r.stderr.contains("error[E0201]"), "{}", r.stderr);
-    let r = run(&dir, "ext.tsr", "op.save('x.safetensors', op.ones((2,)))\n");
+    let r = run_script(&dir, "ext.tsr", "op.save('x.safetensors', op.ones((2,)))\n");
     assert!(r.stderr.contains("error[E0101]"), "{}", r.stderr);
 }

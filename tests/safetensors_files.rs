@@ -8,13 +8,7 @@
 
 mod common;
 
-use common::{fresh_dir, tessera};
-
-fn run(dir: &std::path::Path, name: &str, src: &str) -> common::Ran {
-    let path = dir.join(name);
-    std::fs::write(&path, src).unwrap();
-    tessera(&["run".as_ref(), path.as_os_str()], &[])
-}
+use common::{assert_bad_files_fail, fresh_dir, run_script, tessera};
 
 fn data(name: &str) -> String {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -47,7 +41,7 @@ fn every_dtype_round_trips_exactly() {
          for n, x in items:\n    y = got[n]\n    \
          print(n, y.dtype == x.dtype or (n == 'tf32' and y.dtype == op.fp32), y.shape == x.shape, y.tolist() == x.tolist())\n"
     );
-    let r = run(&dir, "rt.tsr", &src);
+    let r = run_script(&dir, "rt.tsr", &src);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let mut names: Vec<&str> = DTYPES.to_vec();
     names.extend(["bool", "scalar", "empty"]);
@@ -68,7 +62,7 @@ fn every_dtype_round_trips_exactly() {
 fn a_dict_of_tensors_saves_too() {
     let dir = fresh_dir("st-dict");
     let p = dir.join("d.safetensors").display().to_string();
-    let r = run(
+    let r = run_script(
         &dir,
         "d.tsr",
         &format!("op.save({p:?}, {{'w': op.eye(2), 'b': op.arange(3)}})\nprint(op.load({p:?}))\n"),
@@ -87,7 +81,7 @@ fn files_written_by_the_safetensors_package_load() {
         "for name, t in op.load({:?}):\n    print(name, t.dtype, t.shape, t.tolist())\n",
         data("hf_mixed.safetensors")
     );
-    let r = run(&dir, "hf.tsr", &src);
+    let r = run_script(&dir, "hf.tsr", &src);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
         r.stdout,
@@ -101,7 +95,7 @@ fn files_written_by_the_safetensors_package_load() {
          h_bool bool (3,) [True, False, True]\n\
          i_f16 fp16 (2, 1) [[65504.0], [-6.103515625e-05]]\n"
     );
-    let r = run(
+    let r = run_script(
         &dir,
         "c64.tsr",
         &format!("op.load({:?})\n", data("hf_complex.safetensors")),
@@ -159,31 +153,7 @@ fn bad_files_are_e0500_naming_the_file() {
         ),
         ("not_json", file_with_header("{this is not json}", &[])),
     ];
-    for (name, bytes) in cases {
-        let file = dir.join(format!("{name}.safetensors"));
-        std::fs::write(&file, bytes).unwrap();
-        let r = run(
-            &dir,
-            &format!("{name}.tsr"),
-            &format!(
-                "print('start')\nx = op.load({:?})\n",
-                file.display().to_string()
-            ),
-        );
-        assert_eq!(r.code, 1, "{name}: {}", r.stderr);
-        assert_eq!(r.stdout, "start\n", "{name}");
-        assert!(
-            r.stderr.contains("error[E0500]") || r.stderr.contains("error[E0700]"),
-            "{name}: {}",
-            r.stderr
-        );
-        assert!(
-            r.stderr.contains(&format!("{name}.safetensors")),
-            "{name}: {}",
-            r.stderr
-        );
-        assert!(!r.stderr.contains("panicked"), "{name}: {}", r.stderr);
-    }
+    assert_bad_files_fail(&dir, "safetensors", cases);
 }
 
 #[test]
@@ -238,7 +208,7 @@ fn wrong_arguments_are_e0101() {
             "op.save('x.bin', [('a', op.ones((2,)))])".to_string(),
         ),
     ] {
-        let r = run(&dir, "a.tsr", &format!("{call}\n"));
+        let r = run_script(&dir, "a.tsr", &format!("{call}\n"));
         assert_eq!(r.code, 1, "{what}: {}", r.stderr);
         assert!(r.stderr.contains("error[E0101]"), "{what}: {}", r.stderr);
     }

@@ -39,3 +39,40 @@ pub fn fresh_dir(tag: &str) -> PathBuf {
     std::fs::create_dir_all(&d).expect("create a temporary directory");
     d
 }
+
+/// Writes `src` to `dir/name` and runs it with `tessera run`.
+pub fn run_script(dir: &std::path::Path, name: &str, src: &str) -> Ran {
+    let path = dir.join(name);
+    std::fs::write(&path, src).expect("write a script");
+    tessera(&["run".as_ref(), path.as_os_str()], &[])
+}
+
+/// Each `(name, bytes)` written to `dir/name.ext` fails `op.load` with E0500 (or E0700)
+/// naming the file, after the script's earlier output, without a panic.
+pub fn assert_bad_files_fail(dir: &std::path::Path, ext: &str, cases: Vec<(&str, Vec<u8>)>) {
+    for (name, bytes) in cases {
+        let file = dir.join(format!("{name}.{ext}"));
+        std::fs::write(&file, bytes).expect("write a bad file");
+        let r = run_script(
+            dir,
+            &format!("{name}.tsr"),
+            &format!(
+                "print('start')\nx = op.load({:?})\n",
+                file.display().to_string()
+            ),
+        );
+        assert_eq!(r.code, 1, "{name}: {}", r.stderr);
+        assert_eq!(r.stdout, "start\n", "{name}");
+        assert!(
+            r.stderr.contains("error[E0500]") || r.stderr.contains("error[E0700]"),
+            "{name}: {}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains(&format!("{name}.{ext}")),
+            "{name}: {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("panicked"), "{name}: {}", r.stderr);
+    }
+}

@@ -21,6 +21,21 @@ DTYPES = {"fp16": np.float16, "fp32": np.float32, "fp64": np.float64, "int8": np
           "int32": np.int32, "int64": np.int64, "bool": np.bool_}
 
 
+def run(d, name, lines):
+    """Runs the script of `lines` with tessera; its stdout."""
+    script = os.path.join(d, name)
+    with open(script, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return subprocess.run([EXE, "run", script], capture_output=True, text=True, check=True).stdout
+
+
+def printed(stdout):
+    """The `name values` lines a script printed, as (name, values read as JSON)."""
+    for line in stdout.splitlines():
+        name, values = line.split(" ", 1)
+        yield name, json.loads(values.replace("True", "true").replace("False", "false"))
+
+
 def main():
     with tempfile.TemporaryDirectory() as d:
         lines = [f"d = {d!r}"]
@@ -28,14 +43,8 @@ def main():
             lines.append(f"x = (op.randn((3, 4), seed=2) * 40).to({name!r})")
             lines.append(f"op.save(d + '/{name}.npy', x)")
             lines.append(f"print({name!r}, x.tolist())")
-        script = os.path.join(d, "save.tsr")
-        with open(script, "w") as f:
-            f.write("\n".join(lines) + "\n")
-        out = subprocess.run([EXE, "run", script], capture_output=True, text=True, check=True)
         failures = 0
-        for line in out.stdout.splitlines():
-            name, values = line.split(" ", 1)
-            want = json.loads(values.replace("True", "true").replace("False", "false"))
+        for name, want in printed(run(d, "save.tsr", lines)):
             a = np.load(os.path.join(d, f"{name}.npy"))
             if a.dtype != DTYPES[name] or a.shape != (3, 4) or a.tolist() != want:
                 print(f"npy {name}: numpy read {a.dtype} {a.shape} {a.tolist()}, want {want}")
@@ -54,25 +63,20 @@ ST_DTYPES = {"fp64": ("F64", np.float64), "fp32": ("F32", np.float32), "tf32": (
 
 def check_safetensors(d):
     path = os.path.join(d, "all.safetensors")
-    lines = [f"items = []"]
+    lines = ["items = []"]
     for name in ST_DTYPES:
         lines.append(f"x = (op.clip(op.randn((2, 3), seed=5), -3, 3) * 40).to({name!r})")
         lines.append(f"items.append(({name!r}, x))")
         lines.append(f"print({name!r}, x.tolist())")
     lines.append(f"op.save({path!r}, items)")
-    script = os.path.join(d, "save_st.tsr")
-    with open(script, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    out = subprocess.run([EXE, "run", script], capture_output=True, text=True, check=True)
+    out = run(d, "save_st.tsr", lines)
     with open(path, "rb") as f:
         entries = dict(safetensors.deserialize(f.read()))
     failures = 0
     if sorted(entries) != sorted(ST_DTYPES):
         print(f"safetensors: names {sorted(entries)}, want {sorted(ST_DTYPES)}")
         failures += 1
-    for line in out.stdout.splitlines():
-        name, values = line.split(" ", 1)
-        want = json.loads(values.replace("True", "true").replace("False", "false"))
+    for name, want in printed(out):
         e = entries.get(name)
         st, npd = ST_DTYPES[name]
         if e is None:
