@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 /// Every `.tsr` file under the given files and directories, sorted.
 /// The scripts of `tests/golden`, `tests/ir` and `examples` under `root` that make a kernel
-/// (`op.kernel` or `op.autotune` in their text).
+/// (`op.kernel`, `op.autotune`, `graph.grad` or `graph.value_and_grad` in their text).
 pub fn kernel_scripts(root: &std::path::Path) -> Vec<PathBuf> {
     discover(&[
         root.join("tests/golden"),
@@ -41,8 +41,12 @@ pub fn kernel_scripts(root: &std::path::Path) -> Vec<PathBuf> {
     ])
     .into_iter()
     .filter(|p| {
-        std::fs::read_to_string(p)
-            .is_ok_and(|t| t.contains("op.kernel") || t.contains("op.autotune"))
+        std::fs::read_to_string(p).is_ok_and(|t| {
+            t.contains("op.kernel")
+                || t.contains("op.autotune")
+                || t.contains("graph.grad")
+                || t.contains("graph.value_and_grad")
+        })
     })
     .collect()
 }

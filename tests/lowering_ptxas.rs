@@ -17,7 +17,11 @@ fn scripts() -> Vec<PathBuf> {
         for e in rd.flatten() {
             let p = e.path();
             if p.extension().is_some_and(|x| x == "tsr")
-                && std::fs::read_to_string(&p).is_ok_and(|t| t.contains("@op.kernel"))
+                && std::fs::read_to_string(&p).is_ok_and(|t| {
+                    t.contains("@op.kernel")
+                        || t.contains("graph.grad")
+                        || t.contains("graph.value_and_grad")
+                })
             {
                 v.push(p);
             }

@@ -7,21 +7,23 @@
 //! Generic in the error type `E` the caller's hooks and observers return (any type a
 //! [`RuntimeError`] converts into).
 
-use crate::{self as rtm, Code, IndexItem, Operand, RuntimeError, Scalar, Tensor};
+use crate::{self as rtm, Code, DType, IndexItem, Operand, RuntimeError, Scalar, Tensor};
 use tessera_compiler::graph::{Epilogue, Graph, Op, SliceItem, ValueId};
 
 /// A computed value: a tensor, or a scalar const (applied as the eager scalar operand).
 #[derive(Clone)]
 enum Val {
     T(Tensor),
-    S(Scalar),
+    /// A `const`: the Python scalar (weakly typed next to a tensor operand, as in eager code)
+    /// and its declared dtype (what it is as a tensor of its own: reshaped, broadcast).
+    S(Scalar, DType),
 }
 
 impl Val {
     fn operand(&self) -> Operand<'_> {
         match self {
             Val::T(t) => Operand::Tensor(t),
-            Val::S(s) => Operand::Scalar(*s),
+            Val::S(s, _) => Operand::Scalar(*s),
         }
     }
 }
@@ -109,7 +111,7 @@ fn get(vals: &[Option<Val>], v: ValueId) -> crate::Result<Val> {
 fn tens(vals: &[Option<Val>], v: ValueId) -> crate::Result<Tensor> {
     match get(vals, v)? {
         Val::T(t) => Ok(t),
-        Val::S(s) => Tensor::scalar(s, s.default_dtype()),
+        Val::S(s, d) => Tensor::scalar(s, d),
     }
 }
 
@@ -134,7 +136,7 @@ fn eval_op(
                 .cloned()
                 .ok_or_else(|| internal("missing captured tensor"))?,
         ),
-        Op::Const { value } => Val::S(*value),
+        Op::Const { value } => Val::S(*value, ty.dtype),
         Op::Unary { op, x } => Val::T(rtm::unary(*op, &tens(vals, *x)?)?),
         Op::Binary { op, a, b } => {
             let (a, b) = (get(vals, *a)?, get(vals, *b)?);
@@ -143,7 +145,13 @@ fn eval_op(
         Op::Where { cond, a, b } => {
             let c = tens(vals, *cond)?;
             let (a, b) = (get(vals, *a)?, get(vals, *b)?);
-            Val::T(rtm::where_(&c, a.operand(), b.operand())?)
+            if let (Val::S(x, _), Val::S(y, _)) = (&a, &b) {
+                // two scalars: no tensor operand gives the dtype; the graph's type does
+                let (x, y) = (Tensor::scalar(*x, ty.dtype)?, Tensor::scalar(*y, ty.dtype)?);
+                Val::T(rtm::where_(&c, Operand::Tensor(&x), Operand::Tensor(&y))?)
+            } else {
+                Val::T(rtm::where_(&c, a.operand(), b.operand())?)
+            }
         }
         Op::Cast { x } => Val::T(tens(vals, *x)?.cast(ty.dtype)?),
         Op::Matmul {
@@ -276,7 +284,10 @@ pub fn eval_at(
     let mut given = operands.iter();
     for x in op.operands() {
         let v = match g.op(x) {
-            Some(Op::Const { value }) => Val::S(*value),
+            Some(Op::Const { value }) => Val::S(
+                *value,
+                g.ty(x).map_or_else(|| value.default_dtype(), |t| t.dtype),
+            ),
             _ => Val::T(
                 given
                     .next()
@@ -290,6 +301,6 @@ pub fn eval_at(
     }
     match eval_op(op, ty, &vals, &[], captures)? {
         Val::T(t) => Ok(t),
-        Val::S(s) => Tensor::scalar(s, s.default_dtype()),
+        Val::S(s, d) => Tensor::scalar(s, d),
     }
 }

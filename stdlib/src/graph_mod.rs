@@ -14,6 +14,10 @@
 //!   it launches is profiled. `repeats` runs of each launch are timed (the median is shown);
 //!   `ptxas=False` uses the Target IR's register estimate even when ptxas is present.
 //!
+//! - `graph.grad(f, argnums=0)`, `graph.value_and_grad(f, argnums=0)` → a kernel computing
+//!   the gradient of `f`'s scalar result (SPEC §8), traced, differentiated on Graph IR
+//!   ([`tessera_compiler::graph::autodiff`]), optimised and lowered like any kernel.
+//!
 //! `f` may be an `@op.kernel` (its compile cache is used, and counted) or a plain function
 //! (traced afresh each time).
 
@@ -83,7 +87,7 @@ fn compiled(
     }
     match f {
         Value::Function(_) => {
-            let c = compile(it, session, f, args)?;
+            let c = compile(it, session, f, args, None)?;
             crate::kernel::emit_dumps(it, session, &c, args.span)?;
             Ok(Rc::new(c))
         }
@@ -248,6 +252,15 @@ pub fn module(session: Rc<Session>) -> Module {
             },
         ),
     );
+    for (name, with_value) in [("grad", false), ("value_and_grad", true)] {
+        let s = session.clone();
+        m.set(
+            name,
+            Value::native(name, &format!("{name}(f, argnums=0)"), move |_, args| {
+                gradient(&s, name, with_value, args)
+            }),
+        );
+    }
     let s = session;
     m.set(
         "cache_stats",
@@ -334,4 +347,84 @@ fn run_for_profile(
 fn describe(it: &Interp, span: tessera_lang::Span) -> String {
     let d = it.sources.describe(span);
     d.rsplit('/').next().unwrap_or(&d).to_string()
+}
+
+/// `graph.grad(f, argnums=0)` / `graph.value_and_grad(f, argnums=0)`: a kernel computing `f`'s
+/// gradient with respect to positional argument `argnums` (an int, or a tuple of ints for a
+/// tuple of gradients); see [`tessera_compiler::graph::autodiff`].
+fn gradient(
+    session: &Rc<Session>,
+    name: &str,
+    with_value: bool,
+    args: CallArgs,
+) -> Result<Value, Diagnostic> {
+    let a = args.bind(name, &["f"], &["argnums"])?;
+    let mut a = a.into_iter();
+    let Some(f) = a.next().flatten() else {
+        return Err(Diagnostic::new(
+            Code::E0101,
+            format!("graph.{name}() missing required argument 'f'"),
+        )
+        .at(args.span));
+    };
+    let func = match f.value.downcast::<KernelObj>() {
+        Some(k) if k.grad.is_none() => k.func.clone(),
+        Some(_) => {
+            return Err(Diagnostic::new(
+                Code::E0201,
+                format!("graph.{name} of a gradient (higher derivatives) is not supported yet"),
+            )
+            .at(f.span))
+        }
+        None => match &f.value {
+            Value::Function(_) => f.value.clone(),
+            other => {
+                return Err(Diagnostic::new(
+                    Code::E0101,
+                    format!(
+                        "graph.{name} differentiates a function or a kernel, not {}",
+                        other.type_name()
+                    ),
+                )
+                .at(f.span))
+            }
+        },
+    };
+    let bad = |span| {
+        Diagnostic::new(
+            Code::E0101,
+            "argnums must be an int or a tuple of ints (positions of tensor arguments)",
+        )
+        .at(span)
+    };
+    let (argnums, tuple) = match a.next().flatten() {
+        None => (vec![0], false),
+        Some(arg) => match &arg.value {
+            Value::Int(i) if *i >= 0 => (vec![*i as usize], false),
+            Value::Tuple(items) => {
+                let mut v = Vec::with_capacity(items.len());
+                for x in items.iter() {
+                    match x {
+                        Value::Int(i) if *i >= 0 => v.push(*i as usize),
+                        _ => return Err(bad(arg.span)),
+                    }
+                }
+                if v.is_empty() {
+                    return Err(bad(arg.span));
+                }
+                (v, true)
+            }
+            _ => return Err(bad(arg.span)),
+        },
+    };
+    let spec = crate::kernel::GradSpec {
+        argnums,
+        tuple,
+        with_value,
+    };
+    Ok(Value::host(KernelObj::gradient(
+        func,
+        session.clone(),
+        spec,
+    )))
 }

@@ -11,6 +11,8 @@
 //! - the body of an [`Op::FusedElementwise`] is a graph of elementwise ops whose params have the
 //!   inputs' types and whose one output has the fused op's type.
 
+pub mod autodiff;
+mod derivs;
 pub mod error;
 pub mod infer;
 pub mod passes;

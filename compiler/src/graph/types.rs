@@ -72,10 +72,14 @@ pub enum UnaryResult {
 
 /// The derivative of a unary op for reverse mode: given the graph, the op's input `x`, its
 /// output `y` and the gradient `dy` of the output, adds the ops that compute the gradient of
-/// the input and returns it. Filled in by the derivatives work (`graph.grad`); an op without
-/// one (`vjp: None`) is not differentiable.
-pub type UnaryVjp =
-    fn(&mut super::Graph, super::ValueId, super::ValueId, super::ValueId) -> super::ValueId;
+/// the input and returns it (`graph.grad`, [`super::autodiff`]; the functions are in
+/// `derivs`); an op without one (`vjp: None`) is not differentiable.
+pub type UnaryVjp = fn(
+    &mut super::Graph,
+    super::ValueId,
+    super::ValueId,
+    super::ValueId,
+) -> Result<super::ValueId, super::infer::TypeError>;
 
 /// One row of the unary op table: how the op is named and bound, its dtype rule, whether a
 /// matmul epilogue may apply it, and its derivative. The eager kernel is the runtime's
@@ -106,7 +110,7 @@ const fn row(op: UnaryOp, name: &'static str, result: UnaryResult, activation: b
         method: true,
         result,
         activation,
-        vjp: None,
+        vjp: super::derivs::unary(op),
     }
 }
 
@@ -211,14 +215,15 @@ pub enum BinaryResult {
 
 /// The derivative of a binary op (reverse mode): given the graph, the operands `a`, `b`, the
 /// result and the cotangent of the result, adds the ops of the operands' cotangents and
-/// returns them. Filled in by the derivatives work; `None`: not differentiable.
+/// returns them, in the result's (broadcast) shape: the pass sums them down to each operand's
+/// shape. `None`: not differentiable.
 pub type BinaryVjp = fn(
     &mut super::Graph,
     super::ValueId,
     super::ValueId,
     super::ValueId,
     super::ValueId,
-) -> (super::ValueId, super::ValueId);
+) -> Result<(super::ValueId, super::ValueId), super::infer::TypeError>;
 
 /// One row of the binary op table: its Graph IR name, how `.tsr` reaches it (`op.<name>(a, b)`
 /// and/or an operator), its dtype rule and its derivative. The eager kernel is the runtime's
@@ -252,7 +257,7 @@ const fn brow(
         function,
         operator,
         result,
-        vjp: None,
+        vjp: super::derivs::binary(op),
     }
 }
 
@@ -373,8 +378,9 @@ pub enum ReduceResult {
 /// The derivative of any other op (matmul, softmax, the norms, attention, shape ops) in
 /// reverse mode: given the graph, the op, its result and the cotangent of the result, adds the
 /// ops of its operands' cotangents and returns one per operand of [`super::Op::operands`]
-/// (`None`: that operand gets none). Filled in by the derivatives work; it sits in the
-/// `op.` table's rows (`tessera_stdlib::op::table`).
+/// (`None`: that operand gets none). The slot sits in the `op.` table's rows
+/// (`tessera_stdlib::op::table`) but is not read yet: the derivatives of these ops are one
+/// match in [`super::autodiff`] (the compiler cannot see the `op.` table).
 pub type OpVjp = fn(
     &mut super::Graph,
     &super::Op,
@@ -383,10 +389,16 @@ pub type OpVjp = fn(
 ) -> Vec<Option<super::ValueId>>;
 
 /// The derivative of a reduction (reverse mode): given the graph, the input, the result and
-/// the cotangent of the result, adds the ops of the input's cotangent and returns it. Filled
-/// in by the derivatives work; `None`: not differentiable yet.
-pub type ReduceVjp =
-    fn(&mut super::Graph, super::ValueId, super::ValueId, super::ValueId) -> super::ValueId;
+/// the cotangent of the result, the axis and keepdim, adds the ops of the input's cotangent
+/// and returns it. `None`: not differentiable.
+pub type ReduceVjp = fn(
+    &mut super::Graph,
+    super::ValueId,
+    super::ValueId,
+    super::ValueId,
+    Option<usize>,
+    bool,
+) -> Result<super::ValueId, super::infer::TypeError>;
 
 /// One row of the reduction table: `op.<name>(x, axis=None, keepdim=False)` and the tensor
 /// method of the same name, its dtype rule and its derivative. The eager kernel is the
@@ -408,7 +420,7 @@ pub const REDUCE_OPS: [ReduceRow; 4] = {
             op,
             name,
             result,
-            vjp: None,
+            vjp: super::derivs::reduce(op),
         }
     }
     [

@@ -8,6 +8,7 @@ pub fn compile(
     session: &Rc<Session>,
     f: &Value,
     args: &CallArgs,
+    grad: Option<&GradSpec>,
 ) -> Result<Compiled, Diagnostic> {
     let name = func_name(f);
     let op_span = match f {
@@ -16,11 +17,15 @@ pub fn compile(
     };
     let ctx = TraceCtx::new(&name, op_span);
     let mut targs = CallArgs::new(args.span);
+    // the graph param of each positional argument that is a tensor
+    let mut param_of: Vec<Option<usize>> = Vec::new();
     for (i, (v, s)) in args.positional.iter().enumerate() {
         if let Some(t) = as_tensor(v) {
+            param_of.push(Some(param_of.iter().flatten().count()));
             let p = ctx.param(&t, param_span(f, Some(i), None, *s))?;
             targs.positional.push((p, *s));
         } else {
+            param_of.push(None);
             targs.positional.push((v.clone(), *s));
         }
     }
@@ -89,6 +94,50 @@ pub fn compile(
     }
     let mut traced = ctx.graph.borrow().clone();
     traced.outputs = outputs;
+    let mut out = out;
+    if let Some(spec) = grad {
+        let mut wrt = Vec::with_capacity(spec.argnums.len());
+        for &k in &spec.argnums {
+            match param_of.get(k) {
+                Some(Some(p)) => wrt.push(*p),
+                Some(None) => {
+                    let (v, s) = &args.positional[k];
+                    return Err(Diagnostic::new(
+                        Code::E0101,
+                        format!(
+                            "argnums names argument {k}, a {}: gradients are taken with respect to tensors",
+                            v.type_name()
+                        ),
+                    )
+                    .at(*s));
+                }
+                None => {
+                    return Err(Diagnostic::new(
+                        Code::E0101,
+                        format!(
+                            "argnums names argument {k}, but the call passes {} positional arguments",
+                            args.positional.len()
+                        ),
+                    )
+                    .at(args.span));
+                }
+            }
+        }
+        traced = tessera_compiler::graph::autodiff::grad(&traced, &wrt, spec.with_value).map_err(
+            |e| {
+                let d = e.to_diagnostic();
+                if d.span.is_none() {
+                    d.at(args.span)
+                } else {
+                    d.with_secondary(args.span, "in this call of the gradient")
+                }
+            },
+        )?;
+        out = OutShape::Grad {
+            value: spec.with_value,
+            tuple: spec.tuple,
+        };
+    }
     let directives = ctx.directives.borrow().clone();
     let mut graph = traced.clone();
     let opts = Options {

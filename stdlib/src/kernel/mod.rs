@@ -44,6 +44,23 @@ enum OutShape {
     One,
     Tuple(usize),
     List(usize),
+    /// `graph.grad` / `graph.value_and_grad`: the value first when `value`, then the
+    /// gradients, as a tuple when `argnums` was a tuple.
+    Grad {
+        value: bool,
+        tuple: bool,
+    },
+}
+
+/// What `graph.grad(f, argnums)` / `graph.value_and_grad` differentiate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GradSpec {
+    /// The positional arguments to differentiate with respect to.
+    pub argnums: Vec<usize>,
+    /// `argnums` was a tuple: the gradients come back as a tuple.
+    pub tuple: bool,
+    /// `value_and_grad`: the function's value comes first.
+    pub with_value: bool,
 }
 
 /// A traced and optimised kernel.
@@ -113,6 +130,8 @@ pub struct KernelObj {
     pub autotune: Cell<bool>,
     session: Rc<Session>,
     cache: RefCell<HashMap<Key, Rc<Compiled>>>,
+    /// `graph.grad(f)`: the kernel computes `f`'s gradient (the traced graph differentiated).
+    pub grad: Option<GradSpec>,
 }
 
 fn func_name(f: &Value) -> String {
@@ -176,7 +195,24 @@ impl KernelObj {
             autotune: Cell::new(false),
             session,
             cache: RefCell::new(HashMap::new()),
+            grad: None,
         }
+    }
+
+    /// `graph.grad(f, …)` of a function (or of a kernel's function).
+    pub fn gradient(func: Value, session: Rc<Session>, spec: GradSpec) -> KernelObj {
+        let mut k = KernelObj::new(func, session);
+        k.name = format!(
+            "{}_{}",
+            if spec.with_value {
+                "value_and_grad"
+            } else {
+                "grad"
+            },
+            k.name
+        );
+        k.grad = Some(spec);
+        k
     }
 
     /// The compiled kernel for these arguments, from the cache or freshly compiled.
@@ -196,7 +232,7 @@ impl KernelObj {
             return Ok(c.clone());
         }
         self.session.misses.set(self.session.misses.get() + 1);
-        let mut c = compile(it, &self.session, &self.func, args)?;
+        let mut c = compile(it, &self.session, &self.func, args, self.grad.as_ref())?;
         if self.autotune.get() || c.directives.autotune.is_some() {
             self.tune(it, args, &mut c)?;
         }
@@ -251,10 +287,26 @@ impl KernelObj {
         let traced_arg = args.positional.iter().any(|(v, _)| as_sym(v).is_some())
             || args.keywords.iter().any(|(_, v, _)| as_sym(v).is_some());
         if traced_arg {
+            if self.grad.is_some() {
+                return Err(Diagnostic::new(
+                    Code::E0201,
+                    "graph.grad called inside a kernel or another graph.grad is not supported yet",
+                )
+                .at(args.span)
+                .with_help("call the gradient function on concrete tensors, outside kernels"));
+            }
             // Inside another kernel's trace: inline the body.
             return it.call(&self.func, args);
         }
         if crate::dist::call_is_sharded(&args) {
+            if self.grad.is_some() {
+                return Err(Diagnostic::new(
+                    Code::E0400,
+                    "graph.grad of a call with sharded arguments is not supported yet",
+                )
+                .at(args.span)
+                .with_help("gather the arguments first (`dist.gather(x)`)"));
+            }
             return self.invoke_on_mesh(it, args);
         }
         let c = self.compiled(it, &args)?;
@@ -308,6 +360,20 @@ impl KernelObj {
             OutShape::One => vals.into_iter().next().unwrap_or(Value::None),
             OutShape::Tuple(_) => Value::tuple(vals),
             OutShape::List(_) => Value::list(vals),
+            OutShape::Grad { value, tuple } => {
+                let mut vals = vals.into_iter();
+                let v = if value { vals.next() } else { None };
+                let grads: Vec<Value> = vals.collect();
+                let g = if tuple {
+                    Value::tuple(grads)
+                } else {
+                    grads.into_iter().next().unwrap_or(Value::None)
+                };
+                match v {
+                    Some(v) => Value::tuple(vec![v, g]),
+                    None => g,
+                }
+            }
         })
     }
 }

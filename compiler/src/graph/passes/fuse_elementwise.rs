@@ -88,9 +88,18 @@ pub fn run(g: &mut Graph, cx: &PassCx) -> Fired {
             for x in op.operands() {
                 if !group.contains(&x) && !map.contains_key(&x) {
                     if let Some(t) = g.ty(x) {
-                        let p = body.add_param(t.clone(), g.span(x));
+                        // A const read by several groups is copied into each body (it is an
+                        // immediate, not a buffer a kernel could take).
+                        let p = match g.op(x) {
+                            Some(Op::Const { value }) => {
+                                body.push(Op::Const { value: *value }, t.clone(), g.span(x))
+                            }
+                            _ => {
+                                inputs.push(x);
+                                body.add_param(t.clone(), g.span(x))
+                            }
+                        };
                         map.insert(x, p);
-                        inputs.push(x);
                     }
                 }
             }

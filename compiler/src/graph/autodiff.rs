@@ -1,0 +1,513 @@
+//! Reverse-mode differentiation of Graph IR (SPEC §8): [`grad`] turns a traced graph with one
+//! scalar output into a graph that computes that output's gradient with respect to some of its
+//! parameters (and, for `value_and_grad`, the output too). The backward graph is ordinary Graph
+//! IR: the pipeline optimises, fuses and lowers it like any traced kernel.
+//!
+//! Each op's derivative is its row's `vjp` in the op tables (unary, binary, reduction); the ops
+//! without a table (matmul, softmax, shape ops, where, cast) have theirs in [`op_vjp`]. The
+//! helpers here ([`emit`], [`sum_to`], …) are what those derivatives build with. Cotangents are
+//! carried in fp32 (fp64 for fp64 values), so bf16/fp16 gradients accumulate in fp32; a
+//! parameter's gradient is cast to the parameter's dtype at the end (as JAX returns it).
+
+use super::infer::{infer, TypeError};
+use super::{BinaryOp, DType, Graph, Op, ReduceOp, Scalar, TensorType, UnaryOp, ValueId};
+use tessera_lang::{Code, Diagnostic, Span};
+
+type R<T> = Result<T, TypeError>;
+
+/// Why a graph cannot be differentiated: a user-facing diagnostic at `span`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GradError {
+    pub code: Code,
+    pub message: String,
+    pub span: Option<Span>,
+    pub label: Option<String>,
+    pub help: Option<String>,
+}
+
+impl GradError {
+    fn new(code: Code, message: impl Into<String>, span: Option<Span>) -> GradError {
+        GradError {
+            code,
+            message: message.into(),
+            span,
+            label: None,
+            help: None,
+        }
+    }
+
+    pub fn to_diagnostic(&self) -> Diagnostic {
+        let mut d = Diagnostic::new(self.code, self.message.clone());
+        if let Some(s) = self.span {
+            d = d.at(s);
+        }
+        if let Some(l) = &self.label {
+            d = d.with_label(l.clone());
+        }
+        if let Some(h) = &self.help {
+            d = d.with_help(h.clone());
+        }
+        d
+    }
+}
+
+impl From<TypeError> for GradError {
+    fn from(e: TypeError) -> GradError {
+        GradError::new(
+            Code::E0500,
+            format!("internal compiler error: a derivative does not type: {e:?}"),
+            None,
+        )
+    }
+}
+
+// ----- building ops --------------------------------------------------------------------------
+
+/// The type of `v`.
+pub(crate) fn ty(g: &Graph, v: ValueId) -> R<TensorType> {
+    g.ty(v).cloned().ok_or(TypeError::Undefined(v))
+}
+
+/// Appends `op` with the type [`infer`] gives it (spans are set by [`grad`] afterwards).
+pub(crate) fn emit(g: &mut Graph, op: Op) -> R<ValueId> {
+    let t = infer(g, &op, &TensorType::new(vec![], DType::F32))?;
+    Ok(g.push(op, t, Span::default()))
+}
+
+/// Appends `op` whose attributes live in its type (`declared`: cast, reshape, broadcast, const).
+pub(crate) fn emit_as(g: &mut Graph, op: Op, declared: TensorType) -> R<ValueId> {
+    let t = infer(g, &op, &declared)?;
+    Ok(g.push(op, t, Span::default()))
+}
+
+/// A 0-d constant of dtype `d`.
+pub(crate) fn konst(g: &mut Graph, v: f64, d: DType) -> R<ValueId> {
+    emit_as(
+        g,
+        Op::Const {
+            value: Scalar::Float(v),
+        },
+        TensorType::new(vec![], d),
+    )
+}
+
+pub(crate) fn un(g: &mut Graph, op: UnaryOp, x: ValueId) -> R<ValueId> {
+    emit(g, Op::Unary { op, x })
+}
+
+pub(crate) fn bin(g: &mut Graph, op: BinaryOp, a: ValueId, b: ValueId) -> R<ValueId> {
+    emit(g, Op::Binary { op, a, b })
+}
+
+/// `a op c` with `c` a constant in `a`'s dtype.
+pub(crate) fn bin_c(g: &mut Graph, op: BinaryOp, a: ValueId, c: f64) -> R<ValueId> {
+    let d = ty(g, a)?.dtype;
+    let k = konst(g, c, d)?;
+    bin(g, op, a, k)
+}
+
+pub(crate) fn select(g: &mut Graph, cond: ValueId, a: ValueId, b: ValueId) -> R<ValueId> {
+    emit(g, Op::Where { cond, a, b })
+}
+
+/// `where(cond, v, 0)`.
+pub(crate) fn keep_where(g: &mut Graph, cond: ValueId, v: ValueId) -> R<ValueId> {
+    let z = konst(g, 0.0, ty(g, v)?.dtype)?;
+    select(g, cond, v, z)
+}
+
+pub(crate) fn cast(g: &mut Graph, x: ValueId, d: DType) -> R<ValueId> {
+    let t = ty(g, x)?;
+    if t.dtype == d {
+        return Ok(x);
+    }
+    emit_as(g, Op::Cast { x }, TensorType::new(t.shape, d))
+}
+
+pub(crate) fn reshape(g: &mut Graph, x: ValueId, shape: &[usize]) -> R<ValueId> {
+    let t = ty(g, x)?;
+    if t.shape == shape {
+        return Ok(x);
+    }
+    emit_as(
+        g,
+        Op::Reshape { x },
+        TensorType::new(shape.to_vec(), t.dtype),
+    )
+}
+
+pub(crate) fn broadcast_to(g: &mut Graph, x: ValueId, shape: &[usize]) -> R<ValueId> {
+    let t = ty(g, x)?;
+    if t.shape == shape {
+        return Ok(x);
+    }
+    // A 0-d value goes through a reshape to ones first: the broadcast kernel reads its input
+    // from a buffer, which a `const` feeding it directly does not have.
+    let x = if t.shape.is_empty() {
+        reshape(g, x, &vec![1; shape.len()])?
+    } else {
+        x
+    };
+    emit_as(
+        g,
+        Op::Broadcast { x },
+        TensorType::new(shape.to_vec(), t.dtype),
+    )
+}
+
+pub(crate) fn sum_axis(g: &mut Graph, x: ValueId, axis: usize, keepdim: bool) -> R<ValueId> {
+    emit(
+        g,
+        Op::Reduce {
+            op: ReduceOp::Sum,
+            x,
+            axis: Some(axis),
+            keepdim,
+        },
+    )
+}
+
+/// `sum(x, axis, keepdim)`.
+pub(crate) fn sum_reduce(
+    g: &mut Graph,
+    x: ValueId,
+    axis: Option<usize>,
+    keepdim: bool,
+) -> R<ValueId> {
+    emit(
+        g,
+        Op::Reduce {
+            op: ReduceOp::Sum,
+            x,
+            axis,
+            keepdim,
+        },
+    )
+}
+
+/// `x` (of a broadcast result's shape) summed down to `shape`: the reverse of broadcasting
+/// (leading dimensions summed away, size-1 dimensions summed with keepdim).
+pub(crate) fn sum_to(g: &mut Graph, x: ValueId, shape: &[usize]) -> R<ValueId> {
+    let mut v = x;
+    let mut cur = ty(g, v)?.shape;
+    while cur.len() > shape.len() {
+        v = sum_axis(g, v, 0, false)?;
+        cur.remove(0);
+    }
+    for i in 0..shape.len() {
+        if shape[i] == 1 && cur.get(i).is_some_and(|&c| c != 1) {
+            v = sum_axis(g, v, i, true)?;
+            cur[i] = 1;
+        }
+    }
+    reshape(g, v, shape)
+}
+
+/// The inverse of permutation `perm`.
+fn inverse(perm: &[usize]) -> Vec<usize> {
+    let mut inv = vec![0; perm.len()];
+    for (i, &p) in perm.iter().enumerate() {
+        if let Some(s) = inv.get_mut(p) {
+            *s = i;
+        }
+    }
+    inv
+}
+
+/// `x` with its last two axes swapped.
+fn swap_last(g: &mut Graph, x: ValueId) -> R<ValueId> {
+    let n = ty(g, x)?.shape.len();
+    let mut perm: Vec<usize> = (0..n).collect();
+    perm.swap(n - 2, n - 1);
+    emit(g, Op::Transpose { x, perm })
+}
+
+fn matmul(g: &mut Graph, a: ValueId, b: ValueId) -> R<ValueId> {
+    emit(
+        g,
+        Op::Matmul {
+            a,
+            b,
+            accum: None,
+            epilogue: vec![],
+        },
+    )
+}
+
+/// The dtype cotangents of a value of dtype `d` are carried in.
+pub(crate) fn cot_dtype(d: DType) -> DType {
+    if d == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    }
+}
+
+// ----- derivatives of the ops without a table ------------------------------------------------
+
+/// The cotangents of `op`'s operands (one per [`Op::operands`], `None`: none) given its result
+/// `y` and the result's cotangent `dy`; `Err(None)` when the op has no derivative yet.
+fn op_vjp(
+    g: &mut Graph,
+    op: &Op,
+    y: ValueId,
+    dy: ValueId,
+) -> Result<Vec<Option<ValueId>>, Option<TypeError>> {
+    let ok = |v: Vec<Option<ValueId>>| Ok(v);
+    match op {
+        Op::Unary { op: u, x } => match u.row().vjp {
+            Some(f) => ok(vec![Some(f(g, *x, y, dy)?)]),
+            None => Err(None),
+        },
+        Op::Binary { op: b, a, b: bb } => match b.row().vjp {
+            Some(f) => {
+                let (da, db) = f(g, *a, *bb, y, dy)?;
+                let sa = ty(g, *a)?.shape;
+                let sb = ty(g, *bb)?.shape;
+                ok(vec![Some(sum_to(g, da, &sa)?), Some(sum_to(g, db, &sb)?)])
+            }
+            None => Err(None),
+        },
+        Op::Reduce {
+            op: r,
+            x,
+            axis,
+            keepdim,
+        } => match r.row().vjp {
+            Some(f) => ok(vec![Some(f(g, *x, y, dy, *axis, *keepdim)?)]),
+            None => Err(None),
+        },
+        Op::Where { cond, a, b } => {
+            let sa = ty(g, *a)?.shape;
+            let sb = ty(g, *b)?.shape;
+            let da = keep_where(g, *cond, dy)?;
+            let z = konst(g, 0.0, ty(g, dy)?.dtype)?;
+            let db = select(g, *cond, z, dy)?;
+            ok(vec![
+                None,
+                Some(sum_to(g, da, &sa)?),
+                Some(sum_to(g, db, &sb)?),
+            ])
+        }
+        Op::Cast { .. } => ok(vec![Some(dy)]),
+        Op::Reshape { x } | Op::Broadcast { x } => {
+            let s = ty(g, *x)?.shape;
+            ok(vec![Some(sum_to(g, dy, &s)?)])
+        }
+        Op::Transpose { perm, .. } => {
+            let t = emit(
+                g,
+                Op::Transpose {
+                    x: dy,
+                    perm: inverse(perm),
+                },
+            )?;
+            ok(vec![Some(t)])
+        }
+        Op::Softmax { axis, .. } => {
+            // dx = y·(dy − Σ dy·y)
+            let p = bin(g, BinaryOp::Mul, dy, y)?;
+            let s = sum_axis(g, p, *axis, true)?;
+            let d = bin(g, BinaryOp::Sub, dy, s)?;
+            ok(vec![Some(bin(g, BinaryOp::Mul, d, y)?)])
+        }
+        Op::Matmul { a, b, epilogue, .. } if epilogue.is_empty() => {
+            let (ta, tb) = (ty(g, *a)?, ty(g, *b)?);
+            // 1-d operands as matrices: a [k] is [1,k], b [k] is [k,1]
+            let a2 = if ta.shape.len() == 1 {
+                reshape(g, *a, &[1, ta.shape[0]])?
+            } else {
+                *a
+            };
+            let b2 = if tb.shape.len() == 1 {
+                reshape(g, *b, &[tb.shape[0], 1])?
+            } else {
+                *b
+            };
+            let mut ys = ty(g, y)?.shape;
+            if ta.shape.len() == 1 {
+                ys.insert(ys.len() - usize::from(tb.shape.len() != 1), 1);
+            }
+            if tb.shape.len() == 1 {
+                ys.push(1);
+            }
+            let dy2 = reshape(g, dy, &ys)?;
+            let bt = swap_last(g, b2)?;
+            let da = matmul(g, dy2, bt)?;
+            let at = swap_last(g, a2)?;
+            let db = matmul(g, at, dy2)?;
+            // summed over broadcast batch dimensions to the matrix shapes, then 1-d again
+            let (sa, sb) = (ty(g, a2)?.shape, ty(g, b2)?.shape);
+            let da = sum_to(g, da, &sa)?;
+            let db = sum_to(g, db, &sb)?;
+            ok(vec![
+                Some(reshape(g, da, &ta.shape)?),
+                Some(reshape(g, db, &tb.shape)?),
+            ])
+        }
+        _ => Err(None),
+    }
+}
+
+// ----- the pass ------------------------------------------------------------------------------
+
+/// The gradient graph of `fwd` (one output, a one-element float tensor) with respect to the
+/// params `wrt` (indices into `fwd.params`): its outputs are the output itself when
+/// `with_value`, then one gradient per `wrt` entry, each of its param's shape and dtype.
+/// Params `fwd` does not use get zeros. Ops on the path from a `wrt` param to the output
+/// without a derivative are an error naming the op (E0201).
+pub fn grad(fwd: &Graph, wrt: &[usize], with_value: bool) -> Result<Graph, GradError> {
+    let [out] = fwd.outputs.as_slice() else {
+        return Err(GradError::new(
+            Code::E0101,
+            format!(
+                "graph.grad needs a function returning one tensor, not {}",
+                fwd.outputs.len()
+            ),
+            None,
+        ));
+    };
+    let out = *out;
+    let tout = ty(fwd, out)?;
+    if tout.shape.iter().product::<usize>() != 1 {
+        let mut e = GradError::new(
+            Code::E0200,
+            format!(
+                "graph.grad needs a scalar result, but the function returns a tensor of shape {:?}",
+                tout.shape
+            ),
+            Some(fwd.span(out)),
+        );
+        e.label = Some("not a scalar".into());
+        e.help = Some("reduce it first, e.g. `op.sum(loss)` or `op.mean(loss)`".into());
+        return Err(e);
+    }
+    if !tout.dtype.is_float() {
+        return Err(GradError::new(
+            Code::E0201,
+            format!("graph.grad needs a float result, not {}", tout.dtype),
+            Some(fwd.span(out)),
+        ));
+    }
+    let mut params = Vec::with_capacity(wrt.len());
+    for &k in wrt {
+        let Some(&p) = fwd.params.get(k) else {
+            return Err(GradError::new(
+                Code::E0101,
+                format!(
+                    "argnums names argument {k}, but the function has {} tensor arguments",
+                    fwd.params.len()
+                ),
+                None,
+            ));
+        };
+        let d = ty(fwd, p)?.dtype;
+        if !d.is_float() {
+            return Err(GradError::new(
+                Code::E0201,
+                format!("argument {k} is a {d} tensor: gradients are taken of float tensors"),
+                Some(fwd.span(p)),
+            ));
+        }
+        params.push(p);
+    }
+
+    let mut g = fwd.clone();
+    let n = fwd.len();
+    // which values depend on a differentiated param
+    let mut needs = vec![false; n];
+    for &p in &params {
+        needs[p.index()] = true;
+    }
+    for id in fwd.ids() {
+        if let Some(op) = fwd.op(id) {
+            if op.operands().iter().any(|x| needs[x.index()]) {
+                needs[id.index()] = true;
+            }
+        }
+    }
+    let mut cot: Vec<Option<ValueId>> = vec![None; n];
+    if needs[out.index()] {
+        let before = g.len();
+        let one = konst(&mut g, 1.0, cot_dtype(tout.dtype))?;
+        let seed = broadcast_to(&mut g, one, &tout.shape)?;
+        mark(&mut g, before, fwd.span(out));
+        cot[out.index()] = Some(seed);
+    }
+    for id in fwd.ids().collect::<Vec<_>>().into_iter().rev() {
+        let Some(dy) = cot[id.index()] else { continue };
+        let Some(op) = fwd.op(id) else { continue };
+        if matches!(op, Op::Param { .. } | Op::Capture { .. } | Op::Const { .. }) {
+            continue;
+        }
+        let operands = op.operands();
+        if !operands.iter().any(|x| needs[x.index()]) {
+            continue;
+        }
+        let before = g.len();
+        let grads = match op_vjp(&mut g, op, id, dy) {
+            Ok(v) => v,
+            Err(Some(e)) => return Err(e.into()),
+            Err(None) => {
+                let mut e = GradError::new(
+                    Code::E0201,
+                    format!("`{}` has no derivative", op.name()),
+                    Some(fwd.span(id)),
+                );
+                e.label = Some("no derivative".into());
+                e.help = Some(match op {
+                    Op::Binary { .. } | Op::Unary { .. } => {
+                        "comparisons, logical and integer ops have no gradient; keep them off the path from the differentiated arguments to the result (`op.where` takes a mask without differentiating it)".into()
+                    }
+                    _ => "derivatives of this op are not implemented yet".into(),
+                });
+                return Err(e);
+            }
+        };
+        for (x, dx) in operands.iter().zip(grads) {
+            let Some(dx) = dx else { continue };
+            if !needs[x.index()] {
+                continue;
+            }
+            let xd = ty(fwd, *x)?.dtype;
+            if !xd.is_float() {
+                continue;
+            }
+            let dx = cast(&mut g, dx, cot_dtype(xd))?;
+            cot[x.index()] = Some(match cot[x.index()] {
+                Some(prev) => bin(&mut g, BinaryOp::Add, prev, dx)?,
+                None => dx,
+            });
+        }
+        mark(&mut g, before, fwd.span(id));
+    }
+    let mut outputs = Vec::new();
+    if with_value {
+        outputs.push(out);
+    }
+    for &p in &params {
+        let tp = ty(fwd, p)?;
+        let before = g.len();
+        let d = match cot[p.index()] {
+            Some(c) => cast(&mut g, c, tp.dtype)?,
+            None => {
+                let z = konst(&mut g, 0.0, tp.dtype)?;
+                broadcast_to(&mut g, z, &tp.shape)?
+            }
+        };
+        mark(&mut g, before, fwd.span(p));
+        outputs.push(d);
+    }
+    g.outputs = outputs;
+    g.name = format!("grad_{}", fwd.name);
+    // derivatives build both operands' cotangents; drop the ones no gradient needs
+    super::passes::dce::run(&mut g, &super::passes::PassCx::default());
+    Ok(g)
+}
+
+/// Gives the ops appended since `before` the span of the forward op they differentiate.
+fn mark(g: &mut Graph, before: usize, span: Span) {
+    for i in before..g.len() {
+        g.set_span(ValueId(i as u32), span);
+    }
+}
