@@ -110,6 +110,14 @@ pub(crate) fn select(g: &mut Graph, cond: ValueId, a: ValueId, b: ValueId) -> R<
     emit(g, Op::Where { cond, a, b })
 }
 
+/// `(where(cond, v, 0), where(cond, 0, v))`: `v` routed by `cond` to two places.
+pub(crate) fn route(g: &mut Graph, cond: ValueId, v: ValueId) -> R<(ValueId, ValueId)> {
+    let yes = keep_where(g, cond, v)?;
+    let z = konst(g, 0.0, ty(g, v)?.dtype)?;
+    let no = select(g, cond, z, v)?;
+    Ok((yes, no))
+}
+
 /// `where(cond, v, 0)`.
 pub(crate) fn keep_where(g: &mut Graph, cond: ValueId, v: ValueId) -> R<ValueId> {
     let z = konst(g, 0.0, ty(g, v)?.dtype)?;
@@ -280,9 +288,7 @@ fn op_vjp(
         Op::Where { cond, a, b } => {
             let sa = ty(g, *a)?.shape;
             let sb = ty(g, *b)?.shape;
-            let da = keep_where(g, *cond, dy)?;
-            let z = konst(g, 0.0, ty(g, dy)?.dtype)?;
-            let db = select(g, *cond, z, dy)?;
+            let (da, db) = route(g, *cond, dy)?;
             ok(vec![
                 None,
                 Some(sum_to(g, da, &sa)?),

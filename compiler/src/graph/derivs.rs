@@ -3,7 +3,7 @@
 //! cotangents from the result's cotangent `dy`. Binary derivatives return cotangents in the
 //! result's (broadcast) shape; the pass sums them down to each operand's shape.
 
-use super::autodiff::{bin, bin_c, broadcast_to, keep_where, konst, reshape, select, ty, un};
+use super::autodiff::{bin, bin_c, broadcast_to, keep_where, konst, reshape, route, ty, un};
 use super::infer::TypeError;
 use super::{
     BinaryOp as B, BinaryVjp, Graph, ReduceOp, ReduceVjp, UnaryOp as U, UnaryVjp, ValueId,
@@ -209,10 +209,7 @@ fn pow(g: &mut Graph, a: ValueId, b: ValueId, y: ValueId, dy: ValueId) -> R<(Val
 /// op returns `a` then).
 fn pick(g: &mut Graph, a: ValueId, b: ValueId, dy: ValueId, cmp: B) -> R<(ValueId, ValueId)> {
     let first = bin(g, cmp, a, b)?;
-    let da = keep_where(g, first, dy)?;
-    let z = konst(g, 0.0, ty(g, dy)?.dtype)?;
-    let db = select(g, first, z, dy)?;
-    Ok((da, db))
+    route(g, first, dy)
 }
 
 fn maximum(
