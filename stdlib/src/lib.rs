@@ -12,6 +12,7 @@ pub mod env;
 pub mod graph_mod;
 pub mod kernel;
 pub mod op;
+pub mod optim;
 pub mod profile;
 pub mod schedule;
 pub mod table;
@@ -88,5 +89,6 @@ pub fn install_session(
         "graph",
         Value::Module(Rc::new(graph_mod::module(session.clone()))),
     );
+    interp.set_builtin("optim", Value::Module(Rc::new(optim::module())));
     Ok(session)
 }

@@ -10,7 +10,9 @@
 //! parameter's gradient is cast to the parameter's dtype at the end (as JAX returns it).
 
 use super::infer::{infer, TypeError};
-use super::{BinaryOp, DType, Graph, Op, ReduceOp, Scalar, TensorType, UnaryOp, ValueId};
+use super::{
+    BinaryOp, DType, Graph, Op, ReduceOp, Scalar, SliceItem, TensorType, UnaryOp, ValueId,
+};
 use tessera_lang::{Code, Diagnostic, Span};
 
 type R<T> = Result<T, TypeError>;
@@ -317,6 +319,58 @@ fn op_vjp(
             let d = bin(g, BinaryOp::Sub, dy, s)?;
             ok(vec![Some(bin(g, BinaryOp::Mul, d, y)?)])
         }
+        Op::LayerNorm {
+            x,
+            weight,
+            bias,
+            eps,
+        } => {
+            let (xhat, r) = normalized(g, *x, *eps, true)?;
+            let n = norm_rest(g, *x, xhat, r, *weight, dy, true)?;
+            let db = match bias {
+                Some(_) => Some(sum_leading(g, dy)?),
+                None => None,
+            };
+            let mut v = vec![Some(n.dx)];
+            if weight.is_some() {
+                v.push(n.dw);
+            }
+            if bias.is_some() {
+                v.push(db);
+            }
+            ok(v)
+        }
+        Op::RmsNorm { x, weight, eps } => {
+            let (xhat, r) = normalized(g, *x, *eps, false)?;
+            let n = norm_rest(g, *x, xhat, r, *weight, dy, false)?;
+            let mut v = vec![Some(n.dx)];
+            if weight.is_some() {
+                v.push(n.dw);
+            }
+            ok(v)
+        }
+        Op::Concat { xs, axis } => {
+            let rank = ty(g, dy)?.shape.len();
+            let mut off = 0i64;
+            let mut v = Vec::with_capacity(xs.len());
+            for x in xs {
+                let n = ty(g, *x)?.shape.get(*axis).copied().unwrap_or(0) as i64;
+                let mut items = vec![full_range(); rank];
+                items[*axis] = SliceItem::Range {
+                    start: Some(off),
+                    stop: Some(off + n),
+                    step: None,
+                };
+                let piece = emit(g, Op::Slice { x: dy, items })?;
+                v.push(Some(piece));
+                off += n;
+            }
+            ok(v)
+        }
+        Op::Slice { x, items } => match unslice(g, *x, items, dy)? {
+            Some(dx) => ok(vec![Some(dx)]),
+            None => Err(None),
+        },
         Op::Matmul { a, b, epilogue, .. } if epilogue.is_empty() => {
             let (ta, tb) = (ty(g, *a)?, ty(g, *b)?);
             // 1-d operands as matrices: a [k] is [1,k], b [k] is [k,1]
@@ -353,6 +407,161 @@ fn op_vjp(
         }
         _ => Err(None),
     }
+}
+
+// ----- norms and slices ----------------------------------------------------------------------
+
+fn full_range() -> SliceItem {
+    SliceItem::Range {
+        start: None,
+        stop: None,
+        step: None,
+    }
+}
+
+/// `x` summed over every axis but the last (a norm parameter's gradient).
+fn sum_leading(g: &mut Graph, x: ValueId) -> R<ValueId> {
+    let s = ty(g, x)?.shape;
+    let last = s.last().copied().unwrap_or(1);
+    sum_to(g, x, &[last])
+}
+
+/// `mean(v, axis=-1, keepdim=True)`.
+fn mean_last(g: &mut Graph, v: ValueId) -> R<ValueId> {
+    let n = ty(g, v)?.shape.len();
+    emit(
+        g,
+        Op::Reduce {
+            op: ReduceOp::Mean,
+            x: v,
+            axis: Some(n.saturating_sub(1)),
+            keepdim: true,
+        },
+    )
+}
+
+/// The normalised input of a layernorm (`centred`) or rmsnorm and `r = 1/σ` (keepdim on the
+/// last axis), recomputed from `x` in the cotangent dtype.
+fn normalized(g: &mut Graph, x: ValueId, eps: f64, centred: bool) -> R<(ValueId, ValueId)> {
+    let d = cot_dtype(ty(g, x)?.dtype);
+    let xc = cast(g, x, d)?;
+    let c = if centred {
+        let m = mean_last(g, xc)?;
+        bin(g, BinaryOp::Sub, xc, m)?
+    } else {
+        xc
+    };
+    let sq = bin(g, BinaryOp::Mul, c, c)?;
+    let var = mean_last(g, sq)?;
+    let ve = bin_c(g, BinaryOp::Add, var, eps)?;
+    let r = un(g, UnaryOp::Rsqrt, ve)?;
+    let xhat = bin(g, BinaryOp::Mul, c, r)?;
+    Ok((xhat, r))
+}
+
+/// A norm's cotangents: of its input, and of its weight when it has one.
+struct NormGrads {
+    dx: ValueId,
+    dw: Option<ValueId>,
+}
+
+/// With `g = dy·w`: layernorm `dx = r·(g − mean(g) − x̂·mean(g·x̂))`, rmsnorm
+/// `dx = r·(g − x̂·mean(g·x̂))`; `dw = Σ dy·x̂` over the leading axes.
+fn norm_rest(
+    g: &mut Graph,
+    _x: ValueId,
+    xhat: ValueId,
+    r: ValueId,
+    weight: Option<ValueId>,
+    dy: ValueId,
+    centred: bool,
+) -> R<NormGrads> {
+    let gy = match weight {
+        Some(w) => bin(g, BinaryOp::Mul, dy, w)?,
+        None => dy,
+    };
+    let gx = bin(g, BinaryOp::Mul, gy, xhat)?;
+    let m2 = mean_last(g, gx)?;
+    let t = bin(g, BinaryOp::Mul, xhat, m2)?;
+    let mut inner = bin(g, BinaryOp::Sub, gy, t)?;
+    if centred {
+        let m1 = mean_last(g, gy)?;
+        inner = bin(g, BinaryOp::Sub, inner, m1)?;
+    }
+    let dx = bin(g, BinaryOp::Mul, inner, r)?;
+    let dw = match weight {
+        Some(_) => {
+            let p = bin(g, BinaryOp::Mul, dy, xhat)?;
+            Some(sum_leading(g, p)?)
+        }
+        None => None,
+    };
+    Ok(NormGrads { dx, dw })
+}
+
+/// The cotangent of `x` from that of `x[items]`: `dy` reshaped back to `x`'s rank (indexed axes
+/// as size 1, new axes dropped), then padded with zeros (concats) where a range took part of
+/// an axis. `None` for stepped ranges (a strided scatter is not in Graph IR).
+fn unslice(g: &mut Graph, x: ValueId, items: &[SliceItem], dy: ValueId) -> R<Option<ValueId>> {
+    let xs = ty(g, x)?.shape;
+    let consumed = items
+        .iter()
+        .filter(|i| matches!(i, SliceItem::Index(_) | SliceItem::Range { .. }))
+        .count();
+    // per input axis: (start, count)
+    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(xs.len());
+    for it in items {
+        let axis = spans.len();
+        match *it {
+            SliceItem::Index(i) => {
+                let n = xs.get(axis).copied().unwrap_or(0) as i64;
+                let j = if i < 0 { i + n } else { i };
+                spans.push((j.max(0) as usize, 1));
+            }
+            SliceItem::Range { start, stop, step } => {
+                if step.unwrap_or(1) != 1 {
+                    return Ok(None);
+                }
+                let n = xs.get(axis).copied().unwrap_or(0);
+                let Some((s0, count, _)) = super::infer::slice_indices(start, stop, step, n) else {
+                    return Ok(None);
+                };
+                spans.push((s0.max(0) as usize, count));
+            }
+            SliceItem::NewAxis => {}
+            SliceItem::Ellipsis => {
+                for a in 0..xs.len().saturating_sub(consumed) {
+                    spans.push((0, xs[axis + a]));
+                }
+            }
+        }
+    }
+    while spans.len() < xs.len() {
+        spans.push((0, xs[spans.len()]));
+    }
+    let sub: Vec<usize> = spans.iter().map(|&(_, c)| c).collect();
+    let mut cur = reshape(g, dy, &sub)?;
+    let d = ty(g, dy)?.dtype;
+    for (axis, &(start, count)) in spans.iter().enumerate() {
+        let n = xs[axis];
+        if count == n {
+            continue;
+        }
+        let mut parts = Vec::new();
+        let shape_now = ty(g, cur)?.shape;
+        for (len, is_cur) in [(start, false), (count, true), (n - start - count, false)] {
+            if is_cur {
+                parts.push(cur);
+            } else if len > 0 {
+                let mut s = shape_now.clone();
+                s[axis] = len;
+                let z = konst(g, 0.0, d)?;
+                parts.push(broadcast_to(g, z, &s)?);
+            }
+        }
+        cur = emit(g, Op::Concat { xs: parts, axis })?;
+    }
+    Ok(Some(cur))
 }
 
 // ----- the pass ------------------------------------------------------------------------------
