@@ -140,7 +140,13 @@ fn eval_op(
         Op::Unary { op, x } => Val::T(rtm::unary(*op, &tens(vals, *x)?)?),
         Op::Binary { op, a, b } => {
             let (a, b) = (get(vals, *a)?, get(vals, *b)?);
-            Val::T(rtm::binary(*op, a.operand(), b.operand())?)
+            if let (Val::S(x, dx), Val::S(y, dy)) = (&a, &b) {
+                // two consts (from a derivative): each is a tensor of its declared dtype
+                let (x, y) = (Tensor::scalar(*x, *dx)?, Tensor::scalar(*y, *dy)?);
+                Val::T(rtm::binary(*op, &x, &y)?)
+            } else {
+                Val::T(rtm::binary(*op, a.operand(), b.operand())?)
+            }
         }
         Op::Where { cond, a, b } => {
             let c = tens(vals, *cond)?;

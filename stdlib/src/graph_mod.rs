@@ -369,13 +369,8 @@ fn gradient(
     };
     let func = match f.value.downcast::<KernelObj>() {
         Some(k) if k.grad.is_none() => k.func.clone(),
-        Some(_) => {
-            return Err(Diagnostic::new(
-                Code::E0201,
-                format!("graph.{name} of a gradient (higher derivatives) is not supported yet"),
-            )
-            .at(f.span))
-        }
+        // a gradient: traced as a call of itself, its graph inlined (higher derivatives)
+        Some(_) => f.value.clone(),
         None => match &f.value {
             Value::Function(_) => f.value.clone(),
             other => {

@@ -158,6 +158,9 @@ pub(crate) fn broadcast_to(g: &mut Graph, x: ValueId, shape: &[usize]) -> R<Valu
     } else {
         x
     };
+    if ty(g, x)?.shape == shape {
+        return Ok(x);
+    }
     emit_as(
         g,
         Op::Broadcast { x },

@@ -2,6 +2,22 @@
 
 use super::*;
 
+/// A traced call: the Graph IR as traced (differentiated for a gradient), what it captured,
+/// its directives and how its result is shaped.
+pub struct Traced {
+    pub graph: Graph,
+    pub captures: Vec<Tensor>,
+    pub directives: Directives,
+    out: OutShape,
+}
+
+impl Traced {
+    /// The kernel's result from its output values, shaped like the traced function's.
+    pub fn shape_result(&self, vals: Vec<Value>) -> Value {
+        shape_result(&self.out, vals)
+    }
+}
+
 /// Traces `f` with `args` and runs the Graph IR pipeline.
 pub fn compile(
     it: &mut Interp,
@@ -10,6 +26,47 @@ pub fn compile(
     args: &CallArgs,
     grad: Option<&GradSpec>,
 ) -> Result<Compiled, Diagnostic> {
+    let Traced {
+        graph: traced,
+        captures,
+        directives,
+        out,
+    } = trace_call(it, session, f, args, grad)?;
+    let mut graph = traced.clone();
+    let opts = Options {
+        fusion: directives.fusion,
+    };
+    let fired = optimize(&mut graph, &opts, &it.sources).map_err(|e| {
+        let d = e.to_diagnostic();
+        if d.span.is_none() {
+            d.at(args.span)
+        } else {
+            d
+        }
+    })?;
+    let target = session.target.get();
+    let lowered = lower(&graph, &sched_directives(&directives, args.span), target)?;
+    Ok(Compiled {
+        traced,
+        graph,
+        fired,
+        captures,
+        directives,
+        lowered,
+        out,
+        ptx: RefCell::default(),
+    })
+}
+
+/// Traces `f` with `args` (tensor arguments become the graph's params, in order) and, for a
+/// gradient, differentiates the traced graph.
+pub fn trace_call(
+    it: &mut Interp,
+    session: &Rc<Session>,
+    f: &Value,
+    args: &CallArgs,
+    grad: Option<&GradSpec>,
+) -> Result<Traced, Diagnostic> {
     let name = func_name(f);
     let op_span = match f {
         Value::Function(func) => func.def.name.span,
@@ -139,30 +196,12 @@ pub fn compile(
         };
     }
     let directives = ctx.directives.borrow().clone();
-    let mut graph = traced.clone();
-    let opts = Options {
-        fusion: directives.fusion,
-    };
-    let fired = optimize(&mut graph, &opts, &it.sources).map_err(|e| {
-        let d = e.to_diagnostic();
-        if d.span.is_none() {
-            d.at(args.span)
-        } else {
-            d
-        }
-    })?;
-    let target = session.target.get();
-    let lowered = lower(&graph, &sched_directives(&directives, args.span), target)?;
     let captures = ctx.captures.borrow().clone();
-    Ok(Compiled {
-        traced,
-        graph,
-        fired,
+    Ok(Traced {
+        graph: traced,
         captures,
         directives,
-        lowered,
         out,
-        ptx: RefCell::default(),
     })
 }
 

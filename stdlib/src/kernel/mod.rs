@@ -138,7 +138,10 @@ fn func_name(f: &Value) -> String {
     match f {
         Value::Function(func) => func.def.name.name.to_string(),
         Value::Native(n) => n.name.to_string(),
-        other => other.type_name().to_string(),
+        other => match other.downcast::<KernelObj>() {
+            Some(k) => k.name.clone(),
+            None => other.type_name().to_string(),
+        },
     }
 }
 
@@ -288,12 +291,9 @@ impl KernelObj {
             || args.keywords.iter().any(|(_, v, _)| as_sym(v).is_some());
         if traced_arg {
             if self.grad.is_some() {
-                return Err(Diagnostic::new(
-                    Code::E0201,
-                    "graph.grad called inside a kernel or another graph.grad is not supported yet",
-                )
-                .at(args.span)
-                .with_help("call the gradient function on concrete tensors, outside kernels"));
+                // Inside another trace (a kernel, or an outer graph.grad): the gradient's
+                // graph is traced on the arguments' shapes and inlined into the outer trace.
+                return self.inline_gradient(it, args);
             }
             // Inside another kernel's trace: inline the body.
             return it.call(&self.func, args);
@@ -356,29 +356,87 @@ impl KernelObj {
         }
         .map_err(|d| d.or_at(args.span))?;
         let vals: Vec<Value> = outs.into_iter().map(crate::tensor::tensor_value).collect();
-        Ok(match c.out {
-            OutShape::One => vals.into_iter().next().unwrap_or(Value::None),
-            OutShape::Tuple(_) => Value::tuple(vals),
-            OutShape::List(_) => Value::list(vals),
-            OutShape::Grad { value, tuple } => {
-                let mut vals = vals.into_iter();
-                let v = if value { vals.next() } else { None };
-                let grads: Vec<Value> = vals.collect();
-                let g = if tuple {
-                    Value::tuple(grads)
-                } else {
-                    grads.into_iter().next().unwrap_or(Value::None)
-                };
-                match v {
-                    Some(v) => Value::tuple(vec![v, g]),
-                    None => g,
-                }
+        Ok(shape_result(&c.out, vals))
+    }
+}
+
+/// A kernel's result from its output values, in the shape the traced function returned.
+fn shape_result(out: &OutShape, vals: Vec<Value>) -> Value {
+    match *out {
+        OutShape::One => vals.into_iter().next().unwrap_or(Value::None),
+        OutShape::Tuple(_) => Value::tuple(vals),
+        OutShape::List(_) => Value::list(vals),
+        OutShape::Grad { value, tuple } => {
+            let mut vals = vals.into_iter();
+            let v = if value { vals.next() } else { None };
+            let grads: Vec<Value> = vals.collect();
+            let g = if tuple {
+                Value::tuple(grads)
+            } else {
+                grads.into_iter().next().unwrap_or(Value::None)
+            };
+            match v {
+                Some(v) => Value::tuple(vec![v, g]),
+                None => g,
             }
-        })
+        }
     }
 }
 
 impl KernelObj {
+    /// A gradient called on traced tensors: traced on abstract tensors of their shapes, then
+    /// its ops recorded into the trace the arguments belong to.
+    fn inline_gradient(&self, it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
+        let outer = args
+            .positional
+            .iter()
+            .map(|(v, _)| v)
+            .chain(args.keywords.iter().map(|(_, v, _)| v))
+            .find_map(as_sym)
+            .map(|s| s.ctx.clone())
+            .ok_or_else(|| Diagnostic::new(Code::E0500, "no traced argument").at(args.span))?;
+        // traced arguments stand in as abstract tensors; their outer values, in param order
+        let mut inner = CallArgs::new(args.span);
+        let mut feeds: Vec<Value> = Vec::new();
+        for (v, s) in &args.positional {
+            match as_sym(v) {
+                Some(sym) => {
+                    inner
+                        .positional
+                        .push((crate::tensor::tensor_value(sym.aval.clone()), *s));
+                    feeds.push(v.clone());
+                }
+                None => {
+                    if as_tensor(v).is_some() {
+                        feeds.push(v.clone());
+                    }
+                    inner.positional.push((v.clone(), *s));
+                }
+            }
+        }
+        for (k, v, s) in &args.keywords {
+            match as_sym(v) {
+                Some(sym) => {
+                    inner.keywords.push((
+                        k.clone(),
+                        crate::tensor::tensor_value(sym.aval.clone()),
+                        *s,
+                    ));
+                    feeds.push(v.clone());
+                }
+                None => {
+                    if as_tensor(v).is_some() {
+                        feeds.push(v.clone());
+                    }
+                    inner.keywords.push((k.clone(), v.clone(), *s));
+                }
+            }
+        }
+        let t = trace_call(it, &self.session, &self.func, &inner, self.grad.as_ref())?;
+        let outs = crate::trace::inline_graph(&outer, &t.graph, &t.captures, &feeds, args.span)?;
+        Ok(t.shape_result(outs))
+    }
+
     /// A call with sharded arguments: the body runs on the mesh, each op per device with the
     /// collectives its partitioning rule needs (see [`crate::dist`]); `--dump schedule` prints
     /// the mesh Schedule IR of the call.

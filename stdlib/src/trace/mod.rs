@@ -131,6 +131,66 @@ impl TraceCtx {
     }
 }
 
+/// Records graph `g` into trace `ctx` (a gradient traced on its own, called inside another
+/// trace): `g`'s params take the values of `feeds` (traced tensors of `ctx`, or concrete ones,
+/// captured), its captures are captured again in `ctx`, and every other op is recorded with
+/// its operands renumbered. Returns `g`'s outputs as traced tensors of `ctx`.
+pub fn inline_graph(
+    ctx: &Rc<TraceCtx>,
+    g: &Graph,
+    captures: &[Tensor],
+    feeds: &[Value],
+    span: Span,
+) -> Result<Vec<Value>, Diagnostic> {
+    let mut map: Vec<Option<ValueId>> = vec![None; g.len()];
+    for id in g.ids() {
+        let (Some(op), Some(t)) = (g.op(id), g.ty(id)) else {
+            continue;
+        };
+        let new = match op {
+            Op::Param { index } => {
+                let v = feeds.get(*index).ok_or_else(|| {
+                    Diagnostic::new(Code::E0500, "a gradient parameter has no argument").at(span)
+                })?;
+                let a = targ(ctx, v, span)?;
+                ctx.id_of(&a, t.dtype, span)
+            }
+            Op::Capture { index } => {
+                let c = captures.get(*index).cloned().ok_or_else(|| {
+                    Diagnostic::new(Code::E0500, "a gradient capture is missing").at(span)
+                })?;
+                let aval = Tensor::abstract_tensor(c.shape(), c.dtype()).map_err(rt)?;
+                ctx.id_of(&TArg::Conc(c, aval), t.dtype, span)
+            }
+            other => {
+                let mut op = other.clone();
+                op.map_operands(&mut |x| map.get(x.index()).copied().flatten().unwrap_or(x));
+                ctx.graph.borrow_mut().push(op, t.clone(), g.span(id))
+            }
+        };
+        if let Some(slot) = map.get_mut(id.index()) {
+            *slot = Some(new);
+        }
+    }
+    g.outputs
+        .iter()
+        .map(|o| {
+            let id = map.get(o.index()).copied().flatten().ok_or_else(|| {
+                Diagnostic::new(Code::E0500, "a gradient output was not recorded").at(span)
+            })?;
+            let t = g.ty(*o).cloned().ok_or_else(|| {
+                Diagnostic::new(Code::E0500, "a gradient output has no type").at(span)
+            })?;
+            let aval = Tensor::abstract_tensor(&t.shape, t.dtype).map_err(rt)?;
+            Ok(Value::host(SymTensor {
+                ctx: ctx.clone(),
+                id,
+                aval,
+            }))
+        })
+        .collect()
+}
+
 /// A tensor inside a trace: shape and dtype, no data.
 pub struct SymTensor {
     pub ctx: Rc<TraceCtx>,
