@@ -1,5 +1,6 @@
-//! Tensors and dtypes as host objects of the evaluator, and the conversions between `.tsr`
-//! values and runtime types.
+//! Tensors as host objects of the evaluator (values, operators, item assignment), and the
+//! conversions between `.tsr` values and runtime types. Dtype values are in `dtype`, indexing
+//! in `index`, tensor methods in `methods`.
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -12,6 +13,14 @@ use tessera_runtime::{
     binary, unary, BinaryOp, DType, IndexItem, Nested, Operand, ReduceOp, RuntimeError, Scalar,
     Tensor, UnaryOp as TUnary, ALL_DTYPES,
 };
+
+mod dtype;
+mod index;
+mod methods;
+
+pub use dtype::*;
+pub(crate) use index::*;
+pub(crate) use methods::*;
 
 /// A runtime error as a diagnostic (the caller's span is attached by the evaluator).
 pub fn rt(e: RuntimeError) -> Diagnostic {
@@ -62,9 +71,6 @@ impl TensorObj {
         t.assign_at(&offsets, &v).map_err(rt)
     }
 }
-
-/// A dtype value (`op.bf16`, `t.dtype`).
-pub struct DTypeObj(pub DType);
 
 pub fn tensor_value(t: Tensor) -> Value {
     Value::host(TensorObj::new(t))
@@ -147,32 +153,6 @@ fn unplaced(mut d: Diagnostic) -> Diagnostic {
     d.span = None;
     d.label = None;
     d
-}
-
-/// A dtype argument: a dtype value or a name (`"bf16"`, `"float32"`).
-pub fn dtype_arg(v: &Value, span: Span) -> Result<DType, Diagnostic> {
-    if let Some(d) = v.downcast::<DTypeObj>() {
-        return Ok(d.0);
-    }
-    match v {
-        Value::Str(s) => DType::parse(s).ok_or_else(|| {
-            let mut d = Diagnostic::new(Code::E0201, format!("unknown dtype '{s}'"))
-                .at(span)
-                .with_label("not a dtype");
-            let names: Vec<&str> = ALL_DTYPES.iter().map(|d| d.name()).collect();
-            if let Some(sug) = suggest(s, names.iter().copied()) {
-                d = d.with_help(format!("did you mean `{sug}`?"));
-            } else {
-                d = d.with_help(format!("dtypes are {}", names.join(", ")));
-            }
-            d
-        }),
-        other => Err(Diagnostic::new(
-            Code::E0101,
-            format!("expected a dtype, got {}", other.type_name()),
-        )
-        .at(span)),
-    }
 }
 
 /// The items of an int or a tuple/list (of what `what` names, for the error).
@@ -468,354 +448,6 @@ impl HostObject for TensorObj {
                         .collect()
                 }),
         })
-    }
-}
-
-/// `t[index]`: basic indexing (ints, slices, `None`, `...`), and NumPy's advanced indexing with
-/// one advanced item — an int list or int tensor (a gather along its axis; an N-d index gives
-/// N dimensions there) or a bool list or bool tensor (a mask over as many axes as it has,
-/// which become one axis of the selected elements). Two advanced items are E0101.
-pub(crate) fn getitem(t: &Tensor, index: &Value) -> Result<Value, Diagnostic> {
-    select(t, index, false).map(tensor_value)
-}
-
-/// The elements `t[index]` selects: their values, or (`offsets`) their flat offsets in `t` as
-/// an int64 tensor of the same shape, for assignment.
-fn select(t: &Tensor, index: &Value, offsets: bool) -> Result<Tensor, Diagnostic> {
-    let basic_index = |items: &[IndexItem]| {
-        if offsets {
-            t.index_offsets(items)
-        } else {
-            t.index(items)
-        }
-    };
-    let parts: Vec<Value> = match index {
-        Value::Tuple(items) => items.as_ref().clone(),
-        other => vec![other.clone()],
-    };
-    let advanced: Vec<usize> = parts
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| matches!(p, Value::List(_)) || as_tensor(p).is_some())
-        .map(|(i, _)| i)
-        .collect();
-    let Some(&p) = advanced.first() else {
-        return index_items(index).and_then(|items| basic_index(&items).map_err(rt));
-    };
-    if advanced.len() > 1 {
-        return Err(Diagnostic::new(
-            Code::E0101,
-            "only one list, integer tensor or mask per index is supported",
-        )
-        .with_help("index in two steps: `x[rows][:, cols]`"));
-    }
-    let idx = tensor_arg(&parts[p], Span::default()).map_err(unplaced)?;
-    let mask = idx.dtype() == DType::Bool;
-    if !mask && !idx.dtype().is_int() && idx.numel() != 0 {
-        return Err(Diagnostic::new(
-            Code::E0101,
-            format!(
-                "tensor indices must be integers or bools, not {}",
-                idx.dtype()
-            ),
-        ));
-    }
-    // the advanced item becomes full slices (one per mask dimension), applied first
-    let covers = if mask { idx.ndim().max(1) } else { 1 };
-    let full = Value::Slice(Rc::new([Value::None, Value::None, Value::None]));
-    let mut basic: Vec<Value> = parts[..p].to_vec();
-    basic.extend(std::iter::repeat_n(full, covers));
-    basic.extend(parts[p + 1..].iter().cloned());
-    let y = basic_index(&index_items(&Value::tuple(basic.clone()))?).map_err(rt)?;
-    // the axis of `y` the advanced item landed on: the output dimensions of the items before it
-    let is_ellipsis = |v: &Value| v.downcast::<tessera_lang::eval::EllipsisObj>().is_some();
-    let consumed = basic
-        .iter()
-        .filter(|v| matches!(v, Value::Int(_) | Value::Bool(_) | Value::Slice(_)))
-        .count();
-    let axis: usize = parts[..p]
-        .iter()
-        .map(|v| match v {
-            Value::Int(_) | Value::Bool(_) => 0,
-            v if is_ellipsis(v) => t.ndim().saturating_sub(consumed),
-            _ => 1,
-        })
-        .sum();
-    let shape = y.shape().to_vec();
-    if mask {
-        let k = idx.ndim().max(1);
-        let span = shape.get(axis..axis + k).unwrap_or(&[]);
-        let mshape: Vec<usize> = if idx.ndim() == 0 {
-            vec![1]
-        } else {
-            idx.shape().to_vec()
-        };
-        if span != mshape.as_slice() {
-            return Err(Diagnostic::new(
-                Code::E0200,
-                format!(
-                    "a mask of shape {} does not match the indexed dimensions {}",
-                    tessera_runtime::shape::fmt_shape(&mshape),
-                    tessera_runtime::shape::fmt_shape(span)
-                ),
-            ));
-        }
-        let mut merged: Vec<i64> = shape[..axis].iter().map(|&d| d as i64).collect();
-        merged.push(mshape.iter().product::<usize>() as i64);
-        merged.extend(shape[axis + k..].iter().map(|&d| d as i64));
-        let flat = y.reshape(&merged).map_err(rt)?;
-        let picks: Vec<i64> = idx
-            .to_i64_vec()
-            .map_err(rt)?
-            .iter()
-            .enumerate()
-            .filter(|(_, &b)| b != 0)
-            .map(|(i, _)| i as i64)
-            .collect();
-        return tessera_runtime::take(&flat, &picks, axis).map_err(rt);
-    }
-    let picks = idx.to_i64_vec().map_err(rt)?;
-    let r = tessera_runtime::take(&y, &picks, axis).map_err(rt)?;
-    // an N-d index gives N dimensions at the axis
-    let mut out: Vec<i64> = shape[..axis].iter().map(|&d| d as i64).collect();
-    out.extend(idx.shape().iter().map(|&d| d as i64));
-    out.extend(shape[axis + 1..].iter().map(|&d| d as i64));
-    r.reshape(&out).map_err(rt)
-}
-
-/// The shape of `t.reshape((2, 3))`, `t.reshape(2, 3)` or `t.reshape(shape=(2, 3))`.
-pub(crate) fn reshape_dims(args: &CallArgs) -> Result<Vec<i64>, Diagnostic> {
-    if args.positional.len() == 1 && args.keywords.is_empty() {
-        let (v, s) = &args.positional[0];
-        ints_arg(v, *s)
-    } else if args.keywords.is_empty() {
-        let mut d = Vec::new();
-        for (v, s) in &args.positional {
-            d.extend(ints_arg(v, *s)?);
-        }
-        Ok(d)
-    } else {
-        let a = args.bind("reshape", &["shape"], &[])?;
-        match a.into_iter().flatten().next() {
-            Some(x) => ints_arg(&x.value, x.span),
-            None => Ok(Vec::new()),
-        }
-    }
-}
-
-/// The items of a tensor index (`x[1, :, None]`), for eager and traced indexing alike.
-pub(crate) fn index_items(index: &Value) -> Result<Vec<IndexItem>, Diagnostic> {
-    let parts: Vec<Value> = match index {
-        Value::Tuple(t) => t.as_ref().clone(),
-        other => vec![other.clone()],
-    };
-    let opt = |v: &Value| -> Result<Option<i64>, Diagnostic> {
-        match v {
-            Value::None => Ok(None),
-            Value::Int(i) => Ok(Some(*i)),
-            Value::Bool(b) => Ok(Some(i64::from(*b))),
-            other => Err(Diagnostic::new(
-                Code::E0101,
-                format!(
-                    "slice indices must be ints or None, not {}",
-                    other.type_name()
-                ),
-            )),
-        }
-    };
-    parts
-        .iter()
-        .map(|p| match p {
-            Value::Int(i) => Ok(IndexItem::Int(*i)),
-            Value::None => Ok(IndexItem::NewAxis),
-            v if v.downcast::<tessera_lang::eval::EllipsisObj>().is_some() => {
-                Ok(IndexItem::Ellipsis)
-            }
-            Value::Slice(s) => Ok(IndexItem::Slice {
-                start: opt(&s[0])?,
-                stop: opt(&s[1])?,
-                step: opt(&s[2])?,
-            }),
-            other => Err(Diagnostic::new(
-                Code::E0101,
-                format!(
-                    "tensor indices must be ints, slices, None or ..., not {}",
-                    other.type_name()
-                ),
-            )),
-        })
-        .collect()
-}
-
-/// Methods of a tensor value (`t.to(...)`, `t.sum(axis=0)`) besides the unary ops of the op
-/// table ([`is_tensor_method`] covers both); traced and sharded tensors have the same ones
-/// (reading a traced tensor's values is E0201).
-pub(crate) const TENSOR_METHODS: &[&str] = &[
-    "to",
-    "cast",
-    "reshape",
-    "tolist",
-    "item",
-    "transpose",
-    "sum",
-    "mean",
-    "max",
-    "min",
-    "softmax",
-    "matmul",
-    "numel",
-];
-
-/// Whether `name` is a tensor method: [`TENSOR_METHODS`] or a unary op row with `method`.
-pub(crate) fn is_tensor_method(name: &str) -> bool {
-    TENSOR_METHODS.contains(&name) || TUnary::from_name(name).is_some_and(|u| u.row().method)
-}
-
-/// A tensor method's implementation: (interpreter, receiver, method name, arguments).
-pub(crate) type MethodFn = fn(&mut Interp, MethodCall) -> Result<Value, Diagnostic>;
-
-/// A call of a bound method of a tensor-like value: the receiver, the method and its arguments.
-pub(crate) struct MethodCall<'a> {
-    pub recv: &'a Value,
-    pub name: &'a str,
-    pub args: CallArgs,
-}
-
-impl<'a> MethodCall<'a> {
-    /// The receiver as the host object `T` it was bound on.
-    pub fn me<T: 'static>(&self) -> Result<&'a T, Diagnostic> {
-        self.recv
-            .downcast::<T>()
-            .ok_or_else(|| Diagnostic::new(Code::E0101, "not a tensor").at(self.args.span))
-    }
-
-    /// The arguments with the receiver first: `x.f(a, k=b)` as `op.f(x, a, k=b)`.
-    pub fn with_receiver(&self) -> CallArgs {
-        let span = self.args.span;
-        let mut full = CallArgs::new(span);
-        full.positional.push((self.recv.clone(), span));
-        full.positional.extend(self.args.positional.iter().cloned());
-        full.keywords = self.args.keywords.clone();
-        full
-    }
-}
-
-/// The bound method `name` of the tensor-like value `this` (eager, traced or sharded), calling
-/// `call`, or `None` when `is_method(name)` says it has none.
-pub(crate) fn bound_method(
-    this: &Value,
-    name: &str,
-    is_method: fn(&str) -> bool,
-    call: MethodFn,
-) -> Option<Value> {
-    if !is_method(name) {
-        return None;
-    }
-    let recv = this.clone();
-    let m = name.to_string();
-    Some(Value::native(
-        name,
-        &format!("tensor.{name}"),
-        move |it, args| {
-            let call_ = MethodCall {
-                recv: &recv,
-                name: &m,
-                args,
-            };
-            call(it, call_)
-        },
-    ))
-}
-
-/// The attribute names of a tensor-like value: the common ones, `extra`, and every method.
-pub(crate) fn tensor_attr_names(extra: &[&'static str]) -> Vec<&'static str> {
-    let mut v = vec!["shape", "dtype", "ndim", "T", "is_abstract", "layout"];
-    v.extend_from_slice(extra);
-    v.extend(tensor_method_names());
-    v
-}
-
-/// Every tensor method name (for completion).
-pub(crate) fn tensor_method_names() -> Vec<&'static str> {
-    let unary = tessera_compiler::graph::UNARY_OPS
-        .iter()
-        .filter(|r| r.method)
-        .map(|r| r.name);
-    TENSOR_METHODS.iter().copied().chain(unary).collect()
-}
-
-fn tensor_method(it: &mut Interp, call: MethodCall) -> Result<Value, Diagnostic> {
-    let t = call.me::<TensorObj>()?.get();
-    let full = call.with_receiver();
-    let MethodCall { name, args, .. } = call;
-    match name {
-        "to" | "cast" => {
-            let a = args.bind(name, &["dtype"], &[])?;
-            let Some(d) = a.into_iter().flatten().next() else {
-                return Ok(Value::None);
-            };
-            let dt = dtype_arg(&d.value, d.span)?;
-            Ok(tensor_value(t.to(dt).map_err(rt)?))
-        }
-        "reshape" => {
-            let dims = reshape_dims(&args)?;
-            Ok(tensor_value(t.reshape(&dims).map_err(rt)?))
-        }
-        "tolist" => {
-            args.bind("tolist", &[], &[])?;
-            Ok(value_from_nested(t.tolist().map_err(rt)?))
-        }
-        "item" => {
-            args.bind("item", &[], &[])?;
-            Ok(scalar_value(t.item().map_err(rt)?))
-        }
-        "numel" => {
-            args.bind("numel", &[], &[])?;
-            Ok(Value::Int(t.numel() as i64))
-        }
-        _ => {
-            // The method form of an `op` function: `t.sum(axis=0)` is `op.sum(t, axis=0)`.
-            let f = crate::op::function(name).ok_or_else(|| {
-                Diagnostic::new(Code::E0100, format!("tensor has no method '{name}'"))
-            })?;
-            it.call(&f, full)
-        }
-    }
-}
-
-impl HostObject for DTypeObj {
-    fn type_name(&self) -> &'static str {
-        "dtype"
-    }
-    fn repr(&self) -> String {
-        self.0.name().to_string()
-    }
-    fn compare(&self, op: CmpOp, other: &Value, _reflected: bool) -> HostResult {
-        let o = match other {
-            Value::Str(s) => DType::parse(s),
-            _ => other.downcast::<DTypeObj>().map(|d| d.0),
-        };
-        match op {
-            CmpOp::Eq => Some(Ok(Value::Bool(o == Some(self.0)))),
-            CmpOp::Ne => Some(Ok(Value::Bool(o != Some(self.0)))),
-            _ => None,
-        }
-    }
-    fn get_attr(&self, _this: &Value, name: &str, _: &mut Interp) -> AttrResult {
-        Ok(match name {
-            "name" => Some(Value::str(self.0.name())),
-            "itemsize" => Some(Value::Int(self.0.size_bytes() as i64)),
-            "is_float" => Some(Value::Bool(self.0.is_float())),
-            _ => None,
-        })
-    }
-    fn attr_names(&self) -> Vec<&'static str> {
-        vec!["name", "itemsize", "is_float"]
-    }
-    fn same(&self, other: &dyn HostObject) -> bool {
-        (other as &dyn Any)
-            .downcast_ref::<DTypeObj>()
-            .is_some_and(|d| d.0 == self.0)
     }
 }
 
