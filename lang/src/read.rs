@@ -21,8 +21,9 @@ pub enum ReadError {
     NotUtf8 { lossy: String, at: usize, byte: u8 },
 }
 
-/// Reads the text of `path`, at most `limit` bytes.
-pub fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
+/// Reads the bytes of `path`, at most `limit`: a larger file (or a device with no end) is
+/// `TooLarge` once `limit + 1` bytes have been read.
+pub fn read_bytes(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     let f = std::fs::File::open(path).map_err(ReadError::Io)?;
     let mut bytes = Vec::new();
     f.take(limit.saturating_add(1))
@@ -31,6 +32,12 @@ pub fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
     if bytes.len() as u64 > limit {
         return Err(ReadError::TooLarge { limit });
     }
+    Ok(bytes)
+}
+
+/// Reads the text of `path`, at most `limit` bytes.
+pub fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
+    let bytes = read_bytes(path, limit)?;
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let byte = e.as_bytes().get(at).copied().unwrap_or(0);

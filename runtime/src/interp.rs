@@ -115,6 +115,22 @@ fn tens(vals: &[Option<Val>], v: ValueId) -> crate::Result<Tensor> {
     }
 }
 
+/// Operands as they take part: a `const` is a weakly typed scalar next to a tensor (as in
+/// eager code), but when every operand is a `const` (derivatives make such ops) none gives
+/// the dtype, so each becomes a tensor of its declared dtype.
+fn typed_if_all_consts<const N: usize>(vs: [Val; N]) -> crate::Result<[Val; N]> {
+    if !vs.iter().all(|v| matches!(v, Val::S(..))) {
+        return Ok(vs);
+    }
+    let mut out = vs.clone();
+    for (o, v) in out.iter_mut().zip(&vs) {
+        if let Val::S(s, d) = v {
+            *o = Val::T(Tensor::scalar(*s, *d)?);
+        }
+    }
+    Ok(out)
+}
+
 /// The value of `op` (of type `ty`), its operands read from `vals` (indexed by value id).
 fn eval_op(
     op: &Op,
@@ -139,25 +155,13 @@ fn eval_op(
         Op::Const { value } => Val::S(*value, ty.dtype),
         Op::Unary { op, x } => Val::T(rtm::unary(*op, &tens(vals, *x)?)?),
         Op::Binary { op, a, b } => {
-            let (a, b) = (get(vals, *a)?, get(vals, *b)?);
-            if let (Val::S(x, dx), Val::S(y, dy)) = (&a, &b) {
-                // two consts (from a derivative): each is a tensor of its declared dtype
-                let (x, y) = (Tensor::scalar(*x, *dx)?, Tensor::scalar(*y, *dy)?);
-                Val::T(rtm::binary(*op, &x, &y)?)
-            } else {
-                Val::T(rtm::binary(*op, a.operand(), b.operand())?)
-            }
+            let [a, b] = typed_if_all_consts([get(vals, *a)?, get(vals, *b)?])?;
+            Val::T(rtm::binary(*op, a.operand(), b.operand())?)
         }
         Op::Where { cond, a, b } => {
             let c = tens(vals, *cond)?;
-            let (a, b) = (get(vals, *a)?, get(vals, *b)?);
-            if let (Val::S(x, _), Val::S(y, _)) = (&a, &b) {
-                // two scalars: no tensor operand gives the dtype; the graph's type does
-                let (x, y) = (Tensor::scalar(*x, ty.dtype)?, Tensor::scalar(*y, ty.dtype)?);
-                Val::T(rtm::where_(&c, Operand::Tensor(&x), Operand::Tensor(&y))?)
-            } else {
-                Val::T(rtm::where_(&c, a.operand(), b.operand())?)
-            }
+            let [a, b] = typed_if_all_consts([get(vals, *a)?, get(vals, *b)?])?;
+            Val::T(rtm::where_(&c, a.operand(), b.operand())?)
         }
         Op::Cast { x } => Val::T(tens(vals, *x)?.cast(ty.dtype)?),
         Op::Matmul {

@@ -135,23 +135,20 @@ pub fn check_shape_alloc(shape: &[usize], dtype: DType) -> Result<usize> {
 /// headers): a larger file is E0700 before it is read whole, and a device with no end
 /// (`/dev/zero`) stops at the limit. A file that cannot be read is E0500 naming it.
 pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>> {
-    use std::io::Read;
+    use tessera_lang::read::{read_bytes, ReadError};
     let limit = max_bytes().saturating_add(1 << 20);
-    let cannot =
-        |e: std::io::Error| RuntimeError::runtime(format!("cannot read {}: {e}", path.display()));
-    let f = std::fs::File::open(path).map_err(cannot)?;
-    let mut bytes = Vec::new();
-    f.take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(cannot)?;
-    if bytes.len() as u64 > limit {
-        return Err(RuntimeError::resource(format!(
+    read_bytes(path, limit).map_err(|e| match e {
+        ReadError::TooLarge { limit } => RuntimeError::resource(format!(
             "{} holds more than {limit} bytes, over the memory limit",
             path.display()
         ))
-        .with_help("raise TESSERA_MAX_BYTES"));
-    }
-    Ok(bytes)
+        .with_help("raise TESSERA_MAX_BYTES"),
+        ReadError::Io(e) => RuntimeError::runtime(format!("cannot read {}: {e}", path.display())),
+        // `read_bytes` does not decode text: never reached
+        ReadError::NotUtf8 { .. } => {
+            RuntimeError::runtime(format!("cannot read {}", path.display()))
+        }
+    })
 }
 
 #[cfg(test)]

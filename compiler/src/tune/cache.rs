@@ -133,18 +133,11 @@ pub const MAX_CACHE_BYTES: u64 = 64 << 20;
 
 /// The bytes of `path`, at most [`MAX_CACHE_BYTES`] (`InvalidData` beyond).
 fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_CACHE_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_CACHE_BYTES {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "larger than 64 MiB",
-        ));
-    }
-    Ok(bytes)
+    use tessera_lang::read::{read_bytes, ReadError};
+    read_bytes(path, MAX_CACHE_BYTES).map_err(|e| match e {
+        ReadError::Io(e) => e,
+        _ => std::io::Error::new(std::io::ErrorKind::InvalidData, "larger than 64 MiB"),
+    })
 }
 
 /// The entries of `path`; a missing file has none.

@@ -185,10 +185,6 @@ fn param_span(f: &Value, i: Option<usize>, name: Option<&str>, fallback: Span) -
     fallback
 }
 
-fn is_tensor_like(v: &Value) -> bool {
-    as_tensor(v).is_some()
-}
-
 impl KernelObj {
     pub fn new(func: Value, session: Rc<Session>) -> KernelObj {
         KernelObj {
@@ -315,7 +311,6 @@ impl KernelObj {
             .iter()
             .map(|(v, _)| v)
             .chain(args.keywords.iter().map(|(_, v, _)| v))
-            .filter(|v| is_tensor_like(v))
             .filter_map(as_tensor)
             .collect();
         let kind = self.session.device.get();
@@ -396,41 +391,25 @@ impl KernelObj {
             .map(|s| s.ctx.clone())
             .ok_or_else(|| Diagnostic::new(Code::E0500, "no traced argument").at(args.span))?;
         // traced arguments stand in as abstract tensors; their outer values, in param order
-        let mut inner = CallArgs::new(args.span);
         let mut feeds: Vec<Value> = Vec::new();
-        for (v, s) in &args.positional {
-            match as_sym(v) {
-                Some(sym) => {
-                    inner
-                        .positional
-                        .push((crate::tensor::tensor_value(sym.aval.clone()), *s));
+        let mut stand_in = |v: &Value| match as_sym(v) {
+            Some(sym) => {
+                feeds.push(v.clone());
+                crate::tensor::tensor_value(sym.aval.clone())
+            }
+            None => {
+                if as_tensor(v).is_some() {
                     feeds.push(v.clone());
                 }
-                None => {
-                    if as_tensor(v).is_some() {
-                        feeds.push(v.clone());
-                    }
-                    inner.positional.push((v.clone(), *s));
-                }
+                v.clone()
             }
+        };
+        let mut inner = CallArgs::new(args.span);
+        for (v, s) in &args.positional {
+            inner.positional.push((stand_in(v), *s));
         }
         for (k, v, s) in &args.keywords {
-            match as_sym(v) {
-                Some(sym) => {
-                    inner.keywords.push((
-                        k.clone(),
-                        crate::tensor::tensor_value(sym.aval.clone()),
-                        *s,
-                    ));
-                    feeds.push(v.clone());
-                }
-                None => {
-                    if as_tensor(v).is_some() {
-                        feeds.push(v.clone());
-                    }
-                    inner.keywords.push((k.clone(), v.clone(), *s));
-                }
-            }
+            inner.keywords.push((k.clone(), stand_in(v), *s));
         }
         let t = trace_call(it, &self.session, &self.func, &inner, self.grad.as_ref())?;
         let outs = crate::trace::inline_graph(&outer, &t.graph, &t.captures, &feeds, args.span)?;
