@@ -471,6 +471,15 @@ class Tensor:
         return Tensor(_c(np.logical_not(self._a)), bool_)
 
 
+def _truth(x):
+    return x._a if isinstance(x, Tensor) else tensor(x)._a
+
+
+def logical_and(a, b): return Tensor(np.logical_and(_truth(a), _truth(b)), bool_)
+def logical_or(a, b): return Tensor(np.logical_or(_truth(a), _truth(b)), bool_)
+def logical_not(a): return Tensor(np.logical_not(_truth(a)), bool_)
+
+
 def _logical(sym, a, b):
     """`&` / `|` of tensors: elementwise logical and/or of bool operands (SPEC §2)."""
     def dt(x):
@@ -1299,7 +1308,8 @@ class _OpModule:
                  "silu", "erf", "sin", "cos", "floor", "ceil", "round", "sign", "isnan",
                  "isfinite", "maximum", "minimum", "where", "matmul", "sum", "mean", "max", "min",
                  "softmax", "layernorm", "rmsnorm", "transpose", "reshape", "concat", "stack", "clip",
-                 "argmax", "argmin", "sort", "topk", "cumsum",
+                 "argmax", "argmin", "sort", "topk", "cumsum", "logical_and", "logical_or",
+                 "logical_not",
                  "flash_attention", "allclose", "max_abs_diff", "kernel"]
         for n in names:
             object.__setattr__(self, n, g[n])

@@ -134,7 +134,6 @@ pub const UNARY_OPS: [UnaryRow; 21] = {
         row(U::Gelu, "gelu", Float, true),
         row(U::Silu, "silu", Float, true),
         UnaryRow {
-            function: false,
             method: false,
             ..row(U::Not, "logical_not", UnaryResult::Bool, false)
         },
@@ -281,8 +280,8 @@ pub const BINARY_OPS: [BinaryRow; 17] = {
         brow(B::Le, "le", false, Some("<="), Bool),
         brow(B::Gt, "gt", false, Some(">"), Bool),
         brow(B::Ge, "ge", false, Some(">="), Bool),
-        brow(B::LogicalAnd, "logical_and", false, Some("&"), Bool),
-        brow(B::LogicalOr, "logical_or", false, Some("|"), Bool),
+        brow(B::LogicalAnd, "logical_and", true, Some("&"), Bool),
+        brow(B::LogicalOr, "logical_or", true, Some("|"), Bool),
     ]
 };
 
