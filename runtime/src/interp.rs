@@ -8,7 +8,7 @@
 //! [`RuntimeError`] converts into).
 
 use crate::{self as rtm, Code, DType, IndexItem, Operand, RuntimeError, Scalar, Tensor};
-use tessera_compiler::graph::{Epilogue, Graph, Op, SliceItem, ValueId};
+use tessera_compiler::graph::{AttnWrt, Epilogue, Graph, Op, SliceItem, ValueId};
 
 /// A computed value: a tensor, or a scalar const (applied as the eager scalar operand).
 #[derive(Clone)]
@@ -260,6 +260,42 @@ fn eval_op(
             &tens(vals, *v)?,
             *causal,
             Some(*scale),
+        )?),
+        Op::AttentionLse {
+            q,
+            k,
+            causal,
+            scale,
+        } => Val::T(rtm::attention_lse(
+            &tens(vals, *q)?,
+            &tens(vals, *k)?,
+            *causal,
+            *scale,
+        )?),
+        Op::AttentionGrad {
+            wrt,
+            q,
+            k,
+            v,
+            dout,
+            lse,
+            delta,
+            causal,
+            scale,
+        } => Val::T(rtm::attention_grad(
+            match wrt {
+                AttnWrt::Q => rtm::AttnWrt::Q,
+                AttnWrt::K => rtm::AttnWrt::K,
+                AttnWrt::V => rtm::AttnWrt::V,
+            },
+            &tens(vals, *q)?,
+            &tens(vals, *k)?,
+            &tens(vals, *v)?,
+            &tens(vals, *dout)?,
+            &tens(vals, *lse)?,
+            &tens(vals, *delta)?,
+            *causal,
+            *scale,
         )?),
         Op::FusedElementwise { inputs, body } => {
             let ins = inputs

@@ -85,6 +85,7 @@ pub mod tensor;
 
 pub use dtype::{DType, Scalar, ScalarKind, ALL_DTYPES};
 pub use error::{Code, Result, RuntimeError};
+pub use ops::attention::{attention_grad, attention_lse, AttnWrt};
 pub use ops::compare::{allclose, max_abs_diff};
 pub use ops::elementwise::{
     binary, infer_binary, infer_unary, promote_operands, unary, where_, BinaryOp, Operand,

@@ -174,6 +174,19 @@ pub fn reduction_length(g: &Graph, root: ValueId) -> u64 {
             let sk = sk.get(sk.len().saturating_sub(2)).copied().unwrap_or(1) as u64;
             sk + last(*q)
         }
+        Some(Op::AttentionLse { q, k, .. }) => {
+            let sk = shape(*k);
+            let sk = sk.get(sk.len().saturating_sub(2)).copied().unwrap_or(1) as u64;
+            sk + last(*q)
+        }
+        // a gradient sums over the other side's rows, each term a product of two dot products
+        Some(Op::AttentionGrad { q, k, v, .. }) => {
+            let len = |x: ValueId| {
+                let s = shape(x);
+                s.get(s.len().saturating_sub(2)).copied().unwrap_or(1) as u64
+            };
+            len(*q) + len(*k) + last(*q) + last(*v)
+        }
         _ => 1,
     }
     .max(1)

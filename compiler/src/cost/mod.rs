@@ -23,7 +23,7 @@
 pub mod occupancy;
 pub mod regs;
 
-use crate::graph::{DType, Graph, Op, TensorType};
+use crate::graph::{AttnWrt, DType, Graph, Op, TensorType};
 use crate::pipeline::Lowered;
 use crate::schedule::{Kernel, Kind};
 use crate::target::arch::Spec;
@@ -197,8 +197,20 @@ fn schedule_blocks(g: &Graph, k: &Kernel) -> u64 {
             (numel(&k.ty) as u64).div_ceil(u64::from((s.threads * s.vector).max(1)))
         }
         Kind::FlashAttention => {
-            let sq = k.ty.shape.len().checked_sub(2).map_or(1, |i| k.ty.shape[i]) as u64;
-            let b = (numel(&k.ty) as u64) / (sq * (*k.ty.shape.last().unwrap_or(&1) as u64)).max(1);
+            // blocks of rows of the result: [.., rows, d], or the log-sum-exp's [.., rows]
+            let lse = matches!(g.op(k.root), Some(Op::AttentionLse { .. }));
+            let back = if lse { 1 } else { 2 };
+            let sq =
+                k.ty.shape
+                    .len()
+                    .checked_sub(back)
+                    .map_or(1, |i| k.ty.shape[i]) as u64;
+            let width = if lse {
+                1
+            } else {
+                *k.ty.shape.last().unwrap_or(&1) as u64
+            };
+            let b = (numel(&k.ty) as u64) / (sq * width).max(1);
             b.max(1) * sq.div_ceil(u64::from(s.tile[0].max(1)))
         }
         Kind::Softmax | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => {
@@ -315,8 +327,20 @@ pub fn estimate(
         }
         Kind::FlashAttention => {
             let (q, kv) = match op {
-                Op::FlashAttention { q, k, .. } => (g.ty(*q), g.ty(*k)),
+                Op::FlashAttention { q, k, .. }
+                | Op::AttentionLse { q, k, .. }
+                | Op::AttentionGrad { q, k, .. } => (g.ty(*q), g.ty(*k)),
                 _ => (None, None),
+            };
+            // multiply-adds per (query, key) pair and head column: the scores and P·V; the
+            // scores alone; dq and dk also recompute dP = dO·Vᵀ
+            let pair_flops = match op {
+                Op::AttentionLse { .. } => 2.0,
+                Op::AttentionGrad {
+                    wrt: AttnWrt::Q | AttnWrt::K,
+                    ..
+                } => 6.0,
+                _ => 4.0,
             };
             let (q, kv) = match (q, kv) {
                 (Some(q), Some(kv)) => (q, kv),
@@ -326,8 +350,13 @@ pub fn estimate(
             let sq = q.shape.len().checked_sub(2).map_or(1, |i| q.shape[i]) as f64;
             let skv = kv.shape.len().checked_sub(2).map_or(1, |i| kv.shape[i]) as f64;
             let bh = numel(q) / (sq * d).max(1.0);
-            let causal = matches!(op, Op::FlashAttention { causal: true, .. });
-            let flops = 4.0 * bh * sq * skv * d * if causal { 0.5 } else { 1.0 };
+            let causal = matches!(
+                op,
+                Op::FlashAttention { causal: true, .. }
+                    | Op::AttentionLse { causal: true, .. }
+                    | Op::AttentionGrad { causal: true, .. }
+            );
+            let flops = pair_flops * bh * sq * skv * d * if causal { 0.5 } else { 1.0 };
             let q_blocks = (sq / f64::from(s.tile[0].max(1))).ceil();
             let kv_bytes: f64 = k
                 .inputs

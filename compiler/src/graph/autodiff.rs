@@ -11,7 +11,7 @@
 
 use super::infer::{infer, TypeError};
 use super::{
-    BinaryOp, DType, Graph, Op, ReduceOp, Scalar, SliceItem, TensorType, UnaryOp, ValueId,
+    AttnWrt, BinaryOp, DType, Graph, Op, ReduceOp, Scalar, SliceItem, TensorType, UnaryOp, ValueId,
 };
 use tessera_lang::{Code, Diagnostic, Span};
 
@@ -374,6 +374,59 @@ fn op_vjp(
             Some(dx) => ok(vec![Some(dx)]),
             None => Err(None),
         },
+        Op::FlashAttention {
+            q,
+            k,
+            v,
+            causal,
+            scale,
+        } => {
+            // FlashAttention-2's backward: the row log-sum-exp of the scores, delta = Σ dy·y per
+            // query row, then one fused kernel per operand recomputing the probabilities tile
+            // by tile (no [sq, sk] value anywhere); operands broadcast to the output's batch.
+            let ys = ty(g, y)?.shape;
+            let batch = &ys[..ys.len() - 2];
+            let mut full = |x: ValueId| -> R<ValueId> {
+                let t = ty(g, x)?.shape;
+                let mut s = batch.to_vec();
+                s.extend_from_slice(&t[t.len() - 2..]);
+                broadcast_to(g, x, &s)
+            };
+            let (bq, bk, bv) = (full(*q)?, full(*k)?, full(*v)?);
+            let (causal, scale) = (*causal, *scale);
+            let lse = emit(
+                g,
+                Op::AttentionLse {
+                    q: bq,
+                    k: bk,
+                    causal,
+                    scale,
+                },
+            )?;
+            let yc = cast(g, y, ty(g, dy)?.dtype)?;
+            let prod = bin(g, BinaryOp::Mul, dy, yc)?;
+            let delta = sum_axis(g, prod, ys.len() - 1, false)?;
+            let mut v_out = Vec::with_capacity(3);
+            for (wrt, x) in [(AttnWrt::Q, *q), (AttnWrt::K, *k), (AttnWrt::V, *v)] {
+                let d = emit(
+                    g,
+                    Op::AttentionGrad {
+                        wrt,
+                        q: bq,
+                        k: bk,
+                        v: bv,
+                        dout: dy,
+                        lse,
+                        delta,
+                        causal,
+                        scale,
+                    },
+                )?;
+                let s = ty(g, x)?.shape;
+                v_out.push(Some(sum_to(g, d, &s)?));
+            }
+            ok(v_out)
+        }
         Op::Matmul { a, b, epilogue, .. } if epilogue.is_empty() => {
             let (ta, tb) = (ty(g, *a)?, ty(g, *b)?);
             // 1-d operands as matrices: a [k] is [1,k], b [k] is [k,1]

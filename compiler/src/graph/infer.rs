@@ -2,7 +2,7 @@
 //! They mirror the eager ops (SPEC §4, docs/decisions.md); the verifier checks every op with
 //! them and passes use them to type the ops they build.
 
-use super::{DType, Epilogue, Graph, Op, SliceItem, TensorType, ValueId};
+use super::{AttnWrt, DType, Epilogue, Graph, Op, SliceItem, TensorType, ValueId};
 
 /// Why an op's operands do not type: the facts (the verifier and the passes print them).
 #[derive(Clone, Debug, PartialEq)]
@@ -103,6 +103,14 @@ impl std::fmt::Display for TypeError {
 }
 
 type R<T> = Result<T, TypeError>;
+
+/// An attention operand's `(batch dims, sequence length, head dim)`.
+fn attn_split(t: &TensorType) -> R<(Vec<usize>, usize, usize)> {
+    match t.shape.as_slice() {
+        [b @ .., s, d] => Ok((b.to_vec(), *s, *d)),
+        _ => Err(TypeError::AttentionRank),
+    }
+}
 
 fn ty(g: &Graph, v: ValueId) -> R<&TensorType> {
     g.ty(v).ok_or(TypeError::Undefined(v))
@@ -485,6 +493,52 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             shape.extend([sq, dv]);
             let d = DType::promote(DType::promote(tq.dtype, tk.dtype), tv.dtype);
             TensorType::new(shape, float_or_f32(d))
+        }
+        Op::AttentionLse { q, k, .. } => {
+            let (tq, tk) = (ty(g, *q)?, ty(g, *k)?);
+            let ((qb, _, dq), (kb, _, dk)) = (attn_split(tq)?, attn_split(tk)?);
+            if dq != dk || qb != kb {
+                return Err(TypeError::AttentionShapes);
+            }
+            let d = DType::promote(tq.dtype, tk.dtype);
+            let mut shape = qb;
+            shape.push(tq.shape[tq.shape.len() - 2]);
+            TensorType::new(shape, if d == DType::F64 { d } else { DType::F32 })
+        }
+        Op::AttentionGrad {
+            wrt,
+            q,
+            k,
+            v,
+            dout,
+            lse,
+            delta,
+            ..
+        } => {
+            let (tq, tk, tv, to) = (ty(g, *q)?, ty(g, *k)?, ty(g, *v)?, ty(g, *dout)?);
+            let (qb, sq, dq) = attn_split(tq)?;
+            let (kb, sk, dk) = attn_split(tk)?;
+            let (vb, sv, dv) = attn_split(tv)?;
+            let (ob, so, dov) = attn_split(to)?;
+            if qb != kb || qb != vb || qb != ob || dq != dk || sk != sv || so != sq || dov != dv {
+                return Err(TypeError::AttentionShapes);
+            }
+            let mut rows = qb;
+            rows.push(sq);
+            for t in [ty(g, *lse)?, ty(g, *delta)?] {
+                if t.shape != rows || !t.dtype.is_float() {
+                    return Err(TypeError::AttentionShapes);
+                }
+            }
+            if !to.dtype.is_float() {
+                return Err(TypeError::AttentionShapes);
+            }
+            let of = match wrt {
+                AttnWrt::Q => tq,
+                AttnWrt::K => tk,
+                AttnWrt::V => tv,
+            };
+            TensorType::new(of.shape.clone(), to.dtype)
         }
         Op::FusedElementwise { inputs, body } => {
             if inputs.len() != body.params.len() {

@@ -181,6 +181,30 @@ pub enum Op {
         causal: bool,
         scale: f64,
     },
+    /// The row log-sum-exp of FlashAttention's scores, `log Σ_j exp(scale·q_i·k_j)` over the
+    /// keys row `i` sees (`[..., sq]`, fp32; fp64 for fp64 operands): what the backward kernels
+    /// recompute the attention probabilities from. Operands share their batch dims.
+    AttentionLse {
+        q: ValueId,
+        k: ValueId,
+        causal: bool,
+        scale: f64,
+    },
+    /// One operand's gradient of FlashAttention (`wrt`), with `dout` the output's cotangent,
+    /// `lse` the scores' row log-sum-exp and `delta = Σ_c dout·out` per query row. The kernel
+    /// recomputes the probabilities tile by tile and never holds a `sq × sk` matrix. Operands
+    /// share their batch dims; the result has `wrt`'s shape and `dout`'s dtype.
+    AttentionGrad {
+        wrt: AttnWrt,
+        q: ValueId,
+        k: ValueId,
+        v: ValueId,
+        dout: ValueId,
+        lse: ValueId,
+        delta: ValueId,
+        causal: bool,
+        scale: f64,
+    },
     /// A chain of elementwise ops run as one: `body`'s params are `inputs`, its output the result.
     FusedElementwise {
         inputs: Vec<ValueId>,
@@ -210,6 +234,12 @@ impl Op {
             Op::Concat { .. } => "concat",
             Op::Slice { .. } => "slice",
             Op::FlashAttention { .. } => "flash_attention",
+            Op::AttentionLse { .. } => "flash_attention_lse",
+            Op::AttentionGrad { wrt, .. } => match wrt {
+                AttnWrt::Q => "flash_attention_dq",
+                AttnWrt::K => "flash_attention_dk",
+                AttnWrt::V => "flash_attention_dv",
+            },
             Op::FusedElementwise { .. } => "fused_elementwise",
         }
     }
@@ -277,6 +307,23 @@ impl Op {
                 f(*k);
                 f(*v);
             }
+            Op::AttentionLse { q, k, .. } => {
+                f(*q);
+                f(*k);
+            }
+            Op::AttentionGrad {
+                q,
+                k,
+                v,
+                dout,
+                lse,
+                delta,
+                ..
+            } => {
+                for x in [q, k, v, dout, lse, delta] {
+                    f(*x);
+                }
+            }
         }
     }
 
@@ -337,6 +384,23 @@ impl Op {
                 *k = f(*k);
                 *v = f(*v);
             }
+            Op::AttentionLse { q, k, .. } => {
+                *q = f(*q);
+                *k = f(*k);
+            }
+            Op::AttentionGrad {
+                q,
+                k,
+                v,
+                dout,
+                lse,
+                delta,
+                ..
+            } => {
+                for x in [q, k, v, dout, lse, delta] {
+                    *x = f(*x);
+                }
+            }
         }
     }
 
@@ -347,6 +411,14 @@ impl Op {
             Op::Unary { .. } | Op::Binary { .. } | Op::Where { .. } | Op::Cast { .. }
         )
     }
+}
+
+/// Which operand an [`Op::AttentionGrad`] differentiates.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum AttnWrt {
+    Q,
+    K,
+    V,
 }
 
 /// A traced function: params, ops, outputs. See the module docs for the invariants.

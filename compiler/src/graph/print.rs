@@ -198,7 +198,9 @@ impl Printer<'_> {
                 let s: Vec<String> = items.iter().map(|i| i.to_string()).collect();
                 vec![format!("index = [{}]", s.join(", "))]
             }
-            Op::FlashAttention { causal, scale, .. } => {
+            Op::FlashAttention { causal, scale, .. }
+            | Op::AttentionLse { causal, scale, .. }
+            | Op::AttentionGrad { causal, scale, .. } => {
                 vec![format!("causal = {causal}"), format!("scale = {scale:?}")]
             }
         }

@@ -140,9 +140,16 @@ fn schedule_for(
                 t.and_then(|t| t.shape.last().copied()).unwrap_or(0) as u64
             };
             let (dq, dv) = (dims(0), dims(2));
+            let smem = |bm: u64| match op {
+                Op::AttentionGrad { .. } => {
+                    crate::lower::kernels::attention_grad::smem_bytes(bm, 32, dq, dv)
+                }
+                Op::AttentionLse { .. } => fma_attention_smem(bm, 32, dq, 0),
+                _ => fma_attention_smem(bm, 32, dq, dv),
+            };
             let bm = [16, 8, 4]
                 .into_iter()
-                .find(|&bm| fma_attention_smem(bm, 32, dq, dv) <= FMA_ATTENTION_SMEM)
+                .find(|&bm| smem(bm) <= FMA_ATTENTION_SMEM)
                 .unwrap_or(4);
             Schedule {
                 tile: if tc { [64, 64, 16] } else { [bm as u32, 32, 1] },
@@ -182,7 +189,13 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Program, Sched
             .collect();
         let schedule = schedule_for(g, kind, op, ty, &inputs, d);
         kernels.push(Kernel {
-            name: format!("{}_{}_{}", g.name, kind.name(), kernels.len()),
+            // the attention backward's kernels by their op (flash_attention_dq, ...)
+            name: match op {
+                Op::AttentionLse { .. } | Op::AttentionGrad { .. } => {
+                    format!("{}_{}_{}", g.name, op.name(), kernels.len())
+                }
+                _ => format!("{}_{}_{}", g.name, kind.name(), kernels.len()),
+            },
             kind,
             root: id,
             inputs,

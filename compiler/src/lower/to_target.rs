@@ -63,8 +63,10 @@ pub(crate) enum Index {
     Scalar,
     /// `i % inner` (a trailing-dims vector like a bias).
     Mod(u32),
-    /// `(i / inner) % outer`... not needed: rows of a `[M,1]` operand: `i / inner`.
+    /// `i / inner`: rows of a `[M, 1]` operand.
     Div(u32),
+    /// `(i / inner) % run`: a run of the output's dims broadcast along those before and after.
+    DivMod(u32, u32),
 }
 
 pub(crate) fn index_of(shape: &[usize], out: &[usize]) -> R<Index> {
@@ -89,11 +91,28 @@ pub(crate) fn index_of(shape: &[usize], out: &[usize]) -> R<Index> {
             u32::try_from(n).map_err(|_| Error::NotLowered("size".into()))?,
         ));
     }
-    // [.., M, 1] against [.., M, N]: one value per row.
-    if out.len() == 2 && s.len() == 2 && s[1] == 1 && s[0] == out[0] {
-        return Ok(Index::Div(
-            u32::try_from(out[1]).map_err(|_| Error::NotLowered("size".into()))?,
-        ));
+    // One contiguous run of the output's dims, broadcast along the dims before and after it
+    // (`[.., M, 1]` against `[.., M, N]`, a `[B, 1, N, 1]` cotangent of a keepdim reduction):
+    // `(i / inner) % run`, the `%` dropped when the dims before the run are all 1.
+    if shape.len() <= out.len() {
+        let mut full = vec![1usize; out.len() - shape.len()];
+        full.extend_from_slice(shape);
+        let first = full.iter().position(|&d| d != 1);
+        let last = full.iter().rposition(|&d| d != 1);
+        if let (Some(a), Some(b)) = (first, last) {
+            if full[a..=b] == out[a..=b] {
+                let size = |d: &[usize]| {
+                    u32::try_from(d.iter().product::<usize>())
+                        .map_err(|_| Error::NotLowered("size".into()))
+                };
+                let inner = size(&out[b + 1..])?;
+                return Ok(if out[..a].iter().all(|&d| d == 1) {
+                    Index::Div(inner)
+                } else {
+                    Index::DivMod(inner, size(&out[a..=b])?)
+                });
+            }
+        }
     }
     no(format!("broadcasting {shape:?} to {out:?}"))
 }

@@ -165,7 +165,9 @@ pub fn kind_of(op: &Op) -> Option<Kind> {
         Op::Softmax { .. } => Kind::Softmax,
         Op::LayerNorm { .. } => Kind::LayerNorm,
         Op::RmsNorm { .. } => Kind::RmsNorm,
-        Op::FlashAttention { .. } => Kind::FlashAttention,
+        Op::FlashAttention { .. } | Op::AttentionLse { .. } | Op::AttentionGrad { .. } => {
+            Kind::FlashAttention
+        }
         Op::Transpose { .. } | Op::Broadcast { .. } | Op::Concat { .. } | Op::Slice { .. } => {
             Kind::Copy
         }

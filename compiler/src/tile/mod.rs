@@ -96,6 +96,19 @@ pub struct GatherSrc {
 }
 
 /// The batches of an attention whose operands' batch dims broadcast: output batch `z`
+/// What a FlashAttention kernel computes. The backward kernels (`kernels::attention_grad`)
+/// take blocks of `bm` rows of the operand they differentiate: query rows for `dq`, key rows
+/// for `dk` and `dv`.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum AttnPart {
+    /// `softmax(scale·q·kᵀ)·v`
+    Out,
+    /// `log Σ_j exp(scale·q_i·k_j)` per query row
+    Lse,
+    /// the gradient with respect to one operand
+    Grad(crate::graph::AttnWrt),
+}
+
 /// (row-major coordinates `c` over `dims`) reads batch `Σ c[d]·q[d]` of Q (likewise K, V;
 /// a stride is 0 along a broadcast dimension).
 #[derive(Clone, Debug, PartialEq)]
@@ -166,6 +179,8 @@ pub enum Shape {
         bcast: Option<AttnBatch>,
         /// Tensor cores (`kernels::attention_mma`): the MMA, with `bm` 64 and `bn` 64.
         mma: Option<MmaKind>,
+        /// What the kernel computes: the output, the scores' row log-sum-exp, or a gradient.
+        part: AttnPart,
     },
     /// `c[m,n] = a[m,k]·b[k,n]` with fp32 FMA: BM×BN×BK tile, 4×4 outputs per thread.
     MatmulFma {

@@ -2,6 +2,7 @@
 //! their result without computing; values are computed only for concrete tensors.
 
 mod assign;
+pub mod attention;
 pub mod compare;
 pub mod elementwise;
 pub mod fastmath;

@@ -15,7 +15,7 @@ use crate::tile::{AttnBatch, TileKernel};
 const LOG2E: f64 = std::f64::consts::LOG2_E;
 
 /// An f32 shared buffer of `rows × pitch` floats.
-fn f32_buf(rows: u32, pitch: u32) -> SharedBuf {
+pub(super) fn f32_buf(rows: u32, pitch: u32) -> SharedBuf {
     SharedBuf {
         elem_bytes: 4,
         shape: vec![1, rows, pitch],
@@ -227,6 +227,73 @@ fn pv(
     acc
 }
 
+/// `s[r] = Σ_c a[r][c] · b[lane][c]` for the warp's `rows` rows: `a` row-major with `width`
+/// floats per row from `ra`, this lane's row of `b` at `rb`. Unrolled up to [`UNROLLED`]
+/// columns, a loop over column chunks past that.
+pub(super) fn row_dots(
+    b: &mut Builder,
+    ra: Value,
+    rb: Value,
+    width: u32,
+    rows: usize,
+) -> Vec<Value> {
+    let zero: Vec<Value> = (0..rows).map(|_| b.mov(Ty::F32, fimm(0.0))).collect();
+    if width <= UNROLLED {
+        scores(b, ra, rb, width, 0..width, zero)
+    } else {
+        // fully unrolled, ptxas runs out of registers
+        let ch = chunk(width);
+        b.for_rolled(
+            imm(0),
+            imm(i64::from(width) * 4),
+            imm(i64::from(ch) * 4),
+            &zero,
+            |b, cb, s| {
+                let qa = b.add(Ty::U32, ra, cb);
+                let ka = b.add(Ty::U32, rb, cb);
+                scores(b, qa, ka, width, 0..ch, s.to_vec())
+                    .into_iter()
+                    .map(Operand::from)
+                    .collect()
+            },
+        )
+    }
+}
+
+/// `acc[r][t] += Σ_j w_r[j] · e[j][lane + 32t]` over the `bn` rows of a tile `e` in shared
+/// memory (this lane's column at `ea`, `pitch` floats per row, `cols` ≤ 32·`per_row` columns
+/// read); unrolled up to [`UNROLLED`] columns, a loop over groups of 8 rows past that.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn weighted_rows(
+    b: &mut Builder,
+    w: &[Value],
+    ea: Value,
+    pitch: u32,
+    per_row: usize,
+    cols: u32,
+    bn: u32,
+    acc: Vec<Value>,
+) -> Vec<Value> {
+    if cols <= UNROLLED {
+        pv(b, w, ea, imm(0), pitch, per_row, 0..bn, acc)
+    } else {
+        let keys = 8;
+        b.for_rolled(
+            imm(0),
+            imm(i64::from(bn)),
+            imm(i64::from(keys)),
+            &acc,
+            |b, j0, acc| {
+                let va = b.fma(Ty::U32, j0, imm(i64::from(pitch) * 4), ea);
+                pv(b, w, va, j0.into(), pitch, per_row, 0..keys, acc.to_vec())
+                    .into_iter()
+                    .map(Operand::from)
+                    .collect()
+            },
+        )
+    }
+}
+
 /// The FlashAttention kernel of `[batch, sq, dq] · [batch, sk, dq]ᵀ · [batch, sk, dv]`.
 #[allow(clippy::too_many_arguments)]
 pub fn build(
@@ -241,23 +308,34 @@ pub fn build(
     bm: u32,
     bn: u32,
     bcast: Option<&AttnBatch>,
+    lse: bool,
 ) -> R<Kernel> {
+    if lse && bcast.is_some() {
+        return no("a log-sum-exp kernel of broadcast operands");
+    }
     if bn != 32 || !bm.is_multiple_of(4) || bm == 0 {
         return no("flash attention tiles other than 4k×32");
     }
     let threads = 128u32;
     let rpw = (bm / 4) as usize;
+    // the log-sum-exp kernel has no v: no accumulator
+    let dv = if lse { 0 } else { dv };
     let dtv = dv.div_ceil(32) as usize;
     let vpitch = dv.next_multiple_of(32);
     let mut b = Builder::new(&tk.name, tk.span, tk.grid, [threads, 1, 1]);
-    let p = ParamSet::new(&mut b, g, tk, &["q", "k", "v"], "o")?;
-    let (qp, kp, vp, op) = (p.inputs[0], p.inputs[1], p.inputs[2], p.out);
-    let (qd, kd, vd) = (p.dtypes[0], p.dtypes[1], p.dtypes[2]);
+    let p = if lse {
+        ParamSet::new(&mut b, g, tk, &["q", "k"], "lse")?
+    } else {
+        ParamSet::new(&mut b, g, tk, &["q", "k", "v"], "o")?
+    };
+    let (qp, kp, op) = (p.inputs[0], p.inputs[1], p.out);
+    let (qd, kd) = (p.dtypes[0], p.dtypes[1]);
+    let (vp, vd) = (p.inputs.get(2).copied(), p.dtypes.get(2).copied());
     let sq_v = b.param("sq", Type::Scalar(Ty::U32), ParamRole::Size(sq));
     let sk_v = b.param("sk", Type::Scalar(Ty::U32), ParamRole::Size(sk));
     let sqs = b.shared("smem_q", f32_buf(bm, dq));
     let sks = b.shared("smem_k", f32_buf(bn, dq + 1));
-    let svs = b.shared("smem_v", f32_buf(bn + 1, vpitch));
+    let svs = (!lse).then(|| b.shared("smem_v", f32_buf(bn + 1, vpitch)));
     let tid = b.special(SReg::Tid(Dim::X));
     let bx = b.special(SReg::Ctaid(Dim::X));
     let bz = block_batch(&mut b, tk);
@@ -267,7 +345,7 @@ pub fn build(
     let [qrow0, krow0, vrow0, orow0] = batch_bases(&mut b, bz, sq_v, sk_v, dq, dv, bcast);
     let sq0 = b.shared_addr(sqs);
     let sk0 = b.shared_addr(sks);
-    let sv0 = b.shared_addr(svs);
+    let sv0 = svs.map(|s| b.shared_addr(s));
     tile_to_shared(
         &mut b, qd, qp, qrow0, q0, sq_v, bm, dq, dq, sq0, tid, threads,
     );
@@ -281,7 +359,7 @@ pub fn build(
         .collect();
     let qrd = b.fma(Ty::U32, wrow, imm(i64::from(dq) * 4), sq0);
     let krd = b.fma(Ty::U32, lane, imm(i64::from(dq + 1) * 4), sk0);
-    let vrd = b.fma(Ty::U32, lane, imm(4), sv0);
+    let vrd = sv0.map(|sv0| b.fma(Ty::U32, lane, imm(4), sv0));
     // carried: m[rpw], l[rpw], acc[rpw][dtv]
     let mut init = vec![];
     for _ in 0..rpw {
@@ -315,32 +393,14 @@ pub fn build(
                 tid,
                 threads,
             );
-            tile_to_shared(
-                b, vd, vp, vrow0, k0, sk_v, bn, dv, vpitch, sv0, tid, threads,
-            );
+            if let (Some(vd), Some(vp), Some(sv0)) = (vd, vp, sv0) {
+                tile_to_shared(
+                    b, vd, vp, vrow0, k0, sk_v, bn, dv, vpitch, sv0, tid, threads,
+                );
+            }
             b.barrier();
             // scores: lane j holds s[r] = q_r · k_j
-            let zero: Vec<Value> = (0..rpw).map(|_| b.mov(Ty::F32, fimm(0.0))).collect();
-            let s = if dq <= UNROLLED {
-                scores(b, qrd, krd, dq, 0..dq, zero)
-            } else {
-                // a loop over column chunks: fully unrolled, ptxas runs out of registers
-                let ch = chunk(dq);
-                b.for_rolled(
-                    imm(0),
-                    imm(i64::from(dq) * 4),
-                    imm(i64::from(ch) * 4),
-                    &zero,
-                    |b, cb, s| {
-                        let qa = b.add(Ty::U32, qrd, cb);
-                        let ka = b.add(Ty::U32, krd, cb);
-                        scores(b, qa, ka, dq, 0..ch, s.to_vec())
-                            .into_iter()
-                            .map(Operand::from)
-                            .collect()
-                    },
-                )
-            };
+            let s = row_dots(b, qrd, krd, dq, rpw);
             let key = b.add(Ty::U32, k0, lane);
             let key_ok = b.cmp(Cmp::Lt, Ty::U32, key, sk_v);
             let mut next_m = vec![];
@@ -372,25 +432,9 @@ pub fn build(
                 pr.push(pj);
             }
             // acc[r][t] += Σ_j p_r[j] · v[j][lane + 32t]
-            let next_acc = if dv <= UNROLLED {
-                let zero = imm(0);
-                pv(b, &pr, vrd, zero, vpitch, dtv, 0..bn, next_acc)
-            } else {
-                // a loop over groups of 8 keys, as for the scores
-                let keys = 8;
-                b.for_rolled(
-                    imm(0),
-                    imm(i64::from(bn)),
-                    imm(i64::from(keys)),
-                    &next_acc,
-                    |b, j0, acc| {
-                        let va = b.fma(Ty::U32, j0, imm(i64::from(vpitch) * 4), vrd);
-                        pv(b, &pr, va, j0.into(), vpitch, dtv, 0..keys, acc.to_vec())
-                            .into_iter()
-                            .map(Operand::from)
-                            .collect()
-                    },
-                )
+            let next_acc = match vrd {
+                Some(vrd) => weighted_rows(b, &pr, vrd, vpitch, dtv, dv, bn, next_acc),
+                None => next_acc,
             };
             b.barrier();
             next_m
@@ -402,6 +446,21 @@ pub fn build(
         },
     );
     let (l, acc) = fin[rpw..].split_at(rpw);
+    if lse {
+        // lse = ln Σ_j e^{scale·s_j} = (m + log2 l)·ln 2, m and l in base-2 units; lane 0 writes
+        let lane0 = b.cmp(Cmp::Eq, Ty::U32, lane, imm(0));
+        let base = b.mul(Ty::U32, bz, sq_v);
+        for r in 0..rpw {
+            let row_ok = b.cmp(Cmp::Lt, Ty::U32, qi[r], sq_v);
+            let ok = b.bin(BinOp::And, Ty::Pred, row_ok, lane0);
+            let lg = b.unary(UnOp::Lg2Approx, Ty::F32, l[r]);
+            let t = b.add(Ty::F32, fin[r], lg);
+            let v = b.mul(Ty::F32, t, fimm(std::f32::consts::LN_2));
+            let idx = b.add(Ty::U32, base, qi[r]);
+            store_elem(&mut b, tk.ty.dtype, op, idx, v, Some(ok));
+        }
+        return Ok(b.finish());
+    }
     for r in 0..rpw {
         let row_ok = b.cmp(Cmp::Lt, Ty::U32, qi[r], sq_v);
         let pos = b.cmp(Cmp::Gt, Ty::F32, l[r], fimm(0.0));

@@ -327,6 +327,10 @@ fn index_val(b: &mut Builder, ix: Index, i: Value) -> Value {
         Index::Scalar => b.mov(Ty::U32, imm(0)),
         Index::Mod(m) => b.bin(BinOp::Rem, Ty::U32, i, imm(i64::from(m))),
         Index::Div(m) => b.bin(BinOp::Div, Ty::U32, i, imm(i64::from(m))),
+        Index::DivMod(m, r) => {
+            let q = b.bin(BinOp::Div, Ty::U32, i, imm(i64::from(m)));
+            b.bin(BinOp::Rem, Ty::U32, q, imm(i64::from(r)))
+        }
     }
 }
 

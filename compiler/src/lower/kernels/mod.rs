@@ -2,6 +2,7 @@
 //! blocks in [`blocks`] (and [`epilogue`] for the matmuls), one module per kind.
 
 pub mod attention;
+pub mod attention_grad;
 pub mod attention_mma;
 pub mod axis;
 pub mod blocks;
@@ -17,7 +18,7 @@ use super::to_target::Error;
 use crate::graph::{DType, Graph};
 use crate::tile::build::Builder;
 use crate::tile::ir::{Kernel, ParamRole, Type, Value};
-use crate::tile::{Shape, TileKernel};
+use crate::tile::{AttnPart, Shape, TileKernel};
 
 pub type R<T> = Result<T, Error>;
 
@@ -54,6 +55,7 @@ pub fn build(g: &Graph, tk: &TileKernel) -> R<Kernel> {
             causal,
             scale,
             mma: Some(kind),
+            part: AttnPart::Out,
             ..
         } => attention_mma::build(g, tk, *sq, *sk, *dq, *causal, *scale, *kind),
         Shape::FlashAttention {
@@ -65,7 +67,29 @@ pub fn build(g: &Graph, tk: &TileKernel) -> R<Kernel> {
             scale,
             bm,
             bn,
+            part: AttnPart::Grad(wrt),
+            mma: None,
+            bcast: None,
+            ..
+        } => attention_grad::build(g, tk, *wrt, *sq, *sk, *dq, *dv, *causal, *scale, *bm, *bn),
+        Shape::FlashAttention {
+            part: AttnPart::Grad(_),
+            ..
+        } => no("an attention gradient of broadcast operands or on tensor cores"),
+        Shape::FlashAttention { mma: Some(_), .. } => {
+            no("an attention log-sum-exp on tensor cores")
+        }
+        Shape::FlashAttention {
+            sq,
+            sk,
+            dq,
+            dv,
+            causal,
+            scale,
+            bm,
+            bn,
             bcast,
+            part,
             ..
         } => attention::build(
             g,
@@ -79,6 +103,7 @@ pub fn build(g: &Graph, tk: &TileKernel) -> R<Kernel> {
             *bm,
             *bn,
             bcast.as_ref(),
+            *part == AttnPart::Lse,
         ),
         Shape::Elementwise { n, vector } => elementwise::elementwise(g, tk, *n, *vector),
         Shape::Gather {

@@ -2,6 +2,8 @@
 //! fp32 FMA or tensor cores as the schedule says) and the description of the block program.
 
 use super::*;
+use crate::graph::AttnWrt;
+use crate::tile::AttnPart;
 
 /// The batch strides of attention operands whose batch dims broadcast to `ob`.
 fn attn_batch(
@@ -38,38 +40,70 @@ fn attn_batch(
 /// The launch shape and parameters of a FlashAttention kernel.
 pub(super) fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Result<(), NotLowered> {
     let s = &k.schedule;
-    let (q, kv, v, causal, scale) = match op {
+    let (q, kv, v, causal, scale, part) = match op {
         Op::FlashAttention {
             q,
             k: kk,
             v,
             causal,
             scale,
-        } => (*q, *kk, *v, *causal, *scale),
+        } => (*q, *kk, Some(*v), *causal, *scale, AttnPart::Out),
+        Op::AttentionLse {
+            q,
+            k: kk,
+            causal,
+            scale,
+        } => (*q, *kk, None, *causal, *scale, AttnPart::Lse),
+        Op::AttentionGrad {
+            wrt,
+            q,
+            k: kk,
+            v,
+            causal,
+            scale,
+            ..
+        } => (*q, *kk, Some(*v), *causal, *scale, AttnPart::Grad(*wrt)),
         _ => return Err(nl(k, "not a flash attention")),
     };
     let qt = g.ty(q).ok_or_else(|| nl(k, "untyped operand"))?;
     let kt = g.ty(kv).ok_or_else(|| nl(k, "untyped operand"))?;
-    let vt = g.ty(v).ok_or_else(|| nl(k, "untyped operand"))?;
+    // the log-sum-exp has no v: k stands in for its shape checks (dv is unused)
+    let vt = match v {
+        Some(v) => g.ty(v).ok_or_else(|| nl(k, "untyped operand"))?,
+        None => kt,
+    };
     for t in [qt, kt, vt, &k.ty] {
         if !super::any_float(t.dtype) {
             return Err(nl(k, format!("{} attention", t.dtype)));
         }
-        if t.shape.len() < 2 {
+        if t.shape.len() < 2 && !std::ptr::eq(t, &k.ty) {
             return Err(nl(k, "attention operands below 2-D"));
         }
     }
     let r = qt.shape.len();
     let (sq, dq) = (qt.shape[r - 2], qt.shape[r - 1]);
     let (sk, dv) = (kt.shape[kt.shape.len() - 2], vt.shape[vt.shape.len() - 1]);
-    let ob = &k.ty.shape[..k.ty.shape.len().saturating_sub(2)];
+    // the batch dims: the output's, less its [sq, d] (the log-sum-exp's [sq])
+    let ob = &qt.shape[..r - 2];
     let bcast = if [qt, kt, vt]
         .iter()
         .all(|t| &t.shape[..t.shape.len() - 2] == ob)
+        && (part != AttnPart::Out
+            || k.ty.shape.len() >= 2 && &k.ty.shape[..k.ty.shape.len() - 2] == ob)
     {
         None
-    } else {
+    } else if part == AttnPart::Out {
+        let ob = &k.ty.shape[..k.ty.shape.len() - 2];
         Some(attn_batch(k, ob, [qt, kt, vt])?)
+    } else {
+        return Err(nl(
+            k,
+            "attention gradients of operands whose batch dims differ",
+        ));
+    };
+    let ob: &[usize] = match part {
+        AttnPart::Out => &k.ty.shape[..k.ty.shape.len() - 2],
+        _ => ob,
     };
     if dq == 0 || dv == 0 || sq == 0 || sk == 0 {
         return Err(nl(k, "empty attention"));
@@ -78,7 +112,7 @@ pub(super) fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Resul
     if numel(qt).max(numel(kt)).max(numel(vt)).max(numel(&k.ty)) > u64::from(u32::MAX) {
         return Err(nl(k, "too large an attention"));
     }
-    let mma = if s.tensor_cores {
+    let mma = if s.tensor_cores && part == AttnPart::Out {
         crate::lower::to_schedule::attention_mma(g, &k.inputs, &k.ty)
     } else {
         None
@@ -99,7 +133,16 @@ pub(super) fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Resul
         ));
     }
     use crate::lower::to_schedule::{fma_attention_smem, FMA_ATTENTION_SMEM};
-    let smem = fma_attention_smem(u64::from(bm), u64::from(bn), dq as u64, dv as u64);
+    let smem = match part {
+        AttnPart::Out => fma_attention_smem(u64::from(bm), u64::from(bn), dq as u64, dv as u64),
+        AttnPart::Lse => fma_attention_smem(u64::from(bm), u64::from(bn), dq as u64, 0),
+        AttnPart::Grad(_) => crate::lower::kernels::attention_grad::smem_bytes(
+            u64::from(bm),
+            u64::from(bn),
+            dq as u64,
+            dv as u64,
+        ),
+    };
     if mma.is_none() && smem > FMA_ATTENTION_SMEM {
         return Err(nl(
             k,
@@ -120,8 +163,13 @@ pub(super) fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Resul
     tk.block = [warps * 32, 1, 1];
     // batch problems on grid y, continued on z past y's 65535 (`kernels::attention::block_batch`)
     let batch = batch.max(1);
+    // blocks of bm rows of the result: query rows, or key rows for dk and dv
+    let rows = match part {
+        AttnPart::Grad(AttnWrt::K | AttnWrt::V) => sk,
+        _ => sq,
+    };
     tk.grid = [
-        sq.div_ceil(bm),
+        rows.div_ceil(bm),
         batch.min(65535) as u32,
         batch.div_ceil(65535) as u32,
     ];
@@ -137,6 +185,7 @@ pub(super) fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Resul
         bn,
         bcast,
         mma,
+        part,
     };
     Ok(())
 }
