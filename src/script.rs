@@ -162,8 +162,9 @@ fn run_source_inner(name: &str, text: String, opts: &RunOptions, check_only: boo
     }
     if let Some(prev) = prev {
         let rows = session.profile.borrow_mut().finish(prev);
+        let notes = std::mem::take(&mut session.profile.borrow_mut().notes);
         let launches: u32 = rows.iter().map(|r| r.launches).sum();
-        let table = tessera_stdlib::profile::table(
+        let mut table = tessera_stdlib::profile::table(
             &rows,
             Some(format!(
                 "profile of the run: device {}, model for {}, {launches} kernel launch(es)",
@@ -171,6 +172,7 @@ fn run_source_inner(name: &str, text: String, opts: &RunOptions, check_only: boo
                 session.target.get().name()
             )),
         );
+        table.add_notes(notes);
         eprintln!("{}", table.text());
     }
     match result {

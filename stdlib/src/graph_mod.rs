@@ -237,18 +237,22 @@ pub fn module(session: Rc<Session>) -> Module {
                         }
                     }
                 }
+                let notes_before = s.profile.borrow().notes.len();
                 let prev = s.profile.borrow_mut().start(repeats, ptxas);
                 let result = run_for_profile(it, &s, &f, rest);
                 let rows = s.profile.borrow_mut().finish(prev);
+                let notes = s.profile.borrow_mut().notes.split_off(notes_before);
                 result?;
                 let target = s.target.get().name();
                 let device = s.device.get();
-                Ok(Value::host(crate::profile::table(
+                let mut t = crate::profile::table(
                     &rows,
                     Some(format!(
                         "profile: device {device}, model for {target}, median of {repeats} run(s)"
                     )),
-                )))
+                );
+                t.add_notes(notes);
+                Ok(Value::host(t))
             },
         ),
     );
@@ -288,9 +292,10 @@ fn lower_on_mesh(
 ) -> Result<Value, Diagnostic> {
     if level == "schedule" {
         let abs = crate::dist::abstract_args(args)?;
+        // a gradient runs as itself (its backward graph on the mesh); other kernels' bodies run
         let func = match f.downcast::<KernelObj>() {
-            Some(k) => k.func.clone(),
-            None => f.clone(),
+            Some(k) if k.grad.is_none() => k.func.clone(),
+            _ => f.clone(),
         };
         session.on_mesh.set(session.on_mesh.get() + 1);
         crate::dist::open_log(session);

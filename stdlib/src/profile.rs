@@ -125,6 +125,8 @@ pub struct Recorder {
     /// Use ptxas' register counts when ptxas is present.
     pub ptxas: bool,
     pub rows: Vec<Row>,
+    /// Lines printed under the table (a gradient's collectives on a mesh).
+    pub notes: Vec<String>,
     ptxas_regs: HashMap<String, Option<u32>>,
 }
 

@@ -27,6 +27,8 @@ pub struct Directives {
     pub search_space: Option<SearchSpace>,
     /// `autotune(cost_model=, max_trials=, budget_ms=)`.
     pub autotune: Option<AutotuneOpts>,
+    /// `grad_bucket(bytes)`: the most gradient bytes one data-parallel all-reduce takes.
+    pub grad_bucket: Option<i64>,
     /// Where each directive was given (the whole `schedule.NAME(...)` call), for diagnostics that
     /// blame a directive; the last call of a name wins, as its value does.
     pub spans: Vec<(&'static str, Span)>,
@@ -71,6 +73,7 @@ const FUNCTIONS: &[(&str, &str)] = &[
         "occupancy_target(min_warps=None, max_warps=None)",
     ),
     ("vectorize", "vectorize(n)"),
+    ("grad_bucket", "grad_bucket(bytes)"),
     ("fusion", "fusion(mode)"),
     (
         "search_space",
@@ -210,6 +213,12 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
                     ));
                 }
                 d.vectorize = Some(n);
+            }
+        }
+        "grad_bucket" => {
+            let a = args.bind(name, &["bytes"], &[])?;
+            if let Some(x) = get(&a, 0) {
+                d.grad_bucket = Some(pos_int(x, "the gradient bucket size")?);
             }
         }
         "fusion" => {

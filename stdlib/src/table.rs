@@ -103,6 +103,13 @@ pub struct TableObj {
 }
 
 impl TableObj {
+    /// Lines under the first table.
+    pub fn add_notes(&mut self, notes: Vec<String>) {
+        if let Some(t) = self.parts.first_mut() {
+            t.notes.extend(notes);
+        }
+    }
+
     pub fn text(&self) -> String {
         let parts: Vec<String> = self.parts.iter().map(Table::text).collect();
         parts.join("\n").trim_end().to_string()

@@ -37,9 +37,11 @@ use tessera_runtime::{self as rtm, BinaryOp, DType, Scalar, Tensor};
 
 mod dispatch;
 mod exec;
+mod grad;
 mod module;
 pub use dispatch::*;
 use exec::*;
+pub use grad::{overlap_note, run_gradient, GRAD_BUCKET_BYTES};
 pub use module::*;
 
 /// The next value number of a sharded tensor in session `cx`.

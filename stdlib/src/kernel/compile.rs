@@ -16,6 +16,15 @@ impl Traced {
     pub fn shape_result(&self, vals: Vec<Value>) -> Value {
         shape_result(&self.out, vals)
     }
+
+    /// The position of the first gradient among the graph's outputs (after the value that
+    /// `graph.value_and_grad` returns too); the output count when there are none.
+    pub fn first_grad(&self) -> usize {
+        match self.out {
+            OutShape::Grad { value, .. } => usize::from(value),
+            _ => self.graph.outputs.len(),
+        }
+    }
 }
 
 /// Traces `f` with `args` and runs the Graph IR pipeline.

@@ -296,12 +296,7 @@ impl KernelObj {
         }
         if crate::dist::call_is_sharded(&args) {
             if self.grad.is_some() {
-                return Err(Diagnostic::new(
-                    Code::E0400,
-                    "graph.grad of a call with sharded arguments is not supported yet",
-                )
-                .at(args.span)
-                .with_help("gather the arguments first (`dist.gather(x)`)"));
+                return self.gradient_on_mesh(it, args);
             }
             return self.invoke_on_mesh(it, args);
         }
@@ -414,6 +409,49 @@ impl KernelObj {
         let t = trace_call(it, &self.session, &self.func, &inner, self.grad.as_ref())?;
         let outs = crate::trace::inline_graph(&outer, &t.graph, &t.captures, &feeds, args.span)?;
         Ok(t.shape_result(outs))
+    }
+
+    /// A gradient called with sharded arguments (data parallel): its graph is traced on the
+    /// global shapes and run on the mesh by [`crate::dist::run_gradient`], which all-reduces
+    /// the gradients' partial sums in buckets; `--dump schedule` prints the mesh Schedule IR.
+    fn gradient_on_mesh(&self, it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
+        let s = &self.session;
+        let global = crate::dist::plain_args(&args, false)?;
+        let t = trace_call(it, s, &self.func, &global, self.grad.as_ref())?;
+        let params: Vec<Value> = args
+            .positional
+            .iter()
+            .map(|(v, _)| v)
+            .chain(args.keywords.iter().map(|(_, v, _)| v))
+            .filter(|v| crate::dist::as_sharded(v).is_some() || as_tensor(v).is_some())
+            .cloned()
+            .collect();
+        let bucket = t
+            .directives
+            .grad_bucket
+            .map_or(crate::dist::GRAD_BUCKET_BYTES, |b| b.max(1) as u64);
+        s.on_mesh.set(s.on_mesh.get() + 1);
+        crate::dist::open_log(s);
+        let r = crate::dist::run_gradient(
+            &t.graph,
+            &params,
+            &t.captures,
+            t.first_grad(),
+            bucket,
+            args.span,
+        );
+        let program = crate::dist::close_log(s);
+        s.on_mesh.set(s.on_mesh.get().saturating_sub(1));
+        if s.profile.borrow().active {
+            if let Some(n) = crate::dist::overlap_note(&program) {
+                s.profile.borrow_mut().notes.push(n);
+            }
+        }
+        if s.dump.iter().any(|d| d == "schedule") {
+            let text = format!("// gradient {} on a mesh\n{}", self.name, program.print());
+            dump_out(it, "schedule", &text);
+        }
+        Ok(t.shape_result(r?))
     }
 
     /// A call with sharded arguments: the body runs on the mesh, each op per device with the

@@ -1,0 +1,625 @@
+//! Gradients on a mesh (SPEC §8, data parallel): a `graph.grad` kernel called with sharded
+//! arguments. Its backward graph is traced on the global shapes as on one device, then run op
+//! by op on the mesh with the same partitioning rules as eager sharded ops: a parameter
+//! replicated over `dp` meets activations split over `dp`, so its gradient's matmul contracts
+//! over the split batch and leaves a partial sum on every device. Those partial sums are the
+//! data-parallel gradient all-reduce: they are packed into buckets (in the order the backward
+//! pass finishes them, at most `schedule.grad_bucket(bytes)` each, 1 MiB by default) and each
+//! bucket is all-reduced as soon as its last gradient is final, so the collective comes before
+//! the rest of the backward pass in the mesh Schedule IR and its overlap plan shows what it
+//! can hide behind. Ops without a partitioning rule gather their operands and run whole.
+
+use super::exec::{collective, common_mesh, elementwise_binary, kernel, on_mesh, value_of, Sv};
+use super::*;
+use tessera_compiler::graph::{Graph, Op, ReduceOp, ValueId};
+
+/// The default gradient bucket: 1 MiB of gradients per all-reduce.
+pub const GRAD_BUCKET_BYTES: u64 = 1 << 20;
+
+/// A value of the replayed graph.
+#[derive(Clone)]
+enum Rv {
+    /// An ordinary (host) tensor.
+    Host(Tensor),
+    /// A `const`: the Python scalar, and its declared dtype as a tensor of its own.
+    Scalar(tessera_compiler::graph::Scalar, DType),
+    /// A sharded tensor.
+    Mesh(Value),
+}
+
+impl Rv {
+    fn value(&self) -> Result<Value, Diagnostic> {
+        Ok(match self {
+            Rv::Host(t) => tensor_value(t.clone()),
+            Rv::Scalar(s, d) => tensor_value(scalar_tensor(*s, *d)?),
+            Rv::Mesh(v) => v.clone(),
+        })
+    }
+    fn scalar_value(&self) -> Result<Value, Diagnostic> {
+        Ok(match self {
+            Rv::Scalar(s, _) => match s {
+                Scalar::Int(i) => Value::Int(*i),
+                Scalar::Float(f) => Value::Float(*f),
+                Scalar::Bool(b) => Value::Bool(*b),
+            },
+            other => other.value()?,
+        })
+    }
+}
+
+fn scalar_tensor(s: Scalar, d: DType) -> Result<Tensor, Diagnostic> {
+    Tensor::from_f64(&[], vec![s.as_f64()], d).map_err(rt)
+}
+
+/// One all-reduce bucket being filled: gradients (output positions) with their partial sums.
+struct Bucket {
+    axis: usize,
+    dtype: DType,
+    bytes: u64,
+    grads: Vec<(usize, Sv)>,
+}
+
+/// Runs the gradient graph `g` (as traced, before fusion) on the mesh of its sharded
+/// arguments `params` (one per graph param, in order). The outputs from `first_grad` on are
+/// gradients: their partial sums are all-reduced in buckets of at most `bucket` bytes.
+pub fn run_gradient(
+    g: &Graph,
+    params: &[Value],
+    captures: &[Tensor],
+    first_grad: usize,
+    bucket: u64,
+    span: Span,
+) -> Result<Vec<Value>, Diagnostic> {
+    let mut vals: Vec<Option<Rv>> = vec![None; g.len()];
+    // output position(s) of each value that is a gradient
+    let mut grad_of: std::collections::HashMap<ValueId, Vec<usize>> = Default::default();
+    for (i, &o) in g.outputs.iter().enumerate().skip(first_grad) {
+        grad_of.entry(o).or_default().push(i);
+    }
+    let mut reduced: Vec<Option<Value>> = vec![None; g.outputs.len()];
+    let mut open: Vec<Bucket> = Vec::new();
+    for id in g.ids() {
+        let Some(op) = g.op(id) else { continue };
+        let v = step(g, id, op, &vals, params, captures, span)?;
+        if let (Some(outs), Rv::Mesh(mv)) = (grad_of.get(&id), &v) {
+            if let Some(x) = sv_of(mv).filter(bucketable) {
+                let axis = x.s.layout.partial.unwrap_or(0);
+                let bytes = (x.s.shape.iter().product::<usize>() * x.s.dtype.size_bytes()) as u64;
+                let at = match open
+                    .iter()
+                    .position(|b| b.axis == axis && b.dtype == x.s.dtype)
+                {
+                    Some(i) => i,
+                    None => {
+                        open.push(Bucket {
+                            axis,
+                            dtype: x.s.dtype,
+                            bytes: 0,
+                            grads: vec![],
+                        });
+                        open.len() - 1
+                    }
+                };
+                for &o in outs {
+                    open[at].grads.push((o, x.clone()));
+                }
+                open[at].bytes += bytes;
+                if open[at].bytes >= bucket {
+                    let b = open.remove(at);
+                    issue(b, &mut reduced, span)?;
+                }
+            }
+        }
+        vals[id.index()] = Some(v);
+    }
+    for b in open {
+        issue(b, &mut reduced, span)?;
+    }
+    g.outputs
+        .iter()
+        .enumerate()
+        .map(|(i, o)| match reduced[i].take() {
+            Some(v) => Ok(v),
+            None => {
+                let v = vals[o.index()]
+                    .as_ref()
+                    .ok_or_else(|| internal("an output without a value"))?
+                    .value()?;
+                settle_value(v)
+            }
+        })
+        .collect()
+}
+
+/// A gradient the bucketed all-reduce takes: a partial sum, otherwise replicated.
+fn bucketable(x: &Sv) -> bool {
+    x.s.layout.partial.is_some() && x.s.layout.dims.iter().all(Option::is_none)
+}
+
+/// Packs a bucket's partial sums into one flat buffer per device, all-reduces it, and unpacks
+/// each gradient (every step recorded in the mesh Schedule IR).
+fn issue(b: Bucket, out: &mut [Option<Value>], span: Span) -> Result<(), Diagnostic> {
+    if b.grads.len() == 1 {
+        let (o, x) = &b.grads[0];
+        out[*o] = Some(value_of(settle_sv(x)?));
+        return Ok(());
+    }
+    let shapes: Vec<Vec<usize>> = b.grads.iter().map(|(_, x)| x.s.shape.clone()).collect();
+    let ins: Vec<Sv> = b.grads.iter().map(|(_, x)| x.clone()).collect();
+    let layout = Layout {
+        dims: vec![None],
+        partial: Some(b.axis),
+    };
+    let packed = kernel("grad_bucket", &ins, layout, b.dtype, 0.0, 0.0, |ts| {
+        let flat = ts
+            .iter()
+            .map(|t| t.reshape(&[-1]))
+            .collect::<rtm::Result<Vec<_>>>()?;
+        rtm::concat(&flat, 0)
+    })
+    .map_err(|d| d.or_at(span))?;
+    let all = collective(
+        &packed,
+        Comm {
+            kind: CommKind::AllReduce(RedOp::Sum),
+            axis: b.axis,
+        },
+    )
+    .map_err(|d| d.or_at(span))?;
+    let mut off = 0i64;
+    for ((o, _), shape) in b.grads.iter().zip(shapes) {
+        let n = shape.iter().product::<usize>() as i64;
+        let (start, stop) = (off, off + n);
+        off += n;
+        let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        let piece = kernel(
+            "grad_unbucket",
+            std::slice::from_ref(&all),
+            Layout::replicated(shape.len()),
+            b.dtype,
+            0.0,
+            0.0,
+            move |t| {
+                t[0].index(&[rtm::IndexItem::Slice {
+                    start: Some(start),
+                    stop: Some(stop),
+                    step: None,
+                }])?
+                .reshape(&dims)
+            },
+        )
+        .map_err(|d| d.or_at(span))?;
+        out[*o] = Some(value_of(piece));
+    }
+    Ok(())
+}
+
+/// The profile's summary of a gradient's collectives on a mesh: how many all-reduces, their
+/// bytes, and the share of their measured time the overlap plan puts behind independent
+/// kernels (each collective against the measured time of the kernels it may run beside).
+/// The local mesh runs its collectives in program order, so this is what the plan would
+/// hide, not a measured overlap.
+pub fn overlap_note(p: &Program) -> Option<String> {
+    let mesh = p.mesh.as_ref()?;
+    let us = |s: &Step| match s {
+        Step::Kernel { measured_us, .. } | Step::Collective { measured_us, .. } => *measured_us,
+    };
+    let (mut count, mut bytes, mut comm, mut hidden) = (0, 0.0, 0.0, 0.0);
+    let plan = rules::overlap(&p.steps);
+    for (i, s) in p.steps.iter().enumerate() {
+        let Step::Collective {
+            comm: c,
+            local_shape,
+            elem_bytes,
+            ..
+        } = s
+        else {
+            continue;
+        };
+        count += 1;
+        bytes += rules::comm_bytes(*c, local_shape, *elem_bytes, mesh);
+        let t = us(s)?;
+        let beside: f64 = plan.iter().find(|(c, _)| *c == i).map_or(0.0, |(_, ks)| {
+            ks.iter().filter_map(|&k| us(&p.steps[k])).sum()
+        });
+        comm += t;
+        hidden += t.min(beside);
+    }
+    if count == 0 {
+        return None;
+    }
+    Some(format!(
+        "gradients on the mesh: {count} collective(s), {bytes:.0} B; the overlap plan hides {:.0}% of their measured {:.1} µs behind independent kernels (planned: the local mesh runs collectives in order)",
+        if comm > 0.0 { 100.0 * hidden / comm } else { 0.0 },
+        comm
+    ))
+}
+
+fn settle_sv(x: &Sv) -> Result<Sv, Diagnostic> {
+    super::exec::settle(x)
+}
+
+fn internal(msg: &str) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0500,
+        format!("internal compiler error: a gradient on a mesh: {msg}"),
+    )
+}
+
+/// One op of the gradient graph: by its partitioning rule when an operand is sharded, on the
+/// host (the cpu interpreter) otherwise or when the op has no rule (sharded operands gathered).
+fn step(
+    g: &Graph,
+    id: ValueId,
+    op: &Op,
+    vals: &[Option<Rv>],
+    params: &[Value],
+    captures: &[Tensor],
+    span: Span,
+) -> Result<Rv, Diagnostic> {
+    let ty = g.ty(id).ok_or_else(|| internal("an untyped value"))?;
+    let get = |v: ValueId| -> Result<&Rv, Diagnostic> {
+        vals[v.index()]
+            .as_ref()
+            .ok_or_else(|| internal("an operand before its value"))
+    };
+    match op {
+        Op::Param { index } => {
+            let v = params
+                .get(*index)
+                .ok_or_else(|| internal("a missing argument"))?;
+            return Ok(match as_tensor(v) {
+                Some(t) if as_sharded(v).is_none() => Rv::Host(t),
+                _ => Rv::Mesh(v.clone()),
+            });
+        }
+        Op::Const { value } => return Ok(Rv::Scalar(*value, ty.dtype)),
+        _ => {}
+    }
+    let operands = op.operands();
+    let sharded = operands
+        .iter()
+        .map(|&x| get(x).map(|v| matches!(v, Rv::Mesh(_))))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .any(|b| b);
+    if sharded {
+        if let Some(v) = on_mesh_rule(g, op, ty, &get, span)? {
+            return Ok(Rv::Mesh(v));
+        }
+    }
+    // the cpu interpreter on a one-op graph, sharded operands gathered
+    let mut one = Graph::new("step");
+    let mut inputs = Vec::new();
+    let mut map = std::collections::HashMap::new();
+    for &x in &operands {
+        if map.contains_key(&x) {
+            continue;
+        }
+        let xt = g
+            .ty(x)
+            .ok_or_else(|| internal("an untyped operand"))?
+            .clone();
+        let nx = match get(x)? {
+            Rv::Scalar(s, _) => one.push(Op::Const { value: *s }, xt, span),
+            Rv::Host(t) => {
+                inputs.push(t.clone());
+                one.add_param(xt, span)
+            }
+            Rv::Mesh(v) => {
+                let o = as_sharded(v).ok_or_else(|| internal("not a sharded tensor"))?;
+                inputs.push(gather_full(o, span)?);
+                one.add_param(xt, span)
+            }
+        };
+        map.insert(x, nx);
+    }
+    let mut op1 = op.clone();
+    op1.map_operands(&mut |x| map[&x]);
+    let r = one.push(op1, ty.clone(), span);
+    one.outputs = vec![r];
+    let mut outs = rtm::interp::run(&one, &inputs, captures).map_err(|e| rt_at(e, span))?;
+    Ok(Rv::Host(outs.pop().ok_or_else(|| internal("no result"))?))
+}
+
+/// The op by its partitioning rule; `None`: it has none (the caller gathers).
+fn on_mesh_rule<'a>(
+    g: &Graph,
+    op: &Op,
+    ty: &tessera_compiler::graph::TensorType,
+    get: &dyn Fn(ValueId) -> Result<&'a Rv, Diagnostic>,
+    span: Span,
+) -> Result<Option<Value>, Diagnostic> {
+    Ok(Some(match op {
+        Op::Unary { op: u, x } => {
+            let u = *u;
+            map_unary(u.name(), &get(*x)?.value()?, span, move |t| {
+                rtm::unary(u, t)
+            })?
+        }
+        Op::Binary { op: b, a, b: bb } if matches!(b, BinaryOp::Add | BinaryOp::Sub) => {
+            match (get(*a)?, get(*bb)?) {
+                (Rv::Mesh(x), Rv::Mesh(y)) if partial_pair(x, y) => add_partial(*b, x, y, span)?,
+                (x, y) => elementwise_binary(*b, &x.scalar_value()?, &y.scalar_value()?, span)?,
+            }
+        }
+        Op::Reduce {
+            op: r @ (ReduceOp::Sum | ReduceOp::Mean),
+            x,
+            axis,
+            keepdim,
+        } if matches!(get(*x)?, Rv::Mesh(v) if split_sum(v, *axis)) => {
+            let Rv::Mesh(v) = get(*x)? else {
+                return Ok(None);
+            };
+            partial_sum(v, *r == ReduceOp::Mean, *axis, *keepdim, span)?
+        }
+        Op::Binary { op: b, a, b: bb } => elementwise_binary(
+            *b,
+            &get(*a)?.scalar_value()?,
+            &get(*bb)?.scalar_value()?,
+            span,
+        )?,
+        Op::Where { cond, a, b } => where_on_mesh(get(*cond)?, get(*a)?, get(*b)?, span)?,
+        Op::Cast { x } => {
+            let d = ty.dtype;
+            map_unary("cast", &get(*x)?.value()?, span, move |t| t.cast(d))?
+        }
+        Op::Matmul {
+            a,
+            b,
+            accum,
+            epilogue,
+        } if epilogue.is_empty() => {
+            super::exec::matmul(&get(*a)?.value()?, &get(*b)?.value()?, *accum, span)?
+        }
+        Op::Reduce {
+            op: r,
+            x,
+            axis,
+            keepdim,
+        } => super::exec::reduce(
+            r.name(),
+            &get(*x)?.value()?,
+            axis.map(|a| a as i64),
+            *keepdim,
+            span,
+        )?,
+        Op::Softmax { x, axis } => {
+            let a = *axis as isize;
+            super::exec::along_axis("softmax", &get(*x)?.value()?, a as i64, span, move |t| {
+                rtm::softmax(t, a)
+            })?
+        }
+        Op::LayerNorm {
+            x,
+            weight,
+            bias,
+            eps,
+        } => {
+            // the last axis whole on every device, weight and bias whole
+            let whole = |v: &Option<ValueId>| -> Result<Option<Tensor>, Diagnostic> {
+                v.map(|w| match get(w)? {
+                    Rv::Mesh(m) => super::exec::full_of(m, span),
+                    other => other.value().and_then(|v| super::exec::full_of(&v, span)),
+                })
+                .transpose()
+            };
+            let (w, b, eps) = (whole(weight)?, whole(bias)?, *eps);
+            super::exec::along_axis("layernorm", &get(*x)?.value()?, -1, span, move |t| {
+                rtm::layernorm(t, w.as_ref(), b.as_ref(), eps)
+            })?
+        }
+        Op::RmsNorm { x, weight, eps } => {
+            let w = match weight {
+                Some(w) => Some(super::exec::full_of(&get(*w)?.value()?, span)?),
+                None => None,
+            };
+            let eps = *eps;
+            super::exec::along_axis("rmsnorm", &get(*x)?.value()?, -1, span, move |t| {
+                rtm::rmsnorm(t, w.as_ref(), eps)
+            })?
+        }
+        Op::Transpose { x, perm } => match get(*x)? {
+            Rv::Mesh(v) => transpose(v, perm, span)?,
+            _ => return Ok(None),
+        },
+        Op::Reshape { x } | Op::Broadcast { x } => match get(*x)? {
+            Rv::Mesh(v) if as_sharded(v).is_some_and(|o| o.s.shape == ty.shape) => v.clone(),
+            _ => return Ok(None),
+        },
+        Op::FlashAttention {
+            q,
+            k,
+            v,
+            causal,
+            scale,
+        } => super::exec::attention(
+            &get(*q)?.value()?,
+            &get(*k)?.value()?,
+            &get(*v)?.value()?,
+            *causal,
+            Some(*scale),
+            span,
+        )?,
+        _ => {
+            let _ = g;
+            return Ok(None);
+        }
+    }))
+}
+
+/// `where(cond, a, b)` elementwise on the mesh (NumPy broadcasting; `a`/`b` may be consts).
+fn where_on_mesh(c: &Rv, a: &Rv, b: &Rv, span: Span) -> Result<Value, Diagnostic> {
+    let scalar = |v: &Rv| match v {
+        Rv::Scalar(s, _) => Some(*s),
+        _ => None,
+    };
+    let (sa, sb) = (scalar(a), scalar(b));
+    let vals = [c.value()?, a.value()?, b.value()?];
+    let mesh = common_mesh(&[&vals[0], &vals[1], &vals[2]])?;
+    // the tensor operands: cond, then a and b unless they are consts
+    let mut ins = vec![on_mesh(&vals[0], &mesh, span)?];
+    for (v, s) in [(&vals[1], sa), (&vals[2], sb)] {
+        if s.is_none() {
+            ins.push(on_mesh(v, &mesh, span)?);
+        }
+    }
+    let ins = ins.iter().map(settle_sv).collect::<Result<Vec<_>, _>>()?;
+    let mut out_shape = ins[0].s.shape.clone();
+    for x in &ins[1..] {
+        out_shape = rtm::shape::broadcast_shapes(&out_shape, &x.s.shape, "where")
+            .map_err(|e| rt_at(e, span))?;
+    }
+    let pairs: Vec<(&[usize], &Layout)> = ins
+        .iter()
+        .map(|x| (x.s.shape.as_slice(), &x.s.layout))
+        .collect();
+    let (targets, out) = rules::elementwise(&pairs, &out_shape);
+    let ins = ins
+        .iter()
+        .zip(&targets)
+        .map(|(x, t)| super::exec::bring(x, t))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|d| d.or_at(span))?;
+    let dt = {
+        let probe = |i: usize| Tensor::abstract_tensor(&[], ins[i].s.dtype).map_err(rt);
+        let pc = probe(0)?;
+        let pa = match sa {
+            Some(_) => None,
+            None => Some(probe(1)?),
+        };
+        let pb = match sb {
+            Some(_) => None,
+            None => Some(probe(ins.len() - 1)?),
+        };
+        let oa: rtm::Operand = pa
+            .as_ref()
+            .map_or_else(|| sa.unwrap_or(Scalar::Int(0)).into(), Into::into);
+        let ob: rtm::Operand = pb
+            .as_ref()
+            .map_or_else(|| sb.unwrap_or(Scalar::Int(0)).into(), Into::into);
+        rtm::where_(&pc, oa, ob)
+            .map_err(|e| rt_at(e, span))?
+            .dtype()
+    };
+    kernel("where", &ins, out, dt, 1.0, 0.0, move |t| {
+        let mut rest = t[1..].iter();
+        let oa: rtm::Operand = match sa {
+            Some(s) => s.into(),
+            None => rest
+                .next()
+                .ok_or_else(|| rtm::RuntimeError::args("where: a"))?
+                .into(),
+        };
+        let ob: rtm::Operand = match sb {
+            Some(s) => s.into(),
+            None => rest
+                .next()
+                .ok_or_else(|| rtm::RuntimeError::args("where: b"))?
+                .into(),
+        };
+        rtm::where_(&t[0], oa, ob)
+    })
+    .map(value_of)
+    .map_err(|d| d.or_at(span))
+}
+
+/// Two partial sums over the same axis, laid out alike: their sum is one too.
+fn partial_pair(x: &Value, y: &Value) -> bool {
+    match (sv_of(x), sv_of(y)) {
+        (Some(x), Some(y)) => {
+            x.s.layout.partial.is_some() && x.s.layout == y.s.layout && x.s.shape == y.s.shape
+        }
+        _ => false,
+    }
+}
+
+/// `x ± y` of two partial sums: per device, the result still a partial sum (no collective;
+/// the gradient of a parameter used twice is then reduced once).
+fn add_partial(op: BinaryOp, x: &Value, y: &Value, span: Span) -> Result<Value, Diagnostic> {
+    let (x, y) = (
+        sv_of(x).ok_or_else(|| internal("not a sharded tensor"))?,
+        sv_of(y).ok_or_else(|| internal("not a sharded tensor"))?,
+    );
+    let layout = x.s.layout.clone();
+    let dt = x.s.dtype;
+    kernel(op.name(), &[x, y], layout, dt, 1.0, 0.0, move |t| {
+        rtm::binary(op, &t[0], &t[1])
+    })
+    .map(value_of)
+    .map_err(|d| d.or_at(span))
+}
+
+/// Whether a sum over `axis` of `v` splits over exactly one mesh axis (then each device sums
+/// its part and the result is a partial sum over that axis).
+fn split_sum(v: &Value, axis: Option<usize>) -> bool {
+    let Some(x) = sv_of(v) else { return false };
+    if x.s.layout.partial.is_some() {
+        return false;
+    }
+    let axes: Vec<usize> = match axis {
+        Some(a) => vec![a],
+        None => (0..x.s.shape.len()).collect(),
+    };
+    rules::reduce(&x.s.layout, &axes, false).1.len() == 1
+}
+
+/// `sum` (or `mean`) over a split axis left as a partial sum: each device reduces its part
+/// (a mean divides by the global count); the all-reduce waits for the gradient buckets.
+fn partial_sum(
+    v: &Value,
+    mean: bool,
+    axis: Option<usize>,
+    keepdim: bool,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    let x = sv_of(v).ok_or_else(|| internal("not a sharded tensor"))?;
+    let nd = x.s.shape.len();
+    let axes: Vec<usize> = match axis {
+        Some(a) => vec![a],
+        None => (0..nd).collect(),
+    };
+    let (mut out, comms) = rules::reduce(&x.s.layout, &axes, keepdim);
+    if axis.is_none() {
+        out = Layout::replicated(if keepdim { nd } else { 0 });
+    }
+    out.partial = comms.first().copied();
+    let count: f64 = axes.iter().map(|&a| x.s.shape[a] as f64).product();
+    let ax = axis.map(|a| a as isize);
+    let dt = {
+        let t = Tensor::abstract_tensor(&x.s.shape, x.s.dtype).map_err(rt)?;
+        rtm::reduce(&t, rtm::ReduceOp::Sum, ax, keepdim)
+            .map_err(|e| rt_at(e, span))?
+            .dtype()
+    };
+    let work: f64 = x.s.local_shape().iter().map(|&d| d as f64).product();
+    let name = if mean { "reduce_mean" } else { "reduce_sum" };
+    kernel(name, &[x], out, dt, 0.0, work, move |t| {
+        let s = rtm::reduce(&t[0], rtm::ReduceOp::Sum, ax, keepdim)?;
+        if mean {
+            rtm::binary(BinaryOp::Div, &s, Scalar::Float(count))
+        } else {
+            Ok(s)
+        }
+    })
+    .map(value_of)
+    .map_err(|d| d.or_at(span))
+}
+
+/// A transpose of a sharded tensor: each device transposes its shard; the split dims follow
+/// the permutation (a partial sum stays partial).
+fn transpose(v: &Value, perm: &[usize], span: Span) -> Result<Value, Diagnostic> {
+    let x = sv_of(v).ok_or_else(|| internal("not a sharded tensor"))?;
+    let layout = Layout {
+        dims: perm.iter().map(|&p| x.s.layout.dims[p]).collect(),
+        partial: x.s.layout.partial,
+    };
+    let dt = x.s.dtype;
+    let perm = perm.to_vec();
+    kernel("transpose", &[x], layout, dt, 0.0, 0.0, move |t| {
+        t[0].transpose(Some(&perm))
+    })
+    .map(value_of)
+    .map_err(|d| d.or_at(span))
+}
