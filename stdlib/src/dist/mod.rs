@@ -41,7 +41,7 @@ mod grad;
 mod module;
 pub use dispatch::*;
 use exec::*;
-pub use grad::{overlap_note, run_gradient, GRAD_BUCKET_BYTES};
+pub use grad::{overlap_note, run_gradient, Overlap, GRAD_BUCKET_BYTES};
 pub use module::*;
 
 /// The next value number of a sharded tensor in session `cx`.

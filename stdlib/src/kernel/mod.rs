@@ -442,8 +442,9 @@ impl KernelObj {
         );
         let program = crate::dist::close_log(s);
         s.on_mesh.set(s.on_mesh.get().saturating_sub(1));
+        let (outs, ov) = r?;
         if s.profile.borrow().active {
-            if let Some(n) = crate::dist::overlap_note(&program) {
+            if let Some(n) = crate::dist::overlap_note(&program, &ov) {
                 s.profile.borrow_mut().notes.push(n);
             }
         }
@@ -451,7 +452,7 @@ impl KernelObj {
             let text = format!("// gradient {} on a mesh\n{}", self.name, program.print());
             dump_out(it, "schedule", &text);
         }
-        Ok(t.shape_result(r?))
+        Ok(t.shape_result(outs))
     }
 
     /// A call with sharded arguments: the body runs on the mesh, each op per device with the
