@@ -264,17 +264,7 @@ pub(super) fn elementwise_binary(
             .map_err(|e| rt_at(e, span))?,
         _ => shapes[0].clone(),
     };
-    let pairs: Vec<(&[usize], &Layout)> = ins
-        .iter()
-        .map(|x| (x.s.shape.as_slice(), &x.s.layout))
-        .collect();
-    let (targets, out) = rules::elementwise(&pairs, &out_shape);
-    let ins = ins
-        .iter()
-        .zip(&targets)
-        .map(|(x, t)| bring(x, t))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|d| d.or_at(span))?;
+    let (ins, out) = elementwise_layouts(&ins, &out_shape, span)?;
     let dt = {
         let probe = |x: &Sv| Tensor::abstract_tensor(&[], x.s.dtype);
         let pa = match sa {
@@ -301,6 +291,27 @@ pub(super) fn elementwise_binary(
     })
     .map(value_of)
     .map_err(|d| d.or_at(span))
+}
+
+/// Elementwise operands brought to the layouts the partitioning rule gives for a result of
+/// `out_shape`, and the result's layout.
+pub(super) fn elementwise_layouts(
+    ins: &[Sv],
+    out_shape: &[usize],
+    span: Span,
+) -> Result<(Vec<Sv>, Layout), Diagnostic> {
+    let pairs: Vec<(&[usize], &Layout)> = ins
+        .iter()
+        .map(|x| (x.s.shape.as_slice(), &x.s.layout))
+        .collect();
+    let (targets, out) = rules::elementwise(&pairs, out_shape);
+    let ins = ins
+        .iter()
+        .zip(&targets)
+        .map(|(x, t)| bring(x, t))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|d| d.or_at(span))?;
+    Ok((ins, out))
 }
 
 pub(super) fn matmul(

@@ -588,17 +588,7 @@ fn where_on_mesh(c: &Rv, a: &Rv, b: &Rv, span: Span) -> Result<Value, Diagnostic
         out_shape = rtm::shape::broadcast_shapes(&out_shape, &x.s.shape, "where")
             .map_err(|e| rt_at(e, span))?;
     }
-    let pairs: Vec<(&[usize], &Layout)> = ins
-        .iter()
-        .map(|x| (x.s.shape.as_slice(), &x.s.layout))
-        .collect();
-    let (targets, out) = rules::elementwise(&pairs, &out_shape);
-    let ins = ins
-        .iter()
-        .zip(&targets)
-        .map(|(x, t)| super::exec::bring(x, t))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|d| d.or_at(span))?;
+    let (ins, out) = super::exec::elementwise_layouts(&ins, &out_shape, span)?;
     let dt = {
         let probe = |i: usize| Tensor::abstract_tensor(&[], ins[i].s.dtype).map_err(rt);
         let pc = probe(0)?;
