@@ -108,7 +108,7 @@ pub fn attention_lse(q: &Tensor, k: &Tensor, causal: bool, scale: f64) -> Result
         return Tensor::abstract_tensor(&shape, dtype);
     }
     memory::check_shape_alloc(&shape, dtype)?;
-    if sk == 0 {
+    if b == 0 || sq == 0 || sk == 0 {
         return Tensor::from_f64(&shape, vec![f64::NEG_INFINITY; b * sq], dtype);
     }
     let (q3, k3) = (as3(q, dtype, b, sq, d)?, as3(k, dtype, b, sk, d)?);
@@ -191,7 +191,7 @@ pub fn attention_grad(
         as3(delta, cd, b, sq, 0)?,
     );
     let shape_i: Vec<i64> = shape.iter().map(|&x| x as i64).collect();
-    if sq == 0 || sk == 0 {
+    if b == 0 || sq == 0 || sk == 0 {
         return Tensor::from_f64(&shape, vec![0.0; shape.iter().product()], dtype);
     }
     let mut out = Vec::with_capacity(b);

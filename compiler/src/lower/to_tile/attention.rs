@@ -105,10 +105,10 @@ pub(super) fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Resul
         AttnPart::Out => &k.ty.shape[..k.ty.shape.len() - 2],
         _ => ob,
     };
-    if dq == 0 || dv == 0 || sq == 0 || sk == 0 {
+    let batch: u64 = ob.iter().map(|&d| d as u64).product();
+    if dq == 0 || (dv == 0 && part != AttnPart::Lse) || sq == 0 || sk == 0 || batch == 0 {
         return Err(nl(k, "empty attention"));
     }
-    let batch: u64 = ob.iter().map(|&d| d as u64).product();
     if numel(qt).max(numel(kt)).max(numel(vt)).max(numel(&k.ty)) > u64::from(u32::MAX) {
         return Err(nl(k, "too large an attention"));
     }
