@@ -160,12 +160,37 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
             };
             let at = g.ty(a).ok_or_else(|| nl(k, "untyped operand"))?;
             let bt = g.ty(b).ok_or_else(|| nl(k, "untyped operand"))?;
-            if at.shape.len() < 2 || bt.shape.len() < 2 || k.ty.shape.len() < 2 {
-                return Err(nl(k, "1-D matmul"));
+            // A 1-D operand is the matrix with the same memory: a [k] is [1, k], b [k] is
+            // [k, 1]; the result ([..., n], [..., m] or []) then gains that 1.
+            let (a1, b1) = (at.shape.len() == 1, bt.shape.len() == 1);
+            if at.shape.is_empty() || bt.shape.is_empty() {
+                return Err(nl(k, "0-D matmul operand"));
+            }
+            let as_matrix = |t: &TensorType, front: bool| TensorType {
+                shape: if front {
+                    vec![1, t.shape[0]]
+                } else {
+                    vec![t.shape[0], 1]
+                },
+                dtype: t.dtype,
+            };
+            let (a2, b2) = (as_matrix(at, true), as_matrix(bt, false));
+            let at = if a1 { &a2 } else { at };
+            let bt = if b1 { &b2 } else { bt };
+            let mut oshape = k.ty.shape.clone();
+            if a1 {
+                let at_n = oshape.len().saturating_sub(usize::from(!b1));
+                oshape.insert(at_n, 1);
+            }
+            if b1 {
+                oshape.push(1);
+            }
+            if oshape.len() < 2 {
+                return Err(nl(k, "a matmul result below 2-D"));
             }
             // Leading batch dims: each operand has the output's batch dims or none (shared), or
             // they broadcast against each other (a map from problem z to each operand's).
-            let ob = &k.ty.shape[..k.ty.shape.len() - 2];
+            let ob = &oshape[..oshape.len() - 2];
             let whole = |t: &TensorType| -> Option<bool> {
                 let tb = &t.shape[..t.shape.len() - 2];
                 if tb == ob {
