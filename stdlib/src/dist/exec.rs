@@ -48,22 +48,27 @@ pub(super) fn bring(x: &Sv, to: &Layout) -> Result<Sv, Diagnostic> {
     })
 }
 
+/// Runs collective `c` on the local mesh. Partial sums accumulated wider than the tensor's
+/// dtype are rounded once, after the reduction.
+pub(super) fn reduce_on_local(x: &Sharded, c: Comm) -> rtm::Result<Sharded> {
+    let mut s = x.apply(c, &Local)?;
+    if matches!(c.kind, CommKind::AllReduce(_) | CommKind::ReduceScatter(..))
+        && s.shards.first().is_some_and(|t| t.dtype() != s.dtype)
+    {
+        let dt = s.dtype;
+        s.shards = s
+            .shards
+            .iter()
+            .map(|t| t.to(dt))
+            .collect::<rtm::Result<_>>()?;
+    }
+    Ok(s)
+}
+
 /// Runs one collective and records it.
 pub(super) fn collective(x: &Sv, c: Comm) -> Result<Sv, Diagnostic> {
     let t0 = Instant::now();
-    let mut s = x.s.apply(c, &Local).map_err(rt)?;
-    if matches!(c.kind, CommKind::AllReduce(_) | CommKind::ReduceScatter(..)) {
-        // Partial sums accumulated wider than the tensor's dtype are rounded once, here.
-        if s.shards.first().is_some_and(|t| t.dtype() != s.dtype) {
-            let dt = s.dtype;
-            s.shards = s
-                .shards
-                .iter()
-                .map(|t| t.to(dt))
-                .collect::<Result<_, _>>()
-                .map_err(rt)?;
-        }
-    }
+    let s = reduce_on_local(&x.s, c).map_err(rt)?;
     let measured = (!x.s.is_abstract()).then(|| t0.elapsed().as_secs_f64() * 1e6);
     let out = next_id(&x.cx);
     let local = x.s.local_shape();

@@ -204,16 +204,7 @@ fn issue(b: Bucket, span: Span) -> Result<Pending, Diagnostic> {
     let data = packed.s.clone();
     let run = move || -> rtm::Result<(Sharded, f64)> {
         let t0 = Instant::now();
-        let mut s = data.apply(comm, &Local)?;
-        // partial sums accumulated wider than the gradient's dtype are rounded once, here
-        if s.shards.first().is_some_and(|t| t.dtype() != s.dtype) {
-            let dt = s.dtype;
-            s.shards = s
-                .shards
-                .iter()
-                .map(|t| t.to(dt))
-                .collect::<rtm::Result<_>>()?;
-        }
+        let s = super::exec::reduce_on_local(&data, comm)?;
         Ok((s, t0.elapsed().as_secs_f64() * 1e6))
     };
     let job = std::thread::Builder::new()
@@ -401,7 +392,7 @@ fn step(
         .into_iter()
         .any(|b| b);
     if sharded {
-        if let Some(v) = on_mesh_rule(g, op, ty, &get, span)? {
+        if let Some(v) = on_mesh_rule(op, ty, &get, span)? {
             return Ok(Rv::Mesh(v));
         }
     }
@@ -441,7 +432,6 @@ fn step(
 
 /// The op by its partitioning rule; `None`: it has none (the caller gathers).
 fn on_mesh_rule<'a>(
-    g: &Graph,
     op: &Op,
     ty: &tessera_compiler::graph::TensorType,
     get: &dyn Fn(ValueId) -> Result<&'a Rv, Diagnostic>,
@@ -559,10 +549,7 @@ fn on_mesh_rule<'a>(
             Some(*scale),
             span,
         )?,
-        _ => {
-            let _ = g;
-            return Ok(None);
-        }
+        _ => return Ok(None),
     }))
 }
 

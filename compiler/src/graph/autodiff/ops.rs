@@ -1,0 +1,176 @@
+//! The derivatives of the ops without a table row: where, cast, reshape, broadcast,
+//! transpose, softmax, layernorm, rmsnorm, concat, slice, flash_attention and matmul.
+
+use super::norms::{norm_rest, normalized, sum_leading};
+use super::slices::{full_range, unslice};
+use super::*;
+use crate::graph::infer::TypeError;
+use crate::graph::SliceItem;
+
+/// The cotangents of `op`'s operands (one per [`Op::operands`], `None`: none) given its result
+/// `y` and the result's cotangent `dy`; `Err(None)` when the op has no derivative yet.
+pub(super) fn op_vjp(
+    g: &mut Graph,
+    op: &Op,
+    y: ValueId,
+    dy: ValueId,
+) -> Result<Vec<Option<ValueId>>, Option<TypeError>> {
+    let ok = |v: Vec<Option<ValueId>>| Ok(v);
+    match op {
+        Op::Unary { op: u, x } => match u.row().vjp {
+            Some(f) => ok(vec![Some(f(g, *x, y, dy)?)]),
+            None => Err(None),
+        },
+        Op::Binary { op: b, a, b: bb } => match b.row().vjp {
+            Some(f) => {
+                let (da, db) = f(g, *a, *bb, y, dy)?;
+                let sa = ty(g, *a)?.shape;
+                let sb = ty(g, *bb)?.shape;
+                ok(vec![Some(sum_to(g, da, &sa)?), Some(sum_to(g, db, &sb)?)])
+            }
+            None => Err(None),
+        },
+        Op::Reduce {
+            op: r,
+            x,
+            axis,
+            keepdim,
+        } => match r.row().vjp {
+            Some(f) => ok(vec![Some(f(g, *x, y, dy, *axis, *keepdim)?)]),
+            None => Err(None),
+        },
+        Op::Where { cond, a, b } => {
+            let sa = ty(g, *a)?.shape;
+            let sb = ty(g, *b)?.shape;
+            let (da, db) = route(g, *cond, dy)?;
+            ok(vec![
+                None,
+                Some(sum_to(g, da, &sa)?),
+                Some(sum_to(g, db, &sb)?),
+            ])
+        }
+        Op::Cast { .. } => ok(vec![Some(dy)]),
+        Op::Reshape { x } | Op::Broadcast { x } => {
+            let s = ty(g, *x)?.shape;
+            ok(vec![Some(sum_to(g, dy, &s)?)])
+        }
+        Op::Transpose { perm, .. } => {
+            let t = emit(
+                g,
+                Op::Transpose {
+                    x: dy,
+                    perm: inverse(perm),
+                },
+            )?;
+            ok(vec![Some(t)])
+        }
+        Op::Softmax { axis, .. } => {
+            // dx = y·(dy − Σ dy·y)
+            let p = bin(g, BinaryOp::Mul, dy, y)?;
+            let s = sum_axis(g, p, *axis, true)?;
+            let d = bin(g, BinaryOp::Sub, dy, s)?;
+            ok(vec![Some(bin(g, BinaryOp::Mul, d, y)?)])
+        }
+        Op::LayerNorm {
+            x,
+            weight,
+            bias,
+            eps,
+        } => {
+            let (xhat, r) = normalized(g, *x, *eps, true)?;
+            let n = norm_rest(g, *x, xhat, r, *weight, dy, true)?;
+            let db = match bias {
+                Some(_) => Some(sum_leading(g, dy)?),
+                None => None,
+            };
+            let mut v = vec![Some(n.dx)];
+            if weight.is_some() {
+                v.push(n.dw);
+            }
+            if bias.is_some() {
+                v.push(db);
+            }
+            ok(v)
+        }
+        Op::RmsNorm { x, weight, eps } => {
+            let (xhat, r) = normalized(g, *x, *eps, false)?;
+            let n = norm_rest(g, *x, xhat, r, *weight, dy, false)?;
+            let mut v = vec![Some(n.dx)];
+            if weight.is_some() {
+                v.push(n.dw);
+            }
+            ok(v)
+        }
+        Op::Concat { xs, axis } => {
+            let rank = ty(g, dy)?.shape.len();
+            let mut off = 0i64;
+            let mut v = Vec::with_capacity(xs.len());
+            for x in xs {
+                let n = ty(g, *x)?.shape.get(*axis).copied().unwrap_or(0) as i64;
+                let mut items = vec![full_range(); rank];
+                items[*axis] = SliceItem::Range {
+                    start: Some(off),
+                    stop: Some(off + n),
+                    step: None,
+                };
+                let piece = emit(g, Op::Slice { x: dy, items })?;
+                v.push(Some(piece));
+                off += n;
+            }
+            ok(v)
+        }
+        Op::Slice { x, items } => match unslice(g, *x, items, dy)? {
+            Some(dx) => ok(vec![Some(dx)]),
+            None => Err(None),
+        },
+        Op::FlashAttention {
+            q,
+            k,
+            v,
+            causal,
+            scale,
+        } => ok(super::attention::vjp(
+            g,
+            [*q, *k, *v],
+            *causal,
+            *scale,
+            y,
+            dy,
+        )?),
+        Op::Matmul { a, b, epilogue, .. } if epilogue.is_empty() => {
+            let (ta, tb) = (ty(g, *a)?, ty(g, *b)?);
+            // 1-d operands as matrices: a [k] is [1,k], b [k] is [k,1]
+            let a2 = if ta.shape.len() == 1 {
+                reshape(g, *a, &[1, ta.shape[0]])?
+            } else {
+                *a
+            };
+            let b2 = if tb.shape.len() == 1 {
+                reshape(g, *b, &[tb.shape[0], 1])?
+            } else {
+                *b
+            };
+            let mut ys = ty(g, y)?.shape;
+            if ta.shape.len() == 1 {
+                ys.insert(ys.len() - usize::from(tb.shape.len() != 1), 1);
+            }
+            if tb.shape.len() == 1 {
+                ys.push(1);
+            }
+            let dy2 = reshape(g, dy, &ys)?;
+            let bt = swap_last(g, b2)?;
+            let da = matmul(g, dy2, bt)?;
+            let at = swap_last(g, a2)?;
+            let db = matmul(g, at, dy2)?;
+            // summed over broadcast batch dimensions to the matrix shapes, then 1-d again
+            let (sa, sb) = (ty(g, a2)?.shape, ty(g, b2)?.shape);
+            let da = sum_to(g, da, &sa)?;
+            let db = sum_to(g, db, &sb)?;
+            ok(vec![
+                Some(reshape(g, da, &ta.shape)?),
+                Some(reshape(g, db, &tb.shape)?),
+            ])
+        }
+        _ => Err(None),
+    }
+}
