@@ -32,7 +32,8 @@ use std::time::{Duration, Instant};
 
 /// Every `.tsr` file under the given files and directories, sorted.
 /// The scripts of `tests/golden`, `tests/ir` and `examples` under `root` that make a kernel
-/// (`op.kernel`, `op.autotune`, `graph.grad` or `graph.value_and_grad` in their text).
+/// (`op.kernel`, `op.autotune`, `graph.grad`, `graph.value_and_grad` or an optimizer's
+/// `.update(` in their text).
 pub fn kernel_scripts(root: &std::path::Path) -> Vec<PathBuf> {
     discover(&[
         root.join("tests/golden"),
@@ -46,6 +47,7 @@ pub fn kernel_scripts(root: &std::path::Path) -> Vec<PathBuf> {
                 || t.contains("op.autotune")
                 || t.contains("graph.grad")
                 || t.contains("graph.value_and_grad")
+                || t.contains(".update(")
         })
     })
     .collect()

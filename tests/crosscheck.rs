@@ -1,6 +1,6 @@
 //! Every kernel of the golden suite runs on both `cpu` and `emu` and agrees: each script of
-//! `tests/golden`, `tests/ir` and `examples` that makes a kernel (`op.kernel` or
-//! `op.autotune` in its text) runs with `TESSERA_CROSSCHECK=emu`, so every kernel launch also
+//! `tests/golden`, `tests/ir` and `examples` that makes a kernel (`op.kernel`, `op.autotune`,
+//! a gradient or an optimizer's `.update(` in its text) runs with `TESSERA_CROSSCHECK=emu`, so every kernel launch also
 //! runs its Target IR in the emulator and is compared with the cpu result within the dtype's
 //! tolerance (docs/decisions.md, "Cross-check"); a mismatch or a kernel without Target IR is an
 //! error. The script must still print its expected `.stdout` (and `.stderr` where there is one)

@@ -37,8 +37,9 @@ fn internal(msg: &str) -> RuntimeError {
 }
 
 /// Runs one op elsewhere (the emulator): given the op's value and its tensor operands (in
-/// operand order, consts left out), `Some(result)` replaces the CPU evaluation.
-pub type Hook<'a, E> = dyn FnMut(ValueId, &[Tensor]) -> Option<Result<Tensor, E>> + 'a;
+/// operand order, consts left out), `Some(results)` replaces the CPU evaluation (one tensor
+/// per result of the op: [`Graph::result_types`]).
+pub type Hook<'a, E> = dyn FnMut(ValueId, &[Tensor]) -> Option<Result<Vec<Tensor>, E>> + 'a;
 
 /// Runs `g` with `inputs` (one per param) and the captured tensors; returns the outputs.
 pub fn run(g: &Graph, inputs: &[Tensor], captures: &[Tensor]) -> crate::Result<Vec<Tensor>> {
@@ -67,10 +68,23 @@ pub fn run_timed<E: From<RuntimeError>>(
     timer: &mut Timer<'_>,
 ) -> Result<Vec<Tensor>, E> {
     let mut vals: Vec<Option<Val>> = vec![None; g.len()];
+    // the further results of multi-output ops
+    let mut rest: std::collections::HashMap<ValueId, Vec<Tensor>> = Default::default();
     for id in g.ids() {
         let Some(op) = g.op(id) else { continue };
         let started = std::time::Instant::now();
         let ty = g.ty(id).ok_or_else(|| internal("a value has no type"))?;
+        if let Op::Result { of, index } = op {
+            let t = rest
+                .get(of)
+                .and_then(|r| r.get(index.wrapping_sub(1)))
+                .cloned()
+                .ok_or_else(|| internal("a result of an op that did not give it"))?;
+            if let Some(slot) = vals.get_mut(id.index()) {
+                *slot = Some(Val::T(t));
+            }
+            continue;
+        }
         let mut operands = Vec::new();
         if !matches!(op, Op::Param { .. } | Op::Capture { .. } | Op::Const { .. }) {
             for x in op.operands() {
@@ -79,17 +93,25 @@ pub fn run_timed<E: From<RuntimeError>>(
                 }
             }
             if let Some(r) = hook(id, &operands) {
+                let mut r = r?.into_iter();
+                let main = r
+                    .next()
+                    .ok_or_else(|| E::from(internal("a launch gave no result")))?;
                 if let Some(slot) = vals.get_mut(id.index()) {
-                    *slot = Some(Val::T(r?));
+                    *slot = Some(Val::T(main));
                 }
+                rest.insert(id, r.collect());
                 timer(id, started.elapsed());
                 continue;
             }
         }
-        let v = eval_op(op, ty, &vals, inputs, captures)?;
+        let (v, more) = eval_op(op, ty, &vals, inputs, captures)?;
         let took = started.elapsed();
         if let Some(slot) = vals.get_mut(id.index()) {
             *slot = Some(v);
+        }
+        if !more.is_empty() {
+            rest.insert(id, more);
         }
         timer(id, took);
     }
@@ -131,8 +153,31 @@ fn typed_if_all_consts<const N: usize>(vs: [Val; N]) -> crate::Result<[Val; N]> 
     Ok(out)
 }
 
-/// The value of `op` (of type `ty`), its operands read from `vals` (indexed by value id).
+/// The value of `op` (of type `ty`), its operands read from `vals` (indexed by value id), and
+/// the further results of a multi-output op.
 fn eval_op(
+    op: &Op,
+    ty: &tessera_compiler::graph::TensorType,
+    vals: &[Option<Val>],
+    inputs: &[Tensor],
+    captures: &[Tensor],
+) -> crate::Result<(Val, Vec<Tensor>)> {
+    if let Op::FusedElementwise { inputs: ins, body } = op {
+        let ins = ins
+            .iter()
+            .map(|x| tens(vals, *x))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut out = run(body, &ins, captures)?.into_iter();
+        let main = out
+            .next()
+            .ok_or_else(|| internal("a fused body returned nothing"))?;
+        return Ok((Val::T(main), out.collect()));
+    }
+    Ok((eval_one(op, ty, vals, inputs, captures)?, Vec::new()))
+}
+
+/// [`eval_op`] of an op with one result.
+fn eval_one(
     op: &Op,
     ty: &tessera_compiler::graph::TensorType,
     vals: &[Option<Val>],
@@ -297,30 +342,21 @@ fn eval_op(
             *causal,
             *scale,
         )?),
-        Op::FusedElementwise { inputs, body } => {
-            let ins = inputs
-                .iter()
-                .map(|x| tens(vals, *x))
-                .collect::<Result<Vec<_>, _>>()?;
-            let out = run(body, &ins, captures)?;
-            Val::T(
-                out.into_iter()
-                    .next()
-                    .ok_or_else(|| internal("a fused body returned nothing"))?,
-            )
+        Op::FusedElementwise { .. } | Op::Result { .. } => {
+            return Err(internal("a multi-output op evaluated as one result"))
         }
     })
 }
 
-/// The cpu's value of the op at `id` of `g` given its tensor operands (in operand order, consts
-/// left out, as a [`Hook`] is given them) and the graph's captured tensors: how the cpu
-/// device runs one kernel.
+/// The cpu's results of the op at `id` of `g` (one per [`Graph::result_types`]) given its
+/// tensor operands (in operand order, consts left out, as a [`Hook`] is given them) and the
+/// graph's captured tensors: how the cpu device runs one kernel.
 pub fn eval_at(
     g: &Graph,
     id: ValueId,
     operands: &[Tensor],
     captures: &[Tensor],
-) -> crate::Result<Tensor> {
+) -> crate::Result<Vec<Tensor>> {
     let op = g.op(id).ok_or_else(|| internal("no op at this value"))?;
     let ty = g.ty(id).ok_or_else(|| internal("a value has no type"))?;
     if matches!(op, Op::Param { .. } | Op::Capture { .. } | Op::Const { .. }) {
@@ -345,8 +381,10 @@ pub fn eval_at(
             *slot = Some(v);
         }
     }
-    match eval_op(op, ty, &vals, &[], captures)? {
-        Val::T(t) => Ok(t),
-        Val::S(s, d) => Tensor::scalar(s, d),
-    }
+    let (main, more) = eval_op(op, ty, &vals, &[], captures)?;
+    let main = match main {
+        Val::T(t) => t,
+        Val::S(s, d) => Tensor::scalar(s, d)?,
+    };
+    Ok(std::iter::once(main).chain(more).collect())
 }

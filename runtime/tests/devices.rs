@@ -10,6 +10,8 @@
 //! is ignored by default and fails if no GPU opens:
 //! `cargo test -p tessera-runtime --test devices -- --ignored` on a machine with one.
 
+use tessera_compiler::graph::pipeline::{optimize, Options};
+use tessera_compiler::graph::update::{update_graph, Rule};
 use tessera_compiler::graph::{BinaryOp, DType, Graph, Op, ReduceOp, TensorType, UnaryOp};
 use tessera_compiler::pipeline::lower;
 use tessera_compiler::schedule::Directives;
@@ -205,6 +207,46 @@ fn cases() -> Vec<Case> {
             tol: 2e-2,
         });
     }
+    // an Adam update of a bf16 parameter: one fused kernel with three results (the new
+    // parameter in bf16, the two fp32 moments)
+    {
+        let rule = Rule::Adam {
+            lr: 0.01,
+            b1: 0.9,
+            b2: 0.999,
+            eps: 1e-8,
+            wd: 0.1,
+        };
+        let t = ty(&[37, 129], DType::BF16);
+        let mut g = update_graph(rule, &t, DType::BF16, false, Span::new(0, 0, 1)).unwrap();
+        optimize(&mut g, &Options::default(), &SourceMap::new()).unwrap();
+        let fused: Vec<_> = g
+            .ids()
+            .filter(|id| matches!(g.op(*id), Some(Op::FusedElementwise { .. })))
+            .collect();
+        assert_eq!(fused.len(), 1, "one kernel");
+        assert_eq!(g.result_types(fused[0]).len(), 3, "three results");
+        let moments = (3..5)
+            .map(|i| {
+                tessera_runtime::unary(UnaryOp::Abs, &randn(&[37, 129], DType::F32, i)).unwrap()
+            })
+            .collect::<Vec<_>>();
+        let scalar =
+            |c: f64| Tensor::scalar(tessera_runtime::Scalar::Float(c), DType::F32).unwrap();
+        out.push(Case {
+            name: "multi-output fused update",
+            graph: g,
+            inputs: vec![
+                randn(&[37, 129], DType::BF16, 1),
+                randn(&[37, 129], DType::BF16, 2),
+                moments[0].clone(),
+                moments[1].clone(),
+                scalar(1.0 - 0.9f64.powi(3)),
+                scalar(1.0 - 0.999f64.powi(3)),
+            ],
+            tol: 1e-2,
+        });
+    }
     out
 }
 
@@ -232,7 +274,7 @@ fn suite(dev: &mut dyn Device) -> usize {
         let cpu = tessera_runtime::interp::run(&l.program.graph, &case.inputs, &[])
             .unwrap_or_else(|e| panic!("{}: cpu: {}", case.name, e.message));
         let mut here = 0;
-        let mut hook = |id, operands: &[Tensor]| -> Option<Result<Tensor, RuntimeError>> {
+        let mut hook = |id, operands: &[Tensor]| -> Option<Result<Vec<Tensor>, RuntimeError>> {
             let (k, c) = l.kernel_at(id)?;
             let t = c.target.as_ref()?;
             let ptx = dev
@@ -247,10 +289,10 @@ fn suite(dev: &mut dyn Device) -> usize {
                     captures: &[],
                 }),
             };
-            match dev.launch(&x, operands, &k.ty) {
-                Ok(Some(Launched { out, .. })) => {
+            match dev.launch(&x, operands, &l.program.graph.result_types(id)) {
+                Ok(Some(Launched { outs, .. })) => {
                     here += 1;
-                    Some(Ok(out))
+                    Some(Ok(outs))
                 }
                 Ok(None) => None,
                 Err(e) => panic!("{}: kernel {} failed: {e}", case.name, k.name),
@@ -266,6 +308,7 @@ fn suite(dev: &mut dyn Device) -> usize {
             dev.kind()
         );
         launched += here;
+        assert_eq!(cpu.len(), got.len(), "{}", case.name);
         for (a, b) in cpu.iter().zip(&got) {
             assert_eq!(a.shape(), b.shape(), "{}", case.name);
             assert!(
@@ -289,9 +332,12 @@ fn cpu_runs_the_suite() {
 /// A cross-check of `checked` against the cpu, counting the launches it compared.
 fn cross_suite(checked: &mut dyn Device, keep: Keep) -> (usize, usize) {
     let mut compared = 0;
-    let mut compare = |_: &Executable, r: &Tensor, c: Option<&Launched>| {
+    let mut compare = |_: &Executable, r: &[Tensor], c: Option<&Launched>| {
         let c = c.expect("a result from the checked device");
-        assert!(allclose(r, &c.out, 2e-2, 2e-2).unwrap());
+        assert_eq!(r.len(), c.outs.len());
+        for (r, o) in r.iter().zip(&c.outs) {
+            assert!(allclose(r, o, 2e-2, 2e-2).unwrap());
+        }
         compared += 1;
         Ok(())
     };
@@ -327,16 +373,18 @@ impl Device for OffByOne {
         &mut self,
         k: &Executable,
         inputs: &[Tensor],
-        out: &TensorType,
+        outs: &[TensorType],
     ) -> Result<Option<Launched>, DeviceError> {
-        let r = device::Emu.launch(k, inputs, out)?;
+        let r = device::Emu.launch(k, inputs, outs)?;
         Ok(r.map(|l| Launched {
-            out: tessera_runtime::binary(
-                BinaryOp::Add,
-                &l.out,
-                tessera_runtime::Scalar::Float(1.0),
-            )
-            .unwrap(),
+            outs: l
+                .outs
+                .iter()
+                .map(|o| {
+                    tessera_runtime::binary(BinaryOp::Add, o, tessera_runtime::Scalar::Float(1.0))
+                        .unwrap()
+                })
+                .collect(),
             counters: l.counters,
         }))
     }
@@ -357,8 +405,8 @@ fn a_cross_check_reports_what_its_comparison_finds() {
         }),
     };
     let inputs = [randn(&[8], DType::F32, 1), randn(&[8], DType::F32, 2)];
-    let mut compare = |_: &Executable, r: &Tensor, c: Option<&Launched>| {
-        if allclose(r, &c.unwrap().out, 1e-5, 1e-5).unwrap() {
+    let mut compare = |_: &Executable, r: &[Tensor], c: Option<&Launched>| {
+        if allclose(&r[0], &c.unwrap().outs[0], 1e-5, 1e-5).unwrap() {
             Ok(())
         } else {
             Err(DeviceError::Op(RuntimeError::new(
@@ -374,7 +422,7 @@ fn a_cross_check_reports_what_its_comparison_finds() {
         compare: &mut compare,
         keep: Keep::Reference,
     };
-    match cross.launch(&x, &inputs, &k.ty) {
+    match cross.launch(&x, &inputs, std::slice::from_ref(&k.ty)) {
         Err(DeviceError::Op(e)) => assert_eq!(e.message, "apart"),
         other => panic!(
             "expected the comparison's error, got {:?}",
@@ -389,10 +437,13 @@ fn a_cross_check_reports_what_its_comparison_finds() {
         compare: &mut compare,
         keep: Keep::Reference,
     };
-    let got = cross.launch(&x, &inputs, &k.ty).unwrap().unwrap();
+    let got = cross
+        .launch(&x, &inputs, std::slice::from_ref(&k.ty))
+        .unwrap()
+        .unwrap();
     let cpu_alone = tessera_runtime::interp::run(&g, &inputs, &[]).unwrap();
     assert_eq!(
-        got.out.to_f64_vec().unwrap(),
+        got.outs[0].to_f64_vec().unwrap(),
         cpu_alone[0].to_f64_vec().unwrap()
     );
     assert!(
@@ -431,7 +482,9 @@ fn a_status_error_leaves_the_op_to_the_cpu() {
     };
     let ints = |v: Vec<i64>| Tensor::from_i64(&[4], v, DType::I32).unwrap();
     let inputs = [ints(vec![1, 2, 3, 4]), ints(vec![1, 0, 1, 1])];
-    let r = device::Emu.launch(&x, &inputs, &k.ty).unwrap();
+    let r = device::Emu
+        .launch(&x, &inputs, std::slice::from_ref(&k.ty))
+        .unwrap();
     assert!(r.is_none());
     let cpu = tessera_runtime::interp::run(&g, &inputs, &[]);
     assert!(cpu.is_err());

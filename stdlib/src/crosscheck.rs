@@ -380,10 +380,11 @@ mod tests {
             ptx: None,
             op: None,
         };
-        Emu.launch(&x, std::slice::from_ref(input), out)
+        Emu.launch(&x, std::slice::from_ref(input), std::slice::from_ref(out))
             .unwrap()
             .unwrap()
-            .out
+            .outs
+            .remove(0)
     }
 
     fn kernel(g: &Graph, root: ValueId, ty: TensorType) -> Kernel {

@@ -98,7 +98,8 @@ impl DeviceTimer for CudaTimer {
             ptx: Some(&ptx),
             op: None,
         };
-        match tessera_runtime::device::Device::time(dev, &x, &inputs, &k.ty, 10) {
+        let types = l.program.graph.result_types(k.root);
+        match tessera_runtime::device::Device::time(dev, &x, &inputs, &types, 10) {
             Ok(Some(us)) => Ok(us),
             Ok(None) => Err(TimeError::Driver(CudaError {
                 what: format!("timing kernel '{}'", k.name),

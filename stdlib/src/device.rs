@@ -9,12 +9,14 @@ use tessera_runtime::cuda::CudaError;
 use tessera_runtime::device::replay;
 use tessera_runtime::Tensor;
 
-/// E0800 at kernel `k`'s `.tsr` line for a launch of `l` on `inputs` that failed on the GPU
-/// with `e`; a fault also carries the emulator's replay of the launch ([`replay`]).
+/// E0800 at kernel `k`'s `.tsr` line for a launch of `l` on `inputs` (for results of types
+/// `outs`) that failed on the GPU with `e`; a fault also carries the emulator's replay of the
+/// launch ([`replay`]).
 pub fn failure_diagnostic(
     k: &tessera_compiler::schedule::Kernel,
     l: &Lowered,
     inputs: &[Tensor],
+    outs: &[tessera_compiler::graph::TensorType],
     e: &CudaError,
 ) -> Diagnostic {
     let d = Diagnostic::new(
@@ -28,7 +30,7 @@ pub fn failure_diagnostic(
     .at(k.span)
     .with_label("this kernel");
     if e.fault {
-        d.with_note(replay(l, inputs, &k.ty))
+        d.with_note(replay(l, inputs, outs))
     } else {
         d
     }
@@ -94,7 +96,13 @@ mod tests {
         // The launch that "faulted": its input holds 5 elements where the kernel reads 15
         // (the kind of mismatch a wrong index computation makes on the GPU).
         let short = Tensor::randn(&[1, 1, 5], RDType::BF16, 3).unwrap();
-        let d = failure_diagnostic(k, t, std::slice::from_ref(&short), &illegal_address());
+        let d = failure_diagnostic(
+            k,
+            t,
+            std::slice::from_ref(&short),
+            std::slice::from_ref(&k.ty),
+            &illegal_address(),
+        );
         assert_eq!(d.code, Code::E0800);
         assert_eq!(d.span, Some(k.span));
         assert!(
@@ -131,7 +139,13 @@ mod tests {
         let t = l.kernels[0].target.as_ref().unwrap();
         let k = &l.program.kernels[0];
         let good = Tensor::randn(&[3, 1, 5], RDType::BF16, 3).unwrap();
-        let d = failure_diagnostic(k, t, std::slice::from_ref(&good), &illegal_address());
+        let d = failure_diagnostic(
+            k,
+            t,
+            std::slice::from_ref(&good),
+            std::slice::from_ref(&k.ty),
+            &illegal_address(),
+        );
         let note = d.notes.first().unwrap();
         assert!(note.contains("ran to the end without a fault"), "{note}");
     }
@@ -148,7 +162,13 @@ mod tests {
             detail: "a PTX JIT compilation failed".into(),
             fault: false,
         };
-        let d = failure_diagnostic(k, t, std::slice::from_ref(&good), &e);
+        let d = failure_diagnostic(
+            k,
+            t,
+            std::slice::from_ref(&good),
+            std::slice::from_ref(&k.ty),
+            &e,
+        );
         assert!(d.notes.is_empty());
         assert!(
             d.message.contains("CUDA_ERROR_INVALID_PTX"),

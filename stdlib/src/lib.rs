@@ -89,6 +89,9 @@ pub fn install_session(
         "graph",
         Value::Module(Rc::new(graph_mod::module(session.clone()))),
     );
-    interp.set_builtin("optim", Value::Module(Rc::new(optim::module())));
+    interp.set_builtin(
+        "optim",
+        Value::Module(Rc::new(optim::module(session.clone()))),
+    );
     Ok(session)
 }

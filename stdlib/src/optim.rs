@@ -6,34 +6,30 @@
 //! `v = g`), `p − lr·v`; Adam's bias-corrected moments with `weight_decay` added to the
 //! gradient (`g + wd·p`, `torch.optim.Adam`, not AdamW). The arithmetic is in fp32 (fp64 for
 //! fp64 parameters) and each new parameter is rounded once to its dtype.
+//!
+//! Each parameter's update is a compiled kernel ([`tessera_compiler::graph::update`]): its
+//! Graph IR fuses into one elementwise kernel that writes the new parameter and the new state
+//! together, compiled once per parameter signature and run on the session's device like any
+//! kernel (profiled, cross-checked, dumped by `--dump`).
 
 use std::cell::RefCell;
+use std::rc::Rc;
 
+use tessera_compiler::graph::update::{update_graph, Rule};
+use tessera_compiler::graph::TensorType;
 use tessera_lang::diag::{Code, Diagnostic};
 use tessera_lang::eval::{Arg, AttrResult, CallArgs, HostObject, Interp, Module, Value};
-use tessera_runtime::{binary, BinaryOp, DType, Operand, Scalar, Tensor, UnaryOp};
+use tessera_lang::Span;
+use tessera_runtime::{Scalar, Tensor};
 
+use crate::kernel::{compile_graph, run_compiled, Compiled, Session};
 use crate::tensor::{as_tensor, rt, tensor_value};
 
-#[derive(Clone, Copy, Debug)]
-enum Rule {
-    Sgd {
-        lr: f64,
-        momentum: f64,
-    },
-    Adam {
-        lr: f64,
-        b1: f64,
-        b2: f64,
-        eps: f64,
-        wd: f64,
-    },
-}
-
-/// An optimizer and its state.
+/// An optimizer and its state; its update kernels are kept by the session.
 pub struct Optimizer {
     rule: Rule,
     state: RefCell<State>,
+    session: Rc<Session>,
 }
 
 #[derive(Default)]
@@ -46,25 +42,48 @@ struct State {
 
 type R<T> = Result<T, Diagnostic>;
 
-fn s(x: f64) -> Operand<'static> {
-    Operand::Scalar(Scalar::Float(x))
-}
-
-fn op2<'a, 'b>(op: BinaryOp, a: impl Into<Operand<'a>>, b: impl Into<Operand<'b>>) -> R<Tensor> {
-    binary(op, a, b).map_err(rt)
-}
-
-/// `α·a + β·b`.
-fn axpby(alpha: f64, a: &Tensor, beta: f64, b: &Tensor) -> R<Tensor> {
-    let x = op2(BinaryOp::Mul, a, s(alpha))?;
-    let y = op2(BinaryOp::Mul, b, s(beta))?;
-    op2(BinaryOp::Add, &x, &y)
-}
-
 impl Optimizer {
+    /// The update kernel for parameter `p` and gradient `g` (compiled on first use).
+    fn kernel(
+        &self,
+        it: &mut Interp,
+        p: &Tensor,
+        g: &Tensor,
+        first: bool,
+        span: Span,
+    ) -> R<Rc<Compiled>> {
+        // the rule with its hyperparameters (their exact bits), the parameter's signature,
+        // whether it is the first step, the target
+        let key = format!(
+            "{:?} {:?} {} {} {first} {}",
+            self.rule,
+            p.shape(),
+            p.dtype().name(),
+            g.dtype().name(),
+            self.session.target.get().name()
+        );
+        let s = &self.session;
+        if let Some(c) = s.updates.borrow().get(&key) {
+            s.hits.set(s.hits.get() + 1);
+            return Ok(c.clone());
+        }
+        s.misses.set(s.misses.get() + 1);
+        let ty = TensorType::new(p.shape().to_vec(), p.dtype());
+        let graph = update_graph(self.rule, &ty, g.dtype(), first, span).map_err(|e| {
+            Diagnostic::new(
+                Code::E0500,
+                format!("internal compiler error: the optimizer's update graph: {e}"),
+            )
+            .at(span)
+        })?;
+        let c = Rc::new(compile_graph(it, s, graph, span)?);
+        s.updates.borrow_mut().insert(key, c.clone());
+        Ok(c)
+    }
+
     /// The new parameters from `params` and `grads` (lists or tuples of tensors, paired by
-    /// position).
-    fn update(&self, params: &Arg, grads: &Arg) -> R<Value> {
+    /// position): per parameter one compiled update kernel, run on the session's device.
+    fn update(&self, it: &mut Interp, params: &Arg, grads: &Arg, span: Span) -> R<Value> {
         let ps = tensors(params, "params")?;
         let gs = tensors(grads, "grads")?;
         if ps.len() != gs.len() {
@@ -90,83 +109,73 @@ impl Optimizer {
                 )
                 .at(grads.span));
             }
-        }
-        let mut st = self.state.borrow_mut();
-        let shapes: Vec<Vec<usize>> = ps.iter().map(|p| p.shape().to_vec()).collect();
-        if st.step > 0 && st.shapes != shapes {
-            return Err(Diagnostic::new(
-                Code::E0101,
-                "this optimizer was updated with other parameters before (its state is per position of the list)",
-            )
-            .at(params.span)
-            .with_help("make one optimizer per parameter list"));
-        }
-        st.shapes = shapes;
-        st.step += 1;
-        let t = st.step;
-        let mut out = Vec::with_capacity(ps.len());
-        for (i, (p, g)) in ps.iter().zip(&gs).enumerate() {
-            let wd = if p.dtype() == DType::F64 {
-                DType::F64
-            } else {
-                DType::F32
-            };
-            let pw = p.cast(wd).map_err(rt)?;
-            let gw = g.cast(wd).map_err(rt)?;
-            let first = st.slots.len() <= i;
-            if first {
-                st.slots.push(Vec::new());
+            if !p.dtype().is_float() || !g.dtype().is_float() {
+                let (what, d) = if p.dtype().is_float() {
+                    ("grads", g.dtype())
+                } else {
+                    ("params", p.dtype())
+                };
+                return Err(Diagnostic::new(
+                    Code::E0201,
+                    format!("{what}[{i}] is {d}: an optimizer updates floating-point tensors"),
+                )
+                .at(if what == "grads" {
+                    grads.span
+                } else {
+                    params.span
+                }));
             }
-            let slot = &mut st.slots[i];
-            let new = match self.rule {
-                Rule::Sgd { lr, momentum } => {
-                    let step = if momentum != 0.0 {
-                        let v = match slot.first() {
-                            Some(v) => axpby(momentum, v, 1.0, &gw)?,
-                            None => gw.clone(),
-                        };
-                        *slot = vec![v.clone()];
-                        v
-                    } else {
-                        gw
-                    };
-                    axpby(1.0, &pw, -lr, &step)?
-                }
-                Rule::Adam {
-                    lr,
-                    b1,
-                    b2,
-                    eps,
-                    wd: decay,
-                } => {
-                    let g = if decay != 0.0 {
-                        axpby(1.0, &gw, decay, &pw)?
-                    } else {
-                        gw
-                    };
-                    let gg = op2(BinaryOp::Mul, &g, &g)?;
-                    let (m, v) = match (slot.first(), slot.get(1)) {
-                        (Some(m), Some(v)) => {
-                            (axpby(b1, m, 1.0 - b1, &g)?, axpby(b2, v, 1.0 - b2, &gg)?)
-                        }
-                        _ => (
-                            op2(BinaryOp::Mul, &g, s(1.0 - b1))?,
-                            op2(BinaryOp::Mul, &gg, s(1.0 - b2))?,
-                        ),
-                    };
-                    *slot = vec![m.clone(), v.clone()];
-                    let c1 = 1.0 - b1.powi(t.min(i32::MAX as u64) as i32);
-                    let c2 = 1.0 - b2.powi(t.min(i32::MAX as u64) as i32);
-                    let mhat = op2(BinaryOp::Div, &m, s(c1))?;
-                    let vhat = op2(BinaryOp::Div, &v, s(c2))?;
-                    let root = tessera_runtime::unary(UnaryOp::Sqrt, &vhat).map_err(rt)?;
-                    let den = op2(BinaryOp::Add, &root, s(eps))?;
-                    let q = op2(BinaryOp::Div, &mhat, &den)?;
-                    axpby(1.0, &pw, -lr, &q)?
-                }
-            };
-            out.push(tensor_value(new.cast(p.dtype()).map_err(rt)?));
         }
+        let shapes: Vec<Vec<usize>> = ps.iter().map(|p| p.shape().to_vec()).collect();
+        {
+            let st = self.state.borrow();
+            if st.step > 0 && st.shapes != shapes {
+                return Err(Diagnostic::new(
+                    Code::E0101,
+                    "this optimizer was updated with other parameters before (its state is per position of the list)",
+                )
+                .at(params.span)
+                .with_help("make one optimizer per parameter list"));
+            }
+        }
+        let t = self.state.borrow().step + 1;
+        let mut out = Vec::with_capacity(ps.len());
+        let mut slots = Vec::with_capacity(ps.len());
+        for (i, (p, g)) in ps.iter().zip(&gs).enumerate() {
+            let slot: Vec<Tensor> = self
+                .state
+                .borrow()
+                .slots
+                .get(i)
+                .cloned()
+                .unwrap_or_default();
+            let first = slot.is_empty();
+            let c = self.kernel(it, p, g, first, span)?;
+            let mut inputs = vec![p.clone(), g.clone()];
+            inputs.extend(slot);
+            if let Rule::Adam { b1, b2, .. } = self.rule {
+                let wd = Rule::work_dtype(p.dtype());
+                let e = t.min(i32::MAX as u64) as i32;
+                for c in [1.0 - b1.powi(e), 1.0 - b2.powi(e)] {
+                    inputs.push(Tensor::scalar(Scalar::Float(c), wd).map_err(rt)?);
+                }
+            }
+            let mut res = run_compiled(&self.session, it, &c, &inputs, span)?.into_iter();
+            let new = res.next().ok_or_else(|| {
+                Diagnostic::new(
+                    Code::E0500,
+                    "internal compiler error: an update gave no result",
+                )
+                .at(span)
+            })?;
+            out.push(tensor_value(new));
+            slots.push(res.collect::<Vec<_>>());
+        }
+        // the state changes only once every parameter's update ran
+        let mut st = self.state.borrow_mut();
+        st.shapes = shapes;
+        st.step = t;
+        st.slots = slots;
         Ok(Value::list(out))
     }
 }
@@ -239,7 +248,8 @@ impl HostObject for Optimizer {
                 Some(Value::native(
                     "update",
                     "update(params, grads)",
-                    move |_, args| {
+                    move |it, args| {
+                        let span = args.span;
                         let a = args.bind("update", &["params", "grads"], &[])?;
                         let mut a = a.into_iter().flatten();
                         let (Some(p), Some(g)) = (a.next(), a.next()) else {
@@ -248,7 +258,7 @@ impl HostObject for Optimizer {
                             );
                         };
                         match me.downcast::<Optimizer>() {
-                            Some(o) => o.update(&p, &g),
+                            Some(o) => o.update(it, &p, &g, span),
                             None => Err(Diagnostic::new(Code::E0101, "not an optimizer")),
                         }
                     },
@@ -286,7 +296,7 @@ fn number(a: Option<Arg>, name: &str, default: f64, lo: f64, hi: f64) -> R<f64> 
     Ok(x)
 }
 
-fn sgd(args: CallArgs) -> R<Value> {
+fn sgd(session: &Rc<Session>, args: CallArgs) -> R<Value> {
     let a = args.bind("sgd", &["lr"], &["momentum"])?;
     let mut a = a.into_iter();
     let lr = number(a.next().flatten(), "lr", 0.0, 0.0, f64::MAX)?;
@@ -294,10 +304,11 @@ fn sgd(args: CallArgs) -> R<Value> {
     Ok(Value::host(Optimizer {
         rule: Rule::Sgd { lr, momentum },
         state: RefCell::default(),
+        session: session.clone(),
     }))
 }
 
-fn adam(args: CallArgs) -> R<Value> {
+fn adam(session: &Rc<Session>, args: CallArgs) -> R<Value> {
     let a = args.bind("adam", &["lr"], &["betas", "eps", "weight_decay"])?;
     let mut a = a.into_iter();
     let lr = number(a.next().flatten(), "lr", 0.0, 0.0, f64::MAX)?;
@@ -337,22 +348,24 @@ fn adam(args: CallArgs) -> R<Value> {
             wd,
         },
         state: RefCell::default(),
+        session: session.clone(),
     }))
 }
 
-/// Builds the `optim` module.
-pub fn module() -> Module {
+/// Builds the `optim` module; its optimizers compile their updates in `session`.
+pub fn module(session: Rc<Session>) -> Module {
     let m = Module::new("optim", "optimizers: sgd, adam (SPEC §8)");
+    let s = session.clone();
     m.set(
         "sgd",
-        Value::native("sgd", "sgd(lr, momentum=0.0)", |_, args| sgd(args)),
+        Value::native("sgd", "sgd(lr, momentum=0.0)", move |_, args| sgd(&s, args)),
     );
     m.set(
         "adam",
         Value::native(
             "adam",
             "adam(lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)",
-            |_, args| adam(args),
+            move |_, args| adam(&session, args),
         ),
     );
     m

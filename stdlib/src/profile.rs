@@ -306,7 +306,7 @@ pub fn run_cpu(
             &c.graph,
             inputs,
             &c.captures,
-            &mut |_, _| None::<Result<Tensor, Diagnostic>>,
+            &mut |_, _| None::<Result<Vec<Tensor>, Diagnostic>>,
             &mut timer,
         )?;
     }

@@ -258,7 +258,8 @@ pub fn estimate(
     let occ = occupancy(&spec, shape.threads, shape.regs, shape.smem);
     let op = g.op(k.root)?;
     let s = &k.schedule;
-    let out_bytes = tbytes(&k.ty);
+    // every result the kernel writes (a multi-output fused kernel's several)
+    let out_bytes: f64 = g.result_types(k.root).iter().map(tbytes).sum();
     let in_bytes: f64 = k.inputs.iter().filter_map(|v| g.ty(*v)).map(tbytes).sum();
     let min_bytes = in_bytes + out_bytes;
     let sms = f64::from(spec.sm_count.max(1));

@@ -553,10 +553,35 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
                     ));
                 }
             }
-            match body.outputs.as_slice() {
-                [o] => ty(body, *o)?.clone(),
-                _ => return Err(TypeError::FusedBody("a fused body has exactly one output")),
+            let Some(first) = body.outputs.first() else {
+                return Err(TypeError::FusedBody("a fused body has no output"));
+            };
+            let t = ty(body, *first)?;
+            for o in &body.outputs {
+                if ty(body, *o)?.shape != t.shape {
+                    return Err(TypeError::FusedBody(
+                        "a fused body's outputs differ in shape",
+                    ));
+                }
             }
+            t.clone()
         }
+        Op::Result { of, index } => match g.op(*of) {
+            Some(Op::FusedElementwise { body, .. }) if *index >= 1 => {
+                match body.outputs.get(*index) {
+                    Some(o) => ty(body, *o)?.clone(),
+                    None => {
+                        return Err(TypeError::FusedBody(
+                            "a result past the fused body's outputs",
+                        ))
+                    }
+                }
+            }
+            _ => {
+                return Err(TypeError::FusedBody(
+                    "a result (index ≥ 1) of an op that is not a multi-output fused op",
+                ))
+            }
+        },
     })
 }

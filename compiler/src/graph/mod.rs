@@ -9,7 +9,9 @@
 //!   ignores spans;
 //! - each op's type is the one [`infer::infer`] computes from its operands;
 //! - the body of an [`Op::FusedElementwise`] is a graph of elementwise ops whose params have the
-//!   inputs' types and whose one output has the fused op's type.
+//!   inputs' types and whose first output has the fused op's type; the others, of the same
+//!   shape, are read by [`Op::Result`] ops (a multi-output op's value and results are one
+//!   kernel's).
 
 pub mod autodiff;
 mod derivs;
@@ -19,6 +21,7 @@ pub mod passes;
 pub mod pipeline;
 pub mod print;
 mod types;
+pub mod update;
 pub mod verify;
 
 #[cfg(test)]
@@ -205,10 +208,18 @@ pub enum Op {
         causal: bool,
         scale: f64,
     },
-    /// A chain of elementwise ops run as one: `body`'s params are `inputs`, its output the result.
+    /// A chain of elementwise ops run as one kernel: `body`'s params are `inputs`; its first
+    /// output is the op's value, further outputs are read through [`Op::Result`] (one kernel
+    /// writing several tensors: an optimizer's new parameter and moments).
     FusedElementwise {
         inputs: Vec<ValueId>,
         body: Box<Graph>,
+    },
+    /// Result `index` (≥ 1) of the multi-output op `of` (a [`Op::FusedElementwise`] whose body
+    /// has more than `index` outputs): no kernel of its own, the value its kernel wrote.
+    Result {
+        of: ValueId,
+        index: usize,
     },
 }
 
@@ -241,6 +252,7 @@ impl Op {
                 AttnWrt::V => "flash_attention_dv",
             },
             Op::FusedElementwise { .. } => "fused_elementwise",
+            Op::Result { .. } => "result",
         }
     }
 
@@ -261,7 +273,8 @@ impl Op {
             | Op::Transpose { x, .. }
             | Op::Reshape { x }
             | Op::Broadcast { x }
-            | Op::Slice { x, .. } => f(*x),
+            | Op::Slice { x, .. }
+            | Op::Result { of: x, .. } => f(*x),
             Op::Binary { a, b, .. } => {
                 f(*a);
                 f(*b);
@@ -338,7 +351,8 @@ impl Op {
             | Op::Transpose { x, .. }
             | Op::Reshape { x }
             | Op::Broadcast { x }
-            | Op::Slice { x, .. } => *x = f(*x),
+            | Op::Slice { x, .. }
+            | Op::Result { of: x, .. } => *x = f(*x),
             Op::Binary { a, b, .. } => {
                 *a = f(*a);
                 *b = f(*b);
@@ -496,6 +510,19 @@ impl Graph {
     pub fn set_span(&mut self, id: ValueId, span: Span) {
         if let Some(slot) = self.spans.get_mut(id.index()) {
             *slot = span;
+        }
+    }
+
+    /// The types of every result of the op defining `id`: a multi-output fused op's body
+    /// outputs, else the op's one type.
+    pub fn result_types(&self, id: ValueId) -> Vec<TensorType> {
+        match self.op(id) {
+            Some(Op::FusedElementwise { body, .. }) if body.outputs.len() > 1 => body
+                .outputs
+                .iter()
+                .filter_map(|o| body.ty(*o).cloned())
+                .collect(),
+            _ => self.ty(id).cloned().into_iter().collect(),
         }
     }
 

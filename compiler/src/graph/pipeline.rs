@@ -2,7 +2,9 @@
 //! after each. A verifier failure is [`CompileError::Internal`] with the IR dump.
 
 use super::error::CompileError;
-use super::passes::{dce, flash_attention, fuse_elementwise, fuse_epilogue, PassCx};
+use super::passes::{
+    dce, flash_attention, fuse_elementwise, fuse_epilogue, fuse_multi_output, PassCx,
+};
 use super::print::print;
 use super::verify::verify;
 use super::{Fired, Graph};
@@ -36,6 +38,8 @@ const PASSES: &[(&str, Pass, bool)] = &[
     ("fuse_epilogue", fuse_epilogue::run, true),
     ("dce", dce::run, false),
     ("fuse_elementwise", fuse_elementwise::run, true),
+    ("dce", dce::run, false),
+    ("fuse_multi_output", fuse_multi_output::run, true),
     ("dce", dce::run, false),
 ];
 

@@ -150,7 +150,7 @@ impl Printer<'_> {
             Op::Param { .. } | Op::Const { .. } => vec![],
             Op::Unary { .. } | Op::Binary { .. } | Op::Where { .. } | Op::Cast { .. } => vec![],
             Op::FusedElementwise { .. } | Op::Reshape { .. } | Op::Broadcast { .. } => vec![],
-            Op::Capture { index } => vec![format!("index = {index}")],
+            Op::Capture { index } | Op::Result { index, .. } => vec![format!("index = {index}")],
             Op::Matmul {
                 a,
                 b,

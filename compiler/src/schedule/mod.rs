@@ -152,9 +152,11 @@ pub struct ScheduleError {
 /// The kind of kernel a graph op becomes (`None`: glue, no kernel).
 pub fn kind_of(op: &Op) -> Option<Kind> {
     Some(match op {
-        Op::Param { .. } | Op::Capture { .. } | Op::Const { .. } | Op::Reshape { .. } => {
-            return None
-        }
+        Op::Param { .. }
+        | Op::Capture { .. }
+        | Op::Const { .. }
+        | Op::Reshape { .. }
+        | Op::Result { .. } => return None,
         Op::Unary { .. }
         | Op::Binary { .. }
         | Op::Where { .. }

@@ -4,7 +4,7 @@
 //! Element layout (as on the GPU): fp32/tf32 4-byte IEEE floats, fp16/bf16 2-byte, fp64
 //! 8-byte IEEE, int32/int64 little-endian two's complement, int8 one byte, bool one byte (0 or
 //! 1), fp8 one byte of its format. A kernel with a status word ([`Lowered::status`]) gets one
-//! more 4-byte buffer after the output, zeroed; a nonzero word after the launch means an
+//! more 4-byte buffer after the outputs, zeroed; a nonzero word after the launch means an
 //! element hit an error the cpu reports.
 
 use crate::emu::{self, Arg, EmuError, EmuErrorKind, Launch};
@@ -129,19 +129,22 @@ pub(crate) fn tensor_of(raw: &[u8], out: &TensorType) -> crate::Result<Tensor> {
     }
 }
 
-/// A launch's buffers: one per input tensor, in order, then the output (zeroed), then the
-/// kernel's status word when it has one ([`Lowered::status`], zeroed).
+/// A launch's buffers: one per input tensor, in order, then one per output (zeroed; a
+/// multi-output kernel has several), then the kernel's status word when it has one
+/// ([`Lowered::status`], zeroed).
 pub struct Buffers {
     pub data: Vec<Vec<u8>>,
     /// Bytes per element of each buffer.
     pub elem: Vec<usize>,
+    /// The first output buffer.
     out: usize,
+    outs: usize,
     status: bool,
 }
 
 impl Buffers {
-    /// The buffers of a launch of `l` with result type `out` on `inputs`.
-    pub fn new(l: &Lowered, inputs: &[Tensor], out: &TensorType) -> crate::Result<Buffers> {
+    /// The buffers of a launch of `l` with result types `outs` on `inputs`.
+    pub fn new(l: &Lowered, inputs: &[Tensor], outs: &[TensorType]) -> crate::Result<Buffers> {
         let mut data = Vec::new();
         let mut elem = Vec::new();
         for t in inputs {
@@ -149,11 +152,13 @@ impl Buffers {
             elem.push(d.size_bytes());
             data.push(bytes_of(t)?);
         }
-        let n: usize = out.shape.iter().product();
-        let esize = out.dtype.size_bytes();
-        data.push(vec![0u8; n * esize]);
-        elem.push(esize);
-        let out = data.len() - 1;
+        let out = data.len();
+        for o in outs {
+            let n: usize = o.shape.iter().product();
+            let esize = o.dtype.size_bytes();
+            data.push(vec![0u8; n * esize]);
+            elem.push(esize);
+        }
         if l.status {
             data.push(vec![0u8; 4]);
             elem.push(4);
@@ -162,37 +167,38 @@ impl Buffers {
             data,
             elem,
             out,
+            outs: outs.len(),
             status: l.status,
         })
     }
-    /// The index of the output buffer.
+    /// The index of the first output buffer.
     pub fn output(&self) -> usize {
         self.out
     }
-    /// The buffers a launch writes: the output and the status word.
+    /// The buffers a launch writes: the outputs and the status word.
     pub fn written(&self) -> Vec<usize> {
-        if self.status {
-            vec![self.out, self.out + 1]
-        } else {
-            vec![self.out]
-        }
+        (self.out..self.out + self.outs + usize::from(self.status)).collect()
     }
     /// Whether the status word reports an error the cpu raises for these inputs.
     pub fn failed(&self) -> bool {
         self.status
             && self
                 .data
-                .get(self.out + 1)
+                .get(self.out + self.outs)
                 .is_some_and(|s| s.iter().any(|&x| x != 0))
     }
-    /// The result tensor from the output buffer, or `None` when the status word is set (the
+    /// The result tensors from the output buffers, or `None` when the status word is set (the
     /// caller evaluates the op on the cpu, which reports the error).
-    pub fn result(mut self, out: &TensorType) -> crate::Result<Option<Tensor>> {
+    pub fn result(mut self, outs: &[TensorType]) -> crate::Result<Option<Vec<Tensor>>> {
         if self.failed() {
             return Ok(None);
         }
-        let raw = self.data.swap_remove(self.out);
-        tensor_of(&raw, out).map(Some)
+        let raws: Vec<Vec<u8>> = self.data.drain(self.out..self.out + self.outs).collect();
+        raws.iter()
+            .zip(outs)
+            .map(|(raw, t)| tensor_of(raw, t))
+            .collect::<crate::Result<Vec<_>>>()
+            .map(Some)
     }
 }
 
@@ -215,8 +221,8 @@ pub fn emu_launch(l: &Lowered, b: &mut Buffers) -> Result<emu::Stats, EmuError> 
 /// Replays a launch of `l` on `inputs` in the emulator after it failed on the GPU, and says
 /// what the emulator found: the block (tile coordinates), thread, instruction and, for an
 /// out-of-bounds access, the parameter and element index.
-pub fn replay(l: &Lowered, inputs: &[Tensor], out: &TensorType) -> String {
-    let mut b = match Buffers::new(l, inputs, out) {
+pub fn replay(l: &Lowered, inputs: &[Tensor], outs: &[TensorType]) -> String {
+    let mut b = match Buffers::new(l, inputs, outs) {
         Ok(b) => b,
         Err(e) => {
             return format!(

@@ -112,10 +112,11 @@ impl Executable<'_> {
     }
 }
 
-/// What a launch gave: the result and, from the emulator, what it counted.
+/// What a launch gave: the results (one per [`Graph::result_types`] of the op) and, from the
+/// emulator, what it counted.
 #[derive(Debug)]
 pub struct Launched {
-    pub out: Tensor,
+    pub outs: Vec<Tensor>,
     pub counters: Option<Counters>,
 }
 
@@ -167,14 +168,15 @@ pub trait Device {
         false
     }
 
-    /// Runs kernel `k` on `inputs` (its tensor operands, in order) for a result of type `out`.
+    /// Runs kernel `k` on `inputs` (its tensor operands, in order) for results of types `outs`
+    /// (one, or a multi-output kernel's several).
     /// `Ok(None)`: the cpu evaluates the op instead (the device is the cpu, or the kernel's
     /// status word reports an error the cpu raises for these inputs).
     fn launch(
         &mut self,
         k: &Executable,
         inputs: &[Tensor],
-        out: &TensorType,
+        outs: &[TensorType],
     ) -> Result<Option<Launched>, DeviceError>;
 
     /// After a launch that faulted ([`DeviceError::is_fault`]): a fresh context, so later
@@ -189,7 +191,7 @@ pub trait Device {
         &mut self,
         _k: &Executable,
         _inputs: &[Tensor],
-        _out: &TensorType,
+        _outs: &[TensorType],
         _reps: u32,
     ) -> Result<Option<f64>, DeviceError> {
         Ok(None)
@@ -209,13 +211,13 @@ impl Device for Cpu {
         &mut self,
         k: &Executable,
         inputs: &[Tensor],
-        _: &TensorType,
+        _: &[TensorType],
     ) -> Result<Option<Launched>, DeviceError> {
         let Some(op) = k.op else { return Ok(None) };
-        let out = crate::interp::eval_at(op.graph, op.root, inputs, op.captures)
+        let outs = crate::interp::eval_at(op.graph, op.root, inputs, op.captures)
             .map_err(DeviceError::Op)?;
         Ok(Some(Launched {
-            out,
+            outs,
             counters: None,
         }))
     }
@@ -228,10 +230,10 @@ pub enum Keep {
     Checked,
 }
 
-/// Compares a cross-checked launch: the executable, the reference's result and the checked
+/// Compares a cross-checked launch: the executable, the reference's results and the checked
 /// device's (`None`: its status word reported an error the reference did not raise).
 pub type Compare<'a> =
-    dyn FnMut(&Executable, &Tensor, Option<&Launched>) -> Result<(), DeviceError> + 'a;
+    dyn FnMut(&Executable, &[Tensor], Option<&Launched>) -> Result<(), DeviceError> + 'a;
 
 /// The cross-check: a device that wraps two, the reference (the cpu) and the checked device,
 /// launches every kernel on both and compares the results; the launch returns the result of
@@ -254,19 +256,19 @@ impl Device for CrossCheck<'_> {
         &mut self,
         k: &Executable,
         inputs: &[Tensor],
-        out: &TensorType,
+        outs: &[TensorType],
     ) -> Result<Option<Launched>, DeviceError> {
         // The reference first: an error it raises is the script's error, as without the check.
-        let Some(reference) = self.reference.launch(k, inputs, out)? else {
+        let Some(reference) = self.reference.launch(k, inputs, outs)? else {
             return Ok(None);
         };
-        let checked = self.checked.launch(k, inputs, out)?;
-        (self.compare)(k, &reference.out, checked.as_ref())?;
+        let checked = self.checked.launch(k, inputs, outs)?;
+        (self.compare)(k, &reference.outs, checked.as_ref())?;
         let counters = checked.as_ref().and_then(|c| c.counters);
         Ok(Some(match (self.keep, checked) {
             (Keep::Checked, Some(c)) => c,
             _ => Launched {
-                out: reference.out,
+                outs: reference.outs,
                 counters,
             },
         }))
@@ -287,13 +289,13 @@ impl Device for Emu {
         &mut self,
         k: &Executable,
         inputs: &[Tensor],
-        out: &TensorType,
+        outs: &[TensorType],
     ) -> Result<Option<Launched>, DeviceError> {
-        let mut b = Buffers::new(k.lowered, inputs, out).map_err(DeviceError::Marshal)?;
+        let mut b = Buffers::new(k.lowered, inputs, outs).map_err(DeviceError::Marshal)?;
         let stats = emu_launch(k.lowered, &mut b).map_err(DeviceError::Emu)?;
-        let r = b.result(out).map_err(DeviceError::Marshal)?;
-        Ok(r.map(|out| Launched {
-            out,
+        let r = b.result(outs).map_err(DeviceError::Marshal)?;
+        Ok(r.map(|outs| Launched {
+            outs,
             counters: Some(stats.counters),
         }))
     }
@@ -310,16 +312,16 @@ impl Device for cuda::Device {
         &mut self,
         k: &Executable,
         inputs: &[Tensor],
-        out: &TensorType,
+        outs: &[TensorType],
     ) -> Result<Option<Launched>, DeviceError> {
         let l = k.lowered;
-        let mut b = Buffers::new(l, inputs, out).map_err(DeviceError::Marshal)?;
+        let mut b = Buffers::new(l, inputs, outs).map_err(DeviceError::Marshal)?;
         let written = b.written();
         self.run(&k.image()?, k.geometry(), &mut b.data, &l.scalars, &written)
             .map_err(DeviceError::Cuda)?;
-        let r = b.result(out).map_err(DeviceError::Marshal)?;
-        Ok(r.map(|out| Launched {
-            out,
+        let r = b.result(outs).map_err(DeviceError::Marshal)?;
+        Ok(r.map(|outs| Launched {
+            outs,
             counters: None,
         }))
     }
@@ -330,11 +332,11 @@ impl Device for cuda::Device {
         &mut self,
         k: &Executable,
         inputs: &[Tensor],
-        out: &TensorType,
+        outs: &[TensorType],
         reps: u32,
     ) -> Result<Option<f64>, DeviceError> {
         let l = k.lowered;
-        let b = Buffers::new(l, inputs, out).map_err(DeviceError::Marshal)?;
+        let b = Buffers::new(l, inputs, outs).map_err(DeviceError::Marshal)?;
         let runs = Runs {
             warmup: 1,
             reps: reps.max(1),

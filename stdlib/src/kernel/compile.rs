@@ -67,6 +67,40 @@ pub fn compile(
     })
 }
 
+/// Compiles a graph built by the runtime itself (an optimizer's update, [`crate::optim`]) like a
+/// traced kernel: the Graph IR pipeline, lowering for the session's target, the dumps; its
+/// result is the tuple of the graph's outputs. Errors without a span are put at `span`.
+pub fn compile_graph(
+    it: &mut Interp,
+    session: &Session,
+    graph: Graph,
+    span: Span,
+) -> Result<Compiled, Diagnostic> {
+    let traced = graph;
+    let mut graph = traced.clone();
+    let fired = optimize(&mut graph, &Options::default(), &it.sources)
+        .map_err(|e| e.to_diagnostic().or_at(span))?;
+    let directives = Directives::default();
+    let lowered = lower(
+        &graph,
+        &sched_directives(&directives, span),
+        session.target.get(),
+    )?;
+    let out = OutShape::Tuple(graph.outputs.len());
+    let c = Compiled {
+        traced,
+        graph,
+        fired,
+        captures: vec![],
+        directives,
+        lowered,
+        out,
+        ptx: RefCell::default(),
+    };
+    emit_dumps(it, session, &c, span)?;
+    Ok(c)
+}
+
 /// Traces `f` with `args` (tensor arguments become the graph's params, in order) and, for a
 /// gradient, differentiates the traced graph.
 pub fn trace_call(

@@ -48,6 +48,7 @@ fn launch_failure(
     k: &Kernel,
     t: &TargetKernel,
     operands: &[Tensor],
+    types: &[TensorType],
     e: DeviceError,
 ) -> Failed {
     match e {
@@ -69,7 +70,7 @@ fn launch_failure(
             .at(k.span),
         ),
         DeviceError::Cuda(e) => {
-            let diag = crate::device::failure_diagnostic(k, t, operands, &e);
+            let diag = crate::device::failure_diagnostic(k, t, operands, types, &e);
             if !e.fault {
                 return Failed::Error(diag);
             }
@@ -85,206 +86,208 @@ fn launch_failure(
     }
 }
 
-impl KernelObj {
-    /// The executable of kernel `k` (lowered to `t`) for device `d`: with its PTX when `d`
-    /// loads PTX (printed once per compiled kernel).
-    fn executable(
-        c: &Compiled,
-        d: &dyn Device,
-        k: &Kernel,
-        t: &TargetKernel,
-        sources: &tessera_lang::SourceMap,
-    ) -> Result<Option<Rc<tessera_runtime::device::PtxImage>>, Diagnostic> {
-        if d.needs_ptx() {
-            c.ptx_image(k.root, t, sources)
-                .map(Some)
-                .map_err(|e| e.or_at(k.span))
-        } else {
-            Ok(None)
-        }
-    }
-
-    /// Runs the graph with every kernel that reached Target IR launched on a device: the
-    /// session's (the emulator or the GPU), or for a cross-check ([`Run::Check`]) the
-    /// [`CrossCheck`] device that launches each kernel on the cpu and on the checked device and
-    /// compares the two ([`crate::crosscheck`]). Kernels that did not reach Target IR run on the
-    /// CPU, each reported once per session; under a cross-check they are an error.
-    ///
-    /// A failed launch is E0800 at the kernel: on the GPU an error when `cuda` was asked for by
-    /// name, else a warning and that launch runs on the cpu ([`crate::cuda`]). While profiling,
-    /// the emulator's counters or the GPU's event times are recorded.
-    pub(super) fn run_device(
-        &self,
-        it: &mut Interp,
-        c: &Compiled,
-        inputs: &[Tensor],
-        run: Run,
-    ) -> Result<Vec<Tensor>, Diagnostic> {
-        let l = &c.lowered;
-        let session = &self.session;
-        let (kind, check) = match run {
-            Run::Device => (session.device.get(), None),
-            Run::Check { checked, keep } => (checked.kind(), Some((checked, keep))),
-        };
-        let (profiling, reps) = {
-            let p = session.profile.borrow();
-            (p.active, p.repeats.max(3) as u32)
-        };
-        // a failed launch on a device the user did not name falls back to the cpu
-        let fallback = check.is_none() && kind == DeviceKind::Cuda && !session.cuda_explicit.get();
-        let mut warnings: Vec<String> = Vec::new();
-        let mut counted: HashMap<ValueId, tessera_runtime::emu::Counters> = HashMap::new();
-        let mut times: HashMap<ValueId, f64> = HashMap::new();
-        let mut lost = false;
-        let sources = &it.sources;
-        let mut device = Borrowed::new(session, kind);
-        let mut cpu = dev::Cpu;
-        let mut compare = |x: &Executable, reference: &Tensor, got: Option<&Launched>| {
-            let checked = check.map_or(Checked::Emu, |(c, _)| c);
-            let Some((k, _)) = x.op.and_then(|o| l.kernel_at(o.root)) else {
-                return Ok(());
-            };
-            let Some(got) = got else {
-                return Err(DeviceError::Mismatch(Box::new(
-                    crate::crosscheck::status_error(k),
-                )));
-            };
-            let a = match checked {
-                Checked::Emu => {
-                    crate::crosscheck::compare(&l.program.graph, k, reference, &got.out)
-                }
-                Checked::Cuda => crate::crosscheck::compare_device(k, reference, &got.out),
-            }
-            .map_err(|d| DeviceError::Mismatch(Box::new(d)))?;
-            crate::crosscheck::log(k, reference.numel(), &a);
-            Ok(())
-        };
-        let mut hook = |id: ValueId, operands: &[Tensor]| {
-            let (k, ck) = l.kernel_at(id)?;
-            if operands.iter().any(|o| o.is_abstract()) {
-                // Shapes only: nothing is launched.
-                return None;
-            }
-            let Some(t) = &ck.target else {
-                let why = ck.not_lowered.as_deref().unwrap_or("no reason given");
-                return match check {
-                    Some((checked, _)) => {
-                        Some(Err(crate::crosscheck::not_lowered_on(k, why, checked)))
-                    }
-                    None => {
-                        warnings.extend(cpu_fallback_warning(session, k, ck));
-                        None
-                    }
-                };
-            };
-            if check.is_some() && k.ty.shape.iter().product::<usize>() == 0 {
-                // An empty result: nothing to compare.
-                return None;
-            }
-            let Some(d) = device.get().filter(|_| !lost) else {
-                return check.map(|_| {
-                    Err(crate::cuda::unavailable(
-                        "TESSERA_CROSSCHECK=cuda",
-                        &"the session has no GPU open",
-                    )
-                    .at(k.span))
-                });
-            };
-            let mut cross;
-            let d: &mut dyn Device = match check {
-                Some((_, keep)) => {
-                    cross = CrossCheck {
-                        reference: &mut cpu,
-                        checked: d,
-                        compare: &mut compare,
-                        keep,
-                    };
-                    &mut cross
-                }
-                None => d,
-            };
-            let ptx = match Self::executable(c, d, k, t, sources) {
-                Ok(p) => p,
-                Err(e) => return Some(Err(e)),
-            };
-            let x = Executable {
-                lowered: t,
-                ptx: ptx.as_deref(),
-                op: Some(GraphOp {
-                    graph: &c.graph,
-                    root: id,
-                    captures: &c.captures,
-                }),
-            };
-            let e = match d.launch(&x, operands, &k.ty) {
-                // A status error: the cpu evaluates the op and reports it.
-                Ok(None) => return None,
-                Ok(Some(Launched { out, counters })) => {
-                    if let Some(n) = counters {
-                        counted.entry(k.root).or_default().add(&n);
-                    } else if profiling && check.is_none() {
-                        if let Ok(Some(us)) = d.time(&x, operands, &k.ty, reps) {
-                            times.insert(k.root, us);
-                        }
-                    }
-                    return Some(Ok(out));
-                }
-                Err(e) => e,
-            };
-            let mut diag = match launch_failure(d, k, t, operands, e) {
-                Failed::Error(diag) => diag,
-                Failed::Lost(diag) => {
-                    lost = true;
-                    diag
-                }
-            };
-            if !fallback {
-                if check.is_some()
-                    && kind == DeviceKind::Cuda
-                    && !diag.message.starts_with("cross-check")
-                {
-                    diag.message = format!("cross-check: {}", diag.message);
-                }
-                return Some(Err(diag));
-            }
-            let mut w = format!(
-                "warning[E0800]: {}; it ran on the cpu (at {})\n",
-                diag.message,
-                sources.describe(k.span)
-            );
-            for n in &diag.notes {
-                w.push_str(&format!("  = note: {n}\n"));
-            }
-            warnings.push(w);
-            None
-        };
-        let r = tessera_runtime::interp::run_with(&c.graph, inputs, &c.captures, &mut hook);
-        drop(device);
-        if lost {
-            *session.cuda.borrow_mut() = None;
-            if check.is_none() {
-                session.device.set(DeviceKind::Cpu);
-                session.tune.borrow_mut().timer = None;
-            }
-        }
-        for w in warnings {
-            it.write_err(&w);
-        }
-        if profiling {
-            match (kind, check) {
-                (DeviceKind::Emu, None | Some((_, Keep::Checked))) => {
-                    crate::profile::record_emu(session, c, &counted, &it.sources)
-                }
-                (_, None) => crate::profile::record(session, c, &times, Some("cuda"), &it.sources),
-                // the caller profiles a cross-checked run that kept the cpu's results
-                _ => {}
-            }
-        }
-        r
+/// The executable of kernel `k` (lowered to `t`) for device `d`: with its PTX when `d`
+/// loads PTX (printed once per compiled kernel).
+fn executable(
+    c: &Compiled,
+    d: &dyn Device,
+    k: &Kernel,
+    t: &TargetKernel,
+    sources: &tessera_lang::SourceMap,
+) -> Result<Option<Rc<tessera_runtime::device::PtxImage>>, Diagnostic> {
+    if d.needs_ptx() {
+        c.ptx_image(k.root, t, sources)
+            .map(Some)
+            .map_err(|e| e.or_at(k.span))
+    } else {
+        Ok(None)
     }
 }
 
-/// How [`KernelObj::run_device`] runs a call's kernels.
+/// Runs the graph with every kernel that reached Target IR launched on a device: the
+/// session's (the emulator or the GPU), or for a cross-check ([`Run::Check`]) the
+/// [`CrossCheck`] device that launches each kernel on the cpu and on the checked device and
+/// compares the two ([`crate::crosscheck`]). Kernels that did not reach Target IR run on the
+/// CPU, each reported once per session; under a cross-check they are an error.
+///
+/// A failed launch is E0800 at the kernel: on the GPU an error when `cuda` was asked for by
+/// name, else a warning and that launch runs on the cpu ([`crate::cuda`]). While profiling,
+/// the emulator's counters or the GPU's event times are recorded.
+pub(super) fn run_device(
+    session: &Session,
+    it: &mut Interp,
+    c: &Compiled,
+    inputs: &[Tensor],
+    run: Run,
+) -> Result<Vec<Tensor>, Diagnostic> {
+    let l = &c.lowered;
+    let (kind, check) = match run {
+        Run::Device => (session.device.get(), None),
+        Run::Check { checked, keep } => (checked.kind(), Some((checked, keep))),
+    };
+    let (profiling, reps) = {
+        let p = session.profile.borrow();
+        (p.active, p.repeats.max(3) as u32)
+    };
+    // a failed launch on a device the user did not name falls back to the cpu
+    let fallback = check.is_none() && kind == DeviceKind::Cuda && !session.cuda_explicit.get();
+    let mut warnings: Vec<String> = Vec::new();
+    let mut counted: HashMap<ValueId, tessera_runtime::emu::Counters> = HashMap::new();
+    let mut times: HashMap<ValueId, f64> = HashMap::new();
+    let mut lost = false;
+    let sources = &it.sources;
+    let mut device = Borrowed::new(session, kind);
+    let mut cpu = dev::Cpu;
+    let mut compare = |x: &Executable, reference: &[Tensor], got: Option<&Launched>| {
+        let checked = check.map_or(Checked::Emu, |(c, _)| c);
+        let Some((k, _)) = x.op.and_then(|o| l.kernel_at(o.root)) else {
+            return Ok(());
+        };
+        let Some(got) = got else {
+            return Err(DeviceError::Mismatch(Box::new(
+                crate::crosscheck::status_error(k),
+            )));
+        };
+        // each result of a multi-output kernel, against its own dtype's tolerance
+        for (i, (r, o)) in reference.iter().zip(&got.outs).enumerate() {
+            let mut ki = k.clone();
+            if i > 0 {
+                ki.ty = TensorType::new(r.shape().to_vec(), r.dtype());
+                ki.name = format!("{}#{i}", k.name);
+            }
+            let a = match checked {
+                Checked::Emu => crate::crosscheck::compare(&l.program.graph, &ki, r, o),
+                Checked::Cuda => crate::crosscheck::compare_device(&ki, r, o),
+            }
+            .map_err(|d| DeviceError::Mismatch(Box::new(d)))?;
+            crate::crosscheck::log(&ki, r.numel(), &a);
+        }
+        Ok(())
+    };
+    let mut hook = |id: ValueId, operands: &[Tensor]| {
+        let (k, ck) = l.kernel_at(id)?;
+        if operands.iter().any(|o| o.is_abstract()) {
+            // Shapes only: nothing is launched.
+            return None;
+        }
+        let Some(t) = &ck.target else {
+            let why = ck.not_lowered.as_deref().unwrap_or("no reason given");
+            return match check {
+                Some((checked, _)) => Some(Err(crate::crosscheck::not_lowered_on(k, why, checked))),
+                None => {
+                    warnings.extend(cpu_fallback_warning(session, k, ck));
+                    None
+                }
+            };
+        };
+        if check.is_some() && k.ty.shape.iter().product::<usize>() == 0 {
+            // An empty result: nothing to compare.
+            return None;
+        }
+        let Some(d) = device.get().filter(|_| !lost) else {
+            return check.map(|_| {
+                Err(crate::cuda::unavailable(
+                    "TESSERA_CROSSCHECK=cuda",
+                    &"the session has no GPU open",
+                )
+                .at(k.span))
+            });
+        };
+        let mut cross;
+        let d: &mut dyn Device = match check {
+            Some((_, keep)) => {
+                cross = CrossCheck {
+                    reference: &mut cpu,
+                    checked: d,
+                    compare: &mut compare,
+                    keep,
+                };
+                &mut cross
+            }
+            None => d,
+        };
+        let ptx = match executable(c, d, k, t, sources) {
+            Ok(p) => p,
+            Err(e) => return Some(Err(e)),
+        };
+        let x = Executable {
+            lowered: t,
+            ptx: ptx.as_deref(),
+            op: Some(GraphOp {
+                graph: &c.graph,
+                root: id,
+                captures: &c.captures,
+            }),
+        };
+        let types = c.graph.result_types(id);
+        let e = match d.launch(&x, operands, &types) {
+            // A status error: the cpu evaluates the op and reports it.
+            Ok(None) => return None,
+            Ok(Some(Launched { outs, counters })) => {
+                if let Some(n) = counters {
+                    counted.entry(k.root).or_default().add(&n);
+                } else if profiling && check.is_none() {
+                    if let Ok(Some(us)) = d.time(&x, operands, &types, reps) {
+                        times.insert(k.root, us);
+                    }
+                }
+                return Some(Ok(outs));
+            }
+            Err(e) => e,
+        };
+        let mut diag = match launch_failure(d, k, t, operands, &types, e) {
+            Failed::Error(diag) => diag,
+            Failed::Lost(diag) => {
+                lost = true;
+                diag
+            }
+        };
+        if !fallback {
+            if check.is_some()
+                && kind == DeviceKind::Cuda
+                && !diag.message.starts_with("cross-check")
+            {
+                diag.message = format!("cross-check: {}", diag.message);
+            }
+            return Some(Err(diag));
+        }
+        let mut w = format!(
+            "warning[E0800]: {}; it ran on the cpu (at {})\n",
+            diag.message,
+            sources.describe(k.span)
+        );
+        for n in &diag.notes {
+            w.push_str(&format!("  = note: {n}\n"));
+        }
+        warnings.push(w);
+        None
+    };
+    let r = tessera_runtime::interp::run_with(&c.graph, inputs, &c.captures, &mut hook);
+    drop(device);
+    if lost {
+        *session.cuda.borrow_mut() = None;
+        if check.is_none() {
+            session.device.set(DeviceKind::Cpu);
+            session.tune.borrow_mut().timer = None;
+        }
+    }
+    for w in warnings {
+        it.write_err(&w);
+    }
+    if profiling {
+        match (kind, check) {
+            (DeviceKind::Emu, None | Some((_, Keep::Checked))) => {
+                crate::profile::record_emu(session, c, &counted, &it.sources)
+            }
+            (_, None) => crate::profile::record(session, c, &times, Some("cuda"), &it.sources),
+            // the caller profiles a cross-checked run that kept the cpu's results
+            _ => {}
+        }
+    }
+    r
+}
+
+/// How [`run_device`] runs a call's kernels.
 #[derive(Copy, Clone)]
 pub(super) enum Run {
     /// On the session's device.

@@ -308,46 +308,55 @@ impl KernelObj {
             .chain(args.keywords.iter().map(|(_, v, _)| v))
             .filter_map(as_tensor)
             .collect();
-        let kind = self.session.device.get();
-        let on_emu = kind == DeviceKind::Emu;
-        let on_cuda = kind == DeviceKind::Cuda;
-        let profiling = self.session.profile.borrow().active;
-        let outs = if let Some(checked) =
-            crate::crosscheck::mode().map_err(|d| d.or_at(args.span))?
-        {
-            // The script sees the checked device's results when the session runs on it, else
-            // the cpu's (its output is then the same as without the check).
-            let keep = if checked.kind() == kind {
-                Keep::Checked
-            } else {
-                Keep::Reference
-            };
-            let run = devices::Run::Check { checked, keep };
-            let outs = self.run_device(it, &c, &inputs, run);
-            // A profiled run still gets its rows: on emu the checked launches recorded their
-            // counters; elsewhere the call runs again as the profiler times it (the
-            // cross-check is a testing aid; it costs a second run).
-            match outs {
-                Ok(outs) if profiling && on_emu => Ok(outs),
-                Ok(_) if profiling && on_cuda => {
-                    self.run_device(it, &c, &inputs, devices::Run::Device)
-                }
-                Ok(_) if profiling => {
-                    crate::profile::run_cpu(&self.session, &c, &inputs, &it.sources)
-                }
-                other => other,
-            }
-        } else if on_cuda || on_emu {
-            self.run_device(it, &c, &inputs, devices::Run::Device)
-        } else if profiling {
-            crate::profile::run_cpu(&self.session, &c, &inputs, &it.sources)
-        } else {
-            tessera_runtime::interp::run(&c.graph, &inputs, &c.captures).map_err(Diagnostic::from)
-        }
-        .map_err(|d| d.or_at(args.span))?;
+        let outs = run_compiled(&self.session, it, &c, &inputs, args.span)?;
         let vals: Vec<Value> = outs.into_iter().map(crate::tensor::tensor_value).collect();
         Ok(shape_result(&c.out, vals))
     }
+}
+
+/// Runs a compiled kernel on `inputs` on the session's device: the cpu's interpreter (timed
+/// when profiling), the emulator or the GPU, or a cross-check (`TESSERA_CROSSCHECK`). Errors
+/// without a span are put at `span` (the call).
+pub(crate) fn run_compiled(
+    session: &Session,
+    it: &mut Interp,
+    c: &Compiled,
+    inputs: &[Tensor],
+    span: Span,
+) -> Result<Vec<Tensor>, Diagnostic> {
+    let kind = session.device.get();
+    let on_emu = kind == DeviceKind::Emu;
+    let on_cuda = kind == DeviceKind::Cuda;
+    let profiling = session.profile.borrow().active;
+    if let Some(checked) = crate::crosscheck::mode().map_err(|d| d.or_at(span))? {
+        // The script sees the checked device's results when the session runs on it, else
+        // the cpu's (its output is then the same as without the check).
+        let keep = if checked.kind() == kind {
+            Keep::Checked
+        } else {
+            Keep::Reference
+        };
+        let run = devices::Run::Check { checked, keep };
+        let outs = devices::run_device(session, it, c, inputs, run);
+        // A profiled run still gets its rows: on emu the checked launches recorded their
+        // counters; elsewhere the call runs again as the profiler times it (the
+        // cross-check is a testing aid; it costs a second run).
+        match outs {
+            Ok(outs) if profiling && on_emu => Ok(outs),
+            Ok(_) if profiling && on_cuda => {
+                devices::run_device(session, it, c, inputs, devices::Run::Device)
+            }
+            Ok(_) if profiling => crate::profile::run_cpu(session, c, inputs, &it.sources),
+            other => other,
+        }
+    } else if on_cuda || on_emu {
+        devices::run_device(session, it, c, inputs, devices::Run::Device)
+    } else if profiling {
+        crate::profile::run_cpu(session, c, inputs, &it.sources)
+    } else {
+        tessera_runtime::interp::run(&c.graph, inputs, &c.captures).map_err(Diagnostic::from)
+    }
+    .map_err(|d| d.or_at(span))
 }
 
 /// A kernel's result from its output values, in the shape the traced function returned.

@@ -54,6 +54,9 @@ pub struct Session {
     pub mesh_logs: RefCell<Vec<tessera_runtime::mesh::Program>>,
     /// The next value number of a sharded tensor (the mesh Schedule IR names values by it).
     pub next_sharded: Cell<usize>,
+    /// Optimizer update kernels ([`crate::optim`]), by rule and parameter signature: shared
+    /// by every optimizer of the session with the same hyperparameters.
+    pub updates: RefCell<std::collections::HashMap<String, Rc<super::Compiled>>>,
 }
 
 impl Session {
@@ -146,6 +149,7 @@ impl Session {
             on_mesh: Cell::new(0),
             mesh_logs: RefCell::new(Vec::new()),
             next_sharded: Cell::new(0),
+            updates: RefCell::default(),
         })
     }
     /// The autotuner measures on the GPU while the session runs on `cuda`.

@@ -6,6 +6,7 @@ pub mod dce;
 pub mod flash_attention;
 pub mod fuse_elementwise;
 pub mod fuse_epilogue;
+pub mod fuse_multi_output;
 
 use super::{Graph, Op, Scalar, ValueId};
 

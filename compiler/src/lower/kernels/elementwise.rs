@@ -5,7 +5,8 @@
 //! guarded by `i < n`. Broadcast operands are read element by element (their index from the
 //! output's). The body (Graph IR) is evaluated here on typed values ([`values`]).
 //!
-//! Parameters: one view per input (`in0`, …), `out`, [`status`], `n`. The status word is
+//! Parameters: one view per input (`in0`, …), `out` (and `out1`, … for each further result of
+//! a multi-output fused body, all of the same shape), [`status`], `n`. The status word is
 //! there when an op of the body can hit an error the cpu reports (integer `//` or `%` by
 //! zero, an integer `**` with a negative exponent, a float → int cast of NaN or out of range): a thread whose element hits one stores
 //! 1 into it.
@@ -70,9 +71,14 @@ fn body_of(g: &Graph, tk: &TileKernel) -> R<Graph> {
     Ok(body)
 }
 
-/// Evaluates a fused body (or one elementwise op) on values holding its params. `err`
-/// collects the predicate "an op of this element hit an error the cpu reports".
-fn eval_body(b: &mut Builder, body: &Graph, params: &[Val], err: &mut Option<Value>) -> R<Val> {
+/// Evaluates a fused body (or one elementwise op) on values holding its params: its outputs.
+/// `err` collects the predicate "an op of this element hit an error the cpu reports".
+fn eval_body(
+    b: &mut Builder,
+    body: &Graph,
+    params: &[Val],
+    err: &mut Option<Value>,
+) -> R<Vec<Val>> {
     let mut flag = |b: &mut Builder, bad: Value| {
         *err = Some(match *err {
             Some(e) => b.bin(BinOp::Or, Ty::Pred, e, bad),
@@ -178,14 +184,16 @@ fn eval_body(b: &mut Builder, body: &Graph, params: &[Val], err: &mut Option<Val
             *slot = Some(v);
         }
     }
-    match body
-        .outputs
-        .first()
-        .and_then(|o| vals.get(o.index()).copied().flatten())
-    {
-        Some(v) => Ok(v),
-        None => no("a body without an output"),
+    if body.outputs.is_empty() {
+        return no("a body without an output");
     }
+    body.outputs
+        .iter()
+        .map(|o| match vals.get(o.index()).copied().flatten() {
+            Some(v) => Ok(v),
+            None => no("an output not computed"),
+        })
+        .collect()
 }
 /// Element `idx` of a `d` tensor (masked off: zero).
 fn load_val(b: &mut Builder, d: DType, view: Value, idx: Value, mask: Option<Value>) -> R<Val> {
@@ -339,7 +347,8 @@ struct Ew<'a> {
     body: &'a Graph,
     tk: &'a TileKernel,
     ins: Vec<(Value, DType, Index)>,
-    out: Value,
+    /// One view per result, with its dtype.
+    outs: Vec<(Value, DType)>,
     status: Option<Value>,
 }
 
@@ -359,7 +368,6 @@ impl Ew<'_> {
 
     /// The `v` elements from `base`, all in range.
     fn vector(&self, b: &mut Builder, base: Value, v: u32) -> R<()> {
-        let od = self.tk.ty.dtype;
         let mut cols: Vec<Vec<Val>> = vec![vec![]; v as usize];
         for &(p, d, ix) in &self.ins {
             b.at(self.tk.span);
@@ -381,6 +389,7 @@ impl Ew<'_> {
                 }
             }
         }
+        // res[e][o]: result o of element e
         let mut res = vec![];
         for params in &cols {
             let mut err = None;
@@ -388,19 +397,22 @@ impl Ew<'_> {
             self.report(b, err, None);
         }
         b.at(self.tk.span);
-        let floats: Option<Vec<Value>> = res
-            .iter()
-            .map(|r| match r {
-                Val::F(x) => Some(*x),
-                _ => None,
-            })
-            .collect();
-        match floats {
-            Some(f) if vectorizable(od, v) => store_vec_f32(b, od, self.out, base, &f),
-            _ => {
-                for (e, r) in res.iter().enumerate() {
-                    let i = add_imm(b, base, e as u32);
-                    store_val(b, od, self.out, i, *r, None)?;
+        for (o, &(view, od)) in self.outs.iter().enumerate() {
+            let vals: Vec<Val> = res.iter().filter_map(|r| r.get(o).copied()).collect();
+            let floats: Option<Vec<Value>> = vals
+                .iter()
+                .map(|r| match r {
+                    Val::F(x) => Some(*x),
+                    _ => None,
+                })
+                .collect();
+            match floats {
+                Some(f) if vectorizable(od, v) => store_vec_f32(b, od, view, base, &f),
+                _ => {
+                    for (e, r) in vals.iter().enumerate() {
+                        let i = add_imm(b, base, e as u32);
+                        store_val(b, od, view, i, *r, None)?;
+                    }
                 }
             }
         }
@@ -422,7 +434,9 @@ impl Ew<'_> {
             let r = eval_body(b, self.body, &params, &mut err)?;
             self.report(b, err, Some(ok));
             b.at(self.tk.span);
-            store_val(b, self.tk.ty.dtype, self.out, i, r, Some(ok))?;
+            for (&(view, od), r) in self.outs.iter().zip(r) {
+                store_val(b, od, view, i, r, Some(ok))?;
+            }
         }
         Ok(())
     }
@@ -443,7 +457,24 @@ pub fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Kernel>
         ins.push((p, t.dtype, ix));
     }
     b.at(tk.span);
-    let out = b.param("out", Type::Global(tk.ty.dtype), ParamRole::Output);
+    let mut outs = vec![];
+    for (i, o) in body.outputs.iter().enumerate() {
+        let Some(t) = body.ty(*o) else {
+            return no("type");
+        };
+        if t.shape != tk.ty.shape {
+            return no("results of different shapes");
+        }
+        let name = if i == 0 {
+            "out".to_string()
+        } else {
+            format!("out{i}")
+        };
+        outs.push((
+            b.param(name, Type::Global(t.dtype), ParamRole::Output),
+            t.dtype,
+        ));
+    }
     let status =
         needs_status(&body).then(|| b.param("status", Type::Global(DType::I32), ParamRole::Status));
     let Ok(n32) = u32::try_from(n) else {
@@ -454,7 +485,7 @@ pub fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Kernel>
         body: &body,
         tk,
         ins,
-        out,
+        outs,
         status,
     };
     let tid = b.special(SReg::Tid(Dim::X));
