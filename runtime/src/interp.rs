@@ -342,6 +342,15 @@ fn eval_one(
             *causal,
             *scale,
         )?),
+        Op::Take { x, index, axis } => {
+            Val::T(rtm::take_at(&tens(vals, *x)?, &tens(vals, *index)?, *axis)?)
+        }
+        Op::ScatterAdd { index, src, axis } => Val::T(rtm::scatter_add(
+            &tens(vals, *index)?,
+            &tens(vals, *src)?,
+            *axis,
+            &ty.shape,
+        )?),
         Op::FusedElementwise { .. } | Op::Result { .. } => {
             return Err(internal("a multi-output op evaluated as one result"))
         }

@@ -93,7 +93,7 @@ pub use ops::elementwise::{
 };
 pub use ops::matmul::{infer_matmul, matmul};
 pub use ops::nn::{flash_attention, layernorm, rmsnorm, softmax};
-pub use ops::order::{arg_extreme, cumsum, sort, stack, take, topk};
+pub use ops::order::{arg_extreme, cumsum, scatter_add, sort, stack, take, take_at, topk};
 pub use ops::reduce::{infer_reduce, reduce, ReduceOp};
 pub use ops::shape_ops::{concat, IndexItem};
 pub use tensor::{Nested, Tensor};

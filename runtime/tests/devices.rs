@@ -207,6 +207,38 @@ fn cases() -> Vec<Case> {
             tol: 2e-2,
         });
     }
+    // take along a middle axis (negative and repeated indices) and its adjoint, scatter_add
+    {
+        let (mut g, s) = graph("take");
+        let x = g.add_param(ty(&[3, 7, 5], DType::F32), s);
+        let i = g.add_param(ty(&[2, 3], DType::I32), s);
+        let t = g.push(
+            Op::Take {
+                x,
+                index: i,
+                axis: 1,
+            },
+            ty(&[3, 2, 3, 5], DType::F32),
+            s,
+        );
+        let sc = g.push(
+            Op::ScatterAdd {
+                index: i,
+                src: t,
+                axis: 1,
+            },
+            ty(&[3, 7, 5], DType::F32),
+            s,
+        );
+        g.outputs = vec![t, sc];
+        let idx = Tensor::from_i64(&[2, 3], vec![6, 0, -1, 2, 2, 0], DType::I32).unwrap();
+        out.push(Case {
+            name: "take and scatter_add",
+            graph: g,
+            inputs: vec![randn(&[3, 7, 5], DType::F32, 1), idx],
+            tol: 0.0,
+        });
+    }
     // an Adam update of a bf16 parameter: one fused kernel with three results (the new
     // parameter in bf16, the two fp32 moments)
     {

@@ -57,6 +57,9 @@ pub enum TypeError {
     AttentionShapes,
     /// A fused body that does not match its op (`why`).
     FusedBody(&'static str),
+    /// `take`/`scatter_add`: a non-integer index, an axis out of range, or (scatter) a source
+    /// whose shape is not the result's with the index's dims at the axis.
+    Take,
 }
 
 impl std::fmt::Display for TypeError {
@@ -98,6 +101,9 @@ impl std::fmt::Display for TypeError {
                 f.write_str("flash_attention q/k head dims or k/v lengths differ")
             }
             TypeError::FusedBody(why) => f.write_str(why),
+            TypeError::Take => f.write_str(
+                "take/scatter_add: the index must be an integer tensor, the axis in range, and the source the result's shape with the index's dims at the axis",
+            ),
         }
     }
 }
@@ -565,6 +571,30 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
                 }
             }
             t.clone()
+        }
+        Op::Take { x, index, axis } => {
+            let (tx, ti) = (ty(g, *x)?, ty(g, *index)?);
+            if !ti.dtype.is_int() || *axis >= tx.shape.len() {
+                return Err(TypeError::Take);
+            }
+            let mut shape = tx.shape[..*axis].to_vec();
+            shape.extend(&ti.shape);
+            shape.extend(&tx.shape[axis + 1..]);
+            TensorType::new(shape, tx.dtype)
+        }
+        Op::ScatterAdd { index, src, axis } => {
+            let (ti, ts) = (ty(g, *index)?, ty(g, *src)?);
+            let d = &declared.shape;
+            if !ti.dtype.is_int() || *axis >= d.len() {
+                return Err(TypeError::Take);
+            }
+            let mut want = d[..*axis].to_vec();
+            want.extend(&ti.shape);
+            want.extend(&d[axis + 1..]);
+            if want != ts.shape {
+                return Err(TypeError::Take);
+            }
+            TensorType::new(d.clone(), ts.dtype)
         }
         Op::Result { of, index } => match g.op(*of) {
             Some(Op::FusedElementwise { body, .. }) if *index >= 1 => {

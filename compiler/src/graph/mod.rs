@@ -208,6 +208,22 @@ pub enum Op {
         causal: bool,
         scale: f64,
     },
+    /// `x` indexed along `axis` by an integer tensor (NumPy's `take`, what `x[..., idx]` with
+    /// an int list or tensor traces to): the result's shape is `x.shape[..axis]`, then
+    /// `index.shape`, then `x.shape[axis+1..]`; a negative index counts from the end; one out
+    /// of range is an error when the kernel runs.
+    Take {
+        x: ValueId,
+        index: ValueId,
+        axis: usize,
+    },
+    /// The adjoint of [`Op::Take`]: zeros of the result type with `src`'s slices added at the
+    /// positions `index` names along `axis` (repeated indices add up, in index order).
+    ScatterAdd {
+        index: ValueId,
+        src: ValueId,
+        axis: usize,
+    },
     /// A chain of elementwise ops run as one kernel: `body`'s params are `inputs`; its first
     /// output is the op's value, further outputs are read through [`Op::Result`] (one kernel
     /// writing several tensors: an optimizer's new parameter and moments).
@@ -253,6 +269,8 @@ impl Op {
             },
             Op::FusedElementwise { .. } => "fused_elementwise",
             Op::Result { .. } => "result",
+            Op::Take { .. } => "take",
+            Op::ScatterAdd { .. } => "scatter_add",
         }
     }
 
@@ -275,7 +293,11 @@ impl Op {
             | Op::Broadcast { x }
             | Op::Slice { x, .. }
             | Op::Result { of: x, .. } => f(*x),
-            Op::Binary { a, b, .. } => {
+            Op::Binary { a, b, .. }
+            | Op::Take { x: a, index: b, .. }
+            | Op::ScatterAdd {
+                index: a, src: b, ..
+            } => {
                 f(*a);
                 f(*b);
             }
@@ -353,7 +375,11 @@ impl Op {
             | Op::Broadcast { x }
             | Op::Slice { x, .. }
             | Op::Result { of: x, .. } => *x = f(*x),
-            Op::Binary { a, b, .. } => {
+            Op::Binary { a, b, .. }
+            | Op::Take { x: a, index: b, .. }
+            | Op::ScatterAdd {
+                index: a, src: b, ..
+            } => {
                 *a = f(*a);
                 *b = f(*b);
             }

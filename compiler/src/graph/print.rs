@@ -190,7 +190,9 @@ impl Printer<'_> {
                 v.push(format!("keepdim = {keepdim}"));
                 v
             }
-            Op::Softmax { axis, .. } => vec![format!("axis = {axis}")],
+            Op::Softmax { axis, .. } | Op::Take { axis, .. } | Op::ScatterAdd { axis, .. } => {
+                vec![format!("axis = {axis}")]
+            }
             Op::LayerNorm { eps, .. } | Op::RmsNorm { eps, .. } => vec![format!("eps = {eps:?}")],
             Op::Transpose { perm, .. } => vec![format!("perm = {perm:?}")],
             Op::Concat { axis, .. } => vec![format!("axis = {axis}")],

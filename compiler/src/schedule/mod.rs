@@ -170,9 +170,12 @@ pub fn kind_of(op: &Op) -> Option<Kind> {
         Op::FlashAttention { .. } | Op::AttentionLse { .. } | Op::AttentionGrad { .. } => {
             Kind::FlashAttention
         }
-        Op::Transpose { .. } | Op::Broadcast { .. } | Op::Concat { .. } | Op::Slice { .. } => {
-            Kind::Copy
-        }
+        Op::Transpose { .. }
+        | Op::Broadcast { .. }
+        | Op::Concat { .. }
+        | Op::Slice { .. }
+        | Op::Take { .. }
+        | Op::ScatterAdd { .. } => Kind::Copy,
     })
 }
 

@@ -122,6 +122,17 @@ pub struct AttnBatch {
 /// The parameters the Target IR lowering instantiates for this kernel.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Shape {
+    /// `take` (`scatter: false`): output `[outer, k, inner]` read from `x` `[outer, n, inner]`
+    /// at row `index[j]`; `scatter_add` (`scatter: true`): output `[outer, n, inner]`, each
+    /// element the sum over `j` (in order) of `src[outer, j, inner]` where `index[j]` names its
+    /// row. One thread per output element; an index out of range sets the status word.
+    Take {
+        outer: u32,
+        n: u32,
+        k: u32,
+        inner: u32,
+        scatter: bool,
+    },
     /// A copy kernel (transpose, broadcast, slice, concat): `n` output elements, `vector`
     /// consecutive ones per thread, each read from the first of `sources` that selects it.
     /// `dims` is the output shape with unit dims dropped and contiguous runs merged.

@@ -357,3 +357,105 @@ pub fn take(x: &Tensor, idx: &[i64], axis: usize) -> Result<Tensor> {
     }
     build(&out_shape, &v, f, iv, x.dtype())
 }
+
+/// The shape of `take(x, index, axis)`: `x`'s with `index`'s dims at `axis`.
+fn take_shape(x: &[usize], index: &[usize], axis: usize) -> Vec<usize> {
+    let mut s = x[..axis].to_vec();
+    s.extend(index);
+    s.extend(&x[axis + 1..]);
+    s
+}
+
+/// Graph IR's `take`: `x` gathered along `axis` at the entries of the integer tensor `index`
+/// (negative ones count from the end); the result has `index`'s dims at the axis. An index out
+/// of range is E0500.
+pub fn take_at(x: &Tensor, index: &Tensor, axis: usize) -> Result<Tensor> {
+    if axis >= x.ndim() || !index.dtype().is_int() {
+        return Err(RuntimeError::args(
+            "take: an integer index and an axis in range",
+        ));
+    }
+    let out = take_shape(x.shape(), index.shape(), axis);
+    if x.is_abstract() || index.is_abstract() {
+        return Tensor::abstract_tensor(&out, x.dtype());
+    }
+    let picks = index.to_i64_vec()?;
+    let r = take(x, &picks, axis)?;
+    let dims: Vec<i64> = out.iter().map(|&d| d as i64).collect();
+    r.reshape(&dims)
+}
+
+/// Graph IR's `scatter_add`: zeros of `shape` (the dtype of `src`) with `src`'s slices added
+/// at the positions `index` names along `axis`, in index order (repeated indices add up). Float
+/// sums are in the dtype's precision (fp32 for fp32/bf16/fp16, fp64 for fp64), the order the
+/// generated kernel adds in. An index out of range is E0500.
+pub fn scatter_add(index: &Tensor, src: &Tensor, axis: usize, shape: &[usize]) -> Result<Tensor> {
+    let want = if axis < shape.len() {
+        Some(take_shape(shape, index.shape(), axis))
+    } else {
+        None
+    };
+    if !index.dtype().is_int() || want.as_deref() != Some(src.shape()) {
+        return Err(RuntimeError::args(
+            "scatter_add: an integer index, an axis in range, and a source of the result's shape with the index's dims at the axis",
+        ));
+    }
+    if index.is_abstract() || src.is_abstract() {
+        return Tensor::abstract_tensor(shape, src.dtype());
+    }
+    let n = shape[axis];
+    let idx = index.to_i64_vec()?;
+    let mut resolved = Vec::with_capacity(idx.len());
+    for &i in &idx {
+        let j = if i < 0 { i + n as i64 } else { i };
+        if j < 0 || j >= n as i64 {
+            return Err(RuntimeError::runtime(format!(
+                "index {i} is out of range for dimension {axis} of size {n}"
+            )));
+        }
+        resolved.push(j as usize);
+    }
+    let m = memory::check_shape_alloc(shape, src.dtype())?;
+    memory::check_alloc(m, DType::F64)?;
+    let (outer, _, inner) = lanes(shape, axis);
+    let k = resolved.len();
+    let to = |o: usize, t: usize, i: usize| (o * n + t) * inner + i;
+    let from = |o: usize, j: usize, i: usize| (o * k + j) * inner + i;
+    let d = src.dtype();
+    match read(src, "scatter_add")? {
+        Vals::F(v) if d == DType::F64 => {
+            let mut out = vec![0f64; m];
+            for o in 0..outer {
+                for (j, &t) in resolved.iter().enumerate() {
+                    for i in 0..inner {
+                        out[to(o, t, i)] += v[from(o, j, i)];
+                    }
+                }
+            }
+            Tensor::from_f64(shape, out, d)
+        }
+        Vals::F(v) => {
+            let mut out = vec![0f32; m];
+            for o in 0..outer {
+                for (j, &t) in resolved.iter().enumerate() {
+                    for i in 0..inner {
+                        out[to(o, t, i)] += v[from(o, j, i)] as f32;
+                    }
+                }
+            }
+            Tensor::from_f32(shape, out, d)
+        }
+        Vals::I(v) => {
+            let mut out = vec![0i64; m];
+            for o in 0..outer {
+                for (j, &t) in resolved.iter().enumerate() {
+                    for i in 0..inner {
+                        let s = &mut out[to(o, t, i)];
+                        *s = s.wrapping_add(v[from(o, j, i)]);
+                    }
+                }
+            }
+            Tensor::from_i64(shape, out, d)
+        }
+    }
+}

@@ -417,7 +417,11 @@ impl HostObject for TensorObj {
         })
     }
     fn getitem(&self, index: &Value) -> HostResult {
-        Some(getitem(&self.get(), index))
+        let t = self.get();
+        if let Some(r) = crate::trace::index_concrete(&t, index) {
+            return Some(r);
+        }
+        Some(getitem(&t, index))
     }
     fn setitem(&self, index: &Value, value: Value) -> Option<Result<(), Diagnostic>> {
         if crate::trace::tracing() {

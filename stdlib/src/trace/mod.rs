@@ -227,6 +227,26 @@ impl TArg {
     }
 }
 
+/// `t[index]` of a concrete tensor whose index holds a traced tensor (an embedding table the
+/// kernel closes over, indexed by a traced `ids`): traced like a traced tensor's indexing,
+/// `t` captured. `None` when no item of the index is traced.
+pub fn index_concrete(t: &Tensor, index: &Value) -> Option<Result<Value, Diagnostic>> {
+    let parts: Vec<Value> = match index {
+        Value::Tuple(items) => items.as_ref().clone(),
+        other => vec![other.clone()],
+    };
+    let ctx = parts.iter().find_map(as_sym)?.ctx.clone();
+    let span = ctx.op_span;
+    if !ctx.active.get() {
+        return Some(Err(escaped().at(span)));
+    }
+    Some(
+        Tensor::abstract_tensor(t.shape(), t.dtype())
+            .map_err(rt)
+            .and_then(|a| t_index(&ctx, &TArg::Conc(t.clone(), a), index, span)),
+    )
+}
+
 pub fn as_sym(v: &Value) -> Option<&SymTensor> {
     v.downcast::<SymTensor>()
 }

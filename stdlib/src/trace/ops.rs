@@ -203,15 +203,9 @@ pub(super) fn sym_value(ctx: &Rc<TraceCtx>, x: &TArg, span: Span) -> Result<Valu
     }))
 }
 
-pub(super) fn t_index(
-    ctx: &Rc<TraceCtx>,
-    x: &TArg,
-    index: &Value,
-    span: Span,
-) -> Result<Value, Diagnostic> {
-    let xa = x.need_tensor()?;
-    let ritems = crate::tensor::index_items(index)?;
-    let gitems = ritems
+/// The Graph IR slice items of basic index items.
+fn slice_items(ritems: &[IndexItem]) -> Vec<gir::SliceItem> {
+    ritems
         .iter()
         .map(|r| match *r {
             IndexItem::Int(i) => gir::SliceItem::Index(i),
@@ -219,13 +213,126 @@ pub(super) fn t_index(
             IndexItem::Slice { start, stop, step } => gir::SliceItem::Range { start, stop, step },
             IndexItem::Ellipsis => gir::SliceItem::Ellipsis,
         })
+        .collect()
+}
+
+/// `x[index]` traced: basic items become a `slice`; one integer list or tensor among them
+/// (traced or concrete) a `take` along the axis it stands on, after the basic items, as
+/// NumPy places it. A boolean mask is E0101 (its result's shape depends on its values).
+pub(super) fn t_index(
+    ctx: &Rc<TraceCtx>,
+    x: &TArg,
+    index: &Value,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    let xa = x.need_tensor()?.clone();
+    let parts: Vec<Value> = match index {
+        Value::Tuple(items) => items.as_ref().clone(),
+        other => vec![other.clone()],
+    };
+    let advanced: Vec<usize> = parts
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| {
+            matches!(p, Value::List(_)) || as_tensor(p).is_some() || super::as_sym(p).is_some()
+        })
+        .map(|(i, _)| i)
         .collect();
-    let aval = xa.index(&ritems).map_err(rt)?;
+    let Some(&p) = advanced.first() else {
+        let ritems = crate::tensor::index_items(index)?;
+        let aval = xa.index(&ritems).map_err(rt)?;
+        let xi = ctx.id_of(x, xa.dtype(), span);
+        return Ok(ctx.record(
+            Op::Slice {
+                x: xi,
+                items: slice_items(&ritems),
+            },
+            aval,
+            span,
+        ));
+    };
+    if advanced.len() > 1 {
+        return Err(Diagnostic::new(
+            Code::E0101,
+            "only one list, integer tensor or mask per index is supported",
+        )
+        .at(span)
+        .with_help("index in two steps: `x[rows][:, cols]`"));
+    }
+    let idx = super::tens(ctx, &parts[p], span)?;
+    let ia = idx.need_tensor()?.clone();
+    if ia.dtype() == DType::Bool {
+        return Err(Diagnostic::new(
+            Code::E0101,
+            "a boolean mask cannot index a tensor inside a kernel: the result's shape would depend on the mask's values",
+        )
+        .at(span)
+        .with_label("a mask")
+        .with_help("keep the shape and zero what the mask leaves out: `op.where(mask, x, 0.0)`"));
+    }
+    if !ia.dtype().is_int() {
+        return Err(Diagnostic::new(
+            Code::E0101,
+            format!(
+                "tensor indices must be integers or bools, not {}",
+                ia.dtype()
+            ),
+        )
+        .at(span));
+    }
+    // the basic items, with a full slice where the advanced one stood
+    let full = Value::Slice(Rc::new([Value::None, Value::None, Value::None]));
+    let mut basic: Vec<Value> = parts[..p].to_vec();
+    basic.push(full);
+    basic.extend(parts[p + 1..].iter().cloned());
+    let ritems = crate::tensor::index_items(&Value::tuple(basic.clone()))?;
+    let yaval = xa.index(&ritems).map_err(rt)?;
     let xi = ctx.id_of(x, xa.dtype(), span);
+    let trivial = ritems.len() == 1
+        && matches!(
+            ritems[0],
+            IndexItem::Slice {
+                start: None,
+                stop: None,
+                step: None
+            }
+        );
+    let yi = if trivial {
+        xi
+    } else {
+        let y = ctx.record(
+            Op::Slice {
+                x: xi,
+                items: slice_items(&ritems),
+            },
+            yaval.clone(),
+            span,
+        );
+        super::as_sym(&y).map(|s| s.id).ok_or_else(|| {
+            Diagnostic::new(Code::E0500, "internal: a slice did not trace").at(span)
+        })?
+    };
+    // the axis of the slice's result the advanced item landed on
+    let is_ellipsis = |v: &Value| v.downcast::<tessera_lang::eval::EllipsisObj>().is_some();
+    let consumed = basic
+        .iter()
+        .filter(|v| matches!(v, Value::Int(_) | Value::Bool(_) | Value::Slice(_)))
+        .count();
+    let axis: usize = parts[..p]
+        .iter()
+        .map(|v| match v {
+            Value::Int(_) | Value::Bool(_) => 0,
+            v if is_ellipsis(v) => xa.ndim().saturating_sub(consumed),
+            _ => 1,
+        })
+        .sum();
+    let aval = tessera_runtime::take_at(&yaval, &ia, axis).map_err(rt)?;
+    let ii = ctx.id_of(&idx, ia.dtype(), span);
     Ok(ctx.record(
-        Op::Slice {
-            x: xi,
-            items: gitems,
+        Op::Take {
+            x: yi,
+            index: ii,
+            axis,
         },
         aval,
         span,

@@ -1,11 +1,12 @@
 //! The derivatives of the ops without a table row: where, cast, reshape, broadcast,
-//! transpose, softmax, layernorm, rmsnorm, concat, slice, flash_attention and matmul.
+//! transpose, softmax, layernorm, rmsnorm, concat, slice, take (integer-array indexing) and
+//! its adjoint scatter_add, flash_attention and matmul.
 
 use super::norms::{norm_rest, normalized, sum_leading};
 use super::slices::{full_range, unslice};
 use super::*;
 use crate::graph::infer::TypeError;
-use crate::graph::SliceItem;
+use crate::graph::{SliceItem, TensorType};
 
 /// The cotangents of `op`'s operands (one per [`Op::operands`], `None`: none) given its result
 /// `y` and the result's cotangent `dy`; `Err(None)` when the op has no derivative yet.
@@ -50,7 +51,13 @@ pub(super) fn op_vjp(
             ])
         }
         Op::Cast { .. } => ok(vec![Some(dy)]),
-        Op::Reshape { x } | Op::Broadcast { x } => {
+        // a reshape's cotangent is reshaped back (the same elements); a broadcast's is summed
+        // over the broadcast dimensions
+        Op::Reshape { x } => {
+            let s = ty(g, *x)?.shape;
+            ok(vec![Some(reshape(g, dy, &s)?)])
+        }
+        Op::Broadcast { x } => {
             let s = ty(g, *x)?.shape;
             ok(vec![Some(sum_to(g, dy, &s)?)])
         }
@@ -137,6 +144,32 @@ pub(super) fn op_vjp(
             y,
             dy,
         )?),
+        Op::Take { x, index, axis } => {
+            // the cotangent's slices added back where they were taken from
+            let tx = ty(g, *x)?;
+            let d = ty(g, dy)?.dtype;
+            let dx = emit_as(
+                g,
+                Op::ScatterAdd {
+                    index: *index,
+                    src: dy,
+                    axis: *axis,
+                },
+                TensorType::new(tx.shape, d),
+            )?;
+            ok(vec![Some(dx), None])
+        }
+        Op::ScatterAdd { index, axis, .. } => {
+            let t = emit(
+                g,
+                Op::Take {
+                    x: dy,
+                    index: *index,
+                    axis: *axis,
+                },
+            )?;
+            ok(vec![None, Some(t)])
+        }
         Op::Matmul { a, b, epilogue, .. } if epilogue.is_empty() => {
             let (ta, tb) = (ty(g, *a)?, ty(g, *b)?);
             // 1-d operands as matrices: a [k] is [1,k], b [k] is [k,1]

@@ -196,7 +196,13 @@ fn eval_body(
         .collect()
 }
 /// Element `idx` of a `d` tensor (masked off: zero).
-fn load_val(b: &mut Builder, d: DType, view: Value, idx: Value, mask: Option<Value>) -> R<Val> {
+pub(super) fn load_val(
+    b: &mut Builder,
+    d: DType,
+    view: Value,
+    idx: Value,
+    mask: Option<Value>,
+) -> R<Val> {
     let dflt: Vec<Operand> = match (mask, d) {
         (None, _) => vec![],
         (Some(_), DType::F64) => vec![dimm(0.0)],
@@ -219,7 +225,7 @@ fn load_val(b: &mut Builder, d: DType, view: Value, idx: Value, mask: Option<Val
 }
 
 /// Stores `v` converted to `d` as element `idx` of a `d` tensor.
-fn store_val(
+pub(super) fn store_val(
     b: &mut Builder,
     d: DType,
     view: Value,

@@ -12,6 +12,7 @@ pub mod epilogue;
 pub mod matmul_fma;
 pub mod matmul_mma;
 pub mod rows;
+pub mod take;
 pub mod values;
 
 use super::to_target::Error;
@@ -106,6 +107,13 @@ pub fn build(g: &Graph, tk: &TileKernel) -> R<Kernel> {
             *part == AttnPart::Lse,
         ),
         Shape::Elementwise { n, vector } => elementwise::elementwise(g, tk, *n, *vector),
+        Shape::Take {
+            outer,
+            n,
+            k,
+            inner,
+            scatter,
+        } => take::build(g, tk, [*outer, *n, *k, *inner], *scatter),
         Shape::Gather {
             n,
             vector,

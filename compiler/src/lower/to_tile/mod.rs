@@ -1,7 +1,7 @@
 //! Schedule IR → Tile IR: the block program of one scheduled kernel. Kernels whose kind has
 //! no block program yet give [`NotLowered`] with the reason (the caller falls back).
 
-use crate::graph::{DType, Graph, Op, TensorType};
+use crate::graph::{DType, Graph, Op, TensorType, ValueId};
 use crate::schedule::{Kernel, Kind};
 use crate::target::MmaKind;
 use crate::tile::{MatmulBatch, RowOp, Shape, TileKernel};
@@ -458,9 +458,60 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
             };
         }
         Kind::FlashAttention => attention::tile(g, k, op, &mut tk)?,
-        Kind::Copy => {
-            super::copy::tile(g, k, op, &mut tk)?;
-        }
+        Kind::Copy => match op {
+            Op::Take { x, index, axis } => take_tile(g, k, *x, *index, *axis, false, &mut tk)?,
+            Op::ScatterAdd { index, src, axis } => {
+                take_tile(g, k, *src, *index, *axis, true, &mut tk)?
+            }
+            _ => super::copy::tile(g, k, op, &mut tk)?,
+        },
     }
     Ok(tk)
+}
+
+/// The Tile IR shape of a `take` (`data` = x) or a `scatter_add` (`data` = src) along `axis`.
+fn take_tile(
+    g: &Graph,
+    k: &Kernel,
+    data: ValueId,
+    index: ValueId,
+    axis: usize,
+    scatter: bool,
+    tk: &mut TileKernel,
+) -> Result<(), NotLowered> {
+    let ti = g.ty(index).ok_or_else(|| nl(k, "untyped index"))?;
+    let td = g.ty(data).ok_or_else(|| nl(k, "untyped operand"))?;
+    if !matches!(ti.dtype, DType::I32 | DType::I64 | DType::I8) {
+        return Err(nl(k, format!("{} indices", ti.dtype)));
+    }
+    let ok = |d: DType| any_float(d) || matches!(d, DType::F64 | DType::I32 | DType::I64);
+    if !ok(td.dtype) || !ok(k.ty.dtype) {
+        return Err(nl(k, format!("{} values", td.dtype)));
+    }
+    // the full (non-indexed) shape: x's for take, the result's for scatter_add
+    let full = if scatter { &k.ty.shape } else { &td.shape };
+    let outer: u64 = full[..axis].iter().map(|&d| d as u64).product();
+    let inner: u64 = full[axis + 1..].iter().map(|&d| d as u64).product();
+    let n = full.get(axis).copied().unwrap_or(0) as u64;
+    let kk = numel(ti);
+    let total = numel(&k.ty);
+    let biggest = total.max(numel(td)).max(kk);
+    if total == 0 || biggest > u64::from(u32::MAX) {
+        return Err(nl(k, "empty or too large (>2^32 elements)"));
+    }
+    let s = &k.schedule;
+    tk.grid = [
+        u32::try_from(ceil(total, u64::from(s.threads.max(1))))
+            .map_err(|_| nl(k, "grid too large"))?,
+        1,
+        1,
+    ];
+    tk.shape = Shape::Take {
+        outer: outer as u32,
+        n: n as u32,
+        k: kk as u32,
+        inner: inner as u32,
+        scatter,
+    };
+    Ok(())
 }
