@@ -173,6 +173,25 @@ fn eval_op(
             .ok_or_else(|| internal("a fused body returned nothing"))?;
         return Ok((Val::T(main), out.collect()));
     }
+    if let Op::FusedReduce {
+        inputs: ins,
+        body,
+        op: r,
+        axis,
+        keepdim,
+    } = op
+    {
+        let ins = ins
+            .iter()
+            .map(|x| tens(vals, *x))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut out = run(body, &ins, captures)?.into_iter();
+        let x = out
+            .next()
+            .ok_or_else(|| internal("a fused body returned nothing"))?;
+        let v = rtm::reduce(&x, *r, Some(*axis as isize), *keepdim)?;
+        return Ok((Val::T(v), out.collect()));
+    }
     Ok((eval_one(op, ty, vals, inputs, captures)?, Vec::new()))
 }
 
@@ -351,7 +370,7 @@ fn eval_one(
             *axis,
             &ty.shape,
         )?),
-        Op::FusedElementwise { .. } | Op::Result { .. } => {
+        Op::FusedElementwise { .. } | Op::FusedReduce { .. } | Op::Result { .. } => {
             return Err(internal("a multi-output op evaluated as one result"))
         }
     })

@@ -239,6 +239,54 @@ fn cases() -> Vec<Case> {
             tol: 0.0,
         });
     }
+    // a sum over a middle axis fused into the kernel of its operand (read elsewhere too: the
+    // kernel writes it), a broadcast input, bf16 values
+    {
+        let (mut g, s) = graph("fused_reduce");
+        let x = g.add_param(ty(&[2, 9, 40], DType::BF16), s);
+        let w = g.add_param(ty(&[40], DType::BF16), s);
+        let th = g.push(
+            Op::Unary {
+                op: UnaryOp::Tanh,
+                x,
+            },
+            ty(&[2, 9, 40], DType::BF16),
+            s,
+        );
+        let dz = g.push(
+            Op::Binary {
+                op: BinaryOp::Mul,
+                a: th,
+                b: w,
+            },
+            ty(&[2, 9, 40], DType::BF16),
+            s,
+        );
+        let r = g.push(
+            Op::Reduce {
+                op: ReduceOp::Sum,
+                x: dz,
+                axis: Some(1),
+                keepdim: false,
+            },
+            ty(&[2, 40], DType::BF16),
+            s,
+        );
+        g.outputs = vec![r, dz];
+        optimize(&mut g, &Options::default(), &SourceMap::new()).unwrap();
+        let r = g.outputs[0];
+        assert!(matches!(g.op(r), Some(Op::FusedReduce { .. })), "fused");
+        assert_eq!(g.result_types(r).len(), 2);
+        out.push(Case {
+            name: "fused reduction",
+            graph: g,
+            inputs: vec![
+                randn(&[2, 9, 40], DType::BF16, 1),
+                randn(&[40], DType::BF16, 2),
+            ],
+            tol: 2e-2,
+        });
+    }
     // an Adam update of a bf16 parameter: one fused kernel with three results (the new
     // parameter in bf16, the two fp32 moments)
     {

@@ -223,7 +223,7 @@ fn schedule_blocks(g: &Graph, k: &Kernel) -> u64 {
 /// Arithmetic ops of an elementwise body (at least 1).
 fn elementwise_ops(op: &Op) -> f64 {
     match op {
-        Op::FusedElementwise { body, .. } => {
+        Op::FusedElementwise { body, .. } | Op::FusedReduce { body, .. } => {
             let n = body
                 .ids()
                 .filter(|id| {

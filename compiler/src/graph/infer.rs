@@ -596,8 +596,51 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             }
             TensorType::new(d.clone(), ts.dtype)
         }
+        Op::FusedReduce {
+            inputs,
+            body,
+            op,
+            axis,
+            keepdim,
+        } => {
+            if inputs.len() != body.params.len() {
+                return Err(TypeError::FusedBody(
+                    "fused body params do not match the inputs",
+                ));
+            }
+            for (i, p) in inputs.iter().zip(&body.params) {
+                if ty(g, *i)? != ty(body, *p)? {
+                    return Err(TypeError::FusedBody(
+                        "fused body param type differs from its input",
+                    ));
+                }
+            }
+            let Some(first) = body.outputs.first() else {
+                return Err(TypeError::FusedBody("a fused body has no output"));
+            };
+            let t = ty(body, *first)?;
+            for o in &body.outputs {
+                if ty(body, *o)?.shape != t.shape {
+                    return Err(TypeError::FusedBody(
+                        "a fused body's outputs differ in shape",
+                    ));
+                }
+            }
+            if *axis >= t.shape.len() {
+                return Err(TypeError::AxisOutOfRange(*axis));
+            }
+            let mut s = t.shape.clone();
+            if *keepdim {
+                s[*axis] = 1;
+            } else {
+                s.remove(*axis);
+            }
+            TensorType::new(s, op.result_dtype(t.dtype))
+        }
         Op::Result { of, index } => match g.op(*of) {
-            Some(Op::FusedElementwise { body, .. }) if *index >= 1 => {
+            Some(Op::FusedElementwise { body, .. } | Op::FusedReduce { body, .. })
+                if *index >= 1 =>
+            {
                 match body.outputs.get(*index) {
                     Some(o) => ty(body, *o)?.clone(),
                     None => {

@@ -231,6 +231,17 @@ pub enum Op {
         inputs: Vec<ValueId>,
         body: Box<Graph>,
     },
+    /// A reduction over `axis` of an elementwise body computed in the same kernel (a bias
+    /// gradient's sum fused into the kernel producing its operand): the value is `op` of body
+    /// output 0; body outputs 1, … are written out by the same kernel and read through
+    /// [`Op::Result`] (the operand, when something else reads it too).
+    FusedReduce {
+        inputs: Vec<ValueId>,
+        body: Box<Graph>,
+        op: ReduceOp,
+        axis: usize,
+        keepdim: bool,
+    },
     /// Result `index` (≥ 1) of the multi-output op `of` (a [`Op::FusedElementwise`] whose body
     /// has more than `index` outputs): no kernel of its own, the value its kernel wrote.
     Result {
@@ -270,6 +281,7 @@ impl Op {
             Op::FusedElementwise { .. } => "fused_elementwise",
             Op::Result { .. } => "result",
             Op::Take { .. } => "take",
+            Op::FusedReduce { .. } => "fused_reduce",
             Op::ScatterAdd { .. } => "scatter_add",
         }
     }
@@ -332,7 +344,9 @@ impl Op {
                     f(*w);
                 }
             }
-            Op::Concat { xs, .. } | Op::FusedElementwise { inputs: xs, .. } => {
+            Op::Concat { xs, .. }
+            | Op::FusedElementwise { inputs: xs, .. }
+            | Op::FusedReduce { inputs: xs, .. } => {
                 for x in xs {
                     f(*x);
                 }
@@ -414,7 +428,9 @@ impl Op {
                     *w = f(*w);
                 }
             }
-            Op::Concat { xs, .. } | Op::FusedElementwise { inputs: xs, .. } => {
+            Op::Concat { xs, .. }
+            | Op::FusedElementwise { inputs: xs, .. }
+            | Op::FusedReduce { inputs: xs, .. } => {
                 for x in xs {
                     *x = f(*x);
                 }
@@ -540,13 +556,25 @@ impl Graph {
     }
 
     /// The types of every result of the op defining `id`: a multi-output fused op's body
-    /// outputs, else the op's one type.
+    /// outputs; a fused reduction's value, then its written body outputs; else the op's one
+    /// type.
     pub fn result_types(&self, id: ValueId) -> Vec<TensorType> {
         match self.op(id) {
             Some(Op::FusedElementwise { body, .. }) if body.outputs.len() > 1 => body
                 .outputs
                 .iter()
                 .filter_map(|o| body.ty(*o).cloned())
+                .collect(),
+            Some(Op::FusedReduce { body, .. }) => self
+                .ty(id)
+                .cloned()
+                .into_iter()
+                .chain(
+                    body.outputs
+                        .iter()
+                        .skip(1)
+                        .filter_map(|o| body.ty(*o).cloned()),
+                )
                 .collect(),
             _ => self.ty(id).cloned().into_iter().collect(),
         }

@@ -3,7 +3,7 @@
 
 use super::error::CompileError;
 use super::passes::{
-    dce, flash_attention, fuse_elementwise, fuse_epilogue, fuse_multi_output, PassCx,
+    dce, flash_attention, fuse_elementwise, fuse_epilogue, fuse_multi_output, fuse_reduce, PassCx,
 };
 use super::print::print;
 use super::verify::verify;
@@ -40,6 +40,8 @@ const PASSES: &[(&str, Pass, bool)] = &[
     ("fuse_elementwise", fuse_elementwise::run, true),
     ("dce", dce::run, false),
     ("fuse_multi_output", fuse_multi_output::run, true),
+    ("dce", dce::run, false),
+    ("fuse_reduce", fuse_reduce::run, true),
     ("dce", dce::run, false),
 ];
 

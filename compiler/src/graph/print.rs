@@ -87,7 +87,7 @@ impl Printer<'_> {
             let mut spans = vec![g.span(id)];
             let n = self.name(names, id);
             let text = match op {
-                Op::FusedElementwise { inputs, body } => {
+                Op::FusedElementwise { inputs, body } | Op::FusedReduce { inputs, body, .. } => {
                     let ins: Vec<String> = inputs.iter().map(|v| self.get(names, *v)).collect();
                     let mut inner = HashMap::new();
                     let bparams: Vec<String> = body
@@ -106,7 +106,20 @@ impl Printer<'_> {
                         body.outputs.iter().map(|v| self.get(&inner, *v)).collect();
                     let _ = writeln!(self.out, "{ind}  yield {}", outs.join(", "));
                     let region = std::mem::replace(&mut self.out, saved);
-                    format!("fused_elementwise({}) {{\n{region}{ind}}}", ins.join(", "))
+                    let attrs = match op {
+                        Op::FusedReduce {
+                            op, axis, keepdim, ..
+                        } => format!(
+                            " {{op = {}, axis = {axis}, keepdim = {keepdim}}}",
+                            op.name()
+                        ),
+                        _ => String::new(),
+                    };
+                    format!(
+                        "{}({}) {{\n{region}{ind}}}{attrs}",
+                        op.name(),
+                        ins.join(", ")
+                    )
                 }
                 _ => {
                     let attrs = self.attrs(g, op, names, &mut spans);
@@ -149,7 +162,10 @@ impl Printer<'_> {
             // Inputs, elementwise ops and shape changes: the operands and types say it all.
             Op::Param { .. } | Op::Const { .. } => vec![],
             Op::Unary { .. } | Op::Binary { .. } | Op::Where { .. } | Op::Cast { .. } => vec![],
-            Op::FusedElementwise { .. } | Op::Reshape { .. } | Op::Broadcast { .. } => vec![],
+            Op::FusedElementwise { .. }
+            | Op::FusedReduce { .. }
+            | Op::Reshape { .. }
+            | Op::Broadcast { .. } => vec![],
             Op::Capture { index } | Op::Result { index, .. } => vec![format!("index = {index}")],
             Op::Matmul {
                 a,

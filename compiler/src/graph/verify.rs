@@ -103,7 +103,7 @@ fn verify_inner(g: &Graph, is_body: bool) -> Result<(), VerifyError> {
                 ),
             ));
         }
-        if let Op::FusedElementwise { body, .. } = op {
+        if let Op::FusedElementwise { body, .. } | Op::FusedReduce { body, .. } = op {
             verify_inner(body, true).map_err(|e| VerifyError {
                 message: format!("in the body of %{}: {}", id.index(), e.message),
                 ..e

@@ -163,7 +163,7 @@ pub fn kind_of(op: &Op) -> Option<Kind> {
         | Op::Cast { .. }
         | Op::FusedElementwise { .. } => Kind::Elementwise,
         Op::Matmul { .. } => Kind::Matmul,
-        Op::Reduce { .. } => Kind::Reduce,
+        Op::Reduce { .. } | Op::FusedReduce { .. } => Kind::Reduce,
         Op::Softmax { .. } => Kind::Softmax,
         Op::LayerNorm { .. } => Kind::LayerNorm,
         Op::RmsNorm { .. } => Kind::RmsNorm,

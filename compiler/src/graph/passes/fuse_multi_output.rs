@@ -33,7 +33,7 @@ fn is_kernel(g: &Graph, v: ValueId) -> bool {
 /// The elementwise op producing `v`: `v` itself, or the multi-output op a `result` reads.
 fn producer(g: &Graph, v: ValueId) -> Option<ValueId> {
     match g.op(v)? {
-        Op::Result { of, .. } => Some(*of),
+        Op::Result { of, .. } => is_kernel(g, *of).then_some(*of),
         _ if is_kernel(g, v) => Some(v),
         _ => None,
     }

@@ -7,6 +7,7 @@ pub mod flash_attention;
 pub mod fuse_elementwise;
 pub mod fuse_epilogue;
 pub mod fuse_multi_output;
+pub mod fuse_reduce;
 
 use super::{Graph, Op, Scalar, ValueId};
 

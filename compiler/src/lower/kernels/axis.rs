@@ -14,11 +14,19 @@
 //! only), as the cpu: `sum` in int64 (wrapping), `max`/`min` in int64 stored in the input's
 //! dtype, `mean` as an fp64 sum divided in fp64 and rounded to fp32. Parameters: x, y, len,
 //! inner.
+//!
+//! A fused reduction (`fused_reduce`) folds an elementwise body evaluated per element on its
+//! inputs (each read at the element's index, broadcast ones through their index map) and
+//! writes the body's further outputs at that element as it goes; parameters: in0, …, y,
+//! out1, …, len, inner.
 
 use super::blocks::{compute_ty, divmod, fconst, load_as, load_elem, store_elem, store_int_or};
+use super::elementwise::{eval_body, index_val, load_val, needs_status, store_val};
+use super::values::{conv, Val};
 use super::{no, ParamSet, R};
-use crate::graph::{DType, Graph};
+use crate::graph::{DType, Graph, Op};
 use crate::lower::reduce_axis::{COLS, SLICES};
+use crate::lower::to_target::{index_of, Index};
 use crate::target::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
 use crate::tile::build::{imm, Builder};
 use crate::tile::ir::{Kernel, Layout, MathFn, ParamRole, SharedBuf, Type, Value};
@@ -31,7 +39,19 @@ pub enum AxisOp {
     Softmax,
 }
 
-struct Cx {
+/// Where the folded values come from: the input tensor, or (a fused reduction) an elementwise
+/// body evaluated per element on its inputs, its further outputs written out as it goes.
+enum Src<'a> {
+    View,
+    Body {
+        body: &'a Graph,
+        ins: Vec<(Value, DType, Index)>,
+        outs: Vec<(Value, DType)>,
+    },
+}
+
+struct Cx<'a> {
+    src: Src<'a>,
     x: Value,
     xd: DType,
     ty: Ty,
@@ -47,7 +67,36 @@ struct Cx {
     inner: Value,
 }
 
-impl Cx {
+impl Cx<'_> {
+    /// Element `idx` (masked by `col_ok`) as a value of the computation type.
+    fn element(&self, b: &mut Builder, idx: Value) -> R<Value> {
+        let Src::Body { body, ins, outs } = &self.src else {
+            return Ok(load_as(b, self.ty, self.xd, self.x, idx, Some(self.col_ok)));
+        };
+        let mut params = vec![];
+        for &(p, d, ix) in ins {
+            let j = index_val(b, ix, idx);
+            params.push(load_val(b, d, p, j, Some(self.col_ok))?);
+        }
+        let mut err = None;
+        let vals = eval_body(b, body, &params, &mut err)?;
+        if err.is_some() {
+            return no("a fused body that can fail");
+        }
+        for (&(view, d), v) in outs.iter().zip(vals.iter().skip(1)) {
+            store_val(b, d, view, idx, *v, Some(self.col_ok))?;
+        }
+        let want = if self.ty == Ty::F64 {
+            DType::F64
+        } else {
+            DType::F32
+        };
+        match vals.first().map(|v| conv(b, *v, want)).transpose()? {
+            Some(Val::F(x) | Val::D(x)) => Ok(x),
+            _ => no("a fused body of non-float values"),
+        }
+    }
+
     /// Folds `f(x)` over this warp's rows of the column with `fold`, from `init`.
     fn rows(
         &self,
@@ -55,9 +104,10 @@ impl Cx {
         init: crate::tile::ir::Operand,
         fold: BinOp,
         f: impl Fn(&mut Builder, Value) -> Value,
-    ) -> Value {
+    ) -> R<Value> {
         let a0 = b.mov(self.ty, init);
-        b.for_(
+        let mut res = Ok(());
+        let v = b.for_(
             self.warp,
             self.len,
             imm(i64::from(SLICES)),
@@ -66,11 +116,18 @@ impl Cx {
             |b, r, c| {
                 let row = b.add(Ty::U32, self.orow, r);
                 let idx = b.fma(Ty::U32, row, self.inner, self.col);
-                let v = load_as(b, self.ty, self.xd, self.x, idx, Some(self.col_ok));
+                let v = match self.element(b, idx) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        res = Err(e);
+                        return vec![c[0].into()];
+                    }
+                };
                 let v = f(b, v);
                 vec![b.bin(fold, self.ty, c[0], v).into()]
             },
-        )[0]
+        )[0];
+        res.map(|()| v)
     }
 
     /// Stores this thread's partial, waits for the block, and folds the column's 8 partials
@@ -101,8 +158,48 @@ pub fn build(g: &Graph, tk: &TileKernel, op: AxisOp, len: u32, inner: u32) -> R<
     };
     let threads = COLS * SLICES;
     let mut b = Builder::new(&tk.name, tk.span, tk.grid, [threads, 1, 1]);
-    let p = ParamSet::new(&mut b, g, tk, &["x"], "y")?;
-    let (x, xd, y, yd) = (p.inputs[0], p.dtypes[0], p.out, p.out_dtype);
+    let fused = match g.op(tk.root) {
+        Some(Op::FusedReduce { body, .. }) => Some(&**body),
+        _ => None,
+    };
+    let (src, x, xd, y, yd) = match fused {
+        None => {
+            let p = ParamSet::new(&mut b, g, tk, &["x"], "y")?;
+            (Src::View, p.inputs[0], p.dtypes[0], p.out, p.out_dtype)
+        }
+        Some(body) => {
+            if needs_status(body) || !matches!(op, AxisOp::Reduce(_)) {
+                return no("a fused reduction whose body can fail");
+            }
+            let Some(xt) = body.outputs.first().and_then(|o| body.ty(*o)) else {
+                return no("a fused body without an output");
+            };
+            let mut ins = vec![];
+            for (i, v) in tk.inputs.iter().enumerate() {
+                let Some(t) = g.ty(*v) else {
+                    return no("type");
+                };
+                let ix = index_of(&t.shape, &xt.shape)?;
+                b.at(g.span(*v));
+                let p = b.param(format!("in{i}"), Type::Global(t.dtype), ParamRole::Input);
+                ins.push((p, t.dtype, ix));
+            }
+            b.at(tk.span);
+            let y = b.param("y", Type::Global(tk.ty.dtype), ParamRole::Output);
+            let mut outs = vec![];
+            for (i, o) in body.outputs.iter().enumerate().skip(1) {
+                let Some(t) = body.ty(*o) else {
+                    return no("type");
+                };
+                outs.push((
+                    b.param(format!("out{i}"), Type::Global(t.dtype), ParamRole::Output),
+                    t.dtype,
+                ));
+            }
+            let x = ins.first().map_or(y, |i| i.0);
+            (Src::Body { body, ins, outs }, x, xt.dtype, y, tk.ty.dtype)
+        }
+    };
     let int = matches!(xd, DType::I32 | DType::I64 | DType::I8 | DType::Bool);
     let ty = match (xd, yd, op) {
         (DType::F64, DType::F64, _) => Ty::F64,
@@ -156,6 +253,7 @@ pub fn build(g: &Graph, tk: &TileKernel, op: AxisOp, len: u32, inner: u32) -> R<
     let orow = b.mul(Ty::U32, o, len_v);
     let base = b.shared_addr(smem);
     let cx = Cx {
+        src,
         x,
         xd,
         ty,
@@ -172,7 +270,7 @@ pub fn build(g: &Graph, tk: &TileKernel, op: AxisOp, len: u32, inner: u32) -> R<
     };
     match op {
         AxisOp::Reduce(r) => {
-            let part = cx.rows(&mut b, init_of(init), fold, |_, v| v);
+            let part = cx.rows(&mut b, init_of(init), fold, |_, v| v)?;
             let slot = b.fma(Ty::U32, tid, imm(eb), base);
             b.store_shared(ty, slot, 0, &[part.into()], None);
             b.barrier();
@@ -195,7 +293,7 @@ pub fn build(g: &Graph, tk: &TileKernel, op: AxisOp, len: u32, inner: u32) -> R<
             });
         }
         AxisOp::Softmax => {
-            let part = cx.rows(&mut b, init_of(init), fold, |_, v| v);
+            let part = cx.rows(&mut b, init_of(init), fold, |_, v| v)?;
             let m = cx.combine(&mut b, part, BinOp::Max);
             // every thread has read the partials before they are overwritten
             b.barrier();
@@ -203,7 +301,7 @@ pub fn build(g: &Graph, tk: &TileKernel, op: AxisOp, len: u32, inner: u32) -> R<
                 let d = b.sub(ty, v, m);
                 b.math(MathFn::Exp, ty, &[d.into()])
             };
-            let part = cx.rows(&mut b, init_of(0.0), BinOp::Add, exp);
+            let part = cx.rows(&mut b, init_of(0.0), BinOp::Add, exp)?;
             let s = cx.combine(&mut b, part, BinOp::Add);
             let inv = b.unary(UnOp::Rcp, ty, s);
             b.for_(warp, len_v, imm(i64::from(SLICES)), &[], None, |b, r, _| {

@@ -26,7 +26,7 @@ use crate::tile::TileKernel;
 
 /// Whether a body has an op that can hit an error the cpu reports (so its kernel takes the
 /// status word).
-fn needs_status(body: &Graph) -> bool {
+pub(super) fn needs_status(body: &Graph) -> bool {
     let dt = |v: ValueId| body.ty(v).map(|t| t.dtype).unwrap_or(DType::F32);
     body.ids().any(|id| match body.op(id) {
         Some(Op::Cast { x }) => is_int(dt(id)) && (is_float(dt(*x)) || dt(*x) == DType::F64),
@@ -73,7 +73,7 @@ fn body_of(g: &Graph, tk: &TileKernel) -> R<Graph> {
 
 /// Evaluates a fused body (or one elementwise op) on values holding its params: its outputs.
 /// `err` collects the predicate "an op of this element hit an error the cpu reports".
-fn eval_body(
+pub(super) fn eval_body(
     b: &mut Builder,
     body: &Graph,
     params: &[Val],
@@ -335,7 +335,7 @@ fn store_vec_f32(b: &mut Builder, d: DType, view: Value, i0: Value, vals: &[Valu
 }
 
 /// The index of an operand's element from the output's flat index `i`.
-fn index_val(b: &mut Builder, ix: Index, i: Value) -> Value {
+pub(super) fn index_val(b: &mut Builder, ix: Index, i: Value) -> Value {
     match ix {
         Index::Same => i,
         Index::Scalar => b.mov(Ty::U32, imm(0)),

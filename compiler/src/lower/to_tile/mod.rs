@@ -351,6 +351,41 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 };
             }
         }
+        Kind::Reduce if matches!(op, Op::FusedReduce { .. }) => {
+            // the axis kernel with the elementwise body as its prologue
+            let Op::FusedReduce {
+                body, op: r, axis, ..
+            } = op
+            else {
+                return Err(nl(k, "not a fused reduction"));
+            };
+            use crate::graph::ReduceOp as Ro;
+            let ro = match r {
+                Ro::Sum => RowOp::Sum,
+                Ro::Mean => RowOp::Mean,
+                Ro::Max => RowOp::Max,
+                Ro::Min => RowOp::Min,
+            };
+            let xt = body
+                .outputs
+                .first()
+                .and_then(|o| body.ty(*o))
+                .ok_or_else(|| nl(k, "a fused body without an output"))?;
+            let both64 = k.ty.dtype == DType::F64 && xt.dtype == DType::F64;
+            if !both64 && (!any_float(k.ty.dtype) || !any_float(xt.dtype)) {
+                return Err(nl(k, format!("{} fused reductions", xt.dtype)));
+            }
+            let outer: u64 = xt.shape[..*axis].iter().map(|&d| d as u64).product();
+            let len = xt.shape.get(*axis).map(|&d| d as u64).unwrap_or(1);
+            let inner: u64 = xt.shape.iter().skip(axis + 1).map(|&d| d as u64).product();
+            if inner <= 1 {
+                return Err(nl(k, "a fused reduction over the last axis"));
+            }
+            if outer * len * inner == 0 || outer * len * inner > u64::from(u32::MAX) {
+                return Err(nl(k, "an empty or too large (>2^32 elements) reduction"));
+            }
+            super::reduce_axis::tile(k, ro, outer, len, inner, &mut tk)?;
+        }
         Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => {
             let x = *k.inputs.first().ok_or_else(|| nl(k, "no input"))?;
             let xt = g.ty(x).ok_or_else(|| nl(k, "untyped input"))?;
