@@ -121,6 +121,98 @@ pub fn run_timed<E: From<RuntimeError>>(
         .collect()
 }
 
+/// Elements per chunk when a fused body runs chunk by chunk ([`run_body`]).
+const FUSED_CHUNK: usize = 1 << 14;
+
+/// How a fused body's input is cut into chunks of the output's elements.
+enum Piece {
+    /// The output's shape: a contiguous range of its flat elements.
+    Same(Tensor),
+    /// One element: passed whole (it broadcasts against every chunk).
+    One(Tensor),
+    /// Broadcast: the flat input and its strides along the output's dimensions.
+    Spread(Tensor, Vec<usize>),
+}
+
+/// Runs a fused elementwise body whose outputs have `shape`, chunk by chunk and in parallel
+/// when it is large: each chunk's inputs are that range of the output's elements (a broadcast
+/// input's gathered) as 1-D tensors, so every op of the body touches a chunk that stays in
+/// cache instead of passing over whole tensors once per op. The ops and their order per
+/// element are the body's, so the values are the same bit for bit (elementwise ops do not
+/// depend on the shape). Small bodies, abstract inputs and bodies whose outputs are not
+/// elementwise in the chunk run on whole tensors.
+fn run_body(body: &Graph, ins: &[Tensor], captures: &[Tensor]) -> crate::Result<Vec<Tensor>> {
+    use rayon::prelude::*;
+    let shape = match body.outputs.first().and_then(|o| body.ty(*o)) {
+        Some(t) => t.shape.clone(),
+        None => return run(body, ins, captures),
+    };
+    let n: usize = shape.iter().product();
+    if n < 2 * FUSED_CHUNK || ins.iter().any(Tensor::is_abstract) {
+        return run(body, ins, captures);
+    }
+    let mut pieces = Vec::with_capacity(ins.len());
+    for t in ins {
+        let flat = t.reshape(&[t.numel() as i64])?;
+        pieces.push(if t.shape() == shape.as_slice() {
+            Piece::Same(flat)
+        } else if t.numel() == 1 {
+            Piece::One(t.reshape(&[])?)
+        } else if t.shape().len() <= shape.len() {
+            Piece::Spread(flat, crate::shape::broadcast_strides(t.shape(), &shape))
+        } else {
+            return run(body, ins, captures);
+        });
+    }
+    let chunks = n.div_ceil(FUSED_CHUNK);
+    let parts: Vec<crate::Result<Option<Vec<Tensor>>>> = (0..chunks)
+        .into_par_iter()
+        .map(|c| {
+            let (lo, hi) = (c * FUSED_CHUNK, ((c + 1) * FUSED_CHUNK).min(n));
+            let mut cin = Vec::with_capacity(pieces.len());
+            for p in &pieces {
+                cin.push(match p {
+                    Piece::Same(f) => f.index(&[IndexItem::Slice {
+                        start: Some(lo as i64),
+                        stop: Some(hi as i64),
+                        step: None,
+                    }])?,
+                    Piece::One(t) => t.clone(),
+                    Piece::Spread(f, strides) => {
+                        let idx: Vec<i64> = (lo..hi)
+                            .map(|i| {
+                                let (mut rest, mut at) = (i, 0usize);
+                                for d in (0..shape.len()).rev() {
+                                    at += (rest % shape[d]) * strides[d];
+                                    rest /= shape[d];
+                                }
+                                at as i64
+                            })
+                            .collect();
+                        rtm::take(f, &idx, 0)?
+                    }
+                });
+            }
+            let outs = run(body, &cin, captures)?;
+            Ok(outs.iter().all(|o| o.shape() == [hi - lo]).then_some(outs))
+        })
+        .collect();
+    let mut per_chunk = Vec::with_capacity(chunks);
+    for p in parts {
+        match p? {
+            Some(outs) => per_chunk.push(outs),
+            None => return run(body, ins, captures),
+        }
+    }
+    let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+    (0..body.outputs.len())
+        .map(|k| {
+            let cols: Vec<Tensor> = per_chunk.iter().map(|o| o[k].clone()).collect();
+            rtm::concat(&cols, 0)?.reshape(&dims)
+        })
+        .collect()
+}
+
 /// The computed value `v`.
 fn get(vals: &[Option<Val>], v: ValueId) -> crate::Result<Val> {
     vals.get(v.index())
@@ -167,7 +259,7 @@ fn eval_op(
             .iter()
             .map(|x| tens(vals, *x))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut out = run(body, &ins, captures)?.into_iter();
+        let mut out = run_body(body, &ins, captures)?.into_iter();
         let main = out
             .next()
             .ok_or_else(|| internal("a fused body returned nothing"))?;
@@ -185,7 +277,7 @@ fn eval_op(
             .iter()
             .map(|x| tens(vals, *x))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut out = run(body, &ins, captures)?.into_iter();
+        let mut out = run_body(body, &ins, captures)?.into_iter();
         let x = out
             .next()
             .ok_or_else(|| internal("a fused body returned nothing"))?;
@@ -415,4 +507,94 @@ pub fn eval_at(
         Val::S(s, d) => Tensor::scalar(s, d)?,
     };
     Ok(std::iter::once(main).chain(more).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_compiler::graph::{BinaryOp, TensorType, UnaryOp};
+    use tessera_lang::Span;
+
+    /// `gelu(x) * w + cast(i) // 3` over [300, 257] (w broadcast [257], i int32 [300, 1]),
+    /// with a second output `tanh(x)`: the chunked run equals the whole-tensor run bit for bit.
+    #[test]
+    fn a_large_fused_body_runs_in_chunks_with_the_same_bits() {
+        let sp = Span::new(0, 0, 1);
+        let mut b = Graph::new("body");
+        let f = |s: &[usize]| TensorType::new(s.to_vec(), DType::F32);
+        let x = b.add_param(f(&[300, 257]), sp);
+        let w = b.add_param(f(&[257]), sp);
+        let i = b.add_param(TensorType::new(vec![300, 1], DType::I32), sp);
+        let g = b.push(
+            Op::Unary {
+                op: UnaryOp::Gelu,
+                x,
+            },
+            f(&[300, 257]),
+            sp,
+        );
+        let m = b.push(
+            Op::Binary {
+                op: BinaryOp::Mul,
+                a: g,
+                b: w,
+            },
+            f(&[300, 257]),
+            sp,
+        );
+        let three = b.push(
+            Op::Const {
+                value: Scalar::Int(3),
+            },
+            TensorType::new(vec![], DType::I32),
+            sp,
+        );
+        let q = b.push(
+            Op::Binary {
+                op: BinaryOp::FloorDiv,
+                a: i,
+                b: three,
+            },
+            TensorType::new(vec![300, 1], DType::I32),
+            sp,
+        );
+        let qf = b.push(Op::Cast { x: q }, f(&[300, 1]), sp);
+        let o = b.push(
+            Op::Binary {
+                op: BinaryOp::Add,
+                a: m,
+                b: qf,
+            },
+            f(&[300, 257]),
+            sp,
+        );
+        let t = b.push(
+            Op::Unary {
+                op: UnaryOp::Tanh,
+                x,
+            },
+            f(&[300, 257]),
+            sp,
+        );
+        b.outputs = vec![o, t];
+        let ins = vec![
+            Tensor::randn(&[300, 257], DType::F32, 1).unwrap(),
+            Tensor::randn(&[257], DType::F32, 2).unwrap(),
+            Tensor::from_i64(
+                &[300, 1],
+                (0..300).map(|v| v * 7 - 900).collect(),
+                DType::I32,
+            )
+            .unwrap(),
+        ];
+        assert!(300 * 257 >= 2 * FUSED_CHUNK, "the chunked path runs");
+        let whole = run(&b, &ins, &[]).unwrap();
+        let chunked = run_body(&b, &ins, &[]).unwrap();
+        assert_eq!(whole.len(), 2);
+        for (a, c) in whole.iter().zip(&chunked) {
+            assert_eq!(a.shape(), c.shape());
+            let (a, c) = (a.to_f32_vec().unwrap(), c.to_f32_vec().unwrap());
+            assert!(a.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()));
+        }
+    }
 }
