@@ -336,6 +336,16 @@ fn eval_one(
                     Epilogue::Scalar { op, value } => rtm::binary(*op, &acc, *value)?,
                     Epilogue::Unary(u) => rtm::unary(*u, &acc)?,
                     Epilogue::Cast(d) => acc.cast(*d)?,
+                    Epilogue::Body { inputs, body } => {
+                        let mut ins = vec![acc];
+                        for x in inputs {
+                            ins.push(tens(vals, *x)?);
+                        }
+                        run_body(body, &ins, captures)?
+                            .into_iter()
+                            .next()
+                            .ok_or_else(|| internal("an epilogue body returned nothing"))?
+                    }
                 };
             }
             Val::T(acc)

@@ -214,6 +214,32 @@ pub fn epilogue_step(g: &Graph, acc: &TensorType, step: &Epilogue) -> R<TensorTy
         ),
         Epilogue::Unary(u) => TensorType::new(acc.shape.clone(), u.result_dtype(acc.dtype)),
         Epilogue::Cast(d) => TensorType::new(acc.shape.clone(), *d),
+        Epilogue::Body { inputs, body } => {
+            let bad = TypeError::FusedBody(
+                "an epilogue body's params are the accumulator and its inputs",
+            );
+            if body.params.len() != inputs.len() + 1 {
+                return Err(bad);
+            }
+            if ty(body, body.params[0])? != acc {
+                return Err(bad);
+            }
+            for (i, p) in inputs.iter().zip(&body.params[1..]) {
+                if ty(g, *i)? != ty(body, *p)? {
+                    return Err(bad);
+                }
+            }
+            let out = match body.outputs.as_slice() {
+                [o] => ty(body, *o)?.clone(),
+                _ => return Err(TypeError::FusedBody("an epilogue body has one output")),
+            };
+            if out.shape != acc.shape {
+                return Err(TypeError::FusedBody(
+                    "an epilogue body keeps the accumulator's shape",
+                ));
+            }
+            out
+        }
     })
 }
 

@@ -86,6 +86,13 @@ pub enum Epilogue {
     Unary(UnaryOp),
     /// A cast of the result.
     Cast(DType),
+    /// An elementwise body applied to the accumulator: `body`'s param 0 is the accumulator
+    /// (of the type the steps before give), params 1, … are `inputs` (read at the output
+    /// element, broadcast), its one output the new value.
+    Body {
+        inputs: Vec<ValueId>,
+        body: Box<Graph>,
+    },
 }
 
 /// An epilogue step and the span of the op it came from.
@@ -322,8 +329,10 @@ impl Op {
                 f(*a);
                 f(*b);
                 for s in epilogue {
-                    if let Epilogue::Binary { operand, .. } = s.step {
-                        f(operand);
+                    match &s.step {
+                        Epilogue::Binary { operand, .. } => f(*operand),
+                        Epilogue::Body { inputs, .. } => inputs.iter().for_each(|x| f(*x)),
+                        _ => {}
                     }
                 }
             }
@@ -406,8 +415,14 @@ impl Op {
                 *a = f(*a);
                 *b = f(*b);
                 for s in epilogue {
-                    if let Epilogue::Binary { operand, .. } = &mut s.step {
-                        *operand = f(*operand);
+                    match &mut s.step {
+                        Epilogue::Binary { operand, .. } => *operand = f(*operand),
+                        Epilogue::Body { inputs, .. } => {
+                            for x in inputs {
+                                *x = f(*x);
+                            }
+                        }
+                        _ => {}
                     }
                 }
             }

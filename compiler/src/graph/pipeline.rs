@@ -3,7 +3,8 @@
 
 use super::error::CompileError;
 use super::passes::{
-    dce, flash_attention, fuse_elementwise, fuse_epilogue, fuse_multi_output, fuse_reduce, PassCx,
+    dce, flash_attention, fuse_elementwise, fuse_epilogue, fuse_epilogue_body, fuse_multi_output,
+    fuse_reduce, PassCx,
 };
 use super::print::print;
 use super::verify::verify;
@@ -38,6 +39,8 @@ const PASSES: &[(&str, Pass, bool)] = &[
     ("fuse_epilogue", fuse_epilogue::run, true),
     ("dce", dce::run, false),
     ("fuse_elementwise", fuse_elementwise::run, true),
+    ("dce", dce::run, false),
+    ("fuse_epilogue_body", fuse_epilogue_body::run, true),
     ("dce", dce::run, false),
     ("fuse_multi_output", fuse_multi_output::run, true),
     ("dce", dce::run, false),

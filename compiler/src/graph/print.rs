@@ -191,6 +191,18 @@ impl Printer<'_> {
                                 Epilogue::Scalar { op, value } => format!("{} {value}", op.name()),
                                 Epilogue::Unary(u) => u.name().to_string(),
                                 Epilogue::Cast(d) => format!("cast {d}"),
+                                Epilogue::Body { inputs, body } => {
+                                    // the body's ops by name, its inputs after the accumulator
+                                    let ins: Vec<String> =
+                                        inputs.iter().map(|v| self.get(names, *v)).collect();
+                                    let ops: Vec<&str> = body
+                                        .ids()
+                                        .filter_map(|id| body.op(id))
+                                        .filter(|o| o.is_elementwise())
+                                        .map(|o| o.name())
+                                        .collect();
+                                    format!("elementwise({}) [{}]", ins.join(", "), ops.join(" "))
+                                }
                             }
                         })
                         .collect();

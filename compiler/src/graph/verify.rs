@@ -2,7 +2,7 @@
 //! op's type against [`infer`]. Run after every pass in debug builds and tests.
 
 use super::infer::infer;
-use super::{Graph, Op, ValueId};
+use super::{Epilogue, Graph, Op, ValueId};
 use tessera_lang::Span;
 
 /// Why a graph is invalid, and at which op.
@@ -102,6 +102,16 @@ fn verify_inner(g: &Graph, is_body: bool) -> Result<(), VerifyError> {
                     op.name()
                 ),
             ));
+        }
+        if let Op::Matmul { epilogue, .. } = op {
+            for st in epilogue {
+                if let Epilogue::Body { body, .. } = &st.step {
+                    verify_inner(body, true).map_err(|e| VerifyError {
+                        message: format!("in the epilogue body of %{}: {}", id.index(), e.message),
+                        ..e
+                    })?;
+                }
+            }
         }
         if let Op::FusedElementwise { body, .. } | Op::FusedReduce { body, .. } = op {
             verify_inner(body, true).map_err(|e| VerifyError {

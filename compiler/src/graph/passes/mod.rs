@@ -6,6 +6,7 @@ pub mod dce;
 pub mod flash_attention;
 pub mod fuse_elementwise;
 pub mod fuse_epilogue;
+pub mod fuse_epilogue_body;
 pub mod fuse_multi_output;
 pub mod fuse_reduce;
 

@@ -4,6 +4,8 @@
 //! to each accumulator before it is stored.
 
 use super::blocks::{load_elem, round_tf32, store_elem};
+use super::elementwise::{eval_body, load_val};
+use super::values::{conv, Val};
 use super::{no, R};
 use crate::graph::{DType, Epilogue, EpilogueStep, Graph, Op, UnaryOp};
 use crate::lower::to_target::{float_binop as binop, index_of, Error, Index};
@@ -36,6 +38,8 @@ pub struct Epi {
     base: DType,
     steps: Vec<EpilogueStep>,
     operands: Vec<(Value, DType, Index)>,
+    /// Per `Epilogue::Body`, its inputs' views.
+    bodies: Vec<Vec<(Value, DType, Index)>>,
 }
 
 /// A matmul's parameters and the views of this block's problem.
@@ -144,7 +148,29 @@ fn epilogue_params(
     root: crate::graph::ValueId,
 ) -> R<Epi> {
     let mut operands = vec![];
+    let mut bodies = vec![];
     for (i, s) in steps.iter().enumerate() {
+        if let Epilogue::Body { inputs, body } = &s.step {
+            if super::elementwise::needs_status(body) {
+                return no("an epilogue body that can fail");
+            }
+            let mut views = vec![];
+            for (j, x) in inputs.iter().enumerate() {
+                let t = g
+                    .ty(*x)
+                    .cloned()
+                    .ok_or_else(|| Error::NotLowered("type".into()))?;
+                let ix = index_of(&t.shape, out)?;
+                b.at(s.span);
+                let v = b.param(
+                    format!("epi{i}_{j}"),
+                    Type::Global(t.dtype),
+                    ParamRole::Input,
+                );
+                views.push((v, t.dtype, ix));
+            }
+            bodies.push(views);
+        }
         if let Epilogue::Binary { operand, .. } = s.step {
             let t = g
                 .ty(operand)
@@ -171,6 +197,7 @@ fn epilogue_params(
         base,
         steps: steps.to_vec(),
         operands,
+        bodies,
     })
 }
 
@@ -289,6 +316,7 @@ fn apply(b: &mut Builder, e: &Epi, ty: Ty, v: Value, i: Value, ok: Value, out: D
     let mut v = v;
     let mut ty = ty;
     let mut k = 0;
+    let mut kb = 0;
     let mut narrow: Option<Ty> = None;
     if ty == Ty::F32
         && !e.steps.is_empty()
@@ -357,6 +385,45 @@ fn apply(b: &mut Builder, e: &Epi, ty: Ty, v: Value, i: Value, ok: Value, out: D
                 super::values::round_to(b, *d, v)?
             }
             Epilogue::Cast(other) => return no(format!("{other} values")),
+            Epilogue::Body { body, .. } => {
+                let Some(ins) = e.bodies.get(kb) else {
+                    return no("an epilogue body without its inputs");
+                };
+                kb += 1;
+                let dt = |o: Option<&crate::graph::ValueId>| {
+                    o.and_then(|o| body.ty(*o)).map(|t| t.dtype)
+                };
+                let (Some(accd), Some(od)) = (dt(body.params.first()), dt(body.outputs.first()))
+                else {
+                    return no("an epilogue body without params or output");
+                };
+                let acc = if ty == Ty::F64 { Val::D(v) } else { Val::F(v) };
+                let mut params = vec![conv(b, acc, accd)?];
+                for &(p, d, ix) in ins {
+                    let j = index(b, ix, i);
+                    params.push(load_val(b, d, p, j, Some(ok))?);
+                }
+                let mut err = None;
+                let r = eval_body(b, body, &params, &mut err)?;
+                if err.is_some() {
+                    return no("an epilogue body that can fail");
+                }
+                let Some(&r) = r.first() else {
+                    return no("an epilogue body without an output");
+                };
+                narrow = None;
+                match conv(b, r, od)? {
+                    Val::D(x) => {
+                        ty = Ty::F64;
+                        x
+                    }
+                    Val::F(x) => {
+                        ty = Ty::F32;
+                        x
+                    }
+                    _ => return no(format!("{od} epilogue bodies")),
+                }
+            }
         };
         if let Some(t) = narrow {
             v = round_f64(b, t, v);
