@@ -6,6 +6,8 @@ update, median over timed steps after a warm-up), in the same run, for two sizes
 
 Usage (from the repository root; JAX in any venv):
     python3 bench/train_step.py --tessera /path/to/release/tessera --runs 5
+        [--baseline /path/to/an/earlier/tessera]
+`--baseline` times a second Tessera build the same way in the same run (before/after).
 """
 import argparse
 import os
@@ -104,6 +106,7 @@ def main():
     ap.add_argument("--tessera", required=True)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--baseline", help="a second tessera binary, timed the same way")
     a = ap.parse_args()
     import jax
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}")
@@ -111,9 +114,14 @@ def main():
         for size in SIZES:
             ours = tessera_step(a.tessera, size, a.steps, a.runs, d)
             theirs = jax_step(size, a.steps)
-            print(f"MLP n={size[0]} d_in={size[1]} hidden={size[2]} classes={size[3]}: "
-                  f"tessera {ours * 1e3:.3f} ms/step, jax {theirs * 1e3:.3f} ms/step, "
-                  f"tessera/jax = {ours / theirs:.2f}")
+            line = (f"MLP n={size[0]} d_in={size[1]} hidden={size[2]} classes={size[3]}: "
+                    f"tessera {ours * 1e3:.3f} ms/step, jax {theirs * 1e3:.3f} ms/step, "
+                    f"tessera/jax = {ours / theirs:.2f}")
+            if a.baseline:
+                base = tessera_step(a.baseline, size, a.steps, a.runs, d)
+                line += (f"; baseline {base * 1e3:.3f} ms/step (baseline/jax = "
+                         f"{base / theirs:.2f}, tessera/baseline = {ours / base:.2f})")
+            print(line)
     return 0
 
 

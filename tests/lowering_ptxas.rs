@@ -1,4 +1,5 @@
-//! Every kernel of every golden script and example that defines `@op.kernel` is compiled for
+//! Every kernel of every golden script and example that makes kernels (`@op.kernel`, a
+//! gradient, an optimizer update: `tessera::golden::kernel_scripts`) is compiled for
 //! sm_80 and sm_90 (`tessera run --emit-ptx`) and assembled by ptxas: 0 errors, 0 spill bytes.
 //! Needs ptxas (`scripts/install-ptxas`, or `TESSERA_PTXAS`); fails with that message if absent.
 
@@ -8,27 +9,7 @@ use tessera_compiler::target::ptxas::{find_ptxas, run_ptxas};
 use tessera_compiler::target::Target;
 
 fn scripts() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut v = vec![];
-    for dir in ["tests/golden", "tests/ir", "examples"] {
-        let Ok(rd) = std::fs::read_dir(root.join(dir)) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.extension().is_some_and(|x| x == "tsr")
-                && std::fs::read_to_string(&p).is_ok_and(|t| {
-                    t.contains("@op.kernel")
-                        || t.contains("graph.grad")
-                        || t.contains("graph.value_and_grad")
-                })
-            {
-                v.push(p);
-            }
-        }
-    }
-    v.sort();
-    v
+    tessera::golden::kernel_scripts(Path::new(env!("CARGO_MANIFEST_DIR")))
 }
 
 #[test]

@@ -56,7 +56,7 @@ pub fn run_with<E: From<RuntimeError>>(
     captures: &[Tensor],
     hook: &mut Hook<'_, E>,
 ) -> Result<Vec<Tensor>, E> {
-    run_timed(g, inputs, captures, hook, &mut |_, _| {})
+    run_inner(g, inputs, captures, hook, None)
 }
 
 /// [`run_with`], telling `timer` how long each op took.
@@ -67,12 +67,24 @@ pub fn run_timed<E: From<RuntimeError>>(
     hook: &mut Hook<'_, E>,
     timer: &mut Timer<'_>,
 ) -> Result<Vec<Tensor>, E> {
+    run_inner(g, inputs, captures, hook, Some(timer))
+}
+
+/// [`run_timed`] with the clock read only when there is a timer (an untimed run of many small
+/// ops would spend a tenth of its time reading it).
+fn run_inner<E: From<RuntimeError>>(
+    g: &Graph,
+    inputs: &[Tensor],
+    captures: &[Tensor],
+    hook: &mut Hook<'_, E>,
+    mut timer: Option<&mut Timer<'_>>,
+) -> Result<Vec<Tensor>, E> {
     let mut vals: Vec<Option<Val>> = vec![None; g.len()];
     // the further results of multi-output ops
     let mut rest: std::collections::HashMap<ValueId, Vec<Tensor>> = Default::default();
     for id in g.ids() {
         let Some(op) = g.op(id) else { continue };
-        let started = std::time::Instant::now();
+        let started = timer.is_some().then(std::time::Instant::now);
         let ty = g.ty(id).ok_or_else(|| internal("a value has no type"))?;
         if let Op::Result { of, index } = op {
             let t = rest
@@ -101,19 +113,23 @@ pub fn run_timed<E: From<RuntimeError>>(
                     *slot = Some(Val::T(main));
                 }
                 rest.insert(id, r.collect());
-                timer(id, started.elapsed());
+                if let (Some(t), Some(s)) = (timer.as_mut(), started) {
+                    t(id, s.elapsed());
+                }
                 continue;
             }
         }
         let (v, more) = eval_op(op, ty, &vals, inputs, captures)?;
-        let took = started.elapsed();
+        let took = started.map(|s| s.elapsed());
         if let Some(slot) = vals.get_mut(id.index()) {
             *slot = Some(v);
         }
         if !more.is_empty() {
             rest.insert(id, more);
         }
-        timer(id, took);
+        if let (Some(t), Some(took)) = (timer.as_mut(), took) {
+            t(id, took);
+        }
     }
     g.outputs
         .iter()

@@ -66,13 +66,15 @@ pub fn parse_bytes(s: &str) -> Option<u64> {
 
 /// The current limit in bytes ([`parse_limits`]).
 pub fn max_bytes() -> u64 {
-    // the files are read and parsed once: this runs on every allocation check
-    static DEFAULT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    let env = std::env::var("TESSERA_MAX_BYTES").ok();
-    if let Some(v) = env.as_deref().and_then(parse_bytes) {
-        return v;
-    }
-    *DEFAULT.get_or_init(|| {
+    // the variable and the files are read and parsed once per process: this runs on every
+    // allocation check (reading the environment each time cost a few percent of a run of
+    // small ops)
+    static LIMIT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        let env = std::env::var("TESSERA_MAX_BYTES").ok();
+        if let Some(v) = env.as_deref().and_then(parse_bytes) {
+            return v;
+        }
         let read = |p: &str| std::fs::read_to_string(p).ok();
         parse_limits(
             None,
