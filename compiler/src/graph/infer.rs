@@ -243,6 +243,35 @@ pub fn epilogue_step(g: &Graph, acc: &TensorType, step: &Epilogue) -> R<TensorTy
     })
 }
 
+/// The type of a fused body's first output, checking that its params have the types of
+/// `inputs` and that its outputs share one shape.
+fn fused_type(g: &Graph, inputs: &[ValueId], body: &Graph) -> R<TensorType> {
+    if inputs.len() != body.params.len() {
+        return Err(TypeError::FusedBody(
+            "fused body params do not match the inputs",
+        ));
+    }
+    for (i, p) in inputs.iter().zip(&body.params) {
+        if ty(g, *i)? != ty(body, *p)? {
+            return Err(TypeError::FusedBody(
+                "fused body param type differs from its input",
+            ));
+        }
+    }
+    let Some(first) = body.outputs.first() else {
+        return Err(TypeError::FusedBody("a fused body has no output"));
+    };
+    let t = ty(body, *first)?;
+    for o in &body.outputs {
+        if ty(body, *o)?.shape != t.shape {
+            return Err(TypeError::FusedBody(
+                "a fused body's outputs differ in shape",
+            ));
+        }
+    }
+    Ok(t.clone())
+}
+
 fn float_or_f32(d: DType) -> DType {
     if d.is_float() {
         d
@@ -572,32 +601,7 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             };
             TensorType::new(of.shape.clone(), to.dtype)
         }
-        Op::FusedElementwise { inputs, body } => {
-            if inputs.len() != body.params.len() {
-                return Err(TypeError::FusedBody(
-                    "fused body params do not match the inputs",
-                ));
-            }
-            for (i, p) in inputs.iter().zip(&body.params) {
-                if ty(g, *i)? != ty(body, *p)? {
-                    return Err(TypeError::FusedBody(
-                        "fused body param type differs from its input",
-                    ));
-                }
-            }
-            let Some(first) = body.outputs.first() else {
-                return Err(TypeError::FusedBody("a fused body has no output"));
-            };
-            let t = ty(body, *first)?;
-            for o in &body.outputs {
-                if ty(body, *o)?.shape != t.shape {
-                    return Err(TypeError::FusedBody(
-                        "a fused body's outputs differ in shape",
-                    ));
-                }
-            }
-            t.clone()
-        }
+        Op::FusedElementwise { inputs, body } => fused_type(g, inputs, body)?,
         Op::Take { x, index, axis } => {
             let (tx, ti) = (ty(g, *x)?, ty(g, *index)?);
             if !ti.dtype.is_int() || *axis >= tx.shape.len() {
@@ -629,29 +633,7 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             axis,
             keepdim,
         } => {
-            if inputs.len() != body.params.len() {
-                return Err(TypeError::FusedBody(
-                    "fused body params do not match the inputs",
-                ));
-            }
-            for (i, p) in inputs.iter().zip(&body.params) {
-                if ty(g, *i)? != ty(body, *p)? {
-                    return Err(TypeError::FusedBody(
-                        "fused body param type differs from its input",
-                    ));
-                }
-            }
-            let Some(first) = body.outputs.first() else {
-                return Err(TypeError::FusedBody("a fused body has no output"));
-            };
-            let t = ty(body, *first)?;
-            for o in &body.outputs {
-                if ty(body, *o)?.shape != t.shape {
-                    return Err(TypeError::FusedBody(
-                        "a fused body's outputs differ in shape",
-                    ));
-                }
-            }
+            let t = &fused_type(g, inputs, body)?;
             if *axis >= t.shape.len() {
                 return Err(TypeError::AxisOutOfRange(*axis));
             }

@@ -58,20 +58,7 @@ pub(crate) fn select(t: &Tensor, index: &Value, offsets: bool) -> Result<Tensor,
     basic.extend(std::iter::repeat_n(full, covers));
     basic.extend(parts[p + 1..].iter().cloned());
     let y = basic_index(&index_items(&Value::tuple(basic.clone()))?).map_err(rt)?;
-    // the axis of `y` the advanced item landed on: the output dimensions of the items before it
-    let is_ellipsis = |v: &Value| v.downcast::<tessera_lang::eval::EllipsisObj>().is_some();
-    let consumed = basic
-        .iter()
-        .filter(|v| matches!(v, Value::Int(_) | Value::Bool(_) | Value::Slice(_)))
-        .count();
-    let axis: usize = parts[..p]
-        .iter()
-        .map(|v| match v {
-            Value::Int(_) | Value::Bool(_) => 0,
-            v if is_ellipsis(v) => t.ndim().saturating_sub(consumed),
-            _ => 1,
-        })
-        .sum();
+    let axis = advanced_axis(&parts[..p], &basic, t.ndim());
     let shape = y.shape().to_vec();
     if mask {
         let k = idx.ndim().max(1);
@@ -112,6 +99,26 @@ pub(crate) fn select(t: &Tensor, index: &Value, offsets: bool) -> Result<Tensor,
     out.extend(idx.shape().iter().map(|&d| d as i64));
     out.extend(shape[axis + 1..].iter().map(|&d| d as i64));
     r.reshape(&out).map_err(rt)
+}
+
+/// The axis of `x[basic]` that an advanced item lands on: the output dimensions of the items
+/// before it (`before`), where `basic` is the whole index with the advanced item as full
+/// slices and `ndim` the indexed tensor's rank (an ellipsis stands for the dims the others
+/// leave). Eager and traced indexing alike.
+pub(crate) fn advanced_axis(before: &[Value], basic: &[Value], ndim: usize) -> usize {
+    let is_ellipsis = |v: &Value| v.downcast::<tessera_lang::eval::EllipsisObj>().is_some();
+    let consumed = basic
+        .iter()
+        .filter(|v| matches!(v, Value::Int(_) | Value::Bool(_) | Value::Slice(_)))
+        .count();
+    before
+        .iter()
+        .map(|v| match v {
+            Value::Int(_) | Value::Bool(_) => 0,
+            v if is_ellipsis(v) => ndim.saturating_sub(consumed),
+            _ => 1,
+        })
+        .sum()
 }
 
 /// The items of a tensor index (`x[1, :, None]`), for eager and traced indexing alike.

@@ -313,19 +313,7 @@ pub(super) fn t_index(
         })?
     };
     // the axis of the slice's result the advanced item landed on
-    let is_ellipsis = |v: &Value| v.downcast::<tessera_lang::eval::EllipsisObj>().is_some();
-    let consumed = basic
-        .iter()
-        .filter(|v| matches!(v, Value::Int(_) | Value::Bool(_) | Value::Slice(_)))
-        .count();
-    let axis: usize = parts[..p]
-        .iter()
-        .map(|v| match v {
-            Value::Int(_) | Value::Bool(_) => 0,
-            v if is_ellipsis(v) => xa.ndim().saturating_sub(consumed),
-            _ => 1,
-        })
-        .sum();
+    let axis = crate::tensor::advanced_axis(&parts[..p], &basic, xa.ndim());
     let aval = tessera_runtime::take_at(&yaval, &ia, axis).map_err(rt)?;
     let ii = ctx.id_of(&idx, ia.dtype(), span);
     Ok(ctx.record(

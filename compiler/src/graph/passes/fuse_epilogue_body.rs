@@ -19,7 +19,7 @@
 //! masks (no integer arithmetic, so the kernel needs no status word); the group limit holds.
 //! The matmul takes the reader's place (every input of the reader is defined there).
 
-use super::PassCx;
+use super::{as_body, PassCx};
 use crate::graph::{DType, Epilogue, EpilogueStep, Fired, Graph, Op, ValueId};
 use std::collections::HashMap;
 
@@ -28,40 +28,7 @@ const RULE: &str = "epilogue_elementwise";
 /// The reader `c` of matmul `m` as an epilogue body: param 0 the accumulator, then the
 /// reader's other inputs.
 fn body_of(g: &Graph, c: ValueId, m: ValueId) -> Option<(Vec<ValueId>, Graph)> {
-    let op = g.op(c)?;
-    let (ins, src): (Vec<ValueId>, Graph) = match op {
-        Op::FusedElementwise { inputs, body } if body.outputs.len() == 1 => {
-            (inputs.clone(), (**body).clone())
-        }
-        _ if op.is_elementwise() => {
-            // the one op as a body of its tensor operands, consts copied in
-            let mut body = Graph::new(format!("{}_body", g.name));
-            let mut map = HashMap::new();
-            let mut ins = vec![];
-            for x in op.operands() {
-                if map.contains_key(&x) {
-                    continue;
-                }
-                let t = g.ty(x)?.clone();
-                let nx = match g.op(x) {
-                    Some(Op::Const { value }) => {
-                        body.push(Op::Const { value: *value }, t, g.span(x))
-                    }
-                    _ => {
-                        ins.push(x);
-                        body.add_param(t, g.span(x))
-                    }
-                };
-                map.insert(x, nx);
-            }
-            let mut o = op.clone();
-            o.map_operands(&mut |x| map.get(&x).copied().unwrap_or(x));
-            let r = body.push(o, g.ty(c)?.clone(), g.span(c));
-            body.outputs = vec![r];
-            (ins, body)
-        }
-        _ => return None,
-    };
+    let (ins, src) = as_body(g, c).filter(|(_, b)| b.outputs.len() == 1)?;
     // the new body: the accumulator first, then the reader's inputs other than the matmul
     let mut nb = Graph::new(src.name.clone());
     let acc = nb.add_param(g.ty(m)?.clone(), g.span(m));

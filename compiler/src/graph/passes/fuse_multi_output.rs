@@ -19,7 +19,7 @@
 //! merged kernel runs where `c` was); the merged body holds at most `PassCx::max_fused_ops`
 //! elementwise ops.
 
-use super::PassCx;
+use super::{as_body, PassCx};
 use crate::graph::{Fired, Graph, Op, ValueId};
 use std::collections::HashMap;
 
@@ -45,37 +45,6 @@ fn result_index(g: &Graph, v: ValueId) -> usize {
         Some(Op::Result { index, .. }) => *index,
         _ => 0,
     }
-}
-
-/// An elementwise op as a fused op's inputs and body (a fused op's own; one op with its tensor
-/// operands as params and its consts copied in).
-fn as_body(g: &Graph, v: ValueId) -> Option<(Vec<ValueId>, Graph)> {
-    let op = g.op(v)?;
-    if let Op::FusedElementwise { inputs, body } = op {
-        return Some((inputs.clone(), (**body).clone()));
-    }
-    let mut body = Graph::new(format!("{}_body", g.name));
-    let mut map = HashMap::new();
-    let mut inputs = Vec::new();
-    for x in op.operands() {
-        if map.contains_key(&x) {
-            continue;
-        }
-        let t = g.ty(x)?.clone();
-        let nx = match g.op(x) {
-            Some(Op::Const { value }) => body.push(Op::Const { value: *value }, t, g.span(x)),
-            _ => {
-                inputs.push(x);
-                body.add_param(t, g.span(x))
-            }
-        };
-        map.insert(x, nx);
-    }
-    let mut op = op.clone();
-    op.map_operands(&mut |x| map.get(&x).copied().unwrap_or(x));
-    let r = body.push(op, g.ty(v)?.clone(), g.span(v));
-    body.outputs = vec![r];
-    Some((inputs, body))
 }
 
 fn ew_count(body: &Graph) -> usize {

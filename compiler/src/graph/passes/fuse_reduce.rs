@@ -18,9 +18,8 @@
 //! whose values are floats or masks (no status word), and the group limit holds. The fused op
 //! takes the operand's place (its inputs are defined there); the reduction's readers read it.
 
-use super::PassCx;
+use super::{as_body, PassCx};
 use crate::graph::{DType, Fired, Graph, Op, ValueId};
-use std::collections::HashMap;
 
 const RULE: &str = "reduction_prologue";
 
@@ -30,35 +29,7 @@ fn float_like(d: DType) -> bool {
 
 /// The operand `v` as a fused op's inputs and body with one output.
 fn one_body(g: &Graph, v: ValueId) -> Option<(Vec<ValueId>, Graph)> {
-    let op = g.op(v)?;
-    if let Op::FusedElementwise { inputs, body } = op {
-        return (body.outputs.len() == 1).then(|| (inputs.clone(), (**body).clone()));
-    }
-    if !op.is_elementwise() {
-        return None;
-    }
-    let mut body = Graph::new(format!("{}_body", g.name));
-    let mut map = HashMap::new();
-    let mut inputs = Vec::new();
-    for x in op.operands() {
-        if map.contains_key(&x) {
-            continue;
-        }
-        let t = g.ty(x)?.clone();
-        let nx = match g.op(x) {
-            Some(Op::Const { value }) => body.push(Op::Const { value: *value }, t, g.span(x)),
-            _ => {
-                inputs.push(x);
-                body.add_param(t, g.span(x))
-            }
-        };
-        map.insert(x, nx);
-    }
-    let mut op = op.clone();
-    op.map_operands(&mut |x| map.get(&x).copied().unwrap_or(x));
-    let r = body.push(op, g.ty(v)?.clone(), g.span(v));
-    body.outputs = vec![r];
-    Some((inputs, body))
+    as_body(g, v).filter(|(_, b)| b.outputs.len() == 1)
 }
 
 /// A reduction `r` whose operand `v` can be fused: (r, v, inputs, body).

@@ -11,6 +11,7 @@ pub mod fuse_multi_output;
 pub mod fuse_reduce;
 
 use super::{Graph, Op, Scalar, ValueId};
+use std::collections::HashMap;
 
 /// What a pass may consult.
 #[derive(Clone, Debug, Default)]
@@ -27,4 +28,39 @@ pub(crate) fn const_number(g: &Graph, v: ValueId) -> Option<f64> {
         }) => Some(value.as_f64()),
         _ => None,
     }
+}
+
+/// An elementwise op as a fused op's inputs and body: a fused op's own, or the one op with its
+/// tensor operands as params (in order of first use) and its consts copied in. `None` for an
+/// op that is not elementwise.
+pub(crate) fn as_body(g: &Graph, v: ValueId) -> Option<(Vec<ValueId>, Graph)> {
+    let op = g.op(v)?;
+    if let Op::FusedElementwise { inputs, body } = op {
+        return Some((inputs.clone(), (**body).clone()));
+    }
+    if !op.is_elementwise() {
+        return None;
+    }
+    let mut body = Graph::new(format!("{}_body", g.name));
+    let mut map = HashMap::new();
+    let mut inputs = Vec::new();
+    for x in op.operands() {
+        if map.contains_key(&x) {
+            continue;
+        }
+        let t = g.ty(x)?.clone();
+        let nx = match g.op(x) {
+            Some(Op::Const { value }) => body.push(Op::Const { value: *value }, t, g.span(x)),
+            _ => {
+                inputs.push(x);
+                body.add_param(t, g.span(x))
+            }
+        };
+        map.insert(x, nx);
+    }
+    let mut op = op.clone();
+    op.map_operands(&mut |x| map.get(&x).copied().unwrap_or(x));
+    let r = body.push(op, g.ty(v)?.clone(), g.span(v));
+    body.outputs = vec![r];
+    Some((inputs, body))
 }
