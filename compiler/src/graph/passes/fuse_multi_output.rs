@@ -19,7 +19,7 @@
 //! merged kernel runs where `c` was); the merged body holds at most `PassCx::max_fused_ops`
 //! elementwise ops.
 
-use super::{as_body, PassCx};
+use super::{as_body, copy_op, finish_rebuild, PassCx};
 use crate::graph::{Fired, Graph, Op, ValueId};
 use std::collections::HashMap;
 
@@ -192,7 +192,6 @@ fn merge(g: &Graph, m: &Merge) -> Option<Graph> {
     let mut map: Vec<Option<ValueId>> = vec![None; g.len()];
     let c_results = results_of(g, c);
     for id in g.ids() {
-        let op = g.op(id)?;
         if p_results.contains(&id) || (c_results.contains(&id) && id != c) {
             continue; // defined at c
         }
@@ -238,29 +237,9 @@ fn merge(g: &Graph, m: &Merge) -> Option<Graph> {
             }
             continue;
         }
-        let mut op = op.clone();
-        let mut ok = true;
-        op.map_operands(&mut |x| {
-            get(&map, x).unwrap_or_else(|| {
-                ok = false;
-                x
-            })
-        });
-        if !ok {
-            return None;
-        }
-        map[id.index()] = Some(ng.push(op, g.ty(id)?.clone(), g.span(id)));
+        copy_op(g, &mut ng, &mut map, id)?;
     }
-    ng.params = g
-        .params
-        .iter()
-        .map(|v| map.get(v.index()).copied().flatten())
-        .collect::<Option<_>>()?;
-    ng.outputs = g
-        .outputs
-        .iter()
-        .map(|v| map.get(v.index()).copied().flatten())
-        .collect::<Option<_>>()?;
+    finish_rebuild(g, &mut ng, &map)?;
     Some(ng)
 }
 

@@ -18,7 +18,7 @@
 //! whose values are floats or masks (no status word), and the group limit holds. The fused op
 //! takes the operand's place (its inputs are defined there); the reduction's readers read it.
 
-use super::{as_body, PassCx};
+use super::{as_body, copy_op, finish_rebuild, PassCx};
 use crate::graph::{DType, Fired, Graph, Op, ValueId};
 
 const RULE: &str = "reduction_prologue";
@@ -102,7 +102,7 @@ fn rewrite(
         if id == r {
             continue; // defined at v
         }
-        let old = g.op(id)?;
+
         if id == v {
             let ins: Vec<ValueId> = inputs
                 .iter()
@@ -133,29 +133,9 @@ fn rewrite(
             }
             continue;
         }
-        let mut op = old.clone();
-        let mut ok = true;
-        op.map_operands(&mut |x| {
-            get(&map, x).unwrap_or_else(|| {
-                ok = false;
-                x
-            })
-        });
-        if !ok {
-            return None;
-        }
-        map[id.index()] = Some(ng.push(op, g.ty(id)?.clone(), g.span(id)));
+        copy_op(g, &mut ng, &mut map, id)?;
     }
-    ng.params = g
-        .params
-        .iter()
-        .map(|p| get(&map, *p))
-        .collect::<Option<_>>()?;
-    ng.outputs = g
-        .outputs
-        .iter()
-        .map(|p| get(&map, *p))
-        .collect::<Option<_>>()?;
+    finish_rebuild(g, &mut ng, &map)?;
     Some(ng)
 }
 

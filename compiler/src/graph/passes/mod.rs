@@ -64,3 +64,35 @@ pub(crate) fn as_body(g: &Graph, v: ValueId) -> Option<(Vec<ValueId>, Graph)> {
     body.outputs = vec![r];
     Some((inputs, body))
 }
+
+/// Copies op `id` of `g` to the end of `ng` (a graph being rebuilt), its operands renumbered
+/// through `map` (old value → new); records its new number. `None` when an operand has none.
+pub(crate) fn copy_op(
+    g: &Graph,
+    ng: &mut Graph,
+    map: &mut [Option<ValueId>],
+    id: ValueId,
+) -> Option<()> {
+    let mut op = g.op(id)?.clone();
+    let mut ok = true;
+    op.map_operands(&mut |x| {
+        map.get(x.index()).copied().flatten().unwrap_or_else(|| {
+            ok = false;
+            x
+        })
+    });
+    if !ok {
+        return None;
+    }
+    let v = ng.push(op, g.ty(id)?.clone(), g.span(id));
+    *map.get_mut(id.index())? = Some(v);
+    Some(())
+}
+
+/// Gives the rebuilt `ng` the params and outputs of `g`, renumbered through `map`.
+pub(crate) fn finish_rebuild(g: &Graph, ng: &mut Graph, map: &[Option<ValueId>]) -> Option<()> {
+    let get = |v: &ValueId| map.get(v.index()).copied().flatten();
+    ng.params = g.params.iter().map(get).collect::<Option<_>>()?;
+    ng.outputs = g.outputs.iter().map(get).collect::<Option<_>>()?;
+    Some(())
+}
