@@ -156,8 +156,7 @@ pub fn run(g: &mut Graph, cx: &PassCx) -> Fired {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::passes::{dce, fuse_elementwise};
-    use crate::graph::verify::verify;
+    use crate::graph::passes::test_util::after_chains;
     use crate::graph::{BinaryOp, ReduceOp, Scalar, TensorType};
     use tessera_lang::Span;
 
@@ -226,13 +225,7 @@ mod tests {
     }
 
     fn fuse(g: &mut Graph) -> Fired {
-        let cx = PassCx::default();
-        fuse_elementwise::run(g, &cx);
-        dce::run(g, &cx);
-        let f = run(g, &cx);
-        dce::run(g, &cx);
-        verify(g).unwrap();
-        f
+        after_chains(g, None, run)
     }
 
     #[test]

@@ -260,13 +260,12 @@ pub fn run(g: &mut Graph, cx: &PassCx) -> Fired {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::passes::{dce, fuse_elementwise};
-    use crate::graph::verify::verify;
-    use crate::graph::{BinaryOp, DType, TensorType, UnaryOp};
+    use crate::graph::passes::test_util::{after_chains, f32t};
+    use crate::graph::{BinaryOp, TensorType, UnaryOp};
     use tessera_lang::Span;
 
     fn t(shape: &[usize]) -> TensorType {
-        TensorType::new(shape.to_vec(), DType::F32)
+        f32t(shape)
     }
 
     /// `m = exp(x) + y` (an output, and read by `p`), `p = m * y - x`; `between` puts a reader
@@ -331,15 +330,7 @@ mod tests {
     }
 
     fn fuse(g: &mut Graph, limit: Option<usize>) -> Fired {
-        let cx = PassCx {
-            max_fused_ops: limit,
-        };
-        fuse_elementwise::run(g, &cx);
-        dce::run(g, &cx);
-        let f = run(g, &cx);
-        dce::run(g, &cx);
-        verify(g).unwrap();
-        f
+        after_chains(g, limit, run)
     }
 
     fn kernels(g: &Graph) -> usize {

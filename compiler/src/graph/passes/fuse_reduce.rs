@@ -159,13 +159,12 @@ pub fn run(g: &mut Graph, cx: &PassCx) -> Fired {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::passes::{dce, fuse_elementwise};
-    use crate::graph::verify::verify;
+    use crate::graph::passes::test_util::{after_chains, f32t};
     use crate::graph::{BinaryOp, ReduceOp, TensorType, UnaryOp};
     use tessera_lang::Span;
 
     fn t(shape: &[usize]) -> TensorType {
-        TensorType::new(shape.to_vec(), DType::F32)
+        f32t(shape)
     }
 
     /// `dz = tanh(x) * dy` read by a matmul (when `shared`) and summed over `axis`.
@@ -222,13 +221,7 @@ mod tests {
     }
 
     fn fuse(g: &mut Graph) -> Fired {
-        let cx = PassCx::default();
-        fuse_elementwise::run(g, &cx);
-        dce::run(g, &cx);
-        let f = run(g, &cx);
-        dce::run(g, &cx);
-        verify(g).unwrap();
-        f
+        after_chains(g, None, run)
     }
 
     #[test]

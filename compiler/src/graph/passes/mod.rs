@@ -9,6 +9,8 @@ pub mod fuse_epilogue;
 pub mod fuse_epilogue_body;
 pub mod fuse_multi_output;
 pub mod fuse_reduce;
+#[cfg(test)]
+mod test_util;
 
 use super::{Graph, Op, Scalar, ValueId};
 use std::collections::HashMap;
