@@ -170,6 +170,10 @@ pub(super) fn run_device(
             // Shapes only: nothing is launched.
             return None;
         }
+        if result_types_empty(&c.graph, id) {
+            // An empty result: nothing to compute or compare; the cpu makes it.
+            return None;
+        }
         let Some(t) = &ck.target else {
             let why = ck.not_lowered.as_deref().unwrap_or("no reason given");
             return match check {
@@ -180,10 +184,6 @@ pub(super) fn run_device(
                 }
             };
         };
-        if check.is_some() && k.ty.shape.iter().product::<usize>() == 0 {
-            // An empty result: nothing to compare.
-            return None;
-        }
         let Some(d) = device.get().filter(|_| !lost) else {
             return check.map(|_| {
                 Err(crate::cuda::unavailable(
@@ -285,6 +285,13 @@ pub(super) fn run_device(
         }
     }
     r
+}
+
+/// Whether every result of the op at `id` is empty (a kernel with nothing to compute).
+fn result_types_empty(g: &Graph, id: ValueId) -> bool {
+    g.result_types(id)
+        .iter()
+        .all(|t| t.shape.iter().product::<usize>() == 0)
 }
 
 /// How [`run_device`] runs a call's kernels.
