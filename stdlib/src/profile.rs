@@ -472,13 +472,58 @@ pub fn mesh_kernel_us(flops: f64, bytes: f64, dtype: &str, target: Target) -> (f
     }
 }
 
+/// The model's time of a collective on `mesh` for `target` (its NVLink): (µs, algorithm,
+/// bytes of the whole tensor).
+pub fn collective_model(
+    mesh: &tessera_compiler::schedule::mesh::MeshShape,
+    comm: &tessera_compiler::schedule::mesh::Comm,
+    local_shape: &[usize],
+    elem_bytes: usize,
+    target: Target,
+) -> (f64, &'static str, f64) {
+    use tessera_compiler::schedule::mesh::{comm_bytes, CommKind};
+    let bytes = comm_bytes(*comm, local_shape, elem_bytes, mesh);
+    let p = mesh.shape.get(comm.axis).copied().unwrap_or(1) as u32;
+    let c = match comm.kind {
+        CommKind::AllReduce(_) => cost::Collective::AllReduce,
+        CommKind::ReduceScatter(..) => cost::Collective::ReduceScatter,
+        CommKind::AllGather(_) => cost::Collective::AllGather,
+        CommKind::AllToAll { .. } => cost::Collective::AllToAll,
+    };
+    let (us, algo) = cost::collective_us(c, bytes, p, target);
+    (us, algo, bytes)
+}
+
+/// The model's time of one mesh step for `target` (µs): a kernel per device, or a collective.
+pub fn mesh_step_model_us(
+    mesh: &tessera_compiler::schedule::mesh::MeshShape,
+    step: &tessera_compiler::schedule::mesh::Step,
+    target: Target,
+) -> f64 {
+    use tessera_compiler::schedule::mesh::Step;
+    match step {
+        Step::Kernel {
+            flops,
+            bytes,
+            dtype,
+            ..
+        } => mesh_kernel_us(*flops, *bytes, dtype, target).0,
+        Step::Collective {
+            comm,
+            local_shape,
+            elem_bytes,
+            ..
+        } => collective_model(mesh, comm, local_shape, *elem_bytes, target).0,
+    }
+}
+
 /// Records one step on a mesh: the measured row (when it ran on data) and the model's row.
 pub fn record_mesh_step(
     session: &Session,
     mesh: &tessera_compiler::schedule::mesh::MeshShape,
     step: &tessera_compiler::schedule::mesh::Step,
 ) {
-    use tessera_compiler::schedule::mesh::{comm_bytes, CommKind, Step};
+    use tessera_compiler::schedule::mesh::Step;
     let target = session.target.get();
     let n = mesh.size();
     let (name, kind, tile, shape, measured, model) = match step {
@@ -516,15 +561,7 @@ pub fn record_mesh_step(
             measured_us,
             ..
         } => {
-            let bytes = comm_bytes(*comm, local_shape, *elem_bytes, mesh);
-            let p = mesh.shape.get(comm.axis).copied().unwrap_or(1) as u32;
-            let c = match comm.kind {
-                CommKind::AllReduce(_) => cost::Collective::AllReduce,
-                CommKind::ReduceScatter(..) => cost::Collective::ReduceScatter,
-                CommKind::AllGather(_) => cost::Collective::AllGather,
-                CommKind::AllToAll { .. } => cost::Collective::AllToAll,
-            };
-            let (us, algo) = cost::collective_us(c, bytes, p, target);
+            let (us, algo, bytes) = collective_model(mesh, comm, local_shape, *elem_bytes, target);
             let ax = mesh.axes.get(comm.axis).cloned().unwrap_or_default();
             let s = us * 1e-6;
             (

@@ -12,6 +12,7 @@
 use super::exec::{common_mesh, elementwise_binary, kernel, on_mesh, value_of, Sv};
 use super::*;
 use tessera_compiler::graph::{Graph, Op, ReduceOp, ValueId};
+use tessera_compiler::target::Target;
 
 /// The default gradient bucket: 1 MiB of gradients per all-reduce.
 pub const GRAD_BUCKET_BYTES: u64 = 1 << 20;
@@ -298,12 +299,15 @@ fn finish(
 /// kernels (each collective against the measured time of the kernels it may run beside).
 /// The local mesh runs its collectives in program order, so this is what the plan would
 /// hide, not a measured overlap.
-pub fn overlap_note(p: &Program, ov: &Overlap) -> Option<String> {
+pub fn overlap_note(p: &Program, ov: &Overlap, target: Target) -> Option<String> {
     let mesh = p.mesh.as_ref()?;
     let us = |s: &Step| match s {
         Step::Kernel { measured_us, .. } | Step::Collective { measured_us, .. } => *measured_us,
     };
     let (mut count, mut bytes, mut comm, mut hidden) = (0, 0.0, 0.0, 0.0);
+    // the same plan with the model's times for the target (its kernels' roofline, its NVLink)
+    let model = |s: &Step| crate::profile::mesh_step_model_us(mesh, s, target);
+    let (mut comm_m, mut hidden_m) = (0.0, 0.0);
     let plan = rules::overlap(&p.steps);
     for (i, s) in p.steps.iter().enumerate() {
         let Step::Collective {
@@ -317,10 +321,16 @@ pub fn overlap_note(p: &Program, ov: &Overlap) -> Option<String> {
         };
         count += 1;
         bytes += rules::comm_bytes(*c, local_shape, *elem_bytes, mesh);
+        let beside_ks: &[usize] = plan
+            .iter()
+            .find(|(c, _)| *c == i)
+            .map_or(&[], |(_, ks)| ks.as_slice());
+        let tm = model(s);
+        let beside_m: f64 = beside_ks.iter().map(|&k| model(&p.steps[k])).sum();
+        comm_m += tm;
+        hidden_m += tm.min(beside_m);
         let t = us(s)?;
-        let beside: f64 = plan.iter().find(|(c, _)| *c == i).map_or(0.0, |(_, ks)| {
-            ks.iter().filter_map(|&k| us(&p.steps[k])).sum()
-        });
+        let beside: f64 = beside_ks.iter().filter_map(|&k| us(&p.steps[k])).sum();
         comm += t;
         hidden += t.min(beside);
     }
@@ -336,8 +346,18 @@ pub fn overlap_note(p: &Program, ov: &Overlap) -> Option<String> {
     } else {
         String::new()
     };
+    let modelled = format!(
+        "; modelled for {} ×{}: {comm_m:.1} µs of collectives, {:.0}% beside kernels (model)",
+        target.name(),
+        mesh.size(),
+        if comm_m > 0.0 {
+            100.0 * hidden_m / comm_m
+        } else {
+            0.0
+        },
+    );
     Some(format!(
-        "gradients on the mesh: {count} collective(s), {bytes:.0} B; the overlap plan puts {:.0}% of their measured {:.1} µs beside independent kernels{measured}",
+        "gradients on the mesh: {count} collective(s), {bytes:.0} B; the overlap plan puts {:.0}% of their measured {:.1} µs beside independent kernels{measured}{modelled}",
         if comm > 0.0 { 100.0 * hidden / comm } else { 0.0 },
         comm
     ))

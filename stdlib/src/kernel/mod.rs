@@ -453,7 +453,7 @@ impl KernelObj {
         s.on_mesh.set(s.on_mesh.get().saturating_sub(1));
         let (outs, ov) = r?;
         if s.profile.borrow().active {
-            if let Some(n) = crate::dist::overlap_note(&program, &ov) {
+            if let Some(n) = crate::dist::overlap_note(&program, &ov, s.target.get()) {
                 s.profile.borrow_mut().notes.push(n);
             }
         }
