@@ -1086,3 +1086,34 @@ fn no_panics_on_awkward_inputs() {
         let _ = binary(BinaryOp::FloorDiv, Scalar::Int(i64::MIN), a);
     }
 }
+
+#[test]
+fn a_last_two_axes_transpose_equals_the_strided_one() {
+    // against element-by-element indexing: several planes, odd sizes, ints
+    for (b, r, c) in [
+        (1usize, 1usize, 1usize),
+        (3, 37, 70),
+        (2, 64, 33),
+        (1, 5, 200),
+    ] {
+        let x = Tensor::randn(&[b, r, c], DType::F32, 7).unwrap();
+        let t = x.transpose(Some(&[0, 2, 1])).unwrap();
+        assert_eq!(t.shape(), &[b, c, r]);
+        let xv = x.to_f32_vec().unwrap();
+        let tv = t.to_f32_vec().unwrap();
+        for p in 0..b {
+            for i in 0..r {
+                for j in 0..c {
+                    assert_eq!(tv[(p * c + j) * r + i], xv[(p * r + i) * c + j]);
+                }
+            }
+        }
+        let ti = Tensor::from_i64(&[r, c], (0..(r * c) as i64).collect(), DType::I32).unwrap();
+        let tt = ti.T().unwrap().to_i64_vec().unwrap();
+        for i in 0..r {
+            for j in 0..c {
+                assert_eq!(tt[j * r + i], (i * c + j) as i64);
+            }
+        }
+    }
+}
