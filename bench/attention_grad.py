@@ -10,11 +10,10 @@ Usage (from the repository root, NumPy in .venv):
     .venv/bin/python bench/attention_grad.py --tessera /path/to/release/tessera --runs 5
 """
 import argparse
-import os
 import statistics
-import subprocess
-import tempfile
 import time
+
+from tessera_time import per_call_ms
 
 import numpy as np
 
@@ -43,22 +42,12 @@ print(r[0].shape)
 
 
 def tessera_ms(exe, which, b, s, d, causal, n, runs):
-    def run(calls):
-        src = SCRIPT.format(b=b, s=s, d=d, causal=causal, which=which, n=calls)
-        with tempfile.NamedTemporaryFile("w", suffix=".tsr", delete=False) as f:
-            f.write(src)
-            path = f.name
-        try:
-            t0 = time.perf_counter()
-            subprocess.run([exe, "run", path], check=True, capture_output=True)
-            return time.perf_counter() - t0
-        finally:
-            os.unlink(path)
-
-    diffs = []
-    for _ in range(runs):
-        diffs.append((run(1 + n) - run(1)) / n)
-    return statistics.median(diffs) * 1e3
+    return per_call_ms(
+        exe,
+        lambda calls: SCRIPT.format(b=b, s=s, d=d, causal=causal, which=which, n=calls),
+        n,
+        runs,
+    )
 
 
 def numpy_ms(b, s, d, causal, runs):

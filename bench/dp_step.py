@@ -9,11 +9,8 @@ Usage (from the repository root):
     python3 bench/dp_step.py --tessera /path/to/release/tessera --runs 5
 """
 import argparse
-import os
-import statistics
-import subprocess
-import tempfile
-import time
+
+from tessera_time import per_call_ms
 
 SIZES = [(64, 8, 32, 4), (1024, 256, 512, 16)]
 SCRIPT = """
@@ -46,19 +43,13 @@ print(loss)
 
 
 def step_ms(exe, size, devices, n, runs):
-    def run(steps):
-        src = SCRIPT.format(n=size[0], d_in=size[1], h=size[2], c=size[3], devices=devices, steps=steps)
-        with tempfile.NamedTemporaryFile("w", suffix=".tsr", delete=False) as f:
-            f.write(src)
-            path = f.name
-        try:
-            t0 = time.perf_counter()
-            subprocess.run([exe, "run", path], check=True, capture_output=True)
-            return time.perf_counter() - t0
-        finally:
-            os.unlink(path)
-
-    return statistics.median((run(1 + n) - run(1)) / n for _ in range(runs)) * 1e3
+    return per_call_ms(
+        exe,
+        lambda steps: SCRIPT.format(n=size[0], d_in=size[1], h=size[2], c=size[3],
+                                    devices=devices, steps=steps),
+        n,
+        runs,
+    )
 
 
 def main():

@@ -270,37 +270,31 @@ fn eval_op(
     inputs: &[Tensor],
     captures: &[Tensor],
 ) -> crate::Result<(Val, Vec<Tensor>)> {
-    if let Op::FusedElementwise { inputs: ins, body } = op {
-        let ins = ins
-            .iter()
-            .map(|x| tens(vals, *x))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut out = run_body(body, &ins, captures)?.into_iter();
-        let main = out
-            .next()
-            .ok_or_else(|| internal("a fused body returned nothing"))?;
-        return Ok((Val::T(main), out.collect()));
-    }
-    if let Op::FusedReduce {
-        inputs: ins,
-        body,
-        op: r,
-        axis,
-        keepdim,
-    } = op
-    {
-        let ins = ins
-            .iter()
-            .map(|x| tens(vals, *x))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut out = run_body(body, &ins, captures)?.into_iter();
-        let x = out
-            .next()
-            .ok_or_else(|| internal("a fused body returned nothing"))?;
-        let v = rtm::reduce(&x, *r, Some(*axis as isize), *keepdim)?;
-        return Ok((Val::T(v), out.collect()));
-    }
-    Ok((eval_one(op, ty, vals, inputs, captures)?, Vec::new()))
+    let (ins, body, reduce) = match op {
+        Op::FusedElementwise { inputs, body } => (inputs, body, None),
+        Op::FusedReduce {
+            inputs,
+            body,
+            op,
+            axis,
+            keepdim,
+        } => (inputs, body, Some((*op, *axis, *keepdim))),
+        _ => return Ok((eval_one(op, ty, vals, inputs, captures)?, Vec::new())),
+    };
+    let ins = ins
+        .iter()
+        .map(|x| tens(vals, *x))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut out = run_body(body, &ins, captures)?.into_iter();
+    let first = out
+        .next()
+        .ok_or_else(|| internal("a fused body returned nothing"))?;
+    // a fused reduction's value is the reduction of its body's first output
+    let main = match reduce {
+        Some((r, axis, keepdim)) => rtm::reduce(&first, r, Some(axis as isize), keepdim)?,
+        None => first,
+    };
+    Ok((Val::T(main), out.collect()))
 }
 
 /// [`eval_op`] of an op with one result.

@@ -19,7 +19,7 @@
 //! masks (no integer arithmetic, so the kernel needs no status word); the group limit holds.
 //! The matmul takes the reader's place (every input of the reader is defined there).
 
-use super::{as_body, PassCx};
+use super::{as_body, copy_body, PassCx};
 use crate::graph::{DType, Epilogue, EpilogueStep, Fired, Graph, Op, ValueId};
 use std::collections::HashMap;
 
@@ -32,37 +32,21 @@ fn body_of(g: &Graph, c: ValueId, m: ValueId) -> Option<(Vec<ValueId>, Graph)> {
     // the new body: the accumulator first, then the reader's inputs other than the matmul
     let mut nb = Graph::new(src.name.clone());
     let acc = nb.add_param(g.ty(m)?.clone(), g.span(m));
-    let others: Vec<ValueId> = ins.iter().copied().filter(|x| *x != m).collect();
-    let mut outer: Vec<ValueId> = vec![];
-    let mut param_of: HashMap<ValueId, ValueId> = HashMap::new();
-    for x in &others {
-        if !param_of.contains_key(x) {
-            let p = nb.add_param(g.ty(*x)?.clone(), g.span(*x));
-            param_of.insert(*x, p);
-            outer.push(*x);
+    // `as_body` lists each input once
+    let outer: Vec<ValueId> = ins.iter().copied().filter(|x| *x != m).collect();
+    let params: Vec<ValueId> = outer
+        .iter()
+        .map(|x| Some(nb.add_param(g.ty(*x)?.clone(), g.span(*x))))
+        .collect::<Option<_>>()?;
+    let outs = copy_body(&mut nb, &src, &|i| {
+        let x = *ins.get(i)?;
+        if x == m {
+            Some(acc)
+        } else {
+            outer.iter().position(|o| *o == x).map(|k| params[k])
         }
-    }
-    let mut map: HashMap<ValueId, ValueId> = HashMap::new();
-    for id in src.ids() {
-        let op = src.op(id)?;
-        let nv = match op {
-            Op::Param { index } => {
-                let x = *ins.get(*index)?;
-                if x == m {
-                    acc
-                } else {
-                    *param_of.get(&x)?
-                }
-            }
-            _ => {
-                let mut o = op.clone();
-                o.map_operands(&mut |x| map.get(&x).copied().unwrap_or(x));
-                nb.push(o, src.ty(id)?.clone(), src.span(id))
-            }
-        };
-        map.insert(id, nv);
-    }
-    nb.outputs = vec![*map.get(src.outputs.first()?)?];
+    })?;
+    nb.outputs = vec![*outs.first()?];
     Some((outer, nb))
 }
 

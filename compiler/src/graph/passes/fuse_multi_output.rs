@@ -19,9 +19,8 @@
 //! merged kernel runs where `c` was); the merged body holds at most `PassCx::max_fused_ops`
 //! elementwise ops.
 
-use super::{as_body, copy_op, finish_rebuild, PassCx};
+use super::{as_body, copy_body, copy_op, finish_rebuild, PassCx};
 use crate::graph::{Fired, Graph, Op, ValueId};
-use std::collections::HashMap;
 
 const RULE: &str = "elementwise_multi_output";
 
@@ -123,28 +122,6 @@ fn find(g: &Graph, limit: usize) -> Option<Merge> {
         }
     }
     None
-}
-
-/// Copies `src`'s non-param ops into `dst`, params read through `param`; returns the outputs.
-fn copy_body(
-    dst: &mut Graph,
-    src: &Graph,
-    param: &dyn Fn(usize) -> Option<ValueId>,
-) -> Option<Vec<ValueId>> {
-    let mut map: HashMap<ValueId, ValueId> = HashMap::new();
-    for id in src.ids() {
-        let op = src.op(id)?;
-        let nv = match op {
-            Op::Param { index } => param(*index)?,
-            _ => {
-                let mut op = op.clone();
-                op.map_operands(&mut |x| map.get(&x).copied().unwrap_or(x));
-                dst.push(op, src.ty(id)?.clone(), src.span(id))
-            }
-        };
-        map.insert(id, nv);
-    }
-    src.outputs.iter().map(|o| map.get(o).copied()).collect()
 }
 
 fn merge(g: &Graph, m: &Merge) -> Option<Graph> {

@@ -98,3 +98,25 @@ pub(crate) fn finish_rebuild(g: &Graph, ng: &mut Graph, map: &[Option<ValueId>])
     ng.outputs = g.outputs.iter().map(get).collect::<Option<_>>()?;
     Some(())
 }
+
+/// Copies `src`'s non-param ops into `dst`, params read through `param`; returns the outputs.
+pub(crate) fn copy_body(
+    dst: &mut Graph,
+    src: &Graph,
+    param: &dyn Fn(usize) -> Option<ValueId>,
+) -> Option<Vec<ValueId>> {
+    let mut map: HashMap<ValueId, ValueId> = HashMap::new();
+    for id in src.ids() {
+        let op = src.op(id)?;
+        let nv = match op {
+            Op::Param { index } => param(*index)?,
+            _ => {
+                let mut op = op.clone();
+                op.map_operands(&mut |x| map.get(&x).copied().unwrap_or(x));
+                dst.push(op, src.ty(id)?.clone(), src.span(id))
+            }
+        };
+        map.insert(id, nv);
+    }
+    src.outputs.iter().map(|o| map.get(o).copied()).collect()
+}

@@ -359,13 +359,6 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
             else {
                 return Err(nl(k, "not a fused reduction"));
             };
-            use crate::graph::ReduceOp as Ro;
-            let ro = match r {
-                Ro::Sum => RowOp::Sum,
-                Ro::Mean => RowOp::Mean,
-                Ro::Max => RowOp::Max,
-                Ro::Min => RowOp::Min,
-            };
             let xt = body
                 .outputs
                 .first()
@@ -375,16 +368,10 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
             if !both64 && (!any_float(k.ty.dtype) || !any_float(xt.dtype)) {
                 return Err(nl(k, format!("{} fused reductions", xt.dtype)));
             }
-            let outer: u64 = xt.shape[..*axis].iter().map(|&d| d as u64).product();
-            let len = xt.shape.get(*axis).map(|&d| d as u64).unwrap_or(1);
-            let inner: u64 = xt.shape.iter().skip(axis + 1).map(|&d| d as u64).product();
-            if inner <= 1 {
+            if xt.shape.iter().skip(axis + 1).product::<usize>() <= 1 {
                 return Err(nl(k, "a fused reduction over the last axis"));
             }
-            if outer * len * inner == 0 || outer * len * inner > u64::from(u32::MAX) {
-                return Err(nl(k, "an empty or too large (>2^32 elements) reduction"));
-            }
-            super::reduce_axis::tile(k, ro, outer, len, inner, &mut tk)?;
+            middle_axis(k, row_op(*r), &xt.shape, *axis, &mut tk)?;
         }
         Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => {
             let x = *k.inputs.first().ok_or_else(|| nl(k, "no input"))?;
@@ -408,13 +395,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                     false,
                 ),
                 Op::Reduce { op: r, axis, .. } => {
-                    use crate::graph::ReduceOp as Ro;
-                    let ro = match r {
-                        Ro::Sum => RowOp::Sum,
-                        Ro::Mean => RowOp::Mean,
-                        Ro::Max => RowOp::Max,
-                        Ro::Min => RowOp::Min,
-                    };
+                    let ro = row_op(*r);
                     let inner: u64 = match axis {
                         Some(a) => xt.shape.iter().skip(a + 1).map(|&d| d as u64).product(),
                         None => 1,
@@ -432,16 +413,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                             if !both64 && !int && (!any_float(k.ty.dtype) || !any_float(xt.dtype)) {
                                 return Err(nl(k, format!("{} reductions", xt.dtype)));
                             }
-                            let outer: u64 = xt.shape[..*a].iter().map(|&d| d as u64).product();
-                            let len = xt.shape.get(*a).map(|&d| d as u64).unwrap_or(1);
-                            if outer * len * inner == 0 || outer * len * inner > u64::from(u32::MAX)
-                            {
-                                return Err(nl(
-                                    k,
-                                    "an empty or too large (>2^32 elements) reduction",
-                                ));
-                            }
-                            super::reduce_axis::tile(k, ro, outer, len, inner, &mut tk)?;
+                            middle_axis(k, ro, &xt.shape, *a, &mut tk)?;
                             return Ok(tk);
                         }
                     }
@@ -549,4 +521,33 @@ fn take_tile(
         scatter,
     };
     Ok(())
+}
+
+/// The row kernels' name for a reduction.
+fn row_op(r: crate::graph::ReduceOp) -> RowOp {
+    use crate::graph::ReduceOp as Ro;
+    match r {
+        Ro::Sum => RowOp::Sum,
+        Ro::Mean => RowOp::Mean,
+        Ro::Max => RowOp::Max,
+        Ro::Min => RowOp::Min,
+    }
+}
+
+/// A reduction of `shape` over `axis` (not the last) as the middle-axis kernel of
+/// `[outer, len, inner]`.
+fn middle_axis(
+    k: &Kernel,
+    ro: RowOp,
+    shape: &[usize],
+    axis: usize,
+    tk: &mut TileKernel,
+) -> Result<(), NotLowered> {
+    let outer: u64 = shape[..axis].iter().map(|&d| d as u64).product();
+    let len = shape.get(axis).map(|&d| d as u64).unwrap_or(1);
+    let inner: u64 = shape.iter().skip(axis + 1).map(|&d| d as u64).product();
+    if outer * len * inner == 0 || outer * len * inner > u64::from(u32::MAX) {
+        return Err(nl(k, "an empty or too large (>2^32 elements) reduction"));
+    }
+    super::reduce_axis::tile(k, ro, outer, len, inner, tk)
 }
