@@ -18,7 +18,7 @@ use std::time::Instant;
 
 /// Scripts whose only cross-check failure is a kernel a generator does not lower yet, at the
 /// end of the script (everything before it is cross-checked): (script, reason).
-const NOT_LOWERED_YET: &[(&str, &str)] = &[("tests/golden/grad_check.tsr", "fp64 attention")];
+const NOT_LOWERED_YET: &[(&str, &str)] = &[];
 
 /// Scripts that show the cpu fallback of the `emu` device on purpose, with a kernel kind that
 /// has no generator: (script, reason).

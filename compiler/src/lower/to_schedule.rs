@@ -10,7 +10,7 @@
 //! | row kernels | one warp per row, 4 rows per block |
 //! | flash attention | 16 query rows per block (4 warps × 4 rows), key tiles of 32, fp32 FMA |
 
-use crate::graph::{DType, Graph, Op, TensorType};
+use crate::graph::{DType, Graph, Op, TensorType, ValueId};
 use crate::schedule::{
     kind_of, mma_tf32, tensor_core_dtype, verify, Directives, Kernel, Kind, Program, Schedule,
     ScheduleError,
@@ -140,12 +140,13 @@ fn schedule_for(
                 t.and_then(|t| t.shape.last().copied()).unwrap_or(0) as u64
             };
             let (dq, dv) = (dims(0), dims(2));
+            let eb = attention_elem_bytes(g, inputs, ty);
             let smem = |bm: u64| match op {
                 Op::AttentionGrad { .. } => {
-                    crate::lower::kernels::attention_grad::smem_bytes(bm, 32, dq, dv)
+                    crate::lower::kernels::attention_grad::smem_bytes(eb, bm, 32, dq, dv)
                 }
-                Op::AttentionLse { .. } => fma_attention_smem(bm, 32, dq, 0),
-                _ => fma_attention_smem(bm, 32, dq, dv),
+                Op::AttentionLse { .. } => fma_attention_smem(eb, bm, 32, dq, 0),
+                _ => fma_attention_smem(eb, bm, 32, dq, dv),
             };
             let bm = [16, 8, 4]
                 .into_iter()
@@ -159,7 +160,7 @@ fn schedule_for(
                 tensor_cores: tc,
                 async_copy: false,
                 threads: 128,
-                elem_bytes: if tc { 2 } else { 4 },
+                elem_bytes: if tc { 2 } else { eb as u32 },
             }
         }
         Kind::Softmax | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => Schedule {
@@ -225,9 +226,23 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Program, Sched
     Ok(p)
 }
 
-/// Shared memory of the fp32 FMA attention: Q rows, K (padded rows) and V tiles as f32.
-pub fn fma_attention_smem(bm: u64, bn: u64, dq: u64, dv: u64) -> u64 {
-    4 * (bm * dq + bn * (dq + 1) + (bn + 1) * dv.next_multiple_of(32))
+/// The bytes of an FMA attention's tile element: 8 when an operand or the result is fp64 (the
+/// kernel computes in fp64), else 4 (fp32).
+pub fn attention_elem_bytes(g: &Graph, inputs: &[ValueId], ty: &TensorType) -> u64 {
+    let f64_in = inputs
+        .iter()
+        .any(|&v| g.ty(v).is_some_and(|t| t.dtype == DType::F64));
+    if f64_in || ty.dtype == DType::F64 {
+        8
+    } else {
+        4
+    }
+}
+
+/// Shared memory of the FMA attention: Q rows, K (padded rows) and V tiles of `eb`-byte
+/// values.
+pub fn fma_attention_smem(eb: u64, bm: u64, bn: u64, dq: u64, dv: u64) -> u64 {
+    eb * (bm * dq + bn * (dq + 1) + (bn + 1) * dv.next_multiple_of(32))
 }
 
 /// The most shared memory an fp32 FMA attention's tiles take: the smallest per-block limit

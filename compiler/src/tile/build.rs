@@ -457,6 +457,38 @@ impl Builder {
             Ty::B32,
         )
     }
+    /// [`Builder::shfl`] of a value of `ty` (32 or 64 bits; a 64-bit one moves as two
+    /// 32-bit halves), the result of `ty`.
+    pub fn shfl_typed(
+        &mut self,
+        mode: ShflMode,
+        ty: Ty,
+        src: Value,
+        lane: impl Into<Operand>,
+        clamp: impl Into<Operand>,
+    ) -> Value {
+        let (lane, clamp) = (lane.into(), clamp.into());
+        if ty.bits() != 64 {
+            let r = self.shfl(mode, src, lane, clamp);
+            return if ty == Ty::B32 {
+                r
+            } else {
+                self.bitcast(ty, r)
+            };
+        }
+        let bits = self.bitcast(Ty::B64, src);
+        let lo = self.cast(Ty::U32, Ty::U64, None, bits);
+        let hi = self.bin(BinOp::Shr, Ty::U64, bits, imm(32));
+        let hi = self.cast(Ty::U32, Ty::U64, None, hi);
+        let [lo, hi] = [lo, hi].map(|h| {
+            let s = self.shfl(mode, h, lane, clamp);
+            let s = self.bitcast(Ty::U32, s);
+            self.cast(Ty::U64, Ty::U32, None, s)
+        });
+        let hi = self.bin(BinOp::Shl, Ty::B64, hi, imm(32));
+        let joined = self.bin(BinOp::Or, Ty::B64, lo, hi);
+        self.bitcast(ty, joined)
+    }
     pub fn reduce_block(&mut self, op: BinOp, ty: Ty, v: Value, scratch: Value) -> Value {
         self.one(
             OpKind::ReduceBlock { op, ty },

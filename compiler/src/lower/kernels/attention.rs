@@ -1,38 +1,111 @@
-//! FlashAttention forward with fp32 FMA: a block of 4 warps per `bm` query rows, key tiles of
-//! 32 keys (lane ↔ key for the scores, lane ↔ output columns for the accumulator) staged
+//! FlashAttention forward on the FMA units: a block of 4 warps per `bm` query rows, key tiles
+//! of 32 keys (lane ↔ key for the scores, lane ↔ output columns for the accumulator) staged
 //! through shared memory, online softmax (the running max, sum and accumulator are carried
 //! through the key loop; the accumulator is rescaled when the max grows).
+//! In fp32 (`ex2.approx`, scores in base-2 units), or in fp64 when an operand is fp64 (as the
+//! cpu computes): fp64 tiles, the fp64 `e^x` and `ln x` sequences, scores in natural units.
 //! Parameters: q, k, v, o, sq, sk; the batch is grid y.
 
-use super::blocks::{load_elem, store_elem};
+use super::blocks::{fconst, load_elem, store_elem};
 use super::{no, ParamSet, R};
 use crate::graph::{DType, Graph};
 use crate::target::{BinOp, Cmp, Dim, SReg, ShflMode, Ty, UnOp};
-use crate::tile::build::{fimm, imm, Builder};
-use crate::tile::ir::{Kernel, Layout, Operand, ParamRole, SharedBuf, Type, Value};
+use crate::tile::build::{imm, Builder};
+use crate::tile::ir::{Kernel, Layout, MathFn, Operand, ParamRole, SharedBuf, Type, Value};
 use crate::tile::{AttnBatch, TileKernel};
 
 const LOG2E: f64 = std::f64::consts::LOG2_E;
 
-/// An f32 shared buffer of `rows × pitch` floats.
-pub(super) fn f32_buf(rows: u32, pitch: u32) -> SharedBuf {
+/// The bytes of one `ty` value.
+pub(super) fn bytes(ty: Ty) -> u32 {
+    ty.bits() / 8
+}
+
+/// A shared buffer of `rows × pitch` values of `ty`.
+pub(super) fn fbuf(ty: Ty, rows: u32, pitch: u32) -> SharedBuf {
     SharedBuf {
-        elem_bytes: 4,
+        elem_bytes: bytes(ty),
         shape: vec![1, rows, pitch],
         layout: Layout {
-            pitch: pitch * 4,
+            pitch: pitch * bytes(ty),
             swizzle: None,
         },
         align: 16,
     }
 }
 
+/// The compute type of an attention kernel whose operands and result have these dtypes:
+/// fp64 when one is fp64, else fp32.
+pub fn compute_ty(dtypes: &[DType]) -> Ty {
+    if dtypes.contains(&DType::F64) {
+        Ty::F64
+    } else {
+        Ty::F32
+    }
+}
+
+/// How a kernel of compute type `ty` takes exponentials: fp32 in base 2 (`ex2.approx` of
+/// scores pre-multiplied by log2 e), fp64 in base e (the fp64 `e^x` sequence).
+#[derive(Copy, Clone)]
+pub(super) struct Exp(pub Ty);
+
+impl Exp {
+    /// The factor taking natural-log units to this kernel's units.
+    pub fn units(self) -> f64 {
+        if self.0 == Ty::F64 {
+            1.0
+        } else {
+            LOG2E
+        }
+    }
+    /// The exponential in this kernel's units.
+    pub fn exp(self, b: &mut Builder, x: Value) -> Value {
+        if self.0 == Ty::F64 {
+            b.math(MathFn::Exp, Ty::F64, &[x.into()])
+        } else {
+            b.unary(UnOp::Ex2Approx, Ty::F32, x)
+        }
+    }
+    /// `ln x`, back in natural units, of a sum `x` in this kernel's units.
+    pub fn ln(self, b: &mut Builder, m: Value, l: Value) -> Value {
+        if self.0 == Ty::F64 {
+            let lg = b.math(MathFn::Log, Ty::F64, &[l.into()]);
+            b.add(Ty::F64, m, lg)
+        } else {
+            let lg = b.unary(UnOp::Lg2Approx, Ty::F32, l);
+            let t = b.add(Ty::F32, m, lg);
+            b.mul(Ty::F32, t, fconst(Ty::F32, std::f64::consts::LN_2))
+        }
+    }
+}
+
+/// [`store_elem`] of a value of the compute type `ty` (fp64 rounded to fp32 first when stored
+/// as a narrower dtype).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn store_as(
+    b: &mut Builder,
+    ty: Ty,
+    d: DType,
+    view: Value,
+    idx: Value,
+    v: Value,
+    mask: Option<Value>,
+) {
+    let v = match (ty == Ty::F64, d == DType::F64) {
+        (true, false) => b.cast(Ty::F32, Ty::F64, Some(crate::target::Rnd::Rn), v),
+        (false, true) => b.cast(Ty::F64, Ty::F32, None, v),
+        _ => v,
+    };
+    store_elem(b, d, view, idx, v, mask);
+}
+
 /// Cooperative copy of a `[tile_rows, dim]` tile of a row-major `[.., dim]` tensor (rows from
-/// `row0`, at most `nrows` rows, element `base` first) into f32 shared memory at `dst` (row
-/// pitch `pitch` floats), zero-filled past the edge. `threads` threads, `tid` this thread.
+/// `row0`, at most `nrows` rows, element `base` first) into `ty` shared memory at `dst` (row
+/// pitch `pitch` values), zero-filled past the edge. `threads` threads, `tid` this thread.
 #[allow(clippy::too_many_arguments)]
 pub fn tile_to_shared(
     b: &mut Builder,
+    ty: Ty,
     d: DType,
     src: Value,
     base: Value,
@@ -57,10 +130,10 @@ pub fn tile_to_shared(
         }
         let gi = b.fma(Ty::U32, gr, imm(i64::from(dim)), base);
         let gi = b.add(Ty::U32, gi, c);
-        let v = load_elem(b, Ty::F32, d, src, gi, Some(ok));
+        let v = load_elem(b, ty, d, src, gi, Some(ok));
         let so = b.fma(Ty::U32, r, imm(i64::from(pitch)), c);
-        let addr = b.fma(Ty::U32, so, imm(4), dst);
-        b.store_shared(Ty::F32, addr, 0, &[v.into()], tail);
+        let addr = b.fma(Ty::U32, so, imm(i64::from(bytes(ty))), dst);
+        b.store_shared(ty, addr, 0, &[v.into()], tail);
     };
     let n = total.div_ceil(threads);
     // Up to 16 elements per thread unrolled; more in a loop of 8 per step (ptxas would keep
@@ -170,32 +243,35 @@ fn chunk(d: u32) -> u32 {
 }
 
 /// `s[r] += Σ_c q[r][c] · k[lane][c]` over the columns `cols` (byte offsets from `qa` / `ka`;
-/// `dq` floats per query row).
+/// `dq` values of `ty` per query row).
 fn scores(
     b: &mut Builder,
+    ty: Ty,
     qa: Value,
     ka: Value,
     dq: u32,
     cols: std::ops::Range<u32>,
     mut s: Vec<Value>,
 ) -> Vec<Value> {
+    let eb = bytes(ty) as i32;
     for c in cols {
         let c = c as i32;
-        let kv = b.load_shared(Ty::F32, ka, c * 4, 1)[0];
+        let kv = b.load_shared(ty, ka, c * eb, 1)[0];
         for (r, sr) in s.iter_mut().enumerate() {
-            let off = (r as i32 * dq as i32 + c) * 4;
-            let qv = b.load_shared(Ty::F32, qa, off, 1)[0];
-            *sr = b.fma(Ty::F32, qv, kv, *sr);
+            let off = (r as i32 * dq as i32 + c) * eb;
+            let qv = b.load_shared(ty, qa, off, 1)[0];
+            *sr = b.fma(ty, qv, kv, *sr);
         }
     }
     s
 }
 
 /// `acc[r][t] += p_r[j0 + j] · v[j][lane + 32t]` for `j` in `keys` (row `j` of V at
-/// `va + j·vpitch` floats; `p_r` is lane `j0 + j`'s value of `pr[r]`).
+/// `va + j·vpitch` values; `p_r` is lane `j0 + j`'s value of `pr[r]`).
 #[allow(clippy::too_many_arguments)]
 fn pv(
     b: &mut Builder,
+    ty: Ty,
     pr: &[Value],
     va: Value,
     j0: Operand,
@@ -204,11 +280,12 @@ fn pv(
     keys: std::ops::Range<u32>,
     mut acc: Vec<Value>,
 ) -> Vec<Value> {
+    let eb = bytes(ty) as i32;
     for j in keys {
         let vv: Vec<Value> = (0..dtv as i32)
             .map(|t| {
-                let off = (j as i32 * vpitch as i32 + t * 32) * 4;
-                b.load_shared(Ty::F32, va, off, 1)[0]
+                let off = (j as i32 * vpitch as i32 + t * 32) * eb;
+                b.load_shared(ty, va, off, 1)[0]
             })
             .collect();
         let lane = match j0 {
@@ -216,11 +293,10 @@ fn pv(
             _ => b.add(Ty::U32, j0, imm(i64::from(j))).into(),
         };
         for (r, &prr) in pr.iter().enumerate() {
-            let pj = b.shfl(ShflMode::Idx, prr, lane, imm(31));
-            let pj = b.bitcast(Ty::F32, pj);
+            let pj = b.shfl_typed(ShflMode::Idx, ty, prr, lane, imm(31));
             for (t, &v) in vv.iter().enumerate() {
                 let x = &mut acc[r * dtv + t];
-                *x = b.fma(Ty::F32, pj, v, *x);
+                *x = b.fma(ty, pj, v, *x);
             }
         }
     }
@@ -228,30 +304,32 @@ fn pv(
 }
 
 /// `s[r] = Σ_c a[r][c] · b[lane][c]` for the warp's `rows` rows: `a` row-major with `width`
-/// floats per row from `ra`, this lane's row of `b` at `rb`. Unrolled up to [`UNROLLED`]
-/// columns, a loop over column chunks past that.
+/// values of `ty` per row from `ra`, this lane's row of `b` at `rb`. Unrolled up to
+/// [`UNROLLED`] columns, a loop over column chunks past that.
 pub(super) fn row_dots(
     b: &mut Builder,
+    ty: Ty,
     ra: Value,
     rb: Value,
     width: u32,
     rows: usize,
 ) -> Vec<Value> {
-    let zero: Vec<Value> = (0..rows).map(|_| b.mov(Ty::F32, fimm(0.0))).collect();
+    let zero: Vec<Value> = (0..rows).map(|_| b.mov(ty, fconst(ty, 0.0))).collect();
+    let eb = i64::from(bytes(ty));
     if width <= UNROLLED {
-        scores(b, ra, rb, width, 0..width, zero)
+        scores(b, ty, ra, rb, width, 0..width, zero)
     } else {
         // fully unrolled, ptxas runs out of registers
         let ch = chunk(width);
         b.for_rolled(
             imm(0),
-            imm(i64::from(width) * 4),
-            imm(i64::from(ch) * 4),
+            imm(i64::from(width) * eb),
+            imm(i64::from(ch) * eb),
             &zero,
             |b, cb, s| {
                 let qa = b.add(Ty::U32, ra, cb);
                 let ka = b.add(Ty::U32, rb, cb);
-                scores(b, qa, ka, width, 0..ch, s.to_vec())
+                scores(b, ty, qa, ka, width, 0..ch, s.to_vec())
                     .into_iter()
                     .map(Operand::from)
                     .collect()
@@ -261,11 +339,12 @@ pub(super) fn row_dots(
 }
 
 /// `acc[r][t] += Σ_j w_r[j] · e[j][lane + 32t]` over the `bn` rows of a tile `e` in shared
-/// memory (this lane's column at `ea`, `pitch` floats per row, `cols` ≤ 32·`per_row` columns
-/// read); unrolled up to [`UNROLLED`] columns, a loop over groups of 8 rows past that.
+/// memory (this lane's column at `ea`, `pitch` values of `ty` per row, `cols` ≤ 32·`per_row`
+/// columns read); unrolled up to [`UNROLLED`] columns, a loop over groups of 8 rows past that.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn weighted_rows(
     b: &mut Builder,
+    ty: Ty,
     w: &[Value],
     ea: Value,
     pitch: u32,
@@ -275,7 +354,7 @@ pub(super) fn weighted_rows(
     acc: Vec<Value>,
 ) -> Vec<Value> {
     if cols <= UNROLLED {
-        pv(b, w, ea, imm(0), pitch, per_row, 0..bn, acc)
+        pv(b, ty, w, ea, imm(0), pitch, per_row, 0..bn, acc)
     } else {
         let keys = 8;
         b.for_rolled(
@@ -284,11 +363,21 @@ pub(super) fn weighted_rows(
             imm(i64::from(keys)),
             &acc,
             |b, j0, acc| {
-                let va = b.fma(Ty::U32, j0, imm(i64::from(pitch) * 4), ea);
-                pv(b, w, va, j0.into(), pitch, per_row, 0..keys, acc.to_vec())
-                    .into_iter()
-                    .map(Operand::from)
-                    .collect()
+                let va = b.fma(Ty::U32, j0, imm(i64::from(pitch * bytes(ty))), ea);
+                pv(
+                    b,
+                    ty,
+                    w,
+                    va,
+                    j0.into(),
+                    pitch,
+                    per_row,
+                    0..keys,
+                    acc.to_vec(),
+                )
+                .into_iter()
+                .map(Operand::from)
+                .collect()
             },
         )
     }
@@ -331,11 +420,16 @@ pub fn build(
     let (qp, kp, op) = (p.inputs[0], p.inputs[1], p.out);
     let (qd, kd) = (p.dtypes[0], p.dtypes[1]);
     let (vp, vd) = (p.inputs.get(2).copied(), p.dtypes.get(2).copied());
+    let mut dts = p.dtypes.clone();
+    dts.push(tk.ty.dtype);
+    let ty = compute_ty(&dts);
+    let ex = Exp(ty);
+    let eb = i64::from(bytes(ty));
     let sq_v = b.param("sq", Type::Scalar(Ty::U32), ParamRole::Size(sq));
     let sk_v = b.param("sk", Type::Scalar(Ty::U32), ParamRole::Size(sk));
-    let sqs = b.shared("smem_q", f32_buf(bm, dq));
-    let sks = b.shared("smem_k", f32_buf(bn, dq + 1));
-    let svs = (!lse).then(|| b.shared("smem_v", f32_buf(bn + 1, vpitch)));
+    let sqs = b.shared("smem_q", fbuf(ty, bm, dq));
+    let sks = b.shared("smem_k", fbuf(ty, bn, dq + 1));
+    let svs = (!lse).then(|| b.shared("smem_v", fbuf(ty, bn + 1, vpitch)));
     let tid = b.special(SReg::Tid(Dim::X));
     let bx = b.special(SReg::Ctaid(Dim::X));
     let bz = block_batch(&mut b, tk);
@@ -347,7 +441,7 @@ pub fn build(
     let sk0 = b.shared_addr(sks);
     let sv0 = svs.map(|s| b.shared_addr(s));
     tile_to_shared(
-        &mut b, qd, qp, qrow0, q0, sq_v, bm, dq, dq, sq0, tid, threads,
+        &mut b, ty, qd, qp, qrow0, q0, sq_v, bm, dq, dq, sq0, tid, threads,
     );
     // this warp's query rows
     let wrow = b.mul(Ty::U32, warp, imm(rpw as i64));
@@ -357,19 +451,20 @@ pub fn build(
             b.add(Ty::U32, t, imm(r as i64))
         })
         .collect();
-    let qrd = b.fma(Ty::U32, wrow, imm(i64::from(dq) * 4), sq0);
-    let krd = b.fma(Ty::U32, lane, imm(i64::from(dq + 1) * 4), sk0);
-    let vrd = sv0.map(|sv0| b.fma(Ty::U32, lane, imm(4), sv0));
+    let qrd = b.fma(Ty::U32, wrow, imm(i64::from(dq) * eb), sq0);
+    let krd = b.fma(Ty::U32, lane, imm(i64::from(dq + 1) * eb), sk0);
+    let vrd = sv0.map(|sv0| b.fma(Ty::U32, lane, imm(eb), sv0));
     // carried: m[rpw], l[rpw], acc[rpw][dtv]
+    let (ninf, zero) = (fconst(ty, f64::NEG_INFINITY), fconst(ty, 0.0));
     let mut init = vec![];
     for _ in 0..rpw {
-        init.push(b.mov(Ty::F32, fimm(f32::NEG_INFINITY)));
+        init.push(b.mov(ty, ninf));
     }
     for _ in 0..rpw * (1 + dtv) {
-        init.push(b.mov(Ty::F32, fimm(0.0)));
+        init.push(b.mov(ty, zero));
     }
     let kend = key_end(&mut b, causal, q0, bm, sk_v);
-    let c2 = (scale * LOG2E) as f32;
+    let c2 = fconst(ty, scale * ex.units());
     let fin = b.for_(
         imm(0),
         kend,
@@ -381,6 +476,7 @@ pub fn build(
             let (l, acc) = rest.split_at(rpw);
             tile_to_shared(
                 b,
+                ty,
                 kd,
                 kp,
                 krow0,
@@ -395,12 +491,12 @@ pub fn build(
             );
             if let (Some(vd), Some(vp), Some(sv0)) = (vd, vp, sv0) {
                 tile_to_shared(
-                    b, vd, vp, vrow0, k0, sk_v, bn, dv, vpitch, sv0, tid, threads,
+                    b, ty, vd, vp, vrow0, k0, sk_v, bn, dv, vpitch, sv0, tid, threads,
                 );
             }
             b.barrier();
             // scores: lane j holds s[r] = q_r · k_j
-            let s = row_dots(b, qrd, krd, dq, rpw);
+            let s = row_dots(b, ty, qrd, krd, dq, rpw);
             let key = b.add(Ty::U32, k0, lane);
             let key_ok = b.cmp(Cmp::Lt, Ty::U32, key, sk_v);
             let mut next_m = vec![];
@@ -413,27 +509,27 @@ pub fn build(
                     let c = b.cmp(Cmp::Le, Ty::U32, key, qi[r]);
                     ok = b.bin(BinOp::And, Ty::Pred, ok, c);
                 }
-                let t = b.mul(Ty::F32, s[r], fimm(c2));
-                let t = b.select(Ty::F32, ok, t, fimm(f32::NEG_INFINITY));
-                let mx = b.reduce_warp(BinOp::Max, Ty::F32, t);
-                let mnew = b.bin(BinOp::Max, Ty::F32, m[r], mx);
-                let none = b.cmp(Cmp::Eq, Ty::F32, mnew, fimm(f32::NEG_INFINITY));
-                let muse = b.select(Ty::F32, none, fimm(0.0), mnew);
-                let e = b.sub(Ty::F32, t, muse);
-                let pj = b.unary(UnOp::Ex2Approx, Ty::F32, e);
-                let a = b.sub(Ty::F32, m[r], muse);
-                let alpha = b.unary(UnOp::Ex2Approx, Ty::F32, a);
-                let ps = b.reduce_warp(BinOp::Add, Ty::F32, pj);
-                next_l.push(b.fma(Ty::F32, l[r], alpha, ps));
+                let t = b.mul(ty, s[r], c2);
+                let t = b.select(ty, ok, t, ninf);
+                let mx = b.reduce_warp(BinOp::Max, ty, t);
+                let mnew = b.bin(BinOp::Max, ty, m[r], mx);
+                let none = b.cmp(Cmp::Eq, ty, mnew, ninf);
+                let muse = b.select(ty, none, zero, mnew);
+                let e = b.sub(ty, t, muse);
+                let pj = ex.exp(b, e);
+                let a = b.sub(ty, m[r], muse);
+                let alpha = ex.exp(b, a);
+                let ps = b.reduce_warp(BinOp::Add, ty, pj);
+                next_l.push(b.fma(ty, l[r], alpha, ps));
                 next_m.push(mnew);
                 for x in &acc[r * dtv..(r + 1) * dtv] {
-                    next_acc.push(b.mul(Ty::F32, *x, alpha));
+                    next_acc.push(b.mul(ty, *x, alpha));
                 }
                 pr.push(pj);
             }
             // acc[r][t] += Σ_j p_r[j] · v[j][lane + 32t]
             let next_acc = match vrd {
-                Some(vrd) => weighted_rows(b, &pr, vrd, vpitch, dtv, dv, bn, next_acc),
+                Some(vrd) => weighted_rows(b, ty, &pr, vrd, vpitch, dtv, dv, bn, next_acc),
                 None => next_acc,
             };
             b.barrier();
@@ -447,33 +543,36 @@ pub fn build(
     );
     let (l, acc) = fin[rpw..].split_at(rpw);
     if lse {
-        // lse = ln Σ_j e^{scale·s_j} = (m + log2 l)·ln 2, m and l in base-2 units; lane 0 writes
+        // lse = ln Σ_j e^{scale·s_j}: m + ln l (fp32: (m + log2 l)·ln 2, m and l in base-2
+        // units); lane 0 writes
         let lane0 = b.cmp(Cmp::Eq, Ty::U32, lane, imm(0));
         let base = b.mul(Ty::U32, bz, sq_v);
         for r in 0..rpw {
             let row_ok = b.cmp(Cmp::Lt, Ty::U32, qi[r], sq_v);
             let ok = b.bin(BinOp::And, Ty::Pred, row_ok, lane0);
-            let lg = b.unary(UnOp::Lg2Approx, Ty::F32, l[r]);
-            let t = b.add(Ty::F32, fin[r], lg);
-            let v = b.mul(Ty::F32, t, fimm(std::f32::consts::LN_2));
+            let v = ex.ln(&mut b, fin[r], l[r]);
             let idx = b.add(Ty::U32, base, qi[r]);
-            store_elem(&mut b, tk.ty.dtype, op, idx, v, Some(ok));
+            store_as(&mut b, ty, tk.ty.dtype, op, idx, v, Some(ok));
         }
         return Ok(b.finish());
     }
     for r in 0..rpw {
         let row_ok = b.cmp(Cmp::Lt, Ty::U32, qi[r], sq_v);
-        let pos = b.cmp(Cmp::Gt, Ty::F32, l[r], fimm(0.0));
-        let inv = b.unary(UnOp::Rcp, Ty::F32, l[r]);
-        let inv = b.select(Ty::F32, pos, inv, fimm(0.0));
+        let pos = b.cmp(Cmp::Gt, ty, l[r], zero);
+        let inv = if ty == Ty::F64 {
+            b.bin(BinOp::Div, ty, fconst(ty, 1.0), l[r])
+        } else {
+            b.unary(UnOp::Rcp, ty, l[r])
+        };
+        let inv = b.select(ty, pos, inv, zero);
         let obase = b.fma(Ty::U32, qi[r], imm(i64::from(dv)), orow0);
         for (t, x) in acc[r * dtv..(r + 1) * dtv].iter().enumerate() {
             let col = b.add(Ty::U32, lane, imm(32 * t as i64));
             let col_ok = b.cmp(Cmp::Lt, Ty::U32, col, imm(i64::from(dv)));
             let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok);
             let idx = b.add(Ty::U32, obase, col);
-            let v = b.mul(Ty::F32, *x, inv);
-            store_elem(&mut b, tk.ty.dtype, op, idx, v, Some(ok));
+            let v = b.mul(ty, *x, inv);
+            store_as(&mut b, ty, tk.ty.dtype, op, idx, v, Some(ok));
         }
     }
     Ok(b.finish())

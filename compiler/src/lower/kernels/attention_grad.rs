@@ -1,4 +1,5 @@
-//! FlashAttention backward with fp32 FMA: one kernel per operand gradient, each recomputing
+//! FlashAttention backward on the FMA units (fp32, or fp64 when an operand is fp64, as the
+//! forward kernel): one kernel per operand gradient, each recomputing
 //! the attention probabilities tile by tile from the saved row log-sum-exp, so no `sq × sk`
 //! matrix exists anywhere (FlashAttention-2's backward, split by output).
 //!
@@ -18,16 +19,17 @@
 //! the block's last query and the `dk`/`dv` walk starts at the block's first key.
 //! Parameters: q, k, v, dout, lse, delta, grad, sq, sk; the batch is grid y.
 
-use super::attention::{block_batch, f32_buf, key_end, row_dots, tile_to_shared, weighted_rows};
-use super::blocks::{load_elem, store_elem};
+use super::attention::{
+    block_batch, bytes, compute_ty, fbuf, key_end, row_dots, store_as, tile_to_shared,
+    weighted_rows, Exp,
+};
+use super::blocks::{fconst, load_elem};
 use super::{no, ParamSet, R};
 use crate::graph::{AttnWrt, Graph};
-use crate::target::{BinOp, Cmp, Dim, SReg, Ty, UnOp};
-use crate::tile::build::{fimm, imm, Builder};
+use crate::target::{BinOp, Cmp, Dim, SReg, Ty};
+use crate::tile::build::{imm, Builder};
 use crate::tile::ir::{Kernel, Operand, ParamRole, Type, Value};
 use crate::tile::TileKernel;
-
-const LOG2E: f64 = std::f64::consts::LOG2_E;
 
 /// Rows of a `[bn, width]` column tile held with pitch `width + 1` (conflict-free lane-strided
 /// reads), plus the rows [`weighted_rows`] may read past the last one (it reads 32 columns per
@@ -36,10 +38,10 @@ fn col_tile_rows(bn: u32, width: u32) -> u32 {
     bn + (width.div_ceil(32) * 32).div_ceil(width + 1)
 }
 
-/// The shared memory, in bytes, of a backward kernel's tiles.
-pub fn smem_bytes(bm: u64, bn: u64, dq: u64, dv: u64) -> u64 {
+/// The shared memory, in bytes, of a backward kernel's tiles of `eb`-byte values.
+pub fn smem_bytes(eb: u64, bm: u64, bn: u64, dq: u64, dv: u64) -> u64 {
     let rows = |w: u64| col_tile_rows(bn as u32, w as u32) as u64;
-    4 * (bm * dq + bm * dv + rows(dq) * (dq + 1) + rows(dv) * (dv + 1))
+    eb * (bm * dq + bm * dv + rows(dq) * (dq + 1) + rows(dv) * (dv + 1))
 }
 
 /// The kernel of `wrt`'s gradient of a `[batch, sq, dq]·[batch, sk, dq]ᵀ·[batch, sk, dv]`
@@ -73,6 +75,9 @@ pub fn build(
     )?;
     let [qp, kp, vp, dop, lsep, dlp] = [0, 1, 2, 3, 4, 5].map(|i| p.inputs[i]);
     let [qd, kd, vd, dod, lsed, dld] = [0, 1, 2, 3, 4, 5].map(|i| p.dtypes[i]);
+    let ty = compute_ty(&[qd, kd, vd, dod]);
+    let ex = Exp(ty);
+    let eb = i64::from(bytes(ty));
     let sq_v = b.param("sq", Type::Scalar(Ty::U32), ParamRole::Size(sq));
     let sk_v = b.param("sk", Type::Scalar(Ty::U32), ParamRole::Size(sk));
     let by_row = wrt == AttnWrt::Q;
@@ -95,10 +100,10 @@ pub fn build(
     let with_dp = wrt != AttnWrt::V;
     let (nrows, ncols) = (a.3, bb.3);
     let out_w = if wrt == AttnWrt::V { dv } else { dq };
-    let sa = b.shared("smem_a", f32_buf(bm, dq));
-    let sb = b.shared("smem_b", f32_buf(col_tile_rows(bn, dq), dq + 1));
-    let sc = with_dp.then(|| b.shared("smem_c", f32_buf(bm, dv)));
-    let sd = b.shared("smem_d", f32_buf(col_tile_rows(bn, dv), dv + 1));
+    let sa = b.shared("smem_a", fbuf(ty, bm, dq));
+    let sb = b.shared("smem_b", fbuf(ty, col_tile_rows(bn, dq), dq + 1));
+    let sc = with_dp.then(|| b.shared("smem_c", fbuf(ty, bm, dv)));
+    let sd = b.shared("smem_d", fbuf(ty, col_tile_rows(bn, dv), dv + 1));
     let tid = b.special(SReg::Tid(Dim::X));
     let bx = b.special(SReg::Ctaid(Dim::X));
     let bz = block_batch(&mut b, tk);
@@ -119,11 +124,11 @@ pub fn build(
     let sc0 = sc.map(|s| b.shared_addr(s));
     let sd0 = b.shared_addr(sd);
     tile_to_shared(
-        &mut b, a.1, a.0, abase, r0, nrows, bm, dq, dq, sa0, tid, threads,
+        &mut b, ty, a.1, a.0, abase, r0, nrows, bm, dq, dq, sa0, tid, threads,
     );
     if let Some(sc0) = sc0 {
         tile_to_shared(
-            &mut b, c.1, c.0, cbase, r0, nrows, bm, dv, dv, sc0, tid, threads,
+            &mut b, ty, c.1, c.0, cbase, r0, nrows, bm, dv, dv, sc0, tid, threads,
         );
     }
     // this warp's rows
@@ -134,24 +139,25 @@ pub fn build(
             b.add(Ty::U32, t, imm(r as i64))
         })
         .collect();
-    let ard = b.fma(Ty::U32, wrow, imm(i64::from(dq) * 4), sa0);
-    let crd = sc0.map(|sc0| b.fma(Ty::U32, wrow, imm(i64::from(dv) * 4), sc0));
-    let brd = b.fma(Ty::U32, lane, imm(i64::from(dq + 1) * 4), sb0);
-    let drd = b.fma(Ty::U32, lane, imm(i64::from(dv + 1) * 4), sd0);
+    let ard = b.fma(Ty::U32, wrow, imm(i64::from(dq) * eb), sa0);
+    let crd = sc0.map(|sc0| b.fma(Ty::U32, wrow, imm(i64::from(dv) * eb), sc0));
+    let brd = b.fma(Ty::U32, lane, imm(i64::from(dq + 1) * eb), sb0);
+    let drd = b.fma(Ty::U32, lane, imm(i64::from(dv + 1) * eb), sd0);
     // the accumulated operand: k (dq) or q (dk) in smem_b, dout (dv) in smem_d
     let (erd, epitch) = if wrt == AttnWrt::V {
-        (b.fma(Ty::U32, lane, imm(4), sd0), dv + 1)
+        (b.fma(Ty::U32, lane, imm(eb), sd0), dv + 1)
     } else {
-        (b.fma(Ty::U32, lane, imm(4), sb0), dq + 1)
+        (b.fma(Ty::U32, lane, imm(eb), sb0), dq + 1)
     };
     let per_row = out_w.div_ceil(32) as usize;
-    // a query row's log-sum-exp (base 2) and delta: per row for dq, per lane otherwise
+    // a query row's log-sum-exp (in the kernel's units) and delta: per row for dq, per lane
+    // otherwise
     let row_stats = |b: &mut Builder, q: Value| {
         let ok = b.cmp(Cmp::Lt, Ty::U32, q, sq_v);
         let i = b.add(Ty::U32, lbase, q);
-        let l = load_elem(b, Ty::F32, lsed, lsep, i, Some(ok));
-        let l = b.mul(Ty::F32, l, fimm(LOG2E as f32));
-        let dl = load_elem(b, Ty::F32, dld, dlp, i, Some(ok));
+        let l = load_elem(b, ty, lsed, lsep, i, Some(ok));
+        let l = b.mul(ty, l, fconst(ty, ex.units()));
+        let dl = load_elem(b, ty, dld, dlp, i, Some(ok));
         (l, dl)
     };
     let stats: Vec<(Value, Value)> = if by_row {
@@ -160,7 +166,7 @@ pub fn build(
         vec![]
     };
     let init: Vec<Value> = (0..rpw * per_row)
-        .map(|_| b.mov(Ty::F32, fimm(0.0)))
+        .map(|_| b.mov(ty, fconst(ty, 0.0)))
         .collect();
     let (lo, hi): (Operand, Value) = if by_row {
         (imm(0), key_end(&mut b, causal, r0, bm, sk_v))
@@ -169,10 +175,11 @@ pub fn build(
     } else {
         (imm(0), sq_v)
     };
-    let c2 = (scale * LOG2E) as f32;
+    let c2 = fconst(ty, scale * ex.units());
     let fin = b.for_(lo, hi, imm(i64::from(bn)), &init, None, |b, c0, acc| {
         tile_to_shared(
             b,
+            ty,
             bb.1,
             bb.0,
             bbase,
@@ -187,6 +194,7 @@ pub fn build(
         );
         tile_to_shared(
             b,
+            ty,
             d.1,
             d.0,
             dbase,
@@ -200,8 +208,8 @@ pub fn build(
             threads,
         );
         b.barrier();
-        let s = row_dots(b, ard, brd, dq, rpw);
-        let dp = crd.map(|crd| row_dots(b, crd, drd, dv, rpw));
+        let s = row_dots(b, ty, ard, brd, dq, rpw);
+        let dp = crd.map(|crd| row_dots(b, ty, crd, drd, dv, rpw));
         let col = b.add(Ty::U32, c0, lane);
         let col_ok = b.cmp(Cmp::Lt, Ty::U32, col, ncols);
         let lane_stats = (!by_row).then(|| row_stats(b, col));
@@ -218,23 +226,23 @@ pub fn build(
                 ok = b.bin(BinOp::And, Ty::Pred, ok, m);
             }
             let (l2, delta) = lane_stats.unwrap_or_else(|| stats[r]);
-            let t = b.mul(Ty::F32, s[r], fimm(c2));
-            let t = b.sub(Ty::F32, t, l2);
-            let e = b.unary(UnOp::Ex2Approx, Ty::F32, t);
-            let pj = b.select(Ty::F32, ok, e, fimm(0.0));
+            let t = b.mul(ty, s[r], c2);
+            let t = b.sub(ty, t, l2);
+            let e = ex.exp(b, t);
+            let pj = b.select(ty, ok, e, fconst(ty, 0.0));
             w.push(match &dp {
                 Some(dp) => {
-                    let t = b.sub(Ty::F32, dp[r], delta);
-                    b.mul(Ty::F32, pj, t)
+                    let t = b.sub(ty, dp[r], delta);
+                    b.mul(ty, pj, t)
                 }
                 None => pj,
             });
         }
-        let acc = weighted_rows(b, &w, erd, epitch, per_row, out_w, bn, acc.to_vec());
+        let acc = weighted_rows(b, ty, &w, erd, epitch, per_row, out_w, bn, acc.to_vec());
         b.barrier();
         acc.into_iter().map(Operand::from).collect()
     });
-    let out_scale = if wrt == AttnWrt::V { 1.0 } else { scale as f32 };
+    let out_scale = fconst(ty, if wrt == AttnWrt::V { 1.0 } else { scale });
     for r in 0..rpw {
         let row_ok = b.cmp(Cmp::Lt, Ty::U32, ri[r], nrows);
         let rbase = b.fma(Ty::U32, ri[r], imm(i64::from(out_w)), obase);
@@ -243,8 +251,8 @@ pub fn build(
             let col_ok = b.cmp(Cmp::Lt, Ty::U32, col, imm(i64::from(out_w)));
             let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok);
             let idx = b.add(Ty::U32, rbase, col);
-            let v = b.mul(Ty::F32, *x, fimm(out_scale));
-            store_elem(&mut b, tk.ty.dtype, p.out, idx, v, Some(ok));
+            let v = b.mul(ty, *x, out_scale);
+            store_as(&mut b, ty, tk.ty.dtype, p.out, idx, v, Some(ok));
         }
     }
     Ok(b.finish())

@@ -73,7 +73,7 @@ pub(super) fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Resul
         None => kt,
     };
     for t in [qt, kt, vt, &k.ty] {
-        if !super::any_float(t.dtype) {
+        if !super::any_float(t.dtype) && t.dtype != DType::F64 {
             return Err(nl(k, format!("{} attention", t.dtype)));
         }
         if t.shape.len() < 2 && !std::ptr::eq(t, &k.ty) {
@@ -132,11 +132,13 @@ pub(super) fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Resul
             "a query tile that is not 4..32 rows, a multiple of 4",
         ));
     }
-    use crate::lower::to_schedule::{fma_attention_smem, FMA_ATTENTION_SMEM};
+    use crate::lower::to_schedule::{attention_elem_bytes, fma_attention_smem, FMA_ATTENTION_SMEM};
+    let eb = attention_elem_bytes(g, &k.inputs, &k.ty);
     let smem = match part {
-        AttnPart::Out => fma_attention_smem(u64::from(bm), u64::from(bn), dq as u64, dv as u64),
-        AttnPart::Lse => fma_attention_smem(u64::from(bm), u64::from(bn), dq as u64, 0),
+        AttnPart::Out => fma_attention_smem(eb, u64::from(bm), u64::from(bn), dq as u64, dv as u64),
+        AttnPart::Lse => fma_attention_smem(eb, u64::from(bm), u64::from(bn), dq as u64, 0),
         AttnPart::Grad(_) => crate::lower::kernels::attention_grad::smem_bytes(
+            eb,
             u64::from(bm),
             u64::from(bn),
             dq as u64,
