@@ -43,6 +43,8 @@ pub(super) const fn binary(op: B) -> Option<BinaryVjp> {
         B::Pow => pow,
         B::Maximum => maximum,
         B::Minimum => minimum,
+        B::Mod => modulo,
+        B::FloorDiv => floor_div,
         _ => return None,
     })
 }
@@ -203,6 +205,33 @@ fn pow(g: &mut Graph, a: ValueId, b: ValueId, y: ValueId, dy: ValueId) -> R<(Val
     let yl = bin(g, B::Mul, y, la)?;
     let db = bin(g, B::Mul, dy, yl)?;
     Ok((da, db))
+}
+
+fn modulo(
+    g: &mut Graph,
+    a: ValueId,
+    b: ValueId,
+    _y: ValueId,
+    dy: ValueId,
+) -> R<(ValueId, ValueId)> {
+    // a mod b = a − floor(a/b)·b: d = da − floor(a/b)·db (almost everywhere)
+    let q = bin(g, B::FloorDiv, a, b)?;
+    let t = bin(g, B::Mul, dy, q)?;
+    Ok((dy, un(g, U::Neg, t)?))
+}
+
+/// `floor(a/b)`: piecewise constant, zero almost everywhere.
+fn floor_div(
+    g: &mut Graph,
+    _a: ValueId,
+    _b: ValueId,
+    y: ValueId,
+    dy: ValueId,
+) -> R<(ValueId, ValueId)> {
+    let z = konst(g, 0.0, ty(g, dy)?.dtype)?;
+    let s = ty(g, y)?.shape;
+    let z = broadcast_to(g, z, &s)?;
+    Ok((z, z))
 }
 
 /// `maximum`/`minimum`: the cotangent goes to the operand chosen (`a` on a tie, as the eager

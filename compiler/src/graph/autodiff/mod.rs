@@ -179,7 +179,10 @@ pub fn grad(fwd: &Graph, wrt: &[usize], with_value: bool) -> Result<Graph, GradE
                 e.label = Some("no derivative".into());
                 e.help = Some(match op {
                     Op::Binary { .. } | Op::Unary { .. } => {
-                        "comparisons, logical and integer ops have no gradient; keep them off the path from the differentiated arguments to the result (`op.where` takes a mask without differentiating it)".into()
+                        "keep this op off the path from the differentiated arguments to the result (`op.where` takes a mask without differentiating it)".into()
+                    }
+                    Op::AttentionLse { .. } | Op::AttentionGrad { .. } => {
+                        "the attention backward has no derivative yet: to differentiate attention twice, write it out (`op.softmax(q @ kᵀ · scale) @ v`)".into()
                     }
                     _ => "derivatives of this op are not implemented yet".into(),
                 });
