@@ -48,6 +48,7 @@ impl KernelBuilder {
                 regs: vec![],
                 blocks: vec![],
                 max_threads: None,
+                min_blocks: None,
             },
             cur: BlockId(0),
             span,
@@ -68,6 +69,10 @@ impl KernelBuilder {
     /// `.maxntid N, 1, 1`.
     pub fn max_threads(&mut self, n: u32) {
         self.k.max_threads = Some(n);
+    }
+    /// `.minnctapersm N` (printed after `.maxntid`, which it needs).
+    pub fn min_blocks(&mut self, n: u32) {
+        self.k.min_blocks = Some(n);
     }
 
     pub fn param(&mut self, name: impl Into<String>, ty: ParamTy) -> ParamId {

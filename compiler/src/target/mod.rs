@@ -614,6 +614,10 @@ pub struct Kernel {
     pub blocks: Vec<Block>,
     /// `.maxntid N, 1, 1` when known (launch bound: ptxas budgets registers for it).
     pub max_threads: Option<u32>,
+    /// `.minnctapersm N`: at least N blocks per SM. Set on fp64 kernels at 1 (any register
+    /// budget up to 255): without an occupancy bound ptxas caps some fp64 kernels at 56-72
+    /// registers and spills a 64-bit register pair.
+    pub min_blocks: Option<u32>,
 }
 
 impl Kernel {

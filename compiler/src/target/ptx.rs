@@ -668,6 +668,9 @@ fn emit(k: &Kernel, target: Target, sources: &SourceMap) -> Result<String, Targe
     let _ = writeln!(out, ")");
     if let Some(t) = k.max_threads {
         let _ = writeln!(out, ".maxntid {t}, 1, 1");
+        if let Some(n) = k.min_blocks {
+            let _ = writeln!(out, ".minnctapersm {n}");
+        }
     }
     let _ = writeln!(out, "{{");
     for (ty, count) in &n.counts {

@@ -72,6 +72,9 @@ pub fn translate(k: &Kernel) -> R<Lowered> {
     };
     let threads = k.threads();
     cx.b.max_threads(threads.min(u64::from(u32::MAX)) as u32);
+    if k.values.iter().any(|t| matches!(t, Type::Scalar(Ty::F64))) {
+        cx.b.min_blocks(1);
+    }
     for p in &k.params {
         let slot = match (&p.role, k.ty(p.value)) {
             (ParamRole::Size(_), _) => {
