@@ -16,6 +16,12 @@ NumPy side:
   (fp32 matmul of the bf16 values, rounded to bf16: the same math as ours, conversions included).
 - softmax_f32: `e = np.exp(x - x.max(-1, keepdims=True)); e / e.sum(-1, keepdims=True)`.
 - sum_f32: `x.sum()` (NumPy: pairwise fp32; ours: fp64 accumulation, deterministic).
+- conv2d_f32 (batch N, 64→64 channels, 56×56, 3×3, padding 1): NumPy has no convolution, so
+  the NumPy side is im2col as a NumPy user writes it: pad, `sliding_window_view`, the windows
+  copied to a `[N·56·56, 64·9]` matrix, one `@` with the `[64·9, 64]` weights (OpenBLAS), the
+  result transposed back to NCHW (a copy).
+- conv2d_dw_f32 (depthwise, 64 channels): NumPy: the 9 shifted, padded planes times their
+  weights, summed (`x[..., i:i+56, j:j+56] * w[:, i, j]`), the usual vectorised form.
 """
 import argparse
 import os
@@ -37,6 +43,8 @@ CASES = [
     ("matmul_bf16", 1024, "flop", 2 * 1024**3),
     ("softmax_f32", 4096, "bytes", 2 * 4 * 4096 * 4096),
     ("sum_f32", 4096, "bytes", 4 * 4096 * 4096),
+    ("conv2d_f32", 8, "flop", 2 * 8 * 64 * 56 * 56 * 64 * 9),
+    ("conv2d_dw_f32", 8, "flop", 2 * 8 * 64 * 56 * 56 * 9),
 ]
 
 
@@ -62,6 +70,32 @@ def numpy_case(op, n):
     if op == "sum_f32":
         x = rng.standard_normal((n, n), dtype=np.float32)
         return lambda: x.sum()
+    if op == "conv2d_f32":
+        x = rng.standard_normal((n, 64, 56, 56), dtype=np.float32)
+        w = rng.standard_normal((64, 64, 3, 3), dtype=np.float32)
+        wm = np.ascontiguousarray(w.reshape(64, 64 * 9).T)
+
+        def conv():
+            xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+            win = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))
+            cols = win.transpose(0, 2, 3, 1, 4, 5).reshape(n * 56 * 56, 64 * 9)
+            out = cols @ wm
+            return np.ascontiguousarray(out.reshape(n, 56, 56, 64).transpose(0, 3, 1, 2))
+
+        return conv
+    if op == "conv2d_dw_f32":
+        x = rng.standard_normal((n, 64, 56, 56), dtype=np.float32)
+        w = rng.standard_normal((64, 3, 3), dtype=np.float32)
+
+        def dw():
+            xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+            out = np.zeros((n, 64, 56, 56), dtype=np.float32)
+            for i in range(3):
+                for j in range(3):
+                    out += xp[:, :, i:i + 56, j:j + 56] * w[None, :, i, j, None, None]
+            return out
+
+        return dw
     raise ValueError(op)
 
 

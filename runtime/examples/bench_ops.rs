@@ -5,13 +5,26 @@
 //! answered with the seconds on stdout) so the Python script can interleave NumPy and Rust runs.
 //!
 //! Ops: `matmul_f32 N`, `matmul_bf16 N` (bf16 inputs, fp32 accumulation, bf16 result),
-//! `softmax_f32 N` (N×N rows), `sum_f32 N` (N×N, all elements).
+//! `softmax_f32 N` (N×N rows), `sum_f32 N` (N×N, all elements), `conv2d_f32 N` (batch N of
+//! 64×56×56 by 64×64×3×3, padding 1: ResNet's 3×3 layer), `conv2d_dw_f32 N` (batch N of
+//! 64×56×56, depthwise 3×3, padding 1).
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::time::Instant;
 
-use tessera_runtime::{matmul, softmax, DType, Result, Tensor};
+use tessera_runtime::{conv, matmul, softmax, ConvPadding, ConvSpec, DType, Result, Tensor};
+
+/// The 3×3, stride-1, padding-1 convolution of `groups` groups.
+fn conv3x3(groups: usize) -> ConvSpec {
+    ConvSpec {
+        dims: 2,
+        stride: vec![1, 1],
+        padding: ConvPadding::Explicit(vec![(1, 1), (1, 1)]),
+        dilation: vec![1, 1],
+        groups,
+    }
+}
 
 struct Inputs {
     cache: HashMap<(String, usize), Vec<Tensor>>,
@@ -30,6 +43,14 @@ impl Inputs {
                     Tensor::randn(&[n, n], DType::BF16, 1)?,
                     Tensor::randn(&[n, n], DType::BF16, 2)?,
                 ],
+                "conv2d_f32" => vec![
+                    Tensor::randn(&[n, 64, 56, 56], DType::F32, 1)?,
+                    Tensor::randn(&[64, 64, 3, 3], DType::F32, 2)?,
+                ],
+                "conv2d_dw_f32" => vec![
+                    Tensor::randn(&[n, 64, 56, 56], DType::F32, 1)?,
+                    Tensor::randn(&[64, 1, 3, 3], DType::F32, 2)?,
+                ],
                 _ => vec![Tensor::randn(&[n, n], DType::F32, 3)?],
             };
             self.cache.insert(key.clone(), v);
@@ -45,6 +66,8 @@ impl Inputs {
             ("matmul_f32" | "matmul_bf16", [a, b]) => matmul(a, b, None)?,
             ("softmax_f32", [x]) => softmax(x, -1)?,
             ("sum_f32", [x]) => x.sum(None, false)?,
+            ("conv2d_f32", [x, w]) => conv(x, w, None, &conv3x3(1))?,
+            ("conv2d_dw_f32", [x, w]) => conv(x, w, None, &conv3x3(64))?,
             _ => {
                 return Err(tessera_runtime::RuntimeError::args(format!(
                     "unknown op {op}"
@@ -90,6 +113,8 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         ("matmul_bf16", 1024, 2.0 * 1024f64.powi(3)),
         ("softmax_f32", 4096, 0.0),
         ("sum_f32", 4096, 0.0),
+        ("conv2d_f32", 8, 2.0 * 8.0 * 64.0 * 56.0 * 56.0 * 64.0 * 9.0),
+        ("conv2d_dw_f32", 8, 2.0 * 8.0 * 64.0 * 56.0 * 56.0 * 9.0),
     ];
     let only = std::env::var("BENCH_ONLY").ok();
     for (op, n, flops) in cases {

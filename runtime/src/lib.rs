@@ -92,6 +92,7 @@ pub use ops::elementwise::{
     OperandType, UnaryOp,
 };
 pub use ops::matmul::{infer_matmul, matmul};
+pub use ops::conv::{conv, conv_with, ConvAlgorithm, ConvPadding, ConvSpec};
 pub use ops::nn::{flash_attention, layernorm, rmsnorm, softmax};
 pub use ops::order::{arg_extreme, cumsum, scatter_add, sort, stack, take, take_at, topk};
 pub use ops::reduce::{infer_reduce, reduce, ReduceOp};

@@ -1261,6 +1261,80 @@ def flash_attention(Q, K, V, causal=False, scale=None):
     return _finish_float(np.matmul(p, v), d if d.is_float else fp32)
 
 
+def _conv_ints(v, what, dims, lo):
+    vals = [v] * dims if isinstance(v, int) and not isinstance(v, bool) else list(v)
+    if len(vals) != dims or any((not isinstance(i, int)) or i < lo for i in vals):
+        _err("E0101", f"{what} must be an int or {dims} ints")
+    return vals
+
+
+def _conv(dims, x, w, bias, stride, padding, dilation, groups, algorithm):
+    """Cross-correlation by scipy.signal.correlate per (image, output channel, input channel):
+    the kernel dilated with zeros, the input zero-padded, the full-resolution result strided."""
+    from scipy.signal import correlate
+
+    _check_tensor(x)
+    _check_tensor(w)
+    d = _promote(x.dtype, w.dtype)
+    if bias is not None:
+        _check_tensor(bias)
+        d = _promote(d, bias.dtype)
+    d = d if d.is_float else fp32
+    if algorithm not in ("auto", "direct", "fft"):
+        _err("E0101", "algorithm must be auto, direct or fft")
+    xv, wv = x._f64(), w._f64()
+    batched = xv.ndim == dims + 2
+    if not batched:
+        xv = xv[None]
+    if xv.ndim != dims + 2 or wv.ndim != dims + 2:
+        _err("E0200", f"conv{dims}d: x {list(x.shape)}, weight {list(w.shape)}: bad ranks")
+    n, cin = xv.shape[:2]
+    cout, cin_g = wv.shape[:2]
+    if groups < 1 or cin % groups or cout % groups or cin_g * groups != cin:
+        _err("E0200", f"conv{dims}d: channels do not match groups={groups}")
+    stride = _conv_ints(stride, "stride", dims, 1)
+    dilation = _conv_ints(dilation, "dilation", dims, 1)
+    k = list(wv.shape[2:])
+    if padding == "same":
+        if any(s != 1 for s in stride):
+            _err("E0101", "padding=same needs stride 1")
+        tot = [dl * (kk - 1) for dl, kk in zip(dilation, k)]
+        pads = [(t // 2, t - t // 2) for t in tot]
+    elif padding == "valid":
+        pads = [(0, 0)] * dims
+    else:
+        pads = [(p, p) for p in _conv_ints(padding, "padding", dims, 0)]
+    xp = np.pad(xv, [(0, 0), (0, 0)] + pads)
+    kd = [dl * (kk - 1) + 1 for dl, kk in zip(dilation, k)]
+    wd = np.zeros((cout, cin_g) + tuple(kd))
+    wd[(slice(None), slice(None)) + tuple(slice(None, None, dl) for dl in dilation)] = wv
+    full = [xp.shape[2 + i] - kd[i] + 1 for i in range(dims)]
+    if any(f < 1 for f in full):
+        _err("E0200", f"conv{dims}d: the kernel is larger than the padded input")
+    out = np.zeros((n, cout) + tuple(len(range(0, f, s)) for f, s in zip(full, stride)))
+    cout_g = cout // groups
+    for b in range(n):
+        for oc in range(cout):
+            g = oc // cout_g
+            acc = np.zeros(full)
+            for c in range(cin_g):
+                acc += correlate(xp[b, g * cin_g + c], wd[oc, c], mode="valid", method="direct")
+            out[b, oc] = acc[tuple(slice(None, None, s) for s in stride)]
+            if bias is not None:
+                out[b, oc] += bias._f64()[oc]
+    if not batched:
+        out = out[0]
+    return _finish_float(out, d)
+
+
+def conv1d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, algorithm="auto"):
+    return _conv(1, x, w, bias, stride, padding, dilation, groups, algorithm)
+
+
+def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, algorithm="auto"):
+    return _conv(2, x, w, bias, stride, padding, dilation, groups, algorithm)
+
+
 def _as_f64(x):
     if isinstance(x, Tensor):
         return x._f64()
@@ -1310,7 +1384,7 @@ class _OpModule:
                  "softmax", "layernorm", "rmsnorm", "transpose", "reshape", "concat", "stack", "clip",
                  "argmax", "argmin", "sort", "topk", "cumsum", "logical_and", "logical_or",
                  "logical_not",
-                 "flash_attention", "allclose", "max_abs_diff", "kernel"]
+                 "flash_attention", "conv1d", "conv2d", "allclose", "max_abs_diff", "kernel"]
         for n in names:
             object.__setattr__(self, n, g[n])
         for n, d in _CANON.items():

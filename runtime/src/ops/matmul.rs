@@ -140,7 +140,7 @@ fn batch_offsets(p: &Plan) -> Vec<(usize, usize)> {
 
 /// Row-major `c[m×n] = a[m×k] · b[k×n]` via `gemm`, for f32 or f64.
 #[allow(clippy::too_many_arguments)]
-fn gemm_into<T: 'static + Copy>(
+pub(crate) fn gemm_into<T: 'static + Copy>(
     c: &mut [T],
     a: &[T],
     b: &[T],

@@ -4,6 +4,7 @@
 mod assign;
 pub mod attention;
 pub mod compare;
+pub mod conv;
 pub mod elementwise;
 pub mod fastmath;
 mod kernel;

@@ -546,3 +546,132 @@ fn reduce_axes(t: &Tensor, r: rtm::ReduceOp, axes: &[i64], keep: bool) -> R {
         ok(Ok(out))
     }
 }
+
+/// `stride`, `dilation` or an explicit `padding` of a `dims`-d convolution: an int for every
+/// dim, or a tuple/list of `dims` ints; each at least `min`.
+fn conv_ints(x: &Arg, what: &str, dims: usize, min: i64) -> Result<Vec<usize>, Diagnostic> {
+    let bad = || {
+        let kind = if min > 0 { "positive" } else { "non-negative" };
+        let form = if dims == 1 {
+            format!("a {kind} int")
+        } else {
+            format!("a {kind} int or a pair of them")
+        };
+        Diagnostic::new(
+            Code::E0101,
+            format!("{what} must be {form}, not {}", x.value.repr()),
+        )
+        .at(x.span)
+    };
+    let items: Vec<Value> = match &x.value {
+        Value::Int(_) => vec![x.value.clone(); dims],
+        Value::Tuple(t) => t.as_ref().clone(),
+        Value::List(l) => l.borrow().clone(),
+        _ => return Err(bad()),
+    };
+    if items.len() != dims {
+        return Err(bad());
+    }
+    items
+        .iter()
+        .map(|v| match v {
+            Value::Int(i) if *i >= min => usize::try_from(*i).map_err(|_| bad()),
+            _ => Err(bad()),
+        })
+        .collect()
+}
+
+/// The parameters of a `conv1d`/`conv2d` call: (x, w, bias, spec); `algorithm` is slot 7.
+pub(crate) fn conv_args(
+    c: &Call,
+    dims: usize,
+) -> Result<(Arg, Arg, Option<Arg>, rtm::ConvSpec), Diagnostic> {
+    let ints = |i: usize, what: &str, min: i64| -> Result<Vec<usize>, Diagnostic> {
+        match opt(&c.a, i) {
+            Some(x) => conv_ints(x, what, dims, min),
+            None => Ok(vec![if min > 0 { 1 } else { 0 }; dims]),
+        }
+    };
+    let stride = ints(3, "stride", 1)?;
+    let padding = match opt(&c.a, 4) {
+        Some(x) => match &x.value {
+            Value::Str(s) if s.as_ref() == "same" => rtm::ConvPadding::Same,
+            Value::Str(s) if s.as_ref() == "valid" => rtm::ConvPadding::Explicit(vec![(0, 0); dims]),
+            Value::Str(s) => {
+                return Err(Diagnostic::new(
+                    Code::E0101,
+                    format!("padding must be an int, a pair, \"same\" or \"valid\", not \"{s}\""),
+                )
+                .at(x.span))
+            }
+            _ => rtm::ConvPadding::Explicit(
+                conv_ints(x, "padding", dims, 0)?
+                    .into_iter()
+                    .map(|p| (p, p))
+                    .collect(),
+            ),
+        },
+        None => rtm::ConvPadding::Explicit(vec![(0, 0); dims]),
+    };
+    let dilation = ints(5, "dilation", 1)?;
+    let groups = match opt(&c.a, 6) {
+        Some(x) => {
+            let g = x.int("groups")?;
+            usize::try_from(g).ok().filter(|&g| g > 0).ok_or_else(|| {
+                Diagnostic::new(Code::E0101, format!("groups must be a positive int, not {g}"))
+                    .at(x.span)
+            })?
+        }
+        None => 1,
+    };
+    let spec = rtm::ConvSpec {
+        dims,
+        stride,
+        padding,
+        dilation,
+        groups,
+    };
+    Ok((
+        req(&c.a, 0)?.clone(),
+        req(&c.a, 1)?.clone(),
+        opt(&c.a, 2).cloned(),
+        spec,
+    ))
+}
+
+/// `algorithm="auto"|"direct"|"fft"` of a convolution (slot 7).
+pub(crate) fn conv_algorithm(c: &Call) -> Result<rtm::ConvAlgorithm, Diagnostic> {
+    let Some(x) = opt(&c.a, 7) else {
+        return Ok(rtm::ConvAlgorithm::Auto);
+    };
+    match &x.value {
+        Value::Str(s) if s.as_ref() == "auto" => Ok(rtm::ConvAlgorithm::Auto),
+        Value::Str(s) if s.as_ref() == "direct" => Ok(rtm::ConvAlgorithm::Direct),
+        Value::Str(s) if s.as_ref() == "fft" => Ok(rtm::ConvAlgorithm::Fft),
+        v => Err(Diagnostic::new(
+            Code::E0101,
+            format!(
+                "algorithm must be \"auto\", \"direct\" or \"fft\", not {}",
+                v.repr()
+            ),
+        )
+        .at(x.span)),
+    }
+}
+
+fn conv(c: &Call, dims: usize) -> R {
+    let (x, w, b, spec) = conv_args(c, dims)?;
+    let alg = conv_algorithm(c)?;
+    let x = tensor_arg(&x.value, x.span)?;
+    let w = tensor_arg(&w.value, w.span)?;
+    let b = b.map(|b| tensor_arg(&b.value, b.span)).transpose()?;
+    ok(rtm::conv_with(&x, &w, b.as_ref(), &spec, alg))
+}
+
+pub(super) fn conv1d(_: &mut Interp, c: &Call) -> R {
+    conv(c, 1)
+}
+
+pub(super) fn conv2d(_: &mut Interp, c: &Call) -> R {
+    conv(c, 2)
+}

@@ -201,7 +201,7 @@ static ROWS: LazyLock<Vec<OpRow>> = LazyLock::new(|| {
 /// The rows that are not elementwise or reductions: signature, eager form, traced form and
 /// sharded form.
 #[rustfmt::skip]
-const OTHER: [(&str, EagerFn, InTrace, OnMesh); 30] = {
+const OTHER: [(&str, EagerFn, InTrace, OnMesh); 32] = {
     use crate::{dist as m, trace as t};
     use InTrace::{ReadsValues, Record as R, Refused};
     use OnMesh::{Gathered, Rule};
@@ -225,6 +225,8 @@ const OTHER: [(&str, EagerFn, InTrace, OnMesh); 30] = {
         ("reshape(x, shape)", eager::reshape, R(t::t_reshape_call), Gathered),
         ("concat(xs, axis=0)", eager::concat, R(t::t_concat), Gathered),
         ("flash_attention(Q, K, V, causal=False, scale=None)", eager::flash_attention, R(t::t_attention), Rule(m::m_attention)),
+        ("conv1d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, algorithm='auto')", eager::conv1d, Refused, Gathered),
+        ("conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, algorithm='auto')", eager::conv2d, Refused, Gathered),
         ("allclose(a, b, rtol=1e-5, atol=1e-8)", eager::allclose, ReadsValues, Gathered),
         ("max_abs_diff(a, b)", eager::max_abs_diff, ReadsValues, Gathered),
         ("clip(x, min=None, max=None)", eager::clip, R(t::t_clip), Gathered),
