@@ -424,6 +424,15 @@ fn eval_one(
                 .collect();
             Val::T(tens(vals, *x)?.index(&items)?)
         }
+        Op::Conv { x, w, bias, attrs } => {
+            let b = bias.map(|b| tens(vals, b)).transpose()?;
+            Val::T(rtm::conv(
+                &tens(vals, *x)?,
+                &tens(vals, *w)?,
+                b.as_ref(),
+                &rtm::ConvSpec::of_attrs(attrs),
+            )?)
+        }
         Op::FlashAttention {
             q,
             k,

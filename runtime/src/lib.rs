@@ -87,12 +87,12 @@ pub use dtype::{DType, Scalar, ScalarKind, ALL_DTYPES};
 pub use error::{Code, Result, RuntimeError};
 pub use ops::attention::{attention_grad, attention_lse, AttnWrt};
 pub use ops::compare::{allclose, max_abs_diff};
+pub use ops::conv::{conv, conv_with, ConvAlgorithm, ConvPadding, ConvSpec};
 pub use ops::elementwise::{
     binary, infer_binary, infer_unary, promote_operands, unary, where_, BinaryOp, Operand,
     OperandType, UnaryOp,
 };
 pub use ops::matmul::{infer_matmul, matmul};
-pub use ops::conv::{conv, conv_with, ConvAlgorithm, ConvPadding, ConvSpec};
 pub use ops::nn::{flash_attention, layernorm, rmsnorm, softmax};
 pub use ops::order::{arg_extreme, cumsum, scatter_add, sort, stack, take, take_at, topk};
 pub use ops::reduce::{infer_reduce, reduce, ReduceOp};

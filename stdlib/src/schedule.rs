@@ -107,6 +107,24 @@ fn pos_int(x: &Arg, what: &str) -> Result<i64, Diagnostic> {
     Ok(v)
 }
 
+/// A tile: `(BM, BN, BK)`, or `(BM, BN)` (a kernel without a reduction dimension, SPEC §5)
+/// as `[BM, BN, 0]` (0: the kernel's default BK where it has one).
+fn tile_ints(x: &Arg, what: &str) -> Result<Vec<i64>, Diagnostic> {
+    let mut t = ints(x, what, None)?;
+    match t.len() {
+        3 => Ok(t),
+        2 => {
+            t.push(0);
+            Ok(t)
+        }
+        n => Err(Diagnostic::new(
+            Code::E0101,
+            format!("{what} must have 2 or 3 entries, got {n}"),
+        )
+        .at(x.span)),
+    }
+}
+
 fn ints(x: &Arg, what: &str, n: Option<usize>) -> Result<Vec<i64>, Diagnostic> {
     let items = x.value.items().ok_or_else(|| {
         let got = x.value.type_name();
@@ -149,7 +167,7 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
             let a = args.bind("tile", &["shape"], &["warp"])?;
             let s =
                 get(&a, 0).ok_or_else(|| Diagnostic::new(Code::E0101, "tile() needs a shape"))?;
-            let t = ints(s, "the tile shape (BM, BN, BK)", Some(3))?;
+            let t = tile_ints(s, "the tile shape (BM, BN, BK) or (BM, BN)")?;
             let w = get(&a, 1)
                 .map(|w| ints(w, "the warp tile (WM, WN)", Some(2)))
                 .transpose()?;
@@ -271,7 +289,7 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
                     match *key {
                         "tile_sizes" => {
                             if matches!(arg.value, Value::Tuple(_) | Value::List(_)) {
-                                let t = ints(&arg, "a tile size (BM, BN, BK)", Some(3))?;
+                                let t = tile_ints(&arg, "a tile size (BM, BN, BK) or (BM, BN)")?;
                                 space.tiles.push([t[0], t[1], t[2]]);
                             } else {
                                 let n = pos_int(&arg, key)?;

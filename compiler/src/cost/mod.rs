@@ -213,6 +213,19 @@ fn schedule_blocks(g: &Graph, k: &Kernel) -> u64 {
             let b = (numel(&k.ty) as u64) / (sq * width).max(1);
             b.max(1) * sq.div_ceil(u64::from(s.tile[0].max(1)))
         }
+        Kind::Conv => {
+            // blocks of BM×BN outputs of each [.., H, W] plane
+            let r = k.ty.shape.len();
+            let (oh, ow) = if r >= 4 {
+                (k.ty.shape[r - 2] as u64, k.ty.shape[r - 1] as u64)
+            } else {
+                (1, k.ty.shape.last().copied().unwrap_or(1) as u64)
+            };
+            let planes = (numel(&k.ty) as u64) / (oh * ow).max(1);
+            planes.max(1)
+                * oh.div_ceil(u64::from(s.tile[0].max(1)))
+                * ow.div_ceil(u64::from(s.tile[1].max(1)))
+        }
         Kind::Softmax | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => {
             let rows = numel(&k.ty) / k.ty.shape.last().map_or(1.0, |&d| d.max(1) as f64);
             (rows as u64).div_ceil(u64::from(s.threads / 32).max(1))
@@ -380,6 +393,13 @@ pub fn estimate(
                 Kind::LayerNorm => 8.0,
                 Kind::RmsNorm => 4.0,
                 Kind::Reduce => 1.0,
+                // a multiply-add per input channel of the group and kernel tap
+                Kind::Conv => match op {
+                    Op::Conv { w, .. } => g.ty(*w).map_or(1.0, |t| {
+                        2.0 * t.shape.iter().skip(1).product::<usize>() as f64
+                    }),
+                    _ => 1.0,
+                },
                 _ => 0.0,
             };
             let work = match k.kind {

@@ -60,6 +60,8 @@ pub enum TypeError {
     /// `take`/`scatter_add`: a non-integer index, an axis out of range, or (scatter) a source
     /// whose shape is not the result's with the index's dims at the axis.
     Take,
+    /// `conv1d`/`conv2d` operands whose shapes do not fit its attributes.
+    Conv,
 }
 
 impl std::fmt::Display for TypeError {
@@ -101,6 +103,9 @@ impl std::fmt::Display for TypeError {
                 f.write_str("flash_attention q/k head dims or k/v lengths differ")
             }
             TypeError::FusedBody(why) => f.write_str(why),
+            TypeError::Conv => f.write_str(
+                "conv: x [N, C, (H,) W], w [O, C/groups, (kH,) kW] and bias [O] do not fit",
+            ),
             TypeError::Take => f.write_str(
                 "take/scatter_add: the index must be an integer tensor, the axis in range, and the source the result's shape with the index's dims at the axis",
             ),
@@ -602,6 +607,41 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             TensorType::new(of.shape.clone(), to.dtype)
         }
         Op::FusedElementwise { inputs, body } => fused_type(g, inputs, body)?,
+        Op::Conv { x, w, bias, attrs } => {
+            let (tx, tw) = (ty(g, *x)?, ty(g, *w)?);
+            let d = usize::from(attrs.dims);
+            if !(d == 1 || d == 2) || tw.shape.len() != d + 2 {
+                return Err(TypeError::Conv);
+            }
+            let batched = match tx.shape.len() {
+                n if n == d + 2 => true,
+                n if n == d + 1 => false,
+                _ => return Err(TypeError::Conv),
+            };
+            let xs = &tx.shape[usize::from(batched)..];
+            let (cin, cout, g_) = (xs[0], tw.shape[0], attrs.groups);
+            if g_ == 0 || cin % g_ != 0 || cout % g_ != 0 || tw.shape[1] * g_ != cin {
+                return Err(TypeError::Conv);
+            }
+            let mut dtype = DType::promote(tx.dtype, tw.dtype);
+            if let Some(b) = bias {
+                let tb = ty(g, *b)?;
+                if tb.shape != [cout] {
+                    return Err(TypeError::Conv);
+                }
+                dtype = DType::promote(dtype, tb.dtype);
+            }
+            let mut shape = tx.shape[..usize::from(batched)].to_vec();
+            shape.push(cout);
+            for i in 0..d {
+                let sp = 2 - d + i;
+                let o = attrs
+                    .out_len(sp, xs[1 + i], tw.shape[2 + i])
+                    .ok_or(TypeError::Conv)?;
+                shape.push(o);
+            }
+            TensorType::new(shape, float_or_f32(dtype))
+        }
         Op::Take { x, index, axis } => {
             let (tx, ti) = (ty(g, *x)?, ty(g, *index)?);
             if !ti.dtype.is_int() || *axis >= tx.shape.len() {

@@ -102,6 +102,28 @@ pub struct EpilogueStep {
     pub span: Span,
 }
 
+/// The attributes of a [`Op::Conv`], a 1-d one as 2-d with height 1 (all per (H, W)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConvAttrs {
+    /// 1 (conv1d) or 2 (conv2d).
+    pub dims: u8,
+    pub stride: [usize; 2],
+    /// Zeros (before, after) the input along H and W.
+    pub pad: [(usize, usize); 2],
+    pub dilation: [usize; 2],
+    pub groups: usize,
+}
+
+impl ConvAttrs {
+    /// The output length along spatial dim `i` of an input `len` long with a kernel `k` long
+    /// (`None`: the kernel spans more than the padded input).
+    pub fn out_len(&self, i: usize, len: usize, k: usize) -> Option<usize> {
+        let span = self.dilation[i] * k.checked_sub(1)? + 1;
+        let padded = len + self.pad[i].0 + self.pad[i].1;
+        (padded >= span).then(|| (padded - span) / self.stride[i].max(1) + 1)
+    }
+}
+
 /// The ops of Graph IR. Shapes and dtypes of results live in the graph's type table.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Op {
@@ -215,6 +237,14 @@ pub enum Op {
         causal: bool,
         scale: f64,
     },
+    /// `conv1d`/`conv2d` (PyTorch's cross-correlation): `x` `[N, C, (H,) W]` (or without N),
+    /// `w` `[O, C/groups, (kH,) kW]`, `bias` `[O]`; the padding resolved to zeros per side.
+    Conv {
+        x: ValueId,
+        w: ValueId,
+        bias: Option<ValueId>,
+        attrs: ConvAttrs,
+    },
     /// `x` indexed along `axis` by an integer tensor (NumPy's `take`, what `x[..., idx]` with
     /// an int list or tensor traces to): the result's shape is `x.shape[..axis]`, then
     /// `index.shape`, then `x.shape[axis+1..]`; a negative index counts from the end; one out
@@ -288,6 +318,13 @@ impl Op {
             Op::FusedElementwise { .. } => "fused_elementwise",
             Op::Result { .. } => "result",
             Op::Take { .. } => "take",
+            Op::Conv { attrs, .. } => {
+                if attrs.dims == 1 {
+                    "conv1d"
+                } else {
+                    "conv2d"
+                }
+            }
             Op::FusedReduce { .. } => "fused_reduce",
             Op::ScatterAdd { .. } => "scatter_add",
         }
@@ -334,6 +371,13 @@ impl Op {
                         Epilogue::Body { inputs, .. } => inputs.iter().for_each(|x| f(*x)),
                         _ => {}
                     }
+                }
+            }
+            Op::Conv { x, w, bias, .. } => {
+                f(*x);
+                f(*w);
+                if let Some(b) = bias {
+                    f(*b);
                 }
             }
             Op::LayerNorm {
@@ -424,6 +468,13 @@ impl Op {
                         }
                         _ => {}
                     }
+                }
+            }
+            Op::Conv { x, w, bias, .. } => {
+                *x = f(*x);
+                *w = f(*w);
+                if let Some(b) = bias {
+                    *b = f(*b);
                 }
             }
             Op::LayerNorm {

@@ -228,6 +228,27 @@ impl Printer<'_> {
                 let s: Vec<String> = items.iter().map(|i| i.to_string()).collect();
                 vec![format!("index = [{}]", s.join(", "))]
             }
+            Op::Conv { attrs, .. } => {
+                // conv1d shows its one spatial dim (W)
+                let d = usize::from(attrs.dims.clamp(1, 2));
+                let pick = |v: [String; 2]| -> String {
+                    if d == 1 {
+                        v[1].clone()
+                    } else {
+                        format!("[{}, {}]", v[0], v[1])
+                    }
+                };
+                let pair = |v: [usize; 2]| pick(v.map(|x| x.to_string()));
+                vec![
+                    format!("stride = {}", pair(attrs.stride)),
+                    format!(
+                        "padding = {}",
+                        pick(attrs.pad.map(|(a, b)| format!("[{a}, {b}]")))
+                    ),
+                    format!("dilation = {}", pair(attrs.dilation)),
+                    format!("groups = {}", attrs.groups),
+                ]
+            }
             Op::FlashAttention { causal, scale, .. }
             | Op::AttentionLse { causal, scale, .. }
             | Op::AttentionGrad { causal, scale, .. } => {

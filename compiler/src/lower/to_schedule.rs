@@ -78,7 +78,11 @@ fn schedule_for(
             } else {
                 ([64, 64, 16], [32, 32], 2)
             };
-            let tile = d.tile.unwrap_or(tile);
+            // a 2-D tile (BK 0) keeps the default BK
+            let tile = d
+                .tile
+                .map(|t| if t[2] == 0 { [t[0], t[1], tile[2]] } else { t })
+                .unwrap_or(tile);
             let warp = d.warp.unwrap_or(if tc {
                 [warp[0].min(tile[0]), warp[1].min(tile[1])]
             } else {
@@ -161,6 +165,26 @@ fn schedule_for(
                 async_copy: false,
                 threads: 128,
                 elem_bytes: if tc { 2 } else { eb as u32 },
+            }
+        }
+        Kind::Conv => {
+            // A 2-D tile (BM, BN) of an output plane per block, `vector` adjacent outputs of a
+            // row per thread: (8, 32) and 1 unless the kernel says otherwise.
+            let [bm, bn] = match d.tile {
+                Some([m, n, _]) if m > 0 && n > 0 => [m, n],
+                _ => [8, 32],
+            };
+            let vector = d.vectorize.filter(|&v| v > 0 && bn % v == 0).unwrap_or(1);
+            Schedule {
+                tile: [bm, bn, 1],
+                warp: [1, 1],
+                stages: d.stages.unwrap_or(1).max(1),
+                vector,
+                tensor_cores: false,
+                async_copy: false,
+                // whole warps: the threads past the tile idle
+                threads: (bm * bn / vector).max(1).next_multiple_of(32),
+                elem_bytes: (ty.dtype.size_bytes() as u32),
             }
         }
         Kind::Softmax | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => Schedule {

@@ -38,6 +38,8 @@ pub enum Kind {
     FlashAttention,
     /// Data movement: transpose, broadcast, concat, slice.
     Copy,
+    /// `conv1d`/`conv2d`: a 2-D tile `(BM, BN)` of an output plane per block.
+    Conv,
 }
 
 impl Kind {
@@ -51,6 +53,7 @@ impl Kind {
             Kind::Reduce => "reduce",
             Kind::FlashAttention => "flash_attention",
             Kind::Copy => "copy",
+            Kind::Conv => "conv",
         }
     }
 }
@@ -109,6 +112,7 @@ impl Schedule {
             | Kind::LayerNorm
             | Kind::RmsNorm
             | Kind::Reduce
+            | Kind::Conv
             | Kind::FlashAttention
             | Kind::Copy => 0,
         }
@@ -163,6 +167,7 @@ pub fn kind_of(op: &Op) -> Option<Kind> {
         | Op::Cast { .. }
         | Op::FusedElementwise { .. } => Kind::Elementwise,
         Op::Matmul { .. } => Kind::Matmul,
+        Op::Conv { .. } => Kind::Conv,
         Op::Reduce { .. } | Op::FusedReduce { .. } => Kind::Reduce,
         Op::Softmax { .. } => Kind::Softmax,
         Op::LayerNorm { .. } => Kind::LayerNorm,
@@ -218,6 +223,10 @@ pub fn print(p: &Program, sources: &SourceMap) -> String {
             }
             Kind::Elementwise | Kind::Copy => {
                 attrs.push(format!("block_elems = {}", s.tile[0]));
+                attrs.push(format!("vector = {}", s.vector));
+            }
+            Kind::Conv => {
+                attrs.push(format!("tile = [{}, {}]", s.tile[0], s.tile[1]));
                 attrs.push(format!("vector = {}", s.vector));
             }
             Kind::FlashAttention => {

@@ -119,9 +119,33 @@ pub struct AttnBatch {
     pub v: Vec<u32>,
 }
 
+/// The sizes of a direct convolution kernel ([`Shape::Conv`]); 1-d as 2-d with height 1.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConvDims {
+    /// images × output channels: the planes the grid walks (y, continued on z)
+    pub planes: u32,
+    pub cin: u32,
+    pub cout: u32,
+    pub groups: u32,
+    pub input: [u32; 2],
+    pub kernel: [u32; 2],
+    pub output: [u32; 2],
+    pub stride: [u32; 2],
+    pub dilation: [u32; 2],
+    /// zeros before the first row and column
+    pub pad: [u32; 2],
+    pub bias: bool,
+    /// the output tile of a block (rows, cols) and the adjacent outputs of a row per thread
+    pub tile: [u32; 2],
+    pub vector: u32,
+}
+
 /// The parameters the Target IR lowering instantiates for this kernel.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Shape {
+    /// A direct convolution: a block per `tile` of an output plane, each thread `vector`
+    /// outputs of a row, each summed over its group's channels and the kernel taps.
+    Conv(ConvDims),
     /// `take` (`scatter: false`): output `[outer, k, inner]` read from `x` `[outer, n, inner]`
     /// at row `index[j]`; `scatter_add` (`scatter: true`): output `[outer, n, inner]`, each
     /// element the sum over `j` (in order) of `src[outer, j, inner]` where `index[j]` names its

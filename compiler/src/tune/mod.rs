@@ -46,8 +46,11 @@ impl Config {
     /// `tile=128x128x32 stages=3` (or `default` when it sets nothing).
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
-        if let Some([m, n, k]) = self.tile {
-            parts.push(format!("tile={m}x{n}x{k}"));
+        match self.tile {
+            // a 2-D tile (no reduction dimension)
+            Some([m, n, 0]) => parts.push(format!("tile={m}x{n}")),
+            Some([m, n, k]) => parts.push(format!("tile={m}x{n}x{k}")),
+            None => {}
         }
         if let Some([m, n]) = self.warp {
             parts.push(format!("warp={m}x{n}"));

@@ -38,6 +38,59 @@ pub struct ConvSpec {
     pub groups: usize,
 }
 
+impl ConvSpec {
+    /// The spec of Graph IR convolution attributes (their padding explicit).
+    pub fn of_attrs(a: &tessera_compiler::graph::ConvAttrs) -> ConvSpec {
+        let d = usize::from(a.dims.clamp(1, 2));
+        let from = 2 - d;
+        ConvSpec {
+            dims: d,
+            stride: a.stride[from..].to_vec(),
+            padding: ConvPadding::Explicit(a.pad[from..].to_vec()),
+            dilation: a.dilation[from..].to_vec(),
+            groups: a.groups,
+        }
+    }
+
+    /// The Graph IR attributes of this spec for an input of spatial sizes `input` and a
+    /// kernel of `kernel` (which `"same"` padding depends on); `None` for a bad spec.
+    pub fn attrs(&self, kernel: &[usize]) -> Option<tessera_compiler::graph::ConvAttrs> {
+        let d = self.dims;
+        if !(d == 1 || d == 2) || self.stride.len() != d || self.dilation.len() != d {
+            return None;
+        }
+        let lift = |v: &[usize], one: usize| -> [usize; 2] {
+            if d == 1 {
+                [one, v[0]]
+            } else {
+                [v[0], v[1]]
+            }
+        };
+        let (dil, k) = (lift(&self.dilation, 1), lift(kernel, 1));
+        let pad = match &self.padding {
+            ConvPadding::Explicit(p) if p.len() == d => {
+                if d == 1 {
+                    [(0, 0), p[0]]
+                } else {
+                    [p[0], p[1]]
+                }
+            }
+            ConvPadding::Explicit(_) => return None,
+            ConvPadding::Same => [0, 1].map(|i| {
+                let t = dil[i] * k[i].saturating_sub(1);
+                (t / 2, t - t / 2)
+            }),
+        };
+        Some(tessera_compiler::graph::ConvAttrs {
+            dims: d as u8,
+            stride: lift(&self.stride, 1),
+            pad,
+            dilation: dil,
+            groups: self.groups,
+        })
+    }
+}
+
 /// A convolution's sizes, 1-d ones as 2-d with height 1.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConvPlan {
@@ -75,12 +128,7 @@ fn name(dims: usize) -> &'static str {
 }
 
 /// The sizes of a `dims`-d convolution of these shapes, or the error a user sees.
-pub fn plan(
-    x: &[usize],
-    w: &[usize],
-    bias: Option<&[usize]>,
-    spec: &ConvSpec,
-) -> Result<ConvPlan> {
+pub fn plan(x: &[usize], w: &[usize], bias: Option<&[usize]>, spec: &ConvSpec) -> Result<ConvPlan> {
     let d = spec.dims;
     let op = name(d);
     let layout = if d == 1 {
@@ -361,36 +409,38 @@ fn depthwise<T: Acc>(p: &ConvPlan, x: &[T], w: &[T], out: &mut [T]) {
     let ([ih, iw], [kh, kw], [oh, ow]) = (p.input, p.kernel, p.output);
     let ([sh, sw], [dh, dw], [ph, pw]) = (p.stride, p.dilation, p.pad);
     let per_group = p.cout / p.groups;
-    out.par_chunks_mut(oh * ow).enumerate().for_each(|(plane, o)| {
-        let (n, oc) = (plane / p.cout, plane % p.cout);
-        let ic = oc / per_group;
-        let xin = &x[(n * p.cin + ic) * ih * iw..][..ih * iw];
-        let taps = &w[oc * kh * kw..][..kh * kw];
-        for i in 0..kh {
-            let rows = valid(oh, ih, sh, (i * dh) as isize - ph as isize);
-            for j in 0..kw {
-                let wv = taps[i * kw + j];
-                let off = (j * dw) as isize - pw as isize;
-                let cols = valid(ow, iw, sw, off);
-                for r in rows.clone() {
-                    let src = &xin[(r * sh + i * dh - ph) * iw..][..iw];
-                    let dst = &mut o[r * ow..][..ow];
-                    if sw == 1 {
-                        let s0 = (cols.start as isize + off) as usize;
-                        let n = cols.len();
-                        for (d, &s) in dst[cols.clone()].iter_mut().zip(&src[s0..s0 + n]) {
-                            *d = d.mul_add(wv, s);
-                        }
-                    } else {
-                        for c in cols.clone() {
-                            let s = src[(c as isize * sw as isize + off) as usize];
-                            dst[c] = dst[c].mul_add(wv, s);
+    out.par_chunks_mut(oh * ow)
+        .enumerate()
+        .for_each(|(plane, o)| {
+            let (n, oc) = (plane / p.cout, plane % p.cout);
+            let ic = oc / per_group;
+            let xin = &x[(n * p.cin + ic) * ih * iw..][..ih * iw];
+            let taps = &w[oc * kh * kw..][..kh * kw];
+            for i in 0..kh {
+                let rows = valid(oh, ih, sh, (i * dh) as isize - ph as isize);
+                for j in 0..kw {
+                    let wv = taps[i * kw + j];
+                    let off = (j * dw) as isize - pw as isize;
+                    let cols = valid(ow, iw, sw, off);
+                    for r in rows.clone() {
+                        let src = &xin[(r * sh + i * dh - ph) * iw..][..iw];
+                        let dst = &mut o[r * ow..][..ow];
+                        if sw == 1 {
+                            let s0 = (cols.start as isize + off) as usize;
+                            let n = cols.len();
+                            for (d, &s) in dst[cols.clone()].iter_mut().zip(&src[s0..s0 + n]) {
+                                *d = d.mul_add(wv, s);
+                            }
+                        } else {
+                            for c in cols.clone() {
+                                let s = src[(c as isize * sw as isize + off) as usize];
+                                dst[c] = dst[c].mul_add(wv, s);
+                            }
                         }
                     }
                 }
             }
-        }
-    });
+        });
 }
 
 /// im2col of one image's group: `col[(c·kH + i)·kW + j][r·OW + q]` = the input at
@@ -506,7 +556,9 @@ mod tests {
         let mut s = seed;
         (0..n)
             .map(|_| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 ((s >> 33) as f64 / (1u64 << 31) as f64) - 0.5
             })
             .collect()
@@ -528,7 +580,10 @@ mod tests {
         let b32: Vec<f32> = bv.iter().map(|&v| v as f32).collect();
         let got = run(&p, &x32, &w32, bias.then_some(&b32[..]));
         for (a, b) in got.iter().zip(&want) {
-            assert!((f64::from(*a) - b).abs() < 1e-4, "{spec:?} fp32: {a} vs {b}");
+            assert!(
+                (f64::from(*a) - b).abs() < 1e-4,
+                "{spec:?} fp32: {a} vs {b}"
+            );
         }
     }
 
@@ -545,13 +600,48 @@ mod tests {
     #[test]
     fn matches_the_definition() {
         let e = |a: usize, b: usize| ConvPadding::Explicit(vec![(a, a), (b, b)]);
-        check(&[2, 3, 7, 9], &[4, 3, 3, 3], true, spec2([1, 1], e(0, 0), [1, 1], 1));
-        check(&[2, 3, 7, 9], &[4, 3, 3, 2], false, spec2([2, 3], e(1, 2), [1, 1], 1));
-        check(&[1, 4, 11, 10], &[6, 2, 3, 3], true, spec2([1, 2], e(2, 1), [2, 1], 2));
-        check(&[2, 4, 8, 8], &[4, 1, 3, 3], true, spec2([1, 1], ConvPadding::Same, [1, 1], 4));
-        check(&[2, 4, 9, 8], &[8, 1, 5, 3], false, spec2([2, 2], e(2, 1), [1, 2], 4));
-        check(&[1, 3, 5, 5], &[5, 3, 1, 1], true, spec2([1, 1], e(0, 0), [1, 1], 1));
-        check(&[1, 2, 6, 6], &[3, 2, 4, 4], false, spec2([1, 1], ConvPadding::Same, [2, 1], 1));
+        check(
+            &[2, 3, 7, 9],
+            &[4, 3, 3, 3],
+            true,
+            spec2([1, 1], e(0, 0), [1, 1], 1),
+        );
+        check(
+            &[2, 3, 7, 9],
+            &[4, 3, 3, 2],
+            false,
+            spec2([2, 3], e(1, 2), [1, 1], 1),
+        );
+        check(
+            &[1, 4, 11, 10],
+            &[6, 2, 3, 3],
+            true,
+            spec2([1, 2], e(2, 1), [2, 1], 2),
+        );
+        check(
+            &[2, 4, 8, 8],
+            &[4, 1, 3, 3],
+            true,
+            spec2([1, 1], ConvPadding::Same, [1, 1], 4),
+        );
+        check(
+            &[2, 4, 9, 8],
+            &[8, 1, 5, 3],
+            false,
+            spec2([2, 2], e(2, 1), [1, 2], 4),
+        );
+        check(
+            &[1, 3, 5, 5],
+            &[5, 3, 1, 1],
+            true,
+            spec2([1, 1], e(0, 0), [1, 1], 1),
+        );
+        check(
+            &[1, 2, 6, 6],
+            &[3, 2, 4, 4],
+            false,
+            spec2([1, 1], ConvPadding::Same, [2, 1], 1),
+        );
         let s1 = ConvSpec {
             dims: 1,
             stride: vec![2],
@@ -571,13 +661,28 @@ mod tests {
         assert_eq!(p.out_shape, vec![1, 5, 8, 9]);
         assert_eq!(p.pad, [1, 1]);
         let e = |x: &[usize], w: &[usize], s: &ConvSpec| plan(x, w, None, s).expect_err("error");
-        assert!(e(&[1, 4, 8, 8], &[5, 3, 3, 3], &s).message.contains("input channels"));
+        assert!(e(&[1, 4, 8, 8], &[5, 3, 3, 3], &s)
+            .message
+            .contains("input channels"));
         let g = spec2([1, 1], ConvPadding::Same, [1, 1], 3);
-        assert!(e(&[1, 4, 8, 8], &[6, 1, 3, 3], &g).message.contains("groups=3"));
+        assert!(e(&[1, 4, 8, 8], &[6, 1, 3, 3], &g)
+            .message
+            .contains("groups=3"));
         let strided = spec2([2, 1], ConvPadding::Same, [1, 1], 1);
-        assert!(e(&[1, 3, 8, 8], &[5, 3, 3, 3], &strided).message.contains("stride 1"));
-        let valid = spec2([1, 1], ConvPadding::Explicit(vec![(0, 0), (0, 0)]), [1, 1], 1);
-        assert!(e(&[1, 3, 2, 8], &[5, 3, 3, 3], &valid).message.contains("spans 3"));
-        assert!(e(&[8, 8], &[5, 3, 3, 3], &valid).message.contains("expected"));
+        assert!(e(&[1, 3, 8, 8], &[5, 3, 3, 3], &strided)
+            .message
+            .contains("stride 1"));
+        let valid = spec2(
+            [1, 1],
+            ConvPadding::Explicit(vec![(0, 0), (0, 0)]),
+            [1, 1],
+            1,
+        );
+        assert!(e(&[1, 3, 2, 8], &[5, 3, 3, 3], &valid)
+            .message
+            .contains("spans 3"));
+        assert!(e(&[8, 8], &[5, 3, 3, 3], &valid)
+            .message
+            .contains("expected"));
     }
 }

@@ -596,7 +596,9 @@ pub(crate) fn conv_args(
     let padding = match opt(&c.a, 4) {
         Some(x) => match &x.value {
             Value::Str(s) if s.as_ref() == "same" => rtm::ConvPadding::Same,
-            Value::Str(s) if s.as_ref() == "valid" => rtm::ConvPadding::Explicit(vec![(0, 0); dims]),
+            Value::Str(s) if s.as_ref() == "valid" => {
+                rtm::ConvPadding::Explicit(vec![(0, 0); dims])
+            }
             Value::Str(s) => {
                 return Err(Diagnostic::new(
                     Code::E0101,
@@ -618,8 +620,11 @@ pub(crate) fn conv_args(
         Some(x) => {
             let g = x.int("groups")?;
             usize::try_from(g).ok().filter(|&g| g > 0).ok_or_else(|| {
-                Diagnostic::new(Code::E0101, format!("groups must be a positive int, not {g}"))
-                    .at(x.span)
+                Diagnostic::new(
+                    Code::E0101,
+                    format!("groups must be a positive int, not {g}"),
+                )
+                .at(x.span)
             })?
         }
         None => 1,

@@ -5,7 +5,7 @@ use crate::tensor::dtype_value;
 use tessera_lang::eval::{Module, Value};
 use tessera_runtime::{BinaryOp, DType, ALL_DTYPES};
 
-mod eager;
+pub(crate) mod eager;
 pub mod table;
 
 /// Builds the `op` module.

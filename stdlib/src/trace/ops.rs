@@ -581,3 +581,50 @@ pub fn t_attention(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
     };
     Ok(ctx.record(op, aval, span))
 }
+
+/// `conv1d`/`conv2d` in a kernel: the eager shape rule on the abstract operands, then one
+/// `conv` op with its padding resolved.
+fn t_conv(ctx: &Rc<TraceCtx>, c: &Call, dims: usize) -> R {
+    let span = c.span;
+    let (_, _, b, spec) = crate::op::eager::conv_args(c, dims)?;
+    if crate::op::eager::conv_algorithm(c)? == tessera_runtime::ConvAlgorithm::Fft {
+        return Err(Diagnostic::new(
+            Code::E0101,
+            format!(
+                "op.conv{dims}d(algorithm=\"fft\") is not compiled in kernels yet: call it outside the kernel, or leave algorithm to \"auto\""
+            ),
+        )
+        .at(span));
+    }
+    let x = tensor_at(ctx, &c.a, 0)?;
+    let w = tensor_at(ctx, &c.a, 1)?;
+    let b = match b {
+        Some(_) => Some(tensor_at(ctx, &c.a, 2)?),
+        None => None,
+    };
+    let (xa, wa) = (x.need_tensor()?, w.need_tensor()?);
+    let ba = b.as_ref().map(|b| b.need_tensor()).transpose()?;
+    let aval = tessera_runtime::conv(xa, wa, ba, &spec).map_err(rt)?;
+    let Some(attrs) = spec.attrs(&wa.shape()[2..]) else {
+        return Err(Diagnostic::new(Code::E0101, "bad convolution parameters").at(span));
+    };
+    let bias = match (&b, ba) {
+        (Some(b), Some(ba)) => Some(ctx.id_of(b, ba.dtype(), span)),
+        _ => None,
+    };
+    let op = Op::Conv {
+        x: ctx.id_of(&x, xa.dtype(), span),
+        w: ctx.id_of(&w, wa.dtype(), span),
+        bias,
+        attrs,
+    };
+    Ok(ctx.record(op, aval, span))
+}
+
+pub fn t_conv1d(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
+    t_conv(ctx, c, 1)
+}
+
+pub fn t_conv2d(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
+    t_conv(ctx, c, 2)
+}

@@ -6,6 +6,7 @@ pub mod attention_grad;
 pub mod attention_mma;
 pub mod axis;
 pub mod blocks;
+pub mod conv;
 pub mod copy;
 pub mod elementwise;
 pub mod epilogue;
@@ -107,6 +108,7 @@ pub fn build(g: &Graph, tk: &TileKernel) -> R<Kernel> {
             *part == AttnPart::Lse,
         ),
         Shape::Elementwise { n, vector } => elementwise::elementwise(g, tk, *n, *vector),
+        Shape::Conv(d) => conv::build(g, tk, d),
         Shape::Take {
             outer,
             n,

@@ -74,6 +74,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
         span: sp,
     };
     match k.kind {
+        Kind::Conv => conv_tile(g, k, &mut tk)?,
         Kind::Elementwise => {
             let io = |d: DType| {
                 any_float(d)
@@ -520,6 +521,79 @@ fn take_tile(
         inner: inner as u32,
         scatter,
     };
+    Ok(())
+}
+
+/// The launch shape of a direct convolution kernel.
+fn conv_tile(g: &Graph, k: &Kernel, tk: &mut TileKernel) -> Result<(), NotLowered> {
+    let Some(Op::Conv { x, w, bias, attrs }) = g.op(k.root) else {
+        return Err(nl(k, "not a convolution"));
+    };
+    let tx = g.ty(*x).ok_or_else(|| nl(k, "untyped operand"))?;
+    let tw = g.ty(*w).ok_or_else(|| nl(k, "untyped operand"))?;
+    let mut dts = vec![tx.dtype, tw.dtype, k.ty.dtype];
+    if let Some(b) = bias {
+        dts.push(g.ty(*b).ok_or_else(|| nl(k, "untyped operand"))?.dtype);
+    }
+    if let Some(d) = dts.iter().find(|&&d| !(any_float(d) || d == DType::F64)) {
+        return Err(nl(k, format!("{d} convolutions")));
+    }
+    let d = usize::from(attrs.dims);
+    let batched = tx.shape.len() == d + 2;
+    let xs = &tx.shape[usize::from(batched)..];
+    let batch = if batched { tx.shape[0] } else { 1 };
+    let lift = |v: &[usize]| -> [usize; 2] {
+        if d == 1 {
+            [1, v[0]]
+        } else {
+            [v[0], v[1]]
+        }
+    };
+    let input = lift(&xs[1..]);
+    let kernel = lift(&tw.shape[2..]);
+    let output = lift(&k.ty.shape[k.ty.shape.len() - d..]);
+    let (cin, cout) = (xs[0], tw.shape[0]);
+    let planes = batch as u64 * cout as u64;
+    if planes == 0 || output.contains(&0) {
+        return Err(nl(k, "empty convolution"));
+    }
+    if numel(tx).max(numel(tw)).max(numel(&k.ty)) > u64::from(u32::MAX) {
+        return Err(nl(k, "too large a convolution"));
+    }
+    let s = &k.schedule;
+    let [bm, bn] = [s.tile[0].max(1), s.tile[1].max(1)];
+    let vector = s.vector.max(1);
+    let threads = (bm * (bn / vector)).next_multiple_of(32);
+    if !bn.is_multiple_of(vector) || threads > 1024 {
+        return Err(nl(
+            k,
+            format!("a convolution tile of ({bm}, {bn}) with vector {vector} (at most 1024 threads, vector dividing BN)"),
+        ));
+    }
+    let u = |v: usize| u32_of(k, v);
+    let u2 = |v: [usize; 2]| -> Result<[u32; 2], NotLowered> { Ok([u(v[0])?, u(v[1])?]) };
+    let tiles = ceil(output[0] as u64, u64::from(bm)) * ceil(output[1] as u64, u64::from(bn));
+    tk.block = [threads, 1, 1];
+    tk.grid = [
+        u32::try_from(tiles).map_err(|_| nl(k, "grid too large"))?,
+        planes.min(65535) as u32,
+        u32::try_from(planes.div_ceil(65535)).map_err(|_| nl(k, "grid too large"))?,
+    ];
+    tk.shape = Shape::Conv(crate::tile::ConvDims {
+        planes: u32::try_from(planes).map_err(|_| nl(k, "too many planes"))?,
+        cin: u(cin)?,
+        cout: u(cout)?,
+        groups: u(attrs.groups)?,
+        input: u2(input)?,
+        kernel: u2(kernel)?,
+        output: u2(output)?,
+        stride: u2(attrs.stride)?,
+        dilation: u2(attrs.dilation)?,
+        pad: u2([attrs.pad[0].0, attrs.pad[1].0])?,
+        bias: bias.is_some(),
+        tile: [bm, bn],
+        vector,
+    });
     Ok(())
 }
 
