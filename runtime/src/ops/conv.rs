@@ -422,6 +422,9 @@ fn depthwise<T: Acc>(p: &ConvPlan, x: &[T], w: &[T], out: &mut [T]) {
                     let wv = taps[i * kw + j];
                     let off = (j * dw) as isize - pw as isize;
                     let cols = valid(ow, iw, sw, off);
+                    if cols.is_empty() {
+                        continue;
+                    }
                     for r in rows.clone() {
                         let src = &xin[(r * sh + i * dh - ph) * iw..][..iw];
                         let dst = &mut o[r * ow..][..ow];
@@ -456,6 +459,9 @@ fn im2col<T: Acc>(p: &ConvPlan, xg: &[T], col: &mut [T], par: bool) {
         let off = (j * dw) as isize - pw as isize;
         let cols = valid(ow, iw, sw, off);
         dst.fill(T::default());
+        if cols.is_empty() {
+            return;
+        }
         for r in rows {
             let src = &xin[(r * sh + i * dh - ph) * iw..][..iw];
             let d = &mut dst[r * ow..][..ow];
@@ -641,6 +647,19 @@ mod tests {
             &[3, 2, 4, 4],
             false,
             spec2([1, 1], ConvPadding::Same, [2, 1], 1),
+        );
+        // padding past the kernel: whole rows and columns of taps read only zeros
+        check(
+            &[1, 2, 5, 4],
+            &[3, 2, 3, 2],
+            true,
+            spec2([2, 3], e(4, 3), [1, 1], 1),
+        );
+        check(
+            &[1, 2, 5, 4],
+            &[2, 1, 3, 2],
+            true,
+            spec2([2, 1], e(4, 3), [1, 2], 2),
         );
         let s1 = ConvSpec {
             dims: 1,

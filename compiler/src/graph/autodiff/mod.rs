@@ -12,6 +12,7 @@
 
 mod attention;
 mod build;
+mod conv;
 mod norms;
 mod ops;
 mod slices;

@@ -144,6 +144,14 @@ pub(super) fn op_vjp(
             y,
             dy,
         )?),
+        Op::Conv { x, w, bias, attrs } => {
+            let (dx, dw, db) = super::conv::vjp(g, *x, *w, attrs, dy)?;
+            let mut v = vec![Some(dx), Some(dw)];
+            if bias.is_some() {
+                v.push(Some(db));
+            }
+            ok(v)
+        }
         Op::Take { x, index, axis } => {
             // the cotangent's slices added back where they were taken from
             let tx = ty(g, *x)?;
