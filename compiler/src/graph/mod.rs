@@ -118,8 +118,10 @@ impl ConvAttrs {
     /// The output length along spatial dim `i` of an input `len` long with a kernel `k` long
     /// (`None`: the kernel spans more than the padded input).
     pub fn out_len(&self, i: usize, len: usize, k: usize) -> Option<usize> {
-        let span = self.dilation[i] * k.checked_sub(1)? + 1;
-        let padded = len + self.pad[i].0 + self.pad[i].1;
+        let span = self.dilation[i]
+            .checked_mul(k.checked_sub(1)?)?
+            .checked_add(1)?;
+        let padded = len.checked_add(self.pad[i].0)?.checked_add(self.pad[i].1)?;
         (padded >= span).then(|| (padded - span) / self.stride[i].max(1) + 1)
     }
 }

@@ -213,7 +213,7 @@ pub fn plan(x: &[usize], w: &[usize], bias: Option<&[usize]>, spec: &ConvSpec) -
                 )));
             }
             let same = |i: usize| {
-                let total = dilation[i] * kernel[i].saturating_sub(1);
+                let total = dilation[i].saturating_mul(kernel[i].saturating_sub(1));
                 (total / 2, total - total / 2)
             };
             [same(0), same(1)]
@@ -221,9 +221,20 @@ pub fn plan(x: &[usize], w: &[usize], bias: Option<&[usize]>, spec: &ConvSpec) -
     };
     let mut output = [0; 2];
     for i in 0..2 {
-        let span = dilation[i] * kernel[i].saturating_sub(1) + 1;
-        let padded = input[i] + pads[i].0 + pads[i].1;
-        if kernel[i] == 0 || padded < span {
+        if kernel[i] == 0 {
+            return Err(bad("the weight has an empty kernel dim".into()));
+        }
+        // saturating: sizes from a script can be anything
+        let span = dilation[i].saturating_mul(kernel[i] - 1).saturating_add(1);
+        let padded = input[i].saturating_add(pads[i].0).saturating_add(pads[i].1);
+        // far past any tensor this can hold; keeps the index arithmetic in range
+        const LIMIT: usize = 1 << 40;
+        if span > LIMIT || padded > LIMIT {
+            return Err(RuntimeError::resource(format!(
+                "{op}: a kernel span of {span} (with dilation) over a padded length of {padded} is past 2^40"
+            )));
+        }
+        if padded < span {
             return Err(bad(format!(
                 "the kernel spans {span} (with dilation) but the padded input is {padded} long"
             )));
