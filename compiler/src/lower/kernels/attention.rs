@@ -6,7 +6,7 @@
 //! cpu computes): fp64 tiles, the fp64 `e^x` and `ln x` sequences, scores in natural units.
 //! Parameters: q, k, v, o, sq, sk; the batch is grid y.
 
-use super::blocks::{fconst, load_elem, store_elem};
+use super::blocks::{fconst, load_elem, store_int_or};
 use super::{no, ParamSet, R};
 use crate::graph::{DType, Graph};
 use crate::target::{BinOp, Cmp, Dim, SReg, ShflMode, Ty, UnOp};
@@ -77,26 +77,6 @@ impl Exp {
             b.mul(Ty::F32, t, fconst(Ty::F32, std::f64::consts::LN_2))
         }
     }
-}
-
-/// [`store_elem`] of a value of the compute type `ty` (fp64 rounded to fp32 first when stored
-/// as a narrower dtype).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn store_as(
-    b: &mut Builder,
-    ty: Ty,
-    d: DType,
-    view: Value,
-    idx: Value,
-    v: Value,
-    mask: Option<Value>,
-) {
-    let v = match (ty == Ty::F64, d == DType::F64) {
-        (true, false) => b.cast(Ty::F32, Ty::F64, Some(crate::target::Rnd::Rn), v),
-        (false, true) => b.cast(Ty::F64, Ty::F32, None, v),
-        _ => v,
-    };
-    store_elem(b, d, view, idx, v, mask);
 }
 
 /// Cooperative copy of a `[tile_rows, dim]` tile of a row-major `[.., dim]` tensor (rows from
@@ -552,7 +532,7 @@ pub fn build(
             let ok = b.bin(BinOp::And, Ty::Pred, row_ok, lane0);
             let v = ex.ln(&mut b, fin[r], l[r]);
             let idx = b.add(Ty::U32, base, qi[r]);
-            store_as(&mut b, ty, tk.ty.dtype, op, idx, v, Some(ok));
+            store_int_or(&mut b, ty, tk.ty.dtype, op, idx, v, Some(ok));
         }
         return Ok(b.finish());
     }
@@ -572,7 +552,7 @@ pub fn build(
             let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok);
             let idx = b.add(Ty::U32, obase, col);
             let v = b.mul(ty, *x, inv);
-            store_as(&mut b, ty, tk.ty.dtype, op, idx, v, Some(ok));
+            store_int_or(&mut b, ty, tk.ty.dtype, op, idx, v, Some(ok));
         }
     }
     Ok(b.finish())

@@ -20,10 +20,9 @@
 //! Parameters: q, k, v, dout, lse, delta, grad, sq, sk; the batch is grid y.
 
 use super::attention::{
-    block_batch, bytes, compute_ty, fbuf, key_end, row_dots, store_as, tile_to_shared,
-    weighted_rows, Exp,
+    block_batch, bytes, compute_ty, fbuf, key_end, row_dots, tile_to_shared, weighted_rows, Exp,
 };
-use super::blocks::{fconst, load_elem};
+use super::blocks::{fconst, load_elem, store_int_or};
 use super::{no, ParamSet, R};
 use crate::graph::{AttnWrt, Graph};
 use crate::target::{BinOp, Cmp, Dim, SReg, Ty};
@@ -252,7 +251,7 @@ pub fn build(
             let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok);
             let idx = b.add(Ty::U32, rbase, col);
             let v = b.mul(ty, *x, out_scale);
-            store_as(&mut b, ty, tk.ty.dtype, p.out, idx, v, Some(ok));
+            store_int_or(&mut b, ty, tk.ty.dtype, p.out, idx, v, Some(ok));
         }
     }
     Ok(b.finish())

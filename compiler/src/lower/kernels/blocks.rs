@@ -213,9 +213,9 @@ pub fn load_as(
     }
 }
 
-/// Stores reduction result `v` (of `ty`) as element `idx` of a `d` tensor: an `s64` into
-/// int64, int32 or int8 (truncated) or bool (nonzero), an `f64` into fp32 (rounded) or fp64,
-/// others as [`store_elem`].
+/// Stores result `v` (of the compute type `ty`) as element `idx` of a `d` tensor: an `s64`
+/// into int64, int32 or int8 (truncated) or bool (nonzero), an `f64` into fp32 (rounded) or
+/// fp64, an `f32` into fp64 (exactly), others as [`store_elem`].
 pub fn store_int_or(
     b: &mut Builder,
     ty: Ty,
@@ -243,6 +243,10 @@ pub fn store_int_or(
         (Ty::F64, DType::F64) => store_elem(b, d, view, idx, v, mask),
         (Ty::F64, _) => {
             let r = b.cast(Ty::F32, Ty::F64, Some(Rnd::Rn), v);
+            store_elem(b, d, view, idx, r, mask)
+        }
+        (Ty::F32, DType::F64) => {
+            let r = b.cast(Ty::F64, Ty::F32, None, v);
             store_elem(b, d, view, idx, r, mask)
         }
         _ => store_elem(b, d, view, idx, v, mask),

@@ -7,7 +7,7 @@
 //! In fp32 (fp64 when an operand or the result is fp64). 1-d convolutions run as 2-d with
 //! height 1. Parameters: x, w, (bias), out.
 
-use super::blocks::{fconst, load_elem, store_elem};
+use super::blocks::{fconst, load_elem, store_int_or};
 use super::{ParamSet, R};
 use crate::graph::{DType, Graph};
 use crate::target::{BinOp, Cmp, Dim, SReg, Ty};
@@ -156,14 +156,9 @@ pub fn build(g: &Graph, tk: &TileKernel, d: &ConvDims) -> R<Kernel> {
             Some(bv) => b.add(ty, acc[v], bv),
             None => acc[v],
         };
-        let val = if ty == Ty::F64 && p.out_dtype != DType::F64 {
-            b.cast(Ty::F32, Ty::F64, Some(crate::target::Rnd::Rn), val)
-        } else {
-            val
-        };
         let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok[v]);
         let idx = b.add(Ty::U32, obase, cols[v]);
-        store_elem(&mut b, p.out_dtype, p.out, idx, val, Some(ok));
+        store_int_or(&mut b, ty, p.out_dtype, p.out, idx, val, Some(ok));
     }
     Ok(b.finish())
 }
