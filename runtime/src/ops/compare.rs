@@ -6,6 +6,7 @@ use crate::shape::broadcast_shapes;
 use crate::tensor::Tensor;
 
 fn read(t: &Tensor, op: &str) -> Result<Vec<f64>> {
+    crate::ops::complex::real_only(&format!("op.{op}"), t.dtype())?;
     Ok(t.storage(op)?.to_f64(t.dtype()).into_owned())
 }
 
