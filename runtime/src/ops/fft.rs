@@ -284,11 +284,13 @@ fn length(kind: Kind, n: Option<i64>, m: usize) -> Result<usize> {
         None => m as i64,
     };
     if n < 1 {
-        return Err(RuntimeError::shape(format!(
+        let mut e = RuntimeError::shape(format!(
             "{}: invalid number of FFT data points ({n}): it must be at least 1",
             kind.name()
         ))
-        .with_help("pass n= a positive length, or transform a non-empty axis"));
+        .with_help("pass n= a positive length, or transform a non-empty axis");
+        e.label = Some("not a transform length");
+        return Err(e);
     }
     usize::try_from(n).map_err(|_| RuntimeError::resource(format!("n={n} is too large")))
 }
