@@ -16,6 +16,9 @@ NumPy side:
   (fp32 matmul of the bf16 values, rounded to bf16: the same math as ours, conversions included).
 - softmax_f32: `e = np.exp(x - x.max(-1, keepdims=True)); e / e.sum(-1, keepdims=True)`.
 - sum_f32: `x.sum()` (NumPy: pairwise fp32; ours: fp64 accumulation, deterministic).
+- fft_c64 / fft_c128: `np.fft.fft(x)` of one complex64 / complex128 vector of N = 2^20
+  elements (pocketfft, one thread; NumPy 2 keeps complex64 in complex64). Both sides transform
+  the same values (`fft_input`, made identically in bench_ops). GFLOP/s counts 5·N·log2(N).
 """
 import argparse
 import os
@@ -37,7 +40,19 @@ CASES = [
     ("matmul_bf16", 1024, "flop", 2 * 1024**3),
     ("softmax_f32", 4096, "bytes", 2 * 4 * 4096 * 4096),
     ("sum_f32", 4096, "bytes", 4 * 4096 * 4096),
+    ("fft_c64", 1 << 20, "flop", 5 * 20 * (1 << 20)),
+    ("fft_c128", 1 << 20, "flop", 5 * 20 * (1 << 20)),
 ]
+
+
+def fft_input(n, dtype):
+    """The FFT input of bench_ops' `fft_input`: the same values, computed in float64."""
+    i = np.arange(n, dtype=np.int64)
+    re = (i * 7919 % 1000) / 1000.0 - 0.5
+    im = (i * 104729 % 997) / 997.0 - 0.5
+    x = np.empty(n, dtype=dtype)
+    x.real, x.imag = re, im
+    return x
 
 
 def numpy_case(op, n):
@@ -62,6 +77,9 @@ def numpy_case(op, n):
     if op == "sum_f32":
         x = rng.standard_normal((n, n), dtype=np.float32)
         return lambda: x.sum()
+    if op in ("fft_c64", "fft_c128"):
+        x = fft_input(n, np.complex64 if op == "fft_c64" else np.complex128)
+        return lambda: np.fft.fft(x)
     raise ValueError(op)
 
 
@@ -109,7 +127,7 @@ def main():
     print(f"# machine: {os.cpu_count()} logical CPUs, {cpu_model()}")
     print(f"# numpy {np.__version__}, ml_dtypes {getattr(ml_dtypes, '__version__', 'missing')}, python {sys.version.split()[0]}")
     print(f"# median of {args.runs} runs after {args.warmup} warm-up runs, NumPy and Rust interleaved")
-    print(f"{'op':12} {'size':>5}  {'numpy ms':>9} {'ours ms':>9}  {'numpy':>10} {'ours':>10}  {'ours/numpy':>10}")
+    print(f"{'op':12} {'size':>7}  {'numpy ms':>9} {'ours ms':>9}  {'numpy':>10} {'ours':>10}  {'ours/numpy':>10}")
     rust = Rust(args.bin)
     try:
         for op, n, kind, amount in CASES:
@@ -128,7 +146,7 @@ def main():
             mn, mr = median(tn), median(tr)
             unit = "GFLOP/s" if kind == "flop" else "GB/s"
             rn, rr = amount / mn / 1e9, amount / mr / 1e9
-            print(f"{op:12} {n:5}  {mn*1e3:9.2f} {mr*1e3:9.2f}  {rn:7.1f} {unit:<7} {rr:7.1f} {unit:<7}  {mn/mr:9.2f}x", flush=True)
+            print(f"{op:12} {n:7}  {mn*1e3:9.2f} {mr*1e3:9.2f}  {rn:7.1f} {unit:<7} {rr:7.1f} {unit:<7}  {mn/mr:9.2f}x", flush=True)
     finally:
         rust.close()
 

@@ -5,13 +5,28 @@
 //! answered with the seconds on stdout) so the Python script can interleave NumPy and Rust runs.
 //!
 //! Ops: `matmul_f32 N`, `matmul_bf16 N` (bf16 inputs, fp32 accumulation, bf16 result),
-//! `softmax_f32 N` (N×N rows), `sum_f32 N` (N×N, all elements).
+//! `softmax_f32 N` (N×N rows), `sum_f32 N` (N×N, all elements), `fft_c64 N` / `fft_c128 N`
+//! (one complex FFT of length N of [`fft_input`], the data `bench/cpu_ops.py` gives NumPy).
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::time::Instant;
 
-use tessera_runtime::{matmul, softmax, DType, Result, Tensor};
+use tessera_runtime::{fft, matmul, softmax, DType, FftNorm, Result, Tensor};
+
+/// The FFT input of length `n`, exactly as `bench/cpu_ops.py` makes it for NumPy:
+/// `re = (i·7919 mod 1000)/1000 − 0.5`, `im = (i·104729 mod 997)/997 − 0.5`, in f64, then
+/// rounded to the dtype.
+fn fft_input(n: usize, dtype: DType) -> Result<Tensor> {
+    let part = |i: usize, k: usize, m: usize| ((i * k) % m) as f64 / m as f64 - 0.5;
+    let re: Vec<f64> = (0..n).map(|i| part(i, 7919, 1000)).collect();
+    let im: Vec<f64> = (0..n).map(|i| part(i, 104729, 997)).collect();
+    let (re, im) = (
+        Tensor::from_f64(&[n], re, DType::F64)?,
+        Tensor::from_f64(&[n], im, DType::F64)?,
+    );
+    tessera_runtime::complex(&re, &im)?.cast(dtype)
+}
 
 struct Inputs {
     cache: HashMap<(String, usize), Vec<Tensor>>,
@@ -30,6 +45,8 @@ impl Inputs {
                     Tensor::randn(&[n, n], DType::BF16, 1)?,
                     Tensor::randn(&[n, n], DType::BF16, 2)?,
                 ],
+                "fft_c64" => vec![fft_input(n, DType::C64)?],
+                "fft_c128" => vec![fft_input(n, DType::C128)?],
                 _ => vec![Tensor::randn(&[n, n], DType::F32, 3)?],
             };
             self.cache.insert(key.clone(), v);
@@ -45,6 +62,7 @@ impl Inputs {
             ("matmul_f32" | "matmul_bf16", [a, b]) => matmul(a, b, None)?,
             ("softmax_f32", [x]) => softmax(x, -1)?,
             ("sum_f32", [x]) => x.sum(None, false)?,
+            ("fft_c64" | "fft_c128", [x]) => fft(x, None, -1, FftNorm::Backward)?,
             _ => {
                 return Err(tessera_runtime::RuntimeError::args(format!(
                     "unknown op {op}"
@@ -90,6 +108,8 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         ("matmul_bf16", 1024, 2.0 * 1024f64.powi(3)),
         ("softmax_f32", 4096, 0.0),
         ("sum_f32", 4096, 0.0),
+        ("fft_c64", 1 << 20, 5.0 * 20.0 * (1u64 << 20) as f64),
+        ("fft_c128", 1 << 20, 5.0 * 20.0 * (1u64 << 20) as f64),
     ];
     let only = std::env::var("BENCH_ONLY").ok();
     for (op, n, flops) in cases {
