@@ -236,7 +236,7 @@ fn c2r<T: Prec>(src: &[Complex<T>], rows: usize, m: usize, n: usize, norm: Norm)
             let k = m.min(h).min(row.len());
             input[..k].copy_from_slice(&row[..k]);
             input[0].im = T::zero();
-            if n % 2 == 0 {
+            if n.is_multiple_of(2) {
                 input[h - 1].im = T::zero();
             }
             if let Err(e) = fft.process_with_scratch(&mut input, o, &mut scratch) {
