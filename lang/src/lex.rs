@@ -386,7 +386,10 @@ pub fn lex(source: &str, range: Range<usize>, file: FileId, fdepth: u32) -> Lexe
                         .with_label("an imaginary literal")
                         .with_help("make complex tensors with op.complex(re, im), e.g. op.complex(0.0, 2.0) for 2j"),
                 );
-                out.toks.push((Tok::Error, SimpleSpan::from(base + r.start..base + r.end + 1)));
+                out.toks.push((
+                    Tok::Error,
+                    SimpleSpan::from(base + r.start..base + r.end + 1),
+                ));
                 continue;
             }
         }

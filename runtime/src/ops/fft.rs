@@ -134,11 +134,10 @@ fn rows_per_task(n: usize) -> usize {
 
 /// Copies `min(m, n)` elements of each `m`-long source row into the `n`-long rows of `out`
 /// (the rest stays as it is: zero).
-fn fit_rows<S: Copy, D: Copy>(src: &[S], m: usize, out: &mut [D], n: usize, f: impl Fn(S) -> D) {
-    let k = m.min(n);
+fn fit_rows<T: Copy>(src: &[T], m: usize, out: &mut [T], n: usize) {
     for (o, s) in out.chunks_mut(n).zip(src.chunks(m.max(1))) {
-        for (d, &x) in o[..k].iter_mut().zip(&s[..k]) {
-            *d = f(x);
+        for (d, &x) in o.iter_mut().zip(s).take(m.min(n)) {
+            *d = x;
         }
     }
 }
@@ -182,7 +181,7 @@ fn c2c<T: Prec>(
     for_rows(&mut out, n, |r0, chunk| {
         let nrows = chunk.len() / n;
         let s = src.get(r0 * m..(r0 + nrows) * m).unwrap_or(&[]);
-        fit_rows(s, m, chunk, n, |x| x);
+        fit_rows(s, m, chunk, n);
         let mut scratch = vec![Complex::new(T::zero(), T::zero()); fft.get_inplace_scratch_len()];
         fft.process_with_scratch(chunk, &mut scratch);
         scale_all(chunk, f);
@@ -203,8 +202,8 @@ fn r2c<T: Prec>(src: &[T], rows: usize, m: usize, n: usize, norm: Norm) -> Resul
         for (j, o) in chunk.chunks_mut(h).enumerate() {
             let row = src.get((r0 + j) * m..(r0 + j + 1) * m).unwrap_or(&[]);
             input.iter_mut().for_each(|x| *x = T::zero());
-            let k = m.min(n);
-            input[..k].copy_from_slice(&row[..k.min(row.len())]);
+            let k = m.min(n).min(row.len());
+            input[..k].copy_from_slice(&row[..k]);
             if let Err(e) = fft.process_with_scratch(&mut input, o, &mut scratch) {
                 *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
             }
