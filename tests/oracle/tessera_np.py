@@ -1325,6 +1325,8 @@ def flash_attention(Q, K, V, causal=False, scale=None):
 
 def _as_f64(x):
     if isinstance(x, Tensor):
+        if x.dtype.kind == "complex":
+            return x._a.astype(np.complex128)   # |a - b| is then the modulus, as NumPy's
         return x._f64()
     return np.asarray(float(x), dtype=np.float64)
 

@@ -180,9 +180,14 @@ fn complex_arithmetic() {
         sort(&a, -1, false),
         matmul(&a, &a, None),
         softmax(&a, -1),
+        cumsum(&a, None),
     ] {
         assert_eq!(code(r), Code::E0201);
     }
+    // allclose and max_abs_diff compare by the modulus of the difference
+    assert!(allclose(&a.div(&b).unwrap().mul(&b).unwrap(), &a, 1e-12, 0.0).unwrap());
+    assert!(!allclose(&a, &conj(&a).unwrap(), 1e-5, 1e-8).unwrap());
+    assert_eq!(max_abs_diff(&a, &conj(&a).unwrap()).unwrap(), 4.0);
     // sum and mean
     let s = a.sum(None, false).unwrap();
     assert_eq!(cvals(&s), vec![Complex64::new(4.0, 1.0)]);
