@@ -22,6 +22,9 @@ NumPy side:
   result transposed back to NCHW (a copy).
 - conv2d_dw_f32 (depthwise, 64 channels): NumPy: the 9 shifted, padded planes times their
   weights, summed (`x[..., i:i+56, j:j+56] * w[:, i, j]`), the usual vectorised form.
+- fft_c64 / fft_c128: `np.fft.fft(x)` of one complex64 / complex128 vector of N = 2^20
+  elements (pocketfft, one thread; NumPy 2 keeps complex64 in complex64). Both sides transform
+  the same values (`fft_input`, made identically in bench_ops). GFLOP/s counts 5·N·log2(N).
 """
 import argparse
 import os
@@ -45,7 +48,19 @@ CASES = [
     ("sum_f32", 4096, "bytes", 4 * 4096 * 4096),
     ("conv2d_f32", 8, "flop", 2 * 8 * 64 * 56 * 56 * 64 * 9),
     ("conv2d_dw_f32", 8, "flop", 2 * 8 * 64 * 56 * 56 * 9),
+    ("fft_c64", 1 << 20, "flop", 5 * 20 * (1 << 20)),
+    ("fft_c128", 1 << 20, "flop", 5 * 20 * (1 << 20)),
 ]
+
+
+def fft_input(n, dtype):
+    """The FFT input of bench_ops' `fft_input`: the same values, computed in float64."""
+    i = np.arange(n, dtype=np.int64)
+    re = (i * 7919 % 1000) / 1000.0 - 0.5
+    im = (i * 104729 % 997) / 997.0 - 0.5
+    x = np.empty(n, dtype=dtype)
+    x.real, x.imag = re, im
+    return x
 
 
 def numpy_case(op, n):
@@ -96,6 +111,9 @@ def numpy_case(op, n):
             return out
 
         return dw
+    if op in ("fft_c64", "fft_c128"):
+        x = fft_input(n, np.complex64 if op == "fft_c64" else np.complex128)
+        return lambda: np.fft.fft(x)
     raise ValueError(op)
 
 
@@ -143,7 +161,7 @@ def main():
     print(f"# machine: {os.cpu_count()} logical CPUs, {cpu_model()}")
     print(f"# numpy {np.__version__}, ml_dtypes {getattr(ml_dtypes, '__version__', 'missing')}, python {sys.version.split()[0]}")
     print(f"# median of {args.runs} runs after {args.warmup} warm-up runs, NumPy and Rust interleaved")
-    print(f"{'op':12} {'size':>5}  {'numpy ms':>9} {'ours ms':>9}  {'numpy':>10} {'ours':>10}  {'ours/numpy':>10}")
+    print(f"{'op':12} {'size':>7}  {'numpy ms':>9} {'ours ms':>9}  {'numpy':>10} {'ours':>10}  {'ours/numpy':>10}")
     rust = Rust(args.bin)
     try:
         for op, n, kind, amount in CASES:
@@ -162,7 +180,7 @@ def main():
             mn, mr = median(tn), median(tr)
             unit = "GFLOP/s" if kind == "flop" else "GB/s"
             rn, rr = amount / mn / 1e9, amount / mr / 1e9
-            print(f"{op:12} {n:5}  {mn*1e3:9.2f} {mr*1e3:9.2f}  {rn:7.1f} {unit:<7} {rr:7.1f} {unit:<7}  {mn/mr:9.2f}x", flush=True)
+            print(f"{op:12} {n:7}  {mn*1e3:9.2f} {mr*1e3:9.2f}  {rn:7.1f} {unit:<7} {rr:7.1f} {unit:<7}  {mn/mr:9.2f}x", flush=True)
     finally:
         rust.close()
 

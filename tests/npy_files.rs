@@ -49,6 +49,26 @@ fn files_written_by_numpy_load() {
 }
 
 #[test]
+fn complex_round_trips_and_numpy_complex_files_load() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let dir = fresh_dir("npy-complex");
+    let src = format!(
+        "d = {:?}\nfor dt in ['c64', 'c128']:\n    x = op.complex(op.randn((3, 5), seed=4, dtype='fp64'), op.randn((3, 5), seed=5, dtype='fp64')).to(dt)\n    op.save(d + '/' + dt + '.npy', x)\n    y = op.load(d + '/' + dt + '.npy')\n    print(dt, y.dtype == x.dtype, y.shape == x.shape, op.real(y).tolist() == op.real(x).tolist(), op.imag(y).tolist() == op.imag(x).tolist())\nprint(op.load({:?}))\nprint(op.load({:?}))\n",
+        dir.display().to_string(),
+        data.join("numpy_c64_3.npy").display().to_string(),
+        data.join("numpy_c128_2x2.npy").display().to_string()
+    );
+    let r = run_script(&dir, "c.tsr", &src);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        "c64 True True True True\nc128 True True True True\n\
+         tensor([1.0000+2.0000j, -0.5000-0.2500j, 0.0000+3.0000j], dtype=c64)\n\
+         tensor([[1.0000e-01+2.0000e-01j, -1.0000e+300+0.0000e+00j], [0.0000e+00+1.0000e+00j, 2.0000e+00-2.0000e+00j]], dtype=c128)\n"
+    );
+}
+
+#[test]
 fn bad_files_are_e0500_naming_the_file() {
     let dir = fresh_dir("npy-bad");
     let good = std::fs::read(

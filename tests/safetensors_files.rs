@@ -95,14 +95,20 @@ fn files_written_by_the_safetensors_package_load() {
          h_bool bool (3,) [True, False, True]\n\
          i_f16 fp16 (2, 1) [[65504.0], [-6.103515625e-05]]\n"
     );
+    // C64 (complex64) loads as c64; c128 has no safetensors dtype, so saving it is E0201
     let r = run_script(
         &dir,
         "c64.tsr",
-        &format!("op.load({:?})\n", data("hf_complex.safetensors")),
+        &format!(
+            "z = op.load({:?})[0][1]\nprint(z)\nop.save({:?}, [('z', op.cast(z, 'c128'))])\n",
+            data("hf_complex.safetensors"),
+            dir.join("c128.safetensors").display().to_string()
+        ),
     );
+    assert_eq!(r.stdout, "tensor([1.0000+2.0000j], dtype=c64)\n");
     assert_eq!(r.code, 1);
     assert!(
-        r.stderr.contains("error[E0201]") && r.stderr.contains("C64"),
+        r.stderr.contains("error[E0201]") && r.stderr.contains("complex128"),
         "{}",
         r.stderr
     );

@@ -19,10 +19,14 @@ pub enum DType {
     I32,
     I8,
     Bool,
+    /// complex64: two fp32 (real, imaginary).
+    C64,
+    /// complex128: two fp64 (real, imaginary).
+    C128,
 }
 
 /// Every dtype, in canonical order.
-pub const ALL_DTYPES: [DType; 11] = [
+pub const ALL_DTYPES: [DType; 13] = [
     DType::F64,
     DType::F32,
     DType::TF32,
@@ -34,6 +38,8 @@ pub const ALL_DTYPES: [DType; 11] = [
     DType::I32,
     DType::I8,
     DType::Bool,
+    DType::C64,
+    DType::C128,
 ];
 
 /// The kind of a Python scalar operand.
@@ -106,6 +112,8 @@ impl DType {
             "int32" | "i32" => DType::I32,
             "int8" | "i8" => DType::I8,
             "bool" => DType::Bool,
+            "c64" | "complex64" => DType::C64,
+            "c128" | "complex128" => DType::C128,
             _ => return None,
         })
     }
@@ -124,13 +132,16 @@ impl DType {
             DType::I32 => "int32",
             DType::I8 => "int8",
             DType::Bool => "bool",
+            DType::C64 => "c64",
+            DType::C128 => "c128",
         }
     }
 
     /// Bytes per element as stored (tf32 is stored as fp32).
     pub fn size_bytes(self) -> usize {
         match self {
-            DType::F64 | DType::I64 => 8,
+            DType::C128 => 16,
+            DType::F64 | DType::I64 | DType::C64 => 8,
             DType::F32 | DType::TF32 | DType::I32 => 4,
             DType::F16 | DType::BF16 => 2,
             DType::F8E4M3 | DType::F8E5M2 | DType::I8 | DType::Bool => 1,
@@ -159,6 +170,30 @@ impl DType {
         self == DType::Bool
     }
 
+    /// c64 or c128.
+    pub fn is_complex(self) -> bool {
+        matches!(self, DType::C64 | DType::C128)
+    }
+
+    /// The complex dtype whose parts have this float dtype's precision: fp64 gives c128,
+    /// every other dtype c64 (c64 and c128 are their own).
+    pub fn to_complex(self) -> DType {
+        match self {
+            DType::F64 | DType::C128 => DType::C128,
+            _ => DType::C64,
+        }
+    }
+
+    /// The dtype of a complex dtype's parts (fp32 for c64, fp64 for c128); other dtypes are
+    /// their own.
+    pub fn real_part(self) -> DType {
+        match self {
+            DType::C64 => DType::F32,
+            DType::C128 => DType::F64,
+            d => d,
+        }
+    }
+
     /// Significand precision in bits, including the implicit bit (floats only).
     pub fn precision(self) -> Option<u32> {
         match self {
@@ -169,7 +204,7 @@ impl DType {
             DType::BF16 => Some(8),
             DType::F8E4M3 => Some(4),
             DType::F8E5M2 => Some(3),
-            DType::I64 | DType::I32 | DType::I8 | DType::Bool => None,
+            DType::I64 | DType::I32 | DType::I8 | DType::Bool | DType::C64 | DType::C128 => None,
         }
     }
 
@@ -181,7 +216,7 @@ impl DType {
             DType::TF32 => 2,
             DType::F32 => 3,
             DType::F64 => 4,
-            DType::I64 | DType::I32 | DType::I8 | DType::Bool => 0,
+            DType::I64 | DType::I32 | DType::I8 | DType::Bool | DType::C64 | DType::C128 => 0,
         }
     }
 
@@ -200,6 +235,16 @@ impl DType {
     pub fn promote(a: DType, b: DType) -> DType {
         if a == b {
             return a;
+        }
+        if a.is_complex() || b.is_complex() {
+            // NumPy's: complex wins; c128 when either side is c128 or fp64 (the parts keep
+            // the wider precision), else c64 (ints, bools and floats up to fp32 with c64).
+            let wide = |d: DType| matches!(d, DType::C128 | DType::F64);
+            return if wide(a) || wide(b) {
+                DType::C128
+            } else {
+                DType::C64
+            };
         }
         match (a.is_float(), b.is_float()) {
             (true, false) => a,
@@ -229,7 +274,7 @@ impl DType {
     pub fn promote_scalar(t: DType, s: ScalarKind) -> DType {
         match s {
             ScalarKind::Float => {
-                if t.is_float() {
+                if t.is_float() || t.is_complex() {
                     t
                 } else {
                     DType::F32

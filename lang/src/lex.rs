@@ -370,6 +370,29 @@ pub fn lex(source: &str, range: Range<usize>, file: FileId, fdepth: u32) -> Lexe
         let span = SimpleSpan::from(base + r.start..base + r.end);
         let dspan = Span::new(file, base + r.start, base + r.end);
         out.trailing_continuation = false;
+        // `2j`, `1.5J`: Python's imaginary literals, which the language does not have
+        if matches!(raw, Ok(Raw::Dec | Raw::Float)) {
+            let rest = lexer.remainder();
+            let mut chars = rest.chars();
+            let imaginary = matches!(chars.next(), Some('j' | 'J'))
+                && !chars
+                    .next()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_');
+            if imaginary {
+                lexer.bump(1);
+                out.diags.push(
+                    Diagnostic::new(Code::E0001, "imaginary literals are not supported")
+                        .at(Span::new(file, base + r.start, base + r.end + 1))
+                        .with_label("an imaginary literal")
+                        .with_help("make complex tensors with op.complex(re, im), e.g. op.complex(0.0, 2.0) for 2j"),
+                );
+                out.toks.push((
+                    Tok::Error,
+                    SimpleSpan::from(base + r.start..base + r.end + 1),
+                ));
+                continue;
+            }
+        }
         let tok = match raw {
             Err(()) => {
                 if slice == "\\" {

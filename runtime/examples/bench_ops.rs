@@ -7,13 +7,16 @@
 //! Ops: `matmul_f32 N`, `matmul_bf16 N` (bf16 inputs, fp32 accumulation, bf16 result),
 //! `softmax_f32 N` (N×N rows), `sum_f32 N` (N×N, all elements), `conv2d_f32 N` (batch N of
 //! 64×56×56 by 64×64×3×3, padding 1: ResNet's 3×3 layer), `conv2d_dw_f32 N` (batch N of
-//! 64×56×56, depthwise 3×3, padding 1).
+//! 64×56×56, depthwise 3×3, padding 1), `fft_c64 N` / `fft_c128 N`
+//! (one complex FFT of length N of [`fft_input`], the data `bench/cpu_ops.py` gives NumPy).
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::time::Instant;
 
-use tessera_runtime::{conv, matmul, softmax, ConvPadding, ConvSpec, DType, Result, Tensor};
+use tessera_runtime::{
+    conv, fft, matmul, softmax, ConvPadding, ConvSpec, DType, FftNorm, Result, Tensor,
+};
 
 /// The 3×3, stride-1, padding-1 convolution of `groups` groups.
 fn conv3x3(groups: usize) -> ConvSpec {
@@ -24,6 +27,20 @@ fn conv3x3(groups: usize) -> ConvSpec {
         dilation: vec![1, 1],
         groups,
     }
+}
+
+/// The FFT input of length `n`, exactly as `bench/cpu_ops.py` makes it for NumPy:
+/// `re = (i·7919 mod 1000)/1000 − 0.5`, `im = (i·104729 mod 997)/997 − 0.5`, in f64, then
+/// rounded to the dtype.
+fn fft_input(n: usize, dtype: DType) -> Result<Tensor> {
+    let part = |i: usize, k: usize, m: usize| ((i * k) % m) as f64 / m as f64 - 0.5;
+    let re: Vec<f64> = (0..n).map(|i| part(i, 7919, 1000)).collect();
+    let im: Vec<f64> = (0..n).map(|i| part(i, 104729, 997)).collect();
+    let (re, im) = (
+        Tensor::from_f64(&[n], re, DType::F64)?,
+        Tensor::from_f64(&[n], im, DType::F64)?,
+    );
+    tessera_runtime::complex(&re, &im)?.cast(dtype)
 }
 
 struct Inputs {
@@ -51,6 +68,8 @@ impl Inputs {
                     Tensor::randn(&[n, 64, 56, 56], DType::F32, 1)?,
                     Tensor::randn(&[64, 1, 3, 3], DType::F32, 2)?,
                 ],
+                "fft_c64" => vec![fft_input(n, DType::C64)?],
+                "fft_c128" => vec![fft_input(n, DType::C128)?],
                 _ => vec![Tensor::randn(&[n, n], DType::F32, 3)?],
             };
             self.cache.insert(key.clone(), v);
@@ -68,6 +87,7 @@ impl Inputs {
             ("sum_f32", [x]) => x.sum(None, false)?,
             ("conv2d_f32", [x, w]) => conv(x, w, None, &conv3x3(1))?,
             ("conv2d_dw_f32", [x, w]) => conv(x, w, None, &conv3x3(64))?,
+            ("fft_c64" | "fft_c128", [x]) => fft(x, None, -1, FftNorm::Backward)?,
             _ => {
                 return Err(tessera_runtime::RuntimeError::args(format!(
                     "unknown op {op}"
@@ -115,6 +135,8 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         ("sum_f32", 4096, 0.0),
         ("conv2d_f32", 8, 2.0 * 8.0 * 64.0 * 56.0 * 56.0 * 64.0 * 9.0),
         ("conv2d_dw_f32", 8, 2.0 * 8.0 * 64.0 * 56.0 * 56.0 * 9.0),
+        ("fft_c64", 1 << 20, 5.0 * 20.0 * (1u64 << 20) as f64),
+        ("fft_c128", 1 << 20, 5.0 * 20.0 * (1u64 << 20) as f64),
     ];
     let only = std::env::var("BENCH_ONLY").ok();
     for (op, n, flops) in cases {

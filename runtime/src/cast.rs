@@ -35,7 +35,9 @@ fn format_of(d: DType) -> Option<Format> {
         DType::BF16 => f(8, -126, (2.0 - pow2(-7)) * pow2(127), false),
         DType::F8E4M3 => f(4, -6, 448.0, true),
         DType::F8E5M2 => f(3, -14, 57344.0, true),
-        DType::I64 | DType::I32 | DType::I8 | DType::Bool => return None,
+        DType::I64 | DType::I32 | DType::I8 | DType::Bool | DType::C64 | DType::C128 => {
+            return None
+        }
     })
 }
 

@@ -1,7 +1,7 @@
 //! `tessera-runtime`: tensors, dtypes and the fast, exact CPU reference ops (SPEC §4).
 //!
 //! # Types
-//! - [`DType`] — `F64 F32 TF32 F16 BF16 F8E4M3 F8E5M2 I64 I32 I8 Bool`: [`DType::parse`] (canonical
+//! - [`DType`] — `F64 F32 TF32 F16 BF16 F8E4M3 F8E5M2 I64 I32 I8 Bool C64 C128`: [`DType::parse`] (canonical
 //!   names and aliases), [`DType::name`], [`DType::size_bytes`], [`DType::is_float`],
 //!   [`DType::promote`], [`DType::promote_scalar`] with a [`ScalarKind`].
 //! - [`Scalar`] — a Python scalar (`Int(i64) | Float(f64) | Bool(bool)`) mixed with tensors; it
@@ -25,6 +25,10 @@
 //!   sigmoid gelu silu logical_not`; [`where_`]; [`Tensor::cast`] / `to`.
 //!   Low-precision inputs compute in fp32 and round once; fp64 in f64; ints wrap; int `//` and
 //!   `%` by zero is E0500.
+//! - complex tensors (`C64`, `C128`): [`real`], [`imag`], [`conj`], [`angle`], [`complex`];
+//!   `+ - * / ** == !=`, `neg abs exp log sqrt sin cos isnan isfinite`, `where`, `sum`/`mean`;
+//!   other ops on them are E0201. [`fft`], [`ifft`], [`rfft`], [`irfft`], [`fft2d`] (NumPy's
+//!   FFTs, `rustfft`/`realfft`).
 //! - [`matmul`]`(a, b, accum_dtype)` — NumPy semantics, `gemm` on all cores.
 //! - [`reduce`] / `sum mean max min(axis, keepdim)` — deterministic for any thread count.
 //! - [`softmax`], [`layernorm`], [`rmsnorm`], [`flash_attention`].
@@ -87,11 +91,13 @@ pub use dtype::{DType, Scalar, ScalarKind, ALL_DTYPES};
 pub use error::{Code, Result, RuntimeError};
 pub use ops::attention::{attention_grad, attention_lse, AttnWrt};
 pub use ops::compare::{allclose, max_abs_diff};
+pub use ops::complex::{angle, complex, conj, imag, real};
 pub use ops::conv::{conv, conv_with, ConvAlgorithm, ConvPadding, ConvSpec};
 pub use ops::elementwise::{
     binary, infer_binary, infer_unary, promote_operands, unary, where_, BinaryOp, Operand,
     OperandType, UnaryOp,
 };
+pub use ops::fft::{fft, fft2d, ifft, irfft, rfft, Kind2 as Fft2Kind, Norm as FftNorm};
 pub use ops::matmul::{infer_matmul, matmul};
 pub use ops::nn::{flash_attention, layernorm, rmsnorm, softmax};
 pub use ops::order::{arg_extreme, cumsum, scatter_add, sort, stack, take, take_at, topk};

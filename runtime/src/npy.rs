@@ -21,6 +21,8 @@ fn descr(d: DType) -> Option<&'static str> {
         DType::I32 => "<i4",
         DType::I64 => "<i8",
         DType::Bool => "|b1",
+        DType::C64 => "<c8",
+        DType::C128 => "<c16",
         _ => return None,
     })
 }
@@ -112,13 +114,15 @@ pub fn load(path: &Path) -> Result<Tensor> {
         DType::I32,
         DType::I64,
         DType::Bool,
+        DType::C64,
+        DType::C128,
     ]
     .into_iter()
     .find(|t| descr(*t) == Some(d) || descr(*t).map(|x| x.replace('<', "|")) == Some(d.to_string()))
     .ok_or_else(|| {
         bad(
             path,
-            format!("dtype {d} (Tessera reads <f2 <f4 <f8 |i1 <i4 <i8 |b1)"),
+            format!("dtype {d} (Tessera reads <f2 <f4 <f8 |i1 <i4 <i8 |b1 <c8 <c16)"),
         )
     })?;
     if field(header, "fortran_order") != Some("False") {

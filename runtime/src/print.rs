@@ -100,6 +100,29 @@ fn format_elem(s: Scalar, scientific: bool) -> String {
     }
 }
 
+/// A complex element, `'%.4f%+.4fj' % (re, im)` as Python formats the parts (`1.0000+2.0000j`,
+/// `1.0000-2.0000j`, `nan+nanj`, `0.0000+infj`); with `scientific`, `'%.4e'` parts.
+pub fn format_complex(re: f64, im: f64, scientific: bool) -> String {
+    let part = |x: f64| {
+        if scientific {
+            format_4e(x)
+        } else {
+            format_4f(x)
+        }
+    };
+    let sign = if im.is_sign_negative() && !im.is_nan() {
+        '-'
+    } else {
+        '+'
+    };
+    let imag = if im.is_nan() {
+        part(im)
+    } else {
+        part(im.abs())
+    };
+    format!("{}{sign}{imag}j", part(re))
+}
+
 const EDGE: usize = 3;
 const MAX_SHOWN: usize = 6;
 
@@ -131,14 +154,19 @@ impl Tensor {
                 shown(&shape[1..], &strides[1..], base + i * stride, out);
             }
         }
-        let scientific = self.dtype().is_float() && {
+        let dt = self.dtype();
+        let scientific = (dt.is_float() || dt.is_complex()) && {
             let mut offsets = Vec::new();
             shown(shape, &strides, 0, &mut offsets);
+            // a complex tensor decides on the real and imaginary parts together
             let vals: Vec<f64> = offsets
                 .iter()
-                .filter_map(|&o| match st.get(o, self.dtype()) {
-                    Some(Scalar::Float(x)) => Some(x),
-                    _ => None,
+                .flat_map(|&o| match st.get_complex(o) {
+                    Some((re, im)) => vec![re, im],
+                    None => match st.get(o, dt) {
+                        Some(Scalar::Float(x)) => vec![x],
+                        _ => vec![],
+                    },
                 })
                 .collect();
             use_scientific(&vals)
@@ -154,7 +182,10 @@ impl Tensor {
             sci: bool,
         ) {
             let (Some(&d), Some(&stride)) = (shape.first(), strides.first()) else {
-                let e = st.get(base, dt).map(|x| format_elem(x, sci));
+                let e = match st.get_complex(base) {
+                    Some((re, im)) => Some(format_complex(re, im, sci)),
+                    None => st.get(base, dt).map(|x| format_elem(x, sci)),
+                };
                 out.push_str(&e.unwrap_or_default());
                 return;
             };

@@ -39,8 +39,9 @@ impl View for &Entry {
     }
 }
 
-fn file_dtype(d: DType) -> FileDtype {
-    match d {
+/// The file dtype of a Tessera dtype (E0201 for c128: the format has no complex128).
+fn file_dtype(d: DType) -> Result<FileDtype> {
+    Ok(match d {
         DType::F64 => FileDtype::F64,
         DType::F32 | DType::TF32 => FileDtype::F32,
         DType::F16 => FileDtype::F16,
@@ -51,7 +52,14 @@ fn file_dtype(d: DType) -> FileDtype {
         DType::I32 => FileDtype::I32,
         DType::I8 => FileDtype::I8,
         DType::Bool => FileDtype::BOOL,
-    }
+        DType::C64 => FileDtype::C64,
+        DType::C128 => {
+            return Err(RuntimeError::dtype(
+                "c128 tensors cannot be saved as .safetensors: the format has no complex128",
+            )
+            .with_help("save it as .npy, or cast it to c64 first"))
+        }
+    })
 }
 
 /// The Tessera dtype a file dtype is read as, if any.
@@ -67,6 +75,7 @@ fn tessera_dtype(d: FileDtype) -> Option<DType> {
         FileDtype::I32 | FileDtype::U8 | FileDtype::I16 | FileDtype::U16 => DType::I32,
         FileDtype::I8 => DType::I8,
         FileDtype::BOOL => DType::Bool,
+        FileDtype::C64 => DType::C64,
         _ => return None,
     })
 }
@@ -89,7 +98,7 @@ pub fn save(path: &Path, tensors: &[(String, Tensor)]) -> Result<()> {
         }
         let bytes = crate::device::bytes_of(t)?;
         let entry = Entry {
-            dtype: file_dtype(t.dtype()),
+            dtype: file_dtype(t.dtype())?,
             shape: t.shape().to_vec(),
             bytes,
         };

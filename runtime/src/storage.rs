@@ -7,13 +7,15 @@
 use std::borrow::Cow;
 
 use half::{bf16, f16};
+use num_complex::{Complex32, Complex64};
 use rayon::prelude::*;
 
 use crate::cast;
 use crate::dtype::DType;
 use crate::error::{Result, RuntimeError};
 
-/// Element storage. `F32` holds fp32 and tf32; `F8` holds both fp8 formats (the dtype says which).
+/// Element storage. `F32` holds fp32 and tf32; `F8` holds both fp8 formats (the dtype says which);
+/// `C64`/`C128` hold (real, imaginary) pairs, laid out as NumPy's complex64/complex128.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Storage {
     F64(Vec<f64>),
@@ -25,6 +27,8 @@ pub enum Storage {
     I32(Vec<i32>),
     I8(Vec<i8>),
     Bool(Vec<bool>),
+    C64(Vec<Complex32>),
+    C128(Vec<Complex64>),
 }
 
 /// Below this many elements, work runs on the calling thread.
@@ -94,6 +98,8 @@ impl Storage {
             Storage::I32(v) => v.len(),
             Storage::I8(v) => v.len(),
             Storage::Bool(v) => v.len(),
+            Storage::C64(v) => v.len(),
+            Storage::C128(v) => v.len(),
         }
     }
 
@@ -112,6 +118,9 @@ impl Storage {
             Storage::I32(v) => Cow::Owned(par_map(v, |&x| x as f32)),
             Storage::I8(v) => Cow::Owned(par_map(v, |&x| f32::from(x))),
             Storage::Bool(v) => Cow::Owned(par_map(v, |&x| f32::from(u8::from(x)))),
+            // complex: the real part (a cast drops the imaginary part, as NumPy's astype)
+            Storage::C64(v) => Cow::Owned(par_map(v, |x| x.re)),
+            Storage::C128(v) => Cow::Owned(par_map(v, |x| x.re as f32)),
         }
     }
 
@@ -130,6 +139,8 @@ impl Storage {
             Storage::I32(v) => Cow::Owned(par_map(v, |&x| f64::from(x))),
             Storage::I8(v) => Cow::Owned(par_map(v, |&x| f64::from(x))),
             Storage::Bool(v) => Cow::Owned(par_map(v, |&x| f64::from(u8::from(x)))),
+            Storage::C64(v) => Cow::Owned(par_map(v, |x| f64::from(x.re))),
+            Storage::C128(v) => Cow::Owned(par_map(v, |x| x.re)),
         }
     }
 
@@ -148,6 +159,8 @@ impl Storage {
                 let t = cast::fp8_table(dtype);
                 Cow::Owned(par_map(v, |&b| t[usize::from(b)] as i64))
             }
+            Storage::C64(v) => Cow::Owned(par_map(v, |x| x.re as i64)),
+            Storage::C128(v) => Cow::Owned(par_map(v, |x| x.re as i64)),
         }
     }
 
@@ -166,6 +179,58 @@ impl Storage {
                 let t = cast::fp8_table(dtype);
                 Cow::Owned(par_map(v, |&b| t[usize::from(b)] != 0.0))
             }
+            Storage::C64(v) => Cow::Owned(par_map(v, |x| x.re != 0.0 || x.im != 0.0)),
+            Storage::C128(v) => Cow::Owned(par_map(v, |x| x.re != 0.0 || x.im != 0.0)),
+        }
+    }
+
+    /// Reads as complex64: real dtypes give a zero imaginary part (fp32 and narrower exactly;
+    /// fp64, c128 and int64 round once per part).
+    pub fn to_c64(&self, dtype: DType) -> Cow<'_, [Complex32]> {
+        match self {
+            Storage::C64(v) => Cow::Borrowed(v),
+            Storage::C128(v) => {
+                Cow::Owned(par_map(v, |x| Complex32::new(x.re as f32, x.im as f32)))
+            }
+            Storage::F64(v) => Cow::Owned(par_map(v, |&x| Complex32::new(x as f32, 0.0))),
+            Storage::I64(v) => Cow::Owned(par_map(v, |&x| {
+                Complex32::new(cast::i64_to_f64_odd(x) as f32, 0.0)
+            })),
+            other => Cow::Owned(par_map(&other.to_f32(dtype), |&x| Complex32::new(x, 0.0))),
+        }
+    }
+
+    /// Reads as complex128 (exact for every dtype except int64 beyond 2^53).
+    pub fn to_c128(&self, dtype: DType) -> Cow<'_, [Complex64]> {
+        match self {
+            Storage::C128(v) => Cow::Borrowed(v),
+            Storage::C64(v) => Cow::Owned(par_map(v, |x| {
+                Complex64::new(f64::from(x.re), f64::from(x.im))
+            })),
+            other => Cow::Owned(par_map(&other.to_f64(dtype), |&x| Complex64::new(x, 0.0))),
+        }
+    }
+
+    /// Complex64 values into `dtype`: c128 widens exactly; a real dtype takes the real part
+    /// (rounded once); bool is `x != 0`.
+    pub fn from_c64(v: Vec<Complex32>, dtype: DType) -> Storage {
+        match dtype {
+            DType::C64 => Storage::C64(v),
+            DType::C128 => Storage::C128(par_map(&v, |x| {
+                Complex64::new(f64::from(x.re), f64::from(x.im))
+            })),
+            DType::Bool => Storage::Bool(par_map(&v, |x| x.re != 0.0 || x.im != 0.0)),
+            _ => Storage::from_f32(par_map(&v, |x| x.re), dtype),
+        }
+    }
+
+    /// Complex128 values into `dtype` (c64 rounds each part once).
+    pub fn from_c128(v: Vec<Complex64>, dtype: DType) -> Storage {
+        match dtype {
+            DType::C128 => Storage::C128(v),
+            DType::C64 => Storage::C64(par_map(&v, |x| Complex32::new(x.re as f32, x.im as f32))),
+            DType::Bool => Storage::Bool(par_map(&v, |x| x.re != 0.0 || x.im != 0.0)),
+            _ => Storage::from_f64(par_map(&v, |x| x.re), dtype),
         }
     }
 
@@ -185,6 +250,8 @@ impl Storage {
             DType::I64 => Storage::I64(par_map(&v, |&x| x as i64)),
             DType::I32 => Storage::I32(par_map(&v, |&x| x as i32)),
             DType::I8 => Storage::I8(par_map(&v, |&x| x as i8)),
+            DType::C64 => Storage::C64(par_map(&v, |&x| Complex32::new(x, 0.0))),
+            DType::C128 => Storage::C128(par_map(&v, |&x| Complex64::new(f64::from(x), 0.0))),
         }
     }
 
@@ -203,6 +270,8 @@ impl Storage {
             DType::I64 => Storage::I64(par_map(&v, |&x| x as i64)),
             DType::I32 => Storage::I32(par_map(&v, |&x| x as i32)),
             DType::I8 => Storage::I8(par_map(&v, |&x| x as i8)),
+            DType::C64 => Storage::C64(par_map(&v, |&x| Complex32::new(x as f32, 0.0))),
+            DType::C128 => Storage::C128(par_map(&v, |&x| Complex64::new(x, 0.0))),
         }
     }
 
@@ -215,6 +284,7 @@ impl Storage {
             DType::Bool => Storage::Bool(par_map(&v, |&x| x != 0)),
             DType::F64 => Storage::F64(par_map(&v, |&x| x as f64)),
             DType::F32 => Storage::F32(par_map(&v, |&x| x as f32)),
+            DType::C128 => Storage::C128(par_map(&v, |&x| Complex64::new(x as f64, 0.0))),
             _ => {
                 let f: Vec<f64> = par_map(&v, |&x| cast::i64_to_f64_odd(x));
                 Storage::from_f64(f, dtype)
@@ -274,6 +344,19 @@ impl Storage {
             Storage::I32(v) => S::Int(i64::from(*v.get(i)?)),
             Storage::I8(v) => S::Int(i64::from(*v.get(i)?)),
             Storage::Bool(v) => S::Bool(*v.get(i)?),
+            // a Python scalar has no complex kind: the real part (printing reads complex
+            // elements with `get_complex`)
+            Storage::C64(v) => S::Float(f64::from(v.get(i)?.re)),
+            Storage::C128(v) => S::Float(v.get(i)?.re),
         })
+    }
+
+    /// Element `i` of a complex storage as (real, imaginary) in f64; `None` for other storage.
+    pub fn get_complex(&self, i: usize) -> Option<(f64, f64)> {
+        match self {
+            Storage::C64(v) => v.get(i).map(|x| (f64::from(x.re), f64::from(x.im))),
+            Storage::C128(v) => v.get(i).map(|x| (x.re, x.im)),
+            _ => None,
+        }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use num_complex::{Complex32, Complex64};
 use rayon::prelude::*;
 
 use crate::cast;
@@ -151,6 +152,26 @@ impl Tensor {
         ))
     }
 
+    /// A c64 tensor.
+    pub fn from_c64(shape: &[usize], data: Vec<Complex32>) -> Result<Tensor> {
+        Tensor::check_len(shape, data.len(), DType::C64)?;
+        Ok(Tensor::from_storage(
+            shape.to_vec(),
+            DType::C64,
+            Storage::C64(data),
+        ))
+    }
+
+    /// A c128 tensor.
+    pub fn from_c128(shape: &[usize], data: Vec<Complex64>) -> Result<Tensor> {
+        Tensor::check_len(shape, data.len(), DType::C128)?;
+        Ok(Tensor::from_storage(
+            shape.to_vec(),
+            DType::C128,
+            Storage::C128(data),
+        ))
+    }
+
     /// A bool tensor.
     pub fn from_bool(shape: &[usize], data: Vec<bool>) -> Result<Tensor> {
         Tensor::check_len(shape, data.len(), DType::Bool)?;
@@ -244,6 +265,8 @@ impl Tensor {
             Storage::I32(v) => Storage::I32(vec![v.first().copied().unwrap_or_default(); n]),
             Storage::I8(v) => Storage::I8(vec![v.first().copied().unwrap_or_default(); n]),
             Storage::Bool(v) => Storage::Bool(vec![v.first().copied().unwrap_or_default(); n]),
+            Storage::C64(v) => Storage::C64(vec![v.first().copied().unwrap_or_default(); n]),
+            Storage::C128(v) => Storage::C128(vec![v.first().copied().unwrap_or_default(); n]),
         };
         Ok(Tensor::from_storage(shape.to_vec(), dtype, st))
     }
@@ -403,8 +426,29 @@ impl Tensor {
             .into_owned())
     }
 
-    /// The flat values as Python scalars (floats exact, ints, bools).
+    /// The values as complex64 (real dtypes with a zero imaginary part). E0700 when abstract.
+    pub fn to_c64_vec(&self) -> Result<Vec<Complex32>> {
+        Ok(self.storage("read values")?.to_c64(self.dtype).into_owned())
+    }
+
+    /// The values as complex128 (real dtypes with a zero imaginary part). E0700 when abstract.
+    pub fn to_c128_vec(&self) -> Result<Vec<Complex64>> {
+        Ok(self
+            .storage("read values")?
+            .to_c128(self.dtype)
+            .into_owned())
+    }
+
+    /// The flat values as Python scalars (floats exact, ints, bools). A complex tensor is
+    /// E0201: the language has no complex number.
     pub(crate) fn scalars(&self, op: &str) -> Result<Vec<Scalar>> {
+        if self.dtype.is_complex() {
+            return Err(RuntimeError::dtype(format!(
+                "{op}() of a {} tensor: there is no complex Python number",
+                self.dtype.name()
+            ))
+            .with_help("read the parts as real tensors: op.real(x) and op.imag(x)"));
+        }
         let st = self.storage(op)?;
         Ok(if self.dtype.is_float() {
             st.to_f64(self.dtype)
@@ -487,7 +531,27 @@ impl Tensor {
         memory::check_alloc(n, dtype)?;
         let src = self.storage("cast")?;
         let from = self.dtype;
-        let st = if dtype == DType::Bool {
+        let st = if from == DType::C128 {
+            // complex to real keeps the real part (NumPy's astype, without its warning)
+            let v = src.to_c128(from).into_owned();
+            if dtype.is_int() {
+                Storage::float_to_int(&v.iter().map(|x| x.re).collect::<Vec<_>>(), dtype)?
+            } else {
+                Storage::from_c128(v, dtype)
+            }
+        } else if from == DType::C64 {
+            let v = src.to_c64(from).into_owned();
+            if dtype.is_int() {
+                let re: Vec<f64> = v.iter().map(|x| f64::from(x.re)).collect();
+                Storage::float_to_int(&re, dtype)?
+            } else {
+                Storage::from_c64(v, dtype)
+            }
+        } else if dtype == DType::C64 {
+            Storage::C64(src.to_c64(from).into_owned())
+        } else if dtype == DType::C128 {
+            Storage::C128(src.to_c128(from).into_owned())
+        } else if dtype == DType::Bool {
             Storage::Bool(src.to_bool(from).into_owned())
         } else if from.is_float() && dtype.is_int() {
             Storage::float_to_int(&src.to_f64(from), dtype)?
@@ -559,6 +623,8 @@ fn generate(n: usize, dtype: DType, f: impl Fn(u64) -> f64 + Sync + Send) -> Sto
         DType::F16 => Storage::F16(gen(n, |i| cast::f64_to_f16(f(i)))),
         DType::BF16 => Storage::BF16(gen(n, |i| cast::f64_to_bf16(f(i)))),
         DType::F8E4M3 | DType::F8E5M2 => Storage::F8(gen(n, |i| cast::f64_to_fp8(f(i), dtype))),
-        DType::I64 | DType::I32 | DType::I8 | DType::Bool => Storage::from_f64(gen(n, f), dtype),
+        DType::I64 | DType::I32 | DType::I8 | DType::Bool | DType::C64 | DType::C128 => {
+            Storage::from_f64(gen(n, f), dtype)
+        }
     }
 }

@@ -76,8 +76,8 @@ pub fn mode() -> Result<Option<Checked>, Diagnostic> {
 /// core product near 3e-4), fp16/bf16 operands between 1e-3 and 1e-2; integers must be equal.
 pub fn device_bound(d: DType) -> f64 {
     match d {
-        DType::F64 => 1e-10,
-        DType::F32 | DType::TF32 => 1e-3,
+        DType::F64 | DType::C128 => 1e-10,
+        DType::F32 | DType::TF32 | DType::C64 => 1e-3,
         DType::F16 => 5e-3,
         DType::BF16 => 1e-2,
         DType::F8E4M3 | DType::F8E5M2 => 1e-1,

@@ -2,7 +2,7 @@
 """Writes the .safetensors files tests/safetensors_files.rs loads, with the `safetensors`
 Python package (raw little-endian bytes; bf16 and fp8 through ml_dtypes):
   hf_mixed.safetensors    one tensor of each dtype Tessera reads, values listed in the test
-  hf_complex.safetensors  a C64 tensor (no Tessera dtype: E0201)
+  hf_complex.safetensors  a C64 tensor (Tessera's c64)
 Run from the repository root: .venv/bin/python tests/data/make_safetensors.py"""
 
 import ml_dtypes

@@ -16,9 +16,11 @@ import numpy as np
 import safetensors
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-EXE = os.path.join(ROOT, "target", "debug", "tessera")
+# $CARGO_TARGET_DIR when set (a build outside the tree), as cargo itself reads it
+EXE = os.path.join(os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target"), "debug", "tessera")
 DTYPES = {"fp16": np.float16, "fp32": np.float32, "fp64": np.float64, "int8": np.int8,
           "int32": np.int32, "int64": np.int64, "bool": np.bool_}
+CDTYPES = {"c64": np.complex64, "c128": np.complex128}
 
 
 def run(d, name, lines):
@@ -49,7 +51,20 @@ def main():
             if a.dtype != DTYPES[name] or a.shape != (3, 4) or a.tolist() != want:
                 print(f"npy {name}: numpy read {a.dtype} {a.shape} {a.tolist()}, want {want}")
                 failures += 1
-        print(f"npy: {len(DTYPES) - failures} dtypes read by numpy, {failures} failed")
+        # complex: the parts printed, the file read by numpy as complex64/complex128
+        lines = [f"d = {d!r}"]
+        for name in CDTYPES:
+            lines.append(f"x = op.complex(op.randn((3, 4), seed=2), op.randn((3, 4), seed=3)).to({name!r})")
+            lines.append(f"op.save(d + '/{name}.npy', x)")
+            lines.append(f"print({name!r}, [op.real(x).tolist(), op.imag(x).tolist()])")
+        for name, want in printed(run(d, "save_c.tsr", lines)):
+            a = np.load(os.path.join(d, f"{name}.npy"))
+            got = [a.real.astype(np.float64).tolist(), a.imag.astype(np.float64).tolist()]
+            if a.dtype != CDTYPES[name] or a.shape != (3, 4) or got != want:
+                print(f"npy {name}: numpy read {a.dtype} {a.shape} {got}, want {want}")
+                failures += 1
+        total = len(DTYPES) + len(CDTYPES)
+        print(f"npy: {total - failures} dtypes read by numpy, {failures} failed")
         return 1 if failures or check_safetensors(d) else 0
 
 

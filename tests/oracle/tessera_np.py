@@ -52,7 +52,7 @@ class DType:
     def __init__(self, name, kind, storage, mant=None, emin=None, maxval=None, saturate=False,
                  prec=None, rank=0):
         self.name = name
-        self.kind = kind          # "float", "int", "bool"
+        self.kind = kind          # "float", "int", "bool", "complex"
         self.storage = storage    # numpy dtype used to hold values
         self.mant = mant          # explicit mantissa bits (float)
         self.emin = emin          # exponent of the smallest normal (float)
@@ -105,9 +105,11 @@ int64 = DType("int64", "int", np.dtype(np.int64), rank=3)
 int32 = DType("int32", "int", np.dtype(np.int32), rank=2)
 int8 = DType("int8", "int", np.dtype(np.int8), rank=1)
 bool_ = DType("bool", "bool", np.dtype(np.bool_), rank=0)
+c64 = DType("c64", "complex", np.dtype(np.complex64))
+c128 = DType("c128", "complex", np.dtype(np.complex128))
 
 _CANON = {d.name: d for d in
-          [fp64, fp32, tf32, fp16, bf16, fp8_e4m3, fp8_e5m2, int64, int32, int8, bool_]}
+          [fp64, fp32, tf32, fp16, bf16, fp8_e4m3, fp8_e5m2, int64, int32, int8, bool_, c64, c128]}
 _ALIASES = {
     "float64": "fp64", "f64": "fp64", "double": "fp64",
     "float32": "fp32", "f32": "fp32", "float": "fp32",
@@ -115,6 +117,7 @@ _ALIASES = {
     "bfloat16": "bf16",
     "int": "int64", "i64": "int64", "i32": "int32", "i8": "int8",
     "e4m3": "fp8_e4m3", "e5m2": "fp8_e5m2",
+    "complex64": "c64", "complex128": "c128",
 }
 
 
@@ -137,6 +140,9 @@ def _promote(a, b):
     """Promotion of two tensor dtypes (decisions.md)."""
     if a == b:
         return a
+    if a.kind == "complex" or b.kind == "complex":
+        # NumPy's: c128 when either side is c128 or fp64, else c64
+        return c128 if (a in (c128, fp64) or b in (c128, fp64)) else c64
     if a.is_float and b.is_float:
         la, lb = _FLOAT_LEVEL[a.name], _FLOAT_LEVEL[b.name]
         if la != lb:
@@ -204,6 +210,18 @@ def _to_storage(x64, d):
 
 def _cast_array(arr, src, dst):
     """Cast a storage array of dtype `src` to dtype `dst` (SPEC §4 and decisions)."""
+    if dst.kind == "complex":
+        if src.kind == "complex":
+            return arr.astype(dst.storage)
+        x = arr.astype(np.float64)
+        if dst is c64:
+            x = _round_float64(x, fp32)
+        return x.astype(dst.storage)
+    if src.kind == "complex":
+        if dst.kind == "bool":
+            return arr != 0
+        # decisions.md: the real part (NumPy's astype, without its ComplexWarning)
+        return _cast_array(np.real(arr).astype(np.float64), fp64, dst)
     if dst.is_float:
         if src.is_float:
             x = arr.astype(np.float64)
@@ -239,6 +257,10 @@ _STRICT = os.environ.get("TESSERA_ORACLE_STRICT") == "1"
 
 
 def _fmt_elem(v, d, sci=False):
+    if d.kind == "complex":
+        z = builtins.complex(v)
+        im = ("%+.4e" if sci and math.isfinite(z.imag) else "%+.4f") % z.imag
+        return _fmt_elem(z.real, fp64, sci) + im + "j"
     if d.kind == "bool":
         return "True" if bool(v) else "False"
     if d.kind == "int":
@@ -270,9 +292,13 @@ def _shown(a):
 def _scientific(a, d):
     """SPEC §3: scientific when a nonzero shown value prints as 0.0000, or the nonzero
     magnitudes span more than 10^8."""
-    if d.kind != "float":
+    if d.kind not in ("float", "complex"):
         return False
-    mags = [builtins.abs(float(v)) for v in _shown(a)]
+    if d.kind == "complex":
+        mags = [builtins.abs(p) for v in _shown(a)
+                for p in (builtins.complex(v).real, builtins.complex(v).imag)]
+    else:
+        mags = [builtins.abs(float(v)) for v in _shown(a)]
     mags = [m for m in mags if math.isfinite(m) and m != 0.0]
     if not mags:
         return False
@@ -297,6 +323,8 @@ def _fmt_array(a, d, sci=None):
 
 
 def _py_scalar(v, d):
+    if d.kind == "complex":
+        _err("E0201", f"a {d.name} tensor has no Python number: use op.real(x) and op.imag(x)")
     if d.kind == "bool":
         return bool(v)
     if d.kind == "int":
@@ -520,7 +548,7 @@ def _operands(a, b):
         else:
             d = t.dtype
     elif isinstance(s, float):
-        d = t.dtype if t.dtype.is_float else fp32
+        d = t.dtype if t.dtype.is_float or t.dtype.kind == "complex" else fp32
     else:
         _err("E0101", f"unsupported operand type {type(s).__name__} for a tensor operation")
     st = _scalar_tensor(s, d)
@@ -528,6 +556,8 @@ def _operands(a, b):
 
 
 def _scalar_tensor(s, d):
+    if d.kind == "complex":
+        return Tensor(np.array(s, dtype=d.storage), d)
     if d.is_float:
         # the scalar enters the computation at the compute precision
         cd = fp64 if d is fp64 else fp32
@@ -585,6 +615,8 @@ def _binary(opname, a, b):
         return NotImplemented
     A, B, d = _operands(a, b)
     _bshape(A, B, _SYM[opname])
+    if d.kind == "complex":
+        return _complex_binary(opname, A, B, d)
     if opname in _CMP:
         if d.is_float or A.dtype.is_float or B.dtype.is_float:
             r = _CMP[opname](A._f64(), B._f64())
@@ -706,6 +738,9 @@ def tensor(data, dtype=None):
     else:
         d = _dtype(dtype)
     shape = tuple(shape)
+    if d.kind == "complex":
+        src = np.array([float(v) for v in vals], dtype=np.float64).reshape(shape)
+        return Tensor(_cast_array(src, fp64, d), d)
     if any(isinstance(v, float) for v in vals) or d.is_float:
         src = np.array([float(v) for v in vals], dtype=np.float64).reshape(shape)
         return Tensor(_cast_array(src, fp64, d), d)
@@ -854,6 +889,11 @@ def cast(x, dtype):
 def _unary_float(x, f, keep_int=False):
     _check_tensor(x)
     d = x.dtype
+    if d.kind == "complex":
+        if f not in (np.exp, np.log, np.sqrt, np.sin, np.cos):
+            _err("E0201", f"not defined for complex tensors ({d.name})")
+        with np.errstate(all="ignore"):
+            return Tensor(_c(np.asarray(f(x._a), dtype=d.storage)), d)
     if not d.is_float:
         if keep_int:
             return None
@@ -865,6 +905,8 @@ def _unary_float(x, f, keep_int=False):
 
 def neg(x):
     _check_tensor(x)
+    if x.dtype.kind == "complex":
+        return Tensor(_c(-x._a), x.dtype)
     if not x.dtype.is_float:
         d = int64 if x.dtype.kind == "bool" else x.dtype
         with np.errstate(all="ignore"):
@@ -874,6 +916,9 @@ def neg(x):
 
 def abs(x):   # noqa: A001 (op.abs)
     _check_tensor(x)
+    if x.dtype.kind == "complex":
+        r = fp32 if x.dtype is c64 else fp64
+        return Tensor(_c(np.abs(x._a).astype(r.storage)), r)
     if not x.dtype.is_float:
         if x.dtype.kind == "bool":
             return x
@@ -944,11 +989,15 @@ def sign(x): return _rounding(x, lambda v: np.sign(v) + 0)   # + 0: sign(-0.0) i
 
 def isnan(x):
     _check_tensor(x)
+    if x.dtype.kind == "complex":
+        return Tensor(_c(np.isnan(x._a)), bool_)
     return Tensor(_c(np.isnan(x._f64()) if x.dtype.is_float else np.zeros(x._a.shape, bool)), bool_)
 
 
 def isfinite(x):
     _check_tensor(x)
+    if x.dtype.kind == "complex":
+        return Tensor(_c(np.isfinite(x._a)), bool_)
     return Tensor(_c(np.isfinite(x._f64()) if x.dtype.is_float else np.ones(x._a.shape, bool)), bool_)
 
 
@@ -967,6 +1016,9 @@ def where(cond, a, b):
         np.broadcast_shapes(c.shape, A.shape, B.shape)
     except ValueError:
         _err("E0200", f"where: shapes {list(c.shape)}, {list(A.shape)} and {list(B.shape)} cannot be broadcast")
+    if d.kind == "complex":
+        r = np.where(c, A._a.astype(d.storage), B._a.astype(d.storage))
+        return Tensor(_c(r), d)
     if d.is_float:
         r = np.where(c, A._f64(), B._f64())
         return Tensor(_to_storage(_round_float64(r, d), d), d)
@@ -1027,6 +1079,10 @@ def _axes(x, axis):
 def sum(x, axis=None, keepdim=False):  # noqa: A001
     _check_tensor(x)
     ax = _axes(x, axis)
+    if x.dtype.kind == "complex":
+        # accumulated in complex128 parts, rounded once (decisions.md)
+        r = np.sum(x._a.astype(np.complex128), axis=ax, keepdims=keepdim)
+        return Tensor(_c(np.asarray(r).astype(x.dtype.storage)), x.dtype)
     if not x.dtype.is_float:
         r = np.sum(x._a.astype(np.int64), axis=ax, keepdims=keepdim)
         return Tensor(np.asarray(r, dtype=np.int64), int64)
@@ -1038,6 +1094,10 @@ def sum(x, axis=None, keepdim=False):  # noqa: A001
 def mean(x, axis=None, keepdim=False):
     _check_tensor(x)
     ax = _axes(x, axis)
+    if x.dtype.kind == "complex":
+        with np.errstate(all="ignore"):
+            r = np.mean(x._a.astype(np.complex128), axis=ax, keepdims=keepdim)
+        return Tensor(_c(np.asarray(r).astype(x.dtype.storage)), x.dtype)
     d = x.dtype if x.dtype.is_float else fp32
     r = np.mean(x._f64(), axis=ax, keepdims=keepdim)
     _warn_fragile(_round_float64(np.asarray(r), fp32), d)
@@ -1046,6 +1106,8 @@ def mean(x, axis=None, keepdim=False):
 
 def _minmax(x, axis, keepdim, f):
     _check_tensor(x)
+    if x.dtype.kind == "complex":
+        _err("E0201", f"max/min are not defined for complex tensors ({x.dtype.name})")
     ax = _axes(x, axis)
     if x._a.size == 0:
         _err("E0500", "max/min of an empty tensor")
@@ -1337,6 +1399,8 @@ def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, algorithm
 
 def _as_f64(x):
     if isinstance(x, Tensor):
+        if x.dtype.kind == "complex":
+            return x._a.astype(np.complex128)   # |a - b| is then the modulus, as NumPy's
         return x._f64()
     return np.asarray(float(x), dtype=np.float64)
 
@@ -1372,6 +1436,140 @@ def kernel(f):
 # module object
 
 
+# --------------------------------------------------------------------------------------
+# complex tensors and the FFT family (numpy.fft, NumPy 2's dtypes)
+
+
+_COMPLEX_OK = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+               "pow": np.power, "eq": np.equal, "ne": np.not_equal}
+
+
+def _complex_binary(opname, A, B, d):
+    if opname not in _COMPLEX_OK:
+        _err("E0201", f"`{_SYM[opname]}` is not defined for complex tensors ({d.name})")
+    x, y = A._a.astype(d.storage), B._a.astype(d.storage)
+    with np.errstate(all="ignore"):
+        r = _COMPLEX_OK[opname](x, y)
+    if opname in ("eq", "ne"):
+        return Tensor(_c(np.asarray(r)), bool_)
+    return Tensor(_c(np.asarray(r, dtype=d.storage)), d)
+
+
+def complex(re, im):   # noqa: A001 (op.complex)
+    for v in (re, im):
+        if isinstance(v, Tensor) and v.dtype.kind == "complex":
+            _err("E0201", "complex: the real and imaginary parts must be real tensors")
+    if isinstance(re, Tensor) or isinstance(im, Tensor):
+        A, B, p = _operands(re, im)
+    else:
+        A, B = tensor(re), tensor(im)
+        p = _promote(A.dtype, B.dtype)
+    d = c128 if p is fp64 else c64
+    _bshape(A, B, "complex")
+    re_, im_ = np.broadcast_arrays(_cast_array(A._a, A.dtype, d), _cast_array(B._a, B.dtype, d))
+    r = np.empty(re_.shape, dtype=d.storage)
+    r.real, r.imag = re_.real, im_.real    # each part as given (a -0.0 stays -0.0)
+    return Tensor(r, d)
+
+
+def real(x):
+    _check_tensor(x)
+    if x.dtype.kind != "complex":
+        return x
+    r = fp32 if x.dtype is c64 else fp64
+    return Tensor(_c(np.real(x._a)).astype(r.storage), r)
+
+
+def imag(x):
+    _check_tensor(x)
+    if x.dtype.kind != "complex":
+        return zeros(x.shape, x.dtype)
+    r = fp32 if x.dtype is c64 else fp64
+    return Tensor(_c(np.imag(x._a)).astype(r.storage), r)
+
+
+def conj(x):
+    _check_tensor(x)
+    return Tensor(_c(np.conj(x._a)), x.dtype) if x.dtype.kind == "complex" else x
+
+
+def angle(x):
+    _check_tensor(x)
+    if x.dtype.kind == "complex":
+        r = fp32 if x.dtype is c64 else fp64
+        return Tensor(_c(np.angle(x._a)).astype(r.storage), r)
+    r = fp64 if x.dtype is fp64 else fp32
+    return Tensor(_c(np.angle(x._f64())).astype(r.storage), r)
+
+
+def _fft_input(x, real_only=False):
+    """The array numpy.fft transforms: c64/c128/fp32/fp64 as stored; the other floats as
+    float32 (their values are exact there), ints and bools as float64 (NumPy's)."""
+    _check_tensor(x)
+    d = x.dtype
+    if d.kind == "complex":
+        if real_only:
+            _err("E0201", f"rfft needs a real input, got {d.name}")
+        return x._a
+    if d.is_float:
+        return x._a.astype(np.float64 if d is fp64 else np.float32)
+    return x._a.astype(np.float64)
+
+
+def _fft_result(r):
+    r = np.asarray(r)
+    d = {np.dtype(np.complex64): c64, np.dtype(np.complex128): c128,
+         np.dtype(np.float32): fp32, np.dtype(np.float64): fp64}[r.dtype]
+    return Tensor(_c(r), d)
+
+
+def _fft_call(f, *args, **kw):
+    norm = kw.get("norm")
+    if norm is not None and not isinstance(norm, str):
+        _err("E0101", "norm must be a string")
+    try:
+        return _fft_result(f(*args, **kw))
+    except ValueError as e:
+        msg = str(e)
+        if "norm" in msg.lower():
+            _err("E0101", msg)
+        _err("E0200", msg)
+    except (IndexError, np.exceptions.AxisError) as e:
+        _err("E0500", str(e))
+
+
+def _fft1(f, x, n, axis, norm, real_only=False):
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int)):
+        _err("E0101", "n must be an int")
+    a = _fft_input(x, real_only)
+    if a.ndim == 0:
+        _err("E0500", "fft: axis -1 is out of range for a tensor with 0 dimensions")
+    return _fft_call(f, a, n=n, axis=axis, norm=norm)
+
+
+def fft(x, n=None, axis=-1, norm="backward"): return _fft1(np.fft.fft, x, n, axis, norm)
+def ifft(x, n=None, axis=-1, norm="backward"): return _fft1(np.fft.ifft, x, n, axis, norm)
+def rfft(x, n=None, axis=-1, norm="backward"): return _fft1(np.fft.rfft, x, n, axis, norm, True)
+def irfft(x, n=None, axis=-1, norm="backward"): return _fft1(np.fft.irfft, x, n, axis, norm)
+
+
+def _fft2(f, x, s, norm, real_only=False):
+    a = _fft_input(x, real_only)
+    if a.ndim < 2:
+        _err("E0200", f"needs a tensor with at least 2 dimensions, got shape {list(a.shape)}")
+    if s is not None:
+        s = tuple(s)
+        if len(s) != 2:
+            _err("E0101", "s must give two lengths")
+    return _fft_call(f, a, s=s, axes=(-2, -1), norm=norm)
+
+
+def fft2(x, s=None, norm="backward"): return _fft2(np.fft.fft2, x, s, norm)
+def ifft2(x, s=None, norm="backward"): return _fft2(np.fft.ifft2, x, s, norm)
+def rfft2(x, s=None, norm="backward"): return _fft2(np.fft.rfft2, x, s, norm, True)
+def irfft2(x, s=None, norm="backward"): return _fft2(np.fft.irfft2, x, s, norm)
+
+
 class _OpModule:
     """The `op` global of a .tsr script."""
 
@@ -1384,7 +1582,9 @@ class _OpModule:
                  "softmax", "layernorm", "rmsnorm", "transpose", "reshape", "concat", "stack", "clip",
                  "argmax", "argmin", "sort", "topk", "cumsum", "logical_and", "logical_or",
                  "logical_not",
-                 "flash_attention", "conv1d", "conv2d", "allclose", "max_abs_diff", "kernel"]
+                 "flash_attention", "conv1d", "conv2d", "allclose", "max_abs_diff", "kernel",
+                 "complex", "real", "imag", "conj", "angle", "fft", "ifft", "rfft", "irfft",
+                 "fft2", "ifft2", "rfft2", "irfft2"]
         for n in names:
             object.__setattr__(self, n, g[n])
         for n, d in _CANON.items():

@@ -108,8 +108,8 @@ fn peak(spec: &Spec, tensor_cores: bool, dtype: DType) -> f64 {
         DType::BF16 | DType::F16 => p.bf16,
         DType::TF32 | DType::F32 => p.tf32,
         DType::F8E4M3 | DType::F8E5M2 => p.fp8.unwrap_or(p.bf16),
-        DType::F64 => p.fp64,
-        DType::I64 | DType::I32 | DType::I8 | DType::Bool => p.fp32,
+        DType::F64 | DType::C128 => p.fp64,
+        DType::I64 | DType::I32 | DType::I8 | DType::Bool | DType::C64 => p.fp32,
     }
 }
 

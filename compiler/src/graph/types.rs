@@ -170,8 +170,10 @@ impl UnaryOp {
         match self.row().result {
             UnaryResult::Bool | UnaryResult::Test => DType::Bool,
             UnaryResult::Same if d == DType::Bool => DType::I64,
+            // |z| of a complex number is real (NumPy's)
+            UnaryResult::Same if self == UnaryOp::Abs => d.real_part(),
             UnaryResult::Same => d,
-            UnaryResult::Float if d.is_float() => d,
+            UnaryResult::Float if d.is_float() || d.is_complex() => d,
             UnaryResult::Float => DType::F32,
         }
     }
@@ -345,7 +347,7 @@ impl BinaryOp {
     pub fn result_for(self, p: DType) -> DType {
         match self.row().result {
             BinaryResult::Bool => DType::Bool,
-            BinaryResult::Div if p.is_float() => p,
+            BinaryResult::Div if p.is_float() || p.is_complex() => p,
             BinaryResult::Div => DType::F32,
             BinaryResult::Promoted => p,
             BinaryResult::Arith if p == DType::Bool => DType::I64,
@@ -444,6 +446,7 @@ impl ReduceOp {
     }
     pub fn result_dtype(self, d: DType) -> DType {
         match self.row().result {
+            ReduceResult::Sum | ReduceResult::Mean if d.is_complex() => d,
             ReduceResult::Sum if !d.is_float() => DType::I64,
             ReduceResult::Mean if !d.is_float() => DType::F32,
             ReduceResult::Sum | ReduceResult::Mean | ReduceResult::Same => d,

@@ -3,7 +3,8 @@
 //!
 //! Element layout (as on the GPU): fp32/tf32 4-byte IEEE floats, fp16/bf16 2-byte, fp64
 //! 8-byte IEEE, int32/int64 little-endian two's complement, int8 one byte, bool one byte (0 or
-//! 1), fp8 one byte of its format. A kernel with a status word ([`Lowered::status`]) gets one
+//! 1), fp8 one byte of its format, c64/c128 (real, imaginary) pairs of fp32/fp64 (NumPy's
+//! layout; no kernel takes them yet, but `.npy` and `.safetensors` files do). A kernel with a status word ([`Lowered::status`]) gets one
 //! more 4-byte buffer after the outputs, zeroed; a nonzero word after the launch means an
 //! element hit an error the cpu reports.
 
@@ -59,6 +60,20 @@ pub(crate) fn bytes_of(t: &Tensor) -> crate::Result<Vec<u8>> {
             let v = t.to_f32_vec()?;
             v.iter()
                 .map(|&x| crate::cast::f64_to_fp8(f64::from(x), d))
+                .collect()
+        }
+        DType::C64 => {
+            let v = t.to_c64_vec()?;
+            v.iter()
+                .flat_map(|x| [x.re.to_le_bytes(), x.im.to_le_bytes()])
+                .flatten()
+                .collect()
+        }
+        DType::C128 => {
+            let v = t.to_c128_vec()?;
+            v.iter()
+                .flat_map(|x| [x.re.to_le_bytes(), x.im.to_le_bytes()])
+                .flatten()
                 .collect()
         }
     })
@@ -125,6 +140,21 @@ pub(crate) fn tensor_of(raw: &[u8], out: &TensorType) -> crate::Result<Tensor> {
                 .map(|&b| crate::cast::fp8_to_f32(b, dt))
                 .collect();
             Tensor::from_f32(shape, v, dt)
+        }
+        DType::C64 => {
+            let v = f32s(raw)
+                .chunks_exact(2)
+                .map(|p| num_complex::Complex32::new(p[0], p[1]))
+                .collect();
+            Tensor::from_c64(shape, v)
+        }
+        DType::C128 => {
+            let v: Vec<f64> = le8(raw).map(f64::from_le_bytes).collect();
+            let v = v
+                .chunks_exact(2)
+                .map(|p| num_complex::Complex64::new(p[0], p[1]))
+                .collect();
+            Tensor::from_c128(shape, v)
         }
     }
 }

@@ -111,6 +111,6 @@ impl Tensor {
         }
         let src = vals.storage("item assignment")?;
         let dst = self.storage_mut("item assignment")?;
-        scatter!(dst, src, offs; F64, F32, F16, BF16, F8, I64, I32, I8, Bool)
+        scatter!(dst, src, offs; F64, F32, F16, BF16, F8, I64, I32, I8, Bool, C64, C128)
     }
 }

@@ -93,6 +93,7 @@ fn compute_dtype(ts: &[&Tensor]) -> DType {
 /// `log Σ_j exp(scale·q_i·k_j)` over the keys row `i` sees (`j ≤ i` when causal): `[..., sq]`,
 /// fp32 (fp64 for fp64 operands).
 pub fn attention_lse(q: &Tensor, k: &Tensor, causal: bool, scale: f64) -> Result<Tensor> {
+    crate::ops::complex::real_only("flash_attention", q.dtype())?;
     let (b, sq, d) = dims(q, "q")?;
     let (bk, sk, dk) = dims(k, "k")?;
     if bk != b || dk != d || q.shape()[..q.ndim() - 2] != k.shape()[..k.ndim() - 2] {

@@ -318,6 +318,18 @@ pub fn conv_with(
 /// `conv1d` / `conv2d` (by `spec.dims`) of `x` with `w` plus `bias`.
 pub fn conv(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, spec: &ConvSpec) -> Result<Tensor> {
     let p = plan(x.shape(), w.shape(), bias.map(|b| b.shape()), spec)?;
+    if let Some(t) = [Some(x), Some(w), bias]
+        .into_iter()
+        .flatten()
+        .find(|t| t.dtype().is_complex())
+    {
+        return Err(RuntimeError::dtype(format!(
+            "{} of a {} tensor: convolutions of complex tensors are not supported",
+            name(spec.dims),
+            t.dtype()
+        ))
+        .with_help("convolve the real and imaginary parts (op.real, op.imag) separately"));
+    }
     let dtype = result_dtype(x.dtype(), w.dtype(), bias.map(|b| b.dtype()));
     if x.is_abstract() || w.is_abstract() || bias.is_some_and(|b| b.is_abstract()) {
         return Tensor::abstract_tensor(&p.out_shape, dtype);

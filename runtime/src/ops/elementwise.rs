@@ -355,6 +355,10 @@ pub fn binary<'a, 'b>(
     let name = op.name();
     let shape = broadcast_shapes(lhs.shape(), rhs.shape(), name)?;
     let (dtype, domain) = binary_types(op, lhs.operand_type(), rhs.operand_type());
+    let promoted = promote_operands(lhs.operand_type(), rhs.operand_type());
+    if promoted.is_complex() && !matches!(op, BinaryOp::LogicalAnd | BinaryOp::LogicalOr) {
+        return super::complex::binary(op, lhs, rhs, shape, dtype, promoted);
+    }
     if lhs.is_abstract() || rhs.is_abstract() {
         return Tensor::abstract_tensor(&shape, dtype);
     }
@@ -455,6 +459,9 @@ fn float_unary<T: Real>(op: UnaryOp, a: &[T]) -> Vec<T> {
 /// `op(x)`: float functions of int tensors give fp32; neg/abs/relu keep int dtypes (wrapping).
 pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     let (dtype, domain) = unary_types(op, x.dtype());
+    if x.dtype().is_complex() && op != UnaryOp::Not {
+        return super::complex::unary(op, x, dtype);
+    }
     if x.is_abstract() {
         return Tensor::abstract_tensor(x.shape(), dtype);
     }
@@ -511,6 +518,9 @@ pub fn where_<'a, 'b>(
     let dtype = promote_operands(a.operand_type(), b.operand_type());
     if cond.is_abstract() || a.is_abstract() || b.is_abstract() {
         return Tensor::abstract_tensor(&shape, dtype);
+    }
+    if dtype.is_complex() {
+        return super::complex::where_(cond, a, b, shape, dtype);
     }
     let domain = domain_of(dtype);
     let n = memory::check_shape_alloc(&shape, dtype)?;

@@ -278,6 +278,8 @@ fn int_batched(p: &Plan, a: &[i64], b: &[i64]) -> Vec<i64> {
 
 /// `matmul(a, b, accum_dtype)` (SPEC §4). Shape mismatch is E0200 naming both shapes.
 pub fn matmul(a: &Tensor, b: &Tensor, accum_dtype: Option<DType>) -> Result<Tensor> {
+    crate::ops::complex::real_only("matmul", a.dtype())?;
+    crate::ops::complex::real_only("matmul", b.dtype())?;
     let p = plan(a.shape(), b.shape())?;
     let (dtype, acc) = types(a.dtype(), b.dtype(), accum_dtype)?;
     if a.is_abstract() || b.is_abstract() {

@@ -4,9 +4,11 @@
 mod assign;
 pub mod attention;
 pub mod compare;
+pub mod complex;
 pub mod conv;
 pub mod elementwise;
 pub mod fastmath;
+pub mod fft;
 mod kernel;
 pub mod matmul;
 pub mod nn;

@@ -38,6 +38,7 @@ fn softmax_f64_row(x: &[f64], out: &mut [f64]) {
 
 /// `softmax(x, axis)`: one fused pass per row (max, exp and sum, scale), rows in parallel.
 pub fn softmax(x: &Tensor, axis: isize) -> Result<Tensor> {
+    crate::ops::complex::real_only("op.softmax", x.dtype())?;
     let nd = x.ndim();
     if nd == 0 {
         return Err(RuntimeError::shape(
@@ -225,11 +226,13 @@ pub fn layernorm(
     bias: Option<&Tensor>,
     eps: f64,
 ) -> Result<Tensor> {
+    crate::ops::complex::real_only("op.layernorm", x.dtype())?;
     norm(x, weight, bias, eps, Norm::Layer)
 }
 
 /// `rmsnorm(x, weight, eps)` over the last axis: `x / sqrt(mean(x²) + eps) · weight`.
 pub fn rmsnorm(x: &Tensor, weight: Option<&Tensor>, eps: f64) -> Result<Tensor> {
+    crate::ops::complex::real_only("op.rmsnorm", x.dtype())?;
     norm(x, weight, None, eps, Norm::Rms)
 }
 
@@ -243,6 +246,9 @@ pub fn flash_attention(
     causal: bool,
     scale: Option<f64>,
 ) -> Result<Tensor> {
+    for t in [q, k, v] {
+        crate::ops::complex::real_only("op.flash_attention", t.dtype())?;
+    }
     let bad = |why: String| {
         RuntimeError::shape(format!(
             "flash_attention: q {}, k {}, v {}: {why}",

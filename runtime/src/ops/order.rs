@@ -99,6 +99,7 @@ pub fn arg_extreme(
     keepdim: bool,
     largest: bool,
 ) -> Result<Tensor> {
+    crate::ops::complex::real_only(if largest { "op.argmax" } else { "op.argmin" }, x.dtype())?;
     let op = if largest { "argmax" } else { "argmin" };
     let flat;
     let (x, axis) = match axis {
@@ -167,6 +168,7 @@ pub fn arg_extreme(
 /// `sort(x, axis=-1, descending=False)`: the values in order along the axis (stable; NaNs last,
 /// first when descending).
 pub fn sort(x: &Tensor, axis: isize, descending: bool) -> Result<Tensor> {
+    crate::ops::complex::real_only("op.sort", x.dtype())?;
     let shape = x.shape().to_vec();
     if shape.is_empty() {
         return Ok(x.clone());
@@ -193,6 +195,7 @@ pub fn sort(x: &Tensor, axis: isize, descending: bool) -> Result<Tensor> {
 /// `topk(x, k, axis=-1, largest=True)`: the `k` largest (smallest) values along the axis in
 /// order, and their int64 indices (PyTorch's; ties keep index order, NaN counts as largest).
 pub fn topk(x: &Tensor, k: usize, axis: isize, largest: bool) -> Result<(Tensor, Tensor)> {
+    crate::ops::complex::real_only("op.topk", x.dtype())?;
     let shape = x.shape().to_vec();
     if shape.is_empty() {
         return Err(RuntimeError::shape("topk: needs at least one dimension"));
@@ -242,6 +245,7 @@ pub fn topk(x: &Tensor, k: usize, axis: isize, largest: bool) -> Result<(Tensor,
 /// Floats keep their dtype (each sum in f64, rounded once); ints and bools give int64 (NumPy's
 /// platform int), wrapping on overflow.
 pub fn cumsum(x: &Tensor, axis: Option<isize>) -> Result<Tensor> {
+    crate::ops::complex::real_only("op.cumsum", x.dtype())?;
     let flat;
     let (x, axis) = match axis {
         None => {
@@ -311,6 +315,9 @@ pub fn stack(xs: &[Tensor], axis: isize) -> Result<Tensor> {
 /// `x` gathered along `axis` at `idx` (negative indices count from the end): the axis gets
 /// `idx.len()` entries, `x[..., idx[j], ...]` in turn. An index out of range is E0500.
 pub fn take(x: &Tensor, idx: &[i64], axis: usize) -> Result<Tensor> {
+    if x.dtype().is_complex() && !x.is_abstract() {
+        return crate::ops::complex::take_parts(x, |p| take(p, idx, axis));
+    }
     let shape = x.shape().to_vec();
     let Some(&n) = shape.get(axis) else {
         return Err(RuntimeError::shape(format!(
@@ -390,6 +397,7 @@ pub fn take_at(x: &Tensor, index: &Tensor, axis: usize) -> Result<Tensor> {
 /// sums are in the dtype's precision (fp32 for fp32/bf16/fp16, fp64 for fp64), the order the
 /// generated kernel adds in. An index out of range is E0500.
 pub fn scatter_add(index: &Tensor, src: &Tensor, axis: usize, shape: &[usize]) -> Result<Tensor> {
+    crate::ops::complex::real_only("scatter_add", src.dtype())?;
     let want = if axis < shape.len() {
         Some(take_shape(shape, index.shape(), axis))
     } else {

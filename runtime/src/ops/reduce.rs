@@ -244,6 +244,9 @@ fn reduce3<T: Copy + Sync, F: Fold<T>>(
 /// max/min propagate NaN; max/min of an empty axis is E0500; mean of an empty axis is NaN.
 pub fn reduce(x: &Tensor, op: ReduceOp, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
     let (out_shape, dtype) = infer_reduce(op, x.shape(), x.dtype(), axis, keepdim)?;
+    if x.dtype().is_complex() {
+        return super::complex::reduce(x, op, axis, out_shape, dtype);
+    }
     if x.is_abstract() {
         return Tensor::abstract_tensor(&out_shape, dtype);
     }

@@ -22,6 +22,8 @@ macro_rules! map_storage {
             Storage::I32($v) => Storage::I32($body),
             Storage::I8($v) => Storage::I8($body),
             Storage::Bool($v) => Storage::Bool($body),
+            Storage::C64($v) => Storage::C64($body),
+            Storage::C128($v) => Storage::C128($body),
         }
     };
 }
@@ -296,6 +298,8 @@ pub fn concat(xs: &[Tensor], axis: isize) -> Result<Tensor> {
         Some(Storage::I64(_)) => cat!(I64),
         Some(Storage::I32(_)) => cat!(I32),
         Some(Storage::I8(_)) => cat!(I8),
+        Some(Storage::C64(_)) => cat!(C64),
+        Some(Storage::C128(_)) => cat!(C128),
         Some(Storage::Bool(_)) | None => cat!(Bool),
     };
     Ok(Tensor::from_storage(out_shape, dtype, storage))

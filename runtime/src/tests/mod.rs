@@ -7,6 +7,7 @@ mod nn;
 mod reductions;
 mod robustness;
 mod shapes;
+mod spectral;
 
 use crate::*;
 

@@ -680,3 +680,95 @@ pub(super) fn conv1d(_: &mut Interp, c: &Call) -> R {
 pub(super) fn conv2d(_: &mut Interp, c: &Call) -> R {
     conv(c, 2)
 }
+/// `complex(re, im)`: `re + im·j` (real parts, broadcast; c128 for fp64, else c64).
+pub(super) fn complex(_: &mut Interp, c: &Call) -> R {
+    let (x, y) = (req(&c.a, 0)?, req(&c.a, 1)?);
+    let (p, q) = (operand(&x.value, x.span)?, operand(&y.value, y.span)?);
+    ok(rtm::complex(p.as_operand(), q.as_operand()))
+}
+
+/// `real`, `imag`, `conj`, `angle` of a tensor.
+pub(super) fn part(_: &mut Interp, c: &Call) -> R {
+    let t = tens(&c.a, 0)?;
+    ok(match c.row.name {
+        "real" => rtm::real(&t),
+        "imag" => rtm::imag(&t),
+        "conj" => rtm::conj(&t),
+        _ => rtm::angle(&t),
+    })
+}
+
+/// The `norm=` argument of the FFTs: "backward" (the default, also for None), "ortho" or
+/// "forward"; anything else is E0101 at the argument.
+fn fft_norm(a: &[Option<Arg>], i: usize) -> Result<rtm::FftNorm, Diagnostic> {
+    let Some(x) = opt(a, i) else {
+        return Ok(rtm::FftNorm::Backward);
+    };
+    let Value::Str(s) = &x.value else {
+        return Err(Diagnostic::new(
+            Code::E0101,
+            format!("norm must be a string, got {}", x.value.type_name()),
+        )
+        .at(x.span)
+        .with_help("norm=\"backward\", \"ortho\" or \"forward\""));
+    };
+    rtm::FftNorm::parse(s).map_err(|e| rt(e).at(x.span))
+}
+
+/// `fft ifft rfft irfft(x, n=None, axis=-1, norm='backward')`.
+pub(super) fn fft1(_: &mut Interp, c: &Call) -> R {
+    let t = tens(&c.a, 0)?;
+    let n = opt(&c.a, 1).map(|x| x.int("n")).transpose()?;
+    let axis = axis_opt(&c.a, 2)?.unwrap_or(-1);
+    let norm = fft_norm(&c.a, 3)?;
+    let f = match c.row.name {
+        "fft" => rtm::fft,
+        "ifft" => rtm::ifft,
+        "rfft" => rtm::rfft,
+        _ => rtm::irfft,
+    };
+    let r = f(&t, n, axis, norm);
+    match (r, opt(&c.a, 1)) {
+        // a bad length is the `n` argument's fault
+        (Err(e), Some(nx)) if e.code == rtm::Code::E0200 => Err(rt(e).at(nx.span)),
+        (r, _) => ok(r),
+    }
+}
+
+/// `fft2 ifft2 rfft2 irfft2(x, s=None, norm='backward')` over the last two axes.
+pub(super) fn fft2(_: &mut Interp, c: &Call) -> R {
+    let t = tens(&c.a, 0)?;
+    let s = match opt(&c.a, 1) {
+        Some(sx) => {
+            let v = ints_arg(&sx.value, sx.span)?;
+            let [a, b] = v[..] else {
+                return Err(Diagnostic::new(
+                    Code::E0101,
+                    format!(
+                        "s must give two lengths (the last two axes), got {}",
+                        v.len()
+                    ),
+                )
+                .at(sx.span));
+            };
+            Some([a, b])
+        }
+        None => None,
+    };
+    let norm = fft_norm(&c.a, 2)?;
+    let kind = match c.row.name {
+        "fft2" => rtm::Fft2Kind::Fft2,
+        "ifft2" => rtm::Fft2Kind::Ifft2,
+        "rfft2" => rtm::Fft2Kind::Rfft2,
+        _ => rtm::Fft2Kind::Irfft2,
+    };
+    let r = rtm::fft2d(&t, kind, s, norm);
+    match (r, opt(&c.a, 1)) {
+        (Err(e), Some(sx))
+            if e.code == rtm::Code::E0200 && s.is_some_and(|s| s.iter().any(|&v| v < 1)) =>
+        {
+            Err(rt(e).at(sx.span))
+        }
+        (r, _) => ok(r),
+    }
+}

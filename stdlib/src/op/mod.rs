@@ -27,6 +27,8 @@ pub fn module() -> Module {
         ("f64", DType::F64),
         ("f32", DType::F32),
         ("f16", DType::F16),
+        ("complex64", DType::C64),
+        ("complex128", DType::C128),
     ] {
         m.set(alias, dtype_value(d));
     }

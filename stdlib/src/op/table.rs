@@ -201,7 +201,7 @@ static ROWS: LazyLock<Vec<OpRow>> = LazyLock::new(|| {
 /// The rows that are not elementwise or reductions: signature, eager form, traced form and
 /// sharded form.
 #[rustfmt::skip]
-const OTHER: [(&str, EagerFn, InTrace, OnMesh); 32] = {
+const OTHER: [(&str, EagerFn, InTrace, OnMesh); 45] = {
     use crate::{dist as m, trace as t};
     use InTrace::{ReadsValues, Record as R, Refused};
     use OnMesh::{Gathered, Rule};
@@ -238,6 +238,19 @@ const OTHER: [(&str, EagerFn, InTrace, OnMesh); 32] = {
         ("cumsum(x, axis=None)", eager::cumsum, Refused, Gathered),
         ("save(path, x)", eager::save, Refused, Gathered),
         ("load(path)", eager::load, Refused, Gathered),
+        ("complex(re, im)", eager::complex, Refused, Gathered),
+        ("real(x)", eager::part, Refused, Gathered),
+        ("imag(x)", eager::part, Refused, Gathered),
+        ("conj(x)", eager::part, Refused, Gathered),
+        ("angle(x)", eager::part, Refused, Gathered),
+        ("fft(x, n=None, axis=-1, norm='backward')", eager::fft1, Refused, Gathered),
+        ("ifft(x, n=None, axis=-1, norm='backward')", eager::fft1, Refused, Gathered),
+        ("rfft(x, n=None, axis=-1, norm='backward')", eager::fft1, Refused, Gathered),
+        ("irfft(x, n=None, axis=-1, norm='backward')", eager::fft1, Refused, Gathered),
+        ("fft2(x, s=None, norm='backward')", eager::fft2, Refused, Gathered),
+        ("ifft2(x, s=None, norm='backward')", eager::fft2, Refused, Gathered),
+        ("rfft2(x, s=None, norm='backward')", eager::fft2, Refused, Gathered),
+        ("irfft2(x, s=None, norm='backward')", eager::fft2, Refused, Gathered),
     ]
 };
 

@@ -273,6 +273,7 @@ fn targ(ctx: &Rc<TraceCtx>, v: &Value, span: Span) -> Result<TArg, Diagnostic> {
         Value::Bool(b) => Ok(TArg::Scalar(Scalar::Bool(*b))),
         _ => {
             let t = tensor_arg(v, span)?;
+            refuse_complex(t.dtype(), span)?;
             let a = Tensor::abstract_tensor(t.shape(), t.dtype()).map_err(rt)?;
             Ok(TArg::Conc(t, a))
         }
@@ -289,6 +290,21 @@ fn tens(ctx: &Rc<TraceCtx>, v: &Value, span: Span) -> Result<TArg, Diagnostic> {
         }
         t => Ok(t),
     }
+}
+
+/// E0201 for a complex tensor entering a trace (an argument, a captured tensor, a cast): complex
+/// dtypes have no Graph IR lowering yet, so kernels do not take them.
+pub fn refuse_complex(d: DType, span: Span) -> Result<(), Diagnostic> {
+    if !d.is_complex() {
+        return Ok(());
+    }
+    Err(Diagnostic::new(
+        Code::E0201,
+        format!("{d} tensors cannot be used inside a kernel: complex dtypes are not compiled yet"),
+    )
+    .at(span)
+    .with_label("a complex tensor")
+    .with_help("run complex code outside @op.kernel: op.fft, op.complex and complex arithmetic work eagerly"))
 }
 
 fn value_error(what: &str) -> Diagnostic {

@@ -34,6 +34,7 @@ pub(super) fn t_cast(
     span: Span,
 ) -> Result<Value, Diagnostic> {
     let xa = x.need_tensor()?;
+    refuse_complex(d, span)?;
     if let TArg::Sym(id, _) = x {
         if xa.dtype() == d {
             return Ok(Value::host(SymTensor {

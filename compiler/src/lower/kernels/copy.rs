@@ -24,6 +24,8 @@ fn bits_ty(d: DType) -> Ty {
         DType::I32 => Ty::B32,
         DType::Bool | DType::I8 | DType::F8E4M3 | DType::F8E5M2 => Ty::U8,
         DType::F32 | DType::TF32 => Ty::F32,
+        // never reached: `kernels::build` refuses complex kernels
+        DType::C64 | DType::C128 => Ty::B64,
     }
 }
 

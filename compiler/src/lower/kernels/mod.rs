@@ -30,6 +30,14 @@ pub fn no<T>(why: impl Into<String>) -> R<T> {
 
 /// The Tile IR program of a kernel.
 pub fn build(g: &Graph, tk: &TileKernel) -> R<Kernel> {
+    let complex = tk.ty.dtype.is_complex()
+        || tk
+            .inputs
+            .iter()
+            .any(|v| g.ty(*v).is_some_and(|t| t.dtype.is_complex()));
+    if complex {
+        return no("complex dtypes (c64, c128)");
+    }
     match &tk.shape {
         Shape::RowSoftmax {
             rows,
