@@ -8,14 +8,17 @@
 //! `softmax_f32 N` (N×N rows), `sum_f32 N` (N×N, all elements), `conv2d_f32 N` (batch N of
 //! 64×56×56 by 64×64×3×3, padding 1: ResNet's 3×3 layer), `conv2d_dw_f32 N` (batch N of
 //! 64×56×56, depthwise 3×3, padding 1), `fft_c64 N` / `fft_c128 N`
-//! (one complex FFT of length N of [`fft_input`], the data `bench/cpu_ops.py` gives NumPy).
+//! (one complex FFT of length N of [`fft_input`], the data `bench/cpu_ops.py` gives NumPy),
+//! `conv_k_direct K` / `conv_k_fft K` (batch 4 of 8×64×64 by 8×8×K×K, "same" padding, by
+//! each algorithm: where the FFT starts to pay, printed only when run on its own).
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::time::Instant;
 
 use tessera_runtime::{
-    conv, fft, matmul, softmax, ConvPadding, ConvSpec, DType, FftNorm, Result, Tensor,
+    conv, conv_with, fft, matmul, softmax, ConvAlgorithm, ConvPadding, ConvSpec, DType, FftNorm,
+    Result, Tensor,
 };
 
 /// The 3×3, stride-1, padding-1 convolution of `groups` groups.
@@ -64,6 +67,10 @@ impl Inputs {
                     Tensor::randn(&[n, 64, 56, 56], DType::F32, 1)?,
                     Tensor::randn(&[64, 64, 3, 3], DType::F32, 2)?,
                 ],
+                "conv_k_direct" | "conv_k_fft" => vec![
+                    Tensor::randn(&[4, 8, 64, 64], DType::F32, 1)?,
+                    Tensor::randn(&[8, 8, n, n], DType::F32, 2)?,
+                ],
                 "conv2d_dw_f32" => vec![
                     Tensor::randn(&[n, 64, 56, 56], DType::F32, 1)?,
                     Tensor::randn(&[64, 1, 3, 3], DType::F32, 2)?,
@@ -87,6 +94,18 @@ impl Inputs {
             ("sum_f32", [x]) => x.sum(None, false)?,
             ("conv2d_f32", [x, w]) => conv(x, w, None, &conv3x3(1))?,
             ("conv2d_dw_f32", [x, w]) => conv(x, w, None, &conv3x3(64))?,
+            ("conv_k_direct" | "conv_k_fft", [x, w]) => {
+                let spec = ConvSpec {
+                    padding: ConvPadding::Same,
+                    ..conv3x3(1)
+                };
+                let alg = if op == "conv_k_fft" {
+                    ConvAlgorithm::Fft
+                } else {
+                    ConvAlgorithm::Direct
+                };
+                conv_with(x, w, None, &spec, alg)?
+            }
             ("fft_c64" | "fft_c128", [x]) => fft(x, None, -1, FftNorm::Backward)?,
             _ => {
                 return Err(tessera_runtime::RuntimeError::args(format!(
@@ -138,9 +157,20 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         ("fft_c64", 1 << 20, 5.0 * 20.0 * (1u64 << 20) as f64),
         ("fft_c128", 1 << 20, 5.0 * 20.0 * (1u64 << 20) as f64),
     ];
+    let conv_k = |k: usize| 2.0 * 4.0 * 8.0 * 64.0 * 64.0 * 8.0 * (k * k) as f64;
+    let cases: Vec<(&str, usize, f64)> = cases
+        .into_iter()
+        .chain([3, 7, 15, 31].into_iter().flat_map(|k| {
+            [
+                ("conv_k_direct", k, conv_k(k)),
+                ("conv_k_fft", k, conv_k(k)),
+            ]
+        }))
+        .collect();
     let only = std::env::var("BENCH_ONLY").ok();
     for (op, n, flops) in cases {
-        if only.as_deref().is_some_and(|o| o != op) {
+        let alone = op.starts_with("conv_k_");
+        if only.as_deref().map_or(alone, |o| o != op) {
             continue;
         }
         inputs.run(op, n)?;
