@@ -15,7 +15,7 @@ use crate::memory;
 use crate::ops::elementwise::{promote_operands, BinaryOp, Operand, UnaryOp};
 use crate::ops::kernel::{map1, zip2, zip3};
 use crate::ops::reduce::ReduceOp;
-use crate::shape::{broadcast_shapes, fmt_shape, normalize_axis};
+use crate::shape::{broadcast_shapes, fmt_shape};
 use crate::storage::Storage;
 use crate::tensor::Tensor;
 
@@ -465,17 +465,7 @@ pub(crate) fn reduce(
         return Tensor::abstract_tensor(&out_shape, dtype);
     }
     let shape = x.shape();
-    let (outer, r, inner) = match axis {
-        None => (1, x.numel(), 1),
-        Some(ax) => {
-            let ax = normalize_axis(ax, shape.len(), op.name())?;
-            (
-                shape[..ax].iter().product::<usize>(),
-                shape[ax],
-                shape[ax + 1..].iter().product::<usize>(),
-            )
-        }
-    };
+    let (outer, r, inner) = crate::ops::reduce::around_axis(x, axis, op)?;
     let n_out = memory::check_shape_alloc(&out_shape, dtype)?;
     if n_out != outer * inner {
         return Err(RuntimeError::shape(format!(

@@ -240,6 +240,26 @@ fn reduce3<T: Copy + Sync, F: Fold<T>>(
     out
 }
 
+/// `x` as `[outer, r, inner]` around the reduced axis (`None`: every element, `[1, n, 1]`).
+pub(crate) fn around_axis(
+    x: &Tensor,
+    axis: Option<isize>,
+    op: ReduceOp,
+) -> Result<(usize, usize, usize)> {
+    let shape = x.shape();
+    Ok(match axis {
+        None => (1, x.numel(), 1),
+        Some(ax) => {
+            let ax = normalize_axis(ax, shape.len(), op.name())?;
+            (
+                shape[..ax].iter().product(),
+                shape[ax],
+                shape[ax + 1..].iter().product(),
+            )
+        }
+    })
+}
+
 /// `sum/mean/max/min(x, axis, keepdim)`. Sum of ints and bools is int64; mean of them is fp32.
 /// max/min propagate NaN; max/min of an empty axis is E0500; mean of an empty axis is NaN.
 pub fn reduce(x: &Tensor, op: ReduceOp, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {
@@ -251,17 +271,7 @@ pub fn reduce(x: &Tensor, op: ReduceOp, axis: Option<isize>, keepdim: bool) -> R
         return Tensor::abstract_tensor(&out_shape, dtype);
     }
     let shape = x.shape();
-    let (outer, r, inner) = match axis {
-        None => (1, x.numel(), 1),
-        Some(ax) => {
-            let ax = normalize_axis(ax, shape.len(), op.name())?;
-            (
-                shape[..ax].iter().product(),
-                shape[ax],
-                shape[ax + 1..].iter().product(),
-            )
-        }
-    };
+    let (outer, r, inner) = around_axis(x, axis, op)?;
     let n_out = memory::check_shape_alloc(&out_shape, dtype)?;
     if r == 0 && n_out > 0 && matches!(op, ReduceOp::Max | ReduceOp::Min) {
         return Err(RuntimeError::runtime(format!(
