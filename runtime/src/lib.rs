@@ -92,7 +92,7 @@ pub use error::{Code, Result, RuntimeError};
 pub use ops::attention::{attention_grad, attention_lse, AttnWrt};
 pub use ops::compare::{allclose, max_abs_diff};
 pub use ops::complex::{angle, complex, conj, imag, real};
-pub use ops::conv::{conv, conv_with, ConvAlgorithm, ConvPadding, ConvSpec};
+pub use ops::conv::{conv, conv_with, plan as conv_plan, ConvAlgorithm, ConvPadding, ConvSpec};
 pub use ops::elementwise::{
     binary, infer_binary, infer_unary, promote_operands, unary, where_, BinaryOp, Operand,
     OperandType, UnaryOp,

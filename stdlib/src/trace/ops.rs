@@ -606,9 +606,9 @@ fn t_conv(ctx: &Rc<TraceCtx>, c: &Call, dims: usize) -> R {
     let (xa, wa) = (x.need_tensor()?, w.need_tensor()?);
     let ba = b.as_ref().map(|b| b.need_tensor()).transpose()?;
     let aval = tessera_runtime::conv(xa, wa, ba, &spec).map_err(rt)?;
-    let Some(attrs) = spec.attrs(&wa.shape()[2..]) else {
-        return Err(Diagnostic::new(Code::E0101, "bad convolution parameters").at(span));
-    };
+    let attrs = tessera_runtime::conv_plan(xa.shape(), wa.shape(), ba.map(|b| b.shape()), &spec)
+        .map_err(rt)?
+        .attrs(dims);
     let bias = match (&b, ba) {
         (Some(b), Some(ba)) => Some(ctx.id_of(b, ba.dtype(), span)),
         _ => None,

@@ -61,44 +61,6 @@ impl ConvSpec {
             groups: a.groups,
         }
     }
-
-    /// The Graph IR attributes of this spec for an input of spatial sizes `input` and a
-    /// kernel of `kernel` (which `"same"` padding depends on); `None` for a bad spec.
-    pub fn attrs(&self, kernel: &[usize]) -> Option<tessera_compiler::graph::ConvAttrs> {
-        let d = self.dims;
-        if !(d == 1 || d == 2) || self.stride.len() != d || self.dilation.len() != d {
-            return None;
-        }
-        let lift = |v: &[usize], one: usize| -> [usize; 2] {
-            if d == 1 {
-                [one, v[0]]
-            } else {
-                [v[0], v[1]]
-            }
-        };
-        let (dil, k) = (lift(&self.dilation, 1), lift(kernel, 1));
-        let pad = match &self.padding {
-            ConvPadding::Explicit(p) if p.len() == d => {
-                if d == 1 {
-                    [(0, 0), p[0]]
-                } else {
-                    [p[0], p[1]]
-                }
-            }
-            ConvPadding::Explicit(_) => return None,
-            ConvPadding::Same => [0, 1].map(|i| {
-                let t = dil[i] * k[i].saturating_sub(1);
-                (t / 2, t - t / 2)
-            }),
-        };
-        Some(tessera_compiler::graph::ConvAttrs {
-            dims: d as u8,
-            stride: lift(&self.stride, 1),
-            pad,
-            dilation: dil,
-            groups: self.groups,
-        })
-    }
 }
 
 /// A convolution's sizes, 1-d ones as 2-d with height 1.
@@ -116,11 +78,25 @@ pub struct ConvPlan {
     pub dilation: [usize; 2],
     /// zeros before the first row and column
     pub pad: [usize; 2],
+    /// zeros after the last row and column
+    pub pad_after: [usize; 2],
     /// The result's shape (without the batch dim when the input had none).
     pub out_shape: Vec<usize>,
 }
 
 impl ConvPlan {
+    /// The Graph IR attributes of this convolution of `dims` spatial dims (its padding
+    /// resolved, `"same"` included).
+    pub fn attrs(&self, dims: usize) -> tessera_compiler::graph::ConvAttrs {
+        tessera_compiler::graph::ConvAttrs {
+            dims: dims as u8,
+            stride: self.stride,
+            pad: [0, 1].map(|i| (self.pad[i], self.pad_after[i])),
+            dilation: self.dilation,
+            groups: self.groups,
+        }
+    }
+
     /// Multiply-adds of the convolution.
     pub fn macs(&self) -> u64 {
         let [oh, ow] = self.output;
@@ -271,6 +247,7 @@ pub fn plan(x: &[usize], w: &[usize], bias: Option<&[usize]>, spec: &ConvSpec) -
         stride,
         dilation,
         pad: [pads[0].0, pads[1].0],
+        pad_after: [pads[0].1, pads[1].1],
         out_shape,
     })
 }
