@@ -581,11 +581,9 @@ fn conv_ints(x: &Arg, what: &str, dims: usize, min: i64) -> Result<Vec<usize>, D
         .collect()
 }
 
-/// The parameters of a `conv1d`/`conv2d` call: (x, w, bias, spec); `algorithm` is slot 7.
-pub(crate) fn conv_args(
-    c: &Call,
-    dims: usize,
-) -> Result<(Arg, Arg, Option<Arg>, rtm::ConvSpec), Diagnostic> {
+/// The spec of a `conv1d`/`conv2d` call (slots 3 to 6: stride, padding, dilation, groups;
+/// x, w and bias are slots 0 to 2, `algorithm` slot 7).
+pub(crate) fn conv_spec(c: &Call, dims: usize) -> Result<rtm::ConvSpec, Diagnostic> {
     let ints = |i: usize, what: &str, min: i64| -> Result<Vec<usize>, Diagnostic> {
         match opt(&c.a, i) {
             Some(x) => conv_ints(x, what, dims, min),
@@ -629,19 +627,13 @@ pub(crate) fn conv_args(
         }
         None => 1,
     };
-    let spec = rtm::ConvSpec {
+    Ok(rtm::ConvSpec {
         dims,
         stride,
         padding,
         dilation,
         groups,
-    };
-    Ok((
-        req(&c.a, 0)?.clone(),
-        req(&c.a, 1)?.clone(),
-        opt(&c.a, 2).cloned(),
-        spec,
-    ))
+    })
 }
 
 /// `algorithm="auto"|"direct"|"fft"` of a convolution (slot 7).
@@ -665,11 +657,9 @@ pub(crate) fn conv_algorithm(c: &Call) -> Result<rtm::ConvAlgorithm, Diagnostic>
 }
 
 fn conv(c: &Call, dims: usize) -> R {
-    let (x, w, b, spec) = conv_args(c, dims)?;
+    let spec = conv_spec(c, dims)?;
     let alg = conv_algorithm(c)?;
-    let x = tensor_arg(&x.value, x.span)?;
-    let w = tensor_arg(&w.value, w.span)?;
-    let b = b.map(|b| tensor_arg(&b.value, b.span)).transpose()?;
+    let (x, w, b) = (tens(&c.a, 0)?, tens(&c.a, 1)?, tens_opt(&c.a, 2)?);
     ok(rtm::conv_with(&x, &w, b.as_ref(), &spec, alg))
 }
 

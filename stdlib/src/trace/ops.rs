@@ -587,7 +587,7 @@ pub fn t_attention(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
 /// `conv` op with its padding resolved.
 fn t_conv(ctx: &Rc<TraceCtx>, c: &Call, dims: usize) -> R {
     let span = c.span;
-    let (_, _, b, spec) = crate::op::eager::conv_args(c, dims)?;
+    let spec = crate::op::eager::conv_spec(c, dims)?;
     if crate::op::eager::conv_algorithm(c)? == tessera_runtime::ConvAlgorithm::Fft {
         return Err(Diagnostic::new(
             Code::E0101,
@@ -599,7 +599,7 @@ fn t_conv(ctx: &Rc<TraceCtx>, c: &Call, dims: usize) -> R {
     }
     let x = tensor_at(ctx, &c.a, 0)?;
     let w = tensor_at(ctx, &c.a, 1)?;
-    let b = match b {
+    let b = match opt(&c.a, 2) {
         Some(_) => Some(tensor_at(ctx, &c.a, 2)?),
         None => None,
     };
