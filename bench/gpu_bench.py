@@ -121,6 +121,19 @@ b = op.randn(({n},), dtype="bf16", seed=3)
 """ + PROFILE_TAIL.format(args="x, w, b")
     out.append((f"layernorm bf16 {n}x{n}", "GB/s", nbytes + 4 * n, src,
                 lambda: F.layer_norm(x, (n,), w, bb)))
+    N, C, K, HW = 32, 128, 128, 56
+    xc = torch.randn(N, C, HW, HW, device=dev, dtype=bf)
+    wc = torch.randn(K, C, 3, 3, device=dev, dtype=bf)
+    src = f"""
+@op.kernel
+def f(x, w):
+    return op.conv2d(x, w, padding=1)
+x = op.randn(({N}, {C}, {HW}, {HW}), dtype="bf16", seed=1)
+w = op.randn(({K}, {C}, 3, 3), dtype="bf16", seed=2)
+""" + PROFILE_TAIL.format(args="x, w")
+    out.append((f"conv2d bf16 n{N} c{C} k{K} {HW}x{HW} 3x3", "TFLOP/s",
+                2 * N * K * C * 9 * HW * HW, src,
+                lambda: F.conv2d(xc, wc, padding=1)))
     return out
 
 

@@ -51,6 +51,24 @@ def f(x):
     return op.sum(x, axis=1)
 y = f(op.randn((333, 4097), seed={s}))
 """,
+    "conv2d_fp32": """
+@op.kernel
+def f(x, w, b):
+    return op.relu(op.conv2d(x, w, b, stride=(2, 1), padding=(1, 2), dilation=(1, 2)))
+y = f(op.randn((3, 10, 37, 29), seed={s}), op.randn((12, 10, 3, 5), seed={s2}), op.randn((12,), seed={s}))
+""",
+    "conv2d_grouped_bf16": """
+@op.kernel
+def f(x, w):
+    return op.conv2d(x, w, padding="same", groups=4)
+y = f(op.randn((2, 16, 45, 61), dtype="bf16", seed={s}), op.randn((8, 4, 5, 5), dtype="bf16", seed={s2}))
+""",
+    "grad_mlp_fp32": """
+@op.kernel
+def loss(w, x):
+    return op.sum(op.gelu(x @ w) * 0.5)
+y = graph.grad(loss)(op.randn((96, 80), seed={s}), op.randn((130, 96), seed={s2}))
+""",
     "attention_bf16": """
 @op.kernel
 def f(q, k, v):

@@ -107,7 +107,14 @@ impl DeviceTimer for CudaTimer {
                 detail: String::new(),
                 fault: false,
             })),
-            Err(DeviceError::Cuda(e)) => Err(TimeError::Driver(e)),
+            Err(DeviceError::Cuda(e)) => {
+                // A fault leaves the context unusable (every later call fails): start afresh
+                // so that the next launch, timed or not, is not charged with it.
+                if e.fault {
+                    let _ = dev.rebuild();
+                }
+                Err(TimeError::Driver(e))
+            }
             Err(e) => Err(TimeError::Kernel(Diagnostic::new(
                 Code::E0800,
                 e.to_string(),

@@ -618,12 +618,15 @@ impl Device {
         }
     }
 
-    /// Uploads `buffers` (outputs are zeroed, or poisoned) and returns the device copies.
+    /// Uploads `buffers` (outputs are zeroed, or poisoned; the status word `status`, when
+    /// there is one, is always zeroed: a set word means the kernel reported an error) and
+    /// returns the device copies.
     fn upload(
         &self,
         name: &str,
         buffers: &[Vec<u8>],
         outputs: &[usize],
+        status: Option<usize>,
     ) -> Result<Vec<Buffer>, CudaError> {
         let mut dev = Vec::with_capacity(buffers.len());
         for (i, b) in buffers.iter().enumerate() {
@@ -631,7 +634,11 @@ impl Device {
             // SAFETY: `d` holds at least b.len() bytes; the host slice is valid for the call.
             unsafe {
                 if outputs.contains(&i) {
-                    let fill = if self.poison { 0xFF } else { 0 };
+                    let fill = if self.poison && status != Some(i) {
+                        0xFF
+                    } else {
+                        0
+                    };
                     check(sys::cuMemsetD8_v2(d.ptr, fill, b.len()), || {
                         format!("clearing the output of '{name}'")
                     })?;
@@ -685,7 +692,8 @@ impl Device {
     }
 
     /// Runs `k` over `g` with `buffers` (one per pointer parameter, in order) and `scalars`;
-    /// the buffers listed in `outputs` are read back into `buffers`.
+    /// the buffers listed in `outputs` (the status word `status` among them) are read back
+    /// into `buffers`.
     pub fn run(
         &mut self,
         k: &KernelImage,
@@ -693,17 +701,24 @@ impl Device {
         buffers: &mut [Vec<u8>],
         scalars: &[u32],
         outputs: &[usize],
+        status: Option<usize>,
     ) -> Result<(), CudaError> {
         self.bind()?;
         let f = self.function(k, g.dynamic_shared)?;
-        let dev = self.upload(k.name, buffers, outputs)?;
+        let dev = self.upload(k.name, buffers, outputs, status)?;
         self.launch(f, k.name, g, &dev, scalars)?;
         let done = Event::new()?;
         // SAFETY: a live event and stream.
         check(unsafe { sys::cuEventRecord(done.0, self.stream) }, || {
             format!("waiting for kernel '{}'", k.name)
         })?;
-        self.wait(&done, &|| format!("running kernel '{}'", k.name))?;
+        if let Err(e) = self.wait(&done, &|| format!("running kernel '{}'", k.name)) {
+            // The kernel may still run: freeing its buffers would wait for it (or free memory
+            // it uses). They are leaked; the caller rebuilds the context after a fault.
+            std::mem::forget(dev);
+            std::mem::forget(done);
+            return Err(e);
+        }
         for &i in outputs {
             let (Some(host), Some(d)) = (buffers.get_mut(i), dev.get(i)) else {
                 continue;
@@ -727,12 +742,13 @@ impl Device {
         buffers: &[Vec<u8>],
         scalars: &[u32],
         outputs: &[usize],
+        status: Option<usize>,
         runs: Runs,
     ) -> Result<Vec<f64>, CudaError> {
         let Runs { warmup, reps } = runs;
         self.bind()?;
         let f = self.function(k, g.dynamic_shared)?;
-        let dev = self.upload(k.name, buffers, outputs)?;
+        let dev = self.upload(k.name, buffers, outputs, status)?;
         let what = || format!("timing kernel '{}'", k.name);
         for _ in 0..warmup {
             self.launch(f, k.name, g, &dev, scalars)?;
@@ -750,7 +766,12 @@ impl Device {
             }
         }
         if let Some(last) = events.last() {
-            self.wait(last, &what)?;
+            if let Err(e) = self.wait(last, &what) {
+                // As in `run`: the launches may still use the buffers and events.
+                std::mem::forget(dev);
+                std::mem::forget(events);
+                return Err(e);
+            }
         }
         let mut out = Vec::with_capacity(reps as usize);
         for w in events.windows(2) {

@@ -209,6 +209,10 @@ impl Buffers {
     pub fn written(&self) -> Vec<usize> {
         (self.out..self.out + self.outs + usize::from(self.status)).collect()
     }
+    /// The index of the status word's buffer, when the kernel has one.
+    pub fn status_index(&self) -> Option<usize> {
+        self.status.then_some(self.out + self.outs)
+    }
     /// Whether the status word reports an error the cpu raises for these inputs.
     pub fn failed(&self) -> bool {
         self.status
@@ -248,10 +252,27 @@ pub fn emu_launch(l: &Lowered, b: &mut Buffers) -> Result<emu::Stats, EmuError> 
     emu::run(&l.kernel, launch, &args, &mut b.data)
 }
 
+/// The largest launch (threads) [`replay`] runs in the emulator: a bigger one would take
+/// minutes there.
+pub const REPLAY_THREADS: u64 = 1 << 20;
+
 /// Replays a launch of `l` on `inputs` in the emulator after it failed on the GPU, and says
 /// what the emulator found: the block (tile coordinates), thread, instruction and, for an
-/// out-of-bounds access, the parameter and element index.
+/// out-of-bounds access, the parameter and element index. Launches over [`REPLAY_THREADS`]
+/// threads are not replayed.
 pub fn replay(l: &Lowered, inputs: &[Tensor], outs: &[TensorType]) -> String {
+    let threads: u64 = l
+        .grid
+        .iter()
+        .chain(&l.block)
+        .map(|&d| u64::from(d))
+        .product();
+    if threads > REPLAY_THREADS {
+        return format!(
+            "not replayed in the emulator: the launch has {threads} threads (the replay runs \
+             launches of at most {REPLAY_THREADS})"
+        );
+    }
     let mut b = match Buffers::new(l, inputs, outs) {
         Ok(b) => b,
         Err(e) => {

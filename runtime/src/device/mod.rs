@@ -317,8 +317,16 @@ impl Device for cuda::Device {
         let l = k.lowered;
         let mut b = Buffers::new(l, inputs, outs).map_err(DeviceError::Marshal)?;
         let written = b.written();
-        self.run(&k.image()?, k.geometry(), &mut b.data, &l.scalars, &written)
-            .map_err(DeviceError::Cuda)?;
+        let status = b.status_index();
+        self.run(
+            &k.image()?,
+            k.geometry(),
+            &mut b.data,
+            &l.scalars,
+            &written,
+            status,
+        )
+        .map_err(DeviceError::Cuda)?;
         let r = b.result(outs).map_err(DeviceError::Marshal)?;
         Ok(r.map(|outs| Launched {
             outs,
@@ -348,6 +356,7 @@ impl Device for cuda::Device {
             &b.data,
             &l.scalars,
             &b.written(),
+            b.status_index(),
             runs,
         )
         .map_err(DeviceError::Cuda)?;
