@@ -468,12 +468,9 @@ fn fusions(s: &mut Session, cmd: &Cmd) -> Result<(), Diagnostic> {
     let parts = items(&v);
     if let Some(fired) = parts.first() {
         for r in items(fired) {
-            rows.push(vec![
-                r.to_str(),
-                "fired".to_string(),
-                String::new(),
-                String::new(),
-            ]);
+            let f = items(&r);
+            let get = |i: usize| f.get(i).map(|x| x.to_str()).unwrap_or_default();
+            rows.push(vec![get(0), "fired".to_string(), get(1), get(2)]);
         }
     }
     if let Some(missed) = parts.get(1) {

@@ -8,7 +8,9 @@
 //! [`RuntimeError`] converts into).
 
 use crate::{self as rtm, Code, DType, IndexItem, Operand, RuntimeError, Scalar, Tensor};
-use tessera_compiler::graph::{AttnWrt, Epilogue, Graph, Op, SliceItem, ValueId};
+use tessera_compiler::graph::{
+    AttnWrt, Epilogue, FftEmbed, FftKind, FftNorm, Graph, Op, SliceItem, ValueId,
+};
 
 /// A computed value: a tensor, or a scalar const (applied as the eager scalar operand).
 #[derive(Clone)]
@@ -433,6 +435,36 @@ fn eval_one(
                 &rtm::ConvSpec::of_attrs(attrs),
             )?)
         }
+        Op::Fft {
+            x,
+            kind,
+            axis,
+            n,
+            norm,
+            embed,
+        } => {
+            let mut t = tens(vals, *x)?;
+            if *embed != FftEmbed::default() && *kind != FftKind::RealInverse {
+                t = rtm::fft_embed(&t, *axis, *n, embed.lo, embed.step)?;
+            }
+            let norm = match norm {
+                FftNorm::Backward => rtm::FftNorm::Backward,
+                FftNorm::Ortho => rtm::FftNorm::Ortho,
+                FftNorm::Forward => rtm::FftNorm::Forward,
+            };
+            let (n, axis) = (Some(*n as i64), *axis as isize);
+            Val::T(match kind {
+                FftKind::Forward => rtm::fft(&t, n, axis, norm)?,
+                FftKind::Inverse => rtm::ifft(&t, n, axis, norm)?,
+                FftKind::RealForward => rtm::rfft(&t, n, axis, norm)?,
+                FftKind::RealInverse => rtm::irfft(&t, n, axis, norm)?,
+            })
+        }
+        Op::SpectralMul { x, w, groups } => Val::T(rtm::spectral_mul(
+            &tens(vals, *x)?,
+            &tens(vals, *w)?,
+            *groups,
+        )?),
         Op::FlashAttention {
             q,
             k,

@@ -97,7 +97,10 @@ pub use ops::elementwise::{
     binary, infer_binary, infer_unary, promote_operands, unary, where_, BinaryOp, Operand,
     OperandType, UnaryOp,
 };
-pub use ops::fft::{fft, fft2d, ifft, irfft, rfft, Kind2 as Fft2Kind, Norm as FftNorm};
+pub use ops::fft::{
+    embed as fft_embed, fft, fft2d, ifft, irfft, rfft, spectral_mul, Kind2 as Fft2Kind,
+    Norm as FftNorm,
+};
 pub use ops::matmul::{infer_matmul, matmul};
 pub use ops::nn::{flash_attention, layernorm, rmsnorm, softmax};
 pub use ops::order::{arg_extreme, cumsum, scatter_add, sort, stack, take, take_at, topk};

@@ -101,12 +101,12 @@ pub fn compare_device(k: &Kernel, cpu: &Tensor, gpu: &Tensor) -> Result<Agreemen
         )
         .at(k.span));
     }
-    let a = cpu.to_f64_vec().map_err(rt)?;
-    let b = gpu.to_f64_vec().map_err(rt)?;
+    let a = values(cpu)?;
+    let b = values(gpu)?;
     let (mut num, mut den) = (0.0f64, 0.0f64);
     for (i, (x, y)) in a.iter().zip(&b).enumerate() {
         if x.is_nan() != y.is_nan() || (x.is_infinite() && x != y) {
-            let idx = index_of(cpu.shape(), i);
+            let idx = element_of(cpu, i);
             return Err(Diagnostic::new(
                 Code::E0800,
                 format!(
@@ -150,7 +150,10 @@ pub fn compare_device(k: &Kernel, cpu: &Tensor, gpu: &Tensor) -> Result<Agreemen
 
 /// The unit roundoff (2^-p, p the significand precision) of a float dtype; 0 for exact types.
 fn unit_roundoff(d: DType) -> f64 {
-    d.precision().map_or(0.0, |p| 2f64.powi(-(p as i32)))
+    // a complex dtype's parts are fp32 / fp64
+    d.real_part()
+        .precision()
+        .map_or(0.0, |p| 2f64.powi(-(p as i32)))
 }
 
 /// How many terms are summed into one output element of the kernel rooted at `root` (1 for
@@ -187,9 +190,30 @@ pub fn reduction_length(g: &Graph, root: ValueId) -> u64 {
             };
             len(*q) + len(*k) + last(*q) + last(*v)
         }
+        // an FFT line sums its n inputs; the product its group's channels
+        Some(Op::Fft { n, .. }) => *n as u64,
+        Some(Op::SpectralMul { w, .. }) => shape(*w).get(1).map_or(1, |&c| c as u64),
         _ => 1,
     }
     .max(1)
+}
+
+/// The values of `t` as f64, a complex one's as (re, im) pairs.
+fn values(t: &Tensor) -> Result<Vec<f64>, Diagnostic> {
+    if t.dtype().is_complex() {
+        Ok(t.to_c128_vec()
+            .map_err(rt)?
+            .into_iter()
+            .flat_map(|c| [c.re, c.im])
+            .collect())
+    } else {
+        t.to_f64_vec().map_err(rt)
+    }
+}
+
+/// The index of the element whose value (or part, for complex) is number `i` of [`values`].
+fn element_of(t: &Tensor, i: usize) -> Vec<usize> {
+    index_of(t.shape(), if t.dtype().is_complex() { i / 2 } else { i })
 }
 
 /// `(rtol, atol)` for a result of dtype `d` whose elements sum `k` terms, given the largest
@@ -243,8 +267,8 @@ pub fn compare(g: &Graph, k: &Kernel, cpu: &Tensor, emu: &Tensor) -> Result<Agre
         )
         .at(k.span));
     }
-    let a = cpu.to_f64_vec().map_err(rt)?;
-    let b = emu.to_f64_vec().map_err(rt)?;
+    let a = values(cpu)?;
+    let b = values(emu)?;
     let kl = reduction_length(g, k.root);
     let max_abs = a
         .iter()
@@ -272,7 +296,7 @@ pub fn compare(g: &Graph, k: &Kernel, cpu: &Tensor, emu: &Tensor) -> Result<Agre
     }
     if let (r, Some(i)) = worst {
         if r > 1.0 {
-            let idx = index_of(cpu.shape(), i);
+            let idx = element_of(cpu, i);
             let (x, y) = (a[i], b[i]);
             return Err(Diagnostic::new(
                 Code::E0800,

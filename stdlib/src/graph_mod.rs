@@ -180,10 +180,24 @@ pub fn module(session: Rc<Session>) -> Module {
                     }
                 }
                 let c = compiled(it, &s, &f, &rest)?;
-                let fired = Value::list(c.fired.rules.iter().map(|(r, _)| Value::str(r)).collect());
                 if !explain {
-                    return Ok(fired);
+                    return Ok(Value::list(
+                        c.fired.rules.iter().map(|(r, _)| Value::str(r)).collect(),
+                    ));
                 }
+                let fired = Value::list(
+                    c.fired
+                        .rules
+                        .iter()
+                        .map(|(r, span)| {
+                            Value::tuple(vec![
+                                Value::str(r),
+                                Value::str(&c.fired.note(r, *span)),
+                                Value::str(&describe(it, *span)),
+                            ])
+                        })
+                        .collect(),
+                );
                 let missed = Value::list(
                     c.fired
                         .near_misses

@@ -184,6 +184,7 @@ pub fn tile_text(k: &Kernel) -> String {
         Kind::Matmul => format!("{}x{}x{}", s.tile[0], s.tile[1], s.tile[2]),
         Kind::FlashAttention | Kind::Conv => format!("{}x{}", s.tile[0], s.tile[1]),
         Kind::Elementwise | Kind::Copy => format!("{}/block", s.tile[0]),
+        Kind::Spectral => format!("line {}", s.tile[0]),
         Kind::Softmax | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => {
             format!("{} rows/block", s.tile[0])
         }

@@ -20,6 +20,7 @@
 //!   `max(blocks·t, (latency + t) / stages)` where `t` is one block's k-step at the SM's peak;
 //! - latency = launch overhead + max(compute, memory); `bound` says which term won.
 
+pub mod conv;
 pub mod occupancy;
 pub mod regs;
 
@@ -196,6 +197,14 @@ fn schedule_blocks(g: &Graph, k: &Kernel) -> u64 {
         Kind::Elementwise | Kind::Copy => {
             (numel(&k.ty) as u64).div_ceil(u64::from((s.threads * s.vector).max(1)))
         }
+        // an FFT: one block per line; the product like an elementwise kernel
+        Kind::Spectral => match g.op(k.root) {
+            Some(Op::Fft { axis, .. }) => {
+                let len = k.ty.shape.get(*axis).copied().unwrap_or(1).max(1);
+                (numel(&k.ty) as u64) / len as u64
+            }
+            _ => (numel(&k.ty) as u64).div_ceil(u64::from(s.threads.max(1))),
+        },
         Kind::FlashAttention => {
             // blocks of rows of the result: [.., rows, d], or the log-sum-exp's [.., rows]
             let lse = matches!(g.op(k.root), Some(Op::AttentionLse { .. }));
@@ -393,6 +402,26 @@ pub fn estimate(
                 Kind::LayerNorm => 8.0,
                 Kind::RmsNorm => 4.0,
                 Kind::Reduce => 1.0,
+                // an FFT: 5·log2(n) per complex output (half for the real ones); the
+                // product: a complex multiply-add (8) per channel of the group
+                Kind::Spectral => match op {
+                    Op::Fft { n, kind, .. } => {
+                        let lg = (*n).max(1) as f64;
+                        let real = matches!(
+                            kind,
+                            crate::graph::FftKind::RealForward | crate::graph::FftKind::RealInverse
+                        );
+                        if real {
+                            2.5 * lg.log2()
+                        } else {
+                            5.0 * lg.log2()
+                        }
+                    }
+                    Op::SpectralMul { w, .. } => g
+                        .ty(*w)
+                        .map_or(8.0, |t| 8.0 * t.shape.get(1).copied().unwrap_or(1) as f64),
+                    _ => 1.0,
+                },
                 // a multiply-add per input channel of the group and kernel tap
                 Kind::Conv => match op {
                     Op::Conv { w, .. } => g.ty(*w).map_or(1.0, |t| {

@@ -2,7 +2,7 @@
 //! They mirror the eager ops (SPEC §4, docs/decisions.md); the verifier checks every op with
 //! them and passes use them to type the ops they build.
 
-use super::{AttnWrt, DType, Epilogue, Graph, Op, SliceItem, TensorType, ValueId};
+use super::{AttnWrt, DType, Epilogue, FftKind, Graph, Op, SliceItem, TensorType, ValueId};
 
 /// Why an op's operands do not type: the facts (the verifier and the passes print them).
 #[derive(Clone, Debug, PartialEq)]
@@ -62,6 +62,11 @@ pub enum TypeError {
     Take,
     /// `conv1d`/`conv2d` operands whose shapes do not fit its attributes.
     Conv,
+    /// An `fft` family op with an axis out of range, a zero length, an embedding past the
+    /// line, or (`irfft`) a line that is not `n/2 + 1` long.
+    Fft,
+    /// `spectral_mul` operands that are not `[N, C, ...F]` and `[O, C/groups, ...F]` complex.
+    SpectralMul,
 }
 
 impl std::fmt::Display for TypeError {
@@ -105,6 +110,12 @@ impl std::fmt::Display for TypeError {
             TypeError::FusedBody(why) => f.write_str(why),
             TypeError::Conv => f.write_str(
                 "conv: x [N, C, (H,) W], w [O, C/groups, (kH,) kW] and bias [O] do not fit",
+            ),
+            TypeError::Fft => f.write_str(
+                "fft: the axis must be in range, n positive, and an irfft line n/2 + 1 long",
+            ),
+            TypeError::SpectralMul => f.write_str(
+                "spectral_mul: x [N, C, ...F] and w [O, C/groups, ...F] must be complex of one dtype",
             ),
             TypeError::Take => f.write_str(
                 "take/scatter_add: the index must be an integer tensor, the axis in range, and the source the result's shape with the index's dims at the axis",
@@ -641,6 +652,60 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
                 shape.push(o);
             }
             TensorType::new(shape, float_or_f32(dtype))
+        }
+        Op::Fft {
+            x,
+            kind,
+            axis,
+            n,
+            embed,
+            ..
+        } => {
+            let tx = ty(g, *x)?;
+            if *axis >= tx.shape.len() || *n == 0 || embed.step == 0 {
+                return Err(TypeError::Fft);
+            }
+            let mut shape = tx.shape.clone();
+            let dtype = match kind {
+                FftKind::Forward | FftKind::Inverse | FftKind::RealForward => {
+                    if *kind == FftKind::RealForward && tx.dtype.is_complex() {
+                        return Err(TypeError::Fft);
+                    }
+                    shape[*axis] = if *kind == FftKind::RealForward {
+                        n / 2 + 1
+                    } else {
+                        *n
+                    };
+                    tx.dtype.to_complex()
+                }
+                FftKind::RealInverse => {
+                    if !tx.dtype.is_complex() || tx.shape[*axis] != n / 2 + 1 {
+                        return Err(TypeError::Fft);
+                    }
+                    shape[*axis] = *n;
+                    tx.dtype.real_part()
+                }
+            };
+            TensorType::new(shape, dtype)
+        }
+        Op::SpectralMul { x, w, groups } => {
+            let (tx, tw) = (ty(g, *x)?, ty(g, *w)?);
+            let r = tx.shape.len();
+            let fits = r >= 3
+                && tw.shape.len() == r
+                && tx.dtype.is_complex()
+                && tx.dtype == tw.dtype
+                && *groups > 0
+                && tx.shape[1] % groups == 0
+                && tw.shape[0] % groups == 0
+                && tw.shape[1] * groups == tx.shape[1]
+                && tx.shape[2..] == tw.shape[2..];
+            if !fits {
+                return Err(TypeError::SpectralMul);
+            }
+            let mut shape = tx.shape.clone();
+            shape[1] = tw.shape[0];
+            TensorType::new(shape, tx.dtype)
         }
         Op::Take { x, index, axis } => {
             let (tx, ti) = (ty(g, *x)?, ty(g, *index)?);

@@ -112,6 +112,101 @@ pub struct ConvAttrs {
     pub pad: [(usize, usize); 2],
     pub dilation: [usize; 2],
     pub groups: usize,
+    /// `algorithm=`: what the spectral rewrite may do with it.
+    pub algorithm: ConvAlgorithm,
+}
+
+/// A convolution's `algorithm=`: `Auto` lets the cost model choose between the direct kernel
+/// and the spectral rewrite (`passes::spectral_conv`), the others force one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ConvAlgorithm {
+    #[default]
+    Auto,
+    Direct,
+    Fft,
+}
+
+impl ConvAlgorithm {
+    pub fn name(self) -> &'static str {
+        match self {
+            ConvAlgorithm::Auto => "auto",
+            ConvAlgorithm::Direct => "direct",
+            ConvAlgorithm::Fft => "fft",
+        }
+    }
+}
+
+/// The transform of an [`Op::Fft`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FftKind {
+    /// Complex to complex, `e^{-2πi jk/n}`.
+    Forward,
+    /// Complex to complex, `e^{+2πi jk/n}`.
+    Inverse,
+    /// Real to the `n/2 + 1` non-negative frequencies (NumPy's `rfft`).
+    RealForward,
+    /// Those frequencies to `n` reals (NumPy's `irfft`: the imaginary parts of the zero and
+    /// Nyquist bins are ignored).
+    RealInverse,
+}
+
+impl FftKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            FftKind::Forward => "fft",
+            FftKind::Inverse => "ifft",
+            FftKind::RealForward => "rfft",
+            FftKind::RealInverse => "irfft",
+        }
+    }
+    pub fn inverse(self) -> bool {
+        matches!(self, FftKind::Inverse | FftKind::RealInverse)
+    }
+}
+
+/// NumPy's `norm=`: which direction is scaled, by `1/n` (`Ortho`: both by `1/√n`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum FftNorm {
+    #[default]
+    Backward,
+    Ortho,
+    Forward,
+}
+
+impl FftNorm {
+    pub fn name(self) -> &'static str {
+        match self {
+            FftNorm::Backward => "backward",
+            FftNorm::Ortho => "ortho",
+            FftNorm::Forward => "forward",
+        }
+    }
+    /// The factor a transform of length `n` in direction `inverse` multiplies by.
+    pub fn scale(self, n: usize, inverse: bool) -> f64 {
+        let n = n.max(1) as f64;
+        match (self, inverse) {
+            (FftNorm::Ortho, _) => 1.0 / n.sqrt(),
+            (FftNorm::Backward, true) | (FftNorm::Forward, false) => 1.0 / n,
+            _ => 1.0,
+        }
+    }
+}
+
+/// Where an [`Op::Fft`]'s input elements sit in its length-`n` line: element `j` at position
+/// `lo + j·step`, the other positions zero, positions past `n` dropped. NumPy's zero padding
+/// and truncation to `n` is `lo = 0, step = 1`; the spectral rewrite uses `lo` for a
+/// convolution's leading padding and `step` for its dilation. (For `RealInverse` the input is
+/// the `n/2 + 1` frequencies, always placed as NumPy places them.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FftEmbed {
+    pub lo: usize,
+    pub step: usize,
+}
+
+impl Default for FftEmbed {
+    fn default() -> Self {
+        FftEmbed { lo: 0, step: 1 }
+    }
 }
 
 impl ConvAttrs {
@@ -247,6 +342,25 @@ pub enum Op {
         bias: Option<ValueId>,
         attrs: ConvAttrs,
     },
+    /// A 1-d discrete Fourier transform of length `n` along `axis` (NumPy's `fft`, `ifft`,
+    /// `rfft`, `irfft` with `n=`, `axis=`, `norm=`), the input placed by `embed`. c64 results
+    /// for fp32 (or narrower) operands, c128 for fp64 ones; `irfft` gives the real part's type.
+    Fft {
+        x: ValueId,
+        kind: FftKind,
+        axis: usize,
+        n: usize,
+        norm: FftNorm,
+        embed: FftEmbed,
+    },
+    /// The frequency-domain product of a convolution: `x` `[N, C, ...F]`, `w` `[O, C/groups,
+    /// ...F]` complex, the result `[N, O, ...F]` with
+    /// `y[n, o, f] = Σ_c x[n, g·C/groups + c, f] · conj(w[o, c, f])` (`g` the group of `o`).
+    SpectralMul {
+        x: ValueId,
+        w: ValueId,
+        groups: usize,
+    },
     /// `x` indexed along `axis` by an integer tensor (NumPy's `take`, what `x[..., idx]` with
     /// an int list or tensor traces to): the result's shape is `x.shape[..axis]`, then
     /// `index.shape`, then `x.shape[axis+1..]`; a negative index counts from the end; one out
@@ -329,6 +443,8 @@ impl Op {
             }
             Op::FusedReduce { .. } => "fused_reduce",
             Op::ScatterAdd { .. } => "scatter_add",
+            Op::Fft { kind, .. } => kind.name(),
+            Op::SpectralMul { .. } => "spectral_mul",
         }
     }
 
@@ -350,8 +466,10 @@ impl Op {
             | Op::Reshape { x }
             | Op::Broadcast { x }
             | Op::Slice { x, .. }
+            | Op::Fft { x, .. }
             | Op::Result { of: x, .. } => f(*x),
             Op::Binary { a, b, .. }
+            | Op::SpectralMul { x: a, w: b, .. }
             | Op::Take { x: a, index: b, .. }
             | Op::ScatterAdd {
                 index: a, src: b, ..
@@ -443,8 +561,10 @@ impl Op {
             | Op::Reshape { x }
             | Op::Broadcast { x }
             | Op::Slice { x, .. }
+            | Op::Fft { x, .. }
             | Op::Result { of: x, .. } => *x = f(*x),
             Op::Binary { a, b, .. }
+            | Op::SpectralMul { x: a, w: b, .. }
             | Op::Take { x: a, index: b, .. }
             | Op::ScatterAdd {
                 index: a, src: b, ..
@@ -705,6 +825,9 @@ impl Graph {
 pub struct Fired {
     pub rules: Vec<(String, Span)>,
     pub near_misses: Vec<NearMiss>,
+    /// What a rule that fired states about that rewrite (the spectral rewrite's error bound):
+    /// `reason` is the statement.
+    pub notes: Vec<NearMiss>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -725,9 +848,26 @@ impl Fired {
             span,
         });
     }
+    /// A rule that fired at `span` with a statement about the rewrite.
+    pub fn fire_with(&mut self, rule: &str, note: impl Into<String>, span: Span) {
+        self.fire(rule, span);
+        self.notes.push(NearMiss {
+            rule: rule.to_string(),
+            reason: note.into(),
+            span,
+        });
+    }
+    /// What `rule` (fired at `span`) states: its note, else the rule's summary.
+    pub fn note(&self, rule: &str, span: Span) -> String {
+        self.notes
+            .iter()
+            .find(|n| n.rule == rule && n.span == span)
+            .map_or_else(|| passes::summary(rule).to_string(), |n| n.reason.clone())
+    }
     pub fn extend(&mut self, other: Fired) {
         self.rules.extend(other.rules);
         self.near_misses.extend(other.near_misses);
+        self.notes.extend(other.notes);
     }
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()

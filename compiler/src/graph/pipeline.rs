@@ -4,7 +4,7 @@
 use super::error::CompileError;
 use super::passes::{
     dce, flash_attention, fuse_elementwise, fuse_epilogue, fuse_epilogue_body, fuse_multi_output,
-    fuse_reduce, PassCx,
+    fuse_reduce, spectral_conv, PassCx,
 };
 use super::print::print;
 use super::verify::verify;
@@ -26,6 +26,8 @@ pub enum Fusion {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Options {
     pub fusion: Fusion,
+    /// The target (the spectral rewrite's cost model).
+    pub target: crate::target::Target,
 }
 
 type Pass = fn(&mut Graph, &PassCx) -> Fired;
@@ -33,6 +35,10 @@ type Pass = fn(&mut Graph, &PassCx) -> Fired;
 /// The passes, in order: (name, pass, is a fusion). DCE runs after each fusion so that no
 /// pass matches ops a previous one left dead.
 const PASSES: &[(&str, Pass, bool)] = &[
+    ("dce", dce::run, false),
+    // not a fusion: `schedule.fusion(False)` keeps it (it changes how, not whether, the
+    // convolution is one kernel)
+    ("spectral_conv", spectral_conv::run, false),
     ("dce", dce::run, false),
     ("flash_attention", flash_attention::run, true),
     ("dce", dce::run, false),
@@ -66,6 +72,7 @@ pub fn optimize(g: &mut Graph, opts: &Options, sources: &SourceMap) -> Result<Fi
             Fusion::Depth(n) => Some(n),
             Fusion::Auto | Fusion::None => None,
         },
+        target: opts.target,
     };
     let mut fired = Fired::default();
     for (name, pass, is_fusion) in PASSES {

@@ -9,7 +9,7 @@
 //! ```
 
 use super::infer::accumulator;
-use super::{Epilogue, Graph, Op, ValueId};
+use super::{ConvAlgorithm, Epilogue, FftEmbed, FftNorm, Graph, Op, ValueId};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use tessera_lang::{SourceMap, Span};
@@ -239,7 +239,7 @@ impl Printer<'_> {
                     }
                 };
                 let pair = |v: [usize; 2]| pick(v.map(|x| x.to_string()));
-                vec![
+                let mut v = vec![
                     format!("stride = {}", pair(attrs.stride)),
                     format!(
                         "padding = {}",
@@ -247,8 +247,29 @@ impl Printer<'_> {
                     ),
                     format!("dilation = {}", pair(attrs.dilation)),
                     format!("groups = {}", attrs.groups),
-                ]
+                ];
+                if attrs.algorithm != ConvAlgorithm::Auto {
+                    v.push(format!("algorithm = \"{}\"", attrs.algorithm.name()));
+                }
+                v
             }
+            Op::Fft {
+                axis,
+                n,
+                norm,
+                embed,
+                ..
+            } => {
+                let mut v = vec![format!("axis = {axis}"), format!("n = {n}")];
+                if *norm != FftNorm::Backward {
+                    v.push(format!("norm = \"{}\"", norm.name()));
+                }
+                if *embed != FftEmbed::default() {
+                    v.push(format!("embed = [{}, {}]", embed.lo, embed.step));
+                }
+                v
+            }
+            Op::SpectralMul { groups, .. } => vec![format!("groups = {groups}")],
             Op::FlashAttention { causal, scale, .. }
             | Op::AttentionLse { causal, scale, .. }
             | Op::AttentionGrad { causal, scale, .. } => {

@@ -346,6 +346,7 @@ fn fusion_none_runs_only_dce() {
     let mut g = mlp();
     let opts = Options {
         fusion: Fusion::None,
+        ..Options::default()
     };
     let f = optimize(&mut g, &opts, &sources()).unwrap();
     assert!(f.rules.is_empty());
@@ -365,6 +366,7 @@ fn fusion_depth_limits_groups() {
         &mut g,
         &PassCx {
             max_fused_ops: Some(1),
+            ..PassCx::default()
         },
     );
     assert!(f.rules.is_empty());
@@ -372,6 +374,7 @@ fn fusion_depth_limits_groups() {
         &mut g,
         &PassCx {
             max_fused_ops: Some(2),
+            ..PassCx::default()
         },
     );
     dce::run(&mut g, &cx());

@@ -187,6 +187,27 @@ fn schedule_for(
                 elem_bytes: (ty.dtype.size_bytes() as u32),
             }
         }
+        Kind::Spectral => {
+            // an FFT: one line of `n` per block, `n/2` butterflies a pass over up to 256
+            // threads; the product: elementwise over the frequencies
+            let (line, threads) = match op {
+                Op::Fft { n, .. } => {
+                    let n = u32::try_from(*n).unwrap_or(u32::MAX);
+                    (n, (n / 2).clamp(32, 256))
+                }
+                _ => (256, 256),
+            };
+            Schedule {
+                tile: [line, 1, 1],
+                warp: [1, 1],
+                stages: 1,
+                vector: 1,
+                tensor_cores: false,
+                async_copy: false,
+                threads,
+                elem_bytes: (ty.dtype.size_bytes() as u32),
+            }
+        }
         Kind::Softmax | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => Schedule {
             tile: [4, 1, 1],
             warp: [1, 1],

@@ -40,6 +40,9 @@ pub enum Kind {
     Copy,
     /// `conv1d`/`conv2d`: a 2-D tile `(BM, BN)` of an output plane per block.
     Conv,
+    /// The spectral rewrite's ops: an FFT along an axis (one line per block) or the
+    /// frequency-domain product.
+    Spectral,
 }
 
 impl Kind {
@@ -54,6 +57,7 @@ impl Kind {
             Kind::FlashAttention => "flash_attention",
             Kind::Copy => "copy",
             Kind::Conv => "conv",
+            Kind::Spectral => "spectral",
         }
     }
 }
@@ -115,6 +119,8 @@ impl Schedule {
             | Kind::Conv
             | Kind::FlashAttention
             | Kind::Copy => 0,
+            // one line of complex values (8 bytes each for c64) and its twiddles
+            Kind::Spectral => u64::from(self.tile[0]).saturating_mul(12),
         }
     }
 }
@@ -168,6 +174,7 @@ pub fn kind_of(op: &Op) -> Option<Kind> {
         | Op::FusedElementwise { .. } => Kind::Elementwise,
         Op::Matmul { .. } => Kind::Matmul,
         Op::Conv { .. } => Kind::Conv,
+        Op::Fft { .. } | Op::SpectralMul { .. } => Kind::Spectral,
         Op::Reduce { .. } | Op::FusedReduce { .. } => Kind::Reduce,
         Op::Softmax { .. } => Kind::Softmax,
         Op::LayerNorm { .. } => Kind::LayerNorm,
@@ -228,6 +235,9 @@ pub fn print(p: &Program, sources: &SourceMap) -> String {
             Kind::Conv => {
                 attrs.push(format!("tile = [{}, {}]", s.tile[0], s.tile[1]));
                 attrs.push(format!("vector = {}", s.vector));
+            }
+            Kind::Spectral => {
+                attrs.push(format!("line = {}", s.tile[0]));
             }
             Kind::FlashAttention => {
                 attrs.push(format!("block_q = {}", s.tile[0]));

@@ -1,9 +1,10 @@
 //! GPU targets and the limits the compiler checks against (data only).
 
-/// A compilation target (`.target sm_XX`).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+/// A compilation target (`.target sm_XX`); sm_90 when none is named.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Target {
     Sm80,
+    #[default]
     Sm90,
     /// sm_90 with the architecture-specific features (wgmma, setmaxnreg)
     Sm90a,

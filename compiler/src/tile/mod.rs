@@ -140,9 +140,41 @@ pub struct ConvDims {
     pub vector: u32,
 }
 
+/// The sizes of an FFT kernel ([`Shape::Fft`]): `outer × inner` lines along the middle
+/// axis of `[outer, len_in, inner]` → `[outer, len_out, inner]`, each transformed with
+/// length `n` (a power of two) by one block.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FftDims {
+    pub kind: crate::graph::FftKind,
+    pub n: u32,
+    pub outer: u32,
+    pub inner: u32,
+    pub len_in: u32,
+    pub len_out: u32,
+    /// The input's placement in the line: element `j` at `lo + j·step`.
+    pub lo: u32,
+    pub step: u32,
+    /// What each output is multiplied by (the `norm=`).
+    pub scale: f64,
+    /// c128 (fp64 arithmetic) rather than c64.
+    pub wide: bool,
+}
+
 /// The parameters the Target IR lowering instantiates for this kernel.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Shape {
+    /// A 1-d FFT per line (Stockham radix-2 in shared memory, one block per line).
+    Fft(FftDims),
+    /// The frequency-domain product of a convolution: `[batch, cout, bins]` complex outputs,
+    /// one thread each, summed over the `cin / groups` channels of the output's group.
+    SpectralMul {
+        batch: u32,
+        cin: u32,
+        cout: u32,
+        groups: u32,
+        bins: u32,
+        wide: bool,
+    },
     /// A direct convolution: a block per `tile` of an output plane, each thread `vector`
     /// outputs of a row, each summed over its group's channels and the kernel taps.
     Conv(ConvDims),

@@ -456,3 +456,114 @@ pub fn fft2d(x: &Tensor, kind: Kind2, s: Option<[i64; 2]>, norm: Norm) -> Result
         }
     }
 }
+
+// ----- the spectral rewrite's pieces -------------------------------------------------------------
+
+/// `x` placed in a line of `n` along `axis`: element `j` at `lo + j·step`, the other
+/// positions zero, positions past `n` dropped (the Graph IR `fft` op's embedding; `lo = 0,
+/// step = 1` is NumPy's zero padding or truncation to `n`). Same dtype.
+pub fn embed(x: &Tensor, axis: usize, n: usize, lo: usize, step: usize) -> Result<Tensor> {
+    let shape = x.shape().to_vec();
+    let Some(&m) = shape.get(axis) else {
+        return Err(RuntimeError::shape(format!(
+            "fft: axis {axis} is out of range for {}",
+            fmt_shape(&shape)
+        )));
+    };
+    let mut out_shape = shape.clone();
+    out_shape[axis] = n;
+    let d = x.dtype();
+    if x.is_abstract() {
+        return Tensor::abstract_tensor(&out_shape, d);
+    }
+    memory::check_shape_alloc(&out_shape, d)?;
+    let outer: usize = shape[..axis].iter().product();
+    let inner: usize = shape[axis + 1..].iter().product();
+    let step = step.max(1);
+    // (source position, line position) pairs that land inside the line
+    let places: Vec<(usize, usize)> = (0..m)
+        .map(|j| (j, lo + j * step))
+        .take_while(|&(_, p)| p < n)
+        .collect();
+    fn place<T: Copy + Default>(
+        v: &[T],
+        outer: usize,
+        m: usize,
+        n: usize,
+        inner: usize,
+        places: &[(usize, usize)],
+    ) -> Vec<T> {
+        let mut out = vec![T::default(); outer * n * inner];
+        for o in 0..outer {
+            for &(j, p) in places {
+                let src = (o * m + j) * inner;
+                let dst = (o * n + p) * inner;
+                out[dst..dst + inner].copy_from_slice(&v[src..src + inner]);
+            }
+        }
+        out
+    }
+    let st = x.storage("fft")?;
+    let storage = if d.is_complex() {
+        let v = st.to_c128(d);
+        Storage::from_c128(place(&v, outer, m, n, inner, &places), d)
+    } else {
+        let v = st.to_f64(d);
+        Storage::from_f64(place(&v, outer, m, n, inner, &places), d)
+    };
+    Ok(Tensor::from_storage(out_shape, d, storage))
+}
+
+/// The frequency-domain product of a convolution: `x` `[N, C, ...F]` and `w`
+/// `[O, C/groups, ...F]` complex (one dtype), `y[n, o, f] = Σ_c x[n, g·C/groups + c, f] ·
+/// conj(w[o, c, f])` with `g` the group of output channel `o` (the Graph IR `spectral_mul`).
+pub fn spectral_mul(x: &Tensor, w: &Tensor, groups: usize) -> Result<Tensor> {
+    let (xs, ws) = (x.shape(), w.shape());
+    let d = x.dtype();
+    let fits = xs.len() >= 3
+        && ws.len() == xs.len()
+        && d.is_complex()
+        && w.dtype() == d
+        && groups > 0
+        && xs[1] % groups == 0
+        && ws[0] % groups == 0
+        && ws[1] * groups == xs[1]
+        && xs[2..] == ws[2..];
+    if !fits {
+        return Err(RuntimeError::shape(format!(
+            "spectral_mul: x {} and w {} do not fit {groups} groups",
+            fmt_shape(xs),
+            fmt_shape(ws)
+        )));
+    }
+    let (n, c, o, cg) = (xs[0], xs[1], ws[0], ws[1]);
+    let og = o / groups;
+    let f: usize = xs[2..].iter().product();
+    let mut out_shape = xs.to_vec();
+    out_shape[1] = o;
+    if x.is_abstract() || w.is_abstract() {
+        return Tensor::abstract_tensor(&out_shape, d);
+    }
+    memory::check_shape_alloc(&out_shape, d)?;
+    let xv = x.storage("spectral_mul")?.to_c128(d);
+    let wv = w.storage("spectral_mul")?.to_c128(d);
+    let mut out = vec![Complex::<f64>::new(0.0, 0.0); n * o * f];
+    {
+        out.par_chunks_mut(f).enumerate().for_each(|(no, row)| {
+            let (b, oc) = (no / o, no % o);
+            let g = oc / og;
+            for ci in 0..cg {
+                let xr = &xv[(b * c + g * cg + ci) * f..][..f];
+                let wr = &wv[(oc * cg + ci) * f..][..f];
+                for ((y, a), k) in row.iter_mut().zip(xr).zip(wr) {
+                    *y += a * k.conj();
+                }
+            }
+        });
+    }
+    Ok(Tensor::from_storage(
+        out_shape,
+        d,
+        Storage::from_c128(out, d),
+    ))
+}

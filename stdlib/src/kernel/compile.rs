@@ -42,8 +42,10 @@ pub fn compile(
         out,
     } = trace_call(it, session, f, args, grad)?;
     let mut graph = traced.clone();
+    let target = session.target.get();
     let opts = Options {
         fusion: directives.fusion,
+        target,
     };
     let fired = optimize(&mut graph, &opts, &it.sources).map_err(|e| {
         let d = e.to_diagnostic();
@@ -53,7 +55,6 @@ pub fn compile(
             d
         }
     })?;
-    let target = session.target.get();
     let lowered = lower(&graph, &sched_directives(&directives, args.span), target)?;
     Ok(Compiled {
         traced,

@@ -588,15 +588,7 @@ pub fn t_attention(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
 fn t_conv(ctx: &Rc<TraceCtx>, c: &Call, dims: usize) -> R {
     let span = c.span;
     let spec = crate::op::eager::conv_spec(c, dims)?;
-    if crate::op::eager::conv_algorithm(c)? == tessera_runtime::ConvAlgorithm::Fft {
-        return Err(Diagnostic::new(
-            Code::E0101,
-            format!(
-                "op.conv{dims}d(algorithm=\"fft\") is not compiled in kernels yet: call it outside the kernel, or leave algorithm to \"auto\""
-            ),
-        )
-        .at(span));
-    }
+    let algorithm = crate::op::eager::conv_algorithm(c)?;
     let x = tensor_at(ctx, &c.a, 0)?;
     let w = tensor_at(ctx, &c.a, 1)?;
     let b = match opt(&c.a, 2) {
@@ -608,7 +600,7 @@ fn t_conv(ctx: &Rc<TraceCtx>, c: &Call, dims: usize) -> R {
     let aval = tessera_runtime::conv(xa, wa, ba, &spec).map_err(rt)?;
     let attrs = tessera_runtime::conv_plan(xa.shape(), wa.shape(), ba.map(|b| b.shape()), &spec)
         .map_err(rt)?
-        .attrs(dims);
+        .attrs(dims, algorithm);
     let bias = match (&b, ba) {
         (Some(b), Some(ba)) => Some(ctx.id_of(b, ba.dtype(), span)),
         _ => None,

@@ -13,7 +13,7 @@
 //! - `dbias`: `dy` summed over the images and positions.
 
 use super::*;
-use crate::graph::{ConvAttrs, SliceItem};
+use crate::graph::{ConvAlgorithm, ConvAttrs, SliceItem};
 
 fn transpose(g: &mut Graph, x: ValueId, perm: &[usize]) -> R<ValueId> {
     emit(
@@ -162,6 +162,8 @@ pub(super) fn vjp(
         pad,
         dilation: a.dilation,
         groups,
+        // the same kernel size as the forward convolution, so the same choice
+        algorithm: a.algorithm,
     };
     let dx4 = conv(g, dys, wf, dx_attrs)?;
     let dx4 = crop(g, dx4, lo_cut, hi_cut)?;
@@ -176,6 +178,8 @@ pub(super) fn vjp(
         pad: a.pad,
         dilation: a.stride,
         groups,
+        // dy is the kernel here (as large as the output): the cost model decides
+        algorithm: ConvAlgorithm::Auto,
     };
     let n = xs[0];
     let fit = |g: &mut Graph, v: ValueId| -> R<ValueId> {

@@ -9,6 +9,7 @@ pub mod fuse_epilogue;
 pub mod fuse_epilogue_body;
 pub mod fuse_multi_output;
 pub mod fuse_reduce;
+pub mod spectral_conv;
 #[cfg(test)]
 mod test_util;
 
@@ -20,6 +21,29 @@ use std::collections::HashMap;
 pub struct PassCx {
     /// The most elementwise ops one fused group may hold (`None`: no limit).
     pub max_fused_ops: Option<usize>,
+    /// The target the graph is compiled for (the spectral rewrite's cost model).
+    pub target: crate::target::Target,
+}
+
+/// What a rewrite rule does, in a line (`graph.fusions(..., explain=True)` for a rule that
+/// fired without a statement of its own).
+pub fn summary(rule: &str) -> &'static str {
+    match rule {
+        "flash_attention" => "softmax(Q @ K^T * s) @ V as one flash_attention kernel",
+        "epilogue_bias" => "the bias added in the matmul's epilogue",
+        "epilogue_scale" => "the scale applied in the matmul's epilogue",
+        "epilogue_residual" => "the residual added in the matmul's epilogue",
+        "epilogue_activation" => "the activation applied in the matmul's epilogue",
+        "epilogue_cast" => "the cast done in the matmul's epilogue",
+        "elementwise_chain" => "the elementwise chain computed in one kernel",
+        "epilogue_elementwise" => "the elementwise ops after the matmul computed in its epilogue",
+        "elementwise_multi_output" => {
+            "elementwise kernels with shared operands merged into one with several results"
+        }
+        "reduction_prologue" => "the reduction's operand computed in the reduction kernel",
+        "spectral_conv" => "the convolution computed through the FFT",
+        _ => "",
+    }
 }
 
 /// The scalar a value holds when it is a `const` of a number.

@@ -17,6 +17,7 @@ pub fn after_chains(
 ) -> Fired {
     let cx = PassCx {
         max_fused_ops: limit,
+        ..PassCx::default()
     };
     fuse_elementwise::run(g, &cx);
     dce::run(g, &cx);

@@ -10,6 +10,7 @@ pub mod conv;
 pub mod copy;
 pub mod elementwise;
 pub mod epilogue;
+pub mod fft;
 pub mod matmul_fma;
 pub mod matmul_mma;
 pub mod rows;
@@ -35,10 +36,20 @@ pub fn build(g: &Graph, tk: &TileKernel) -> R<Kernel> {
             .inputs
             .iter()
             .any(|v| g.ty(*v).is_some_and(|t| t.dtype.is_complex()));
-    if complex {
+    let spectral = matches!(tk.shape, Shape::Fft(_) | Shape::SpectralMul { .. });
+    if complex && !spectral {
         return no("complex dtypes (c64, c128)");
     }
     match &tk.shape {
+        Shape::Fft(d) => fft::fft(g, tk, d),
+        &Shape::SpectralMul {
+            batch,
+            cin,
+            cout,
+            groups,
+            bins,
+            wide,
+        } => fft::spectral_mul(tk, [batch, cin, cout, groups, bins], wide),
         Shape::RowSoftmax {
             rows,
             cols,

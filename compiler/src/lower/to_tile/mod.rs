@@ -75,6 +75,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
     };
     match k.kind {
         Kind::Conv => conv_tile(g, k, &mut tk)?,
+        Kind::Spectral => spectral_tile(g, k, &mut tk)?,
         Kind::Elementwise => {
             let io = |d: DType| {
                 any_float(d)
@@ -522,6 +523,100 @@ fn take_tile(
         scatter,
     };
     Ok(())
+}
+
+/// The longest FFT line one block transforms: the line and its twiddles in 48 KiB of static
+/// shared memory (c64: 4096; c128: 2048).
+pub const FFT_MAX_LINE: [usize; 2] = [4096, 2048];
+
+/// The launch shape of an FFT (one block per line) or a frequency-domain product (one thread
+/// per output).
+fn spectral_tile(g: &Graph, k: &Kernel, tk: &mut TileKernel) -> Result<(), NotLowered> {
+    use crate::graph::FftKind;
+    match g.op(k.root) {
+        Some(Op::Fft {
+            x,
+            kind,
+            axis,
+            n,
+            norm,
+            embed,
+        }) => {
+            let tx = g.ty(*x).ok_or_else(|| nl(k, "untyped operand"))?;
+            let wide = k.ty.dtype == DType::C128 || k.ty.dtype == DType::F64;
+            let max = FFT_MAX_LINE[usize::from(wide)];
+            if !n.is_power_of_two() || *n < 2 || *n > max {
+                return Err(nl(
+                    k,
+                    format!(
+                        "an FFT of length {n} (the kernel transforms powers of two from 2 to {max} in one block; other lengths run on the cpu)"
+                    ),
+                ));
+            }
+            if !(tx.dtype.is_complex() || any_float(tx.dtype) || tx.dtype == DType::F64) {
+                return Err(nl(k, format!("an FFT of {} data", tx.dtype)));
+            }
+            let outer: usize = tx.shape[..*axis].iter().product();
+            let inner: usize = tx.shape[axis + 1..].iter().product();
+            let lines = outer as u64 * inner as u64;
+            if lines == 0 || numel(tx).max(numel(&k.ty)) * 2 > u64::from(u32::MAX) {
+                return Err(nl(k, "an empty or too large FFT"));
+            }
+            let u = |v: usize| u32_of(k, v);
+            let embed = if *kind == FftKind::RealInverse {
+                crate::graph::FftEmbed::default()
+            } else {
+                *embed
+            };
+            tk.grid = [
+                u32::try_from(lines).map_err(|_| nl(k, "grid too large"))?,
+                1,
+                1,
+            ];
+            tk.block = [k.schedule.threads.clamp(32, 256), 1, 1];
+            tk.shape = Shape::Fft(crate::tile::FftDims {
+                kind: *kind,
+                n: u(*n)?,
+                outer: u(outer)?,
+                inner: u(inner)?,
+                len_in: u(tx.shape[*axis])?,
+                len_out: u(k.ty.shape[*axis])?,
+                lo: u(embed.lo)?,
+                step: u(embed.step.max(1))?,
+                scale: norm.scale(*n, kind.inverse()),
+                wide,
+            });
+            Ok(())
+        }
+        Some(Op::SpectralMul { x, w, groups }) => {
+            let tx = g.ty(*x).ok_or_else(|| nl(k, "untyped operand"))?;
+            let tw = g.ty(*w).ok_or_else(|| nl(k, "untyped operand"))?;
+            let bins: usize = tx.shape[2..].iter().product();
+            let total = numel(&k.ty);
+            if total == 0 || numel(tx).max(numel(tw)).max(total) * 2 > u64::from(u32::MAX) {
+                return Err(nl(k, "an empty or too large product"));
+            }
+            let u = |v: usize| u32_of(k, v);
+            let threads = 256u32;
+            tk.block = [threads, 1, 1];
+            tk.grid = [
+                u32::try_from(total.div_ceil(u64::from(threads)))
+                    .map_err(|_| nl(k, "grid too large"))?,
+                1,
+                1,
+            ];
+            tk.shape = Shape::SpectralMul {
+                batch: u(tx.shape[0])?,
+                cin: u(tx.shape[1])?,
+                cout: u(tw.shape[0])?,
+                groups: u(*groups)?,
+                bins: u(bins)?,
+                wide: k.ty.dtype == DType::C128,
+            };
+            Ok(())
+        }
+        _ => Err(nl(k, "not an FFT or a frequency-domain product")),
+    }
 }
 
 /// The launch shape of a direct convolution kernel.

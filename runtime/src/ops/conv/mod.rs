@@ -86,14 +86,19 @@ pub struct ConvPlan {
 
 impl ConvPlan {
     /// The Graph IR attributes of this convolution of `dims` spatial dims (its padding
-    /// resolved, `"same"` included).
-    pub fn attrs(&self, dims: usize) -> tessera_compiler::graph::ConvAttrs {
+    /// resolved, `"same"` included), computed by `algorithm`.
+    pub fn attrs(
+        &self,
+        dims: usize,
+        algorithm: ConvAlgorithm,
+    ) -> tessera_compiler::graph::ConvAttrs {
         tessera_compiler::graph::ConvAttrs {
             dims: dims as u8,
             stride: self.stride,
             pad: [0, 1].map(|i| (self.pad[i], self.pad_after[i])),
             dilation: self.dilation,
             groups: self.groups,
+            algorithm,
         }
     }
 
@@ -274,16 +279,10 @@ pub fn result_dtype(x: DType, w: DType, bias: Option<DType>) -> DType {
     }
 }
 
-/// How a convolution is computed (`algorithm=`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ConvAlgorithm {
-    /// The direct (im2col GEMM or depthwise) computation on the cpu; the compiler's choice in
-    /// a kernel.
-    Auto,
-    Direct,
-    /// Through the FFT: `irfft2(rfft2(x) · conj(rfft2(w)))` over the padded plane.
-    Fft,
-}
+/// How a convolution is computed (`algorithm=`): on the cpu `Auto` is the direct (im2col GEMM
+/// or depthwise) computation, and in a kernel the compiler's choice (the spectral rewrite);
+/// `Fft` is `irfft2(rfft2(x) · conj(rfft2(w)))` over the padded plane.
+pub use tessera_compiler::graph::ConvAlgorithm;
 
 /// [`conv`] by `alg`.
 pub fn conv_with(

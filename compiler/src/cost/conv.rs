@@ -1,0 +1,147 @@
+//! The model's latency of a convolution computed directly (one direct convolution kernel) and
+//! through the FFT (the kernels of the spectral rewrite, `graph::passes::spectral_conv`): the
+//! choice that rewrite makes for `algorithm="auto"`.
+//!
+//! Each kernel is a roofline stage on the target's [`Spec`]: `LAUNCH_US + max(FLOPs at the
+//! fp32 peak, bytes at the HBM bandwidth)` (both paths run on the CUDA cores, so the same
+//! efficiency is left out of both). A complex transform of length `n` costs `5·n·log2 n`
+//! FLOPs, a real one half that; the frequency-domain product `8` FLOPs per complex
+//! multiply-add. Model figures, like everything in [`super`].
+
+use super::LAUNCH_US;
+use crate::target::arch::Spec;
+
+/// A convolution as the model sees it, in its 2-D form (a 1-D one has `h = kh = oh = 1` and
+/// a plane of one row).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConvShape {
+    pub batch: usize,
+    pub cin: usize,
+    pub cout: usize,
+    pub groups: usize,
+    /// Input plane (rows, columns).
+    pub input: [usize; 2],
+    pub kernel: [usize; 2],
+    pub output: [usize; 2],
+    /// The transform plane (rows, columns) of the spectral form.
+    pub plane: [usize; 2],
+    /// Bytes per element of the real operands and result.
+    pub elem_bytes: usize,
+    /// Bytes per complex element (8 for c64, 16 for c128).
+    pub complex_bytes: usize,
+}
+
+/// The model's latency of each way (µs) and the kernels the FFT way launches.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ConvCost {
+    pub direct_us: f64,
+    pub fft_us: f64,
+    pub fft_kernels: usize,
+}
+
+fn stage(spec: &Spec, flops: f64, bytes: f64) -> f64 {
+    let compute = flops / (spec.peak_tflops.fp32 * 1e6);
+    let memory = bytes / (spec.hbm_gbps * 1e3);
+    LAUNCH_US + compute.max(memory)
+}
+
+fn log2(n: usize) -> f64 {
+    (n.max(1) as f64).log2()
+}
+
+/// Both latencies of `s` on `spec`.
+pub fn conv_cost(spec: &Spec, s: &ConvShape) -> ConvCost {
+    let f = |v: usize| v as f64;
+    let (n, c, o, g) = (f(s.batch), f(s.cin), f(s.cout), f(s.groups.max(1)));
+    let cg = c / g;
+    let [h, w] = s.input.map(f);
+    let [kh, kw] = s.kernel.map(f);
+    let [oh, ow] = s.output.map(f);
+    let (eb, cb) = (f(s.elem_bytes), f(s.complex_bytes));
+    let direct = stage(
+        spec,
+        2.0 * n * o * oh * ow * cg * kh * kw,
+        (n * c * h * w + o * cg * kh * kw + n * o * oh * ow) * eb,
+    );
+
+    let [p, q] = s.plane;
+    let half = f(q / 2 + 1);
+    let bins = f(p) * half;
+    let row_fft = 2.5 * f(q) * log2(q);
+    let col_fft = 5.0 * f(p) * log2(p);
+    let mut fft = 0.0;
+    let mut kernels = 0;
+    let mut add = |flops: f64, bytes: f64| {
+        fft += stage(spec, flops, bytes);
+        kernels += 1;
+    };
+    // forward transforms of the input (`imgs` planes of `rows × cols`) and of the kernel
+    for (imgs, rows, cols) in [(n * c, h, w), (o * cg, kh, kw)] {
+        add(imgs * rows * row_fft, imgs * rows * (cols * eb + half * cb));
+        if p > 1 {
+            add(imgs * half * col_fft, imgs * (rows * half + bins) * cb);
+        }
+    }
+    // the product, summed over each group's channels
+    add(
+        8.0 * n * o * cg * bins,
+        (n * c * bins + o * cg * bins + n * o * bins) * cb,
+    );
+    // back: columns, then rows to reals, then the strided window
+    if p > 1 {
+        add(n * o * half * col_fft, 2.0 * n * o * bins * cb);
+    }
+    let reals = f(p) * f(q);
+    add(n * o * f(p) * row_fft, n * o * (bins * cb + reals * eb));
+    add(0.0, n * o * (reals + oh * ow) * eb);
+    ConvCost {
+        direct_us: direct,
+        fft_us: fft,
+        fft_kernels: kernels,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::Target;
+
+    fn shape(k: usize, c: usize) -> ConvShape {
+        let out = 64;
+        let span = out + k - 1;
+        let plane = span.next_power_of_two();
+        ConvShape {
+            batch: 8,
+            cin: c,
+            cout: c,
+            groups: 1,
+            input: [64, 64],
+            kernel: [k, k],
+            output: [out, out],
+            plane: [plane, plane],
+            elem_bytes: 4,
+            complex_bytes: 8,
+        }
+    }
+
+    #[test]
+    fn large_kernels_favour_the_fft_and_small_ones_the_direct_kernel() {
+        let spec = Target::Sm90.spec();
+        let big = conv_cost(&spec, &shape(31, 16));
+        assert!(big.fft_us < big.direct_us, "{big:?}");
+        let small = conv_cost(&spec, &shape(3, 16));
+        assert!(small.direct_us < small.fft_us, "{small:?}");
+        // 4 forward transforms, the product, 2 inverse ones and the window
+        assert_eq!(big.fft_kernels, 8);
+    }
+
+    #[test]
+    fn one_row_planes_skip_the_column_transforms() {
+        let mut s = shape(31, 4);
+        s.input = [1, 1000];
+        s.kernel = [1, 31];
+        s.output = [1, 970];
+        s.plane = [1, 1024];
+        assert_eq!(conv_cost(&Target::Sm90.spec(), &s).fft_kernels, 5);
+    }
+}

@@ -1,0 +1,339 @@
+//! The spectral rewrite's kernels as Tile IR: an FFT along an axis ([`fft`]) and the
+//! frequency-domain product of a convolution ([`spectral_mul`]).
+//!
+//! **FFT** ([`crate::tile::Shape::Fft`]): one block per line of `n` (a power of two; 4096 at
+//! most in c64, 2048 in c128), the Stockham radix-2 autosort algorithm in one shared buffer of
+//! `n` complex values:
+//! 1. the twiddles `e^{-2πi t/n}`, `t < n/2`, into a shared table (sine and cosine computed in
+//!    fp64 and rounded once);
+//! 2. the line into the buffer: element `j` of the input at `lo + j·step`, zeros elsewhere; a
+//!    real input with zero imaginary parts; for `irfft`, the `n/2 + 1` frequencies extended by
+//!    Hermitian symmetry (`X[n−p] = conj X[p]`, the imaginary parts of the zero and Nyquist
+//!    frequencies dropped, as NumPy does);
+//! 3. `log2 n` passes; in pass `s` (`Ns = 2^s`) butterfly `j < n/2` reads `a = v[j]` and
+//!    `b = v[j + n/2]`, every thread reads all of its butterflies before a barrier, then writes
+//!    `a ± b·w` to `2·j − k` and `2·j − k + Ns` (`k = j mod Ns`, `w` the twiddle
+//!    `e^{∓2πi k/(2·Ns)}`) and a barrier ends the pass: the result is in natural order;
+//! 4. the outputs (`n`, or `n/2 + 1` for `rfft`, the real parts for `irfft`) times the
+//!    normalisation, to global memory.
+//!
+//! Element `p` of line `(o, i)` of a `[outer, len, inner]` tensor is at `(o·len + p)·inner +
+//! i`; complex tensors are pairs of fp32 (fp64) words. In fp32 arithmetic for c64, fp64 for
+//! c128. Parameters: x, out.
+//!
+//! **Product** ([`crate::tile::Shape::SpectralMul`]): one thread per output `(n, o, f)` of
+//! `[N, O, F]`, `Σ_c x[n, g·C/G + c, f] · conj(w[o, c, f])` over the group's channels in
+//! order. Parameters: x, w, out.
+
+use super::blocks::{fconst, load_elem, store_int_or};
+use super::R;
+use crate::graph::{DType, FftKind, Graph};
+use crate::target::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
+use crate::tile::build::{dimm, imm, Builder};
+use crate::tile::ir::{Kernel, Layout, MathFn, ParamRole, SharedBuf, Type, Value};
+use crate::tile::{FftDims, TileKernel};
+
+fn u(v: u32) -> crate::tile::ir::Operand {
+    imm(i64::from(v))
+}
+
+/// `(re, im)` times `(wr, wi)`.
+fn cmul(
+    b: &mut Builder,
+    ty: Ty,
+    (re, im): (Value, Value),
+    (wr, wi): (Value, Value),
+) -> (Value, Value) {
+    let t = b.mul(ty, im, wi);
+    let nt = b.unary(UnOp::Neg, ty, t);
+    let rr = b.fma(ty, re, wr, nt);
+    let t2 = b.mul(ty, im, wr);
+    let ii = b.fma(ty, re, wi, t2);
+    (rr, ii)
+}
+
+/// Two consecutive words (a complex value) of `view` from word `idx`; masked off, zeros.
+fn pair(b: &mut Builder, ty: Ty, view: Value, idx: Value, mask: Option<Value>) -> Vec<Value> {
+    match mask {
+        Some(m) => {
+            let z = fconst(ty, 0.0);
+            b.load(ty, view, idx, Some(m), &[z, z])
+        }
+        None => b.load_n(ty, ty, 2, view, idx, None, &[]),
+    }
+}
+
+/// The Tile IR of an FFT kernel.
+pub fn fft(g: &Graph, tk: &TileKernel, d: &FftDims) -> R<Kernel> {
+    let mut b = Builder::new(&tk.name, tk.span, tk.grid, tk.block);
+    let (ty, word) = if d.wide {
+        (Ty::F64, DType::F64)
+    } else {
+        (Ty::F32, DType::F32)
+    };
+    let eb: u32 = if d.wide { 8 } else { 4 };
+    let in_dtype = match g.ty(tk.inputs[0]) {
+        Some(t) => t.dtype,
+        None => return super::no("an input without a type"),
+    };
+    let complex_in = in_dtype.is_complex();
+    let x = b.param(
+        "x",
+        Type::Global(if complex_in { word } else { in_dtype }),
+        ParamRole::Input,
+    );
+    let out = b.param("out", Type::Global(word), ParamRole::Output);
+    let n = d.n;
+    let half = n / 2;
+    let threads = tk.block[0];
+    let buf = |b: &mut Builder, name: &str, words: u32| {
+        b.shared(
+            name,
+            SharedBuf {
+                elem_bytes: eb,
+                shape: vec![1, 1, words],
+                layout: Layout {
+                    pitch: words * eb,
+                    swizzle: None,
+                },
+                align: 16,
+            },
+        )
+    };
+    let data = buf(&mut b, "line", 2 * n);
+    let twid = buf(&mut b, "twiddles", n);
+    let tid = b.special(SReg::Tid(Dim::X));
+    let line = b.special(SReg::Ctaid(Dim::X));
+    let o = b.bin(BinOp::Div, Ty::U32, line, u(d.inner));
+    let i = b.bin(BinOp::Rem, Ty::U32, line, u(d.inner));
+    // element p of this line: (o·len + p)·inner + i
+    let in_base = {
+        let t = b.mul(Ty::U32, o, u(d.len_in * d.inner));
+        b.add(Ty::U32, t, i)
+    };
+    let out_base = {
+        let t = b.mul(Ty::U32, o, u(d.len_out * d.inner));
+        b.add(Ty::U32, t, i)
+    };
+    let dbase = b.shared_addr(data);
+    let tbase = b.shared_addr(twid);
+    let slot = |b: &mut Builder, base: Value, p: Value| b.fma(Ty::U32, p, u(2 * eb), base);
+    // positions tid, tid + T, ... below `count`, with their masks (none when T divides it)
+    let strided = |b: &mut Builder, count: u32| -> Vec<(Value, Option<Value>)> {
+        (0..count.div_ceil(threads))
+            .map(|r| {
+                let p = b.add(Ty::U32, tid, u(r * threads));
+                let m = (!count.is_multiple_of(threads) && (r + 1) * threads > count)
+                    .then(|| b.cmp(Cmp::Lt, Ty::U32, p, u(count)));
+                (p, m)
+            })
+            .collect()
+    };
+    let guarded = |b: &mut Builder, m: Option<Value>, f: &dyn Fn(&mut Builder)| match m {
+        Some(m) => b.when(m, |b| f(b)),
+        None => f(b),
+    };
+
+    // 1. twiddles: e^{-2πi t/n}
+    for (t, m) in strided(&mut b, half) {
+        guarded(&mut b, m, &|b| {
+            let tf = b.cast(Ty::F64, Ty::U32, Some(Rnd::Rn), t);
+            let ang = b.mul(
+                Ty::F64,
+                tf,
+                dimm(-2.0 * std::f64::consts::PI / f64::from(n)),
+            );
+            let c = b.math(MathFn::Cos, Ty::F64, &[ang.into()]);
+            let s = b.math(MathFn::Sin, Ty::F64, &[ang.into()]);
+            let (c, s) = if d.wide {
+                (c, s)
+            } else {
+                (
+                    b.cast(Ty::F32, Ty::F64, Some(Rnd::Rn), c),
+                    b.cast(Ty::F32, Ty::F64, Some(Rnd::Rn), s),
+                )
+            };
+            let a = slot(b, tbase, t);
+            b.store_shared(ty, a, 0, &[c.into(), s.into()], None);
+        });
+    }
+
+    // 2. the line
+    let zero = fconst(ty, 0.0);
+    for (p, m) in strided(&mut b, n) {
+        guarded(&mut b, m, &|b| {
+            let (re, im) = if d.kind == FftKind::RealInverse {
+                // p ≤ n/2: X[p]; past it: conj X[n − p]
+                let low = b.cmp(Cmp::Le, Ty::U32, p, u(half));
+                let mirror = b.sub(Ty::U32, u(n), p);
+                let src = b.select(Ty::U32, low, p, mirror);
+                let at = b.fma(Ty::U32, src, u(d.inner), in_base);
+                let at2 = b.mul(Ty::U32, at, imm(2));
+                let v = pair(b, ty, x, at2, None);
+                let neg = b.unary(UnOp::Neg, ty, v[1]);
+                let im = b.select(ty, low, v[1], neg);
+                // the zero and Nyquist frequencies are real
+                let edge0 = b.cmp(Cmp::Eq, Ty::U32, p, imm(0));
+                let edge1 = b.cmp(Cmp::Eq, Ty::U32, p, u(half));
+                let edge = b.bin(BinOp::Or, Ty::Pred, edge0, edge1);
+                let im = b.select(ty, edge, zero, im);
+                (v[0], im)
+            } else {
+                // element j = (p − lo)/step when that lands on the input
+                let q = b.sub(Ty::U32, p, u(d.lo));
+                let past = b.cmp(Cmp::Ge, Ty::U32, p, u(d.lo));
+                let (j, ok) = if d.step == 1 {
+                    (q, past)
+                } else {
+                    let j = b.bin(BinOp::Div, Ty::U32, q, u(d.step));
+                    let r = b.bin(BinOp::Rem, Ty::U32, q, u(d.step));
+                    let on = b.cmp(Cmp::Eq, Ty::U32, r, imm(0));
+                    (j, b.bin(BinOp::And, Ty::Pred, past, on))
+                };
+                let inside = b.cmp(Cmp::Lt, Ty::U32, j, u(d.len_in));
+                let ok = b.bin(BinOp::And, Ty::Pred, ok, inside);
+                let at = b.fma(Ty::U32, j, u(d.inner), in_base);
+                if complex_in {
+                    let at2 = b.mul(Ty::U32, at, imm(2));
+                    let v = pair(b, ty, x, at2, Some(ok));
+                    (v[0], v[1])
+                } else {
+                    let re = load_elem(b, ty, in_dtype, x, at, Some(ok));
+                    (re, b.mov(ty, zero))
+                }
+            };
+            let a = slot(b, dbase, p);
+            b.store_shared(ty, a, 0, &[re.into(), im.into()], None);
+        });
+    }
+    b.barrier();
+
+    // 3. the passes
+    let inverse = d.kind.inverse();
+    let bfly = strided(&mut b, half);
+    let log_n = n.trailing_zeros();
+    for s in 0..log_n {
+        let ns = 1u32 << s;
+        // every butterfly's operands read before any is overwritten
+        let reads: Vec<[Value; 4]> = bfly
+            .iter()
+            .map(|&(j, m)| {
+                // masked-off lanes read slot 0 (in range) and write nothing
+                let j = match m {
+                    Some(m) => b.select(Ty::U32, m, j, imm(0)),
+                    None => j,
+                };
+                let a = slot(&mut b, dbase, j);
+                let va = b.load_shared(ty, a, 0, 2);
+                let vb = b.load_shared(ty, a, (half * 2 * eb) as i32, 2);
+                [va[0], va[1], vb[0], vb[1]]
+            })
+            .collect();
+        b.barrier();
+        for (&(j, m), v) in bfly.iter().zip(&reads) {
+            guarded(&mut b, m, &|b| {
+                let k = b.bin(BinOp::And, Ty::B32, j, u(ns - 1));
+                let (br, bi) = if s == 0 {
+                    (v[2], v[3])
+                } else {
+                    let ti = b.bin(BinOp::Shl, Ty::B32, k, u(log_n - 1 - s));
+                    let ta = slot(b, tbase, ti);
+                    let w = b.load_shared(ty, ta, 0, 2);
+                    let wi = if inverse {
+                        b.unary(UnOp::Neg, ty, w[1])
+                    } else {
+                        w[1]
+                    };
+                    cmul(b, ty, (v[2], v[3]), (w[0], wi))
+                };
+                let (ar, ai) = (v[0], v[1]);
+                let r0 = b.add(ty, ar, br);
+                let i0 = b.add(ty, ai, bi);
+                let r1 = b.sub(ty, ar, br);
+                let i1 = b.sub(ty, ai, bi);
+                // 2·j − k, then Ns further
+                let j2 = b.add(Ty::U32, j, j);
+                let dst = b.sub(Ty::U32, j2, k);
+                let a = slot(b, dbase, dst);
+                b.store_shared(ty, a, 0, &[r0.into(), i0.into()], None);
+                b.store_shared(ty, a, (ns * 2 * eb) as i32, &[r1.into(), i1.into()], None);
+            });
+        }
+        b.barrier();
+    }
+
+    // 4. the outputs
+    let scale = fconst(ty, d.scale);
+    for (p, m) in strided(&mut b, d.len_out) {
+        guarded(&mut b, m, &|b| {
+            let a = slot(b, dbase, p);
+            let v = b.load_shared(ty, a, 0, 2);
+            let at = b.fma(Ty::U32, p, u(d.inner), out_base);
+            if d.kind == FftKind::RealInverse {
+                let re = b.mul(ty, v[0], scale);
+                store_int_or(b, ty, word, out, at, re, None);
+            } else {
+                let re = b.mul(ty, v[0], scale);
+                let im = b.mul(ty, v[1], scale);
+                let at2 = b.mul(Ty::U32, at, imm(2));
+                b.store(ty, out, at2, &[re.into(), im.into()], None);
+            }
+        });
+    }
+    Ok(b.finish())
+}
+
+/// The Tile IR of a frequency-domain product kernel: `[batch, cin, cout, groups, bins]`.
+pub fn spectral_mul(tk: &TileKernel, dims: [u32; 5], wide: bool) -> R<Kernel> {
+    let [batch, cin, cout, groups, bins] = dims;
+    let mut b = Builder::new(&tk.name, tk.span, tk.grid, tk.block);
+    let (ty, word) = if wide {
+        (Ty::F64, DType::F64)
+    } else {
+        (Ty::F32, DType::F32)
+    };
+    let x = b.param("x", Type::Global(word), ParamRole::Input);
+    let w = b.param("w", Type::Global(word), ParamRole::Input);
+    let out = b.param("out", Type::Global(word), ParamRole::Output);
+    let cg = cin / groups.max(1);
+    let og = cout / groups.max(1);
+    let total = batch * cout * bins;
+    let tid = b.special(SReg::Tid(Dim::X));
+    let bx = b.special(SReg::Ctaid(Dim::X));
+    let idx = b.fma(Ty::U32, bx, u(tk.block[0]), tid);
+    let ok = b.cmp(Cmp::Lt, Ty::U32, idx, u(total));
+    b.when(ok, |b| {
+        let f = b.bin(BinOp::Rem, Ty::U32, idx, u(bins));
+        let no = b.bin(BinOp::Div, Ty::U32, idx, u(bins));
+        let oc = b.bin(BinOp::Rem, Ty::U32, no, u(cout));
+        let img = b.bin(BinOp::Div, Ty::U32, no, u(cout));
+        let grp = b.bin(BinOp::Div, Ty::U32, oc, u(og.max(1)));
+        // x[img, grp·cg + c, f] and w[oc, c, f]
+        let xfirst = {
+            let t = b.mul(Ty::U32, img, u(cin));
+            let t = b.fma(Ty::U32, grp, u(cg), t);
+            b.fma(Ty::U32, t, u(bins), f)
+        };
+        let wfirst = b.fma(Ty::U32, oc, u(cg * bins), f);
+        let zero = fconst(ty, 0.0);
+        let init = [b.mov(ty, zero), b.mov(ty, zero)];
+        let acc = b.for_(imm(0), u(cg), imm(1), &init, None, |b, c, acc| {
+            let xi = b.fma(Ty::U32, c, u(bins), xfirst);
+            let wi = b.fma(Ty::U32, c, u(bins), wfirst);
+            let xi2 = b.mul(Ty::U32, xi, imm(2));
+            let wi2 = b.mul(Ty::U32, wi, imm(2));
+            let xv = pair(b, ty, x, xi2, None);
+            let wv = pair(b, ty, w, wi2, None);
+            // (xr + i·xi)·(wr − i·wi) = (xr·wr + xi·wi) + i·(xi·wr − xr·wi)
+            let re = b.fma(ty, xv[0], wv[0], acc[0]);
+            let re = b.fma(ty, xv[1], wv[1], re);
+            let im = b.fma(ty, xv[1], wv[0], acc[1]);
+            let t = b.mul(ty, xv[0], wv[1]);
+            let im = b.sub(ty, im, t);
+            vec![re.into(), im.into()]
+        });
+        let o2 = b.mul(Ty::U32, idx, imm(2));
+        b.store(ty, out, o2, &[acc[0].into(), acc[1].into()], None);
+    });
+    Ok(b.finish())
+}
