@@ -35,6 +35,10 @@ def tessera_time(bin_, src, env):
             rows += 1
     if rows == 0:
         raise RuntimeError("no measured cuda row:\n" + p.stdout[-3000:] + p.stderr[-2000:])
+    other = [l for l in p.stdout.splitlines() if l.startswith("OTHER")]
+    if other:
+        # a kernel that did not run on the GPU would make the sum too small
+        raise RuntimeError("kernels not timed on cuda: " + "; ".join(other))
     return total
 
 
@@ -43,6 +47,8 @@ t = graph.profile(f, {args}, repeats=20, ptxas=False)
 for r in t.rows:
     if r[2] == "cuda" and r[8] == "measured":
         print("ROW", r[0], r[3].strip())
+    elif r[8] == "measured":
+        print("OTHER", r[0], r[2], r[8])
 """
 
 
@@ -134,6 +140,21 @@ w = op.randn(({K}, {C}, 3, 3), dtype="bf16", seed=2)
     out.append((f"conv2d bf16 n{N} c{C} k{K} {HW}x{HW} 3x3", "TFLOP/s",
                 2 * N * K * C * 9 * HW * HW, src,
                 lambda: F.conv2d(xc, wc, padding=1)))
+    # the spectral rewrite's size: 8 images of 16 channels, 64x64, a 31x31 kernel, "same"
+    N, C, HW, K = 8, 16, 64, 31
+    xs = torch.randn(N, C, HW, HW, device=dev)
+    ws = torch.randn(C, C, K, K, device=dev)
+    for alg in ("fft", "direct"):
+        src = f"""
+@op.kernel
+def f(x, w):
+    return op.conv2d(x, w, padding="same", algorithm="{alg}")
+x = op.randn(({N}, {C}, {HW}, {HW}), seed=1)
+w = op.randn(({C}, {C}, {K}, {K}), seed=2)
+""" + PROFILE_TAIL.format(args="x, w")
+        out.append((f"conv2d fp32 n{N} c{C} k{C} {HW}x{HW} {K}x{K} algorithm={alg}", "TFLOP/s",
+                    2 * N * C * C * K * K * HW * HW, src,
+                    lambda: F.conv2d(xs, ws, padding=K // 2)))
     return out
 
 

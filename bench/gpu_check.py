@@ -63,6 +63,18 @@ def f(x, w):
     return op.conv2d(x, w, padding="same", groups=4)
 y = f(op.randn((2, 16, 45, 61), dtype="bf16", seed={s}), op.randn((8, 4, 5, 5), dtype="bf16", seed={s2}))
 """,
+    "conv2d_spectral_fp32": """
+@op.kernel
+def f(x, w, b):
+    return op.conv2d(x, w, b, stride=(2, 1), padding=(7, 4), dilation=(1, 2), groups=2, algorithm="fft")
+y = f(op.randn((3, 6, 61, 47), seed={s}), op.randn((4, 3, 15, 9), seed={s2}), op.randn((4,), seed={s}))
+""",
+    "conv1d_spectral_fp64": """
+@op.kernel
+def f(x, w):
+    return op.conv1d(x, w, padding="same", algorithm="fft")
+y = f(op.randn((5, 3, 1000), dtype="fp64", seed={s}), op.randn((7, 3, 129), dtype="fp64", seed={s2}))
+""",
     "grad_mlp_fp32": """
 @op.kernel
 def loss(w, x):
