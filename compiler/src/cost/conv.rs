@@ -3,10 +3,10 @@
 //! choice that rewrite makes for `algorithm="auto"`.
 //!
 //! Each kernel is a roofline stage on the target's [`Spec`]: `LAUNCH_US + max(FLOPs at the
-//! fp32 peak, bytes at the HBM bandwidth)` (both paths run on the CUDA cores, so the same
-//! efficiency is left out of both). A complex transform of length `n` costs `5·n·log2 n`
-//! FLOPs, a real one half that; the frequency-domain product `8` FLOPs per complex
-//! multiply-add. Model figures, like everything in [`super`].
+//! fp32 peak, bytes at the HBM bandwidth) / efficiency`, the efficiency each path's kernels
+//! were measured to reach ([`DIRECT_EFFICIENCY`], [`FFT_EFFICIENCY`]). A complex transform of
+//! length `n` costs `5·n·log2 n` FLOPs, a real one half that; the frequency-domain product `8`
+//! FLOPs per complex multiply-add. Model figures, like everything in [`super`].
 
 use super::LAUNCH_US;
 use crate::target::arch::Spec;
@@ -39,10 +39,20 @@ pub struct ConvCost {
     pub fft_kernels: usize,
 }
 
-fn stage(spec: &Spec, flops: f64, bytes: f64) -> f64 {
+/// The fraction of the fp32 peak the direct convolution kernel reaches: 3.4 to 4.1 TFLOP/s
+/// of 67 measured on an H200 (bench/RESULTS.md, 2026-11-26: 31x31 and 15x15 kernels on 16
+/// channels, a bf16 3x3 layer at 128 channels), FMA loops reading the input from global memory.
+pub const DIRECT_EFFICIENCY: f64 = 0.06;
+
+/// The fraction of the roofline the spectral kernels reach: the 8 kernels of a 31x31
+/// convolution took 2.7 to 3.3 times the launch-free roofline on an H200 (same entry; lines
+/// along the middle axis are read with a stride).
+pub const FFT_EFFICIENCY: f64 = 0.3;
+
+fn stage(spec: &Spec, flops: f64, bytes: f64, efficiency: f64) -> f64 {
     let compute = flops / (spec.peak_tflops.fp32 * 1e6);
     let memory = bytes / (spec.hbm_gbps * 1e3);
-    LAUNCH_US + compute.max(memory)
+    LAUNCH_US + compute.max(memory) / efficiency
 }
 
 fn log2(n: usize) -> f64 {
@@ -62,6 +72,7 @@ pub fn conv_cost(spec: &Spec, s: &ConvShape) -> ConvCost {
         spec,
         2.0 * n * o * oh * ow * cg * kh * kw,
         (n * c * h * w + o * cg * kh * kw + n * o * oh * ow) * eb,
+        DIRECT_EFFICIENCY,
     );
 
     let [p, q] = s.plane;
@@ -72,7 +83,7 @@ pub fn conv_cost(spec: &Spec, s: &ConvShape) -> ConvCost {
     let mut fft = 0.0;
     let mut kernels = 0;
     let mut add = |flops: f64, bytes: f64| {
-        fft += stage(spec, flops, bytes);
+        fft += stage(spec, flops, bytes, FFT_EFFICIENCY);
         kernels += 1;
     };
     // forward transforms of the input (`imgs` planes of `rows × cols`) and of the kernel
@@ -111,7 +122,7 @@ mod tests {
         let span = out + k - 1;
         let plane = span.next_power_of_two();
         ConvShape {
-            batch: 8,
+            batch: 2,
             cin: c,
             cout: c,
             groups: 1,
@@ -125,14 +136,21 @@ mod tests {
     }
 
     #[test]
-    fn large_kernels_favour_the_fft_and_small_ones_the_direct_kernel() {
+    fn the_choice_follows_the_measured_crossover() {
+        // 2 images of 16 channels on 64x64, on an H200 (bench/RESULTS.md): the direct kernel
+        // was faster up to 7x7 (15.6, 38.0, 75.3 µs against 88 µs), the FFT from 9x9 on
+        // (88.4 against 106.8 µs, 91.2 against 279.1, 96.4 against 1094.0)
         let spec = Target::Sm90.spec();
-        let big = conv_cost(&spec, &shape(31, 16));
-        assert!(big.fft_us < big.direct_us, "{big:?}");
-        let small = conv_cost(&spec, &shape(3, 16));
-        assert!(small.direct_us < small.fft_us, "{small:?}");
+        for k in [3, 5, 7] {
+            let c = conv_cost(&spec, &shape(k, 16));
+            assert!(c.direct_us < c.fft_us, "{k}: {c:?}");
+        }
+        for k in [9, 15, 31] {
+            let c = conv_cost(&spec, &shape(k, 16));
+            assert!(c.fft_us < c.direct_us, "{k}: {c:?}");
+        }
         // 4 forward transforms, the product, 2 inverse ones and the window
-        assert_eq!(big.fft_kernels, 8);
+        assert_eq!(conv_cost(&spec, &shape(31, 16)).fft_kernels, 8);
     }
 
     #[test]
