@@ -49,6 +49,14 @@ pub struct KernelImage<'a> {
     pub hash: u64,
 }
 
+/// The buffers a launch writes: its outputs (read back after it) and among them the status
+/// word, when the kernel has one (zeroed before the launch, never poisoned).
+#[derive(Clone, Copy, Debug)]
+pub struct Written<'a> {
+    pub outputs: &'a [usize],
+    pub status: Option<usize>,
+}
+
 /// How often [`Device::time`] launches: `warmup` untimed launches, then `reps` timed ones.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Runs {
@@ -692,19 +700,18 @@ impl Device {
     }
 
     /// Runs `k` over `g` with `buffers` (one per pointer parameter, in order) and `scalars`;
-    /// the buffers listed in `outputs` (the status word `status` among them) are read back
-    /// into `buffers`.
+    /// the buffers `written` names are read back into `buffers`.
     pub fn run(
         &mut self,
         k: &KernelImage,
         g: Geometry,
         buffers: &mut [Vec<u8>],
         scalars: &[u32],
-        outputs: &[usize],
-        status: Option<usize>,
+        written: Written,
     ) -> Result<(), CudaError> {
         self.bind()?;
         let f = self.function(k, g.dynamic_shared)?;
+        let Written { outputs, status } = written;
         let dev = self.upload(k.name, buffers, outputs, status)?;
         self.launch(f, k.name, g, &dev, scalars)?;
         let done = Event::new()?;
@@ -741,14 +748,13 @@ impl Device {
         g: Geometry,
         buffers: &[Vec<u8>],
         scalars: &[u32],
-        outputs: &[usize],
-        status: Option<usize>,
+        written: Written,
         runs: Runs,
     ) -> Result<Vec<f64>, CudaError> {
         let Runs { warmup, reps } = runs;
         self.bind()?;
         let f = self.function(k, g.dynamic_shared)?;
-        let dev = self.upload(k.name, buffers, outputs, status)?;
+        let dev = self.upload(k.name, buffers, written.outputs, written.status)?;
         let what = || format!("timing kernel '{}'", k.name);
         for _ in 0..warmup {
             self.launch(f, k.name, g, &dev, scalars)?;

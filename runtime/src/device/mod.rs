@@ -323,8 +323,10 @@ impl Device for cuda::Device {
             k.geometry(),
             &mut b.data,
             &l.scalars,
-            &written,
-            status,
+            cuda::Written {
+                outputs: &written,
+                status,
+            },
         )
         .map_err(DeviceError::Cuda)?;
         let r = b.result(outs).map_err(DeviceError::Marshal)?;
@@ -355,8 +357,10 @@ impl Device for cuda::Device {
             k.geometry(),
             &b.data,
             &l.scalars,
-            &b.written(),
-            b.status_index(),
+            cuda::Written {
+                outputs: &b.written(),
+                status: b.status_index(),
+            },
             runs,
         )
         .map_err(DeviceError::Cuda)?;
