@@ -9,20 +9,14 @@
 //! FLOPs per complex multiply-add. Model figures, like everything in [`super`].
 
 use super::LAUNCH_US;
+use crate::graph::ConvSizes;
 use crate::target::arch::Spec;
 
 /// A convolution as the model sees it, in its 2-D form (a 1-D one has `h = kh = oh = 1` and
 /// a plane of one row).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConvShape {
-    pub batch: usize,
-    pub cin: usize,
-    pub cout: usize,
-    pub groups: usize,
-    /// Input plane (rows, columns).
-    pub input: [usize; 2],
-    pub kernel: [usize; 2],
-    pub output: [usize; 2],
+    pub size: ConvSizes,
     /// The transform plane (rows, columns) of the spectral form.
     pub plane: [usize; 2],
     /// Bytes per element of the real operands and result.
@@ -62,11 +56,12 @@ fn log2(n: usize) -> f64 {
 /// Both latencies of `s` on `spec`.
 pub fn conv_cost(spec: &Spec, s: &ConvShape) -> ConvCost {
     let f = |v: usize| v as f64;
-    let (n, c, o, g) = (f(s.batch), f(s.cin), f(s.cout), f(s.groups.max(1)));
+    let z = &s.size;
+    let (n, c, o, g) = (f(z.batch), f(z.cin), f(z.cout), f(z.groups.max(1)));
     let cg = c / g;
-    let [h, w] = s.input.map(f);
-    let [kh, kw] = s.kernel.map(f);
-    let [oh, ow] = s.output.map(f);
+    let [h, w] = z.input.map(f);
+    let [kh, kw] = z.kernel.map(f);
+    let [oh, ow] = z.output.map(f);
     let (eb, cb) = (f(s.elem_bytes), f(s.complex_bytes));
     let direct = stage(
         spec,
@@ -122,13 +117,15 @@ mod tests {
         let span = out + k - 1;
         let plane = span.next_power_of_two();
         ConvShape {
-            batch: 2,
-            cin: c,
-            cout: c,
-            groups: 1,
-            input: [64, 64],
-            kernel: [k, k],
-            output: [out, out],
+            size: ConvSizes {
+                batch: 2,
+                cin: c,
+                cout: c,
+                groups: 1,
+                input: [64, 64],
+                kernel: [k, k],
+                output: [out, out],
+            },
             plane: [plane, plane],
             elem_bytes: 4,
             complex_bytes: 8,
@@ -156,9 +153,9 @@ mod tests {
     #[test]
     fn one_row_planes_skip_the_column_transforms() {
         let mut s = shape(31, 4);
-        s.input = [1, 1000];
-        s.kernel = [1, 31];
-        s.output = [1, 970];
+        s.size.input = [1, 1000];
+        s.size.kernel = [1, 31];
+        s.size.output = [1, 970];
         s.plane = [1, 1024];
         assert_eq!(conv_cost(&Target::Sm90.spec(), &s).fft_kernels, 5);
     }

@@ -116,6 +116,20 @@ pub struct ConvAttrs {
     pub algorithm: ConvAlgorithm,
 }
 
+/// A convolution's sizes in its 2-d form (a 1-d one with height 1): what the cpu's plan,
+/// the cost model and the spectral rewrite share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConvSizes {
+    pub batch: usize,
+    pub cin: usize,
+    pub cout: usize,
+    pub groups: usize,
+    /// input (H, W), kernel (kH, kW), output (OH, OW)
+    pub input: [usize; 2],
+    pub kernel: [usize; 2],
+    pub output: [usize; 2],
+}
+
 /// A convolution's `algorithm=`: `Auto` lets the cost model choose between the direct kernel
 /// and the spectral rewrite (`passes::spectral_conv`), the others force one.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

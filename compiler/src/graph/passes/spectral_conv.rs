@@ -31,8 +31,8 @@ use super::{copy_op, finish_rebuild, PassCx};
 use crate::cost::conv::{conv_cost, ConvShape};
 use crate::graph::infer::infer;
 use crate::graph::{
-    BinaryOp, ConvAlgorithm, ConvAttrs, DType, FftEmbed, FftKind, FftNorm, Fired, Graph, Op,
-    SliceItem, TensorType, ValueId,
+    BinaryOp, ConvAlgorithm, ConvAttrs, ConvSizes, DType, FftEmbed, FftKind, FftNorm, Fired, Graph,
+    Op, SliceItem, TensorType, ValueId,
 };
 use tessera_lang::Span;
 
@@ -76,13 +76,15 @@ fn plan(g: &Graph, x: ValueId, w: ValueId, out: ValueId, attrs: &ConvAttrs) -> O
     let complex = real.to_complex();
     Some(Plan {
         shape: ConvShape {
-            batch: if batched { tx.shape[0] } else { 1 },
-            cin,
-            cout,
-            groups: attrs.groups,
-            input,
-            kernel,
-            output,
+            size: ConvSizes {
+                batch: if batched { tx.shape[0] } else { 1 },
+                cin,
+                cout,
+                groups: attrs.groups,
+                input,
+                kernel,
+                output,
+            },
             plane,
             elem_bytes: to.dtype.size_bytes(),
             complex_bytes: complex.size_bytes(),
@@ -114,7 +116,7 @@ pub fn bound_text(plane: [usize; 2], complex: DType) -> String {
 }
 
 fn kernel_text(p: &Plan) -> String {
-    let [kh, kw] = p.shape.kernel;
+    let [kh, kw] = p.shape.size.kernel;
     if p.attrs.dims == 1 {
         format!("conv1d {kw}")
     } else {
@@ -141,7 +143,7 @@ fn expand(
     let [ph, pw] = [p.attrs.pad[0].0, p.attrs.pad[1].0];
     let [dh, dw] = p.attrs.dilation;
     let [pp, pq] = s.plane;
-    let cg = s.cin / s.groups.max(1);
+    let cg = s.size.cin / s.size.groups.max(1);
     let real_of = |g: &mut Graph, v: ValueId, t: &TensorType, shape: Vec<usize>| {
         // in the transforms' precision, as a 4-d [N, C, H, W] / [O, C/g, kH, kW] tensor
         let mut v = v;
@@ -159,10 +161,10 @@ fn expand(
         }
         Some(v)
     };
-    let [h, wd] = s.input;
-    let [kh, kw] = s.kernel;
-    let x4 = real_of(g, x, &p.x, vec![s.batch, s.cin, h, wd])?;
-    let w4 = real_of(g, w, &p.w, vec![s.cout, cg, kh, kw])?;
+    let [h, wd] = s.size.input;
+    let [kh, kw] = s.size.kernel;
+    let x4 = real_of(g, x, &p.x, vec![s.size.batch, s.size.cin, h, wd])?;
+    let w4 = real_of(g, w, &p.w, vec![s.size.cout, cg, kh, kw])?;
     let none = TensorType::new(vec![], p.complex);
     let fft = |g: &mut Graph, x: ValueId, kind: FftKind, axis: usize, n: usize, embed: FftEmbed| {
         let op = Op::Fft {
@@ -210,7 +212,7 @@ fn expand(
         Op::SpectralMul {
             x: xf,
             w: wf,
-            groups: s.groups,
+            groups: s.size.groups,
         },
         none.clone(),
         span,
@@ -221,7 +223,7 @@ fn expand(
         prod
     };
     let z = fft(g, back, FftKind::RealInverse, 3, pq, FftEmbed::default())?;
-    let [oh, ow] = s.output;
+    let [oh, ow] = s.size.output;
     let [sh, sw] = p.attrs.stride;
     let all = SliceItem::Range {
         start: None,
@@ -240,7 +242,7 @@ fn expand(
         let b3 = emit(
             g,
             Op::Reshape { x: b },
-            TensorType::new(vec![s.cout, 1, 1], tb.dtype),
+            TensorType::new(vec![s.size.cout, 1, 1], tb.dtype),
             span,
         )?;
         let declared = g.ty(y)?.clone();

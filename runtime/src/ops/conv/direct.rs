@@ -42,20 +42,20 @@ impl Acc for f64 {
 
 /// The convolution of contiguous `x` and `w` values (and `bias`) as `[N, O, OH, OW]`.
 pub fn run<T: Acc>(p: &ConvPlan, x: &[T], w: &[T], bias: Option<&[T]>) -> Vec<T> {
-    let [oh, ow] = p.output;
+    let [oh, ow] = p.size.output;
     let plane = oh * ow;
-    let mut out = buffer::<T>(p.batch * p.cout * plane);
+    let mut out = buffer::<T>(p.size.batch * p.size.cout * plane);
     if out.is_empty() {
         return out;
     }
-    if p.cin / p.groups == 1 {
+    if p.size.cin / p.size.groups == 1 {
         depthwise(p, x, w, &mut out);
     } else {
         grouped_gemm(p, x, w, &mut out);
     }
     if let Some(b) = bias {
         out.par_chunks_mut(plane).enumerate().for_each(|(i, o)| {
-            let bv = b[i % p.cout];
+            let bv = b[i % p.size.cout];
             o.iter_mut().for_each(|v| *v = v.add(bv));
         });
     }
@@ -83,15 +83,15 @@ fn valid(out: usize, len: usize, stride: usize, off: isize) -> std::ops::Range<u
 /// One input channel per group: each output plane is a sum over its kernel taps of shifted,
 /// strided input rows times the tap's weight.
 fn depthwise<T: Acc>(p: &ConvPlan, x: &[T], w: &[T], out: &mut [T]) {
-    let ([ih, iw], [kh, kw], [oh, ow]) = (p.input, p.kernel, p.output);
+    let ([ih, iw], [kh, kw], [oh, ow]) = (p.size.input, p.size.kernel, p.size.output);
     let ([sh, sw], [dh, dw], [ph, pw]) = (p.stride, p.dilation, p.pad);
-    let per_group = p.cout / p.groups;
+    let per_group = p.size.cout / p.size.groups;
     out.par_chunks_mut(oh * ow)
         .enumerate()
         .for_each(|(plane, o)| {
-            let (n, oc) = (plane / p.cout, plane % p.cout);
+            let (n, oc) = (plane / p.size.cout, plane % p.size.cout);
             let ic = oc / per_group;
-            let xin = &x[(n * p.cin + ic) * ih * iw..][..ih * iw];
+            let xin = &x[(n * p.size.cin + ic) * ih * iw..][..ih * iw];
             let taps = &w[oc * kh * kw..][..kh * kw];
             for i in 0..kh {
                 let rows = valid(oh, ih, sh, (i * dh) as isize - ph as isize);
@@ -126,7 +126,7 @@ fn depthwise<T: Acc>(p: &ConvPlan, x: &[T], w: &[T], out: &mut [T]) {
 /// im2col of one image's group: `col[(c·kH + i)·kW + j][r·OW + q]` = the input at
 /// `(r·sh − ph + i·dh, q·sw − pw + j·dw)` of channel `c`, or 0 in the padding.
 fn im2col<T: Acc>(p: &ConvPlan, xg: &[T], col: &mut [T], par: bool) {
-    let ([ih, iw], [kh, kw], [oh, ow]) = (p.input, p.kernel, p.output);
+    let ([ih, iw], [kh, kw], [oh, ow]) = (p.size.input, p.size.kernel, p.size.output);
     let ([sh, sw], [dh, dw], [ph, pw]) = (p.stride, p.dilation, p.pad);
     let fill = |(row, dst): (usize, &mut [T])| {
         let (c, t) = (row / (kh * kw), row % (kh * kw));
@@ -161,15 +161,18 @@ fn im2col<T: Acc>(p: &ConvPlan, xg: &[T], col: &mut [T], par: bool) {
 
 /// A GEMM per (image, group) of the group's weights and its im2col matrix.
 fn grouped_gemm<T: Acc>(p: &ConvPlan, x: &[T], w: &[T], out: &mut [T]) {
-    let ([ih, iw], [kh, kw], [oh, ow]) = (p.input, p.kernel, p.output);
-    let (cin_g, cout_g) = (p.cin / p.groups, p.cout / p.groups);
+    let ([ih, iw], [kh, kw], [oh, ow]) = (p.size.input, p.size.kernel, p.size.output);
+    let (cin_g, cout_g) = (p.size.cin / p.size.groups, p.size.cout / p.size.groups);
     let k = cin_g * kh * kw;
     let plane = oh * ow;
     // a 1×1 kernel at stride 1 without padding reads the input as it is
-    let direct = p.kernel == [1, 1] && p.stride == [1, 1] && p.pad == [0, 0] && p.output == p.input;
+    let direct = p.size.kernel == [1, 1]
+        && p.stride == [1, 1]
+        && p.pad == [0, 0]
+        && p.size.output == p.size.input;
     let one = |idx: usize, o: &mut [T], col: &mut Vec<T>, par: bool| {
-        let (n, g) = (idx / p.groups, idx % p.groups);
-        let xg = &x[(n * p.cin + g * cin_g) * ih * iw..][..cin_g * ih * iw];
+        let (n, g) = (idx / p.size.groups, idx % p.size.groups);
+        let xg = &x[(n * p.size.cin + g * cin_g) * ih * iw..][..cin_g * ih * iw];
         let wg = &w[g * cout_g * k..][..cout_g * k];
         let b: &[T] = if direct {
             xg
@@ -180,7 +183,7 @@ fn grouped_gemm<T: Acc>(p: &ConvPlan, x: &[T], w: &[T], out: &mut [T]) {
         };
         T::gemm(cout_g, plane, k, wg, b, o, par);
     };
-    let jobs = p.batch * p.groups;
+    let jobs = p.size.batch * p.size.groups;
     let macs = cout_g * plane * k;
     let chunk = cout_g * plane;
     if jobs > 1 && macs < (1 << 21) {

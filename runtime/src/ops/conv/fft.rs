@@ -30,9 +30,9 @@ pub fn conv_fft(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, spec: &ConvSpec) 
     } else {
         DType::F32
     };
-    let ([ih, iw], [kh, kw], [oh, ow]) = (p.input, p.kernel, p.output);
+    let ([ih, iw], [kh, kw], [oh, ow]) = (p.size.input, p.size.kernel, p.size.output);
     let ([sh, sw], [dh, dw], [ph, pw]) = (p.stride, p.dilation, p.pad);
-    let (n, c, o, g) = (p.batch, p.cin, p.cout, p.groups);
+    let (n, c, o, g) = (p.size.batch, p.size.cin, p.size.cout, p.size.groups);
     let (cg, og) = (c / g, o / g);
     // the plane: the stride-1 rows the result samples plus the kernel's span
     let (hp, wp) = (

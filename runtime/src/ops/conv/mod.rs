@@ -66,14 +66,7 @@ impl ConvSpec {
 /// A convolution's sizes, 1-d ones as 2-d with height 1.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConvPlan {
-    pub batch: usize,
-    pub cin: usize,
-    pub cout: usize,
-    pub groups: usize,
-    /// input (H, W), kernel (kH, kW), output (OH, OW)
-    pub input: [usize; 2],
-    pub kernel: [usize; 2],
-    pub output: [usize; 2],
+    pub size: tessera_compiler::graph::ConvSizes,
     pub stride: [usize; 2],
     pub dilation: [usize; 2],
     /// zeros before the first row and column
@@ -97,16 +90,17 @@ impl ConvPlan {
             stride: self.stride,
             pad: [0, 1].map(|i| (self.pad[i], self.pad_after[i])),
             dilation: self.dilation,
-            groups: self.groups,
+            groups: self.size.groups,
             algorithm,
         }
     }
 
     /// Multiply-adds of the convolution.
     pub fn macs(&self) -> u64 {
-        let [oh, ow] = self.output;
-        let [kh, kw] = self.kernel;
-        (self.batch * self.cout * oh * ow) as u64 * (self.cin / self.groups.max(1) * kh * kw) as u64
+        let [oh, ow] = self.size.output;
+        let [kh, kw] = self.size.kernel;
+        (self.size.batch * self.size.cout * oh * ow) as u64
+            * (self.size.cin / self.size.groups.max(1) * kh * kw) as u64
     }
 }
 
@@ -242,13 +236,15 @@ pub fn plan(x: &[usize], w: &[usize], bias: Option<&[usize]>, spec: &ConvSpec) -
     }
     out_shape.push(output[1]);
     Ok(ConvPlan {
-        batch,
-        cin,
-        cout,
-        groups,
-        input,
-        kernel,
-        output,
+        size: tessera_compiler::graph::ConvSizes {
+            batch,
+            cin,
+            cout,
+            groups,
+            input,
+            kernel,
+            output,
+        },
         stride,
         dilation,
         pad: [pads[0].0, pads[1].0],

@@ -3,11 +3,11 @@ use super::*;
 
 /// The definition, one output element at a time, in f64.
 fn naive(p: &ConvPlan, x: &[f64], w: &[f64], bias: Option<&[f64]>) -> Vec<f64> {
-    let ([ih, iw], [kh, kw], [oh, ow]) = (p.input, p.kernel, p.output);
-    let (cin_g, cout_g) = (p.cin / p.groups, p.cout / p.groups);
-    let mut out = vec![0.0; p.batch * p.cout * oh * ow];
-    for n in 0..p.batch {
-        for oc in 0..p.cout {
+    let ([ih, iw], [kh, kw], [oh, ow]) = (p.size.input, p.size.kernel, p.size.output);
+    let (cin_g, cout_g) = (p.size.cin / p.size.groups, p.size.cout / p.size.groups);
+    let mut out = vec![0.0; p.size.batch * p.size.cout * oh * ow];
+    for n in 0..p.size.batch {
+        for oc in 0..p.size.cout {
             let g = oc / cout_g;
             for r in 0..oh {
                 for q in 0..ow {
@@ -22,14 +22,14 @@ fn naive(p: &ConvPlan, x: &[f64], w: &[f64], bias: Option<&[f64]>) -> Vec<f64> {
                                 if y < 0 || xx < 0 || y >= ih as isize || xx >= iw as isize {
                                     continue;
                                 }
-                                let xi = ((n * p.cin + g * cin_g + c) * ih + y as usize) * iw
+                                let xi = ((n * p.size.cin + g * cin_g + c) * ih + y as usize) * iw
                                     + xx as usize;
                                 let wi = ((oc * cin_g + c) * kh + i) * kw + j;
                                 s += x[xi] * w[wi];
                             }
                         }
                     }
-                    out[((n * p.cout + oc) * oh + r) * ow + q] = s;
+                    out[((n * p.size.cout + oc) * oh + r) * ow + q] = s;
                 }
             }
         }
