@@ -142,11 +142,12 @@ pub struct ConvDims {
 
 /// The sizes of an FFT kernel ([`Shape::Fft`]): `outer × inner` lines along the middle
 /// axis of `[outer, len_in, inner]` → `[outer, len_out, inner]`, each transformed with
-/// length `n` (a power of two) by one block.
+/// length `n` (a power of two), `lines` adjacent ones (`i` to `i + lines − 1`) per block.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FftDims {
     pub kind: crate::graph::FftKind,
     pub n: u32,
+    pub lines: u32,
     pub outer: u32,
     pub inner: u32,
     pub len_in: u32,

@@ -1,9 +1,11 @@
 //! The spectral rewrite's kernels as Tile IR: an FFT along an axis ([`fft`]) and the
 //! frequency-domain product of a convolution ([`spectral_mul`]).
 //!
-//! **FFT** ([`crate::tile::Shape::Fft`]): one block per line of `n` (a power of two; 4096 at
-//! most in c64, 2048 in c128), the Stockham radix-2 autosort algorithm in one shared buffer of
-//! `n` complex values:
+//! **FFT** ([`crate::tile::Shape::Fft`]): one block per `L` adjacent lines of `n` (a power of
+//! two; 4096 at most in c64, 2048 in c128; `L` a power of two, 1 along the last axis, up to
+//! 32 along another so that a warp's loads and stores of one position touch adjacent words),
+//! the Stockham radix-2 autosort algorithm in one shared buffer of `L·n` complex values
+//! (position `p` of line `ℓ` at `p·L + ℓ`):
 //! 1. the twiddles `e^{-2πi t/n}`, `t < n/2`, into a shared table (sine and cosine computed in
 //!    fp64 and rounded once);
 //! 2. the line into the buffer: element `j` of the input at `lo + j·step`, zeros elsewhere; a
@@ -100,24 +102,46 @@ pub fn fft(g: &Graph, tk: &TileKernel, d: &FftDims) -> R<Kernel> {
             },
         )
     };
-    let data = buf(&mut b, "line", 2 * n);
+    let lines = d.lines.max(1);
+    let lg = lines.trailing_zeros();
+    let data = buf(&mut b, "lines", 2 * n * lines);
     let twid = buf(&mut b, "twiddles", n);
     let tid = b.special(SReg::Tid(Dim::X));
-    let line = b.special(SReg::Ctaid(Dim::X));
-    let o = b.bin(BinOp::Div, Ty::U32, line, u(d.inner));
-    let i = b.bin(BinOp::Rem, Ty::U32, line, u(d.inner));
-    // element p of this line: (o·len + p)·inner + i
-    let in_base = {
-        let t = b.mul(Ty::U32, o, u(d.len_in * d.inner));
-        b.add(Ty::U32, t, i)
+    let block = b.special(SReg::Ctaid(Dim::X));
+    let per_outer = d.inner.div_ceil(lines);
+    let o = b.bin(BinOp::Div, Ty::U32, block, u(per_outer));
+    let first = {
+        let t = b.bin(BinOp::Rem, Ty::U32, block, u(per_outer));
+        b.mul(Ty::U32, t, u(lines))
     };
-    let out_base = {
-        let t = b.mul(Ty::U32, o, u(d.len_out * d.inner));
-        b.add(Ty::U32, t, i)
-    };
+    // element p of line (o, i): (o·len + p)·inner + i
+    let in_row = b.mul(Ty::U32, o, u(d.len_in * d.inner));
+    let out_row = b.mul(Ty::U32, o, u(d.len_out * d.inner));
     let dbase = b.shared_addr(data);
     let tbase = b.shared_addr(twid);
     let slot = |b: &mut Builder, base: Value, p: Value| b.fma(Ty::U32, p, u(2 * eb), base);
+    // index q of a block-wide loop as (line ℓ, position p); the line's `i`, whether it exists,
+    // and the shared slot of (ℓ, p)
+    let split = |b: &mut Builder, q: Value| -> (Value, Value, Value, Option<Value>, Value) {
+        let (l, p) = if lines == 1 {
+            (b.mov(Ty::U32, imm(0)), q)
+        } else {
+            (
+                b.bin(BinOp::And, Ty::B32, q, u(lines - 1)),
+                b.bin(BinOp::Shr, Ty::U32, q, u(lg)),
+            )
+        };
+        let i = b.add(Ty::U32, first, l);
+        let ok = (!d.inner.is_multiple_of(lines)).then(|| b.cmp(Cmp::Lt, Ty::U32, i, u(d.inner)));
+        let at = b.fma(Ty::U32, p, u(lines), l);
+        let sl = slot(b, dbase, at);
+        (l, p, i, ok, sl)
+    };
+    let and = |b: &mut Builder, a: Option<Value>, c: Option<Value>| match (a, c) {
+        (Some(a), Some(c)) => Some(b.bin(BinOp::And, Ty::Pred, a, c)),
+        (a, None) => a,
+        (None, c) => c,
+    };
     // positions tid, tid + T, ... below `count`, with their masks (none when T divides it)
     let strided = |b: &mut Builder, count: u32| -> Vec<(Value, Option<Value>)> {
         (0..count.div_ceil(threads))
@@ -160,8 +184,10 @@ pub fn fft(g: &Graph, tk: &TileKernel, d: &FftDims) -> R<Kernel> {
 
     // 2. the line
     let zero = fconst(ty, 0.0);
-    for (p, m) in strided(&mut b, n) {
+    for (q, m) in strided(&mut b, n * lines) {
         guarded(&mut b, m, &|b| {
+            let (_, p, i, line_ok, sl) = split(b, q);
+            let in_base = b.add(Ty::U32, in_row, i);
             let (re, im) = if d.kind == FftKind::RealInverse {
                 // p ≤ n/2: X[p]; past it: conj X[n − p]
                 let low = b.cmp(Cmp::Le, Ty::U32, p, u(half));
@@ -169,7 +195,7 @@ pub fn fft(g: &Graph, tk: &TileKernel, d: &FftDims) -> R<Kernel> {
                 let src = b.select(Ty::U32, low, p, mirror);
                 let at = b.fma(Ty::U32, src, u(d.inner), in_base);
                 let at2 = b.mul(Ty::U32, at, imm(2));
-                let v = pair(b, ty, x, at2, None);
+                let v = pair(b, ty, x, at2, line_ok);
                 let neg = b.unary(UnOp::Neg, ty, v[1]);
                 let im = b.select(ty, low, v[1], neg);
                 // the zero and Nyquist frequencies are real
@@ -192,6 +218,7 @@ pub fn fft(g: &Graph, tk: &TileKernel, d: &FftDims) -> R<Kernel> {
                 };
                 let inside = b.cmp(Cmp::Lt, Ty::U32, j, u(d.len_in));
                 let ok = b.bin(BinOp::And, Ty::Pred, ok, inside);
+                let ok = and(b, Some(ok), line_ok).unwrap_or(ok);
                 let at = b.fma(Ty::U32, j, u(d.inner), in_base);
                 if complex_in {
                     let at2 = b.mul(Ty::U32, at, imm(2));
@@ -202,36 +229,36 @@ pub fn fft(g: &Graph, tk: &TileKernel, d: &FftDims) -> R<Kernel> {
                     (re, b.mov(ty, zero))
                 }
             };
-            let a = slot(b, dbase, p);
-            b.store_shared(ty, a, 0, &[re.into(), im.into()], None);
+            b.store_shared(ty, sl, 0, &[re.into(), im.into()], None);
         });
     }
     b.barrier();
 
     // 3. the passes
     let inverse = d.kind.inverse();
-    let bfly = strided(&mut b, half);
+    let bfly = strided(&mut b, half * lines);
     let log_n = n.trailing_zeros();
     for s in 0..log_n {
         let ns = 1u32 << s;
         // every butterfly's operands read before any is overwritten
         let reads: Vec<[Value; 4]> = bfly
             .iter()
-            .map(|&(j, m)| {
+            .map(|&(q, m)| {
                 // masked-off lanes read slot 0 (in range) and write nothing
-                let j = match m {
-                    Some(m) => b.select(Ty::U32, m, j, imm(0)),
-                    None => j,
+                let q = match m {
+                    Some(m) => b.select(Ty::U32, m, q, imm(0)),
+                    None => q,
                 };
-                let a = slot(&mut b, dbase, j);
+                let (_, _, _, _, a) = split(&mut b, q);
                 let va = b.load_shared(ty, a, 0, 2);
-                let vb = b.load_shared(ty, a, (half * 2 * eb) as i32, 2);
+                let vb = b.load_shared(ty, a, (half * lines * 2 * eb) as i32, 2);
                 [va[0], va[1], vb[0], vb[1]]
             })
             .collect();
         b.barrier();
-        for (&(j, m), v) in bfly.iter().zip(&reads) {
+        for (&(q, m), v) in bfly.iter().zip(&reads) {
             guarded(&mut b, m, &|b| {
+                let (l, j, _, _, _) = split(b, q);
                 let k = b.bin(BinOp::And, Ty::B32, j, u(ns - 1));
                 let (br, bi) = if s == 0 {
                     (v[2], v[3])
@@ -254,9 +281,11 @@ pub fn fft(g: &Graph, tk: &TileKernel, d: &FftDims) -> R<Kernel> {
                 // 2·j − k, then Ns further
                 let j2 = b.add(Ty::U32, j, j);
                 let dst = b.sub(Ty::U32, j2, k);
-                let a = slot(b, dbase, dst);
+                let at = b.fma(Ty::U32, dst, u(lines), l);
+                let a = slot(b, dbase, at);
                 b.store_shared(ty, a, 0, &[r0.into(), i0.into()], None);
-                b.store_shared(ty, a, (ns * 2 * eb) as i32, &[r1.into(), i1.into()], None);
+                let far = (ns * lines * 2 * eb) as i32;
+                b.store_shared(ty, a, far, &[r1.into(), i1.into()], None);
             });
         }
         b.barrier();
@@ -264,19 +293,20 @@ pub fn fft(g: &Graph, tk: &TileKernel, d: &FftDims) -> R<Kernel> {
 
     // 4. the outputs
     let scale = fconst(ty, d.scale);
-    for (p, m) in strided(&mut b, d.len_out) {
+    for (q, m) in strided(&mut b, d.len_out * lines) {
         guarded(&mut b, m, &|b| {
-            let a = slot(b, dbase, p);
+            let (_, p, i, line_ok, a) = split(b, q);
             let v = b.load_shared(ty, a, 0, 2);
+            let out_base = b.add(Ty::U32, out_row, i);
             let at = b.fma(Ty::U32, p, u(d.inner), out_base);
             if d.kind == FftKind::RealInverse {
                 let re = b.mul(ty, v[0], scale);
-                store_int_or(b, ty, word, out, at, re, None);
+                store_int_or(b, ty, word, out, at, re, line_ok);
             } else {
                 let re = b.mul(ty, v[0], scale);
                 let im = b.mul(ty, v[1], scale);
                 let at2 = b.mul(Ty::U32, at, imm(2));
-                b.store(ty, out, at2, &[re.into(), im.into()], None);
+                b.store(ty, out, at2, &[re.into(), im.into()], line_ok);
             }
         });
     }

@@ -568,15 +568,27 @@ fn spectral_tile(g: &Graph, k: &Kernel, tk: &mut TileKernel) -> Result<(), NotLo
             } else {
                 *embed
             };
+            // adjacent lines per block along a middle axis (coalesced loads and stores): up
+            // to 32, as many as the 48 KiB of shared memory hold beside the twiddles
+            let eb = if wide { 8 } else { 4 };
+            let room = (49152 - n * eb) / (2 * n * eb);
+            let per_block = if inner == 1 {
+                1
+            } else {
+                let cap = room.min(32).min(inner.next_power_of_two()).max(1);
+                1usize << cap.ilog2()
+            };
+            let blocks = outer as u64 * inner.div_ceil(per_block) as u64;
             tk.grid = [
-                u32::try_from(lines).map_err(|_| nl(k, "grid too large"))?,
+                u32::try_from(blocks).map_err(|_| nl(k, "grid too large"))?,
                 1,
                 1,
             ];
-            tk.block = [k.schedule.threads.clamp(32, 256), 1, 1];
+            tk.block = [((n / 2 * per_block) as u32).clamp(32, 256), 1, 1];
             tk.shape = Shape::Fft(crate::tile::FftDims {
                 kind: *kind,
                 n: u(*n)?,
+                lines: u(per_block)?,
                 outer: u(outer)?,
                 inner: u(inner)?,
                 len_in: u(tx.shape[*axis])?,
