@@ -23,6 +23,9 @@ pub struct ConvShape {
     pub elem_bytes: usize,
     /// Bytes per complex element (8 for c64, 16 for c128).
     pub complex_bytes: usize,
+    /// Whether the convolution computed directly runs as the implicit GEMM on tensor cores
+    /// (bf16/fp16 operands, `schedule::conv_mma_tile`) rather than the direct FMA kernel.
+    pub tensor_cores: bool,
 }
 
 /// The model's latency of each way (µs) and the kernels the FFT way launches.
@@ -43,8 +46,18 @@ pub const DIRECT_EFFICIENCY: f64 = 0.06;
 /// along the middle axis are read with a stride).
 pub const FFT_EFFICIENCY: f64 = 0.3;
 
+/// The fraction of the bf16/fp16 tensor-core peak the implicit-GEMM convolution is assumed to
+/// reach. **Not measured**: no GPU has run that kernel yet. The tensor-core matmul reached
+/// 0.45-0.60 of PyTorch's (bench/RESULTS.md), so about a third of the peak; the convolution
+/// gathers its operands through registers without asynchronous copies, so a third of that.
+pub const IGEMM_EFFICIENCY: f64 = 0.1;
+
 fn stage(spec: &Spec, flops: f64, bytes: f64, efficiency: f64) -> f64 {
-    let compute = flops / (spec.peak_tflops.fp32 * 1e6);
+    stage_at(spec, spec.peak_tflops.fp32, flops, bytes, efficiency)
+}
+
+fn stage_at(spec: &Spec, peak_tflops: f64, flops: f64, bytes: f64, efficiency: f64) -> f64 {
+    let compute = flops / (peak_tflops * 1e6);
     let memory = bytes / (spec.hbm_gbps * 1e3);
     LAUNCH_US + compute.max(memory) / efficiency
 }
@@ -63,11 +76,17 @@ pub fn conv_cost(spec: &Spec, s: &ConvShape) -> ConvCost {
     let [kh, kw] = z.kernel.map(f);
     let [oh, ow] = z.output.map(f);
     let (eb, cb) = (f(s.elem_bytes), f(s.complex_bytes));
-    let direct = stage(
+    let (peak, efficiency) = if s.tensor_cores {
+        (spec.peak_tflops.bf16, IGEMM_EFFICIENCY)
+    } else {
+        (spec.peak_tflops.fp32, DIRECT_EFFICIENCY)
+    };
+    let direct = stage_at(
         spec,
+        peak,
         2.0 * n * o * oh * ow * cg * kh * kw,
         (n * c * h * w + o * cg * kh * kw + n * o * oh * ow) * eb,
-        DIRECT_EFFICIENCY,
+        efficiency,
     );
 
     let [p, q] = s.plane;
@@ -129,6 +148,7 @@ mod tests {
             plane: [plane, plane],
             elem_bytes: 4,
             complex_bytes: 8,
+            tensor_cores: false,
         }
     }
 
@@ -148,6 +168,20 @@ mod tests {
         }
         // 4 forward transforms, the product, 2 inverse ones and the window
         assert_eq!(conv_cost(&spec, &shape(31, 16)).fft_kernels, 8);
+    }
+
+    #[test]
+    fn tensor_cores_make_the_direct_form_cheaper() {
+        // the same bf16 convolution: the implicit GEMM's estimate is below the FMA kernel's,
+        // so the crossover to the FFT moves to larger kernels
+        let spec = Target::Sm90.spec();
+        let mut s = shape(9, 64);
+        s.elem_bytes = 2;
+        let fma = conv_cost(&spec, &s);
+        s.tensor_cores = true;
+        let tc = conv_cost(&spec, &s);
+        assert!(tc.direct_us < fma.direct_us, "{tc:?} {fma:?}");
+        assert_eq!(tc.fft_us, fma.fft_us);
     }
 
     #[test]

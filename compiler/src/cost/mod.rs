@@ -222,6 +222,20 @@ fn schedule_blocks(g: &Graph, k: &Kernel) -> u64 {
             let b = (numel(&k.ty) as u64) / (sq * width).max(1);
             b.max(1) * sq.div_ceil(u64::from(s.tile[0].max(1)))
         }
+        Kind::Conv if s.tensor_cores => {
+            // the implicit GEMM: BM output channels × BN output pixels of one group
+            let (cout, groups) = match g.op(k.root) {
+                Some(Op::Conv { w, attrs, .. }) => (
+                    g.ty(*w).map_or(1, |t| t.shape[0]) as u64,
+                    attrs.groups.max(1) as u64,
+                ),
+                _ => (1, 1),
+            };
+            let pixels = (numel(&k.ty) as u64) / cout.max(1);
+            groups
+                * (cout / groups).div_ceil(u64::from(s.tile[0].max(1)))
+                * pixels.div_ceil(u64::from(s.tile[1].max(1)))
+        }
         Kind::Conv => {
             // blocks of BM×BN outputs of each [.., H, W] plane
             let r = k.ty.shape.len();
@@ -440,7 +454,13 @@ pub fn estimate(
                 _ => numel(&k.ty),
             };
             let flops = per_elem * work;
-            let peak_all = spec.peak_tflops.fp32 * 1e12;
+            // the implicit-GEMM convolution at the tensor cores' peak for its operands
+            let peak_all = match (k.kind, op) {
+                (Kind::Conv, Op::Conv { x, .. }) if s.tensor_cores => {
+                    peak(&spec, true, g.ty(*x).map_or(DType::BF16, |t| t.dtype)) * 1e12
+                }
+                _ => spec.peak_tflops.fp32 * 1e12,
+            };
             let waves_exact = blocks as f64 / (sms * bps);
             let quant = if waves_exact > 0.0 {
                 waves_exact.ceil() / waves_exact

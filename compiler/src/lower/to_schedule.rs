@@ -47,6 +47,31 @@ fn elementwise_vector(g: &Graph, inputs: &[crate::graph::ValueId], out: &TensorT
     16u32.checked_div(widest).map_or(1, |v| v.clamp(1, 8))
 }
 
+/// The implicit-GEMM tile of a convolution that runs on tensor cores
+/// ([`crate::schedule::conv_tensor_cores`]), `schedule.use_tensor_cores` not `False`, and a kernel
+/// tile, if given, that the implicit GEMM takes as (output channels, output pixels[, BK]):
+/// 32, 64 or 128 each (BK 16 or 32). A 2-D tile outside that keeps the direct kernel with
+/// that tile.
+pub fn conv_mma_tile(g: &Graph, op: &Op, d: &Directives) -> Option<[u32; 3]> {
+    let Op::Conv { x, w, attrs, .. } = op else {
+        return None;
+    };
+    let (tx, tw) = (g.ty(*x)?, g.ty(*w)?);
+    let groups = attrs.groups.max(1);
+    let (cin_g, cout_g) = (tw.shape.get(1).copied()?, tw.shape[0] / groups);
+    if !(d.tensor_cores.unwrap_or(true)
+        && crate::schedule::conv_tensor_cores(tx.dtype, tw.dtype, cin_g, cout_g))
+    {
+        return None;
+    }
+    let bk = if cin_g <= 16 { 16 } else { 32 };
+    let tile = match d.tile {
+        Some([m, n, k]) => [m, n, if k == 0 { bk } else { k }],
+        None => [64, 64, bk],
+    };
+    crate::lower::kernels::conv_mma::tile_ok(tile).then_some(tile)
+}
+
 fn schedule_for(
     g: &Graph,
     kind: Kind,
@@ -168,8 +193,24 @@ fn schedule_for(
             }
         }
         Kind::Conv => {
-            // A 2-D tile (BM, BN) of an output plane per block, `vector` adjacent outputs of a
-            // row per thread: (8, 32) and 1 unless the kernel says otherwise.
+            // bf16/fp16 operand pairs of a dense convolution: the implicit GEMM on tensor
+            // cores, (BM, BN, BK) = (64, 64, 32) unless the kernel says otherwise (BK 16 when
+            // a group has 16 channels or fewer)
+            if let Some(tile) = conv_mma_tile(g, op, d) {
+                return Schedule {
+                    tile,
+                    warp: [32, 32],
+                    stages: 2,
+                    vector: 1,
+                    tensor_cores: true,
+                    async_copy: false,
+                    threads: (tile[0] / 32) * (tile[1] / 32) * 32,
+                    elem_bytes: 2,
+                };
+            }
+            // otherwise the direct kernel: a 2-D tile (BM, BN) of an output plane per block,
+            // `vector` adjacent outputs of a row per thread: (8, 32) and 1 unless the kernel
+            // says otherwise.
             let [bm, bn] = match d.tile {
                 Some([m, n, _]) if m > 0 && n > 0 => [m, n],
                 _ => [8, 32],

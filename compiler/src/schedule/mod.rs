@@ -116,9 +116,17 @@ impl Schedule {
             | Kind::LayerNorm
             | Kind::RmsNorm
             | Kind::Reduce
-            | Kind::Conv
             | Kind::FlashAttention
             | Kind::Copy => 0,
+            // the implicit GEMM: two stages of A (BM × (BK + 8)) and B (BK × (BN + 8))
+            Kind::Conv if self.tensor_cores => {
+                let [bm, bn, bk] = self.tile.map(u64::from);
+                let per_stage = bm
+                    .saturating_mul(bk.saturating_add(8))
+                    .saturating_add(bk.saturating_mul(bn.saturating_add(8)));
+                2u64.saturating_mul(per_stage).saturating_mul(2)
+            }
+            Kind::Conv => 0,
             // one line of complex values (8 bytes each for c64) and its twiddles
             Kind::Spectral => u64::from(self.tile[0]).saturating_mul(12),
         }
@@ -196,6 +204,14 @@ pub fn tensor_core_dtype(a: DType, b: DType) -> bool {
     a == b && matches!(a, DType::BF16 | DType::F16)
 }
 
+/// Whether a convolution of `x`, `w` dtypes with `cin_g` input and `cout_g` output channels
+/// per group can run as the implicit GEMM on tensor cores: bf16/fp16 pairs, at least 8 input
+/// and 16 output channels per group (a depthwise or nearly depthwise convolution would leave
+/// most of each MMA empty; it keeps the direct kernel).
+pub fn conv_tensor_cores(x: DType, w: DType, cin_g: usize, cout_g: usize) -> bool {
+    tensor_core_dtype(x, w) && cin_g >= 8 && cout_g >= 16
+}
+
 /// Whether a matmul asks for tf32 tensor cores: fp32-stored operands that are both tf32, or a
 /// tf32 accumulator dtype (the CPU then rounds both operands to tf32 and accumulates in fp32).
 pub fn mma_tf32(a: DType, b: DType, accum: Option<DType>) -> bool {
@@ -231,6 +247,16 @@ pub fn print(p: &Program, sources: &SourceMap) -> String {
             Kind::Elementwise | Kind::Copy => {
                 attrs.push(format!("block_elems = {}", s.tile[0]));
                 attrs.push(format!("vector = {}", s.vector));
+            }
+            Kind::Conv if s.tensor_cores => {
+                attrs.push("implicit_gemm".to_string());
+                attrs.push(format!(
+                    "tile = [{}, {}, {}]",
+                    s.tile[0], s.tile[1], s.tile[2]
+                ));
+                attrs.push(format!("warp = [{}, {}]", s.warp[0], s.warp[1]));
+                attrs.push("tensor_cores = true".to_string());
+                attrs.push(format!("smem = {}", s.smem_bytes(k.kind)));
             }
             Kind::Conv => {
                 attrs.push(format!("tile = [{}, {}]", s.tile[0], s.tile[1]));

@@ -119,7 +119,7 @@ pub struct AttnBatch {
     pub v: Vec<u32>,
 }
 
-/// The sizes of a direct convolution kernel ([`Shape::Conv`]); 1-d as 2-d with height 1.
+/// The sizes of a convolution kernel ([`Shape::Conv`]); 1-d as 2-d with height 1.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConvDims {
     /// images × output channels: the planes the grid walks (y, continued on z)
@@ -136,8 +136,23 @@ pub struct ConvDims {
     pub pad: [u32; 2],
     pub bias: bool,
     /// the output tile of a block (rows, cols) and the adjacent outputs of a row per thread
+    /// (the direct kernel)
     pub tile: [u32; 2],
     pub vector: u32,
+    /// `Some`: an implicit GEMM on tensor cores instead of the direct kernel.
+    pub mma: Option<ConvMma>,
+}
+
+/// A convolution as an implicit GEMM on tensor cores (`kernels::conv_mma`): per group,
+/// `out[oc, p] = Σ_k w[oc, k]·col[k, p]` over the output channels of the group (M), the output
+/// pixels of every image (N = batch·OH·OW) and the taps × input channels (K, tap-major, the
+/// channels of a tap in chunks of `tile[2]`), with `col` gathered from the input on the fly.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ConvMma {
+    pub kind: MmaKind,
+    /// BM (output channels) × BN (output pixels) × BK (input channels of one tap) per block,
+    /// warps of 32×32.
+    pub tile: [u32; 3],
 }
 
 /// The sizes of an FFT kernel ([`Shape::Fft`]): `outer × inner` lines along the middle

@@ -88,6 +88,12 @@ fn plan(g: &Graph, x: ValueId, w: ValueId, out: ValueId, attrs: &ConvAttrs) -> O
             plane,
             elem_bytes: to.dtype.size_bytes(),
             complex_bytes: complex.size_bytes(),
+            tensor_cores: crate::schedule::conv_tensor_cores(
+                tx.dtype,
+                tw.dtype,
+                cin / attrs.groups.max(1),
+                cout / attrs.groups.max(1),
+            ),
         },
         attrs: *attrs,
         x: tx,

@@ -7,6 +7,7 @@ pub mod attention_mma;
 pub mod axis;
 pub mod blocks;
 pub mod conv;
+pub mod conv_mma;
 pub mod copy;
 pub mod elementwise;
 pub mod epilogue;
@@ -127,7 +128,10 @@ pub fn build(g: &Graph, tk: &TileKernel) -> R<Kernel> {
             *part == AttnPart::Lse,
         ),
         Shape::Elementwise { n, vector } => elementwise::elementwise(g, tk, *n, *vector),
-        Shape::Conv(d) => conv::build(g, tk, d),
+        Shape::Conv(d) => match &d.mma {
+            Some(m) => conv_mma::build(g, tk, d, m),
+            None => conv::build(g, tk, d),
+        },
         Shape::Take {
             outer,
             n,

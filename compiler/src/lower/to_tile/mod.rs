@@ -631,7 +631,8 @@ fn spectral_tile(g: &Graph, k: &Kernel, tk: &mut TileKernel) -> Result<(), NotLo
     }
 }
 
-/// The launch shape of a direct convolution kernel.
+/// The launch shape of a convolution kernel: the direct one, or the implicit GEMM when the
+/// schedule says tensor cores.
 fn conv_tile(g: &Graph, k: &Kernel, tk: &mut TileKernel) -> Result<(), NotLowered> {
     let Some(Op::Conv { x, w, bias, attrs }) = g.op(k.root) else {
         return Err(nl(k, "not a convolution"));
@@ -668,25 +669,9 @@ fn conv_tile(g: &Graph, k: &Kernel, tk: &mut TileKernel) -> Result<(), NotLowere
         return Err(nl(k, "too large a convolution"));
     }
     let s = &k.schedule;
-    let [bm, bn] = [s.tile[0].max(1), s.tile[1].max(1)];
-    let vector = s.vector.max(1);
-    let threads = (bm * (bn / vector)).next_multiple_of(32);
-    if !bn.is_multiple_of(vector) || threads > 1024 {
-        return Err(nl(
-            k,
-            format!("a convolution tile of ({bm}, {bn}) with vector {vector} (at most 1024 threads, vector dividing BN)"),
-        ));
-    }
     let u = |v: usize| u32_of(k, v);
     let u2 = |v: [usize; 2]| -> Result<[u32; 2], NotLowered> { Ok([u(v[0])?, u(v[1])?]) };
-    let tiles = ceil(output[0] as u64, u64::from(bm)) * ceil(output[1] as u64, u64::from(bn));
-    tk.block = [threads, 1, 1];
-    tk.grid = [
-        u32::try_from(tiles).map_err(|_| nl(k, "grid too large"))?,
-        planes.min(65535) as u32,
-        u32::try_from(planes.div_ceil(65535)).map_err(|_| nl(k, "grid too large"))?,
-    ];
-    tk.shape = Shape::Conv(crate::tile::ConvDims {
+    let mut dims = crate::tile::ConvDims {
         planes: u32::try_from(planes).map_err(|_| nl(k, "too many planes"))?,
         cin: u(cin)?,
         cout: u(cout)?,
@@ -698,9 +683,64 @@ fn conv_tile(g: &Graph, k: &Kernel, tk: &mut TileKernel) -> Result<(), NotLowere
         dilation: u2(attrs.dilation)?,
         pad: u2([attrs.pad[0].0, attrs.pad[1].0])?,
         bias: bias.is_some(),
-        tile: [bm, bn],
-        vector,
-    });
+        tile: [s.tile[0].max(1), s.tile[1].max(1)],
+        vector: s.vector.max(1),
+        mma: None,
+    };
+    if s.tensor_cores {
+        // the implicit GEMM: grid x the pixel tiles of every image, y the output-channel
+        // tiles of a group, z the groups
+        let kind = match (tx.dtype, tw.dtype) {
+            (DType::BF16, DType::BF16) => MmaKind::M16n8k16Bf16,
+            (DType::F16, DType::F16) => MmaKind::M16n8k16F16,
+            _ => {
+                return Err(nl(
+                    k,
+                    "tensor cores with operands other than bf16/fp16 pairs",
+                ))
+            }
+        };
+        let tile = s.tile;
+        if !crate::lower::kernels::conv_mma::tile_ok(tile) {
+            return Err(nl(
+                k,
+                format!("an implicit-GEMM convolution tile of {tile:?} (BM and BN 32, 64 or 128; BK 16 or 32)"),
+            ));
+        }
+        let groups = attrs.groups.max(1) as u64;
+        let pixels = batch as u64 * (output[0] * output[1]) as u64;
+        let cout_g = (cout / attrs.groups.max(1)) as u64;
+        let grid = |v: u64, t: u32| u32::try_from(v.div_ceil(u64::from(t)).max(1));
+        tk.grid = [
+            grid(pixels, tile[1]).map_err(|_| nl(k, "grid too large"))?,
+            grid(cout_g, tile[0]).map_err(|_| nl(k, "grid too large"))?,
+            u32::try_from(groups)
+                .ok()
+                .filter(|&g| g <= 65535)
+                .ok_or_else(|| nl(k, "more than 65535 groups"))?,
+        ];
+        tk.block = [(tile[0] / 32) * (tile[1] / 32) * 32, 1, 1];
+        dims.mma = Some(crate::tile::ConvMma { kind, tile });
+        tk.shape = Shape::Conv(dims);
+        return Ok(());
+    }
+    let [bm, bn] = dims.tile;
+    let vector = dims.vector;
+    let threads = (bm * (bn / vector)).next_multiple_of(32);
+    if !bn.is_multiple_of(vector) || threads > 1024 {
+        return Err(nl(
+            k,
+            format!("a convolution tile of ({bm}, {bn}) with vector {vector} (at most 1024 threads, vector dividing BN)"),
+        ));
+    }
+    let tiles = ceil(output[0] as u64, u64::from(bm)) * ceil(output[1] as u64, u64::from(bn));
+    tk.block = [threads, 1, 1];
+    tk.grid = [
+        u32::try_from(tiles).map_err(|_| nl(k, "grid too large"))?,
+        planes.min(65535) as u32,
+        u32::try_from(planes.div_ceil(65535)).map_err(|_| nl(k, "grid too large"))?,
+    ];
+    tk.shape = Shape::Conv(dims);
     Ok(())
 }
 
