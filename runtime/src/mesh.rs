@@ -34,6 +34,53 @@ pub struct Mesh {
     pub devices: Vec<usize>,
 }
 
+/// The most balanced factorisation of `n` devices over `k` axes (SPEC §7): the largest
+/// factor as small as possible, then the next, and so on, in non-increasing order (larger
+/// factors to earlier axes). 72 over 3 axes is `[6, 4, 3]`; 8 over 2 is `[4, 2]`; a prime `p`
+/// over 2 is `[p, 1]`. No axes: `[]`.
+pub fn balanced_shape(n: usize, k: usize) -> Vec<usize> {
+    // The lexicographically smallest non-increasing k-tuple of product n, each factor at most
+    // `max`: the smallest first factor for which the rest exists, then the rest likewise.
+    fn go(n: usize, k: usize, max: usize, divs: &[usize]) -> Option<Vec<usize>> {
+        if k == 1 {
+            return (n <= max).then(|| vec![n]);
+        }
+        for &f in divs {
+            if f > max || f > n {
+                break;
+            }
+            // the largest of k factors is at least the k-th root of their product
+            if n % f != 0 || (f as u128).pow(k as u32) < n as u128 {
+                continue;
+            }
+            if let Some(mut rest) = go(n / f, k - 1, f, divs) {
+                rest.insert(0, f);
+                return Some(rest);
+            }
+        }
+        None
+    }
+    if k == 0 {
+        return vec![];
+    }
+    let mut divs = Vec::new();
+    let mut i = 1usize;
+    while i.saturating_mul(i) <= n {
+        if n % i == 0 {
+            divs.push(i);
+            divs.push(n / i);
+        }
+        i += 1;
+    }
+    divs.sort_unstable();
+    divs.dedup();
+    go(n, k, n, &divs).unwrap_or_else(|| {
+        let mut s = vec![1; k];
+        s[0] = n;
+        s
+    })
+}
+
 impl Mesh {
     /// E0400 when the axes and sizes differ in number, an axis repeats or is empty, or the
     /// product of the sizes is not the number of devices.
@@ -564,6 +611,39 @@ impl Collectives for Local {
 mod tests {
     use super::*;
     use std::sync::Arc;
+
+    #[test]
+    fn balanced_shapes_match_an_exhaustive_search() {
+        assert_eq!(balanced_shape(72, 3), vec![6, 4, 3]);
+        assert_eq!(balanced_shape(8, 2), vec![4, 2]);
+        assert_eq!(balanced_shape(7, 2), vec![7, 1]);
+        assert_eq!(balanced_shape(5, 1), vec![5]);
+        assert!(balanced_shape(5, 0).is_empty());
+        // every non-increasing factorisation, the smallest in lexicographic order
+        fn all(n: usize, k: usize, max: usize, out: &mut Vec<Vec<usize>>, cur: &mut Vec<usize>) {
+            if k == 0 {
+                if n == 1 {
+                    out.push(cur.clone());
+                }
+                return;
+            }
+            for f in 1..=max.min(n) {
+                if n % f == 0 {
+                    cur.push(f);
+                    all(n / f, k - 1, f, out, cur);
+                    cur.pop();
+                }
+            }
+        }
+        for n in 1..=200 {
+            for k in 1..=4 {
+                let mut v = vec![];
+                all(n, k, n, &mut v, &mut vec![]);
+                let best = v.into_iter().min().unwrap();
+                assert_eq!(balanced_shape(n, k), best, "{n} over {k}");
+            }
+        }
+    }
 
     fn mesh(axes: &[&str], shape: &[usize]) -> Arc<Mesh> {
         Arc::new(

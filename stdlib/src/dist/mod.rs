@@ -1,7 +1,8 @@
 //! The `dist` module (SPEC §7): device meshes, shard specs, sharded tensors, and operations
 //! on them.
 //!
-//! - `dist.Mesh(axes, shape, devices=None)`, `dist.ShardSpec(partition, mesh_axes)`;
+//! - `dist.Mesh(axes, shape=None, devices=None)` (without a shape, the most balanced
+//!   factorisation of the devices), `dist.ShardSpec(partition, mesh_axes)`;
 //! - `dist.shard(t, spec, mesh=None)`: a tensor split over a mesh (or a sharded tensor
 //!   resharded to another spec), `dist.gather(t)`: the full tensor;
 //! - `dist.tensor(shape, dtype, layout=None, mesh=None)`: an abstract tensor (no data);

@@ -96,7 +96,7 @@ pub(super) fn sharded_arg(a: &Arg) -> Result<Sv, Diagnostic> {
 
 /// Every function of the module, with its signature.
 pub const FUNCTIONS: &[(&str, &str)] = &[
-    ("Mesh", "Mesh(axes, shape, devices=None)"),
+    ("Mesh", "Mesh(axes, shape=None, devices=None)"),
     ("ShardSpec", "ShardSpec(partition, mesh_axes)"),
     ("shard", "shard(t, spec, mesh=None)"),
     ("gather", "gather(t)"),
@@ -115,11 +115,15 @@ pub fn module(session: Rc<Session>) -> Module {
     m.set(
         "Mesh",
         Value::native("Mesh", FUNCTIONS[0].1, |it, args| {
-            let a = args.bind("Mesh", &["axes", "shape"], &["devices"])?;
+            let a = args.bind("Mesh", &["axes"], &["shape", "devices"])?;
             let axes_a = need(&a, 0, args.span)?;
             let axes = str_items(&axes_a.value, axes_a.span, "axes")?;
-            let sh = need(&a, 1, args.span)?;
-            let shape = shape_arg(&sh.value, sh.span)?;
+            let shape = match arg(&a, 1) {
+                Some(sh) if !matches!(sh.value, Value::None) => {
+                    Some(shape_arg(&sh.value, sh.span)?)
+                }
+                _ => None,
+            };
             let devices = match arg(&a, 2) {
                 Some(d) => {
                     let v = match &d.value {
@@ -129,6 +133,17 @@ pub fn module(session: Rc<Session>) -> Module {
                     Some(shape_arg(&v, d.span)?)
                 }
                 None => None,
+            };
+            // without a shape: the most balanced factorisation of the devices (SPEC §7)
+            let shape = match (shape, &devices) {
+                (Some(s), _) => s,
+                (None, Some(d)) => tessera_runtime::mesh::balanced_shape(d.len(), axes.len()),
+                (None, None) => {
+                    return Err(e400(
+                        "dist.Mesh needs a shape or a device list (devices=range(N))",
+                    )
+                    .at(args.span))
+                }
             };
             Mesh::new(axes, shape, devices)
                 .map(|m| Value::host(MeshObj(Arc::new(m))))
