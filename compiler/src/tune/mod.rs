@@ -128,9 +128,29 @@ fn matmul_kind(g: &Graph) -> Option<bool> {
     tc
 }
 
+/// Whether the graph has a convolution that runs as the implicit GEMM on tensor cores.
+fn tensor_core_conv(g: &Graph) -> bool {
+    g.ids().any(|id| match g.op(id) {
+        Some(Op::Conv { x, w, attrs, .. }) => match (g.ty(*x), g.ty(*w)) {
+            (Some(tx), Some(tw)) => {
+                let groups = attrs.groups.max(1);
+                crate::schedule::conv_tensor_cores(
+                    tx.dtype,
+                    tw.dtype,
+                    tw.shape.get(1).copied().unwrap_or(0),
+                    tw.shape[0] / groups,
+                )
+            }
+            _ => false,
+        },
+        _ => false,
+    })
+}
+
 /// The default search space of a graph on `target`: for a matmul on tensor cores, BM and BN
 /// in {64, 128, 256}, BK in {32, 64}, 2–4 stages (54 points, the larger ones pruned by shared
-/// memory); on the CUDA cores BM, BN in {32, 64, 128}, BK in {8, 16, 32}, 2–3 stages;
+/// memory); on the CUDA cores BM, BN in {32, 64, 128}, BK in {8, 16, 32}, 2–3 stages; for an
+/// implicit-GEMM convolution (no matmul) BM, BN in {32, 64, 128} and BK in {16, 32};
 /// elementwise kernels vector widths 1, 2, 4; nothing else is tuned.
 pub fn default_space(g: &Graph, _target: Target, kinds: &[Kind]) -> Space {
     match matmul_kind(g) {
@@ -161,6 +181,21 @@ pub fn default_space(g: &Graph, _target: Target, kinds: &[Kind]) -> Space {
             Space {
                 tiles,
                 stages: vec![2, 3],
+                vectorize: vec![],
+            }
+        }
+        None if tensor_core_conv(g) => {
+            let mut tiles = Vec::new();
+            for bm in [32, 64, 128] {
+                for bn in [32, 64, 128] {
+                    for bk in [16, 32] {
+                        tiles.push([bm, bn, bk]);
+                    }
+                }
+            }
+            Space {
+                tiles,
+                stages: vec![],
                 vectorize: vec![],
             }
         }

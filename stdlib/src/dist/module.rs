@@ -139,10 +139,10 @@ pub fn module(session: Rc<Session>) -> Module {
                 (Some(s), _) => s,
                 (None, Some(d)) => tessera_runtime::mesh::balanced_shape(d.len(), axes.len()),
                 (None, None) => {
-                    return Err(e400(
-                        "dist.Mesh needs a shape or a device list (devices=range(N))",
+                    return Err(
+                        e400("dist.Mesh needs a shape or a device list (devices=range(N))")
+                            .at(args.span),
                     )
-                    .at(args.span))
                 }
             };
             Mesh::new(axes, shape, devices)
