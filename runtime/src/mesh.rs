@@ -50,7 +50,7 @@ pub fn balanced_shape(n: usize, k: usize) -> Vec<usize> {
                 break;
             }
             // the largest of k factors is at least the k-th root of their product
-            if n % f != 0 || (f as u128).pow(k as u32) < n as u128 {
+            if !n.is_multiple_of(f) || (f as u128).pow(k as u32) < n as u128 {
                 continue;
             }
             if let Some(mut rest) = go(n / f, k - 1, f, divs) {
@@ -66,7 +66,7 @@ pub fn balanced_shape(n: usize, k: usize) -> Vec<usize> {
     let mut divs = Vec::new();
     let mut i = 1usize;
     while i.saturating_mul(i) <= n {
-        if n % i == 0 {
+        if n.is_multiple_of(i) {
             divs.push(i);
             divs.push(n / i);
         }
@@ -628,7 +628,7 @@ mod tests {
                 return;
             }
             for f in 1..=max.min(n) {
-                if n % f == 0 {
+                if n.is_multiple_of(f) {
                     cur.push(f);
                     all(n / f, k - 1, f, out, cur);
                     cur.pop();
