@@ -9,6 +9,8 @@
 //! those derivatives build with. Cotangents are
 //! carried in fp32 (fp64 for fp64 values), so bf16/fp16 gradients accumulate in fp32; a
 //! parameter's gradient is cast to the parameter's dtype at the end (as JAX returns it).
+//! Complex values (inside the function: parameters are real) carry complex cotangents with
+//! PyTorch's convention ([`spectral`]).
 
 mod attention;
 mod build;
@@ -16,6 +18,7 @@ mod conv;
 mod norms;
 mod ops;
 mod slices;
+mod spectral;
 
 pub(crate) use build::*;
 
@@ -196,11 +199,14 @@ pub fn grad(fwd: &Graph, wrt: &[usize], with_value: bool) -> Result<Graph, GradE
                 continue;
             }
             let xd = ty(fwd, *x)?.dtype;
-            if !xd.is_float() {
+            if !(xd.is_float() || xd.is_complex()) {
                 continue;
             }
             let dx = cast(&mut g, dx, cot_dtype(xd))?;
             cot[x.index()] = Some(match cot[x.index()] {
+                Some(prev) if xd.is_complex() => {
+                    spectral::cplx(&mut g, super::ComplexOp::Add, prev, Some(dx))?
+                }
                 Some(prev) => bin(&mut g, BinaryOp::Add, prev, dx)?,
                 None => dx,
             });

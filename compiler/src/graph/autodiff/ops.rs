@@ -51,6 +51,11 @@ pub(super) fn op_vjp(
             ])
         }
         Op::Cast { .. } => ok(vec![Some(dy)]),
+        Op::Fft { .. } => match super::spectral::fft(g, op, dy)? {
+            Some(dx) => ok(vec![Some(dx)]),
+            None => Err(None),
+        },
+        Op::Complex { op: c, a, b } => ok(super::spectral::complex(g, *c, *a, *b, y, dy)?),
         // a reshape's cotangent is reshaped back (the same elements); a broadcast's is summed
         // over the broadcast dimensions
         Op::Reshape { x } => {
