@@ -57,12 +57,12 @@ fn along(
             .map_err(|e| rt_at(e, span))?
             .shape()[axis];
         let other = (0..shape.len())
-            .filter(|&d| d != axis && keep.dims[d].is_none() && shape[d] % k == 0)
+            .filter(|&d| d != axis && keep.dims[d].is_none() && shape[d].is_multiple_of(k))
             .max_by_key(|&d| (shape[d], d));
-        if let (Some(d), true) = (other, out_len % k == 0) {
+        if let (Some(d), true) = (other, out_len.is_multiple_of(k)) {
             work.dims[d] = Some(a);
         }
-        if out_len % k != 0 {
+        if !out_len.is_multiple_of(k) {
             back.dims[axis] = None;
         }
     }

@@ -8,8 +8,8 @@
 //! c128 or fp64, else fp32, as the cpu computes (`(a+bi)(c+di) = (ac − bd) + (ad + bc)i`).
 //! `abs` of a c64 value is computed in fp64 and rounded once (the cpu's `hypot`, correctly
 //! rounded here); of a c128 value as `m·√(1 + (s/m)²)` with `m` the larger part's magnitude
-//! and `s` the smaller's (no overflow of the squares). `angle` needs `atan2`, which Target IR
-//! has no sequence for yet: not lowered (the cpu computes it).
+//! and `s` the smaller's (no overflow of the squares). `angle` is `atan2(im, re)` computed in
+//! fp64 ([`atan2`]) and rounded once for c64.
 //!
 //! Parameters: one view per tensor operand (`in0`, `in1`), `out`, `n`.
 
@@ -19,7 +19,7 @@ use super::{no, R};
 use crate::graph::{ComplexOp, DType, Graph, Op};
 use crate::lower::to_target::{index_of, Index};
 use crate::target::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
-use crate::tile::build::{imm, Builder};
+use crate::tile::build::{dimm, imm, Builder};
 use crate::tile::ir::{Kernel, Operand, ParamRole, Type, Value};
 use crate::tile::TileKernel;
 
@@ -46,9 +46,6 @@ pub fn build(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Kernel> {
     let Some(&Op::Complex { op, a, b: second }) = g.op(tk.root) else {
         return no("not a complex op");
     };
-    if op == ComplexOp::Angle {
-        return no("angle (Target IR has no atan2 sequence yet; the cpu computes it)");
-    }
     let operands: Vec<_> = std::iter::once(a).chain(second).collect();
     let od = tk.ty.dtype;
     let wide_d = |d: DType| matches!(d, DType::C128 | DType::F64);
@@ -154,7 +151,22 @@ pub fn build(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Kernel> {
                 let bc = b.mul(ty, x.1, y.0);
                 Ok((b.sub(ty, ac, bd), b.add(ty, ad, bc)))
             }
-            ComplexOp::Angle => return no("angle"),
+            ComplexOp::Angle => {
+                let wide = |b: &mut Builder, o: Operand| -> Value {
+                    if ty == Ty::F64 {
+                        mv(b, o)
+                    } else {
+                        b.cast(Ty::F64, Ty::F32, None, o)
+                    }
+                };
+                let (re, im) = (wide(b, x.0), wide(b, x.1));
+                let a = atan2(b, im, re);
+                Err(if ty == Ty::F64 {
+                    a
+                } else {
+                    b.cast(Ty::F32, Ty::F64, Some(Rnd::Rn), a)
+                })
+            }
         };
         match result {
             Ok((re, im)) => {
@@ -203,4 +215,49 @@ fn modulus(b: &mut Builder, ty: Ty, (re, im): (Operand, Operand), od: DType) -> 
     } else {
         b.cast(Ty::F32, Ty::F64, Some(Rnd::Rn), m)
     }
+}
+
+/// `atan2(y, x)` in f64, as C's for finite, infinite and signed-zero operands (NaN in, NaN
+/// out): `t` = the smaller magnitude over the larger, reduced twice by
+/// `atan t = 2·atan(t / (1 + √(1 + t²)))` to `t ≤ tan(π/16)`, where 13 terms of the series
+/// `Σ (−1)^k t^(2k+1)/(2k+1)` are below an ulp; then the octant (`π/2 − a` when `|y| > |x|`,
+/// `π − a` for a negative `x`, the sign of `y`).
+fn atan2(b: &mut Builder, y: Value, x: Value) -> Value {
+    let f = Ty::F64;
+    let ax = b.unary(UnOp::Abs, f, x);
+    let ay = b.unary(UnOp::Abs, f, y);
+    let mx = b.bin(BinOp::Max, f, ax, ay);
+    let mn = b.bin(BinOp::Min, f, ax, ay);
+    let t = b.bin(BinOp::Div, f, mn, mx);
+    // 0/0: 0; ∞/∞: 1 (atan2(±∞, ±∞) is an odd multiple of π/4)
+    let zero = b.cmp(Cmp::Eq, f, mx, dimm(0.0));
+    let t = b.select(f, zero, dimm(0.0), t);
+    let inf = b.cmp(Cmp::Eq, f, mn, dimm(f64::INFINITY));
+    let mut u = b.select(f, inf, dimm(1.0), t);
+    for _ in 0..2 {
+        let s = b.fma(f, u, u, dimm(1.0));
+        let r = b.unary(UnOp::Sqrt, f, s);
+        let d = b.add(f, r, dimm(1.0));
+        u = b.bin(BinOp::Div, f, u, d);
+    }
+    let u2 = b.mul(f, u, u);
+    let coef = |k: i32| f64::from(if k % 2 == 0 { 1 } else { -1 }) / f64::from(2 * k + 1);
+    let mut p = b.mov(f, dimm(coef(12)));
+    for k in (0..12).rev() {
+        p = b.fma(f, p, u2, dimm(coef(k)));
+    }
+    let a = b.mul(f, u, p);
+    let a = b.mul(f, a, dimm(4.0));
+    let swap = b.cmp(Cmp::Gt, f, ay, ax);
+    let a2 = b.sub(f, dimm(std::f64::consts::FRAC_PI_2), a);
+    let a = b.select(f, swap, a2, a);
+    // a negative x, −0 included: its sign bit
+    let xb = b.bitcast(Ty::B64, x);
+    let neg = b.cmp(Cmp::Lt, Ty::S64, xb, imm(0));
+    let a3 = b.sub(f, dimm(std::f64::consts::PI), a);
+    let a = b.select(f, neg, a3, a);
+    let a = super::values::copysign(b, f, a, y);
+    let nan = b.cmp(Cmp::Nan, f, x, y);
+    let sum = b.add(f, x, y);
+    b.select(f, nan, sum, a)
 }

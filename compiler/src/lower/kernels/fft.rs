@@ -208,7 +208,7 @@ pub fn fft(g: &Graph, tk: &TileKernel, d: &FftDims) -> R<Kernel> {
                 let im = b.select(ty, low, v[1], neg);
                 // the zero and (n even) Nyquist frequencies are real
                 let edge0 = b.cmp(Cmp::Eq, Ty::U32, p, imm(0));
-                let edge = if n % 2 == 0 {
+                let edge = if n.is_multiple_of(2) {
                     let edge1 = b.cmp(Cmp::Eq, Ty::U32, p, u(half));
                     b.bin(BinOp::Or, Ty::Pred, edge0, edge1)
                 } else {
