@@ -57,6 +57,20 @@ pub(super) fn t_cast(
     }
     let aval = xa.cast(d).map_err(rt)?;
     let xi = ctx.id_of(x, xa.dtype(), span);
+    // complex to a real number type: the real part (a complex op), then a real cast
+    if xa.dtype().is_complex() && d != DType::Bool {
+        let part = rtm::real(xa).map_err(rt)?;
+        let re = ctx.record(
+            Op::Complex {
+                op: gir::ComplexOp::Real,
+                a: xi,
+                b: None,
+            },
+            part,
+            span,
+        );
+        return t_cast(ctx, &targ(ctx, &re, span)?, d, span);
+    }
     Ok(ctx.record(Op::Cast { x: xi }, aval, span))
 }
 

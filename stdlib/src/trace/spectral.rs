@@ -35,21 +35,20 @@ fn abstract_of(shape: &[usize], d: DType) -> Result<Tensor, Diagnostic> {
 }
 
 /// A 0-d `const` of dtype `d`.
-fn konst(ctx: &Rc<TraceCtx>, v: f64, d: DType, span: Span) -> Sym {
-    let aval = Tensor::abstract_tensor(&[], d).unwrap_or_else(|_| unreachable!());
-    record_sym(
+fn konst(ctx: &Rc<TraceCtx>, v: f64, d: DType, span: Span) -> R2 {
+    Ok(record_sym(
         ctx,
         Op::Const {
             value: Scalar::Float(v),
         },
-        aval,
+        abstract_of(&[], d)?,
         span,
-    )
+    ))
 }
 
 /// Zeros of `shape` and dtype `d` (a `const` reshaped to ones and broadcast).
 fn zeros(ctx: &Rc<TraceCtx>, shape: &[usize], d: DType, span: Span) -> Result<Sym, Diagnostic> {
-    let (z, _) = konst(ctx, 0.0, d, span);
+    let (z, _) = konst(ctx, 0.0, d, span)?;
     let ones = vec![1; shape.len()];
     let r = record_sym(ctx, Op::Reshape { x: z }, abstract_of(&ones, d)?, span);
     if ones == shape {
@@ -78,7 +77,7 @@ fn complex_op(
 fn to_complex(ctx: &Rc<TraceCtx>, (x, xa): Sym, span: Span) -> Result<Sym, Diagnostic> {
     let d = xa.dtype();
     let aval = rtm::complex(&xa, &xa).map_err(rt)?;
-    let (z, _) = konst(ctx, 0.0, d, span);
+    let (z, _) = konst(ctx, 0.0, d, span)?;
     Ok(complex_op(ctx, ComplexOp::Make, x, Some(z), aval, span))
 }
 

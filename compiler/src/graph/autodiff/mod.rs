@@ -181,7 +181,13 @@ pub fn grad(fwd: &Graph, wrt: &[usize], with_value: bool) -> Result<Graph, GradE
                     Some(fwd.span(id)),
                 );
                 e.label = Some("no derivative".into());
+                let on_complex = std::iter::once(id)
+                    .chain(operands.iter().copied())
+                    .any(|v| fwd.ty(v).is_some_and(|t| t.dtype.is_complex()));
                 e.help = Some(match op {
+                    Op::Binary { .. } | Op::Unary { .. } if on_complex => {
+                        "its derivative on complex values is not written yet: complex +, -, *, negation, abs, angle, the complex parts and the fft family have one".into()
+                    }
                     Op::Binary { .. } | Op::Unary { .. } => {
                         "keep this op off the path from the differentiated arguments to the result (`op.where` takes a mask without differentiating it)".into()
                     }

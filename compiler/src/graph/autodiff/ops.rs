@@ -17,7 +17,16 @@ pub(super) fn op_vjp(
     dy: ValueId,
 ) -> Result<Vec<Option<ValueId>>, Option<TypeError>> {
     let ok = |v: Vec<Option<ValueId>>| Ok(v);
+    let complex = |g: &Graph, v: ValueId| g.ty(v).is_some_and(|t| t.dtype.is_complex());
     match op {
+        // on complex values the real ops' derivatives hold for the linear ones with real
+        // coefficients only (negation, + and −); the others need the conjugate (not written)
+        Op::Unary { op: u, x } if complex(g, *x) && *u != crate::graph::UnaryOp::Neg => Err(None),
+        Op::Binary { op: b, .. }
+            if complex(g, y) && !matches!(b, BinaryOp::Add | BinaryOp::Sub) =>
+        {
+            Err(None)
+        }
         Op::Unary { op: u, x } => match u.row().vjp {
             Some(f) => ok(vec![Some(f(g, *x, y, dy)?)]),
             None => Err(None),
