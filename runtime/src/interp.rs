@@ -458,6 +458,36 @@ fn eval_one(
                 FftKind::Inverse => rtm::ifft(&t, n, axis, norm)?,
                 FftKind::RealForward => rtm::rfft(&t, n, axis, norm)?,
                 FftKind::RealInverse => rtm::irfft(&t, n, axis, norm)?,
+                FftKind::RealInverseAdjoint => rtm::double_interior_bins(
+                    &rtm::rfft(&t, n, axis, norm)?,
+                    axis as usize,
+                    n.unwrap_or(1) as usize,
+                )?,
+            })
+        }
+        Op::Complex { op, a, b } => {
+            use tessera_compiler::graph::ComplexOp as C;
+            Val::T(match (op, b) {
+                (C::Real, None) => rtm::real(&tens(vals, *a)?)?,
+                (C::Imag, None) => rtm::imag(&tens(vals, *a)?)?,
+                (C::Conj, None) => rtm::conj(&tens(vals, *a)?)?,
+                (C::Angle, None) => rtm::angle(&tens(vals, *a)?)?,
+                (C::Abs, None) => rtm::unary(rtm::UnaryOp::Abs, &tens(vals, *a)?)?,
+                (C::Neg, None) => rtm::unary(rtm::UnaryOp::Neg, &tens(vals, *a)?)?,
+                (C::Make, Some(b)) => {
+                    let [x, y] = typed_if_all_consts([get(vals, *a)?, get(vals, *b)?])?;
+                    rtm::complex(x.operand(), y.operand())?
+                }
+                (C::Add | C::Sub | C::Mul, Some(b)) => {
+                    let bop = match op {
+                        C::Add => rtm::BinaryOp::Add,
+                        C::Sub => rtm::BinaryOp::Sub,
+                        _ => rtm::BinaryOp::Mul,
+                    };
+                    let [x, y] = typed_if_all_consts([get(vals, *a)?, get(vals, *b)?])?;
+                    rtm::binary(bop, x.operand(), y.operand())?
+                }
+                _ => return Err(internal("a complex op with the wrong number of operands")),
             })
         }
         Op::SpectralMul { x, w, groups } => Val::T(rtm::spectral_mul(

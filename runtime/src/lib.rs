@@ -98,8 +98,8 @@ pub use ops::elementwise::{
     OperandType, UnaryOp,
 };
 pub use ops::fft::{
-    embed as fft_embed, fft, fft2d, ifft, irfft, rfft, spectral_mul, Kind2 as Fft2Kind,
-    Norm as FftNorm,
+    double_interior_bins, embed as fft_embed, fft, fft2d, ifft, irfft, rfft, spectral_mul,
+    Kind2 as Fft2Kind, Norm as FftNorm,
 };
 pub use ops::matmul::{infer_matmul, matmul};
 pub use ops::nn::{flash_attention, layernorm, rmsnorm, softmax};

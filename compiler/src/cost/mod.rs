@@ -423,7 +423,9 @@ pub fn estimate(
                         let lg = (*n).max(1) as f64;
                         let real = matches!(
                             kind,
-                            crate::graph::FftKind::RealForward | crate::graph::FftKind::RealInverse
+                            crate::graph::FftKind::RealForward
+                                | crate::graph::FftKind::RealInverse
+                                | crate::graph::FftKind::RealInverseAdjoint
                         );
                         if real {
                             2.5 * lg.log2()

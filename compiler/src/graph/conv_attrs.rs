@@ -61,6 +61,10 @@ pub enum FftKind {
     /// Those frequencies to `n` reals (NumPy's `irfft`: the imaginary parts of the zero and
     /// Nyquist bins are ignored).
     RealInverse,
+    /// The adjoint of `RealInverse` (what its derivative applies): `RealForward` of the `n`
+    /// reals with the bins strictly between the zero and Nyquist frequencies doubled (the
+    /// terms `irfft` counts twice, as a bin and its conjugate).
+    RealInverseAdjoint,
 }
 
 impl FftKind {
@@ -70,10 +74,19 @@ impl FftKind {
             FftKind::Inverse => "ifft",
             FftKind::RealForward => "rfft",
             FftKind::RealInverse => "irfft",
+            FftKind::RealInverseAdjoint => "irfft_adjoint",
         }
     }
     pub fn inverse(self) -> bool {
         matches!(self, FftKind::Inverse | FftKind::RealInverse)
+    }
+    /// A real input (`rfft` and the adjoint of `irfft`).
+    pub fn real_input(self) -> bool {
+        matches!(self, FftKind::RealForward | FftKind::RealInverseAdjoint)
+    }
+    /// `n/2 + 1` output bins.
+    pub fn half_output(self) -> bool {
+        self.real_input()
     }
 }
 

@@ -65,6 +65,8 @@ pub enum TypeError {
     /// An `fft` family op with an axis out of range, a zero length, an embedding past the
     /// line, or (`irfft`) a line that is not `n/2 + 1` long.
     Fft,
+    /// A complex op whose operands do not fit it (see [`super::ComplexOp::result_dtype`]).
+    Complex,
     /// `spectral_mul` operands that are not `[N, C, ...F]` and `[O, C/groups, ...F]` complex.
     SpectralMul,
 }
@@ -113,6 +115,9 @@ impl std::fmt::Display for TypeError {
             ),
             TypeError::Fft => f.write_str(
                 "fft: the axis must be in range, n positive, and an irfft line n/2 + 1 long",
+            ),
+            TypeError::Complex => f.write_str(
+                "complex op: real/imag/conj/angle/abs/neg take a complex operand, complex() two real ones, complex +, -, * one complex operand at least",
             ),
             TypeError::SpectralMul => f.write_str(
                 "spectral_mul: x [N, C, ...F] and w [O, C/groups, ...F] must be complex of one dtype",
@@ -410,6 +415,24 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
                 op.result_dtype(ta.dtype, tb.dtype),
             )
         }
+        Op::Complex { op, a, b } => {
+            let ta = ty(g, *a)?;
+            let tb = match b {
+                Some(b) => Some(ty(g, *b)?),
+                None => None,
+            };
+            if op.binary() != tb.is_some() {
+                return Err(TypeError::Complex);
+            }
+            let d = op
+                .result_dtype(ta.dtype, tb.as_ref().map(|t| t.dtype))
+                .ok_or(TypeError::Complex)?;
+            let shape = match tb {
+                Some(tb) => broadcast(&ta.shape, &tb.shape)?,
+                None => ta.shape.clone(),
+            };
+            TensorType::new(shape, d)
+        }
         Op::Where { cond, a, b } => {
             let (tc, ta, tb) = (ty(g, *cond)?, ty(g, *a)?, ty(g, *b)?);
             let s = broadcast(&tc.shape, &ta.shape)?;
@@ -667,15 +690,16 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             }
             let mut shape = tx.shape.clone();
             let dtype = match kind {
-                FftKind::Forward | FftKind::Inverse | FftKind::RealForward => {
-                    if *kind == FftKind::RealForward && tx.dtype.is_complex() {
+                FftKind::Forward
+                | FftKind::Inverse
+                | FftKind::RealForward
+                | FftKind::RealInverseAdjoint => {
+                    let real_in =
+                        matches!(kind, FftKind::RealForward | FftKind::RealInverseAdjoint);
+                    if real_in && tx.dtype.is_complex() {
                         return Err(TypeError::Fft);
                     }
-                    shape[*axis] = if *kind == FftKind::RealForward {
-                        n / 2 + 1
-                    } else {
-                        *n
-                    };
+                    shape[*axis] = if real_in { n / 2 + 1 } else { *n };
                     tx.dtype.to_complex()
                 }
                 FftKind::RealInverse => {

@@ -13,7 +13,9 @@
 //!   shape, are read by [`Op::Result`] ops (a multi-output op's value and results are one
 //!   kernel's).
 
+mod complex_op;
 mod conv_attrs;
+pub use complex_op::ComplexOp;
 pub use conv_attrs::{ConvAlgorithm, ConvAttrs, ConvSizes, FftEmbed, FftKind, FftNorm};
 pub mod autodiff;
 mod derivs;
@@ -244,6 +246,14 @@ pub enum Op {
         w: ValueId,
         groups: usize,
     },
+    /// An elementwise complex op (the parts, `complex(re, im)`, `+ - *` and negation with a
+    /// complex operand; [`ComplexOp`]): `b` is the second operand of a binary one. Never
+    /// fused: one kernel each.
+    Complex {
+        op: ComplexOp,
+        a: ValueId,
+        b: Option<ValueId>,
+    },
     /// `x` indexed along `axis` by an integer tensor (NumPy's `take`, what `x[..., idx]` with
     /// an int list or tensor traces to): the result's shape is `x.shape[..axis]`, then
     /// `index.shape`, then `x.shape[axis+1..]`; a negative index counts from the end; one out
@@ -328,6 +338,7 @@ impl Op {
             Op::ScatterAdd { .. } => "scatter_add",
             Op::Fft { kind, .. } => kind.name(),
             Op::SpectralMul { .. } => "spectral_mul",
+            Op::Complex { op, .. } => op.name(),
         }
     }
 
@@ -364,6 +375,12 @@ impl Op {
                 f(*cond);
                 f(*a);
                 f(*b);
+            }
+            Op::Complex { a, b, .. } => {
+                f(*a);
+                if let Some(b) = b {
+                    f(*b);
+                }
             }
             Op::Matmul { a, b, epilogue, .. } => {
                 f(*a);
@@ -459,6 +476,12 @@ impl Op {
                 *cond = f(*cond);
                 *a = f(*a);
                 *b = f(*b);
+            }
+            Op::Complex { a, b, .. } => {
+                *a = f(*a);
+                if let Some(b) = b {
+                    *b = f(*b);
+                }
             }
             Op::Matmul { a, b, epilogue, .. } => {
                 *a = f(*a);

@@ -161,7 +161,11 @@ impl Printer<'_> {
         match op {
             // Inputs, elementwise ops and shape changes: the operands and types say it all.
             Op::Param { .. } | Op::Const { .. } => vec![],
-            Op::Unary { .. } | Op::Binary { .. } | Op::Where { .. } | Op::Cast { .. } => vec![],
+            Op::Unary { .. }
+            | Op::Binary { .. }
+            | Op::Where { .. }
+            | Op::Cast { .. }
+            | Op::Complex { .. } => vec![],
             Op::FusedElementwise { .. }
             | Op::FusedReduce { .. }
             | Op::Reshape { .. }

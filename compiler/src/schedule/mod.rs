@@ -179,7 +179,8 @@ pub fn kind_of(op: &Op) -> Option<Kind> {
         | Op::Binary { .. }
         | Op::Where { .. }
         | Op::Cast { .. }
-        | Op::FusedElementwise { .. } => Kind::Elementwise,
+        | Op::FusedElementwise { .. }
+        | Op::Complex { .. } => Kind::Elementwise,
         Op::Matmul { .. } => Kind::Matmul,
         Op::Conv { .. } => Kind::Conv,
         Op::Fft { .. } | Op::SpectralMul { .. } => Kind::Spectral,

@@ -459,6 +459,22 @@ pub fn fft2d(x: &Tensor, kind: Kind2, s: Option<[i64; 2]>, norm: Norm) -> Result
 
 // ----- the spectral rewrite's pieces -------------------------------------------------------------
 
+/// `y` (the `n/2 + 1` bins of a real transform of length `n` along `axis`) with the bins
+/// strictly between the zero and Nyquist frequencies doubled: `rfft` followed by this is the
+/// adjoint of `irfft` (the Graph IR `irfft_adjoint`). Doubling is exact.
+pub fn double_interior_bins(y: &Tensor, axis: usize, n: usize) -> Result<Tensor> {
+    let h = y.shape().get(axis).copied().unwrap_or(1);
+    let mut shape = vec![1; y.ndim()];
+    if let Some(s) = shape.get_mut(axis) {
+        *s = h;
+    }
+    let w: Vec<f64> = (0..h)
+        .map(|k| if k > 0 && 2 * k < n { 2.0 } else { 1.0 })
+        .collect();
+    let mask = Tensor::from_f64(&shape, w, y.dtype().real_part())?;
+    crate::binary(crate::BinaryOp::Mul, y, &mask)
+}
+
 /// `x` placed in a line of `n` along `axis`: element `j` at `lo + j·step`, the other
 /// positions zero, positions past `n` dropped (the Graph IR `fft` op's embedding; `lo = 0,
 /// step = 1` is NumPy's zero padding or truncation to `n`). Same dtype.

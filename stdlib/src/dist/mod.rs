@@ -40,10 +40,12 @@ mod dispatch;
 mod exec;
 mod grad;
 mod module;
+mod spectral;
 pub use dispatch::*;
 use exec::*;
 pub use grad::{overlap_note, run_gradient, Overlap, GRAD_BUCKET_BYTES};
 pub use module::*;
+pub use spectral::{m_fft1, m_fft2, m_part};
 
 /// The next value number of a sharded tensor in session `cx`.
 fn next_id(cx: &Session) -> usize {

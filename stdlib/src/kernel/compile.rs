@@ -122,7 +122,6 @@ pub fn trace_call(
     let mut param_of: Vec<Option<usize>> = Vec::new();
     for (i, (v, s)) in args.positional.iter().enumerate() {
         if let Some(t) = as_tensor(v) {
-            crate::trace::refuse_complex(t.dtype(), *s)?;
             param_of.push(Some(param_of.iter().flatten().count()));
             let p = ctx.param(&t, param_span(f, Some(i), None, *s))?;
             targs.positional.push((p, *s));
@@ -133,7 +132,6 @@ pub fn trace_call(
     }
     for (k, v, s) in &args.keywords {
         if let Some(t) = as_tensor(v) {
-            crate::trace::refuse_complex(t.dtype(), *s)?;
             let p = ctx.param(&t, param_span(f, None, Some(k), *s))?;
             targs.keywords.push((k.clone(), p, *s));
         } else {

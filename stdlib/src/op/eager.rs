@@ -705,29 +705,47 @@ fn fft_norm(a: &[Option<Arg>], i: usize) -> Result<rtm::FftNorm, Diagnostic> {
     rtm::FftNorm::parse(s).map_err(|e| rt(e).at(x.span))
 }
 
-/// `fft ifft rfft irfft(x, n=None, axis=-1, norm='backward')`.
-pub(super) fn fft1(_: &mut Interp, c: &Call) -> R {
-    let t = tens(&c.a, 0)?;
-    let n = opt(&c.a, 1).map(|x| x.int("n")).transpose()?;
-    let axis = axis_opt(&c.a, 2)?.unwrap_or(-1);
-    let norm = fft_norm(&c.a, 3)?;
+/// The arguments of `fft ifft rfft irfft` after `x`: `n`, `axis`, `norm`.
+pub(crate) struct Fft1Args {
+    pub n: Option<i64>,
+    pub axis: isize,
+    pub norm: rtm::FftNorm,
+}
+
+pub(crate) fn fft1_args(c: &Call) -> Result<Fft1Args, Diagnostic> {
+    Ok(Fft1Args {
+        n: opt(&c.a, 1).map(|x| x.int("n")).transpose()?,
+        axis: axis_opt(&c.a, 2)?.unwrap_or(-1),
+        norm: fft_norm(&c.a, 3)?,
+    })
+}
+
+/// The 1-D transform `c.row.name` of `t` (an abstract tensor gives the result's shape and
+/// dtype: the traced form's rule), a bad length reported at `n`.
+pub(crate) fn fft1_on(t: &Tensor, c: &Call, a: &Fft1Args) -> Result<Tensor, Diagnostic> {
     let f = match c.row.name {
         "fft" => rtm::fft,
         "ifft" => rtm::ifft,
         "rfft" => rtm::rfft,
         _ => rtm::irfft,
     };
-    let r = f(&t, n, axis, norm);
-    match (r, opt(&c.a, 1)) {
+    match (f(t, a.n, a.axis, a.norm), opt(&c.a, 1)) {
+        (Ok(r), _) => Ok(r),
         // a bad length is the `n` argument's fault
         (Err(e), Some(nx)) if e.code == rtm::Code::E0200 => Err(rt(e).at(nx.span)),
-        (r, _) => ok(r),
+        (Err(e), _) => Err(rt(e)),
     }
 }
 
-/// `fft2 ifft2 rfft2 irfft2(x, s=None, norm='backward')` over the last two axes.
-pub(super) fn fft2(_: &mut Interp, c: &Call) -> R {
+/// `fft ifft rfft irfft(x, n=None, axis=-1, norm='backward')`.
+pub(super) fn fft1(_: &mut Interp, c: &Call) -> R {
     let t = tens(&c.a, 0)?;
+    let a = fft1_args(c)?;
+    fft1_on(&t, c, &a).map(tensor_value)
+}
+
+/// The arguments of `fft2 ifft2 rfft2 irfft2` after `x`: `s`, `norm`.
+pub(crate) fn fft2_args(c: &Call) -> Result<(Option<[i64; 2]>, rtm::FftNorm), Diagnostic> {
     let s = match opt(&c.a, 1) {
         Some(sx) => {
             let v = ints_arg(&sx.value, sx.span)?;
@@ -745,20 +763,36 @@ pub(super) fn fft2(_: &mut Interp, c: &Call) -> R {
         }
         None => None,
     };
-    let norm = fft_norm(&c.a, 2)?;
+    Ok((s, fft_norm(&c.a, 2)?))
+}
+
+/// The 2-D transform `c.row.name` of `t` (abstract: the traced form's shape rule).
+pub(crate) fn fft2_on(
+    t: &Tensor,
+    c: &Call,
+    s: Option<[i64; 2]>,
+    norm: rtm::FftNorm,
+) -> Result<Tensor, Diagnostic> {
     let kind = match c.row.name {
         "fft2" => rtm::Fft2Kind::Fft2,
         "ifft2" => rtm::Fft2Kind::Ifft2,
         "rfft2" => rtm::Fft2Kind::Rfft2,
         _ => rtm::Fft2Kind::Irfft2,
     };
-    let r = rtm::fft2d(&t, kind, s, norm);
-    match (r, opt(&c.a, 1)) {
+    match (rtm::fft2d(t, kind, s, norm), opt(&c.a, 1)) {
+        (Ok(r), _) => Ok(r),
         (Err(e), Some(sx))
             if e.code == rtm::Code::E0200 && s.is_some_and(|s| s.iter().any(|&v| v < 1)) =>
         {
             Err(rt(e).at(sx.span))
         }
-        (r, _) => ok(r),
+        (Err(e), _) => Err(rt(e)),
     }
+}
+
+/// `fft2 ifft2 rfft2 irfft2(x, s=None, norm='backward')` over the last two axes.
+pub(super) fn fft2(_: &mut Interp, c: &Call) -> R {
+    let t = tens(&c.a, 0)?;
+    let (s, norm) = fft2_args(c)?;
+    fft2_on(&t, c, s, norm).map(tensor_value)
 }

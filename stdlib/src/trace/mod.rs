@@ -29,7 +29,9 @@ use tessera_runtime::{
 };
 
 mod ops;
+mod spectral;
 pub use ops::*;
+pub use spectral::{t_complex, t_fft1, t_fft2, t_part};
 
 fn ctype(t: &Tensor) -> gir::TensorType {
     gir::TensorType::new(t.shape().to_vec(), t.dtype())
@@ -273,7 +275,6 @@ fn targ(ctx: &Rc<TraceCtx>, v: &Value, span: Span) -> Result<TArg, Diagnostic> {
         Value::Bool(b) => Ok(TArg::Scalar(Scalar::Bool(*b))),
         _ => {
             let t = tensor_arg(v, span)?;
-            refuse_complex(t.dtype(), span)?;
             let a = Tensor::abstract_tensor(t.shape(), t.dtype()).map_err(rt)?;
             Ok(TArg::Conc(t, a))
         }
@@ -292,19 +293,19 @@ fn tens(ctx: &Rc<TraceCtx>, v: &Value, span: Span) -> Result<TArg, Diagnostic> {
     }
 }
 
-/// E0201 for a complex tensor entering a trace (an argument, a captured tensor, a cast): complex
-/// dtypes have no Graph IR lowering yet, so kernels do not take them.
+/// E0201 for a cast to a complex dtype inside a kernel (not compiled: `op.complex(x, 0)`
+/// makes the same values).
 pub fn refuse_complex(d: DType, span: Span) -> Result<(), Diagnostic> {
     if !d.is_complex() {
         return Ok(());
     }
     Err(Diagnostic::new(
         Code::E0201,
-        format!("{d} tensors cannot be used inside a kernel: complex dtypes are not compiled yet"),
+        format!("a cast to {d} inside a kernel is not compiled yet"),
     )
     .at(span)
-    .with_label("a complex tensor")
-    .with_help("run complex code outside @op.kernel: op.fft, op.complex and complex arithmetic work eagerly"))
+    .with_label("a cast to a complex dtype")
+    .with_help("write op.complex(x, 0.0) for x + 0j, or cast outside @op.kernel"))
 }
 
 fn value_error(what: &str) -> Diagnostic {

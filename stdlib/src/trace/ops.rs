@@ -10,6 +10,9 @@ pub fn t_unary(ctx: &Rc<TraceCtx>, u: UnaryOp, x: &TArg, span: Span) -> Result<V
     let xa = x.need_tensor()?;
     let aval = rtm::unary(u, xa).map_err(rt)?;
     let xi = ctx.id_of(x, xa.dtype(), span);
+    if let Some(op) = super::spectral::complex_unary(u, xa.dtype()) {
+        return Ok(ctx.record(Op::Complex { op, a: xi, b: None }, aval, span));
+    }
     Ok(ctx.record(Op::Unary { op: u, x: xi }, aval, span))
 }
 
@@ -24,6 +27,14 @@ pub fn t_binary(
     let p = rtm::promote_operands(a.aval().operand_type(), b.aval().operand_type());
     let ai = ctx.id_of(a, p, span);
     let bi = ctx.id_of(b, p, span);
+    if let Some(c) = super::spectral::complex_binary(op, aval.dtype()) {
+        let op = Op::Complex {
+            op: c,
+            a: ai,
+            b: Some(bi),
+        };
+        return Ok(ctx.record(op, aval, span));
+    }
     Ok(ctx.record(Op::Binary { op, a: ai, b: bi }, aval, span))
 }
 
@@ -46,6 +57,20 @@ pub(super) fn t_cast(
     }
     let aval = xa.cast(d).map_err(rt)?;
     let xi = ctx.id_of(x, xa.dtype(), span);
+    // complex to a real number type: the real part (a complex op), then a real cast
+    if xa.dtype().is_complex() && d != DType::Bool {
+        let part = rtm::real(xa).map_err(rt)?;
+        let re = ctx.record(
+            Op::Complex {
+                op: gir::ComplexOp::Real,
+                a: xi,
+                b: None,
+            },
+            part,
+            span,
+        );
+        return t_cast(ctx, &targ(ctx, &re, span)?, d, span);
+    }
     Ok(ctx.record(Op::Cast { x: xi }, aval, span))
 }
 
@@ -362,13 +387,21 @@ pub fn trace_call(it: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> Result<Value
 }
 
 /// Argument `i` as an operand (a scalar stays a scalar).
-fn operand_at(ctx: &Rc<TraceCtx>, a: &[Option<Arg>], i: usize) -> Result<TArg, Diagnostic> {
+pub(super) fn operand_at(
+    ctx: &Rc<TraceCtx>,
+    a: &[Option<Arg>],
+    i: usize,
+) -> Result<TArg, Diagnostic> {
     let x = req(a, i)?;
     targ(ctx, &x.value, x.span)
 }
 
 /// Argument `i` as a tensor operand (a scalar becomes a 0-d tensor).
-fn tensor_at(ctx: &Rc<TraceCtx>, a: &[Option<Arg>], i: usize) -> Result<TArg, Diagnostic> {
+pub(super) fn tensor_at(
+    ctx: &Rc<TraceCtx>,
+    a: &[Option<Arg>],
+    i: usize,
+) -> Result<TArg, Diagnostic> {
     let x = req(a, i)?;
     tens(ctx, &x.value, x.span)
 }

@@ -188,9 +188,12 @@ pub(super) fn matmul(g: &mut Graph, a: ValueId, b: ValueId) -> R<ValueId> {
     )
 }
 
-/// The dtype cotangents of a value of dtype `d` are carried in.
+/// The dtype cotangents of a value of dtype `d` are carried in (a complex value's in its own
+/// dtype).
 pub(crate) fn cot_dtype(d: DType) -> DType {
-    if d == DType::F64 {
+    if d.is_complex() {
+        d
+    } else if d == DType::F64 {
         DType::F64
     } else {
         DType::F32

@@ -9,6 +9,8 @@
 //! those derivatives build with. Cotangents are
 //! carried in fp32 (fp64 for fp64 values), so bf16/fp16 gradients accumulate in fp32; a
 //! parameter's gradient is cast to the parameter's dtype at the end (as JAX returns it).
+//! Complex values (inside the function: parameters are real) carry complex cotangents with
+//! PyTorch's convention ([`spectral`]).
 
 mod attention;
 mod build;
@@ -16,6 +18,7 @@ mod conv;
 mod norms;
 mod ops;
 mod slices;
+mod spectral;
 
 pub(crate) use build::*;
 
@@ -178,7 +181,13 @@ pub fn grad(fwd: &Graph, wrt: &[usize], with_value: bool) -> Result<Graph, GradE
                     Some(fwd.span(id)),
                 );
                 e.label = Some("no derivative".into());
+                let on_complex = std::iter::once(id)
+                    .chain(operands.iter().copied())
+                    .any(|v| fwd.ty(v).is_some_and(|t| t.dtype.is_complex()));
                 e.help = Some(match op {
+                    Op::Binary { .. } | Op::Unary { .. } if on_complex => {
+                        "its derivative on complex values is not written yet: complex +, -, *, negation, abs, angle, the complex parts and the fft family have one".into()
+                    }
                     Op::Binary { .. } | Op::Unary { .. } => {
                         "keep this op off the path from the differentiated arguments to the result (`op.where` takes a mask without differentiating it)".into()
                     }
@@ -196,11 +205,14 @@ pub fn grad(fwd: &Graph, wrt: &[usize], with_value: bool) -> Result<Graph, GradE
                 continue;
             }
             let xd = ty(fwd, *x)?.dtype;
-            if !xd.is_float() {
+            if !(xd.is_float() || xd.is_complex()) {
                 continue;
             }
             let dx = cast(&mut g, dx, cot_dtype(xd))?;
             cot[x.index()] = Some(match cot[x.index()] {
+                Some(prev) if xd.is_complex() => {
+                    spectral::cplx(&mut g, super::ComplexOp::Add, prev, Some(dx))?
+                }
                 Some(prev) => bin(&mut g, BinaryOp::Add, prev, dx)?,
                 None => dx,
             });

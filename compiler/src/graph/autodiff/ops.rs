@@ -17,7 +17,16 @@ pub(super) fn op_vjp(
     dy: ValueId,
 ) -> Result<Vec<Option<ValueId>>, Option<TypeError>> {
     let ok = |v: Vec<Option<ValueId>>| Ok(v);
+    let complex = |g: &Graph, v: ValueId| g.ty(v).is_some_and(|t| t.dtype.is_complex());
     match op {
+        // on complex values the real ops' derivatives hold for the linear ones with real
+        // coefficients only (negation, + and −); the others need the conjugate (not written)
+        Op::Unary { op: u, x } if complex(g, *x) && *u != crate::graph::UnaryOp::Neg => Err(None),
+        Op::Binary { op: b, .. }
+            if complex(g, y) && !matches!(b, BinaryOp::Add | BinaryOp::Sub) =>
+        {
+            Err(None)
+        }
         Op::Unary { op: u, x } => match u.row().vjp {
             Some(f) => ok(vec![Some(f(g, *x, y, dy)?)]),
             None => Err(None),
@@ -51,6 +60,11 @@ pub(super) fn op_vjp(
             ])
         }
         Op::Cast { .. } => ok(vec![Some(dy)]),
+        Op::Fft { .. } => match super::spectral::fft(g, op, dy)? {
+            Some(dx) => ok(vec![Some(dx)]),
+            None => Err(None),
+        },
+        Op::Complex { op: c, a, b } => ok(super::spectral::complex(g, *c, *a, *b, y, dy)?),
         // a reshape's cotangent is reshaped back (the same elements); a broadcast's is summed
         // over the broadcast dimensions
         Op::Reshape { x } => {

@@ -24,7 +24,7 @@ fn bits_ty(d: DType) -> Ty {
         DType::I32 => Ty::B32,
         DType::Bool | DType::I8 | DType::F8E4M3 | DType::F8E5M2 => Ty::U8,
         DType::F32 | DType::TF32 => Ty::F32,
-        // never reached: `kernels::build` refuses complex kernels
+        // a complex element: one (c64) or two (c128) 64-bit words, moved as bits
         DType::C64 | DType::C128 => Ty::B64,
     }
 }
@@ -65,6 +65,11 @@ pub fn gather(
     let raw = sources
         .iter()
         .all(|s| ins.get(s.input).is_some_and(|(_, d)| *d == od));
+    if od.is_complex() && !raw {
+        return no("a copy that converts to a complex dtype");
+    }
+    // 64-bit words per element
+    let words = if od == DType::C128 { 2 } else { 1 };
     for e in 0..v {
         let i = b.add(Ty::U32, first, imm(e));
         let ok = b.cmp(Cmp::Lt, Ty::U32, i, nr);
@@ -85,7 +90,7 @@ pub fn gather(
             _ => imm(0),
         };
         // An element no source selects (none: the sources cover the output) reads as zero.
-        let mut val: Operand = zero;
+        let mut val: Vec<Operand> = vec![zero; words];
         let mut picked: Option<Value> = None;
         for s in sources {
             let Some(&(p, sd)) = ins.get(s.input) else {
@@ -109,7 +114,11 @@ pub fn gather(
             }
             if raw {
                 // Selected: this source's bits; else the value so far.
-                val = b.load(bits_ty(sd), p, off, Some(guard), &[val])[0].into();
+                val = b
+                    .load(bits_ty(sd), p, off, Some(guard), &val)
+                    .into_iter()
+                    .map(Operand::from)
+                    .collect();
             } else {
                 let x = load_elem(&mut b, Ty::F32, sd, p, off, Some(guard));
                 picked = Some(match picked {
@@ -122,11 +131,14 @@ pub fn gather(
         match picked {
             Some(x) => store_elem(&mut b, od, y, i, x, Some(ok)),
             None => {
-                let bits = match val {
-                    Operand::Value(x) => x,
-                    other => b.mov(bits_ty(od), other),
-                };
-                b.store(bits_ty(od), y, i, &[bits.into()], Some(ok));
+                let bits: Vec<Operand> = val
+                    .iter()
+                    .map(|v| match *v {
+                        Operand::Value(x) => x.into(),
+                        other => b.mov(bits_ty(od), other).into(),
+                    })
+                    .collect();
+                b.store(bits_ty(od), y, i, &bits, Some(ok));
             }
         }
     }

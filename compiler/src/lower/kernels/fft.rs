@@ -16,8 +16,14 @@
 //!    `b = v[j + n/2]`, every thread reads all of its butterflies before a barrier, then writes
 //!    `a ± b·w` to `2·j − k` and `2·j − k + Ns` (`k = j mod Ns`, `w` the twiddle
 //!    `e^{∓2πi k/(2·Ns)}`) and a barrier ends the pass: the result is in natural order;
-//! 4. the outputs (`n`, or `n/2 + 1` for `rfft`, the real parts for `irfft`) times the
-//!    normalisation, to global memory.
+//! 4. the outputs (`n`, or `n/2 + 1` for `rfft` and the adjoint of `irfft`, the real parts
+//!    for `irfft`) times the normalisation (doubled for the adjoint of `irfft` strictly
+//!    between the zero and Nyquist bins), to global memory.
+//!
+//! A length that is not a power of two (up to 1024) replaces step 3 by the direct sum: each
+//! output `Σ_j v[j]·w[(j·p) mod n]` over the line in shared memory, from a table of all `n`
+//! twiddles (`O(n²)` per line; the cpu's mixed-radix and Bluestein transforms are faster for
+//! long prime lengths).
 //!
 //! Element `p` of line `(o, i)` of a `[outer, len, inner]` tensor is at `(o·len + p)·inner +
 //! i`; complex tensors are pairs of fp32 (fp64) words. In fp32 arithmetic for c64, fp64 for
@@ -104,8 +110,10 @@ pub fn fft(g: &Graph, tk: &TileKernel, d: &FftDims) -> R<Kernel> {
     };
     let lines = d.lines.max(1);
     let lg = lines.trailing_zeros();
+    // a length that is not a power of two: the direct sum (see the module docs)
+    let direct = !n.is_power_of_two() || n < 2;
     let data = buf(&mut b, "lines", 2 * n * lines);
-    let twid = buf(&mut b, "twiddles", n);
+    let twid = buf(&mut b, "twiddles", if direct { 2 * n } else { n });
     let tid = b.special(SReg::Tid(Dim::X));
     let block = b.special(SReg::Ctaid(Dim::X));
     let per_outer = d.inner.div_ceil(lines);
@@ -159,7 +167,7 @@ pub fn fft(g: &Graph, tk: &TileKernel, d: &FftDims) -> R<Kernel> {
     };
 
     // 1. twiddles: e^{-2πi t/n}
-    for (t, m) in strided(&mut b, half) {
+    for (t, m) in strided(&mut b, if direct { n } else { half }) {
         guarded(&mut b, m, &|b| {
             let tf = b.cast(Ty::F64, Ty::U32, Some(Rnd::Rn), t);
             let ang = b.mul(
@@ -198,10 +206,14 @@ pub fn fft(g: &Graph, tk: &TileKernel, d: &FftDims) -> R<Kernel> {
                 let v = pair(b, ty, x, at2, line_ok);
                 let neg = b.unary(UnOp::Neg, ty, v[1]);
                 let im = b.select(ty, low, v[1], neg);
-                // the zero and Nyquist frequencies are real
+                // the zero and (n even) Nyquist frequencies are real
                 let edge0 = b.cmp(Cmp::Eq, Ty::U32, p, imm(0));
-                let edge1 = b.cmp(Cmp::Eq, Ty::U32, p, u(half));
-                let edge = b.bin(BinOp::Or, Ty::Pred, edge0, edge1);
+                let edge = if n.is_multiple_of(2) {
+                    let edge1 = b.cmp(Cmp::Eq, Ty::U32, p, u(half));
+                    b.bin(BinOp::Or, Ty::Pred, edge0, edge1)
+                } else {
+                    edge0
+                };
                 let im = b.select(ty, edge, zero, im);
                 (v[0], im)
             } else {
@@ -236,8 +248,12 @@ pub fn fft(g: &Graph, tk: &TileKernel, d: &FftDims) -> R<Kernel> {
 
     // 3. the passes
     let inverse = d.kind.inverse();
+    if direct {
+        let outs = strided(&mut b, n * lines);
+        direct_sums(&mut b, ty, d, dbase, tbase, &outs, &split);
+    }
     let bfly = strided(&mut b, half * lines);
-    let log_n = n.trailing_zeros();
+    let log_n = if direct { 0 } else { n.trailing_zeros() };
     for s in 0..log_n {
         let ns = 1u32 << s;
         // every butterfly's operands read before any is overwritten
@@ -303,6 +319,15 @@ pub fn fft(g: &Graph, tk: &TileKernel, d: &FftDims) -> R<Kernel> {
                 let re = b.mul(ty, v[0], scale);
                 store_int_or(b, ty, word, out, at, re, line_ok);
             } else {
+                // the adjoint of irfft: the bins strictly between 0 and n/2 doubled
+                let scale = if d.kind == FftKind::RealInverseAdjoint {
+                    let pm = b.sub(Ty::U32, p, imm(1));
+                    let interior = b.cmp(Cmp::Lt, Ty::U32, pm, u(n.div_ceil(2) - 1));
+                    let twice = fconst(ty, 2.0 * d.scale);
+                    b.select(ty, interior, twice, scale).into()
+                } else {
+                    scale
+                };
                 let re = b.mul(ty, v[0], scale);
                 let im = b.mul(ty, v[1], scale);
                 let at2 = b.mul(Ty::U32, at, imm(2));
@@ -311,6 +336,71 @@ pub fn fft(g: &Graph, tk: &TileKernel, d: &FftDims) -> R<Kernel> {
         });
     }
     Ok(b.finish())
+}
+
+/// Step 3 for a length `n` that is not a power of two: output `p` of line `ℓ` is
+/// `Σ_j v[j]·w[(j·p) mod n]` over the line in shared memory (`w` the table of all `n`
+/// twiddles, conjugated for an inverse transform), each thread's outputs in registers until
+/// every thread has read the line, then written back in place.
+#[allow(clippy::type_complexity)]
+fn direct_sums(
+    b: &mut Builder,
+    ty: Ty,
+    d: &FftDims,
+    dbase: Value,
+    tbase: Value,
+    outs: &[(Value, Option<Value>)],
+    split: &dyn Fn(&mut Builder, Value) -> (Value, Value, Value, Option<Value>, Value),
+) {
+    let n = d.n;
+    let lines = d.lines.max(1);
+    let eb: u32 = if d.wide { 8 } else { 4 };
+    let inverse = d.kind.inverse();
+    let mut sums = vec![];
+    for &(q, m) in outs {
+        // masked-off lanes sum line 0's position 0 (in range) and write nothing
+        let q = match m {
+            Some(m) => b.select(Ty::U32, m, q, imm(0)),
+            None => q,
+        };
+        let (l, p, _, _, _) = split(b, q);
+        let zero = fconst(ty, 0.0);
+        let init = [b.mov(ty, zero), b.mov(ty, zero), b.mov(Ty::U32, imm(0))];
+        let acc = b.for_rolled(imm(0), u(n), imm(1), &init, |b, j, acc| {
+            // v[j] of line ℓ, and w[t] with t = j·p mod n carried
+            let at = b.fma(Ty::U32, j, u(lines), l);
+            let va = b.fma(Ty::U32, at, u(2 * eb), dbase);
+            let v = b.load_shared(ty, va, 0, 2);
+            let wa = b.fma(Ty::U32, acc[2], u(2 * eb), tbase);
+            let w = b.load_shared(ty, wa, 0, 2);
+            let wi = if inverse {
+                b.unary(UnOp::Neg, ty, w[1])
+            } else {
+                w[1]
+            };
+            let (pr, pi) = cmul(b, ty, (v[0], v[1]), (w[0], wi));
+            let re = b.add(ty, acc[0], pr);
+            let im = b.add(ty, acc[1], pi);
+            let t = b.add(Ty::U32, acc[2], p);
+            let wrap = b.cmp(Cmp::Ge, Ty::U32, t, u(n));
+            let tm = b.sub(Ty::U32, t, u(n));
+            let t = b.select(Ty::U32, wrap, tm, t);
+            vec![re.into(), im.into(), t.into()]
+        });
+        sums.push((q, m, acc[0], acc[1]));
+    }
+    b.barrier();
+    for (q, m, re, im) in sums {
+        let f = |b: &mut Builder| {
+            let (_, _, _, _, sl) = split(b, q);
+            b.store_shared(ty, sl, 0, &[re.into(), im.into()], None);
+        };
+        match m {
+            Some(m) => b.when(m, f),
+            None => f(b),
+        }
+    }
+    b.barrier();
 }
 
 /// The Tile IR of a frequency-domain product kernel: `[batch, cin, cout, groups, bins]`.

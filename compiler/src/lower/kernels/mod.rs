@@ -6,6 +6,7 @@ pub mod attention_grad;
 pub mod attention_mma;
 pub mod axis;
 pub mod blocks;
+pub mod complex;
 pub mod conv;
 pub mod conv_mma;
 pub mod copy;
@@ -19,7 +20,7 @@ pub mod take;
 pub mod values;
 
 use super::to_target::Error;
-use crate::graph::{DType, Graph};
+use crate::graph::{DType, Graph, Op};
 use crate::tile::build::Builder;
 use crate::tile::ir::{Kernel, ParamRole, Type, Value};
 use crate::tile::{AttnPart, Shape, TileKernel};
@@ -37,11 +38,19 @@ pub fn build(g: &Graph, tk: &TileKernel) -> R<Kernel> {
             .inputs
             .iter()
             .any(|v| g.ty(*v).is_some_and(|t| t.dtype.is_complex()));
-    let spectral = matches!(tk.shape, Shape::Fft(_) | Shape::SpectralMul { .. });
-    if complex && !spectral {
+    // the complex kernels: FFTs and products, the complex elementwise ops, and copies (which
+    // move (re, im) pairs as they are)
+    let complex_kernel = matches!(
+        tk.shape,
+        Shape::Fft(_) | Shape::SpectralMul { .. } | Shape::Gather { .. }
+    ) || matches!(g.op(tk.root), Some(Op::Complex { .. }));
+    if complex && !complex_kernel {
         return no("complex dtypes (c64, c128)");
     }
     match &tk.shape {
+        Shape::Elementwise { n, vector } if matches!(g.op(tk.root), Some(Op::Complex { .. })) => {
+            complex::build(g, tk, *n, *vector)
+        }
         Shape::Fft(d) => fft::fft(g, tk, d),
         &Shape::SpectralMul {
             batch,

@@ -481,7 +481,7 @@ pub fn int_pow(b: &mut Builder, ty: Ty, x: Value, y: Value) -> (Value, Value) {
 }
 
 /// `x` with the sign bit of `s` (both of `ty`, `f32` or `f64`).
-fn copysign(b: &mut Builder, ty: Ty, x: Value, s: Value) -> Value {
+pub(super) fn copysign(b: &mut Builder, ty: Ty, x: Value, s: Value) -> Value {
     let (bits, sign) = if ty == Ty::F64 {
         (Ty::B64, i64::MIN)
     } else {

@@ -77,8 +77,11 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
         Kind::Conv => conv_tile(g, k, &mut tk)?,
         Kind::Spectral => spectral_tile(g, k, &mut tk)?,
         Kind::Elementwise => {
+            // a complex op's kernel reads and writes (re, im) pairs
+            let cplx = matches!(op, Op::Complex { .. });
             let io = |d: DType| {
                 any_float(d)
+                    || (cplx && d.is_complex())
                     || matches!(
                         d,
                         DType::F64 | DType::I32 | DType::I64 | DType::I8 | DType::Bool
@@ -529,6 +532,10 @@ fn take_tile(
 /// shared memory (c64: 4096; c128: 2048).
 pub const FFT_MAX_LINE: [usize; 2] = [4096, 2048];
 
+/// The longest line of a length that is not a power of two (transformed by the direct
+/// `O(n²)` sum).
+pub const FFT_MAX_DIRECT: usize = 1024;
+
 /// The launch shape of an FFT (one block per line) or a frequency-domain product (one thread
 /// per output).
 fn spectral_tile(g: &Graph, k: &Kernel, tk: &mut TileKernel) -> Result<(), NotLowered> {
@@ -545,11 +552,13 @@ fn spectral_tile(g: &Graph, k: &Kernel, tk: &mut TileKernel) -> Result<(), NotLo
             let tx = g.ty(*x).ok_or_else(|| nl(k, "untyped operand"))?;
             let wide = k.ty.dtype == DType::C128 || k.ty.dtype == DType::F64;
             let max = FFT_MAX_LINE[usize::from(wide)];
-            if !n.is_power_of_two() || *n < 2 || *n > max {
+            // other lengths: the direct sum, up to FFT_MAX_DIRECT
+            let direct = !n.is_power_of_two() || *n < 2;
+            if (direct && *n > FFT_MAX_DIRECT) || *n > max {
                 return Err(nl(
                     k,
                     format!(
-                        "an FFT of length {n} (the kernel transforms powers of two from 2 to {max} in one block; other lengths run on the cpu)"
+                        "an FFT of length {n} (the kernel transforms powers of two up to {max}, other lengths up to {FFT_MAX_DIRECT}, in one block; longer lines run on the cpu)"
                     ),
                 ));
             }
@@ -571,7 +580,8 @@ fn spectral_tile(g: &Graph, k: &Kernel, tk: &mut TileKernel) -> Result<(), NotLo
             // adjacent lines per block along a middle axis (coalesced loads and stores): up
             // to 32, as many as the 48 KiB of shared memory hold beside the twiddles
             let eb = if wide { 8 } else { 4 };
-            let room = (49152 - n * eb) / (2 * n * eb);
+            let twiddles = if direct { 2 * n * eb } else { n * eb };
+            let room = (49152 - twiddles) / (2 * n * eb);
             let per_block = if inner == 1 {
                 1
             } else {
