@@ -159,7 +159,17 @@ pub struct Output {
 /// Runs one script as a golden case does (its directory, `NO_COLOR`, the memory limit, the
 /// time limit, `$DIR` for its directory in the output), with `env` set too; no snapshots.
 pub fn run_script(exe: &Path, tsr: &Path, env: &[(&str, &str)]) -> Result<Output, String> {
-    let r = run_env(exe, tsr, &[], env, TIMEOUT)?;
+    run_script_within(exe, tsr, env, TIMEOUT)
+}
+
+/// [`run_script`] with its own time limit.
+pub fn run_script_within(
+    exe: &Path,
+    tsr: &Path,
+    env: &[(&str, &str)],
+    timeout: Duration,
+) -> Result<Output, String> {
+    let r = run_env(exe, tsr, &[], env, timeout)?;
     Ok(Output {
         stdout: r.stdout,
         stderr: r.stderr,

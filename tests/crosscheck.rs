@@ -27,6 +27,11 @@ const FALLBACK_DEMOS: &[(&str, &str)] = &[(
     "attention tiles of 173 KiB of shared memory (head dimensions 640 and 640",
 )];
 
+/// The time limit of one script: every kernel launch runs twice (cpu, then its program on the
+/// emulator), so the longest scripts (examples/train.tsr: about 95 s alone on a 2-core
+/// machine) need more than a golden run's limit when two run side by side.
+const SCRIPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
 fn scripts(root: &Path) -> Vec<PathBuf> {
     tessera::golden::kernel_scripts(root)
 }
@@ -50,13 +55,14 @@ fn check(exe: &Path, root: &Path, tsr: &Path, log_dir: &Path, i: usize) -> Resul
     let log = log_dir.join(format!("{i}.log"));
     let _ = std::fs::remove_file(&log);
     let start = Instant::now();
-    let run = tessera::golden::run_script(
+    let run = tessera::golden::run_script_within(
         exe,
         tsr,
         &[
             ("TESSERA_CROSSCHECK", "emu"),
             ("TESSERA_CROSSCHECK_LOG", &log.display().to_string()),
         ],
+        SCRIPT_TIMEOUT,
     );
     let seconds = start.elapsed().as_secs_f64();
     let launches: Vec<(String, String)> = std::fs::read_to_string(&log)
