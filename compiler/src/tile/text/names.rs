@@ -20,7 +20,7 @@ pub fn parse_ty(s: &str) -> Option<Ty> {
 }
 
 /// Every dtype (the text form spells each).
-pub(crate) const ALL_DTYPES: [DType; 11] = [
+pub(crate) const ALL_DTYPES: [DType; 13] = [
     DType::F64,
     DType::F32,
     DType::TF32,
@@ -32,6 +32,8 @@ pub(crate) const ALL_DTYPES: [DType; 11] = [
     DType::I32,
     DType::I8,
     DType::Bool,
+    DType::C64,
+    DType::C128,
 ];
 
 pub fn parse_dtype(s: &str) -> Option<DType> {
