@@ -16,7 +16,7 @@ use crate::ops::elementwise::{binary, BinaryOp};
 use crate::ops::shape_ops::{concat, IndexItem};
 use crate::{DType, Tensor};
 pub use tessera_compiler::schedule::mesh::{
-    after, Comm, CommKind, Layout, MeshShape, Program, RedOp, Step,
+    after, shard_range, Comm, CommKind, Layout, MeshShape, Program, RedOp, Step,
 };
 
 #[cfg(feature = "nccl")]
@@ -220,8 +220,9 @@ pub fn narrow(t: &Tensor, dim: usize, start: usize, len: usize) -> Result<Tensor
     t.index(&items)
 }
 
-/// Checks that `layout` can split a tensor of `shape` over `mesh`: E0400 naming the dimension,
-/// the axis and the numbers otherwise.
+/// Checks that `layout` can split a tensor of `shape` over `mesh`: E0400 naming the dimension
+/// or the axis otherwise. A dimension its axis does not divide is split as `torch.chunk`
+/// does ([`shard_range`]).
 pub fn check_layout(shape: &[usize], layout: &Layout, mesh: &Mesh) -> Result<()> {
     if layout.dims.len() != shape.len() {
         return Err(mesh_error(format!(
@@ -236,13 +237,6 @@ pub fn check_layout(shape: &[usize], layout: &Layout, mesh: &Mesh) -> Result<()>
             return Err(mesh_error(format!(
                 "mesh axis '{}' splits two dimensions",
                 mesh.shape.axes[*a]
-            )));
-        }
-        let n = mesh.shape.shape[*a];
-        if !shape[i].is_multiple_of(n) {
-            return Err(mesh_error(format!(
-                "dimension {i} of size {} is not divisible by mesh axis '{}' of size {n}",
-                shape[i], mesh.shape.axes[*a]
             )));
         }
     }
@@ -265,9 +259,15 @@ impl Sharded {
         self.shards.iter().any(Tensor::is_abstract)
     }
 
-    /// The shape every device holds.
+    /// The largest shard a device holds (every device's when the splits are even).
     pub fn local_shape(&self) -> Vec<usize> {
         self.layout.local_shape(&self.shape, &self.mesh.shape)
+    }
+
+    /// The slice of the global tensor rank `r` holds: per dimension, its start and length.
+    pub fn ranges_of(&self, r: usize) -> Vec<(usize, usize)> {
+        self.layout
+            .shard_ranges(&self.shape, &self.mesh.shape, &self.mesh.coords(r))
     }
 
     /// Splits `t` (replicated on every device) to `layout`: each device keeps its slice. Devices
@@ -278,7 +278,6 @@ impl Sharded {
         let mut cache: std::collections::HashMap<Vec<usize>, Tensor> =
             std::collections::HashMap::new();
         let mut shards = Vec::with_capacity(mesh.size());
-        let local = layout.local_shape(t.shape(), &mesh.shape);
         for r in 0..mesh.size() {
             let c = mesh.coords(r);
             let key: Vec<usize> = layout.dims.iter().map(|d| d.map_or(0, |a| c[a])).collect();
@@ -286,13 +285,15 @@ impl Sharded {
                 shards.push(s.clone());
                 continue;
             }
+            let ranges = layout.shard_ranges(t.shape(), &mesh.shape, &c);
             let s = if t.is_abstract() {
+                let local: Vec<usize> = ranges.iter().map(|x| x.1).collect();
                 Tensor::abstract_tensor(&local, t.dtype())?
             } else {
                 let mut s = t.clone();
-                for (d, &i) in key.iter().enumerate() {
+                for (d, &(start, len)) in ranges.iter().enumerate() {
                     if layout.dims[d].is_some() {
-                        s = narrow(&s, d, i * local[d], local[d])?;
+                        s = narrow(&s, d, start, len)?;
                     }
                 }
                 s
@@ -309,7 +310,8 @@ impl Sharded {
         })
     }
 
-    /// An abstract sharded tensor: abstract shards of the local shape, nothing allocated.
+    /// An abstract sharded tensor: abstract shards of each device's shape, nothing
+    /// allocated.
     pub fn abstract_of(
         shape: &[usize],
         dtype: DType,
@@ -318,10 +320,18 @@ impl Sharded {
     ) -> Result<Sharded> {
         check_layout(shape, &layout, &mesh)?;
         crate::memory::checked_numel(shape)?;
-        let local = layout.local_shape(shape, &mesh.shape);
-        let one = Tensor::abstract_tensor(&local, dtype)?;
+        let shards = (0..mesh.size())
+            .map(|r| {
+                let local: Vec<usize> = layout
+                    .shard_ranges(shape, &mesh.shape, &mesh.coords(r))
+                    .iter()
+                    .map(|x| x.1)
+                    .collect();
+                Tensor::abstract_tensor(&local, dtype)
+            })
+            .collect::<Result<Vec<_>>>()?;
         Ok(Sharded {
-            shards: vec![one; mesh.size()],
+            shards,
             mesh,
             layout,
             shape: shape.to_vec(),
@@ -335,21 +345,24 @@ impl Sharded {
         if *to == self.layout {
             return Ok(self.clone());
         }
-        let local_to = to.local_shape(&self.shape, &self.mesh.shape);
         let shards = (0..self.mesh.size())
             .map(|r| {
                 let c = self.mesh.coords(r);
+                let ranges = to.shard_ranges(&self.shape, &self.mesh.shape, &c);
                 let mut s = self.shards[r].clone();
-                for (d, (cur, new)) in self.layout.dims.iter().zip(&to.dims).enumerate() {
-                    if let (None, Some(a)) = (cur, new) {
-                        if s.is_abstract() {
-                            continue;
-                        }
-                        s = narrow(&s, d, c[*a] * local_to[d], local_to[d])?;
-                    }
-                }
                 if s.is_abstract() {
-                    s = Tensor::abstract_tensor(&local_to, self.dtype)?;
+                    let mut local = s.shape().to_vec();
+                    for (d, (cur, new)) in self.layout.dims.iter().zip(&to.dims).enumerate() {
+                        if cur.is_none() && new.is_some() {
+                            local[d] = ranges[d].1;
+                        }
+                    }
+                    return Tensor::abstract_tensor(&local, s.dtype());
+                }
+                for (d, (cur, new)) in self.layout.dims.iter().zip(&to.dims).enumerate() {
+                    if cur.is_none() && new.is_some() {
+                        s = narrow(&s, d, ranges[d].0, ranges[d].1)?;
+                    }
                 }
                 Ok(s)
             })
@@ -543,22 +556,19 @@ pub fn reduce_fixed(group: &[Tensor], op: RedOp) -> Result<Tensor> {
     r.to(dt)
 }
 
+/// `t` cut along `dim` into `p` pieces as `torch.chunk` cuts it ([`shard_range`]; the last
+/// pieces may be smaller or empty).
 pub(crate) fn chunks(t: &Tensor, dim: usize, p: usize) -> Result<Vec<Tensor>> {
     let n = t.shape().get(dim).copied().unwrap_or(0);
-    if !n.is_multiple_of(p) {
-        return Err(mesh_error(format!(
-            "dimension {dim} of size {n} is not divisible by {p} devices"
-        )));
-    }
-    let len = n / p;
     (0..p)
         .map(|i| {
+            let (start, len) = shard_range(n, p, i);
             if t.is_abstract() {
                 let mut s = t.shape().to_vec();
                 s[dim] = len;
                 Tensor::abstract_tensor(&s, t.dtype())
             } else {
-                narrow(t, dim, i * len, len)
+                narrow(t, dim, start, len)
             }
         })
         .collect()
@@ -664,17 +674,20 @@ mod tests {
         let m = mesh(&["tp"], &[4]);
         let e = m.axis("dp").unwrap_err();
         assert!(e.message.contains("'dp'") && e.message.contains("'tp'"));
-        let t = Tensor::rand(&[6, 4], DType::F32, 0).unwrap();
         let e = Sharded::split(
-            &t,
+            &Tensor::rand(&[6, 4], DType::F32, 0).unwrap(),
             Layout {
-                dims: vec![Some(0), None],
+                dims: vec![Some(0), Some(0)],
                 partial: None,
             },
             m,
         )
         .unwrap_err();
-        assert!(e.message.contains("size 6") && e.message.contains("'tp' of size 4"));
+        assert!(
+            e.message.contains("'tp' splits two dimensions"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
@@ -708,6 +721,61 @@ mod tests {
         );
         let g = s.gather(&Local).unwrap();
         assert_eq!(g.to_f32_vec().unwrap(), t.to_f32_vec().unwrap());
+    }
+
+    #[test]
+    fn uneven_shards_round_trip() {
+        // 7 rows over 3 devices: 3, 3, 1; 5 columns over 4 (a 3 x 4 mesh below): 2, 2, 1, 0.
+        let m = mesh(&["a", "b"], &[3, 4]);
+        let t = Tensor::rand(&[7, 5], DType::F32, 3).unwrap();
+        let l = Layout {
+            dims: vec![Some(0), Some(1)],
+            partial: None,
+        };
+        let s = Sharded::split(&t, l, m.clone()).unwrap();
+        assert_eq!(s.local_shape(), vec![3, 2]);
+        assert_eq!(s.shards[m.rank(&[2, 2])].shape(), &[1, 1]);
+        assert_eq!(s.shards[m.rank(&[1, 3])].shape(), &[3, 0]);
+        let g = s.gather(&Local).unwrap();
+        assert_eq!(g.to_f32_vec().unwrap(), t.to_f32_vec().unwrap());
+        // the same cut through a replicated tensor sliced locally, and through collectives
+        let r = Sharded::split(&t, Layout::replicated(2), m.clone()).unwrap();
+        let sl = r.slice_to(&s.layout).unwrap();
+        for i in 0..m.size() {
+            assert_eq!(sl.shards[i].shape(), s.shards[i].shape());
+        }
+        let rows = Sharded::split(
+            &t,
+            Layout {
+                dims: vec![Some(0), None],
+                partial: None,
+            },
+            m.clone(),
+        )
+        .unwrap();
+        let moved = rows
+            .apply(
+                Comm {
+                    kind: CommKind::AllToAll {
+                        split: 1,
+                        concat: 0,
+                    },
+                    axis: 0,
+                },
+                &Local,
+            )
+            .unwrap();
+        assert_eq!(moved.shards[0].shape(), &[7, 2]);
+        assert_eq!(moved.shards[m.rank(&[2, 0])].shape(), &[7, 1]);
+        assert_eq!(
+            moved.gather(&Local).unwrap().to_f32_vec().unwrap(),
+            t.to_f32_vec().unwrap()
+        );
+        let rs = Local
+            .reduce_scatter(&[t.clone(), t.clone()], RedOp::Sum, 1)
+            .unwrap();
+        assert_eq!(rs[0].shape(), &[7, 3]);
+        assert_eq!(rs[1].shape(), &[7, 2]);
     }
 
     #[test]

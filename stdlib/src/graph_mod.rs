@@ -306,11 +306,9 @@ fn lower_on_mesh(
 ) -> Result<Value, Diagnostic> {
     if level == "schedule" {
         let abs = crate::dist::abstract_args(args)?;
-        // a gradient runs as itself (its backward graph on the mesh); other kernels' bodies run
-        let func = match f.downcast::<KernelObj>() {
-            Some(k) if k.grad.is_none() => k.func.clone(),
-            _ => f.clone(),
-        };
+        // a kernel runs as itself: compiled per device when it needs no communication, else
+        // its body op by op; a gradient runs its backward graph on the mesh
+        let func = f.clone();
         session.on_mesh.set(session.on_mesh.get() + 1);
         crate::dist::open_log(session);
         let r = it.call(&func, abs).and_then(crate::dist::settle_value);

@@ -28,6 +28,7 @@ use crate::kernel::{Compiled, Session};
 use crate::table::{Table, TableObj};
 use std::collections::HashMap;
 use std::time::Duration;
+use tessera_compiler::cost::system::System;
 use tessera_compiler::cost::{self, Estimate, RegSource};
 use tessera_compiler::graph::ValueId;
 use tessera_compiler::schedule::{Kernel, Kind};
@@ -448,8 +449,8 @@ pub fn table(rows: &[Row], title: Option<String>) -> TableObj {
 
 /// The model's time of a per-device kernel: the slower of its FLOPs at the target's peak for
 /// the dtype and its bytes at the DRAM bandwidth, plus a launch. Returns (µs, bound).
-pub fn mesh_kernel_us(flops: f64, bytes: f64, dtype: &str, target: Target) -> (f64, &'static str) {
-    let spec = target.spec();
+pub fn mesh_kernel_us(flops: f64, bytes: f64, dtype: &str, sys: &System) -> (f64, &'static str) {
+    let spec = sys.spec;
     let peak = match dtype {
         "fp64" => spec.peak_tflops.fp64,
         "bf16" | "fp16" => spec.peak_tflops.bf16,
@@ -475,15 +476,15 @@ pub fn mesh_kernel_us(flops: f64, bytes: f64, dtype: &str, target: Target) -> (f
     }
 }
 
-/// The model's time of a collective on `mesh` for `target` (its NVLink): (µs, algorithm,
-/// bytes of the whole tensor).
+/// The model's time of a collective on `mesh` for system `sys` (NVLink inside a domain, the
+/// scale-out network across domains): (µs, algorithm, bytes of the whole tensor, link).
 pub fn collective_model(
     mesh: &tessera_compiler::schedule::mesh::MeshShape,
     comm: &tessera_compiler::schedule::mesh::Comm,
     local_shape: &[usize],
     elem_bytes: usize,
-    target: Target,
-) -> (f64, &'static str, f64) {
+    sys: &System,
+) -> (f64, &'static str, f64, &'static str) {
     use tessera_compiler::schedule::mesh::{comm_bytes, CommKind};
     let bytes = comm_bytes(*comm, local_shape, elem_bytes, mesh);
     let p = mesh.shape.get(comm.axis).copied().unwrap_or(1) as u32;
@@ -493,15 +494,17 @@ pub fn collective_model(
         CommKind::AllGather(_) => cost::Collective::AllGather,
         CommKind::AllToAll { .. } => cost::Collective::AllToAll,
     };
-    let (us, algo) = cost::collective_us(c, bytes, p, target);
-    (us, algo, bytes)
+    let (gbps, link) = sys.link(&mesh.shape, comm.axis);
+    let (us, algo) = cost::collective_us_at(c, bytes, p, gbps);
+    (us, algo, bytes, link)
 }
 
-/// The model's time of one mesh step for `target` (µs): a kernel per device, or a collective.
+/// The model's time of one mesh step on system `sys` (µs): a kernel per device, or a
+/// collective.
 pub fn mesh_step_model_us(
     mesh: &tessera_compiler::schedule::mesh::MeshShape,
     step: &tessera_compiler::schedule::mesh::Step,
-    target: Target,
+    sys: &System,
 ) -> f64 {
     use tessera_compiler::schedule::mesh::Step;
     match step {
@@ -510,13 +513,13 @@ pub fn mesh_step_model_us(
             bytes,
             dtype,
             ..
-        } => mesh_kernel_us(*flops, *bytes, dtype, target).0,
+        } => mesh_kernel_us(*flops, *bytes, dtype, sys).0,
         Step::Collective {
             comm,
             local_shape,
             elem_bytes,
             ..
-        } => collective_model(mesh, comm, local_shape, *elem_bytes, target).0,
+        } => collective_model(mesh, comm, local_shape, *elem_bytes, sys).0,
     }
 }
 
@@ -528,6 +531,11 @@ pub fn record_mesh_step(
 ) {
     use tessera_compiler::schedule::mesh::Step;
     let target = session.target.get();
+    let sys = session.system();
+    let dev = match session.system.get() {
+        Some(s) => s.name,
+        None => target.name(),
+    };
     let n = mesh.size();
     let (name, kind, tile, shape, measured, model) = match step {
         Step::Kernel {
@@ -539,7 +547,7 @@ pub fn record_mesh_step(
             measured_us,
             ..
         } => {
-            let (us, bound) = mesh_kernel_us(*flops, *bytes, dtype, target);
+            let (us, bound) = mesh_kernel_us(*flops, *bytes, dtype, &sys);
             let s = us * 1e-6;
             (
                 format!("{op} (per device)"),
@@ -552,7 +560,7 @@ pub fn record_mesh_step(
                     gbps: bytes / s / 1e9,
                     tflops: flops / s / 1e12,
                     bound,
-                    device: format!("{} ×{n}", target.name()),
+                    device: format!("{dev} ×{n}"),
                 },
             )
         }
@@ -564,9 +572,15 @@ pub fn record_mesh_step(
             measured_us,
             ..
         } => {
-            let (us, algo, bytes) = collective_model(mesh, comm, local_shape, *elem_bytes, target);
+            let (us, algo, bytes, link) =
+                collective_model(mesh, comm, local_shape, *elem_bytes, &sys);
             let ax = mesh.axes.get(comm.axis).cloned().unwrap_or_default();
             let s = us * 1e-6;
+            // a collective leaving its NVLink domain says so
+            let algo = match link {
+                "nvlink" => algo.to_string(),
+                other => format!("{algo} {other}"),
+            };
             (
                 format!("{}[{ax}]", comm.kind.name()),
                 Kind::Copy,
@@ -578,7 +592,7 @@ pub fn record_mesh_step(
                     gbps: if s > 0.0 { bytes / s / 1e9 } else { f64::NAN },
                     tflops: f64::NAN,
                     bound: "comm",
-                    device: format!("{} ×{n}", target.name()),
+                    device: format!("{dev} ×{n}"),
                 },
             )
         }
@@ -594,6 +608,70 @@ pub fn record_mesh_step(
         launches: 1,
         shape,
         mesh: Some(model),
+        counters: None,
+    };
+    let mut rec = session.profile.borrow_mut();
+    merge(&mut rec.rows, row);
+    // where the mesh's axes sit, when a system is named or an axis leaves its NVLink domain
+    let leaves = (0..mesh.shape.len()).any(|a| !sys.axis_in_domain(&mesh.shape, a));
+    if n > 1 && (session.system.get().is_some() || leaves) {
+        let mut inside = Vec::new();
+        let mut across = Vec::new();
+        for (a, name) in mesh.axes.iter().enumerate() {
+            if mesh.shape[a] <= 1 {
+                continue;
+            }
+            match sys.axis_in_domain(&mesh.shape, a) {
+                true => inside.push(name.as_str()),
+                false => across.push(name.as_str()),
+            }
+        }
+        let names = |v: &[&str]| match v.is_empty() {
+            true => "none".to_string(),
+            false => v.join(", "),
+        };
+        let note = format!(
+            "topology {}: NVLink domains of {} GPUs; mesh {} axes inside a domain: {}; across domains (scale-out {} GB/s per GPU): {}",
+            sys.name,
+            sys.domain,
+            mesh.describe(),
+            names(&inside),
+            sys.scaleout_gbps,
+            names(&across),
+        );
+        if !rec.notes.contains(&note) {
+            rec.notes.push(note);
+        }
+    }
+}
+
+/// Records one stage of a pipeline: its measured busy time per micro-batch (µs) on its
+/// worker thread, beside the model's time per micro-batch for the target.
+pub fn record_pipeline_stage(
+    session: &Session,
+    name: &str,
+    tile: &str,
+    busy_us: &[f64],
+    model_us: f64,
+) {
+    let target = session.target.get();
+    let row = Row {
+        name: name.to_string(),
+        kind: Kind::Elementwise,
+        tile: tile.to_string(),
+        samples: busy_us.to_vec(),
+        device: Some("cpu thread".into()),
+        target,
+        estimate: None,
+        launches: busy_us.len() as u32,
+        shape: Vec::new(),
+        mesh: Some(MeshModel {
+            latency_us: model_us,
+            gbps: f64::NAN,
+            tflops: f64::NAN,
+            bound: "-",
+            device: target.name().to_string(),
+        }),
         counters: None,
     };
     merge(&mut session.profile.borrow_mut().rows, row);

@@ -29,6 +29,9 @@ pub struct Directives {
     pub autotune: Option<AutotuneOpts>,
     /// `grad_bucket(bytes)`: the most gradient bytes one data-parallel all-reduce takes.
     pub grad_bucket: Option<i64>,
+    /// `overlap(on=True)`: a data-parallel gradient's bucket all-reduces run while the
+    /// backward pass goes on (off: each is waited for when issued).
+    pub overlap: Option<bool>,
     /// Where each directive was given (the whole `schedule.NAME(...)` call), for diagnostics that
     /// blame a directive; the last call of a name wins, as its value does.
     pub spans: Vec<(&'static str, Span)>,
@@ -74,6 +77,7 @@ const FUNCTIONS: &[(&str, &str)] = &[
     ),
     ("vectorize", "vectorize(n)"),
     ("grad_bucket", "grad_bucket(bytes)"),
+    ("overlap", "overlap(on=True)"),
     ("fusion", "fusion(mode)"),
     (
         "search_space",
@@ -188,6 +192,14 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
             };
             d.tile = Some(([bm, bn, bk], warp));
         }
+        "overlap" => {
+            let a = args.bind(name, &[], &["on"])?;
+            let on = get(&a, 0)
+                .map(|x| x.bool("on"))
+                .transpose()?
+                .unwrap_or(true);
+            d.overlap = Some(on);
+        }
         "use_tensor_cores" | "async_copy" => {
             let a = args.bind(name, &[], &["on"])?;
             let on = get(&a, 0)
@@ -236,7 +248,16 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
         "grad_bucket" => {
             let a = args.bind(name, &["bytes"], &[])?;
             if let Some(x) = get(&a, 0) {
-                d.grad_bucket = Some(pos_int(x, "the gradient bucket size")?);
+                // bytes, not a block size: any positive size (a bucket never holds more
+                // than the gradients)
+                let v = x.int("the gradient bucket size")?;
+                if v < 1 {
+                    return Err(bad(
+                        x.span,
+                        format!("the gradient bucket size must be at least 1, got {v}"),
+                    ));
+                }
+                d.grad_bucket = Some(v);
             }
         }
         "fusion" => {

@@ -1,4 +1,6 @@
 //! The `target` module (SPEC §6): `target.set("sm_90")`, `target.current()`, `target.info()`,
+//! the multi-GPU system of the mesh cost model (`target.set_system("gb200-nvl72")`,
+//! `target.system()`),
 //! and the device kernels run on: `target.set_device("auto"|"cpu"|"emu"|"cuda")`, `target.device()`
 //! (the script form of `--device` and the REPL's `:device`; docs/decisions.md).
 
@@ -189,7 +191,51 @@ pub fn module(session: Rc<Session>) -> Module {
             let name = str_arg(&x.value, "name", x.span)?;
             let t = crate::kernel::parse_target(&name).map_err(|d| d.at(x.span))?;
             s.target.set(t);
+            // a named system keeps its GPUs' target
+            if s.system.get().is_some_and(|sys| sys.target != t) {
+                s.system.set(None);
+            }
             Ok(Value::None)
+        }),
+    );
+    let s = session.clone();
+    m.set(
+        "set_system",
+        Value::native("set_system", "set_system(name)", move |_, args| {
+            let a = args.bind("set_system", &["name"], &[])?;
+            let Some(x) = a.into_iter().flatten().next() else {
+                return Ok(Value::None);
+            };
+            let name = str_arg(&x.value, "name", x.span)?;
+            let sys = tessera_compiler::cost::system::System::parse(&name).ok_or_else(|| {
+                let known: Vec<&str> = tessera_compiler::cost::system::systems()
+                    .iter()
+                    .map(|s| s.name)
+                    .collect();
+                Diagnostic::new(Code::E0101, format!("unknown system '{name}'"))
+                    .at(x.span)
+                    .with_help(format!("systems are {}", known.join(", ")))
+            })?;
+            s.target.set(sys.target);
+            s.system.set(Some(sys));
+            Ok(Value::None)
+        }),
+    );
+    let s = session.clone();
+    m.set(
+        "system",
+        Value::native("system", "system()", move |_, args| {
+            args.bind("system", &[], &[])?;
+            let sys = s.system();
+            Ok(Value::str(&format!(
+                "{} ({} × {}, {} per NVLink domain, NVLink {} GB/s, scale-out {} GB/s per GPU)",
+                sys.name,
+                sys.spec.gpu,
+                sys.target.name(),
+                sys.domain,
+                sys.nvlink_gbps,
+                sys.scaleout_gbps
+            )))
         }),
     );
     let s = session.clone();

@@ -23,6 +23,7 @@
 pub mod conv;
 pub mod occupancy;
 pub mod regs;
+pub mod system;
 
 use crate::graph::{AttnWrt, DType, Graph, Op, TensorType};
 use crate::pipeline::Lowered;
@@ -539,10 +540,16 @@ pub enum Collective {
 /// `(p−1)·α + (p−1)/p · n/β`; `β` is one
 /// direction of the target's NVLink bandwidth, `α` [`LINK_LATENCY_US`]. Returns (µs, algorithm).
 pub fn collective_us(c: Collective, bytes: f64, p: u32, target: Target) -> (f64, &'static str) {
+    collective_us_at(c, bytes, p, target.spec().nvlink_gbps)
+}
+
+/// [`collective_us`] over links of `link_gbps` per GPU (both directions together): NVLink
+/// inside a domain, the scale-out network between domains ([`system::System::link`]).
+pub fn collective_us_at(c: Collective, bytes: f64, p: u32, link_gbps: f64) -> (f64, &'static str) {
     if p <= 1 {
         return (0.0, "none");
     }
-    let beta = target.spec().nvlink_gbps / 2.0 * 1e9;
+    let beta = link_gbps / 2.0 * 1e9;
     let a = LINK_LATENCY_US;
     let pf = f64::from(p);
     let n_us = bytes / beta * 1e6;

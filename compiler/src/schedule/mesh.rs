@@ -77,16 +77,41 @@ impl Layout {
     pub fn dim_of(&self, axis: usize) -> Option<usize> {
         self.dims.iter().position(|d| *d == Some(axis))
     }
-    /// The shape one device holds.
+    /// The largest shard a device holds (every shard when the splits are even): a split
+    /// dimension of `n` over `k` devices is `ceil(n / k)`, as `torch.chunk` cuts it.
     pub fn local_shape(&self, global: &[usize], mesh: &MeshShape) -> Vec<usize> {
         global
             .iter()
             .zip(&self.dims)
             .map(|(&n, d)| match d {
-                Some(a) => n / mesh.shape[*a].max(1),
+                Some(a) => n.div_ceil(mesh.shape[*a].max(1)),
                 None => n,
             })
             .collect()
+    }
+    /// The shard of the device at mesh coordinates `coords`: per dimension, the start and
+    /// length of its slice ([`shard_range`]).
+    pub fn shard_ranges(
+        &self,
+        global: &[usize],
+        mesh: &MeshShape,
+        coords: &[usize],
+    ) -> Vec<(usize, usize)> {
+        global
+            .iter()
+            .zip(&self.dims)
+            .map(|(&n, d)| match d {
+                Some(a) => shard_range(n, mesh.shape[*a], coords[*a]),
+                None => (0, n),
+            })
+            .collect()
+    }
+    /// Whether every split dimension divides evenly by its mesh axis.
+    pub fn is_even(&self, global: &[usize], mesh: &MeshShape) -> bool {
+        global.iter().zip(&self.dims).all(|(&n, d)| match d {
+            Some(a) => n.is_multiple_of(mesh.shape[*a].max(1)),
+            None => true,
+        })
     }
     /// `(tp, None)`, with `, partial=tp` when partial.
     pub fn describe(&self, mesh: &MeshShape) -> String {
@@ -102,6 +127,15 @@ impl Layout {
         }
         s
     }
+}
+
+/// Shard `i` of a dimension of `n` split over `k` devices, as `torch.chunk` cuts it: chunks
+/// of `ceil(n / k)`, the last ones smaller or empty. Returns `(start, len)`.
+pub fn shard_range(n: usize, k: usize, i: usize) -> (usize, usize) {
+    let c = n.div_ceil(k.max(1));
+    let start = i.saturating_mul(c).min(n);
+    let end = (i + 1).saturating_mul(c).min(n);
+    (start, end - start)
 }
 
 /// A reduction of a collective.
@@ -660,6 +694,34 @@ mod tests {
         );
         assert_eq!(tb.dims, vec![None, None]);
         assert_eq!(o.dims, vec![Some(0), None]);
+    }
+
+    #[test]
+    fn shards_cut_as_torch_chunk() {
+        // 10 over 4: chunks of 3, the last one 1; 5 over 4: 2, 2, 1, 0; 2 over 3: 1, 1, 0.
+        let lens = |n, k| (0..k).map(|i| shard_range(n, k, i)).collect::<Vec<_>>();
+        assert_eq!(lens(10, 4), vec![(0, 3), (3, 3), (6, 3), (9, 1)]);
+        assert_eq!(lens(5, 4), vec![(0, 2), (2, 2), (4, 1), (5, 0)]);
+        assert_eq!(lens(2, 3), vec![(0, 1), (1, 1), (2, 0)]);
+        assert_eq!(lens(12, 3), vec![(0, 4), (4, 4), (8, 4)]);
+        for n in 0..40 {
+            for k in 1..9 {
+                let r = lens(n, k);
+                assert_eq!(r.iter().map(|x| x.1).sum::<usize>(), n);
+                assert!(r.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0));
+            }
+        }
+        let m = MeshShape {
+            axes: vec!["tp".into()],
+            shape: vec![6],
+        };
+        let l = lay(&[Some(0), None]);
+        assert_eq!(l.local_shape(&[1_000_000, 8], &m), vec![166_667, 8]);
+        assert_eq!(
+            l.shard_ranges(&[1_000_000, 8], &m, &[5]),
+            vec![(833_335, 166_665), (0, 8)]
+        );
+        assert!(!l.is_even(&[1_000_000, 8], &m));
     }
 
     #[test]

@@ -69,6 +69,14 @@ pub(super) fn reduce_on_local(x: &Sharded, c: Comm) -> rtm::Result<Sharded> {
 pub(super) fn collective(x: &Sv, c: Comm) -> Result<Sv, Diagnostic> {
     let t0 = Instant::now();
     let s = reduce_on_local(&x.s, c).map_err(rt)?;
+    if x.s.mesh.shape.shape.get(c.axis).copied().unwrap_or(1) <= 1 {
+        // one device along the axis: nothing moves, no collective is recorded
+        return Ok(Sv {
+            s,
+            id: x.id,
+            cx: x.cx.clone(),
+        });
+    }
     let measured = (!x.s.is_abstract()).then(|| t0.elapsed().as_secs_f64() * 1e6);
     let out = next_id(&x.cx);
     let local = x.s.local_shape();
@@ -141,11 +149,7 @@ pub(super) fn kernel(
         .first()
         .map(|t| t.shape().to_vec())
         .unwrap_or_default();
-    let global: Vec<usize> = local_out
-        .iter()
-        .zip(&out_layout.dims)
-        .map(|(&n, d)| d.map_or(n, |a| n * mesh.shape.shape[a]))
-        .collect();
+    let global = global_shape(&mesh, &out_layout, &shards);
     let out_elems: f64 = local_out.iter().map(|&d| d as f64).product();
     let mut bytes = out_elems * out_dtype.size_bytes() as f64;
     for x in ins {
@@ -180,6 +184,81 @@ pub(super) fn kernel(
         id: out,
         cx,
     })
+}
+
+/// The global shape of a tensor laid out as `l` from its shards (indexed by rank): a split
+/// dimension is the sum of the shards along its mesh axis (uneven shards included).
+pub(super) fn global_shape(mesh: &Mesh, l: &Layout, shards: &[Tensor]) -> Vec<usize> {
+    let Some(first) = shards.first() else {
+        return Vec::new();
+    };
+    let mut g = first.shape().to_vec();
+    for (d, a) in l.dims.iter().enumerate() {
+        let Some(a) = *a else { continue };
+        g[d] = (0..mesh.shape.shape[a])
+            .map(|i| {
+                let mut c = vec![0; mesh.shape.shape.len()];
+                c[a] = i;
+                shards[mesh.rank(&c)].shape()[d]
+            })
+            .sum();
+    }
+    g
+}
+
+/// The identity of `max` (`lowest`) or `min` in dtype `dt`: what a device whose shard is
+/// empty along the reduced dimensions contributes to the all-reduce.
+fn extreme(dt: DType, lowest: bool) -> Scalar {
+    let s = if lowest { -1.0 } else { 1.0 };
+    match dt {
+        DType::Bool => Scalar::Bool(!lowest),
+        DType::I8 => Scalar::Int(if lowest {
+            i8::MIN as i64
+        } else {
+            i8::MAX as i64
+        }),
+        DType::I32 => Scalar::Int(if lowest {
+            i32::MIN as i64
+        } else {
+            i32::MAX as i64
+        }),
+        DType::I64 => Scalar::Int(if lowest { i64::MIN } else { i64::MAX }),
+        // e4m3 has no infinity: its largest finite value
+        DType::F8E4M3 => Scalar::Float(s * 448.0),
+        _ => Scalar::Float(s * f64::INFINITY),
+    }
+}
+
+/// A local `max`/`min` over `axes` of a shard that may be empty along them (an uneven split):
+/// an empty one gives the reduction's identity.
+fn local_reduce(
+    t: &Tensor,
+    op: rtm::ReduceOp,
+    axes: &[usize],
+    ax: Option<isize>,
+    keepdim: bool,
+) -> rtm::Result<Tensor> {
+    let empty = axes.iter().any(|&a| t.shape().get(a) == Some(&0));
+    let ident = match op {
+        rtm::ReduceOp::Max => Some(true),
+        rtm::ReduceOp::Min => Some(false),
+        _ => None,
+    };
+    match ident {
+        Some(lowest) if empty => {
+            let shape: Vec<usize> = t
+                .shape()
+                .iter()
+                .enumerate()
+                .filter_map(|(i, &n)| match axes.contains(&i) {
+                    true => keepdim.then_some(1),
+                    false => Some(n),
+                })
+                .collect();
+            Tensor::full(&shape, extreme(t.dtype(), lowest), t.dtype())
+        }
+        _ => rtm::reduce(t, op, ax, keepdim),
+    }
 }
 
 /// The mesh of the sharded operands (E0400 when they differ).
@@ -446,6 +525,7 @@ pub(super) fn reduce(
     };
     let count: f64 = axes.iter().map(|&a| x.s.shape[a] as f64).product();
     let work: f64 = x.s.local_shape().iter().map(|&d| d as f64).product();
+    let red_axes = axes.clone();
     let mut r = kernel(
         &format!("reduce_{name}"),
         &[x],
@@ -453,7 +533,7 @@ pub(super) fn reduce(
         probe.dtype(),
         0.0,
         work,
-        move |t| rtm::reduce(&t[0], local_op, ax, keepdim),
+        move |t| local_reduce(&t[0], local_op, &red_axes, ax, keepdim),
     )
     .map_err(|d| d.or_at(span))?;
     let red = match op {

@@ -11,8 +11,8 @@
 
 use super::exec::{common_mesh, elementwise_binary, kernel, on_mesh, value_of, Sv};
 use super::*;
+use tessera_compiler::cost::system::System;
 use tessera_compiler::graph::{Graph, Op, ReduceOp, ValueId};
-use tessera_compiler::target::Target;
 
 /// The default gradient bucket: 1 MiB of gradients per all-reduce.
 pub const GRAD_BUCKET_BYTES: u64 = 1 << 20;
@@ -60,17 +60,30 @@ struct Bucket {
     grads: Vec<(usize, Sv)>,
 }
 
+/// How a gradient's partial sums are all-reduced: buckets of at most `bytes`, each on its own
+/// thread while the backward pass goes on (`overlap`), or waited for when issued.
+#[derive(Copy, Clone, Debug)]
+pub struct Buckets {
+    pub bytes: u64,
+    pub overlap: bool,
+}
+
 /// Runs the gradient graph `g` (as traced, before fusion) on the mesh of its sharded
 /// arguments `params` (one per graph param, in order). The outputs from `first_grad` on are
-/// gradients: their partial sums are all-reduced in buckets of at most `bucket` bytes.
+/// gradients: their partial sums are all-reduced in buckets.
 pub fn run_gradient(
     g: &Graph,
     params: &[Value],
     captures: &[Tensor],
     first_grad: usize,
-    bucket: u64,
+    buckets: Buckets,
     span: Span,
 ) -> Result<(Vec<Value>, Overlap), Diagnostic> {
+    let bucket = buckets.bytes;
+    let mut ov = Overlap {
+        enabled: buckets.overlap,
+        ..Overlap::default()
+    };
     let mut vals: Vec<Option<Rv>> = vec![None; g.len()];
     let mut pending: Vec<Pending> = Vec::new();
     // output position(s) of each value that is a gradient
@@ -108,7 +121,12 @@ pub fn run_gradient(
                 open[at].bytes += bytes;
                 if open[at].bytes >= bucket {
                     let b = open.remove(at);
-                    pending.push(issue(b, span)?);
+                    let p = issue(b, span)?;
+                    if buckets.overlap {
+                        pending.push(p);
+                    } else {
+                        finish(p, &mut reduced, &mut ov, span)?;
+                    }
                 }
             }
         }
@@ -117,7 +135,6 @@ pub fn run_gradient(
     for b in open {
         pending.push(issue(b, span)?);
     }
-    let mut ov = Overlap::default();
     for p in pending {
         finish(p, &mut reduced, &mut ov, span)?;
     }
@@ -161,6 +178,8 @@ struct Pending {
 pub struct Overlap {
     pub comm_us: f64,
     pub hidden_us: f64,
+    /// The all-reduces ran beside the backward pass (`schedule.overlap`, on by default).
+    pub enabled: bool,
 }
 
 /// Packs a bucket's partial sums into one flat buffer per device and starts its all-reduce on
@@ -299,14 +318,14 @@ fn finish(
 /// kernels (each collective against the measured time of the kernels it may run beside).
 /// The local mesh runs its collectives in program order, so this is what the plan would
 /// hide, not a measured overlap.
-pub fn overlap_note(p: &Program, ov: &Overlap, target: Target) -> Option<String> {
+pub fn overlap_note(p: &Program, ov: &Overlap, sys: &System) -> Option<String> {
     let mesh = p.mesh.as_ref()?;
     let us = |s: &Step| match s {
         Step::Kernel { measured_us, .. } | Step::Collective { measured_us, .. } => *measured_us,
     };
     let (mut count, mut bytes, mut comm, mut hidden) = (0, 0.0, 0.0, 0.0);
     // the same plan with the model's times for the target (its kernels' roofline, its NVLink)
-    let model = |s: &Step| crate::profile::mesh_step_model_us(mesh, s, target);
+    let model = |s: &Step| crate::profile::mesh_step_model_us(mesh, s, sys);
     let (mut comm_m, mut hidden_m) = (0.0, 0.0);
     let plan = rules::overlap(&p.steps);
     for (i, s) in p.steps.iter().enumerate() {
@@ -337,7 +356,12 @@ pub fn overlap_note(p: &Program, ov: &Overlap, target: Target) -> Option<String>
     if count == 0 {
         return None;
     }
-    let measured = if ov.comm_us > 0.0 {
+    let measured = if ov.comm_us > 0.0 && !ov.enabled {
+        format!(
+            "; overlap off (schedule.overlap(False)): the bucket all-reduces took {:.1} µs, each waited for when issued (measured)",
+            ov.comm_us
+        )
+    } else if ov.comm_us > 0.0 {
         format!(
             "; the bucket all-reduces ran on their own thread for {:.1} µs, {:.0}% of it while the backward pass computed (measured)",
             ov.comm_us,
@@ -348,7 +372,7 @@ pub fn overlap_note(p: &Program, ov: &Overlap, target: Target) -> Option<String>
     };
     let modelled = format!(
         "; modelled for {} ×{}: {comm_m:.1} µs of collectives, {:.0}% beside kernels (model)",
-        target.name(),
+        sys.target.name(),
         mesh.size(),
         if comm_m > 0.0 {
             100.0 * hidden_m / comm_m

@@ -36,15 +36,19 @@ use tessera_runtime::mesh::{
 };
 use tessera_runtime::{self as rtm, BinaryOp, DType, Scalar, Tensor};
 
+pub mod compiled;
 mod dispatch;
 mod exec;
 mod grad;
 mod module;
+mod pipeline;
+mod plan;
 mod spectral;
 pub use dispatch::*;
 use exec::*;
-pub use grad::{overlap_note, run_gradient, Overlap, GRAD_BUCKET_BYTES};
+pub use grad::{overlap_note, run_gradient, Buckets, Overlap, GRAD_BUCKET_BYTES};
 pub use module::*;
+pub use pipeline::{formula_bubble, PipelineObj};
 pub use spectral::{m_fft1, m_fft2, m_part};
 
 /// The next value number of a sharded tensor in session `cx`.
@@ -338,10 +342,13 @@ impl ShardedObj {
         if s.is_abstract() {
             o.push_str(", abstract");
         }
+        // uneven splits (`torch.chunk`): the largest shard, the last ones smaller
+        let even = s.layout.is_even(&s.shape, &s.mesh.shape);
         o.push_str(&format!(
-            ", layout={}, mesh={}, shard={} ×{})",
+            ", layout={}, mesh={}, shard={}{} ×{})",
             SpecObj::of(&s.layout, &s.mesh).text(),
             mesh_text(&s.mesh),
+            if even { "" } else { "≤" },
             shape_list(&s.local_shape()),
             s.mesh.size()
         ));

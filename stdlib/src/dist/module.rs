@@ -107,6 +107,11 @@ pub const FUNCTIONS: &[(&str, &str)] = &[
     ("all_reduce", "all_reduce(t, axis, op='sum')"),
     ("reduce_scatter", "reduce_scatter(t, axis, dim=0, op='sum')"),
     ("all_gather", "all_gather(t, axis)"),
+    (
+        "pipeline",
+        "pipeline(stages, mesh=None, mesh_axis='pp', microbatches=8, schedule='1f1b')",
+    ),
+    ("plan", "plan(f, *args, devices=None, axes=None)"),
 ];
 
 /// Builds the `dist` module.
@@ -150,6 +155,18 @@ pub fn module(session: Rc<Session>) -> Module {
                 .map_err(|e| rt_at(e, args.span))
         }),
     );
+    m.set("pipeline", {
+        let session = session.clone();
+        Value::native("pipeline", FUNCTIONS[8].1, move |_, args| {
+            super::pipeline::make_pipeline(&session, &args)
+        })
+    });
+    m.set("plan", {
+        let session = session.clone();
+        Value::native("plan", FUNCTIONS[9].1, move |it, args| {
+            super::plan::plan(&session, it, args)
+        })
+    });
     m.set(
         "ShardSpec",
         Value::native("ShardSpec", FUNCTIONS[1].1, |_, args| {
@@ -268,6 +285,25 @@ pub fn module(session: Rc<Session>) -> Module {
                     let lay = spec
                         .layout(shape.len(), &mesh)
                         .map_err(|d| d.or_at(l.span))?;
+                    // on a named system, a shard must fit one GPU's memory
+                    if let Some(sys) = session.system.get() {
+                        let local = lay.local_shape(&shape, &mesh.shape);
+                        let bytes = local.iter().map(|&d| d as f64).product::<f64>()
+                            * dt.size_bytes() as f64;
+                        if bytes > sys.hbm_bytes as f64 {
+                            return Err(e400(format!(
+                                "a shard of {} {} needs {:.1} GB, over the {:.0} GB of one GPU ({}, {})",
+                                shape_list(&local),
+                                dt.name(),
+                                bytes / 1e9,
+                                sys.hbm_bytes as f64 / 1e9,
+                                sys.spec.gpu,
+                                sys.name
+                            ))
+                            .at(args.span)
+                            .with_help("split it over more devices (another mesh axis in the ShardSpec)"));
+                        }
+                    }
                     Sharded::abstract_of(&shape, dt, lay, mesh)
                         .map(|s| new_sharded(&session, s))
                         .map_err(|e| rt_at(e, args.span))
@@ -311,7 +347,6 @@ pub fn module(session: Rc<Session>) -> Module {
             let nd = x.s.shape.len();
             let dim = norm_axis(int_arg(&a, 2, "dim")?.unwrap_or(0), nd, args.span)?;
             let op = red_arg(&a, 3)?;
-            let p = x.s.mesh.shape.shape[ax];
             if x.s.layout.dim_of(ax).is_some() {
                 return Err(e400(format!(
                     "reduce_scatter over '{}': the tensor is already split over it",
@@ -321,13 +356,6 @@ pub fn module(session: Rc<Session>) -> Module {
             }
             if x.s.layout.dims[dim].is_some() {
                 return Err(e400(format!("dimension {dim} is already split")).at(args.span));
-            }
-            if !x.s.shape[dim].is_multiple_of(p) {
-                return Err(e400(format!(
-                    "dimension {dim} of size {} is not divisible by mesh axis '{}' of size {p}",
-                    x.s.shape[dim], x.s.mesh.shape.axes[ax]
-                ))
-                .at(args.span));
             }
             collective_value(&x, CommKind::ReduceScatter(op, dim), ax, args.span)
         }),

@@ -4,11 +4,10 @@
 //! communication. Along a split dimension it is the transpose algorithm of distributed FFTs:
 //! an `all_to_all` moves the split to another dimension (the largest one not split), each
 //! device transforms its now whole lines, and a second `all_to_all` moves the split back, so
-//! the result has the operand's layout (the all_to_all splits evenly: when no other dimension,
-//! or the result's length along the transformed one, divides by the axis' devices, the
-//! transformed dimension is gathered instead: `all_gather`, each device keeping its slice of
-//! the result, or the whole dimension when the result's length does not divide: shards are
-//! even). A 2-D transform is two of these in the eager form's
+//! the result has the operand's layout (shards cut as `torch.chunk` cuts them, so an uneven
+//! split is one too; when no other dimension has at least as many lines as the axis has
+//! devices, the transformed dimension is gathered instead: `all_gather`, each device keeping
+//! its slice of the result). A 2-D transform is two of these in the eager form's
 //! order, so for rows split over an axis it is local transforms of the rows, an `all_to_all`,
 //! local transforms of the columns and an `all_to_all` back. Each line is transformed exactly as the
 //! unsharded op transforms it, so the result is bit-identical to the unsharded one.
@@ -44,26 +43,17 @@ fn along(
     let f = transform_of(name);
     let ax = axis as isize;
     let mut work = keep.clone();
-    // the result's layout: the operand's, unless the result's length along a split `axis`
-    // does not divide by its devices (shards are even): then that dimension is whole
-    let mut back = keep.clone();
+    // the result has the operand's layout
+    let back = keep.clone();
     if let Some(a) = keep.dims[axis] {
         work.dims[axis] = None;
-        // an all_to_all splits evenly: the other dimension, and the result's length along
-        // `axis` (for the way back), must divide by the axis' devices
+        // the split moves to the largest other dimension with a line for every device
         let k = x.s.mesh.shape.shape[a].max(1);
-        let out_len = Tensor::abstract_tensor(&shape, x.s.dtype)
-            .and_then(|t| f(&t, n, ax, norm))
-            .map_err(|e| rt_at(e, span))?
-            .shape()[axis];
         let other = (0..shape.len())
-            .filter(|&d| d != axis && keep.dims[d].is_none() && shape[d].is_multiple_of(k))
+            .filter(|&d| d != axis && keep.dims[d].is_none() && shape[d] >= k)
             .max_by_key(|&d| (shape[d], d));
-        if let (Some(d), true) = (other, out_len.is_multiple_of(k)) {
+        if let Some(d) = other {
             work.dims[d] = Some(a);
-        }
-        if !out_len.is_multiple_of(k) {
-            back.dims[axis] = None;
         }
     }
     let x = bring(&x, &work).map_err(|d| d.or_at(span))?;

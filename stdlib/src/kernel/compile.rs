@@ -8,7 +8,7 @@ pub struct Traced {
     pub graph: Graph,
     pub captures: Vec<Tensor>,
     pub directives: Directives,
-    out: OutShape,
+    pub(super) out: OutShape,
 }
 
 impl Traced {

@@ -32,6 +32,7 @@ use tessera_runtime::Tensor;
 mod compile;
 mod decorators;
 mod devices;
+mod per_device;
 mod session;
 pub use compile::*;
 pub use decorators::*;
@@ -132,6 +133,9 @@ pub struct KernelObj {
     cache: RefCell<HashMap<Key, Rc<Compiled>>>,
     /// `graph.grad(f)`: the kernel computes `f`'s gradient (the traced graph differentiated).
     pub grad: Option<GradSpec>,
+    /// Calls with sharded arguments: the per-device kernels of each signature, or `None`
+    /// where the call runs op by op ([`per_device`]).
+    mesh_plans: RefCell<HashMap<String, Option<Rc<per_device::MeshPlan>>>>,
 }
 
 fn func_name(f: &Value) -> String {
@@ -195,6 +199,7 @@ impl KernelObj {
             session,
             cache: RefCell::new(HashMap::new()),
             grad: None,
+            mesh_plans: RefCell::new(HashMap::new()),
         }
     }
 
@@ -439,6 +444,7 @@ impl KernelObj {
             .directives
             .grad_bucket
             .map_or(crate::dist::GRAD_BUCKET_BYTES, |b| b.max(1) as u64);
+        let overlap = t.directives.overlap.unwrap_or(true);
         s.on_mesh.set(s.on_mesh.get() + 1);
         crate::dist::open_log(s);
         let r = crate::dist::run_gradient(
@@ -446,14 +452,17 @@ impl KernelObj {
             &params,
             &t.captures,
             t.first_grad(),
-            bucket,
+            crate::dist::Buckets {
+                bytes: bucket,
+                overlap,
+            },
             args.span,
         );
         let program = crate::dist::close_log(s);
         s.on_mesh.set(s.on_mesh.get().saturating_sub(1));
         let (outs, ov) = r?;
         if s.profile.borrow().active {
-            if let Some(n) = crate::dist::overlap_note(&program, &ov, s.target.get()) {
+            if let Some(n) = crate::dist::overlap_note(&program, &ov, &s.system()) {
                 s.profile.borrow_mut().notes.push(n);
             }
         }
@@ -464,16 +473,21 @@ impl KernelObj {
         Ok(t.shape_result(outs))
     }
 
-    /// A call with sharded arguments: the body runs on the mesh, each op per device with the
-    /// collectives its partitioning rule needs (see [`crate::dist`]); `--dump schedule` prints
-    /// the mesh Schedule IR of the call.
+    /// A call with sharded arguments: one compiled kernel per device when the call needs no
+    /// communication ([`per_device`]), else the body runs on the mesh, each op per device with
+    /// the collectives its partitioning rule needs (see [`crate::dist`]); `--dump schedule`
+    /// prints the mesh Schedule IR of the call.
     fn invoke_on_mesh(&self, it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
-        let s = &self.session;
+        let s = &self.session.clone();
         s.on_mesh.set(s.on_mesh.get() + 1);
         crate::dist::open_log(s);
-        let r = it
-            .call(&self.func, args)
-            .and_then(crate::dist::settle_value);
+        let r = match self.per_device(it, &args) {
+            Ok(Some(v)) => Ok(v),
+            Ok(None) => it
+                .call(&self.func, args)
+                .and_then(crate::dist::settle_value),
+            Err(e) => Err(e),
+        };
         let program = crate::dist::close_log(s);
         s.on_mesh.set(s.on_mesh.get().saturating_sub(1));
         if s.dump.iter().any(|d| d == "schedule") {

@@ -57,9 +57,19 @@ pub struct Session {
     /// Optimizer update kernels ([`crate::optim`]), by rule and parameter signature: shared
     /// by every optimizer of the session with the same hyperparameters.
     pub updates: RefCell<std::collections::HashMap<String, Rc<super::Compiled>>>,
+    /// `target.set_system(...)`: the multi-GPU system the mesh cost model describes (none:
+    /// the target's GPUs eight to an NVLink domain).
+    pub system: Cell<Option<tessera_compiler::cost::system::System>>,
 }
 
 impl Session {
+    /// The system the mesh cost model describes.
+    pub fn system(&self) -> tessera_compiler::cost::system::System {
+        self.system
+            .get()
+            .unwrap_or_else(|| tessera_compiler::cost::system::System::of_target(self.target.get()))
+    }
+
     pub fn new(dump: Vec<String>, target: Option<Target>) -> Rc<Session> {
         Session::with_device(dump, target, None, None)
     }
@@ -149,6 +159,7 @@ impl Session {
             on_mesh: Cell::new(0),
             mesh_logs: RefCell::new(Vec::new()),
             next_sharded: Cell::new(0),
+            system: Cell::new(None),
             updates: RefCell::default(),
         })
     }

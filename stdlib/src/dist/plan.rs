@@ -1,0 +1,341 @@
+//! `dist.plan(f, *args, devices=N, axes=[...])` (SPEC §7): the candidate mesh shapes for a step,
+//! ranked by the cost model.
+//!
+//! Every ordered factorisation of `N` over the axes is a candidate. For each, the sharded
+//! arguments are laid out by their own specs (the same axis names) as abstract tensors on a
+//! mesh of that shape, `f` runs on them (each op per device on shapes only, nothing
+//! allocated), and its mesh Schedule IR is costed for the session's system: the per-device
+//! kernels at the roofline of one GPU and the collectives over NVLink inside a domain or the
+//! scale-out network across domains, in sequence (no overlap). The table shows the predicted
+//! step time, the bytes the collectives carry, the memory per device (the arguments' largest
+//! shards plus the largest intermediate), the collectives chosen and the axes that stay inside
+//! an NVLink domain.
+
+use super::*;
+use crate::table::{Table, TableObj};
+use tessera_compiler::schedule::mesh::comm_bytes;
+
+type R = Result<Value, Diagnostic>;
+
+/// Every ordered tuple of `k` factors whose product is `n`.
+pub fn factorisations(n: usize, k: usize) -> Vec<Vec<usize>> {
+    fn go(n: usize, k: usize, cur: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+        if k == 1 {
+            cur.push(n);
+            out.push(cur.clone());
+            cur.pop();
+            return;
+        }
+        for f in 1..=n {
+            if n.is_multiple_of(f) {
+                cur.push(f);
+                go(n / f, k - 1, cur, out);
+                cur.pop();
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if k == 0 {
+        return out;
+    }
+    go(n, k, &mut Vec::new(), &mut out);
+    out
+}
+
+/// One candidate's figures.
+struct Candidate {
+    shape: Vec<usize>,
+    step_us: f64,
+    comm_bytes: f64,
+    mem_bytes: f64,
+    collectives: String,
+    inside: String,
+}
+
+fn fmt_bytes(b: f64) -> String {
+    let (v, u) = if b >= 1e12 {
+        (b / 1e12, "TB")
+    } else if b >= 1e9 {
+        (b / 1e9, "GB")
+    } else if b >= 1e6 {
+        (b / 1e6, "MB")
+    } else if b >= 1e3 {
+        (b / 1e3, "kB")
+    } else {
+        (b, "B")
+    };
+    format!("{v:.1} {u}")
+}
+
+/// Most candidates a plan costs.
+const MAX_CANDIDATES: usize = 2000;
+
+/// `dist.plan(f, *args, devices=N, axes=[...])`.
+pub fn plan(session: &Rc<Session>, it: &mut Interp, args: CallArgs) -> R {
+    let span = args.span;
+    let Some((f, _)) = args.positional.first().cloned() else {
+        return Err(Diagnostic::new(
+            Code::E0101,
+            "dist.plan(f, *args, devices=N, axes=[...]) needs the step function",
+        )
+        .at(span));
+    };
+    let rest: Vec<(Value, Span)> = args.positional[1..].to_vec();
+    let mut devices: Option<usize> = None;
+    let mut axes: Option<Vec<String>> = None;
+    for (k, v, s) in &args.keywords {
+        match &**k {
+            "devices" => {
+                devices = Some(match v {
+                    Value::Int(n) if *n >= 1 => *n as usize,
+                    other => {
+                        return Err(Diagnostic::new(
+                            Code::E0101,
+                            format!("devices must be a positive int, not {}", other.repr()),
+                        )
+                        .at(*s))
+                    }
+                })
+            }
+            "axes" => axes = Some(module::str_items(v, *s, "axes")?),
+            other => {
+                return Err(Diagnostic::new(
+                    Code::E0101,
+                    format!("dist.plan() got an unexpected keyword argument '{other}'"),
+                )
+                .at(*s)
+                .with_help("its keywords are devices= and axes="))
+            }
+        }
+    }
+    let first_mesh = rest
+        .iter()
+        .find_map(|(v, _)| as_sharded(v).map(|o| o.s.mesh.clone()));
+    let devices = devices
+        .or(first_mesh.as_ref().map(|m| m.size()))
+        .ok_or_else(|| {
+            Diagnostic::new(
+                Code::E0101,
+                "dist.plan needs devices=N (no argument is sharded)",
+            )
+            .at(span)
+        })?;
+    let axes = match (axes, &first_mesh) {
+        (Some(a), _) => a,
+        (None, Some(m)) => m.shape.axes.clone(),
+        (None, None) => {
+            return Err(Diagnostic::new(
+                Code::E0101,
+                "dist.plan needs axes=[...] (no argument is sharded)",
+            )
+            .at(span))
+        }
+    };
+    // every sharded argument's axes must be among the plan's
+    for (v, s) in &rest {
+        if let Some(o) = as_sharded(v) {
+            for a in o.s.layout.dims.iter().flatten() {
+                let name = &o.s.mesh.shape.axes[*a];
+                if !axes.contains(name) {
+                    return Err(e400(format!(
+                        "an argument is split over mesh axis '{name}', which the plan's axes ({}) do not name",
+                        axes.join(", ")
+                    ))
+                    .at(*s));
+                }
+            }
+        }
+    }
+    let shapes = factorisations(devices, axes.len());
+    if shapes.len() > MAX_CANDIDATES {
+        return Err(e400(format!(
+            "{devices} devices over {} axes make {} mesh shapes, more than the {MAX_CANDIDATES} a plan costs",
+            axes.len(),
+            shapes.len()
+        ))
+        .at(span)
+        .with_help("name fewer axes"));
+    }
+    let sys = session.system();
+    // the plan's runs are not the profile's
+    let was_active = std::mem::replace(&mut session.profile.borrow_mut().active, false);
+    let mut cands = Vec::new();
+    let mut failed: Vec<(Vec<usize>, String)> = Vec::new();
+    for shape in shapes {
+        match candidate(session, it, &f, &rest, &axes, &shape, &sys, span) {
+            Ok(c) => cands.push(c),
+            Err(d) => failed.push((shape, d.message)),
+        }
+    }
+    session.profile.borrow_mut().active = was_active;
+    cands.sort_by(|a, b| {
+        a.step_us
+            .total_cmp(&b.step_us)
+            .then(a.mem_bytes.total_cmp(&b.mem_bytes))
+    });
+    let mut t = Table::new(&[
+        "#",
+        "mesh",
+        "step (model)",
+        "comm bytes",
+        "memory / device",
+        "collectives",
+        "inside NVLink",
+    ]);
+    t.right = vec![0, 2, 3, 4];
+    t.title = Some(format!(
+        "dist.plan: {devices} devices over ({}) on {} ({} per NVLink domain, {}), ranked by the model's step time",
+        axes.join(", "),
+        sys.name,
+        sys.domain,
+        sys.spec.gpu
+    ));
+    for (i, c) in cands.iter().enumerate() {
+        let mesh: Vec<String> = axes
+            .iter()
+            .zip(&c.shape)
+            .map(|(a, n)| format!("{a}={n}"))
+            .collect();
+        t.rows.push(vec![
+            (i + 1).to_string(),
+            mesh.join(" "),
+            crate::profile::fmt_time(c.step_us).trim().to_string(),
+            fmt_bytes(c.comm_bytes),
+            fmt_bytes(c.mem_bytes),
+            c.collectives.clone(),
+            c.inside.clone(),
+        ]);
+    }
+    t.notes.push(
+        "step: the per-device kernels at one GPU's roofline plus the collectives (NVLink inside a domain, the scale-out network across), in sequence; memory: the arguments' largest shards plus the largest intermediate (model)".into(),
+    );
+    for (shape, msg) in failed.iter().take(3) {
+        t.notes.push(format!("{shape:?}: not possible: {msg}"));
+    }
+    if failed.len() > 3 {
+        t.notes
+            .push(format!("{} more shapes not possible", failed.len() - 3));
+    }
+    Ok(Value::host(TableObj {
+        type_name: "plan",
+        parts: vec![t],
+    }))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn candidate(
+    session: &Rc<Session>,
+    it: &mut Interp,
+    f: &Value,
+    rest: &[(Value, Span)],
+    axes: &[String],
+    shape: &[usize],
+    sys: &tessera_compiler::cost::system::System,
+    span: Span,
+) -> Result<Candidate, Diagnostic> {
+    let mesh = Arc::new(Mesh::new(axes.to_vec(), shape.to_vec(), None).map_err(rt)?);
+    let mut call = CallArgs::new(span);
+    let mut mem = 0.0;
+    for (v, s) in rest {
+        let v = match as_sharded(v) {
+            Some(o) => {
+                let spec = SpecObj::of(&o.s.layout, &o.s.mesh);
+                let l = spec.layout(o.s.shape.len(), &mesh)?;
+                let x = Sharded::abstract_of(&o.s.shape, o.s.dtype, l, mesh.clone()).map_err(rt)?;
+                mem += x.local_shape().iter().map(|&d| d as f64).product::<f64>()
+                    * x.dtype.size_bytes() as f64;
+                new_sharded(session, x)
+            }
+            None => {
+                if let Some(t) = as_tensor(v) {
+                    mem += t.numel() as f64 * t.dtype().size_bytes() as f64;
+                }
+                v.clone()
+            }
+        };
+        call.positional.push((v, *s));
+    }
+    open_log(session);
+    let r = it.call(f, call);
+    let program = close_log(session);
+    r?;
+    let Some(ms) = program.mesh.clone() else {
+        return Err(e400("the step ran no op on the mesh"));
+    };
+    let (mut step, mut comm, mut biggest) = (0.0, 0.0, 0.0f64);
+    let mut colls: Vec<(String, usize)> = Vec::new();
+    for s in &program.steps {
+        step += crate::profile::mesh_step_model_us(&ms, s, sys);
+        match s {
+            Step::Collective {
+                comm: c,
+                local_shape,
+                elem_bytes,
+                ..
+            } => {
+                comm += comm_bytes(*c, local_shape, *elem_bytes, &ms);
+                let name = format!("{}[{}]", c.kind.name(), ms.axes[c.axis]);
+                match colls.iter_mut().find(|x| x.0 == name) {
+                    Some(x) => x.1 += 1,
+                    None => colls.push((name, 1)),
+                }
+            }
+            Step::Kernel {
+                out_shape, dtype, ..
+            } => {
+                let e = DType::parse(dtype).map_or(4, |d| d.size_bytes());
+                biggest =
+                    biggest.max(out_shape.iter().map(|&d| d as f64).product::<f64>() * e as f64);
+            }
+        }
+    }
+    let collectives = if colls.is_empty() {
+        "none".to_string()
+    } else {
+        colls
+            .iter()
+            .map(|(n, k)| {
+                if *k > 1 {
+                    format!("{n}×{k}")
+                } else {
+                    n.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let inside: Vec<&str> = axes
+        .iter()
+        .enumerate()
+        .filter(|(a, _)| shape[*a] > 1 && sys.axis_in_domain(shape, *a))
+        .map(|(_, n)| n.as_str())
+        .collect();
+    Ok(Candidate {
+        shape: shape.to_vec(),
+        step_us: step,
+        comm_bytes: comm,
+        mem_bytes: mem + biggest,
+        collectives,
+        inside: if inside.is_empty() {
+            "-".into()
+        } else {
+            inside.join(", ")
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::factorisations;
+
+    #[test]
+    fn every_ordered_factorisation() {
+        let f = factorisations(72, 3);
+        // 72 = 2^3 3^2: C(5,2) * C(4,2) = 60 ordered triples
+        assert_eq!(f.len(), 60);
+        assert!(f.iter().all(|s| s.iter().product::<usize>() == 72));
+        assert!(f.contains(&vec![6, 4, 3]) && f.contains(&vec![1, 1, 72]));
+        assert_eq!(factorisations(7, 2), vec![vec![1, 7], vec![7, 1]]);
+        assert_eq!(factorisations(5, 1), vec![vec![5]]);
+    }
+}
