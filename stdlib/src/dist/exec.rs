@@ -306,13 +306,53 @@ pub(super) fn value_of(x: Sv) -> Value {
     with_id(&x.cx, x.s, x.id)
 }
 
+/// A partial `x` made whole before an elementwise op: `reduce_scatter` onto its largest
+/// dimension not split (the op then runs on a slice, and an `all_gather` follows only where a
+/// consumer needs the whole tensor) when the cost model for the session's system puts
+/// reduce-scatter + the op on a slice + all-gather under all-reduce + the op on the whole;
+/// else `all_reduce`. The values are the same either way.
+fn settle_elementwise(x: &Sv) -> Result<Sv, Diagnostic> {
+    let Some(p) = x.s.layout.partial else {
+        return Ok(x.clone());
+    };
+    let k = x.s.mesh.shape.shape[p];
+    let free = (0..x.s.shape.len())
+        .filter(|&d| x.s.layout.dims[d].is_none() && x.s.shape[d] >= k)
+        .max_by_key(|&d| (x.s.shape[d], d));
+    let Some(d) = free else {
+        return settle(x);
+    };
+    let sys = x.cx.system();
+    let elem = x.s.dtype.size_bytes() as f64;
+    let n: f64 = x.s.local_shape().iter().map(|&d| d as f64).product();
+    let (link, _) = sys.link(&x.s.mesh.shape.shape, p);
+    let coll = |c| tessera_compiler::cost::collective_us_at(c, n * elem, k as u32, link).0;
+    let op = |m: f64| crate::profile::mesh_kernel_us(m, 2.0 * m * elem, x.s.dtype.name(), &sys).0;
+    use tessera_compiler::cost::Collective as C;
+    let all_reduce = coll(C::AllReduce) + op(n);
+    let split = coll(C::ReduceScatter) + op(n / k as f64) + coll(C::AllGather);
+    if split < all_reduce {
+        collective(
+            x,
+            Comm {
+                kind: CommKind::ReduceScatter(RedOp::Sum, d),
+                axis: p,
+            },
+        )
+    } else {
+        settle(x)
+    }
+}
+
 pub(super) fn map_unary(
     name: &str,
     x: &Value,
     span: Span,
     f: impl Fn(&Tensor) -> rtm::Result<Tensor> + Sync,
 ) -> Result<Value, Diagnostic> {
-    let x = settled(x, span)?;
+    let x = sv_of(x)
+        .ok_or_else(|| Diagnostic::new(Code::E0101, "expected a sharded tensor").at(span))?;
+    let x = settle_elementwise(&x).map_err(|d| d.or_at(span))?;
     let probe = f(&Tensor::abstract_tensor(&[], x.s.dtype).map_err(|e| rt_at(e, span))?)
         .map_err(|e| rt_at(e, span))?;
     let l = x.s.layout.clone();

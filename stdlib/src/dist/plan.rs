@@ -6,14 +6,15 @@
 //! mesh of that shape, `f` runs on them (each op per device on shapes only, nothing
 //! allocated), and its mesh Schedule IR is costed for the session's system: the per-device
 //! kernels at the roofline of one GPU and the collectives over NVLink inside a domain or the
-//! scale-out network across domains, in sequence (no overlap). The table shows the predicted
+//! scale-out network across domains, in sequence (no overlap), for the placement of the axes
+//! on the devices (which axis is innermost) that is fastest. The table shows the predicted
 //! step time, the bytes the collectives carry, the memory per device (the arguments' largest
-//! shards plus the largest intermediate), the collectives chosen and the axes that stay inside
-//! an NVLink domain.
+//! shards plus the largest intermediate), the collectives chosen, the placement and the axes
+//! that stay inside an NVLink domain.
 
 use super::*;
 use crate::table::{Table, TableObj};
-use tessera_compiler::schedule::mesh::comm_bytes;
+use tessera_compiler::schedule::mesh::{comm_bytes, MeshShape};
 
 type R = Result<Value, Diagnostic>;
 
@@ -42,9 +43,31 @@ pub fn factorisations(n: usize, k: usize) -> Vec<Vec<usize>> {
     out
 }
 
+/// Every permutation of `0..k`, the identity first.
+fn permutations(k: usize) -> Vec<Vec<usize>> {
+    fn go(rest: &mut Vec<usize>, cur: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+        if rest.is_empty() {
+            out.push(cur.clone());
+            return;
+        }
+        for i in 0..rest.len() {
+            let x = rest.remove(i);
+            cur.push(x);
+            go(rest, cur, out);
+            cur.pop();
+            rest.insert(i, x);
+        }
+    }
+    let mut out = Vec::new();
+    go(&mut (0..k).collect(), &mut Vec::new(), &mut out);
+    out
+}
+
 /// One candidate's figures.
 struct Candidate {
     shape: Vec<usize>,
+    /// The axes from outer to inner on the devices, or "as given".
+    placement: String,
     step_us: f64,
     comm_bytes: f64,
     mem_bytes: f64,
@@ -180,6 +203,7 @@ pub fn plan(session: &Rc<Session>, it: &mut Interp, args: CallArgs) -> R {
         "comm bytes",
         "memory / device",
         "collectives",
+        "placement (outer → inner)",
         "inside NVLink",
     ]);
     t.right = vec![0, 2, 3, 4];
@@ -203,6 +227,7 @@ pub fn plan(session: &Rc<Session>, it: &mut Interp, args: CallArgs) -> R {
             fmt_bytes(c.comm_bytes),
             fmt_bytes(c.mem_bytes),
             c.collectives.clone(),
+            c.placement.clone(),
             c.inside.clone(),
         ]);
     }
@@ -262,10 +287,9 @@ fn candidate(
     let Some(ms) = program.mesh.clone() else {
         return Err(e400("the step ran no op on the mesh"));
     };
-    let (mut step, mut comm, mut biggest) = (0.0, 0.0, 0.0f64);
+    let (mut comm, mut biggest) = (0.0, 0.0f64);
     let mut colls: Vec<(String, usize)> = Vec::new();
     for s in &program.steps {
-        step += crate::profile::mesh_step_model_us(&ms, s, sys);
         match s {
             Step::Collective {
                 comm: c,
@@ -304,14 +328,58 @@ fn candidate(
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let inside: Vec<&str> = axes
+    // the placement of the axes on the devices (outer to inner) that makes the step fastest:
+    // the kernels do not depend on it, the collectives' links do (the given order first, kept
+    // on a tie)
+    let mut best: Option<(f64, Vec<usize>)> = None;
+    for perm in permutations(axes.len()) {
+        let placed = MeshShape {
+            axes: perm.iter().map(|&a| ms.axes[a].clone()).collect(),
+            shape: perm.iter().map(|&a| ms.shape[a]).collect(),
+        };
+        let pos = |a: usize| perm.iter().position(|&x| x == a).unwrap_or(a);
+        let t: f64 = program
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::Collective {
+                    comm: c,
+                    local_shape,
+                    elem_bytes,
+                    ..
+                } => {
+                    let c = Comm {
+                        kind: c.kind,
+                        axis: pos(c.axis),
+                    };
+                    crate::profile::collective_model(&placed, &c, local_shape, *elem_bytes, sys).0
+                }
+                k => crate::profile::mesh_step_model_us(&ms, k, sys),
+            })
+            .sum();
+        if best.as_ref().is_none_or(|b| t < b.0) {
+            best = Some((t, perm));
+        }
+    }
+    let (step, perm) = best.unwrap_or((0.0, (0..axes.len()).collect()));
+    let placed: Vec<usize> = perm.iter().map(|&a| shape[a]).collect();
+    let inside: Vec<&str> = perm
         .iter()
         .enumerate()
-        .filter(|(a, _)| shape[*a] > 1 && sys.axis_in_domain(shape, *a))
-        .map(|(_, n)| n.as_str())
+        .filter(|(i, &a)| shape[a] > 1 && sys.axis_in_domain(&placed, *i))
+        .map(|(_, &a)| axes[a].as_str())
         .collect();
+    let placement = if perm.iter().enumerate().all(|(i, &a)| i == a) {
+        "as given".to_string()
+    } else {
+        perm.iter()
+            .map(|&a| axes[a].as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     Ok(Candidate {
         shape: shape.to_vec(),
+        placement,
         step_us: step,
         comm_bytes: comm,
         mem_bytes: mem + biggest,
@@ -337,5 +405,8 @@ mod tests {
         assert!(f.contains(&vec![6, 4, 3]) && f.contains(&vec![1, 1, 72]));
         assert_eq!(factorisations(7, 2), vec![vec![1, 7], vec![7, 1]]);
         assert_eq!(factorisations(5, 1), vec![vec![5]]);
+        let p = super::permutations(3);
+        assert_eq!(p.len(), 6);
+        assert_eq!(p[0], vec![0, 1, 2]);
     }
 }
