@@ -520,6 +520,7 @@ pub fn mesh_step_model_us(
             elem_bytes,
             ..
         } => collective_model(mesh, comm, local_shape, *elem_bytes, sys).0,
+        Step::Wait { .. } => 0.0,
     }
 }
 
@@ -530,6 +531,9 @@ pub fn record_mesh_step(
     step: &tessera_compiler::schedule::mesh::Step,
 ) {
     use tessera_compiler::schedule::mesh::Step;
+    if matches!(step, Step::Wait { .. }) {
+        return;
+    }
     let target = session.target.get();
     let sys = session.system();
     let dev = match session.system.get() {
@@ -596,6 +600,7 @@ pub fn record_mesh_step(
                 },
             )
         }
+        Step::Wait { .. } => return,
     };
     let row = Row {
         name,

@@ -479,18 +479,22 @@ pub enum Step {
         elem_bytes: usize,
         measured_us: Option<f64>,
     },
+    /// Where an asynchronous collective (value `out`, issued earlier and running beside the
+    /// steps between) is waited for. A collective with a wait prints as `async`.
+    Wait { out: usize },
 }
 
 impl Step {
     pub fn out(&self) -> usize {
         match self {
-            Step::Kernel { out, .. } | Step::Collective { out, .. } => *out,
+            Step::Kernel { out, .. } | Step::Collective { out, .. } | Step::Wait { out } => *out,
         }
     }
     pub fn inputs(&self) -> Vec<usize> {
         match self {
             Step::Kernel { inputs, .. } => inputs.clone(),
             Step::Collective { input, .. } => vec![*input],
+            Step::Wait { out } => vec![*out],
         }
     }
 }
@@ -529,6 +533,9 @@ pub fn overlap(steps: &[Step]) -> Vec<(usize, Vec<usize>)> {
         for (j, t) in steps.iter().enumerate().skip(i + 1) {
             if matches!(t, Step::Collective { .. }) {
                 break;
+            }
+            if matches!(t, Step::Wait { .. }) {
+                continue;
             }
             if t.inputs().iter().any(|x| tainted.contains(x)) {
                 tainted.push(t.out());
@@ -615,12 +622,21 @@ impl Program {
                     let a = name(*input, &mut names);
                     let r = name(*out, &mut names);
                     let bytes = comm_bytes(*comm, local_shape, *elem_bytes, mesh);
+                    let waited = self
+                        .steps
+                        .iter()
+                        .any(|w| matches!(w, Step::Wait { out: x } if x == out));
                     let _ = writeln!(
                         o,
-                        "  {r} = collective.{}[{ax}]({a}: {}{dtype}) {{{detail}}} bytes={bytes}",
+                        "  {r} = collective.{}[{ax}]({a}: {}{dtype}) {{{detail}}} bytes={bytes}{}",
                         comm.kind.name(),
                         shape_text(local_shape),
+                        if waited { " async" } else { "" },
                     );
+                }
+                Step::Wait { out } => {
+                    let r = name(*out, &mut names);
+                    let _ = writeln!(o, "  wait {r}");
                 }
             }
         }

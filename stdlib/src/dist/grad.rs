@@ -272,6 +272,8 @@ fn finish(
         if let Some(x) = l.steps.iter_mut().find(|x| x.out() == id) {
             *x = step.clone();
         }
+        // the backward pass waits for the all-reduce here
+        l.steps.push(Step::Wait { out: id });
     }
     if p.packed.cx.profile.borrow().active {
         crate::profile::record_mesh_step(&p.packed.cx, &s.mesh.shape, &step);
@@ -322,6 +324,7 @@ pub fn overlap_note(p: &Program, ov: &Overlap, sys: &System) -> Option<String> {
     let mesh = p.mesh.as_ref()?;
     let us = |s: &Step| match s {
         Step::Kernel { measured_us, .. } | Step::Collective { measured_us, .. } => *measured_us,
+        Step::Wait { .. } => None,
     };
     let (mut count, mut bytes, mut comm, mut hidden) = (0, 0.0, 0.0, 0.0);
     // the same plan with the model's times for the target (its kernels' roofline, its NVLink)

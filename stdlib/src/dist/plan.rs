@@ -304,6 +304,7 @@ fn candidate(
                     None => colls.push((name, 1)),
                 }
             }
+            Step::Wait { .. } => {}
             Step::Kernel {
                 out_shape, dtype, ..
             } => {
