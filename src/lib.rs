@@ -2,6 +2,7 @@
 
 // `Diagnostic` is the one error type of host code; it is returned by value on purpose.
 
+pub mod explain;
 pub mod golden;
 pub mod lower;
 pub mod script;

@@ -81,6 +81,9 @@ enum Cmd {
         #[arg(long, value_name = "FILE")]
         connection_file: PathBuf,
     },
+    /// What an error code means, an example that produces it and how to fix it (all codes
+    /// without one).
+    Explain { code: Option<String> },
     /// Jupyter integration.
     Jupyter {
         #[command(subcommand)]
@@ -151,6 +154,7 @@ fn main() {
             tessera::lower::main(&file, level, target.as_deref())
         }
         Some(Cmd::Repl { target, device }) => repl(target, device),
+        Some(Cmd::Explain { code }) => tessera::explain::main(code.as_deref()),
         Some(Cmd::Kernel { connection_file }) => tessera_jupyter::run_kernel(
             &connection_file,
             tessera_jupyter::SessionOptions::default(),

@@ -35,6 +35,23 @@ pub enum Code {
 }
 
 impl Code {
+    /// Every code, in order.
+    pub const ALL: [Code; 13] = [
+        Code::E0001,
+        Code::E0002,
+        Code::E0003,
+        Code::E0100,
+        Code::E0101,
+        Code::E0200,
+        Code::E0201,
+        Code::E0300,
+        Code::E0400,
+        Code::E0500,
+        Code::E0600,
+        Code::E0700,
+        Code::E0800,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Code::E0001 => "E0001",
