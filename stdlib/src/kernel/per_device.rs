@@ -81,9 +81,23 @@ impl KernelObj {
         if s.device.get() != DeviceKind::Cpu || self.grad.is_some() {
             return Ok(None);
         }
+        // the sharded arguments' signature, the other arguments as the compile cache keys
+        // them (a static argument is baked into the trace), the source and the target
+        let other = |v: &Value| match crate::dist::as_sharded(v) {
+            Some(_) => None,
+            None => Some(arg_key(v)),
+        };
         let key = format!(
-            "{}|{}|{}",
+            "{}|{:?}|{:?}|{}|{}",
             crate::dist::compiled::signature(args),
+            args.positional
+                .iter()
+                .map(|(v, _)| other(v))
+                .collect::<Vec<_>>(),
+            args.keywords
+                .iter()
+                .map(|(k, v, _)| (k.to_string(), other(v)))
+                .collect::<Vec<_>>(),
             source_hash(it, &self.func),
             s.target.get().name()
         );
