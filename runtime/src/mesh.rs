@@ -320,6 +320,8 @@ impl Sharded {
     ) -> Result<Sharded> {
         check_layout(shape, &layout, &mesh)?;
         crate::memory::checked_numel(shape)?;
+        // devices with the same shard shape share one abstract tensor
+        let mut by_shape: std::collections::HashMap<Vec<usize>, Tensor> = Default::default();
         let shards = (0..mesh.size())
             .map(|r| {
                 let local: Vec<usize> = layout
@@ -327,7 +329,12 @@ impl Sharded {
                     .iter()
                     .map(|x| x.1)
                     .collect();
-                Tensor::abstract_tensor(&local, dtype)
+                if let Some(t) = by_shape.get(&local) {
+                    return Ok(t.clone());
+                }
+                let t = Tensor::abstract_tensor(&local, dtype)?;
+                by_shape.insert(local, t.clone());
+                Ok(t)
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Sharded {

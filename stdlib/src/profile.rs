@@ -618,19 +618,17 @@ pub fn record_mesh_step(
     let mut rec = session.profile.borrow_mut();
     merge(&mut rec.rows, row);
     // where the mesh's axes sit, when a system is named or an axis leaves its NVLink domain
-    let leaves = (0..mesh.shape.len()).any(|a| !sys.axis_in_domain(&mesh.shape, a));
-    if n > 1 && (session.system.get().is_some() || leaves) {
-        let mut inside = Vec::new();
-        let mut across = Vec::new();
-        for (a, name) in mesh.axes.iter().enumerate() {
-            if mesh.shape[a] <= 1 {
-                continue;
-            }
+    let mut inside = Vec::new();
+    let mut across = Vec::new();
+    for (a, name) in mesh.axes.iter().enumerate() {
+        if mesh.shape[a] > 1 {
             match sys.axis_in_domain(&mesh.shape, a) {
                 true => inside.push(name.as_str()),
                 false => across.push(name.as_str()),
             }
         }
+    }
+    if n > 1 && (session.system.get().is_some() || !across.is_empty()) {
         let names = |v: &[&str]| match v.is_empty() {
             true => "none".to_string(),
             false => v.join(", "),

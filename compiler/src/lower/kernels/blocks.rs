@@ -267,6 +267,14 @@ pub fn round_tf32(b: &mut Builder, x: Value) -> Value {
     b.select(Ty::B32, special, x, r)
 }
 
+/// One thread per element: this thread's index `ctaid·ntid + tid`.
+pub fn global_thread(b: &mut Builder) -> Value {
+    let tid = b.special(SReg::Tid(Dim::X));
+    let ntid = b.special(SReg::Ntid(Dim::X));
+    let ctaid = b.special(SReg::Ctaid(Dim::X));
+    b.fma(Ty::U32, ctaid, ntid, tid)
+}
+
 /// One warp per row: `(lane, row)` of this thread (`row = ctaid·warps_per_block + warp`).
 pub fn warp_row(b: &mut Builder) -> (Value, Value) {
     let tid = b.special(SReg::Tid(Dim::X));

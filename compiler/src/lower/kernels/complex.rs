@@ -13,12 +13,12 @@
 //!
 //! Parameters: one view per tensor operand (`in0`, `in1`), `out`, `n`.
 
-use super::blocks::{fconst, load_elem, store_int_or};
+use super::blocks::{fconst, global_thread, load_elem, store_int_or};
 use super::elementwise::index_val;
 use super::{no, R};
 use crate::graph::{ComplexOp, DType, Graph, Op};
 use crate::lower::to_target::{index_of, Index};
-use crate::target::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
+use crate::target::{BinOp, Cmp, Rnd, Ty, UnOp};
 use crate::tile::build::{dimm, imm, Builder};
 use crate::tile::ir::{Kernel, Operand, ParamRole, Type, Value};
 use crate::tile::TileKernel;
@@ -87,10 +87,7 @@ pub fn build(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Kernel> {
         return no("size");
     };
     let nr = b.param("n", Type::Scalar(Ty::U32), ParamRole::Size(n32));
-    let tid = b.special(SReg::Tid(Dim::X));
-    let ntid = b.special(SReg::Ntid(Dim::X));
-    let ctaid = b.special(SReg::Ctaid(Dim::X));
-    let gid = b.fma(Ty::U32, ctaid, ntid, tid);
+    let gid = global_thread(b);
     let v = vector.max(1);
     let base = b.mul(Ty::U32, gid, imm(i64::from(v)));
     let zero = fconst(ty, 0.0);

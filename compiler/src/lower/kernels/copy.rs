@@ -7,10 +7,10 @@
 //!
 //! Parameters: one view per input (`in0`, …), `out`, `n`.
 
-use super::blocks::{divmod, load_elem, store_elem};
+use super::blocks::{divmod, global_thread, load_elem, store_elem};
 use super::{no, R};
 use crate::graph::{DType, Graph};
-use crate::target::{BinOp, Cmp, Dim, SReg, Ty};
+use crate::target::{BinOp, Cmp, Ty};
 use crate::tile::build::{fimm, imm, Builder};
 use crate::tile::ir::{Kernel, Operand, ParamRole, Type, Value};
 use crate::tile::{GatherSrc, TileKernel};
@@ -55,10 +55,7 @@ pub fn gather(
         return no("size");
     };
     let nr = b.param("n", Type::Scalar(Ty::U32), ParamRole::Size(n32));
-    let tid = b.special(SReg::Tid(Dim::X));
-    let ntid = b.special(SReg::Ntid(Dim::X));
-    let ctaid = b.special(SReg::Ctaid(Dim::X));
-    let gid = b.fma(Ty::U32, ctaid, ntid, tid);
+    let gid = global_thread(&mut b);
     let v = i64::from(vector.max(1));
     let first = b.mul(Ty::U32, gid, imm(v));
     // Every source has the output's dtype: move the bits (no conversion).

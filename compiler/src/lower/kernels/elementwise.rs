@@ -11,7 +11,7 @@
 //! zero, an integer `**` with a negative exponent, a float → int cast of NaN or out of range): a thread whose element hits one stores
 //! 1 into it.
 
-use super::blocks::{load_elem, load_int, round_tf32, store_elem};
+use super::blocks::{global_thread, load_elem, load_int, round_tf32, store_elem};
 use super::values::{
     binary_val, cast_to_int, conv, int_divmod, int_pair, int_pow, int_val, is_float, is_int,
     unary_val, wrap8, Val,
@@ -19,7 +19,7 @@ use super::values::{
 use super::{no, R};
 use crate::graph::{BinaryOp, DType, Graph, Op, ValueId};
 use crate::lower::to_target::{index_of, Error, Index};
-use crate::target::{BinOp, Cmp, Dim, Pack, SReg, Ty, UnOp};
+use crate::target::{BinOp, Cmp, Pack, Ty, UnOp};
 use crate::tile::build::{dimm, fimm, imm, Builder};
 use crate::tile::ir::{Kernel, Operand, ParamRole, Type, Value};
 use crate::tile::TileKernel;
@@ -494,10 +494,7 @@ pub fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Kernel>
         outs,
         status,
     };
-    let tid = b.special(SReg::Tid(Dim::X));
-    let ntid = b.special(SReg::Ntid(Dim::X));
-    let ctaid = b.special(SReg::Ctaid(Dim::X));
-    let gid = b.fma(Ty::U32, ctaid, ntid, tid);
+    let gid = global_thread(&mut b);
     let v = vector.max(1);
     let base = b.mul(Ty::U32, gid, imm(i64::from(v)));
     if v > 1 {

@@ -12,11 +12,12 @@
 //! the operands in their order (`take`: x, index; `scatter_add`: index, src), `out`,
 //! [`status`], `n` (the output's element count).
 
+use super::blocks::global_thread;
 use super::elementwise::{load_val, store_val};
 use super::values::{conv, Val};
 use super::{no, R};
 use crate::graph::{DType, Graph};
-use crate::target::{BinOp, Cmp, Dim, SReg, Ty, UnOp};
+use crate::target::{BinOp, Cmp, Ty, UnOp};
 use crate::tile::build::{dimm, fimm, imm, Builder};
 use crate::tile::ir::{Kernel, ParamRole, Type, Value};
 use crate::tile::TileKernel;
@@ -76,10 +77,7 @@ pub fn build(g: &Graph, tk: &TileKernel, dims: [u32; 4], scatter: bool) -> R<Ker
         return no("size");
     };
     let nr = b.param("n", Type::Scalar(Ty::U32), ParamRole::Size(total));
-    let tid = b.special(SReg::Tid(Dim::X));
-    let ntid = b.special(SReg::Ntid(Dim::X));
-    let ctaid = b.special(SReg::Ctaid(Dim::X));
-    let gid = b.fma(Ty::U32, ctaid, ntid, tid);
+    let gid = global_thread(&mut b);
     let live = b.cmp(Cmp::Lt, Ty::U32, gid, nr);
     let mut res: R<()> = Ok(());
     b.when(live, |b| {
