@@ -30,7 +30,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Every `.tsr` file under the given files and directories, sorted.
 /// The scripts of `tests/golden`, `tests/ir` and `examples` under `root` that make a kernel
 /// (`op.kernel`, `op.autotune`, `graph.grad`, `graph.value_and_grad` or an optimizer's
 /// `.update(` in their text).
@@ -53,6 +52,8 @@ pub fn kernel_scripts(root: &std::path::Path) -> Vec<PathBuf> {
     .collect()
 }
 
+/// Every `.tsr` file, and every Markdown page with ```` ```tsr ```` blocks, under the given
+/// files and directories, sorted.
 pub fn discover(paths: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for p in paths {
@@ -70,9 +71,16 @@ fn collect(p: &Path, out: &mut Vec<PathBuf>) {
                 collect(&e.path(), out);
             }
         }
-    } else if p.extension().is_some_and(|e| e == "tsr") {
+    } else if p.extension().is_some_and(|e| e == "tsr") || is_guide_page(p) {
         out.push(p.to_path_buf());
     }
+}
+
+/// A Markdown file with ```` ```tsr ```` blocks: a page of the guide, tested by
+/// [`crate::guide`].
+fn is_guide_page(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e == "md")
+        && std::fs::read_to_string(p).is_ok_and(|t| t.contains("```tsr"))
 }
 
 /// What one case did.
@@ -177,55 +185,71 @@ pub fn run_script_within(
     })
 }
 
-fn run_env(
-    exe: &Path,
-    tsr: &Path,
-    levels: &[String],
-    env: &[(&str, &str)],
-    timeout: Duration,
-) -> Result<Run, String> {
-    let dir = tsr
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = tsr.file_name().ok_or("not a file")?;
+/// A `tessera` command with the environment of a golden run: the fixed memory limit, no GPU
+/// unless `TESSERA_CUDA` is set, `NO_COLOR`, no standard input, and `cache_dir` as the
+/// autotune cache.
+fn golden_command(exe: &Path, cache_dir: &Path) -> Command {
     let mut cmd = Command::new(exe);
     if std::env::var_os("TESSERA_MAX_BYTES").is_none() {
         // E0700 messages name the memory limit: a fixed one keeps expected output the same on
         // every machine.
         cmd.env("TESSERA_MAX_BYTES", GOLDEN_MAX_BYTES);
     }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
     // Expected outputs are the cpu's: `auto` must not pick a GPU where the machine has one.
     if std::env::var_os("TESSERA_CUDA").is_none() {
         cmd.env("TESSERA_CUDA", "off");
     }
-    cmd.arg("run");
-    let cache_dir = DumpDir::new().map_err(|e| format!("cannot create a cache directory: {e}"))?;
-    cmd.env("TESSERA_CACHE_DIR", &cache_dir.0);
-    let dump_dir = if levels.is_empty() {
-        cmd.env_remove("TESSERA_DUMP_DIR");
-        None
-    } else {
-        let d = DumpDir::new().map_err(|e| format!("cannot create a dump directory: {e}"))?;
-        cmd.env("TESSERA_DUMP_DIR", &d.0);
-        for l in levels {
-            cmd.arg("--dump").arg(l);
-        }
-        Some(d)
-    };
+    cmd.env("TESSERA_CACHE_DIR", cache_dir);
+    cmd.env("NO_COLOR", "1").stdin(Stdio::null());
     die_with_parent(&mut cmd);
+    cmd
+}
+
+/// Runs `tessera ARGS` as a golden run does, in a fresh temporary directory (so files a run
+/// writes land there), with `$DIR` for that directory in its output.
+pub fn run_in_temp_dir(
+    exe: &Path,
+    args: &[std::ffi::OsString],
+    timeout: Duration,
+) -> Result<Output, String> {
+    let cache_dir = DumpDir::new().map_err(|e| format!("cannot create a cache directory: {e}"))?;
+    let work = DumpDir::new().map_err(|e| format!("cannot create a directory: {e}"))?;
+    let mut cmd = golden_command(exe, &cache_dir.0);
+    cmd.env_remove("TESSERA_DUMP_DIR")
+        .args(args)
+        .current_dir(&work.0);
+    let (status, stdout, stderr) = run_to_end(cmd, timeout)?;
+    let abs = std::fs::canonicalize(&work.0).unwrap_or_else(|_| work.0.clone());
+    let norm = |b: Vec<u8>| {
+        String::from_utf8_lossy(&b)
+            .replace("\r\n", "\n")
+            .replace(&abs.display().to_string(), "$DIR")
+    };
+    let stderr = norm(stderr);
+    if let Some(sig) = signal_of(&status) {
+        return Err(format!(
+            "killed by signal {sig} ({})\n{}",
+            signal_name(sig),
+            stderr_section(&stderr)
+        ));
+    }
+    Ok(Output {
+        stdout: norm(stdout),
+        stderr,
+        code: status.code().unwrap_or(-1),
+    })
+}
+
+/// Runs a command to its end or its time limit, reading stdout and stderr.
+fn run_to_end(
+    mut cmd: Command,
+    timeout: Duration,
+) -> Result<(std::process::ExitStatus, Vec<u8>, Vec<u8>), String> {
     let mut child = cmd
-        .arg(name)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+        .map_err(|e| format!("cannot start {}: {e}", cmd.get_program().to_string_lossy()))?;
     // Read both pipes on threads so a chatty script cannot block on a full pipe.
     let mut so = child.stdout.take();
     let mut se = child.stderr.take();
@@ -263,6 +287,40 @@ fn run_env(
     };
     let stdout = t1.join().unwrap_or_default();
     let stderr = t2.join().unwrap_or_default();
+    Ok((status, stdout, stderr))
+}
+
+fn run_env(
+    exe: &Path,
+    tsr: &Path,
+    levels: &[String],
+    env: &[(&str, &str)],
+    timeout: Duration,
+) -> Result<Run, String> {
+    let dir = tsr
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = tsr.file_name().ok_or("not a file")?;
+    let cache_dir = DumpDir::new().map_err(|e| format!("cannot create a cache directory: {e}"))?;
+    let mut cmd = golden_command(exe, &cache_dir.0);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.arg("run");
+    let dump_dir = if levels.is_empty() {
+        cmd.env_remove("TESSERA_DUMP_DIR");
+        None
+    } else {
+        let d = DumpDir::new().map_err(|e| format!("cannot create a dump directory: {e}"))?;
+        cmd.env("TESSERA_DUMP_DIR", &d.0);
+        for l in levels {
+            cmd.arg("--dump").arg(l);
+        }
+        Some(d)
+    };
+    cmd.arg(name).current_dir(dir);
+    let (status, stdout, stderr) = run_to_end(cmd, timeout)?;
     let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     let norm = |b: Vec<u8>| {
         String::from_utf8_lossy(&b)
@@ -407,7 +465,7 @@ pub fn text_matches(expected: &str, actual: &str) -> bool {
 }
 
 /// What blessing writes: `actual`, keeping the expected pattern lines that still match.
-fn bless_text(expected: Option<&str>, actual: &str) -> String {
+pub fn bless_text(expected: Option<&str>, actual: &str) -> String {
     let Some(expected) = expected.filter(|e| e.contains("{{re:")) else {
         return actual.to_string();
     };
@@ -425,7 +483,7 @@ fn bless_text(expected: Option<&str>, actual: &str) -> String {
         .join("\n")
 }
 
-fn diff(name: &str, expected: &str, actual: &str) -> String {
+pub fn diff(name: &str, expected: &str, actual: &str) -> String {
     let d = similar::TextDiff::from_lines(expected, actual);
     format!(
         "{}",
@@ -452,6 +510,9 @@ fn write_or_remove(path: &Path, text: &str) -> std::io::Result<()> {
 
 /// Runs one case and compares (or blesses) its expected files.
 pub fn run_case(exe: &Path, tsr: &Path, bless: bool, timeout: Duration) -> Outcome {
+    if tsr.extension().is_some_and(|e| e == "md") {
+        return crate::guide::run_page(exe, tsr, bless, timeout);
+    }
     // the `# snapshot:` header is read leniently: a script that is not UTF-8 is itself a test
     // (the run reports E0001 at its first bad byte)
     let levels = match std::fs::read(tsr) {

@@ -4,5 +4,6 @@
 
 pub mod explain;
 pub mod golden;
+pub mod guide;
 pub mod lower;
 pub mod script;

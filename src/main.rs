@@ -84,6 +84,10 @@ enum Cmd {
     /// What an error code means, an example that produces it and how to fix it (all codes
     /// without one).
     Explain { code: Option<String> },
+    /// Runs the tsr blocks of a guide page in one session, one JSON line per block (the child
+    /// process of `tessera test PAGE.md`).
+    #[command(hide = true)]
+    GuideCells { page: PathBuf },
     /// Jupyter integration.
     Jupyter {
         #[command(subcommand)]
@@ -154,6 +158,7 @@ fn main() {
             tessera::lower::main(&file, level, target.as_deref())
         }
         Some(Cmd::Repl { target, device }) => repl(target, device),
+        Some(Cmd::GuideCells { page }) => tessera::guide::cells_main(&page),
         Some(Cmd::Explain { code }) => tessera::explain::main(code.as_deref()),
         Some(Cmd::Kernel { connection_file }) => tessera_jupyter::run_kernel(
             &connection_file,
