@@ -11,6 +11,12 @@
 //! Graph IR fuses into one elementwise kernel that writes the new parameter and the new state
 //! together, compiled once per parameter signature and run on the session's device like any
 //! kernel (profiled, cross-checked, dumped by `--dump`).
+//!
+//! On a mesh (SPEC §8, data parallel): a sharded parameter is updated per device, each device
+//! running the update kernel on its shards of the parameter, the gradient (brought to the
+//! parameter's layout first: a partial sum all-reduced) and the state
+//! ([`crate::dist::MeshUpdate`]); an ordinary parameter with a sharded gradient is updated on
+//! the gathered gradient (a replicated one is rank 0's copy, no communication).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -20,8 +26,9 @@ use tessera_compiler::graph::TensorType;
 use tessera_lang::diag::{Code, Diagnostic};
 use tessera_lang::eval::{Arg, AttrResult, CallArgs, HostObject, Interp, Module, Value};
 use tessera_lang::Span;
-use tessera_runtime::{Scalar, Tensor};
+use tessera_runtime::{DType, Scalar, Tensor};
 
+use crate::dist::{as_sharded, whole_gradient, MeshUpdate};
 use crate::kernel::{compile_graph, run_compiled, Compiled, Session};
 use crate::tensor::{as_tensor, rt, tensor_value};
 
@@ -35,9 +42,11 @@ pub struct Optimizer {
 #[derive(Default)]
 struct State {
     step: u64,
-    /// Per parameter: SGD's velocity, or Adam's two moments.
-    slots: Vec<Vec<Tensor>>,
-    shapes: Vec<Vec<usize>>,
+    /// Per parameter, per device (one for an ordinary parameter): SGD's velocity, or Adam's
+    /// two moments.
+    slots: Vec<Vec<Vec<Tensor>>>,
+    /// Per parameter: its shape, and its mesh and layout when sharded.
+    sigs: Vec<String>,
 }
 
 type R<T> = Result<T, Diagnostic>;
@@ -82,7 +91,8 @@ impl Optimizer {
     }
 
     /// The new parameters from `params` and `grads` (lists or tuples of tensors, paired by
-    /// position): per parameter one compiled update kernel, run on the session's device.
+    /// position): per parameter one compiled update kernel, run on the session's device, or
+    /// per device on the shards of a sharded parameter.
     fn update(&self, it: &mut Interp, params: &Arg, grads: &Arg, span: Span) -> R<Value> {
         let ps = tensors(params, "params")?;
         let gs = tensors(grads, "grads")?;
@@ -98,22 +108,19 @@ impl Optimizer {
             .at(grads.span));
         }
         for (i, (p, g)) in ps.iter().zip(&gs).enumerate() {
-            if p.shape() != g.shape() {
+            let ((pshape, pd), (gshape, gd)) = (meta(p), meta(g));
+            if pshape != gshape {
                 return Err(Diagnostic::new(
                     Code::E0200,
-                    format!(
-                        "grads[{i}] has shape {:?} but params[{i}] has shape {:?}",
-                        g.shape(),
-                        p.shape()
-                    ),
+                    format!("grads[{i}] has shape {gshape:?} but params[{i}] has shape {pshape:?}"),
                 )
                 .at(grads.span));
             }
-            if !p.dtype().is_float() || !g.dtype().is_float() {
-                let (what, d) = if p.dtype().is_float() {
-                    ("grads", g.dtype())
+            if !pd.is_float() || !gd.is_float() {
+                let (what, d) = if pd.is_float() {
+                    ("grads", gd)
                 } else {
-                    ("params", p.dtype())
+                    ("params", pd)
                 };
                 return Err(Diagnostic::new(
                     Code::E0201,
@@ -126,92 +133,240 @@ impl Optimizer {
                 }));
             }
         }
-        let shapes: Vec<Vec<usize>> = ps.iter().map(|p| p.shape().to_vec()).collect();
+        // each parameter with its gradient: a sharded parameter is updated per device on its
+        // layout; an ordinary one on the gathered gradient
+        let mut pairs = Vec::with_capacity(ps.len());
+        for (i, (p, g)) in ps.iter().zip(&gs).enumerate() {
+            pairs.push(match (as_sharded(p), as_tensor(p)) {
+                (Some(o), _) => {
+                    Pair::Mesh(MeshUpdate::new(o, g, &format!("grads[{i}]"), grads.span)?)
+                }
+                (None, Some(pt)) => {
+                    let gt = match as_sharded(g) {
+                        Some(o) => whole_gradient(o, grads.span)?,
+                        None => {
+                            as_tensor(g).ok_or_else(|| not_tensor("grads", i, g, grads.span))?
+                        }
+                    };
+                    Pair::Whole(pt, gt)
+                }
+                (None, None) => return Err(not_tensor("params", i, p, params.span)),
+            });
+        }
+        let sigs: Vec<String> = ps
+            .iter()
+            .zip(&pairs)
+            .map(|(p, pair)| match pair {
+                Pair::Whole(..) => format!("{:?}", meta(p).0),
+                Pair::Mesh(m) => format!("{:?} {}", meta(p).0, m.placement()),
+            })
+            .collect();
         {
             let st = self.state.borrow();
-            if st.step > 0 && st.shapes != shapes {
+            if st.step > 0 && st.sigs != sigs {
                 return Err(Diagnostic::new(
                     Code::E0101,
                     "this optimizer was updated with other parameters before (its state is per position of the list)",
                 )
                 .at(params.span)
-                .with_help("make one optimizer per parameter list"));
+                .with_help("make one optimizer per parameter list (a parameter keeps its shape, mesh and layout)"));
             }
         }
         let t = self.state.borrow().step + 1;
-        let mut out = Vec::with_capacity(ps.len());
-        let mut slots = Vec::with_capacity(ps.len());
-        for (i, (p, g)) in ps.iter().zip(&gs).enumerate() {
-            let slot: Vec<Tensor> = self
+        // Adam's bias corrections, the same for every parameter
+        let mut extra = Vec::new();
+        if let Rule::Adam { b1, b2, .. } = self.rule {
+            let e = t.min(i32::MAX as u64) as i32;
+            extra = vec![1.0 - b1.powi(e), 1.0 - b2.powi(e)];
+        }
+        // abstract tensors (`graph.lower`, a plan): shapes only, the state left as it is
+        let shapes_only = pairs.iter().any(|p| match p {
+            Pair::Whole(p, g) => p.is_abstract() || g.is_abstract(),
+            Pair::Mesh(m) => m.is_abstract(),
+        });
+        let mut out = Vec::with_capacity(pairs.len());
+        let mut slots = Vec::with_capacity(pairs.len());
+        for (i, pair) in pairs.iter().enumerate() {
+            if shapes_only {
+                out.push(match pair {
+                    Pair::Whole(p, _) => {
+                        tensor_value(Tensor::abstract_tensor(p.shape(), p.dtype()).map_err(rt)?)
+                    }
+                    Pair::Mesh(m) => self.run_mesh(it, m, Vec::new(), &extra, span)?.0,
+                });
+                continue;
+            }
+            let slot: Vec<Vec<Tensor>> = self
                 .state
                 .borrow()
                 .slots
                 .get(i)
                 .cloned()
                 .unwrap_or_default();
-            let first = slot.is_empty();
-            let c = self.kernel(it, p, g, first, span)?;
-            let mut inputs = vec![p.clone(), g.clone()];
-            inputs.extend(slot);
-            if let Rule::Adam { b1, b2, .. } = self.rule {
-                let wd = Rule::work_dtype(p.dtype());
-                let e = t.min(i32::MAX as u64) as i32;
-                for c in [1.0 - b1.powi(e), 1.0 - b2.powi(e)] {
-                    inputs.push(Tensor::scalar(Scalar::Float(c), wd).map_err(rt)?);
+            let (new, state) = match pair {
+                Pair::Whole(p, g) => {
+                    let (new, state) = self.run_whole(it, p, g, slot, &extra, span)?;
+                    (new, vec![state])
                 }
-            }
-            let mut res = run_compiled(&self.session, it, &c, &inputs, span)?.into_iter();
-            let new = res.next().ok_or_else(|| {
-                Diagnostic::new(
-                    Code::E0500,
-                    "internal compiler error: an update gave no result",
-                )
-                .at(span)
-            })?;
-            out.push(tensor_value(new));
-            slots.push(res.collect::<Vec<_>>());
+                Pair::Mesh(m) => self.run_mesh(it, m, slot, &extra, span)?,
+            };
+            out.push(new);
+            slots.push(state);
+        }
+        if shapes_only {
+            return Ok(Value::list(out));
         }
         // the state changes only once every parameter's update ran
         let mut st = self.state.borrow_mut();
-        st.shapes = shapes;
+        st.sigs = sigs;
         st.step = t;
         st.slots = slots;
         Ok(Value::list(out))
     }
+
+    /// The inputs of an update kernel: the parameter, the gradient, the state, Adam's bias
+    /// corrections in the work dtype.
+    fn inputs(p: &Tensor, g: &Tensor, slot: Vec<Tensor>, extra: &[f64]) -> R<Vec<Tensor>> {
+        let mut inputs = vec![p.clone(), g.clone()];
+        inputs.extend(slot);
+        let wd = Rule::work_dtype(p.dtype());
+        for &c in extra {
+            inputs.push(Tensor::scalar(Scalar::Float(c), wd).map_err(rt)?);
+        }
+        Ok(inputs)
+    }
+
+    /// An ordinary parameter's update on the session's device: the new parameter and state.
+    fn run_whole(
+        &self,
+        it: &mut Interp,
+        p: &Tensor,
+        g: &Tensor,
+        slot: Vec<Vec<Tensor>>,
+        extra: &[f64],
+        span: Span,
+    ) -> R<(Value, Vec<Tensor>)> {
+        let slot = slot.into_iter().next().unwrap_or_default();
+        let c = self.kernel(it, p, g, slot.is_empty(), span)?;
+        let inputs = Self::inputs(p, g, slot, extra)?;
+        let mut res = run_compiled(&self.session, it, &c, &inputs, span)?.into_iter();
+        let new = res.next().ok_or_else(|| {
+            Diagnostic::new(
+                Code::E0500,
+                "internal compiler error: an update gave no result",
+            )
+            .at(span)
+        })?;
+        Ok((tensor_value(new), res.collect()))
+    }
+
+    /// A sharded parameter's update: every device runs the update kernel (compiled once per
+    /// shard shape) on its shards of the parameter, the gradient and the state, on the mesh's
+    /// worker threads; the new parameter keeps its layout, each device its state.
+    fn run_mesh(
+        &self,
+        it: &mut Interp,
+        m: &MeshUpdate,
+        slot: Vec<Vec<Tensor>>,
+        extra: &[f64],
+        span: Span,
+    ) -> R<(Value, Vec<Vec<Tensor>>)> {
+        let first = slot.iter().all(Vec::is_empty);
+        let mut kernels: Vec<(Vec<usize>, Rc<Compiled>)> = Vec::new();
+        let mut kernel_of = Vec::with_capacity(m.devices());
+        let mut inputs = Vec::with_capacity(m.devices());
+        for r in 0..m.devices() {
+            let (p, g) = m.shards(r);
+            let k = match kernels.iter().position(|(s, _)| s == p.shape()) {
+                Some(k) => k,
+                None => {
+                    let c = self.kernel(it, &p, &g, first, span)?;
+                    kernels.push((p.shape().to_vec(), c));
+                    kernels.len() - 1
+                }
+            };
+            kernel_of.push(k);
+            let state = slot.get(r).cloned().unwrap_or_default();
+            inputs.push(Self::inputs(&p, &g, state, extra)?);
+        }
+        let target = self.session.target.get();
+        let c = &kernels[kernel_of.first().copied().unwrap_or(0)].1;
+        let flops: f64 = (0..c.lowered.program.kernels.len())
+            .filter_map(|i| tessera_compiler::cost::estimate(&c.lowered, i, target, None))
+            .map(|e| e.flops)
+            .sum();
+        let bytes: f64 = inputs.first().map_or(0.0, |ins| {
+            // what a device reads, and writes back (the parameter and the state)
+            let b = |t: &Tensor| t.numel() as f64 * t.dtype().size_bytes() as f64;
+            ins.iter().map(b).sum::<f64>()
+                + ins
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != 1)
+                    .map(|(_, t)| b(t))
+                    .sum::<f64>()
+        });
+        let graphs: Vec<(&tessera_compiler::graph::Graph, &[Tensor])> = kernels
+            .iter()
+            .map(|(_, c)| (&c.graph, c.captures.as_slice()))
+            .collect();
+        m.run("optim.update", flops, bytes, |r| {
+            let (g, caps) = graphs[kernel_of[r]];
+            tessera_runtime::interp::run(g, &inputs[r], caps)
+        })
+        .map_err(|d| d.or_at(span))
+    }
 }
 
-/// The tensors of a list or tuple argument.
-fn tensors(a: &Arg, what: &str) -> R<Vec<Tensor>> {
+/// One parameter of an update and its gradient.
+enum Pair {
+    /// An ordinary parameter (a sharded gradient of it gathered).
+    Whole(Tensor, Tensor),
+    /// A sharded parameter, updated per device.
+    Mesh(MeshUpdate),
+}
+
+/// The global shape and dtype of a tensor or sharded tensor (checked by [`tensors`]).
+fn meta(v: &Value) -> (Vec<usize>, DType) {
+    match (as_tensor(v), as_sharded(v)) {
+        (Some(t), _) => (t.shape().to_vec(), t.dtype()),
+        (None, Some(o)) => (o.s.shape.clone(), o.s.dtype),
+        (None, None) => (Vec::new(), DType::F32),
+    }
+}
+
+fn not_tensor(what: &str, i: usize, v: &Value, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0101,
+        format!("{what}[{i}] is a {}, not a tensor", v.type_name()),
+    )
+    .at(span)
+}
+
+/// The tensors (ordinary or sharded) of a list or tuple argument.
+fn tensors(a: &Arg, what: &str) -> R<Vec<Value>> {
+    let is_tensor = |v: &Value| as_tensor(v).is_some() || as_sharded(v).is_some();
     let items: Vec<Value> = match &a.value {
         Value::List(l) => l.borrow().clone(),
         Value::Tuple(t) => t.as_ref().clone(),
-        other => match as_tensor(other) {
-            Some(t) => return Ok(vec![t]),
-            None => {
-                return Err(Diagnostic::new(
-                    Code::E0101,
-                    format!(
-                        "{what} must be a list of tensors, not {}",
-                        other.type_name()
-                    ),
-                )
-                .at(a.span))
-            }
-        },
+        other if is_tensor(other) => return Ok(vec![other.clone()]),
+        other => {
+            return Err(Diagnostic::new(
+                Code::E0101,
+                format!(
+                    "{what} must be a list of tensors, not {}",
+                    other.type_name()
+                ),
+            )
+            .at(a.span))
+        }
     };
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            as_tensor(v).ok_or_else(|| {
-                Diagnostic::new(
-                    Code::E0101,
-                    format!("{what}[{i}] is a {}, not a tensor", v.type_name()),
-                )
-                .at(a.span)
-            })
-        })
-        .collect()
+    for (i, v) in items.iter().enumerate() {
+        if !is_tensor(v) {
+            return Err(not_tensor(what, i, v, a.span));
+        }
+    }
+    Ok(items)
 }
 
 impl HostObject for Optimizer {
@@ -354,7 +509,7 @@ fn adam(session: &Rc<Session>, args: CallArgs) -> R<Value> {
 
 /// Builds the `optim` module; its optimizers compile their updates in `session`.
 pub fn module(session: Rc<Session>) -> Module {
-    let m = Module::new("optim", "optimizers: sgd, adam (SPEC §8)");
+    let m = Module::new("optim", "optimizers: sgd and adam");
     let s = session.clone();
     m.set(
         "sgd",

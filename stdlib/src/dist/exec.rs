@@ -80,7 +80,9 @@ pub(super) fn collective(x: &Sv, c: Comm) -> Result<Sv, Diagnostic> {
     let measured = (!x.s.is_abstract()).then(|| t0.elapsed().as_secs_f64() * 1e6);
     let out = next_id(&x.cx);
     let local = x.s.local_shape();
-    let elem = x.s.shards.first().map_or(4, |t| t.dtype().size_bytes());
+    // the dtype the shards travel in: a split contraction's partial sums are in its fp32
+    // accumulator (rounded to the tensor's dtype after the reduction)
+    let travel = x.s.shards.first().map_or(x.s.dtype, Tensor::dtype);
     note(
         &x.cx,
         &x.s.mesh,
@@ -89,8 +91,8 @@ pub(super) fn collective(x: &Sv, c: Comm) -> Result<Sv, Diagnostic> {
             input: x.id,
             out,
             local_shape: local,
-            dtype: x.s.dtype.name().to_string(),
-            elem_bytes: elem,
+            dtype: travel.name().to_string(),
+            elem_bytes: travel.size_bytes(),
             measured_us: measured,
         },
     );

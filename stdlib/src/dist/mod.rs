@@ -44,12 +44,14 @@ mod module;
 mod pipeline;
 mod plan;
 mod spectral;
+mod update;
 pub use dispatch::*;
 use exec::*;
 pub use grad::{overlap_note, run_gradient, Buckets, Overlap, GRAD_BUCKET_BYTES};
 pub use module::*;
 pub use pipeline::{formula_bubble, PipelineObj};
 pub use spectral::{m_fft1, m_fft2, m_part};
+pub use update::{whole_gradient, MeshUpdate};
 
 /// The next value number of a sharded tensor in session `cx`.
 fn next_id(cx: &Session) -> usize {

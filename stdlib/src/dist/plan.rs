@@ -281,7 +281,9 @@ fn candidate(
         call.positional.push((v, *s));
     }
     open_log(session);
-    let r = it.call(f, call);
+    // the step's results leave it whole, as a kernel's do and as `graph.lower` shows them: a
+    // partial sum left at the end is all-reduced (and costed) here
+    let r = it.call(f, call).and_then(settle_value);
     let program = close_log(session);
     r?;
     let Some(ms) = program.mesh.clone() else {
