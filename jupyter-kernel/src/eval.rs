@@ -100,11 +100,14 @@ pub fn kernel_info() -> jupyter_protocol::KernelInfoReply {
     }
 }
 
-/// A plain-text and, where there is one, HTML bundle.
+/// A plain-text bundle with, where there is one, HTML and an SVG image (`image/svg+xml`).
 pub fn media(r: &Rich) -> Media {
     let mut parts = vec![MediaType::Plain(r.text.clone())];
     if let Some(h) = &r.html {
         parts.push(MediaType::Html(h.clone()));
+    }
+    if let Some(s) = &r.svg {
+        parts.push(MediaType::Svg(s.clone()));
     }
     Media::new(parts)
 }

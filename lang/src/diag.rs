@@ -193,16 +193,45 @@ impl Diagnostic {
     /// longer than [`MAX_EXCERPT_LINE`] is shown as a window around its labels, `…` at each
     /// cut; the header still gives the true line and column.
     pub fn render(&self, sources: &SourceMap, color: bool) -> String {
-        match self.windowed(sources) {
+        // a span that starts or ends inside a multi-byte character widens to whole characters
+        // (the renderer indexes lines by character)
+        let snapped = self.on_char_boundaries(sources);
+        let this = snapped.as_ref().unwrap_or(self);
+        match this.windowed(sources) {
             Some((cut, d)) => {
                 let out = d.render_whole(&cut, color);
-                match (self.span, d.span) {
+                match (this.span, d.span) {
                     (Some(a), Some(b)) => out.replacen(&cut.describe(b), &sources.describe(a), 1),
                     _ => out,
                 }
             }
-            None => self.render_whole(sources, color),
+            None => this.render_whole(sources, color),
         }
+    }
+
+    /// This diagnostic with its spans widened to character boundaries; `None` when they are.
+    fn on_char_boundaries(&self, sources: &SourceMap) -> Option<Diagnostic> {
+        let snap = |sp: Span| -> Span {
+            let Some(f) = sources.files().get(sp.file as usize) else {
+                return sp;
+            };
+            let t = &f.text;
+            let mut lo = (sp.lo as usize).min(t.len());
+            while !t.is_char_boundary(lo) {
+                lo -= 1;
+            }
+            let mut hi = (sp.hi as usize).clamp(lo, t.len());
+            while !t.is_char_boundary(hi) {
+                hi += 1;
+            }
+            Span::new(sp.file, lo, hi)
+        };
+        let mut d = self.clone();
+        d.span = d.span.map(snap);
+        for l in &mut d.secondary {
+            l.span = snap(l.span);
+        }
+        (d != *self).then_some(d)
     }
 
     /// This diagnostic over a copy of `sources` whose long labelled lines are cut to windows
@@ -436,6 +465,20 @@ pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans_inside_a_character_widen_to_it() {
+        let mut sources = SourceMap::new();
+        let file = sources.add("u.tsr", "x = tilé + 1\n");
+        // `é` is bytes 7..9: a span ending at 8 (and one starting there) cut it
+        for (lo, hi) in [(4, 8), (8, 9), (8, 8)] {
+            let d = Diagnostic::new(Code::E0100, "bad")
+                .at(Span::new(file, lo, hi))
+                .with_label("here");
+            let out = d.render(&sources, false);
+            assert!(out.contains("x = tilé + 1"), "{out}");
+        }
+    }
 
     #[test]
     fn long_lines_are_windowed_around_every_label() {

@@ -54,6 +54,11 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     (":device", "NAME", "set the device: auto cpu emu cuda"),
 ];
 
+/// Every command: name, argument, one-line description (the guide's reference lists them).
+pub fn list() -> &'static [(&'static str, &'static str, &'static str)] {
+    COMMANDS
+}
+
 /// Command names (with the colon), for completion.
 pub fn names() -> impl Iterator<Item = &'static str> {
     COMMANDS.iter().map(|c| c.0)
@@ -546,6 +551,7 @@ fn rich_table_value(s: &mut Session, v: &Value) -> Rich {
     };
     Rich {
         html: html.or_else(|| Some(format!("<pre>{}</pre>", render::escape(&text)))),
+        svg: None,
         text,
     }
 }

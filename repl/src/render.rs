@@ -27,6 +27,7 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) -> Rich {
     Rich {
         text: table_text(headers, rows),
         html: Some(table_html(headers, rows)),
+        svg: None,
     }
 }
 
@@ -95,6 +96,7 @@ pub fn message(text: impl Into<String>) -> Rich {
     Rich {
         text,
         html: Some(html),
+        svg: None,
     }
 }
 
@@ -103,6 +105,7 @@ pub fn ir(text: &str) -> Rich {
     Rich {
         text: text.to_string(),
         html: Some(ir_html(text)),
+        svg: None,
     }
 }
 

@@ -21,11 +21,13 @@ use tessera_lang::parse::{self, Completeness};
 use tessera_lang::span::FileId;
 use tessera_lang::Diagnostic;
 
-/// A value shown to the user: plain text always, HTML where a richer rendering helps.
+/// A value shown to the user: plain text always, HTML where a richer rendering helps, an SVG
+/// image for figures (Jupyter `image/svg+xml`; the terminal REPL shows the text).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rich {
     pub text: String,
     pub html: Option<String>,
+    pub svg: Option<String>,
 }
 
 impl Rich {
@@ -33,6 +35,7 @@ impl Rich {
         Rich {
             text: s.into(),
             html: None,
+            svg: None,
         }
     }
 }
@@ -475,13 +478,23 @@ fn strip_comment(line: &str) -> &str {
     line
 }
 
-/// A rich rendering of a cell's value: its `repr`, with highlighted HTML for IR values.
+/// A rich rendering of a cell's value: its `repr`, with highlighted HTML for IR values and
+/// the SVG image of a figure (`plot`).
 pub(crate) fn rich_value(v: &Value) -> Rich {
     let text = v.repr();
     if v.type_name() == "graph" {
         return render::ir(&text);
     }
-    Rich::text(text)
+    // a value with an HTML form (a profile or autotune table) shows it, as `print` shows text
+    let html = match v {
+        Value::Host(h) => h.html(),
+        _ => None,
+    };
+    Rich {
+        svg: tessera_stdlib::plot::svg_of(v),
+        html,
+        ..Rich::text(text)
+    }
 }
 
 /// The docstring of a function body: its first statement when it is a string.

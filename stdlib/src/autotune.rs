@@ -65,6 +65,19 @@ pub struct Measured {
     pub measured_us: f64,
 }
 
+/// A candidate the tuner ranked this session: the model's time and, when a GPU timed it,
+/// the measured time (µs). `rank` is 1 for the model's best; `chosen` marks the config kept.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub op: String,
+    pub shapes: String,
+    pub config: Config,
+    pub rank: u32,
+    pub predicted_us: f64,
+    pub measured_us: Option<f64>,
+    pub chosen: bool,
+}
+
 /// The session's autotuner.
 pub struct State {
     pub enabled: bool,
@@ -75,6 +88,8 @@ pub struct State {
     unusable: HashSet<PathBuf>,
     pub events: Vec<Event>,
     pub measured: Vec<Measured>,
+    /// Every candidate ranked this session, in order (`autotune.candidates()`).
+    pub candidates: Vec<Candidate>,
     /// Times candidates on a GPU; `None` without one.
     pub timer: Option<Rc<dyn DeviceTimer>>,
 }
@@ -88,13 +103,28 @@ impl Default for State {
             unusable: HashSet::new(),
             events: Vec::new(),
             measured: Vec::new(),
+            candidates: Vec::new(),
             timer: None,
         }
     }
 }
 
+thread_local! {
+    /// Warnings raised where no interpreter is at hand, until [`flush_warnings`] writes them.
+    static WARNINGS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Queues a warning; [`flush_warnings`] writes it to the session's stderr (so the REPL and
+/// Jupyter show it too, not only `tessera run`).
 fn warn(msg: &str) {
-    eprintln!("warning: {msg}");
+    WARNINGS.with(|w| w.borrow_mut().push(format!("warning: {msg}\n")));
+}
+
+/// Writes the queued warnings through the interpreter's error output.
+pub fn flush_warnings(it: &mut tessera_lang::eval::Interp) {
+    for w in WARNINGS.with(|w| std::mem::take(&mut *w.borrow_mut())) {
+        it.write_err(&w);
+    }
 }
 
 /// Whether `TESSERA_AUTOTUNE` turns tuning off.
@@ -290,8 +320,26 @@ pub fn tune(
         .with_help("widen schedule.search_space, or pick values the target can run"));
     };
     let mut chosen = best.clone();
+    let mut chosen_at = 0;
     let mut measured_us = None;
     let mut trials = 0u32;
+    let first = {
+        let mut st = session.tune.borrow_mut();
+        let first = st.candidates.len();
+        let shapes = shapes_text(&key);
+        for (i, r) in ranking.ranked.iter().enumerate() {
+            st.candidates.push(Candidate {
+                op: key.op.clone(),
+                shapes: shapes.clone(),
+                config: r.config.clone(),
+                rank: i as u32 + 1,
+                predicted_us: r.predicted_us,
+                measured_us: None,
+                chosen: false,
+            });
+        }
+        first
+    };
     if let (false, Some(t)) = (off, &timer) {
         let mut fastest: Option<(f64, usize)> = None;
         for (i, r) in ranking.ranked.iter().take(max_trials).enumerate() {
@@ -310,12 +358,16 @@ pub fn tune(
                 continue;
             }
             trials += 1;
-            session.tune.borrow_mut().measured.push(Measured {
+            let mut st = session.tune.borrow_mut();
+            st.measured.push(Measured {
                 op: key.op.clone(),
                 config: r.config.clone(),
                 predicted_us: r.predicted_us,
                 measured_us: total,
             });
+            if let Some(c) = st.candidates.get_mut(first + i) {
+                c.measured_us = Some(total);
+            }
             if fastest.is_none_or(|(f, _)| total < f) {
                 fastest = Some((total, i));
             }
@@ -323,6 +375,7 @@ pub fn tune(
         if let Some((us, i)) = fastest {
             if let Some(r) = ranking.ranked.get(i) {
                 chosen = r.clone();
+                chosen_at = i;
             }
             measured_us = Some(us);
         }
@@ -343,6 +396,9 @@ pub fn tune(
         trials,
     };
     let mut st = session.tune.borrow_mut();
+    if let Some(c) = st.candidates.get_mut(first + chosen_at) {
+        c.chosen = true;
+    }
     if !off {
         st.upsert(entry.clone());
         st.persist(&path, &entry);
@@ -509,6 +565,31 @@ pub fn report(st: &State) -> TableObj {
     }
 }
 
+/// `autotune.candidates()`: one dict per candidate ranked this session, in ranking order per
+/// tuned kernel: `op`, `shapes`, `config`, `rank`, `predicted_us`, `measured_us` (None unless
+/// a GPU timed it) and `chosen`. Kernels configured from the cache add none (nothing is
+/// ranked).
+fn candidates(st: &State) -> Result<Value, Diagnostic> {
+    let mut out = Vec::with_capacity(st.candidates.len());
+    for c in &st.candidates {
+        let mut d = tessera_lang::eval::dict::Dict::new();
+        let f = |x: Option<f64>| x.map_or(Value::None, Value::Float);
+        for (k, v) in [
+            ("op", Value::str(&c.op)),
+            ("shapes", Value::str(&c.shapes)),
+            ("config", Value::str(&c.config.describe())),
+            ("rank", Value::Int(c.rank as i64)),
+            ("predicted_us", Value::Float(c.predicted_us)),
+            ("measured_us", f(c.measured_us)),
+            ("chosen", Value::Bool(c.chosen)),
+        ] {
+            d.insert(Value::str(k), v)?;
+        }
+        out.push(Value::Dict(Rc::new(std::cell::RefCell::new(d))));
+    }
+    Ok(Value::list(out))
+}
+
 /// The one `path` argument of `fname(path)`, and its span.
 fn path_arg(args: &CallArgs, fname: &str) -> Result<(PathBuf, Span), Diagnostic> {
     let a = args.bind(fname, &["path"], &[])?;
@@ -572,29 +653,10 @@ pub fn module(session: Rc<Session>) -> Module {
     let s = session.clone();
     m.set(
         "load_cache",
-        Value::native("load_cache", "load_cache(path)", move |_, args| {
-            let (path, _) = path_arg(&args, "load_cache")?;
-            if !path.exists() {
-                warn(&format!("autotune cache {}: no such file", path.display()));
-                return Ok(Value::Int(0));
-            }
-            match cache::load(&path) {
-                Ok(es) => {
-                    let n = es.len();
-                    let mut st = s.tune.borrow_mut();
-                    for e in es {
-                        st.upsert(e);
-                    }
-                    Ok(Value::Int(n as i64))
-                }
-                Err(e) => {
-                    warn(&format!(
-                        "autotune cache {}: {e}; it is ignored and left as it is",
-                        path.display()
-                    ));
-                    Ok(Value::Int(0))
-                }
-            }
+        Value::native("load_cache", "load_cache(path)", move |it, args| {
+            let r = load_cache(&s, &args);
+            flush_warnings(it);
+            r
         }),
     );
     let s = session.clone();
@@ -606,11 +668,20 @@ pub fn module(session: Rc<Session>) -> Module {
             st.entries.clear();
             st.events.clear();
             st.measured.clear();
+            st.candidates.clear();
             // Files are read again on the next use (the disk is not touched); kernels already
             // compiled this session keep their config.
             st.loaded.clear();
             st.unusable.clear();
             Ok(Value::None)
+        }),
+    );
+    let s = session.clone();
+    m.set(
+        "candidates",
+        Value::native("candidates", "candidates()", move |_, args| {
+            args.bind("candidates", &[], &[])?;
+            candidates(&s.tune.borrow())
         }),
     );
     let s = session;
@@ -622,4 +693,31 @@ pub fn module(session: Rc<Session>) -> Module {
         }),
     );
     m
+}
+
+/// `autotune.load_cache(path)`: the number of entries read (0, with a warning, for a missing or
+/// corrupt file).
+fn load_cache(s: &Session, args: &CallArgs) -> Result<Value, Diagnostic> {
+    let (path, _) = path_arg(args, "load_cache")?;
+    if !path.exists() {
+        warn(&format!("autotune cache {}: no such file", path.display()));
+        return Ok(Value::Int(0));
+    }
+    match cache::load(&path) {
+        Ok(es) => {
+            let n = es.len();
+            let mut st = s.tune.borrow_mut();
+            for e in es {
+                st.upsert(e);
+            }
+            Ok(Value::Int(n as i64))
+        }
+        Err(e) => {
+            warn(&format!(
+                "autotune cache {}: {e}; it is ignored and left as it is",
+                path.display()
+            ));
+            Ok(Value::Int(0))
+        }
+    }
 }

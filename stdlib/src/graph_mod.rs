@@ -14,12 +14,17 @@
 //!   it launches is profiled. `repeats` runs of each launch are timed (the median is shown);
 //!   `ptxas=False` uses the Target IR's register estimate even when ptxas is present.
 //!
+//! - `graph.run_tile(text, *args, grid=None)` → runs one kernel's Tile IR text on the emulator
+//!   with the given tensors and returns its `out` tensors ([`run_tile`]);
 //! - `graph.grad(f, argnums=0)`, `graph.value_and_grad(f, argnums=0)` → a kernel computing
 //!   the gradient of `f`'s scalar result (SPEC §8), traced, differentiated on Graph IR
 //!   ([`tessera_compiler::graph::autodiff`]), optimised and lowered like any kernel.
 //!
 //! `f` may be an `@op.kernel` (its compile cache is used, and counted) or a plain function
 //! (traced afresh each time).
+
+#[path = "run_tile.rs"]
+mod run_tile;
 
 use crate::kernel::{compile, Compiled, KernelObj, Session};
 use std::rc::Rc;
@@ -279,6 +284,7 @@ pub fn module(session: Rc<Session>) -> Module {
             }),
         );
     }
+    m.set("run_tile", run_tile::native(session.clone()));
     let s = session;
     m.set(
         "cache_stats",

@@ -1,5 +1,5 @@
 //! The builtin modules of `.tsr` scripts: `op`, `dist`, `schedule`, `graph`, `autotune`,
-//! `target`, as native functions over `tessera-runtime`.
+//! `target`, `optim`, `plot`, as native functions over `tessera-runtime`.
 
 // `Diagnostic` is the one error type of host code; it is returned by value on purpose.
 
@@ -10,9 +10,12 @@ pub mod device;
 pub mod dist;
 pub mod env;
 pub mod graph_mod;
+pub mod help;
+pub mod help_text;
 pub mod kernel;
 pub mod op;
 pub mod optim;
+pub mod plot;
 pub mod profile;
 pub mod schedule;
 pub mod table;
@@ -93,5 +96,7 @@ pub fn install_session(
         "optim",
         Value::Module(Rc::new(optim::module(session.clone()))),
     );
+    interp.set_builtin("plot", Value::Module(Rc::new(plot::module())));
+    help::install(interp);
     Ok(session)
 }

@@ -309,3 +309,26 @@ fn interrupter_only_stops_a_running_cell() {
     i.end();
     assert!(!flag.load(Ordering::SeqCst));
 }
+
+#[test]
+fn a_figure_is_an_svg_image_with_its_text() {
+    let (mut ev, mut rx, v) = evaluator();
+    ev.handle(&exec(&v, "f", "plot.line([1.0, 2.0, 4.0], label='y')"));
+    let got = drain(&mut rx);
+    let result = got
+        .iter()
+        .find(|g| g.1 == "execute_result")
+        .map(|g| &g.3)
+        .expect("an execute_result");
+    let data = result["data"].as_object().expect("a mime bundle");
+    let mut mimes: Vec<&str> = data.keys().map(String::as_str).collect();
+    mimes.sort();
+    assert_eq!(mimes, ["image/svg+xml", "text/plain"]);
+    assert_eq!(
+        data["text/plain"],
+        "figure: 1 series\n  line \"y\": 3 points, x in [0, 2], y in [1, 4]"
+    );
+    let svg = data["image/svg+xml"].as_str().expect("svg text");
+    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert!(svg.ends_with("</svg>\n"));
+}

@@ -247,7 +247,7 @@ impl KernelObj {
     }
 
     /// Chooses the schedule of an autotuned kernel (the cache, else a search).
-    fn tune(&self, it: &Interp, args: &CallArgs, c: &mut Compiled) -> Result<(), Diagnostic> {
+    fn tune(&self, it: &mut Interp, args: &CallArgs, c: &mut Compiled) -> Result<(), Diagnostic> {
         let tensors = args
             .positional
             .iter()
@@ -284,7 +284,9 @@ impl KernelObj {
         if self.session.tune.borrow().timer.is_some() {
             *self.session.cuda_sources.borrow_mut() = it.sources.clone();
         }
-        crate::autotune::tune(&self.session, sig, cache.as_deref(), &base, c, args.span)
+        let r = crate::autotune::tune(&self.session, sig, cache.as_deref(), &base, c, args.span);
+        crate::autotune::flush_warnings(it);
+        r
     }
 
     fn invoke(&self, it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
