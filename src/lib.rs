@@ -6,4 +6,5 @@ pub mod explain;
 pub mod golden;
 pub mod guide;
 pub mod lower;
+pub mod reference;
 pub mod script;
