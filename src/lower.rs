@@ -116,14 +116,65 @@ pub fn main(file: &Path, level: Level, target: Option<&str>) -> i32 {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| file.display().to_string());
-    match lower_text(&name, &text, level, target) {
-        Ok(out) => {
-            print!("{out}");
-            0
+    // a dump of a script holds every kernel it compiled: each is lowered in turn
+    let mut outs = Vec::new();
+    for one in kernels(&text) {
+        match lower_text(&name, &one, level, target) {
+            Ok(out) => outs.push(out),
+            Err((msg, code)) => {
+                eprint!("{msg}");
+                return code;
+            }
         }
-        Err((msg, code)) => {
-            eprint!("{msg}");
-            code
+    }
+    print!("{}", outs.join("\n"));
+    0
+}
+
+/// One text per `tile.kernel` of `text` (the whole text when it has at most one): the same
+/// bytes with every other kernel blanked out (newlines kept), so lines, columns and offsets
+/// in diagnostics stay those of the file.
+pub fn kernels(text: &str) -> Vec<String> {
+    let mut starts: Vec<usize> = Vec::new();
+    let mut off = 0;
+    for l in text.split_inclusive('\n') {
+        if l.starts_with("tile.kernel") {
+            starts.push(off);
         }
+        off += l.len();
+    }
+    if starts.len() <= 1 {
+        return vec![text.to_string()];
+    }
+    let mut bounds = starts.clone();
+    bounds[0] = 0;
+    bounds.push(text.len());
+    (0..starts.len())
+        .map(|i| {
+            let (lo, hi) = (bounds[i], bounds[i + 1]);
+            text.char_indices()
+                .map(|(b, c)| {
+                    if (lo..hi).contains(&b) || c == '\n' {
+                        c.to_string()
+                    } else {
+                        " ".repeat(c.len_utf8())
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn each_kernel_of_a_dump_keeps_its_offsets() {
+        let text = "// dump\ntile.kernel @a() {\n}\ntile.kernel @b() {\n  é\n}\n";
+        let ks = super::kernels(text);
+        assert_eq!(ks.len(), 2);
+        assert!(ks.iter().all(|k| k.len() == text.len()));
+        assert!(ks[0].contains("@a") && !ks[0].contains("@b"));
+        assert!(ks[1].contains("@b") && ks[1].contains('é') && !ks[1].contains("@a"));
+        assert_eq!(super::kernels("tile.kernel @a() {\n}\n").len(), 1);
     }
 }
