@@ -9,7 +9,7 @@
 
 use crate::{self as rtm, Code, DType, IndexItem, Operand, RuntimeError, Scalar, Tensor};
 use tessera_compiler::graph::{
-    AttnWrt, Epilogue, FftEmbed, FftKind, FftNorm, Graph, Op, SliceItem, ValueId,
+    AttnWrt, Epilogue, FftEmbed, FftKind, FftNorm, Graph, NormKind, Op, SliceItem, ValueId,
 };
 
 /// A computed value: a tensor, or a scalar const (applied as the eager scalar operand).
@@ -338,7 +338,18 @@ fn eval_one(
             accum,
             epilogue,
         } => {
-            let mut acc = rtm::matmul(&tens(vals, *a)?, &tens(vals, *b)?, *accum)?;
+            // a norm prologue first: A normalised as the norm op computes it
+            let (prologue, epilogue) = tessera_compiler::graph::split_steps(epilogue);
+            let mut a = tens(vals, *a)?;
+            if let Some(p) = prologue {
+                let w = p.weight.map(|w| tens(vals, w)).transpose()?;
+                let bias = p.bias.map(|b| tens(vals, b)).transpose()?;
+                a = match p.norm {
+                    NormKind::LayerNorm => rtm::layernorm(&a, w.as_ref(), bias.as_ref(), p.eps)?,
+                    NormKind::RmsNorm => rtm::rmsnorm(&a, w.as_ref(), p.eps)?,
+                };
+            }
+            let mut acc = rtm::matmul(&a, &tens(vals, *b)?, *accum)?;
             for s in epilogue {
                 acc = match &s.step {
                     Epilogue::Binary { op, operand } => {
@@ -357,6 +368,9 @@ fn eval_one(
                             .into_iter()
                             .next()
                             .ok_or_else(|| internal("an epilogue body returned nothing"))?
+                    }
+                    Epilogue::Prologue(_) => {
+                        return Err(internal("a prologue after the first step"))
                     }
                 };
             }

@@ -308,11 +308,24 @@ pub fn estimate(
         Kind::Matmul => {
             let (batch, m, n, kd) = mnk(g, k).unwrap_or((1.0, 1, 1, 1));
             let [bm, bn, bk] = s.tile.map(|v| u64::from(v.max(1)));
-            let epi = match op {
-                Op::Matmul { epilogue, .. } => epilogue.len() as f64,
-                _ => 0.0,
+            let (norm, steps) = match op {
+                Op::Matmul { epilogue, .. } => crate::graph::split_steps(epilogue),
+                _ => (None, &[][..]),
             };
-            let flops = 2.0 * batch * (m * n * kd) as f64 + epi * numel(&k.ty);
+            let epi = steps.len() as f64;
+            let tm = m.div_ceil(bm);
+            let tn = n.div_ceil(bn);
+            // A norm prologue: every block computes its rows' statistics over K (layernorm:
+            // a sum, then a sum of squared deviations, 4 FLOPs an element; rmsnorm 2) and
+            // normalises each A tile it loads (4 or 2), so each row panel's work is done once
+            // per block of its row, on the CUDA cores.
+            let norm_per_elem = match norm.map(|p| p.norm) {
+                Some(crate::graph::NormKind::LayerNorm) => 8.0,
+                Some(crate::graph::NormKind::RmsNorm) => 4.0,
+                None => 0.0,
+            };
+            let norm_flops = batch * (tn * m * kd) as f64 * norm_per_elem;
+            let flops = 2.0 * batch * (m * n * kd) as f64 + epi * numel(&k.ty) + norm_flops;
             let (ad, bd) = match op {
                 Op::Matmul { a, b, .. } => (
                     g.ty(*a).map_or(k.ty.dtype, |t| t.dtype),
@@ -321,11 +334,12 @@ pub fn estimate(
                 _ => (k.ty.dtype, k.ty.dtype),
             };
             let (sa, sb) = ((ad.size_bytes() as f64), (bd.size_bytes() as f64));
-            let tm = m.div_ceil(bm);
-            let tn = n.div_ceil(bn);
             let per_batch = tm * tn;
-            // Panels: one A row panel is BM×K, one B column panel K×BN.
-            let a_panel = (bm.min(m) * kd) as f64 * sa;
+            // Panels: one A row panel is BM×K, one B column panel K×BN; with a norm prologue
+            // A's panel is read twice (the statistics, then the k loop) and the normalised A
+            // is never written.
+            let a_reads = if norm.is_some() { 2.0 } else { 1.0 };
+            let a_panel = (bm.min(m) * kd) as f64 * sa * a_reads;
             let b_panel = (kd * bn.min(n)) as f64 * sb;
             let wave = (f64::from(spec.sm_count) * bps) as u64;
             let mut panel_bytes = 0.0;
@@ -352,6 +366,8 @@ pub fn estimate(
             let dt = if s.tensor_cores { ad } else { DType::F32 };
             let peak_sm = peak(&spec, s.tensor_cores, dt) * 1e12 / sms;
             let busiest = (blocks as f64 / sms).ceil();
+            let norm_s =
+                busiest * (bm * kd) as f64 * norm_per_elem / (spec.peak_tflops.fp32 * 1e12 / sms);
             let ideal = busiest * tile_flops / peak_sm;
             // Pipeline: one k-step of one block at the SM's peak, against the load latency.
             let t_step = 2.0 * (bm * bn * bk) as f64 / peak_sm;
@@ -361,7 +377,7 @@ pub fn estimate(
             let eff = (resident * t_step / round).min(1.0);
             let stage_bytes = ((bm * bk) as f64 * sa + (bk * bn) as f64 * sb)
                 * f64::from(s.stages.saturating_sub(1).max(1));
-            (flops, bytes, ideal / eff, resident * stage_bytes)
+            (flops, bytes, ideal / eff + norm_s, resident * stage_bytes)
         }
         Kind::FlashAttention => {
             let (q, kv) = match op {
@@ -571,5 +587,7 @@ pub fn collective_us_at(c: Collective, bytes: f64, p: u32, link_gbps: f64) -> (f
     }
 }
 
+#[cfg(test)]
+mod prologue_tests;
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,10 @@
 //! They mirror the eager ops (SPEC §4, docs/decisions.md); the verifier checks every op with
 //! them and passes use them to type the ops they build.
 
-use super::{AttnWrt, DType, Epilogue, FftKind, Graph, Op, SliceItem, TensorType, ValueId};
+use super::{AttnWrt, DType, FftKind, Graph, Op, SliceItem, TensorType, ValueId};
+
+mod steps;
+pub use steps::epilogue_step;
 
 /// Why an op's operands do not type: the facts (the verifier and the passes print them).
 #[derive(Clone, Debug, PartialEq)]
@@ -215,55 +218,6 @@ pub fn accumulator(a: DType, b: DType, result: DType) -> DType {
     }
 }
 
-/// Result type of one epilogue step applied to an accumulator of type `acc`.
-pub fn epilogue_step(g: &Graph, acc: &TensorType, step: &Epilogue) -> R<TensorType> {
-    Ok(match step {
-        Epilogue::Binary { op, operand } => {
-            let o = ty(g, *operand)?;
-            let shape = broadcast(&acc.shape, &o.shape)?;
-            if shape != acc.shape {
-                return Err(TypeError::EpilogueShape {
-                    operand: o.clone(),
-                    acc: acc.shape.clone(),
-                });
-            }
-            TensorType::new(shape, op.result_dtype(acc.dtype, o.dtype))
-        }
-        Epilogue::Scalar { op, value } => TensorType::new(
-            acc.shape.clone(),
-            op.result_dtype(acc.dtype, DType::promote_scalar(acc.dtype, value.kind())),
-        ),
-        Epilogue::Unary(u) => TensorType::new(acc.shape.clone(), u.result_dtype(acc.dtype)),
-        Epilogue::Cast(d) => TensorType::new(acc.shape.clone(), *d),
-        Epilogue::Body { inputs, body } => {
-            let bad = TypeError::FusedBody(
-                "an epilogue body's params are the accumulator and its inputs",
-            );
-            if body.params.len() != inputs.len() + 1 {
-                return Err(bad);
-            }
-            if ty(body, body.params[0])? != acc {
-                return Err(bad);
-            }
-            for (i, p) in inputs.iter().zip(&body.params[1..]) {
-                if ty(g, *i)? != ty(body, *p)? {
-                    return Err(bad);
-                }
-            }
-            let out = match body.outputs.as_slice() {
-                [o] => ty(body, *o)?.clone(),
-                _ => return Err(TypeError::FusedBody("an epilogue body has one output")),
-            };
-            if out.shape != acc.shape {
-                return Err(TypeError::FusedBody(
-                    "an epilogue body keeps the accumulator's shape",
-                ));
-            }
-            out
-        }
-    })
-}
-
 /// The type of a fused body's first output, checking that its params have the types of
 /// `inputs` and that its outputs share one shape.
 fn fused_type(g: &Graph, inputs: &[ValueId], body: &Graph) -> R<TensorType> {
@@ -447,13 +401,7 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             b,
             accum,
             epilogue,
-        } => {
-            let mut t = matmul(ty(g, *a)?, ty(g, *b)?, *accum)?;
-            for s in epilogue {
-                t = epilogue_step(g, &t, &s.step)?;
-            }
-            t
-        }
+        } => steps::matmul_steps(g, *a, *b, *accum, epilogue)?,
         Op::Reduce {
             op,
             x,

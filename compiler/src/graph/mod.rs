@@ -15,8 +15,10 @@
 
 mod complex_op;
 mod conv_attrs;
+mod prologue;
 pub use complex_op::ComplexOp;
 pub use conv_attrs::{ConvAlgorithm, ConvAttrs, ConvSizes, FftEmbed, FftKind, FftNorm};
+pub use prologue::{prologue_dtype, prologue_of, split_steps, NormKind, Prologue};
 pub mod autodiff;
 mod derivs;
 pub mod error;
@@ -97,6 +99,8 @@ pub enum Epilogue {
         inputs: Vec<ValueId>,
         body: Box<Graph>,
     },
+    /// A norm of A before the product ([`Prologue`]): only ever the first step.
+    Prologue(Prologue),
 }
 
 /// An epilogue step and the span of the op it came from.
@@ -389,6 +393,7 @@ impl Op {
                     match &s.step {
                         Epilogue::Binary { operand, .. } => f(*operand),
                         Epilogue::Body { inputs, .. } => inputs.iter().for_each(|x| f(*x)),
+                        Epilogue::Prologue(p) => p.operands().for_each(&mut *f),
                         _ => {}
                     }
                 }
@@ -491,6 +496,11 @@ impl Op {
                         Epilogue::Binary { operand, .. } => *operand = f(*operand),
                         Epilogue::Body { inputs, .. } => {
                             for x in inputs {
+                                *x = f(*x);
+                            }
+                        }
+                        Epilogue::Prologue(p) => {
+                            for x in [&mut p.weight, &mut p.bias].into_iter().flatten() {
                                 *x = f(*x);
                             }
                         }

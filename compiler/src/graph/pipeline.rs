@@ -4,7 +4,7 @@
 use super::error::CompileError;
 use super::passes::{
     dce, flash_attention, fuse_elementwise, fuse_epilogue, fuse_epilogue_body, fuse_multi_output,
-    fuse_reduce, spectral_conv, PassCx,
+    fuse_prologue, fuse_reduce, spectral_conv, PassCx,
 };
 use super::print::print;
 use super::verify::verify;
@@ -41,6 +41,9 @@ const PASSES: &[(&str, Pass, bool)] = &[
     ("spectral_conv", spectral_conv::run, false),
     ("dce", dce::run, false),
     ("flash_attention", flash_attention::run, true),
+    ("dce", dce::run, false),
+    // before the epilogues: the rules that fired read in the kernel's order
+    ("fuse_prologue", fuse_prologue::run, true),
     ("dce", dce::run, false),
     ("fuse_epilogue", fuse_epilogue::run, true),
     ("dce", dce::run, false),

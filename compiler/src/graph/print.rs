@@ -183,8 +183,24 @@ impl Printer<'_> {
                     let res = accum.unwrap_or(crate::graph::DType::promote(da, db));
                     v.push(format!("accum = {}", accumulator(da, db, res)));
                 }
-                if !epilogue.is_empty() {
-                    let steps: Vec<String> = epilogue
+                let (prologue, rest) = super::split_steps(epilogue);
+                if let (Some(p), Some(first)) = (prologue, epilogue.first()) {
+                    // the prologue's own span: the norm it came from
+                    spans.push(first.span);
+                    let ws: Vec<String> = p.operands().map(|w| self.get(names, w)).collect();
+                    let ws = if ws.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" {}", ws.join(", "))
+                    };
+                    v.push(format!(
+                        "prologue = [{}{ws} {{eps = {:?}}}]",
+                        p.norm.name(),
+                        p.eps
+                    ));
+                }
+                if !rest.is_empty() {
+                    let steps: Vec<String> = rest
                         .iter()
                         .map(|s| {
                             spans.push(s.span);
@@ -206,6 +222,9 @@ impl Printer<'_> {
                                         .map(|o| o.name())
                                         .collect();
                                     format!("elementwise({}) [{}]", ins.join(", "), ops.join(" "))
+                                }
+                                Epilogue::Prologue(p) => {
+                                    format!("misplaced prologue {}", p.norm.name())
                                 }
                             }
                         })

@@ -243,7 +243,22 @@ pub fn print(p: &Program, sources: &SourceMap) -> String {
                 attrs.push(format!("stages = {}", s.stages));
                 attrs.push(format!("tensor_cores = {}", s.tensor_cores));
                 attrs.push(format!("async_copy = {}", s.async_copy));
-                attrs.push(format!("smem = {}", s.smem_bytes(k.kind)));
+                // a norm prologue adds its rows' statistics (mean, 1/std: 2·BM fp32 or fp64)
+                let norm = p.graph.op(k.root).and_then(crate::graph::prologue_of);
+                let stats = match (norm, p.graph.op(k.root)) {
+                    (Some(_), Some(Op::Matmul { a, .. })) => {
+                        let es = match p.graph.ty(*a).map(|t| t.dtype) {
+                            Some(DType::F64) => 8,
+                            _ => 4,
+                        };
+                        2 * u64::from(s.tile[0]) * es
+                    }
+                    _ => 0,
+                };
+                attrs.push(format!("smem = {}", s.smem_bytes(k.kind) + stats));
+                if let Some(n) = norm {
+                    attrs.push(format!("prologue = {}", n.norm.name()));
+                }
             }
             Kind::Elementwise | Kind::Copy => {
                 attrs.push(format!("block_elems = {}", s.tile[0]));

@@ -8,6 +8,7 @@ pub mod fuse_elementwise;
 pub mod fuse_epilogue;
 pub mod fuse_epilogue_body;
 pub mod fuse_multi_output;
+pub mod fuse_prologue;
 pub mod fuse_reduce;
 pub mod spectral_conv;
 #[cfg(test)]
@@ -42,6 +43,12 @@ pub fn summary(rule: &str) -> &'static str {
         }
         "reduction_prologue" => "the reduction's operand computed in the reduction kernel",
         "spectral_conv" => "the convolution computed through the FFT",
+        "prologue_layernorm" => {
+            "the layernorm of the matmul's A computed in its kernel (row statistics, then each A tile normalised in shared memory)"
+        }
+        "prologue_rmsnorm" => {
+            "the rmsnorm of the matmul's A computed in its kernel (row statistics, then each A tile normalised in shared memory)"
+        }
         _ => "",
     }
 }

@@ -321,3 +321,12 @@ pub fn select_view(b: &mut Builder, p: Value, x: Value, y: Value) -> Value {
         vec![ty],
     )[0]
 }
+
+/// `r + v` (u32), or `r` itself when `v` is 0.
+pub fn add_imm(b: &mut Builder, r: Value, v: i64) -> Value {
+    if v == 0 {
+        r
+    } else {
+        b.add(Ty::U32, r, imm(v))
+    }
+}

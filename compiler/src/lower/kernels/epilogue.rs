@@ -5,6 +5,7 @@
 
 use super::blocks::{load_elem, round_tf32, store_elem};
 use super::elementwise::{eval_body, load_val};
+use super::prologue::NormPrologue;
 use super::values::{conv, Val};
 use super::{no, R};
 use crate::graph::{DType, Epilogue, EpilogueStep, Graph, Op, UnaryOp};
@@ -22,10 +23,11 @@ pub fn log2(v: u32) -> i64 {
 /// The dtypes of A and B and the epilogue of the matmul a kernel computes.
 pub fn matmul_parts(g: &Graph, tk: &TileKernel) -> R<(DType, DType, Vec<EpilogueStep>)> {
     match g.op(tk.root) {
+        // the epilogue proper: a norm prologue is `MatmulParams::norm`
         Some(Op::Matmul { a, b, epilogue, .. }) => Ok((
             g.ty(*a).map(|t| t.dtype).unwrap_or(DType::F32),
             g.ty(*b).map(|t| t.dtype).unwrap_or(DType::F32),
-            epilogue.clone(),
+            crate::graph::split_steps(epilogue).1.to_vec(),
         )),
         _ => no("not a matmul"),
     }
@@ -53,12 +55,14 @@ pub struct MatmulParams {
     pub n: Value,
     pub k: Value,
     pub epi: Epi,
+    /// The norm prologue of A, if any.
+    pub norm: Option<NormPrologue>,
     /// The flat index of this block's first output element (batched only).
     pub cbase: Option<Value>,
 }
 
-/// Declares `a`, `b`, the epilogue operands, `c`, `m`, `n`, `k` (in this order) and moves A
-/// and B to this block's problem of a batched matmul.
+/// Declares `a`, `b`, the prologue's weight and bias, the epilogue operands, `c`, `m`, `n`,
+/// `k` (in this order) and moves A and B to this block's problem of a batched matmul.
 #[allow(clippy::too_many_arguments)]
 pub fn matmul_params(
     b: &mut Builder,
@@ -71,6 +75,7 @@ pub fn matmul_params(
 ) -> R<MatmulParams> {
     let a = b.param("a", Type::Global(ad), ParamRole::Input);
     let bp = b.param("b", Type::Global(bd), ParamRole::Input);
+    let norm = super::prologue::declare(b, g, tk)?;
     let epi = epilogue_params(g, b, steps, &tk.ty.shape, tk.root)?;
     b.at(tk.span);
     let out_dtype = tk.ty.dtype;
@@ -136,6 +141,7 @@ pub fn matmul_params(
         n,
         k,
         epi,
+        norm,
         cbase,
     })
 }
@@ -385,6 +391,7 @@ fn apply(b: &mut Builder, e: &Epi, ty: Ty, v: Value, i: Value, ok: Value, out: D
                 super::values::round_to(b, *d, v)?
             }
             Epilogue::Cast(other) => return no(format!("{other} values")),
+            Epilogue::Prologue(_) => return no("a norm prologue after the first step"),
             Epilogue::Body { body, .. } => {
                 let Some(ins) = e.bodies.get(kb) else {
                     return no("an epilogue body without its inputs");

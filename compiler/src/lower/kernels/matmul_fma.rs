@@ -5,7 +5,10 @@
 //! are loaded and stored by each thread) through `stages` buffers (`commit`/`wait stages-1`, `barrier`). Any M, N, K. The 16
 //! accumulators are values carried through the k loop.
 //!
-//! Parameters: a, b, epi…, c, m, n, k.
+//! A norm prologue ([`super::prologue`]) as in `matmul_mma`: statistics before the k loop,
+//! each A tile normalised in shared memory once it has landed.
+//!
+//! Parameters: a, b, [norm_w, norm_b], epi…, c, m, n, k.
 
 use super::blocks::{load_elem, load_int, select_view};
 use super::epilogue::{block_tiles, log2, matmul_params, matmul_parts, stage_of, store_acc};
@@ -77,6 +80,7 @@ pub fn matmul_fma(
         tid,
         bm,
         bn,
+        sa,
         sa0,
         sb0,
         ..
@@ -234,6 +238,11 @@ pub fn matmul_fma(
         issue(&mut b, kt, None);
         b.commit();
     }
+    // a norm prologue: the rows' statistics while the first tiles load
+    let stats = p
+        .norm
+        .as_ref()
+        .map(|nm| nm.stats(&mut b, a, [m, k], bm, tid, ti, bmi));
     let nk = b.add(Ty::U32, k, imm(bki - 1));
     let nk = b.bin(BinOp::Shr, Ty::U32, nk, imm(log2(bk_)));
     let zero: Operand = match fty {
@@ -247,6 +256,7 @@ pub fn matmul_fma(
     let ty = b.bin(BinOp::Shr, Ty::U32, tid, imm(log2(bn_ / 4)));
     let a_rd = b.fma(Ty::U32, ty, imm(bki * esize), sa0);
     let b_rd = b.fma(Ty::U32, tx, imm(esize), sb0);
+    let mut norm_err = None;
     let acc = b.for_(imm(0), nk, imm(1), &acc0, Some(stages), |b, kt, acc| {
         let next = b.add(Ty::U32, kt, imm(si - 1));
         let has_next = b.cmp(Cmp::Lt, Ty::U32, next, nk);
@@ -255,6 +265,12 @@ pub fn matmul_fma(
         b.wait(stages - 1);
         b.barrier();
         let st = stage_of(b, stages, kt);
+        if let (Some(nm), Some(stats)) = (&p.norm, &stats) {
+            let tile = (sa, fty);
+            if let Err(e) = nm.normalize(b, stats, tile, st, kt, k, ti, [bmi, bki], false) {
+                norm_err = Some(e);
+            }
+        }
         let a_off = b.mul(Ty::U32, st, imm(bmi * bki * esize));
         let b_off = b.mul(Ty::U32, st, imm(bki * bni * esize));
         let a_base = b.add(Ty::U32, a_rd, a_off);
@@ -283,6 +299,9 @@ pub fn matmul_fma(
         b.barrier();
         acc.into_iter().map(Operand::from).collect()
     });
+    if let Some(e) = norm_err {
+        return Err(e);
+    }
     for i in 0..4i64 {
         let row = b.add(Ty::U32, bm, ty);
         let row = b.add(Ty::U32, row, imm(sm * i));

@@ -10,9 +10,13 @@
 //! (tf32); the accumulators are C fragments carried through the k loop. Tiles are
 //! zero-filled past the matrix edges, so any M, N, K works.
 //!
-//! Parameters: a, b, epi…, c, m, n, k.
+//! A norm prologue ([`super::prologue`]): the block's row statistics after the first copies
+//! are issued, and each A tile normalised in shared memory after the iteration's `barrier`
+//! (then a `barrier`), before the fragments are loaded.
+//!
+//! Parameters: a, b, [norm_w, norm_b], epi…, c, m, n, k.
 
-use super::blocks::{round_tf32, select_view};
+use super::blocks::{add_imm, round_tf32, select_view};
 use super::epilogue::{
     block_tiles, ldmatrix_swizzle, log2, matmul_params, matmul_parts, stage_of, store_acc,
     store_row_vec, VecStore,
@@ -66,15 +70,6 @@ struct MmaCopy {
     slot_step: Option<Value>,
     /// Whether slot 0 may lie past the tile (fewer chunks than threads).
     partial: bool,
-}
-
-/// `r + v` (u32), or `r` itself when `v` is 0.
-fn add_imm(b: &mut Builder, r: Value, v: i64) -> Value {
-    if v == 0 {
-        r
-    } else {
-        b.add(Ty::U32, r, imm(v))
-    }
 }
 
 impl MmaCopy {
@@ -365,9 +360,15 @@ pub fn matmul_mma(
         kind,
         role: Role::C,
     };
-    let acc0: Vec<Value> = (0..mt_n * nt_n)
-        .map(|_| b.frag_make(cfrag, &[fimm(0.0); 4]))
-        .collect();
+    let zero_acc = |b: &mut Builder| -> Vec<Value> {
+        (0..mt_n * nt_n)
+            .map(|_| b.frag_make(cfrag, &[fimm(0.0); 4]))
+            .collect()
+    };
+    let mut acc0 = match p.norm {
+        None => zero_acc(&mut b),
+        Some(_) => vec![],
+    };
     let nk = b.add(Ty::U32, k, imm(bki - 1));
     let nk = b.bin(BinOp::Shr, Ty::U32, nk, imm(log2(bk_)));
     let issue = |b: &mut Builder, kt: Value, has: Option<Value>| {
@@ -383,6 +384,16 @@ pub fn matmul_mma(
         let has = b.cmp(Cmp::Lt, Ty::U32, kt, nk);
         issue(&mut b, kt, Some(has));
     }
+    // a norm prologue: the rows' statistics while the first tiles load
+    let stats = p
+        .norm
+        .as_ref()
+        .map(|nm| nm.stats(&mut b, p.a, [m, k], bm, tid, ti, bmi));
+    let a_elem = if tf32 { Ty::F32 } else { Ty::B16 };
+    // with a prologue the accumulators are made after the statistics (not live across them)
+    if p.norm.is_some() {
+        acc0 = zero_acc(&mut b);
+    }
     // Rounds the registers of a fragment loaded from fp32 data to tf32.
     let to_tf32 = |b: &mut Builder, f: Value, role: Role, n: u8| -> Value {
         let regs: Vec<Operand> = (0..n)
@@ -393,6 +404,7 @@ pub fn matmul_mma(
             .collect();
         b.frag_make(Frag { kind, role }, &regs)
     };
+    let mut norm_err = None;
     let acc = b.for_(imm(0), nk, imm(1), &acc0, Some(stages), |b, kt, acc| {
         if stages >= 2 {
             b.wait(stages - 2);
@@ -406,6 +418,12 @@ pub fn matmul_mma(
             b.barrier();
         }
         let st = stage_of(b, stages, kt);
+        if let (Some(nm), Some(stats)) = (&p.norm, &stats) {
+            let tile = (t.sa, a_elem);
+            if let Err(e) = nm.normalize(b, stats, tile, st, kt, k, ti, [bmi, bki], stages < 2) {
+                norm_err = Some(e);
+            }
+        }
         let a_base = b.fma(Ty::U32, st, imm(a_stage), a_ld);
         let b_base = b.fma(Ty::U32, st, imm(b_stage), b_ld);
         // B's address of each n-tile pair (16 columns), and the bytes still to add
@@ -473,6 +491,9 @@ pub fn matmul_mma(
         }
         acc.into_iter().map(Operand::from).collect()
     });
+    if let Some(e) = norm_err {
+        return Err(e);
+    }
     let gq = b.bin(BinOp::Shr, Ty::U32, lane, imm(2));
     let t = b.bin(BinOp::And, Ty::B32, lane, imm(3));
     let row0 = b.fma(Ty::U32, wm, imm(wmi), bm);

@@ -15,6 +15,7 @@ pub mod epilogue;
 pub mod fft;
 pub mod matmul_fma;
 pub mod matmul_mma;
+pub mod prologue;
 pub mod rows;
 pub mod take;
 pub mod values;
