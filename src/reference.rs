@@ -103,12 +103,17 @@ fn modules_page() -> Result<String, String> {
         let members = help::members(&interp, m);
         let (funcs, consts): (Vec<_>, Vec<_>) = members.into_iter().partition(|x| x.is_function);
         for x in &funcs {
-            s.push_str(&format!("\n### {}\n\n```text\n{m}.{}\n```\n\n", x.path, x.signature));
+            s.push_str(&format!(
+                "\n### {}\n\n```text\n{m}.{}\n```\n\n",
+                x.path, x.signature
+            ));
             s.push_str(x.description.as_deref().unwrap_or("(no description)"));
             s.push('\n');
         }
         if !consts.is_empty() {
-            s.push_str(&format!("\n### {m} constants\n\n| name | value | |\n| --- | --- | --- |\n"));
+            s.push_str(&format!(
+                "\n### {m} constants\n\n| name | value | |\n| --- | --- | --- |\n"
+            ));
             for x in &consts {
                 s.push_str(&format!(
                     "| `{}` | `{}` | {} |\n",
@@ -170,7 +175,9 @@ fn cli_page(exe: &Path) -> Result<String, String> {
         .collect();
     for c in commands {
         let h = help_of(exe, &[&c, "--help"])?;
-        s.push_str(&format!("\n## tessera {c}\n\n```text\n$ tessera {c} --help\n{h}```\n"));
+        s.push_str(&format!(
+            "\n## tessera {c}\n\n```text\n$ tessera {c} --help\n{h}```\n"
+        ));
         if c == "jupyter" {
             let h = help_of(exe, &["jupyter", "install", "--help"])?;
             s.push_str(&format!(
@@ -226,8 +233,14 @@ fn errors_page() -> String {
         ));
     }
     for e in crate::explain::CODES {
-        s.push_str(&format!("\n## {}\n\n**{}**\n\n{}\n\n", e.code, e.title, e.text));
-        s.push_str(&format!("```tsr,error\n{}```\n\nFixed:\n\n```tsr\n{}```\n", e.example, e.fix));
+        s.push_str(&format!(
+            "\n## {}\n\n**{}**\n\n{}\n\n",
+            e.code, e.title, e.text
+        ));
+        s.push_str(&format!(
+            "```tsr,error\n{}```\n\nFixed:\n\n```tsr\n{}```\n",
+            e.example, e.fix
+        ));
     }
     s
 }

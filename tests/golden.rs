@@ -34,21 +34,26 @@ fn main() {
     let mut trials: Vec<Trial> = vec![Trial::test("tests/hostile: the set", move || {
         hostile_set(&hostile)
     })];
-    trials.push(Trial::test("docs/guide: every module member is described", || {
-        let problems = tessera::reference::description_problems().map_err(Failed::from)?;
-        match problems.is_empty() {
-            true => Ok(()),
-            false => Err(problems.join("\n").into()),
-        }
-    }));
+    trials.push(Trial::test(
+        "docs/guide: every module member is described",
+        || {
+            let problems = tessera::reference::description_problems().map_err(Failed::from)?;
+            match problems.is_empty() {
+                true => Ok(()),
+                false => Err(problems.join("\n").into()),
+            }
+        },
+    ));
     let guide2 = guide.clone();
-    trials.push(Trial::test("docs/guide: links and the table of contents", move || {
-        guide_links(&guide2)
-    }));
+    trials.push(Trial::test(
+        "docs/guide: links and the table of contents",
+        move || guide_links(&guide2),
+    ));
     let (exe2, reference2) = (exe.clone(), reference.clone());
-    trials.push(Trial::test("docs/guide/src/reference: generated pages", move || {
-        generated_pages(&exe2, &reference2, bless)
-    }));
+    trials.push(Trial::test(
+        "docs/guide/src/reference: generated pages",
+        move || generated_pages(&exe2, &reference2, bless),
+    ));
     trials.extend(cases.into_iter().map(|path| {
         let name = path
             .strip_prefix(root)
@@ -177,7 +182,10 @@ fn guide_links(src: &Path) -> Result<(), Failed> {
                 }
                 let dir = page.parent().unwrap_or(src);
                 if !dir.join(target).exists() {
-                    problems.push(format!("{rel}:{}: link to {target}, which does not exist", n + 1));
+                    problems.push(format!(
+                        "{rel}:{}: link to {target}, which does not exist",
+                        n + 1
+                    ));
                 }
             }
         }
