@@ -162,32 +162,13 @@ fn indent(s: &str) -> String {
         .join("\n")
 }
 
-/// `s` wrapped at word boundaries to lines of at most `width` characters.
-fn wrap(s: &str, width: usize) -> String {
-    let mut out = String::new();
-    let mut line = 0;
-    for w in s.split_whitespace() {
-        let n = w.chars().count();
-        if line > 0 && line + 1 + n > width {
-            out.push('\n');
-            line = 0;
-        } else if line > 0 {
-            out.push(' ');
-            line += 1;
-        }
-        out.push_str(w);
-        line += n;
-    }
-    out
-}
-
 /// The text `tessera explain CODE` prints.
 pub fn text(e: &Explanation) -> String {
     format!(
         "{}: {}\n\n{}\n\nThis script fails with {}:\n\n{}\n\nFixed:\n\n{}\n",
         e.code,
         e.title,
-        wrap(e.text, 88),
+        tessera_stdlib::help::wrap(e.text, 88),
         e.code,
         indent(e.example.trim_end()),
         indent(e.fix.trim_end())

@@ -383,15 +383,7 @@ impl Session {
                 format!("{sig}\ntype: builtin_function")
             }
             Value::Function(f) => {
-                let header = self
-                    .interp
-                    .sources
-                    .get(f.def.span.file)
-                    .and_then(|s| s.text.get(f.def.span.range()))
-                    .unwrap_or("")
-                    .trim()
-                    .trim_end_matches(':')
-                    .to_string();
+                let header = tessera_stdlib::help::def_line(&self.interp, f);
                 let mut s = format!("{header}\ntype: function");
                 if let Some(doc) = docstring(&f.def.body) {
                     s.push('\n');

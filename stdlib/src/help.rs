@@ -83,6 +83,18 @@ pub fn members(interp: &Interp, module: &str) -> Vec<Member> {
         .collect()
 }
 
+/// A user function's `def` line as written (without its colon).
+pub fn def_line(interp: &Interp, f: &tessera_lang::eval::Function) -> String {
+    interp
+        .sources
+        .get(f.def.span.file)
+        .and_then(|s| s.text.get(f.def.span.range()))
+        .unwrap_or("")
+        .trim()
+        .trim_end_matches(':')
+        .to_string()
+}
+
 /// The sorted attribute names of a value (`dir(x)`).
 fn dir_of(v: &Value) -> Vec<String> {
     let mut names: Vec<String> = match v {
@@ -137,15 +149,7 @@ pub fn help_text(interp: &Interp, v: &Value) -> String {
             s
         }
         Value::Function(f) => {
-            let header = interp
-                .sources
-                .get(f.def.span.file)
-                .and_then(|s| s.text.get(f.def.span.range()))
-                .unwrap_or("")
-                .trim()
-                .trim_end_matches(':')
-                .to_string();
-            let mut s = format!("{header}\n");
+            let mut s = format!("{}\n", def_line(interp, f));
             if let Some(tessera_lang::ast::StmtKind::Expr(e)) = f.def.body.first().map(|s| &s.kind)
             {
                 if let tessera_lang::ast::ExprKind::Str(doc) = &e.kind {
