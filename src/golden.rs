@@ -219,20 +219,9 @@ pub fn run_in_temp_dir(
         .args(args)
         .current_dir(&work.0);
     let (status, stdout, stderr) = run_to_end(cmd, timeout)?;
-    let abs = std::fs::canonicalize(&work.0).unwrap_or_else(|_| work.0.clone());
-    let norm = |b: Vec<u8>| {
-        String::from_utf8_lossy(&b)
-            .replace("\r\n", "\n")
-            .replace(&abs.display().to_string(), "$DIR")
-    };
+    let norm = normaliser(&work.0);
     let stderr = norm(stderr);
-    if let Some(sig) = signal_of(&status) {
-        return Err(format!(
-            "killed by signal {sig} ({})\n{}",
-            signal_name(sig),
-            stderr_section(&stderr)
-        ));
-    }
+    not_killed(&status, &stderr)?;
     Ok(Output {
         stdout: norm(stdout),
         stderr,
@@ -321,12 +310,7 @@ fn run_env(
     };
     cmd.arg(name).current_dir(dir);
     let (status, stdout, stderr) = run_to_end(cmd, timeout)?;
-    let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let norm = |b: Vec<u8>| {
-        String::from_utf8_lossy(&b)
-            .replace("\r\n", "\n")
-            .replace(&abs.display().to_string(), "$DIR")
-    };
+    let norm = normaliser(dir);
     let snapshots = match &dump_dir {
         Some(d) => levels
             .iter()
@@ -339,19 +323,38 @@ fn run_env(
         None => Vec::new(),
     };
     let stderr = norm(stderr);
-    if let Some(sig) = signal_of(&status) {
-        return Err(format!(
-            "the script was killed by signal {sig} ({})\n{}",
-            signal_name(sig),
-            stderr_section(&stderr)
-        ));
-    }
+    not_killed(&status, &stderr)?;
     Ok(Run {
         stdout: norm(stdout),
         stderr,
         code: status.code().unwrap_or(-1),
         snapshots,
     })
+}
+
+/// Output bytes as text: `\r\n` line ends made `\n`, the run's directory written `$DIR`.
+fn normaliser(dir: &Path) -> impl Fn(Vec<u8>) -> String {
+    let abs = std::fs::canonicalize(dir)
+        .unwrap_or_else(|_| dir.to_path_buf())
+        .display()
+        .to_string();
+    move |b: Vec<u8>| {
+        String::from_utf8_lossy(&b)
+            .replace("\r\n", "\n")
+            .replace(&abs, "$DIR")
+    }
+}
+
+/// The report of a run ended by a signal, with its stderr.
+fn not_killed(status: &std::process::ExitStatus, stderr: &str) -> Result<(), String> {
+    match signal_of(status) {
+        Some(sig) => Err(format!(
+            "the script was killed by signal {sig} ({})\n{}",
+            signal_name(sig),
+            stderr_section(stderr)
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The script's stderr, for a report.

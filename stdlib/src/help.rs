@@ -95,19 +95,9 @@ pub fn def_line(interp: &Interp, f: &tessera_lang::eval::Function) -> String {
         .to_string()
 }
 
-/// The sorted attribute names of a value (`dir(x)`).
+/// The sorted attribute names of a value (`dir(x)`): those completion offers.
 fn dir_of(v: &Value) -> Vec<String> {
-    let mut names: Vec<String> = match v {
-        Value::Module(m) => m.names().iter().map(|n| n.to_string()).collect(),
-        Value::Host(h) => h.attr_names().iter().map(|n| n.to_string()).collect(),
-        Value::Dict(_) => ["get", "items", "keys", "values"]
-            .map(String::from)
-            .to_vec(),
-        Value::List(_) => ["append", "extend", "index", "insert", "pop", "reverse"]
-            .map(String::from)
-            .to_vec(),
-        _ => Vec::new(),
-    };
+    let mut names = Interp::attr_names(v);
     names.sort();
     names.dedup();
     names
