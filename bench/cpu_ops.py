@@ -4,6 +4,11 @@
 Usage (from the repository root):
     cargo build --release -p tessera-runtime --example bench_ops
     .venv/bin/python bench/cpu_ops.py [--runs 15] [--warmup 3] [--bin target/release/examples/bench_ops]
+        [--isa avx2|avx512|neon|scalar] [--base OTHER_BENCH_OPS_BINARY] [--only OP]
+
+`--isa` sets TESSERA_CPU_ISA for the Rust process (the kernels it runs); `--base` times a second
+bench_ops binary (an older build, or the same one with `--base-isa`) interleaved in the same run
+and adds its column and ours/base, so a change is measured as a ratio on one machine state.
 
 The Rust side is `bench_ops --serve`: it keeps its inputs and runs one timed op per request, so
 each repetition times NumPy then Rust back to back and both see the same machine load. Reported:
@@ -11,6 +16,7 @@ median of `--runs` timed repetitions after `--warmup` untimed ones.
 
 NumPy side:
 - matmul_f32: `a @ b` on float32 (OpenBLAS, all cores).
+- matmul_f64: `a @ b` on float64.
 - matmul_bf16: NumPy has no bf16 BLAS, so the bf16 case is timed as a NumPy user runs it:
   `(a.astype(float32) @ b.astype(float32)).astype(bfloat16)` on ml_dtypes bfloat16 inputs
   (fp32 matmul of the bf16 values, rounded to bf16: the same math as ours, conversions included).
@@ -44,6 +50,7 @@ CASES = [
     ("matmul_f32", 1024, "flop", 2 * 1024**3),
     ("matmul_f32", 2048, "flop", 2 * 2048**3),
     ("matmul_bf16", 1024, "flop", 2 * 1024**3),
+    ("matmul_f64", 1024, "flop", 2 * 1024**3),
     ("softmax_f32", 4096, "bytes", 2 * 4 * 4096 * 4096),
     ("sum_f32", 4096, "bytes", 4 * 4096 * 4096),
     ("conv2d_f32", 8, "flop", 2 * 8 * 64 * 56 * 56 * 64 * 9),
@@ -68,6 +75,10 @@ def numpy_case(op, n):
     if op == "matmul_f32":
         a = rng.standard_normal((n, n), dtype=np.float32)
         b = rng.standard_normal((n, n), dtype=np.float32)
+        return lambda: a @ b
+    if op == "matmul_f64":
+        a = rng.standard_normal((n, n))
+        b = rng.standard_normal((n, n))
         return lambda: a @ b
     if op == "matmul_bf16":
         bf16 = ml_dtypes.bfloat16
@@ -118,13 +129,18 @@ def numpy_case(op, n):
 
 
 class Rust:
-    def __init__(self, path):
-        self.p = subprocess.Popen([path, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    def __init__(self, path, isa=None):
+        env = dict(os.environ)
+        if isa:
+            env["TESSERA_CPU_ISA"] = isa
+        self.p = subprocess.Popen([path, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
 
-    def run(self, op, n):
+    def run(self, op, n, missing_ok=False):
         self.p.stdin.write(f"{op} {n}\n")
         self.p.stdin.flush()
         line = self.p.stdout.readline().strip()
+        if missing_ok and line.startswith("error") and "unknown op" in line:
+            return None
         if not line or line.startswith("error"):
             raise RuntimeError(f"bench_ops: {line!r}")
         return float(line)
@@ -150,39 +166,74 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
+def cpu_flags():
+    """The vector features that decide which kernels run (from /proc/cpuinfo)."""
+    want = ["avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "asimd", "bf16", "sve"]
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    have = set(line.split(":", 1)[1].split())
+                    return " ".join(w for w in want if w in have)
+    except OSError:
+        pass
+    return "unknown"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--bin", default=os.path.join("target", "release", "examples", "bench_ops"))
     ap.add_argument("--only", default=None, help="run only this op")
+    ap.add_argument("--isa", default=None, help="TESSERA_CPU_ISA for --bin")
+    ap.add_argument("--base", default=None, help="a second bench_ops binary, timed interleaved")
+    ap.add_argument("--base-isa", default=None, help="TESSERA_CPU_ISA for --base")
     args = ap.parse_args()
 
-    print(f"# machine: {os.cpu_count()} logical CPUs, {cpu_model()}")
+    print(f"# machine: {os.cpu_count()} logical CPUs, {cpu_model()}; flags: {cpu_flags()}")
+    print(f"# ours: {args.bin} (TESSERA_CPU_ISA={args.isa or 'unset'})"
+          + (f"; base: {args.base} (TESSERA_CPU_ISA={args.base_isa or 'unset'})" if args.base else ""))
     print(f"# numpy {np.__version__}, ml_dtypes {getattr(ml_dtypes, '__version__', 'missing')}, python {sys.version.split()[0]}")
     print(f"# median of {args.runs} runs after {args.warmup} warm-up runs, NumPy and Rust interleaved")
-    print(f"{'op':12} {'size':>7}  {'numpy ms':>9} {'ours ms':>9}  {'numpy':>10} {'ours':>10}  {'ours/numpy':>10}")
-    rust = Rust(args.bin)
+    extra = f" {'base ms':>9} {'ours/base':>9}" if args.base else ""
+    print(f"{'op':12} {'size':>7}  {'numpy ms':>9} {'ours ms':>9}  {'numpy':>10} {'ours':>10}  {'ours/numpy':>10}{extra}")
+    rust = Rust(args.bin, args.isa)
+    base = Rust(args.base, args.base_isa) if args.base else None
     try:
         for op, n, kind, amount in CASES:
             if args.only and op != args.only:
                 continue
             f = numpy_case(op, n)
+            base_ok = base is not None
             for _ in range(args.warmup):
                 f()
                 rust.run(op, n)
-            tn, tr = [], []
-            for _ in range(args.runs):
+                if base and base.run(op, n, missing_ok=True) is None:
+                    base_ok = False
+            tn, tr, tb = [], [], []
+            for rep in range(args.runs):
                 t = time.perf_counter()
                 f()
                 tn.append(time.perf_counter() - t)
-                tr.append(rust.run(op, n))
+                # OpenBLAS's threads spin for a while after NumPy's call: whichever binary runs
+                # right after it shares the cores with them, so ours and base take turns.
+                if base_ok and rep % 2:
+                    tb.append(base.run(op, n))
+                    tr.append(rust.run(op, n))
+                else:
+                    tr.append(rust.run(op, n))
+                    if base_ok:
+                        tb.append(base.run(op, n))
             mn, mr = median(tn), median(tr)
+            extra = f" {median(tb)*1e3:9.2f} {median(tb)/mr:8.2f}x" if tb else (f" {'-':>9} {'-':>9}" if base else "")
             unit = "GFLOP/s" if kind == "flop" else "GB/s"
             rn, rr = amount / mn / 1e9, amount / mr / 1e9
-            print(f"{op:12} {n:7}  {mn*1e3:9.2f} {mr*1e3:9.2f}  {rn:7.1f} {unit:<7} {rr:7.1f} {unit:<7}  {mn/mr:9.2f}x", flush=True)
+            print(f"{op:12} {n:7}  {mn*1e3:9.2f} {mr*1e3:9.2f}  {rn:7.1f} {unit:<7} {rr:7.1f} {unit:<7}  {mn/mr:9.2f}x{extra}", flush=True)
     finally:
         rust.close()
+        if base:
+            base.close()
 
 
 if __name__ == "__main__":

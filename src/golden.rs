@@ -187,9 +187,20 @@ pub fn run_script_within(
 
 /// A `tessera` command with the environment of a golden run: the fixed memory limit, no GPU
 /// unless `TESSERA_CUDA` is set, `NO_COLOR`, no standard input, and `cache_dir` as the
-/// autotune cache.
+/// autotune cache. `TESSERA_TEST_RUNNER` (words split at spaces, e.g. `qemu-aarch64 -cpu max`)
+/// runs the binary through that program, as cargo's target runner
+/// does: a cross-built tessera tests itself under an emulator.
 fn golden_command(exe: &Path, cache_dir: &Path) -> Command {
-    let mut cmd = Command::new(exe);
+    let runner = std::env::var("TESSERA_TEST_RUNNER").unwrap_or_default();
+    let mut words = runner.split_whitespace();
+    let mut cmd = match words.next() {
+        Some(prog) => {
+            let mut c = Command::new(prog);
+            c.args(words).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    };
     if std::env::var_os("TESSERA_MAX_BYTES").is_none() {
         // E0700 messages name the memory limit: a fixed one keeps expected output the same on
         // every machine.

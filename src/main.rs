@@ -160,10 +160,7 @@ fn main() {
         Some(Cmd::Repl { target, device }) => repl(target, device),
         Some(Cmd::GuideCells { page }) => tessera::guide::cells_main(&page),
         Some(Cmd::Explain { code }) => tessera::explain::main(code.as_deref()),
-        Some(Cmd::Kernel { connection_file }) => tessera_jupyter::run_kernel(
-            &connection_file,
-            tessera_jupyter::SessionOptions::default(),
-        ),
+        Some(Cmd::Kernel { connection_file }) => kernel(&connection_file),
         Some(Cmd::Jupyter {
             command: JupyterCmd::Install { user, prefix },
         }) => jupyter_install(user, prefix),
@@ -185,6 +182,28 @@ fn main() {
     std::process::exit(code);
 }
 
+#[cfg(feature = "jupyter")]
+fn kernel(connection_file: &std::path::Path) -> i32 {
+    tessera_jupyter::run_kernel(connection_file, tessera_jupyter::SessionOptions::default())
+}
+
+#[cfg(not(feature = "jupyter"))]
+fn kernel(_: &std::path::Path) -> i32 {
+    no_jupyter()
+}
+
+#[cfg(not(feature = "jupyter"))]
+fn jupyter_install(_: bool, _: Option<PathBuf>) -> i32 {
+    no_jupyter()
+}
+
+#[cfg(not(feature = "jupyter"))]
+fn no_jupyter() -> i32 {
+    eprintln!("error: this tessera was built without its Jupyter kernel (cargo feature `jupyter`)");
+    2
+}
+
+#[cfg(feature = "jupyter")]
 fn jupyter_install(user: bool, prefix: Option<PathBuf>) -> i32 {
     let target = match (user, prefix) {
         (_, Some(p)) => tessera_jupyter::InstallTarget::Prefix(p),

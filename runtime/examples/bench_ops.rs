@@ -4,7 +4,7 @@
 //! `... --example bench_ops -- --serve` reads commands `OP SIZE` on stdin (one timed run each,
 //! answered with the seconds on stdout) so the Python script can interleave NumPy and Rust runs.
 //!
-//! Ops: `matmul_f32 N`, `matmul_bf16 N` (bf16 inputs, fp32 accumulation, bf16 result),
+//! Ops: `matmul_f32 N`, `matmul_f64 N`, `matmul_bf16 N` (bf16 inputs, fp32 accumulation, bf16 result),
 //! `softmax_f32 N` (N×N rows), `sum_f32 N` (N×N, all elements), `conv2d_f32 N` (batch N of
 //! 64×56×56 by 64×64×3×3, padding 1: ResNet's 3×3 layer), `conv2d_dw_f32 N` (batch N of
 //! 64×56×56, depthwise 3×3, padding 1), `fft_c64 N` / `fft_c128 N`
@@ -59,6 +59,10 @@ impl Inputs {
                     Tensor::randn(&[n, n], DType::F32, 1)?,
                     Tensor::randn(&[n, n], DType::F32, 2)?,
                 ],
+                "matmul_f64" => vec![
+                    Tensor::randn(&[n, n], DType::F64, 1)?,
+                    Tensor::randn(&[n, n], DType::F64, 2)?,
+                ],
                 "matmul_bf16" => vec![
                     Tensor::randn(&[n, n], DType::BF16, 1)?,
                     Tensor::randn(&[n, n], DType::BF16, 2)?,
@@ -89,7 +93,7 @@ impl Inputs {
         let t = self.get(op, n)?.clone();
         let start = Instant::now();
         let out = match (op, t.as_slice()) {
-            ("matmul_f32" | "matmul_bf16", [a, b]) => matmul(a, b, None)?,
+            ("matmul_f32" | "matmul_f64" | "matmul_bf16", [a, b]) => matmul(a, b, None)?,
             ("softmax_f32", [x]) => softmax(x, -1)?,
             ("sum_f32", [x]) => x.sum(None, false)?,
             ("conv2d_f32", [x, w]) => conv(x, w, None, &conv3x3(1))?,
@@ -150,6 +154,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         ("matmul_f32", 1024, 2.0 * 1024f64.powi(3)),
         ("matmul_f32", 2048, 2.0 * 2048f64.powi(3)),
         ("matmul_bf16", 1024, 2.0 * 1024f64.powi(3)),
+        ("matmul_f64", 1024, 2.0 * 1024f64.powi(3)),
         ("softmax_f32", 4096, 0.0),
         ("sum_f32", 4096, 0.0),
         ("conv2d_f32", 8, 2.0 * 8.0 * 64.0 * 56.0 * 56.0 * 64.0 * 9.0),

@@ -29,7 +29,8 @@
 //!   `+ - * / ** == !=`, `neg abs exp log sqrt sin cos isnan isfinite`, `where`, `sum`/`mean`;
 //!   other ops on them are E0201. [`fft`], [`ifft`], [`rfft`], [`irfft`], [`fft2d`] (NumPy's
 //!   FFTs, `rustfft`/`realfft`).
-//! - [`matmul`]`(a, b, accum_dtype)` — NumPy semantics, `gemm` on all cores.
+//! - [`matmul`]`(a, b, accum_dtype)` — NumPy semantics, our GEMM on all cores (per-ISA kernels,
+//!   [`isa`]).
 //! - [`reduce`] / `sum mean max min(axis, keepdim)` — deterministic for any thread count.
 //! - [`softmax`], [`layernorm`], [`rmsnorm`], [`flash_attention`].
 //! - shape: [`Tensor::transpose`], [`Tensor::T`], [`Tensor::reshape`], [`concat`],
@@ -76,6 +77,7 @@ pub mod dtype;
 pub mod emu;
 pub mod error;
 pub mod interp;
+pub mod isa;
 pub mod memory;
 pub mod mesh;
 pub mod npy;

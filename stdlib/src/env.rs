@@ -4,6 +4,7 @@
 //! value; names this list does not know are left alone (other tools share the prefix).
 
 use tessera_lang::diag::{Code, Diagnostic};
+use tessera_runtime::isa::Isa;
 
 /// What a variable accepts.
 enum Accepts {
@@ -15,6 +16,8 @@ enum Accepts {
     Seconds,
     /// A byte count: `123`, `64K`, `512M`, `4G`, `1T` (binary units).
     Bytes,
+    /// A CPU instruction set this CPU runs (`scalar`, `avx2`, `avx512`, `neon`), or empty.
+    CpuIsa,
 }
 
 const BOOL: &[&str] = &["0", "1", "on", "off", "true", "false", "yes", "no"];
@@ -30,6 +33,7 @@ const VARS: &[(&str, Accepts)] = &[
     ("TESSERA_MESH_THREADS", Accepts::Words(&["1"])),
     ("TESSERA_STEP_LIMIT", Accepts::IntAtLeast(1)),
     ("TESSERA_BLESS", Accepts::Words(&["0", "1"])),
+    ("TESSERA_CPU_ISA", Accepts::CpuIsa),
 ];
 
 impl Accepts {
@@ -40,6 +44,7 @@ impl Accepts {
             Accepts::IntAtLeast(min) => v.parse::<u64>().is_ok_and(|n| n >= *min),
             Accepts::Seconds => v.parse::<f64>().is_ok_and(|s| s.is_finite() && s > 0.0),
             Accepts::Bytes => tessera_runtime::memory::parse_bytes(v).is_some_and(|b| b > 0),
+            Accepts::CpuIsa => v.is_empty() || Isa::parse(v).is_some_and(Isa::supported),
         }
     }
     fn describe(&self) -> String {
@@ -49,6 +54,14 @@ impl Accepts {
             Accepts::IntAtLeast(n) => format!("a whole number of at least {n}"),
             Accepts::Seconds => "a positive number of seconds".to_string(),
             Accepts::Bytes => "a byte count such as 4294967296, 512M or 4G".to_string(),
+            Accepts::CpuIsa => {
+                let names: Vec<&str> = Isa::available().iter().map(|i| i.name()).collect();
+                format!(
+                    "an instruction set this CPU runs: {} (this CPU: {})",
+                    names.join(", "),
+                    tessera_runtime::isa::cpu_description()
+                )
+            }
         }
     }
 }
@@ -90,5 +103,9 @@ mod tests {
         assert!(Accepts::Seconds.ok("1.5") && !Accepts::Seconds.ok("inf"));
         assert!(Accepts::Bytes.ok("4G") && Accepts::Bytes.ok("4294967296"));
         assert!(!Accepts::Bytes.ok("4 gigs") && !Accepts::Bytes.ok("0"));
+        assert!(Accepts::CpuIsa.ok("scalar") && Accepts::CpuIsa.ok(Isa::best().name()));
+        assert!(!Accepts::CpuIsa.ok("sse9") && !Accepts::CpuIsa.ok("x"));
+        let missing = Isa::ALL.into_iter().find(|i| !i.supported());
+        assert!(missing.is_some_and(|i| !Accepts::CpuIsa.ok(i.name())));
     }
 }

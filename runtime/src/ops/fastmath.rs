@@ -1,7 +1,7 @@
 //! A vectorisable f32 `exp` and the fused softmax row kernel built on it.
 //!
 //! The code uses plain mul/add (Rust never contracts them into FMA), so results are the same bits
-//! on every x86-64 CPU; the AVX2 copy only widens the vectors.
+//! on every CPU; the per-ISA copies (`isa_versions!`) only widen the vectors.
 
 /// exp(x) for x in [-87.3, 88.3] (Cephes `expf` polynomial, about 1 ulp); below the range it
 /// returns 0 (exp(-inf) = 0), above it the value at 88.3. NaN inputs are the caller's business.
@@ -86,34 +86,17 @@ fn softmax_row_impl(x: &[f32], out: &mut [f32]) {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn softmax_rows_avx2(x: &[f32], out: &mut [f32], d: usize) {
+#[inline(always)]
+fn softmax_rows_impl(x: &[f32], out: &mut [f32], d: usize) {
     for (xr, orow) in x.chunks_exact(d).zip(out.chunks_exact_mut(d)) {
         softmax_row_impl(xr, orow);
     }
 }
 
-fn softmax_rows_generic(x: &[f32], out: &mut [f32], d: usize) {
-    for (xr, orow) in x.chunks_exact(d).zip(out.chunks_exact_mut(d)) {
-        softmax_row_impl(xr, orow);
-    }
-}
-
-/// Softmax of consecutive rows of length `d` (`x.len()` a multiple of `d`).
-pub fn softmax_rows(x: &[f32], out: &mut [f32], d: usize) {
-    if d == 0 {
-        return;
-    }
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above).
-            unsafe { softmax_rows_avx2(x, out, d) };
-            return;
-        }
-    }
-    softmax_rows_generic(x, out, d);
+crate::isa_versions! {
+    /// Softmax of consecutive rows of length `d` (`x.len()` a multiple of `d`, `d > 0`),
+    /// vectorised for `isa` (the same bits on every one).
+    pub fn softmax_rows(x: &[f32], out: &mut [f32], d: usize) => softmax_rows_impl
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! `matmul` with NumPy semantics (1-D promotion, batch broadcasting). Floats accumulate in fp32
-//! (fp64 for fp64) through the `gemm` crate on all cores; ints accumulate in int64 (wrapping).
+//! (fp64 for fp64) through our GEMM (`cpu_gemm`) on all cores; ints accumulate in int64 (wrapping).
 
 use rayon::prelude::*;
 
@@ -138,102 +138,25 @@ fn batch_offsets(p: &Plan) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// Row-major `c[m×n] = a[m×k] · b[k×n]` via `gemm`, for f32 or f64.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn gemm_into<T: 'static + Copy>(
-    c: &mut [T],
-    a: &[T],
-    b: &[T],
-    m: usize,
-    k: usize,
-    n: usize,
-    par: bool,
-    zero: T,
-    one: T,
-) {
-    if m == 0 || n == 0 || k == 0 || c.len() < m * n || a.len() < m * k || b.len() < k * n {
-        return;
-    }
-    let parallelism = if par {
-        gemm::Parallelism::Rayon(0)
-    } else {
-        gemm::Parallelism::None
-    };
-    // SAFETY: the three slices hold at least m·n, m·k and k·n elements (checked above), and the
-    // strides describe row-major matrices of exactly those shapes inside them; `c` does not alias.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            c.as_mut_ptr(),
-            1,
-            n as isize,
-            false,
-            a.as_ptr(),
-            1,
-            k as isize,
-            b.as_ptr(),
-            1,
-            n as isize,
-            zero,
-            one,
-            false,
-            false,
-            false,
-            parallelism,
-        );
-    }
-}
-
-/// Runs one gemm per batch: batches in parallel when they are many and small.
-fn batched<T: 'static + Copy + Send + Sync + Default>(
-    p: &Plan,
-    a: &[T],
-    b: &[T],
-    zero: T,
-    one: T,
-) -> Vec<T> {
+/// One GEMM per batch (ours, `cpu_gemm`, on the ISA `TESSERA_CPU_ISA` picks): batches in parallel
+/// when they are many and small. bf16/fp16 operands are widened inside the packing.
+fn batched<T, A, B>(p: &Plan, a: &[A], b: &[B]) -> Vec<T>
+where
+    T: crate::ops::gemm_kernels::GemmScalar,
+    A: crate::ops::cpu_gemm::Elem<T>,
+    B: crate::ops::cpu_gemm::Elem<T>,
+{
     let offs = batch_offsets(p);
     let (m, k, n) = (p.m, p.k, p.n);
     let mut out = buffer::<T>(offs.len() * m * n);
     if m * n == 0 {
         return out;
     }
-    let flops_per = m * n * k;
+    // The ISA is read here, on the calling thread, for every batch.
+    let isa = crate::isa::current();
     let run = |(c, &(oa, ob)): (&mut [T], &(usize, usize)), par: bool| {
         if let (Some(a), Some(b)) = (a.get(oa..oa + m * k), b.get(ob..ob + k * n)) {
-            gemm_into(c, a, b, m, k, n, par, zero, one);
-        }
-    };
-    if offs.len() > 1 && flops_per < (1 << 21) {
-        out.par_chunks_mut(m * n)
-            .zip(offs.par_iter())
-            .for_each(|x| run(x, false));
-    } else {
-        let par = flops_per >= (1 << 15);
-        out.chunks_mut(m * n)
-            .zip(offs.iter())
-            .for_each(|x| run(x, par));
-    }
-    out
-}
-
-/// fp32 batches through our AVX2 kernel (see `sgemm`).
-fn batched_f32<A: crate::ops::sgemm::Elem, B: crate::ops::sgemm::Elem>(
-    p: &Plan,
-    a: &[A],
-    b: &[B],
-) -> Vec<f32> {
-    let offs = batch_offsets(p);
-    let (m, k, n) = (p.m, p.k, p.n);
-    let mut out = buffer::<f32>(offs.len() * m * n);
-    if m * n == 0 {
-        return out;
-    }
-    let run = |(c, &(oa, ob)): (&mut [f32], &(usize, usize)), par: bool| {
-        if let (Some(a), Some(b)) = (a.get(oa..oa + m * k), b.get(ob..ob + k * n)) {
-            crate::ops::sgemm::sgemm(m, n, k, a, b, c, par);
+            crate::ops::cpu_gemm::gemm_with(isa, m, n, k, a, b, c, par);
         }
     };
     if offs.len() > 1 && m * n * k < (1 << 21) {
@@ -290,11 +213,11 @@ pub fn matmul(a: &Tensor, b: &Tensor, accum_dtype: Option<DType>) -> Result<Tens
     let st = match acc {
         Acc::F32 { tf32 } => {
             memory::check_alloc(numel, DType::F32)?;
-            if !tf32 && crate::ops::sgemm::available() {
+            if !tf32 {
                 // bf16/fp16 operands are widened inside the kernel's packing: no f32 copies.
                 let direct = match (sa, sb) {
-                    (Storage::BF16(x), Storage::BF16(y)) => Some(batched_f32(&p, x, y)),
-                    (Storage::F16(x), Storage::F16(y)) => Some(batched_f32(&p, x, y)),
+                    (Storage::BF16(x), Storage::BF16(y)) => Some(batched::<f32, _, _>(&p, x, y)),
+                    (Storage::F16(x), Storage::F16(y)) => Some(batched::<f32, _, _>(&p, x, y)),
                     _ => None,
                 };
                 if let Some(out) = direct {
@@ -310,17 +233,12 @@ pub fn matmul(a: &Tensor, b: &Tensor, accum_dtype: Option<DType>) -> Result<Tens
                 x = std::borrow::Cow::Owned(crate::storage::par_map(&x, |&v| cast::f32_to_tf32(v)));
                 y = std::borrow::Cow::Owned(crate::storage::par_map(&y, |&v| cast::f32_to_tf32(v)));
             }
-            let out = if crate::ops::sgemm::available() {
-                batched_f32(&p, &x, &y)
-            } else {
-                batched(&p, &x, &y, 0.0f32, 1.0f32)
-            };
-            Storage::from_f32(out, dtype)
+            Storage::from_f32(batched::<f32, f32, f32>(&p, &x, &y), dtype)
         }
         Acc::F64 => {
             memory::check_alloc(numel, DType::F64)?;
             let (x, y) = (sa.to_f64(a.dtype()), sb.to_f64(b.dtype()));
-            Storage::from_f64(batched(&p, &x, &y, 0.0f64, 1.0f64), dtype)
+            Storage::from_f64(batched::<f64, f64, f64>(&p, &x, &y), dtype)
         }
         Acc::I64 => {
             memory::check_alloc(numel, DType::I64)?;

@@ -80,9 +80,10 @@ pub fn softmax(x: &Tensor, axis: isize) -> Result<Tensor> {
         let mut out = buffer::<f32>(n);
         if d > 0 {
             let rows = min_rows(d);
+            let isa = crate::isa::current();
             out.par_chunks_mut(d * rows)
                 .zip(v.par_chunks(d * rows))
-                .for_each(|(o, xr)| fastmath::softmax_rows(xr, o, d));
+                .for_each(|(o, xr)| fastmath::softmax_rows(isa, xr, o, d));
         }
         Storage::from_f32(out, dtype)
     };

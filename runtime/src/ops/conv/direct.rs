@@ -20,11 +20,7 @@ impl Acc for f32 {
         self + b
     }
     fn gemm(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &mut [f32], par: bool) {
-        if crate::ops::sgemm::available() {
-            crate::ops::sgemm::sgemm(m, n, k, a, b, c, par);
-        } else {
-            crate::ops::matmul::gemm_into(c, a, b, m, k, n, par, 0.0, 1.0);
-        }
+        crate::ops::cpu_gemm::gemm(m, n, k, a, b, c, par);
     }
 }
 
@@ -36,7 +32,7 @@ impl Acc for f64 {
         self + b
     }
     fn gemm(m: usize, n: usize, k: usize, a: &[f64], b: &[f64], c: &mut [f64], par: bool) {
-        crate::ops::matmul::gemm_into(c, a, b, m, k, n, par, 0.0, 1.0);
+        crate::ops::cpu_gemm::gemm(m, n, k, a, b, c, par);
     }
 }
 

@@ -1,0 +1,493 @@
+//! The GEMM register-tile micro-kernels, one generic body over a vector type per ISA.
+//!
+//! A kernel computes an MR×NR tile of C from an MR-tall packed panel of A and an NR-wide packed
+//! panel of B over `kc` steps. Every output element is `fma(a[k], b[k], acc)` for k = 0, 1, …,
+//! starting from zero, then `C + acc` when the tile accumulates: the same operations in the same
+//! order whatever the vector width, so every ISA gives the same bits (`TESSERA_CPU_ISA`).
+//!
+//! Per ISA only the vector type's six operations are written by hand ([`Lanes`]); the loop is
+//! shared, so a new ISA cannot get the order wrong.
+
+/// One SIMD register of `W` elements of `T` and the operations the micro-kernel needs.
+///
+/// # Safety
+/// The functions are `unsafe` because they may execute instructions the CPU must support and
+/// because `load`/`store` take raw pointers to `W` valid elements; callers check both.
+pub trait Lanes: Copy {
+    type T: Copy;
+    const W: usize;
+    unsafe fn zero() -> Self;
+    unsafe fn splat(p: *const Self::T) -> Self;
+    unsafe fn load(p: *const Self::T) -> Self;
+    unsafe fn store(self, p: *mut Self::T);
+    /// `a·b + self`, rounded once.
+    unsafe fn fma(self, a: Self, b: Self) -> Self;
+    unsafe fn add(self, b: Self) -> Self;
+    /// A hint to bring the cache line at `p` in (no effect where there is no such instruction).
+    #[inline(always)]
+    unsafe fn prefetch(_p: *const Self::T) {}
+}
+
+/// `C[0..MR, 0..NV·W]` (row stride `ldc`) = (`accumulate` ? C : 0) + Ap·Bp over `kc` steps.
+///
+/// # Safety
+/// `ap` holds MR·kc elements, `bp` NV·W·kc, `c` an MR×(NV·W) tile with row stride `ldc`, and
+/// the CPU runs `V`'s instructions (the caller is a `#[target_feature]` function for them).
+#[inline(always)]
+pub unsafe fn tile<V: Lanes, const MR: usize, const NV: usize>(
+    kc: usize,
+    ap: *const V::T,
+    bp: *const V::T,
+    c: *mut V::T,
+    ldc: usize,
+    accumulate: bool,
+) {
+    unsafe {
+        let mut acc = [[V::zero(); NV]; MR];
+        if accumulate {
+            // Start pulling the C tile in while the k loop runs: its rows are a row stride apart
+            // (often a page), and the loads at the end would otherwise wait for each.
+            for r in 0..MR {
+                V::prefetch(c.add(r * ldc));
+                V::prefetch(c.add(r * ldc + NV * V::W - 1));
+            }
+        }
+        let (mut a, mut b) = (ap, bp);
+        for _ in 0..kc / 4 {
+            for _ in 0..4 {
+                step::<V, MR, NV>(a, b, &mut acc);
+                a = a.add(MR);
+                b = b.add(NV * V::W);
+            }
+        }
+        for _ in 0..kc % 4 {
+            step::<V, MR, NV>(a, b, &mut acc);
+            a = a.add(MR);
+            b = b.add(NV * V::W);
+        }
+        for (r, row) in acc.iter().enumerate() {
+            let p = c.add(r * ldc);
+            for (v, &x) in row.iter().enumerate() {
+                let q = p.add(v * V::W);
+                let out = if accumulate { x.add(V::load(q)) } else { x };
+                out.store(q);
+            }
+        }
+    }
+}
+
+/// One k step of [`tile`]: NV vectors of B, MR broadcasts of A, MR·NV fused multiply-adds.
+#[inline(always)]
+unsafe fn step<V: Lanes, const MR: usize, const NV: usize>(
+    a: *const V::T,
+    b: *const V::T,
+    acc: &mut [[V; NV]; MR],
+) {
+    unsafe {
+        let mut bv = [V::zero(); NV];
+        for (v, x) in bv.iter_mut().enumerate() {
+            *x = V::load(b.add(v * V::W));
+        }
+        for (r, row) in acc.iter_mut().enumerate() {
+            let av = V::splat(a.add(r));
+            for (x, &bb) in row.iter_mut().zip(&bv) {
+                *x = x.fma(av, bb);
+            }
+        }
+    }
+}
+
+/// A micro-kernel entry point: `tile` compiled for one ISA, element type and tile shape.
+pub type KernelFn<T> = unsafe fn(usize, *const T, *const T, *mut T, usize, bool);
+
+/// The portable "vector" of one element: `mul_add` is a correctly rounded fused multiply-add on
+/// every target, so it matches the SIMD paths bit for bit.
+#[derive(Clone, Copy)]
+pub struct One<T>(T);
+
+macro_rules! one_impl {
+    ($t:ty) => {
+        impl Lanes for One<$t> {
+            type T = $t;
+            const W: usize = 1;
+            #[inline(always)]
+            unsafe fn zero() -> Self {
+                One(0.0)
+            }
+            #[inline(always)]
+            unsafe fn splat(p: *const $t) -> Self {
+                One(unsafe { *p })
+            }
+            #[inline(always)]
+            unsafe fn load(p: *const $t) -> Self {
+                One(unsafe { *p })
+            }
+            #[inline(always)]
+            unsafe fn store(self, p: *mut $t) {
+                unsafe { *p = self.0 }
+            }
+            #[inline(always)]
+            unsafe fn fma(self, a: Self, b: Self) -> Self {
+                One(a.0.mul_add(b.0, self.0))
+            }
+            #[inline(always)]
+            unsafe fn add(self, b: Self) -> Self {
+                One(self.0 + b.0)
+            }
+        }
+    };
+}
+one_impl!(f32);
+one_impl!(f64);
+
+/// Defines a `Lanes` impl from intrinsic names: (type, element, width, zero, splat, load, store,
+/// fma(a, b, c) = a·b + c, add).
+#[allow(unused_macros)]
+macro_rules! simd_impl {
+    ($name:ident, $v:ty, $t:ty, $w:expr, $zero:ident, $splat:ident, $load:ident, $store:ident,
+     $fma:ident, $add:ident) => {
+        simd_impl!(
+            $name,
+            $v,
+            $t,
+            $w,
+            $zero,
+            $splat,
+            $load,
+            $store,
+            $fma,
+            $add,
+            no_prefetch
+        );
+    };
+    ($name:ident, $v:ty, $t:ty, $w:expr, $zero:ident, $splat:ident, $load:ident, $store:ident,
+     $fma:ident, $add:ident, $prefetch:ident) => {
+        #[derive(Clone, Copy)]
+        pub struct $name($v);
+        impl Lanes for $name {
+            type T = $t;
+            const W: usize = $w;
+            #[inline(always)]
+            unsafe fn zero() -> Self {
+                $name(unsafe { $zero() })
+            }
+            #[inline(always)]
+            unsafe fn splat(p: *const $t) -> Self {
+                $name(unsafe { $splat(*p) })
+            }
+            #[inline(always)]
+            unsafe fn load(p: *const $t) -> Self {
+                $name(unsafe { $load(p) })
+            }
+            #[inline(always)]
+            unsafe fn store(self, p: *mut $t) {
+                unsafe { $store(p, self.0) }
+            }
+            #[inline(always)]
+            unsafe fn fma(self, a: Self, b: Self) -> Self {
+                $name(unsafe { $fma(a.0, b.0, self.0) })
+            }
+            #[inline(always)]
+            unsafe fn add(self, b: Self) -> Self {
+                $name(unsafe { $add(self.0, b.0) })
+            }
+            #[inline(always)]
+            unsafe fn prefetch(p: *const $t) {
+                unsafe { $prefetch(p) }
+            }
+        }
+    };
+}
+
+#[allow(dead_code)]
+#[inline(always)]
+unsafe fn no_prefetch<T>(_: *const T) {}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::*;
+    use std::arch::x86_64::*;
+
+    #[inline(always)]
+    unsafe fn pf<T>(p: *const T) {
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>()) }
+    }
+
+    simd_impl!(
+        Avx2F32,
+        __m256,
+        f32,
+        8,
+        _mm256_setzero_ps,
+        _mm256_set1_ps,
+        _mm256_loadu_ps,
+        _mm256_storeu_ps,
+        _mm256_fmadd_ps,
+        _mm256_add_ps,
+        pf
+    );
+    simd_impl!(
+        Avx2F64,
+        __m256d,
+        f64,
+        4,
+        _mm256_setzero_pd,
+        _mm256_set1_pd,
+        _mm256_loadu_pd,
+        _mm256_storeu_pd,
+        _mm256_fmadd_pd,
+        _mm256_add_pd,
+        pf
+    );
+    simd_impl!(
+        Avx512F32,
+        __m512,
+        f32,
+        16,
+        _mm512_setzero_ps,
+        _mm512_set1_ps,
+        _mm512_loadu_ps,
+        _mm512_storeu_ps,
+        _mm512_fmadd_ps,
+        _mm512_add_ps,
+        pf
+    );
+    simd_impl!(
+        Avx512F64,
+        __m512d,
+        f64,
+        8,
+        _mm512_setzero_pd,
+        _mm512_set1_pd,
+        _mm512_loadu_pd,
+        _mm512_storeu_pd,
+        _mm512_fmadd_pd,
+        _mm512_add_pd,
+        pf
+    );
+
+    // 16 ymm registers: 6×2 accumulators, 2 B vectors, 1 broadcast A value.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn avx2_f32(
+        kc: usize,
+        ap: *const f32,
+        bp: *const f32,
+        c: *mut f32,
+        ldc: usize,
+        acc: bool,
+    ) {
+        unsafe { tile::<Avx2F32, 6, 2>(kc, ap, bp, c, ldc, acc) }
+    }
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn avx2_f64(
+        kc: usize,
+        ap: *const f64,
+        bp: *const f64,
+        c: *mut f64,
+        ldc: usize,
+        acc: bool,
+    ) {
+        unsafe { tile::<Avx2F64, 6, 2>(kc, ap, bp, c, ldc, acc) }
+    }
+    // 32 zmm registers: 14×2 accumulators, 2 B vectors, 1 broadcast A value.
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn avx512_f32(
+        kc: usize,
+        ap: *const f32,
+        bp: *const f32,
+        c: *mut f32,
+        ldc: usize,
+        acc: bool,
+    ) {
+        unsafe { tile::<Avx512F32, 14, 2>(kc, ap, bp, c, ldc, acc) }
+    }
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn avx512_f64(
+        kc: usize,
+        ap: *const f64,
+        bp: *const f64,
+        c: *mut f64,
+        ldc: usize,
+        acc: bool,
+    ) {
+        unsafe { tile::<Avx512F64, 14, 2>(kc, ap, bp, c, ldc, acc) }
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod arm {
+    use super::*;
+    use std::arch::aarch64::*;
+
+    #[inline(always)]
+    unsafe fn st_f32(p: *mut f32, v: float32x4_t) {
+        unsafe { vst1q_f32(p, v) }
+    }
+    #[inline(always)]
+    unsafe fn st_f64(p: *mut f64, v: float64x2_t) {
+        unsafe { vst1q_f64(p, v) }
+    }
+    #[inline(always)]
+    unsafe fn zero_f32() -> float32x4_t {
+        unsafe { vdupq_n_f32(0.0) }
+    }
+    #[inline(always)]
+    unsafe fn zero_f64() -> float64x2_t {
+        unsafe { vdupq_n_f64(0.0) }
+    }
+    // vfmaq(c, a, b) = c + a·b; the macro passes (a, b, c).
+    #[inline(always)]
+    unsafe fn fma_f32(a: float32x4_t, b: float32x4_t, c: float32x4_t) -> float32x4_t {
+        unsafe { vfmaq_f32(c, a, b) }
+    }
+    #[inline(always)]
+    unsafe fn fma_f64(a: float64x2_t, b: float64x2_t, c: float64x2_t) -> float64x2_t {
+        unsafe { vfmaq_f64(c, a, b) }
+    }
+
+    simd_impl!(
+        NeonF32,
+        float32x4_t,
+        f32,
+        4,
+        zero_f32,
+        vdupq_n_f32,
+        vld1q_f32,
+        st_f32,
+        fma_f32,
+        vaddq_f32
+    );
+    simd_impl!(
+        NeonF64,
+        float64x2_t,
+        f64,
+        2,
+        zero_f64,
+        vdupq_n_f64,
+        vld1q_f64,
+        st_f64,
+        fma_f64,
+        vaddq_f64
+    );
+
+    // 32 q registers: 8×3 accumulators, 3 B vectors, 1 broadcast A value.
+    #[target_feature(enable = "neon")]
+    pub unsafe fn neon_f32(
+        kc: usize,
+        ap: *const f32,
+        bp: *const f32,
+        c: *mut f32,
+        ldc: usize,
+        acc: bool,
+    ) {
+        unsafe { tile::<NeonF32, 8, 3>(kc, ap, bp, c, ldc, acc) }
+    }
+    #[target_feature(enable = "neon")]
+    pub unsafe fn neon_f64(
+        kc: usize,
+        ap: *const f64,
+        bp: *const f64,
+        c: *mut f64,
+        ldc: usize,
+        acc: bool,
+    ) {
+        unsafe { tile::<NeonF64, 8, 3>(kc, ap, bp, c, ldc, acc) }
+    }
+}
+
+/// The scalar tiles: 4×4, small enough for any register file.
+unsafe fn scalar_f32(kc: usize, ap: *const f32, bp: *const f32, c: *mut f32, ldc: usize, a: bool) {
+    unsafe { tile::<One<f32>, 4, 4>(kc, ap, bp, c, ldc, a) }
+}
+unsafe fn scalar_f64(kc: usize, ap: *const f64, bp: *const f64, c: *mut f64, ldc: usize, a: bool) {
+    unsafe { tile::<One<f64>, 4, 4>(kc, ap, bp, c, ldc, a) }
+}
+
+/// A micro-kernel and its tile shape.
+#[derive(Clone, Copy)]
+pub struct Kernel<T> {
+    pub f: KernelFn<T>,
+    pub mr: usize,
+    pub nr: usize,
+}
+
+/// An element type with a kernel per ISA.
+///
+/// # Safety
+/// Implemented only for plain floats (f32, f64): every bit pattern is a valid value, so the GEMM
+/// may view reused scratch memory as a slice of them.
+pub unsafe trait GemmScalar: Copy + Default + Send + Sync + 'static {
+    /// The kernel for `isa`; callers pass an ISA this CPU supports ([`crate::isa::current`]).
+    fn kernel(isa: crate::isa::Isa) -> Kernel<Self>;
+    fn plus(self, b: Self) -> Self;
+}
+
+// SAFETY: f32 is a plain float.
+unsafe impl GemmScalar for f32 {
+    fn kernel(isa: crate::isa::Isa) -> Kernel<f32> {
+        use crate::isa::Isa;
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => Kernel {
+                f: x86::avx2_f32,
+                mr: 6,
+                nr: 16,
+            },
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => Kernel {
+                f: x86::avx512_f32,
+                mr: 14,
+                nr: 32,
+            },
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon => Kernel {
+                f: arm::neon_f32,
+                mr: 8,
+                nr: 12,
+            },
+            _ => Kernel {
+                f: scalar_f32,
+                mr: 4,
+                nr: 4,
+            },
+        }
+    }
+    fn plus(self, b: f32) -> f32 {
+        self + b
+    }
+}
+
+// SAFETY: f64 is a plain float.
+unsafe impl GemmScalar for f64 {
+    fn kernel(isa: crate::isa::Isa) -> Kernel<f64> {
+        use crate::isa::Isa;
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => Kernel {
+                f: x86::avx2_f64,
+                mr: 6,
+                nr: 8,
+            },
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => Kernel {
+                f: x86::avx512_f64,
+                mr: 14,
+                nr: 16,
+            },
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon => Kernel {
+                f: arm::neon_f64,
+                mr: 8,
+                nr: 6,
+            },
+            _ => Kernel {
+                f: scalar_f64,
+                mr: 4,
+                nr: 4,
+            },
+        }
+    }
+    fn plus(self, b: f64) -> f64 {
+        self + b
+    }
+}
