@@ -13,18 +13,22 @@ struct Cli {
 
 #[derive(clap::Args, Clone, Default)]
 struct RunFlags {
-    /// Target architecture: sm_80, sm_90, sm_90a, sm_100 (default: the GPU present, else sm_90).
-    #[arg(long, value_parser = ["sm_80", "sm_90", "sm_90a", "sm_100"])]
+    /// Target: sm_80, sm_90, sm_90a, sm_100, or spirv (Vulkan 1.3 compute) (default: the GPU
+    /// present, spirv on --device vulkan, else sm_90).
+    #[arg(long, value_parser = ["sm_80", "sm_90", "sm_90a", "sm_100", "spirv"])]
     target: Option<String>,
-    /// Where kernels run: auto, cpu, emu, cuda.
-    #[arg(long, value_parser = ["auto", "cpu", "emu", "cuda"])]
+    /// Where kernels run: auto, cpu, emu, cuda, vulkan.
+    #[arg(long, value_parser = ["auto", "cpu", "emu", "cuda", "vulkan"])]
     device: Option<String>,
     /// Print this IR of every compiled kernel to stderr (repeatable).
-    #[arg(long, value_parser = ["graph", "schedule", "tile", "target", "ptx"])]
+    #[arg(long, value_parser = ["graph", "schedule", "tile", "target", "ptx", "spirv"])]
     dump: Vec<String>,
     /// Write one .ptx file per compiled kernel into DIR.
     #[arg(long, value_name = "DIR")]
     emit_ptx: Option<PathBuf>,
+    /// Write one .spv file per compiled kernel into DIR (the spirv target).
+    #[arg(long, value_name = "DIR")]
+    emit_spirv: Option<PathBuf>,
     /// Print the profile table of the whole run at exit.
     #[arg(long)]
     profile: bool,
@@ -60,19 +64,19 @@ enum Cmd {
     Lower {
         file: PathBuf,
         /// The level to print.
-        #[arg(long, value_parser = ["target", "ptx"], default_value = "ptx")]
+        #[arg(long, value_parser = ["target", "ptx", "spirv"], default_value = "ptx")]
         to: String,
-        /// Target architecture: sm_80, sm_90, sm_90a, sm_100 (default sm_90).
-        #[arg(long, value_parser = ["sm_80", "sm_90", "sm_90a", "sm_100"])]
+        /// Target architecture: sm_80, sm_90, sm_90a, sm_100 (default sm_90; spirv with --to spirv).
+        #[arg(long, value_parser = ["sm_80", "sm_90", "sm_90a", "sm_100", "spirv"])]
         target: Option<String>,
     },
     /// The interactive REPL (without a terminal: reads cells from stdin and echoes values).
     Repl {
-        /// Target architecture: sm_80, sm_90, sm_90a, sm_100 (default: the GPU present, else sm_90).
-        #[arg(long, value_parser = ["sm_80", "sm_90", "sm_90a", "sm_100"])]
+        /// Target: sm_80, sm_90, sm_90a, sm_100, spirv (default: the GPU present, else sm_90).
+        #[arg(long, value_parser = ["sm_80", "sm_90", "sm_90a", "sm_100", "spirv"])]
         target: Option<String>,
-        /// Where kernels run: auto, cpu, emu, cuda.
-        #[arg(long, value_parser = ["auto", "cpu", "emu", "cuda"])]
+        /// Where kernels run: auto, cpu, emu, cuda, vulkan.
+        #[arg(long, value_parser = ["auto", "cpu", "emu", "cuda", "vulkan"])]
         device: Option<String>,
     },
     /// A Jupyter kernel process (started by Jupyter through the kernelspec).
@@ -115,6 +119,7 @@ fn options(flags: RunFlags, args: Vec<String>) -> RunOptions {
         device: flags.device,
         dump: flags.dump,
         emit_ptx: flags.emit_ptx,
+        emit_spirv: flags.emit_spirv,
         profile: flags.profile,
     }
 }

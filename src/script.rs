@@ -14,6 +14,8 @@ pub struct RunOptions {
     pub device: Option<String>,
     pub dump: Vec<String>,
     pub emit_ptx: Option<std::path::PathBuf>,
+    /// `--emit-spirv DIR`.
+    pub emit_spirv: Option<std::path::PathBuf>,
     pub profile: bool,
 }
 
@@ -77,6 +79,7 @@ pub fn new_session(
             device: opts.device.clone(),
             dump: opts.dump.clone(),
             emit_ptx: opts.emit_ptx.clone(),
+            emit_spirv: opts.emit_spirv.clone(),
         },
     )?;
     Ok((interp, session))

@@ -4,7 +4,7 @@
 //! so a caller can fall back (the CPU executor) and say so.
 
 use crate::graph::Graph;
-use crate::lower::{kernels, tile_target, to_schedule, to_target, to_tile};
+use crate::lower::{kernels, tile_spirv, tile_target, to_schedule, to_target, to_tile};
 use crate::schedule::{self, Directives, Program, ScheduleError};
 use crate::target::{ptx, Target, TargetError};
 use crate::tile::{self, TileKernel};
@@ -19,6 +19,8 @@ pub struct Compiled {
     /// The kernel's Tile IR program ([`kernels::build`]).
     pub program: Option<tile::ir::Kernel>,
     pub target: Option<to_target::Lowered>,
+    /// The kernel as SPIR-V (the `spirv` target only).
+    pub spirv: Option<tile_spirv::Spirv>,
     /// Why the kernel stops before Target IR (None when it reached it).
     pub not_lowered: Option<String>,
 }
@@ -80,6 +82,7 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Lowered, Diagn
             tile: None,
             program: None,
             target: None,
+            spirv: None,
             not_lowered: None,
         };
         match to_tile::lower(&program.graph, k) {
@@ -93,7 +96,13 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Lowered, Diagn
                             tile::check::check(&prog)
                                 .map_err(|e| internal(&k.name, format!("invalid Tile IR: {e}")))?;
                         }
-                        let l = tile_target::translate(&prog);
+                        let mut l = tile_target::translate(&prog);
+                        if target.is_spirv() && l.is_ok() {
+                            match tile_spirv::translate(&prog) {
+                                Ok(s) => c.spirv = Some(s),
+                                Err(e) => l = Err(e),
+                            }
+                        }
                         c.program = Some(prog);
                         l
                     }
@@ -149,8 +158,20 @@ impl Lowered {
                     .map(|k| tile::text::print(k, sources))
                     .unwrap_or_default(),
                 ("target", _, Some(l)) => print_target(&l.kernel, sources),
-                ("ptx", _, Some(l)) => ptx::print_verified(&l.kernel, p.target, sources)
+                ("spirv", _, Some(_)) if c.spirv.is_some() => c
+                    .spirv
+                    .as_ref()
+                    .map(|s| tile_spirv::disassemble(&s.words))
+                    .unwrap_or_default(),
+                ("ptx", _, Some(l)) if !p.target.is_spirv() => ptx::print_verified(&l.kernel, p.target, sources)
                     .map_err(|e| internal(name, target_msg(&e)))?,
+                ("ptx", _, Some(_)) => {
+                    format!("// kernel @{name} ({kind}): no ptx code: the target is spirv\n")
+                }
+                ("spirv", _, Some(_)) => format!(
+                    "// kernel @{name} ({kind}): no spirv code: the target is {} (--target spirv)\n",
+                    p.target
+                ),
                 _ => format!(
                     "// kernel @{name} ({kind}): no {level} code: {}\n",
                     c.not_lowered.as_deref().unwrap_or("not lowered")

@@ -593,6 +593,7 @@ fn new_interp(opts: &SessionOptions, sink: &Sink) -> Result<Interp, Diagnostic> 
             device: opts.device.clone(),
             dump: Vec::new(),
             emit_ptx: None,
+            emit_spirv: None,
         },
     )?;
     let out = sink.clone();

@@ -88,6 +88,7 @@ pub mod safetensors_file;
 pub mod shape;
 mod storage;
 pub mod tensor;
+pub mod vulkan;
 
 pub use dtype::{DType, Scalar, ScalarKind, ALL_DTYPES};
 pub use error::{Code, Result, RuntimeError};

@@ -26,6 +26,8 @@ pub enum Checked {
     /// `TESSERA_CROSSCHECK=cuda`: the GPU, by the norm-wise relative error of each launch
     /// ([`compare_device`]).
     Cuda,
+    /// `TESSERA_CROSSCHECK=vulkan`: the SPIR-V through the Vulkan driver, compared as the GPU's.
+    Vulkan,
 }
 
 impl Checked {
@@ -34,12 +36,14 @@ impl Checked {
         match self {
             Checked::Emu => crate::kernel::DeviceKind::Emu,
             Checked::Cuda => crate::kernel::DeviceKind::Cuda,
+            Checked::Vulkan => crate::kernel::DeviceKind::Vulkan,
         }
     }
     pub fn name(self) -> &'static str {
         match self {
             Checked::Emu => "emu",
             Checked::Cuda => "cuda",
+            Checked::Vulkan => "vulkan",
         }
     }
 }
@@ -58,15 +62,16 @@ pub fn mode() -> Result<Option<Checked>, Diagnostic> {
         Ok(v) => match crate::kernel::DeviceKind::parse(&v) {
             Some(crate::kernel::DeviceKind::Emu) => Ok(Some(Checked::Emu)),
             Some(crate::kernel::DeviceKind::Cuda) => Ok(Some(Checked::Cuda)),
+            Some(crate::kernel::DeviceKind::Vulkan) => Ok(Some(Checked::Vulkan)),
             _ => Err(Diagnostic::new(
                 Code::E0101,
-                format!("{VAR}={v:?}: the cross-check devices are `emu` and `cuda`"),
+                format!("{VAR}={v:?}: the cross-check devices are `emu`, `cuda` and `vulkan`"),
             )
             .with_help(format!("set {VAR}=emu, or unset it"))),
         },
         Err(std::env::VarError::NotUnicode(_)) => Err(Diagnostic::new(
             Code::E0101,
-            format!("{VAR} is not valid unicode; the cross-check devices are `emu` and `cuda`"),
+            format!("{VAR} is not valid unicode; the cross-check devices are `emu`, `cuda` and `vulkan`"),
         )),
     }
 }
@@ -89,12 +94,22 @@ pub fn device_bound(d: DType) -> f64 {
 /// [`device_bound`], and no element NaN on one side only (an output the kernel never wrote is
 /// NaN when outputs are poisoned, `TESSERA_CUDA_POISON=1`).
 pub fn compare_device(k: &Kernel, cpu: &Tensor, gpu: &Tensor) -> Result<Agreement, Diagnostic> {
+    compare_on(k, cpu, gpu, "cuda")
+}
+
+/// [`compare_device`] for the device named `dev`.
+pub fn compare_on(
+    k: &Kernel,
+    cpu: &Tensor,
+    gpu: &Tensor,
+    dev: &str,
+) -> Result<Agreement, Diagnostic> {
     let what = format!("cross-check: kernel '{}' ({})", k.name, k.kind.name());
     if cpu.shape() != gpu.shape() {
         return Err(Diagnostic::new(
             Code::E0800,
             format!(
-                "{what}: cpu result has shape {:?}, cuda result {:?}",
+                "{what}: cpu result has shape {:?}, {dev} result {:?}",
                 cpu.shape(),
                 gpu.shape()
             ),
@@ -110,7 +125,7 @@ pub fn compare_device(k: &Kernel, cpu: &Tensor, gpu: &Tensor) -> Result<Agreemen
             return Err(Diagnostic::new(
                 Code::E0800,
                 format!(
-                    "{what}: the cpu and cuda disagree at {idx:?}: cpu {}, cuda {} (an element the kernel did not write, or a NaN/inf on one side)",
+                    "{what}: the cpu and {dev} disagree at {idx:?}: cpu {}, {dev} {} (an element the kernel did not write, or a NaN/inf on one side)",
                     show(*x),
                     show(*y)
                 ),
@@ -137,7 +152,7 @@ pub fn compare_device(k: &Kernel, cpu: &Tensor, gpu: &Tensor) -> Result<Agreemen
         return Err(Diagnostic::new(
             Code::E0800,
             format!(
-                "{what}: the cpu and cuda disagree: ‖cuda − cpu‖ / ‖cpu‖ = {rel:.3e}, over the {} bound {bound:.0e}",
+                "{what}: the cpu and {dev} disagree: ‖{dev} − cpu‖ / ‖cpu‖ = {rel:.3e}, over the {} bound {bound:.0e}",
                 k.ty.dtype
             ),
         )
@@ -349,9 +364,10 @@ pub fn not_lowered_on(k: &Kernel, reason: &str, dev: Checked) -> Diagnostic {
     Diagnostic::new(
         Code::E0800,
         format!(
-            "cross-check: kernel '{}' ({}) is not lowered to Target IR ({reason}), so it cannot run on {d}",
+            "cross-check: kernel '{}' ({}) is not lowered to {} ({reason}), so it cannot run on {d}",
             k.name,
-            k.kind.name()
+            k.kind.name(),
+            if dev == Checked::Vulkan { "SPIR-V" } else { "Target IR" }
         ),
     )
     .at(k.span)

@@ -96,6 +96,7 @@ impl DeviceTimer for CudaTimer {
         let x = Executable {
             lowered: t,
             ptx: Some(&ptx),
+            spirv: None,
             op: None,
         };
         let types = l.program.graph.result_types(k.root);

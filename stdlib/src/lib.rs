@@ -22,6 +22,7 @@ pub mod table;
 pub mod target_mod;
 pub mod tensor;
 pub mod trace;
+pub mod vulkan;
 
 #[cfg(test)]
 mod tests;
@@ -41,6 +42,8 @@ pub struct Config {
     pub dump: Vec<String>,
     /// `--emit-ptx DIR`.
     pub emit_ptx: Option<std::path::PathBuf>,
+    /// `--emit-spirv DIR`.
+    pub emit_spirv: Option<std::path::PathBuf>,
 }
 
 /// Installs every builtin module into an interpreter.
@@ -68,6 +71,10 @@ pub fn install_session(
         cfg.device.clone(),
         cfg.emit_ptx.clone(),
     )?;
+    if let Some(dir) = &cfg.emit_spirv {
+        kernel::writable_dir(dir, "--emit-spirv")?;
+        *session.emit_spirv.borrow_mut() = Some(dir.clone());
+    }
     let op = op::module();
     op.set("kernel", kernel::kernel_decorator(session.clone()));
     op.set("autotune", kernel::autotune_decorator(session.clone()));

@@ -1,7 +1,7 @@
 //! The `target` module (SPEC §6): `target.set("sm_90")`, `target.current()`, `target.info()`,
 //! the multi-GPU system of the mesh cost model (`target.set_system("gb200-nvl72")`,
 //! `target.system()`),
-//! and the device kernels run on: `target.set_device("auto"|"cpu"|"emu"|"cuda")`, `target.device()`
+//! and the device kernels run on: `target.set_device("auto"|"cpu"|"emu"|"cuda"|"vulkan")`, `target.device()`
 //! (the script form of `--device` and the REPL's `:device`; docs/decisions.md).
 
 use crate::kernel::Session;
@@ -270,14 +270,13 @@ pub fn module(session: Rc<Session>) -> Module {
                     return Err(
                         Diagnostic::new(Code::E0101, format!("unknown device '{name}'"))
                             .at(x.span)
-                            .with_help("devices are auto, cpu, emu, cuda"),
+                            .with_help("devices are auto, cpu, emu, cuda, vulkan"),
                     )
                 }
             };
-            s.set_device(want).map_err(|why| {
+            s.set_device(want).map_err(|d| {
                 let now = s.device.get();
-                crate::cuda::unavailable("target.set_device(\"cuda\")", &why)
-                    .at(x.span)
+                d.at(x.span)
                     .with_note(format!("kernels keep running on the {now} device"))
             })?;
             Ok(Value::None)

@@ -109,7 +109,7 @@ impl System {
     /// The system a target's GPUs come in when none is named: eight per NVLink domain.
     pub fn of_target(t: Target) -> System {
         let i = match t {
-            Target::Sm80 => 0,
+            Target::Sm80 | Target::Spirv => 0,
             Target::Sm90 | Target::Sm90a => 1,
             Target::Sm100 => 2,
         };

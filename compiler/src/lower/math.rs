@@ -255,7 +255,7 @@ pub(crate) fn pow_f64(b: &mut KernelBuilder, x: Reg, y: Reg) -> Reg {
 /// erfc(z)·e^(z²) for z in [1, 6] as a polynomial in `u = (3/(3+z) − 13/24)·24/5` (u in
 /// [−1, 1]), highest degree first: the Chebyshev interpolant converted to monomials by
 /// `scripts/erf-coeffs.py` (worst relative error 3.9e-16 with f64 Horner steps).
-const ERFCX_F64: [f64; 16] = [
+pub(crate) const ERFCX_F64: [f64; 16] = [
     -4.505_934_410_103_922_4e-15,
     6.044_068_318_449_643e-12,
     -6.029_960_764_165_142e-12,

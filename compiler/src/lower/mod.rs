@@ -9,6 +9,7 @@ pub mod copy;
 pub mod kernels;
 mod math;
 pub mod reduce_axis;
+pub mod tile_spirv;
 pub mod tile_target;
 pub mod to_schedule;
 pub mod to_target;

@@ -264,6 +264,17 @@ fn schedule_for(
 
 /// Schedules an optimised graph for `target` with the kernel body's directives.
 pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Program, ScheduleError> {
+    // a target without tensor cores (spirv) schedules every kernel for the CUDA-core kinds
+    let no_mma;
+    let d = if target.tensor_cores() {
+        d
+    } else {
+        no_mma = Directives {
+            tensor_cores: Some(false),
+            ..d.clone()
+        };
+        &no_mma
+    };
     let mut kernels = Vec::new();
     for id in g.ids() {
         let Some(op) = g.op(id) else { continue };
@@ -274,7 +285,10 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Program, Sched
             .into_iter()
             .filter(|v| !matches!(g.op(*v), Some(Op::Const { .. })))
             .collect();
-        let schedule = schedule_for(g, kind, op, ty, &inputs, d);
+        let mut schedule = schedule_for(g, kind, op, ty, &inputs, d);
+        if !target.tensor_cores() && kind == Kind::Matmul {
+            fit_fma_tile(&mut schedule, target);
+        }
         kernels.push(Kernel {
             // the attention backward's kernels by their op (flash_attention_dq, ...)
             name: match op {
@@ -360,4 +374,53 @@ pub fn attention_mma(
     let dq = *q.shape.last()?;
     let dv = *v.shape.last()?;
     (r >= 2 && same && dq == dv && dq % 16 == 0 && (16..=128).contains(&dq)).then_some(kind)
+}
+
+/// On a target without tensor cores (spirv), a matmul schedule written for a GPU's tensor
+/// cores runs the FMA kernel: at least 2 stages; a tile its thread mapping cannot take
+/// (4×4 outputs per thread, whole rows of A and B per load) becomes the nearest one it can
+/// (BK halved or doubled, then BM and BN together; else the default 64×64×16); a tile that
+/// needs more shared memory than the device has once staged in fp32
+/// (`schedule.tile((128, 128, 64), ...)`) has BK halved, then BM and BN, until it fits. The
+/// Schedule IR shows the tile used; a power-of-two tile that still does not fit is left for
+/// the schedule check to report.
+fn fit_fma_tile(s: &mut Schedule, target: Target) {
+    let limit = u64::from(target.limits().max_dynamic_shared_bytes);
+    let valid = |t: [u32; 3]| {
+        let [bm, bn, bk] = t;
+        let threads = bm * bn / 16;
+        (16..=1024).contains(&threads)
+            && bm >= 4
+            && bn >= 4
+            && bk >= 4
+            && threads % bk == 0
+            && threads % bn == 0
+            && (bm * bk) % threads == 0
+            && (bk * bn) % threads == 0
+    };
+    let pow2 = s.tile.iter().all(|v| v.is_power_of_two());
+    s.stages = s.stages.max(2);
+    if pow2 && !valid(s.tile) {
+        let [bm, bn, bk] = s.tile;
+        let near = [bk, bk / 2, bk * 2, 16, 8, 32]
+            .into_iter()
+            .flat_map(|k| [[bm, bn, k], [bm / 2, bn / 2, k], [bm * 2, bn * 2, k]])
+            .find(|&t| valid(t));
+        s.tile = near.unwrap_or([64, 64, 16]);
+        s.threads = s.tile[0] * s.tile[1] / 16;
+    }
+    while pow2 && s.smem_bytes(Kind::Matmul) > limit {
+        let [bm, bn, bk] = s.tile;
+        let Some(t) = [
+            [bm, bn, bk / 2],
+            [bm / 2, bn / 2, bk],
+            [bm / 2, bn / 2, bk / 2],
+        ]
+        .into_iter()
+        .find(|&t| valid(t)) else {
+            return;
+        };
+        s.tile = t;
+        s.threads = t[0] * t[1] / 16;
+    }
 }

@@ -9,6 +9,9 @@ pub enum Target {
     /// sm_90 with the architecture-specific features (wgmma, setmaxnreg)
     Sm90a,
     Sm100,
+    /// Vulkan 1.3 compute SPIR-V (`lower::tile_spirv`): no tensor cores, a warp is a 32-lane
+    /// subgroup.
+    Spirv,
 }
 
 /// Per-target limits.
@@ -24,7 +27,15 @@ pub struct Limits {
 }
 
 impl Target {
-    pub const ALL: [Target; 4] = [Target::Sm80, Target::Sm90, Target::Sm90a, Target::Sm100];
+    pub const ALL: [Target; 5] = [
+        Target::Sm80,
+        Target::Sm90,
+        Target::Sm90a,
+        Target::Sm100,
+        Target::Spirv,
+    ];
+    /// The PTX targets.
+    pub const PTX: [Target; 4] = [Target::Sm80, Target::Sm90, Target::Sm90a, Target::Sm100];
 
     /// The `.target` name, also ptxas' `--gpu-name`.
     pub fn name(self) -> &'static str {
@@ -33,7 +44,18 @@ impl Target {
             Target::Sm90 => "sm_90",
             Target::Sm90a => "sm_90a",
             Target::Sm100 => "sm_100",
+            Target::Spirv => "spirv",
         }
+    }
+
+    /// Whether kernels for this target are SPIR-V (run through Vulkan) rather than PTX.
+    pub fn is_spirv(self) -> bool {
+        self == Target::Spirv
+    }
+
+    /// Whether the target has `mma.sync` tensor cores.
+    pub fn tensor_cores(self) -> bool {
+        !self.is_spirv()
     }
 
     pub fn parse(s: &str) -> Option<Target> {
@@ -46,6 +68,8 @@ impl Target {
             Target::Sm80 => 80,
             Target::Sm90 | Target::Sm90a => 90,
             Target::Sm100 => 100,
+            // no PTX features: the checks of sm_80 and later apply to the Tile IR alone
+            Target::Spirv => 80,
         }
     }
 
@@ -53,7 +77,7 @@ impl Target {
     /// sm_100 first appears in ISA 8.6).
     pub fn ptx_version(self) -> (u32, u32) {
         match self {
-            Target::Sm80 | Target::Sm90 | Target::Sm90a => (8, 0),
+            Target::Sm80 | Target::Sm90 | Target::Sm90a | Target::Spirv => (8, 0),
             Target::Sm100 => (8, 6),
         }
     }
@@ -62,10 +86,12 @@ impl Target {
         let max_dynamic_shared_bytes = match self {
             Target::Sm80 => 163 * 1024,
             Target::Sm90 | Target::Sm90a | Target::Sm100 => 227 * 1024,
+            // Vulkan guarantees 16 KiB (maxComputeSharedMemorySize); lavapipe gives 32 KiB
+            Target::Spirv => 32 * 1024,
         };
         Limits {
             max_threads_per_block: 1024,
-            static_shared_bytes: 48 * 1024,
+            static_shared_bytes: max_dynamic_shared_bytes.min(48 * 1024),
             max_dynamic_shared_bytes,
             max_registers_per_thread: 255,
             warp_size: 32,
@@ -296,6 +322,24 @@ impl Target {
                 ..H100
             },
             Target::Sm100 => B200,
+            Target::Spirv => VULKAN,
         }
     }
 }
+
+/// A Vulkan device whose rates Tessera does not know: the cost model's figures for `spirv`
+/// are sm_80's CUDA-core ones (no tensor cores), the shared memory Vulkan's lavapipe gives.
+const VULKAN: Spec = Spec {
+    gpu: "Vulkan device (model: A100 CUDA-core rates)",
+    smem_per_sm: 32 * KIB,
+    max_smem_per_block: 32 * KIB,
+    mma_shapes: &[],
+    peak_tflops: Peaks {
+        fp64: 9.7,
+        fp32: 19.5,
+        tf32: 19.5,
+        bf16: 19.5,
+        fp8: None,
+    },
+    ..A100
+};

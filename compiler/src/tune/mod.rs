@@ -152,8 +152,8 @@ fn tensor_core_conv(g: &Graph) -> bool {
 /// memory); on the CUDA cores BM, BN in {32, 64, 128}, BK in {8, 16, 32}, 2–3 stages; for an
 /// implicit-GEMM convolution (no matmul) BM, BN in {32, 64, 128} and BK in {16, 32};
 /// elementwise kernels vector widths 1, 2, 4; nothing else is tuned.
-pub fn default_space(g: &Graph, _target: Target, kinds: &[Kind]) -> Space {
-    match matmul_kind(g) {
+pub fn default_space(g: &Graph, target: Target, kinds: &[Kind]) -> Space {
+    match matmul_kind(g).map(|tc| tc && target.tensor_cores()) {
         Some(true) => {
             let mut tiles = Vec::new();
             for bm in [64, 128, 256] {
@@ -184,7 +184,7 @@ pub fn default_space(g: &Graph, _target: Target, kinds: &[Kind]) -> Space {
                 vectorize: vec![],
             }
         }
-        None if tensor_core_conv(g) => {
+        None if tensor_core_conv(g) && target.tensor_cores() => {
             let mut tiles = Vec::new();
             for bm in [32, 64, 128] {
                 for bn in [32, 64, 128] {

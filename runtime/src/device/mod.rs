@@ -17,6 +17,7 @@ use crate::cuda::{self, CudaError, Geometry, KernelImage, Runs};
 use crate::emu::{Counters, EmuError};
 use crate::{RuntimeError, Tensor};
 use tessera_compiler::graph::{Graph, TensorType, ValueId};
+use tessera_compiler::lower::tile_spirv::Spirv;
 use tessera_compiler::lower::to_target::Lowered;
 use tessera_compiler::target::{Target, TargetError};
 
@@ -26,15 +27,23 @@ pub enum DeviceKind {
     Cpu,
     Emu,
     Cuda,
+    /// The SPIR-V kernels through the system's Vulkan driver ([`crate::vulkan`]).
+    Vulkan,
 }
 
 impl DeviceKind {
-    pub const ALL: [DeviceKind; 3] = [DeviceKind::Cpu, DeviceKind::Emu, DeviceKind::Cuda];
+    pub const ALL: [DeviceKind; 4] = [
+        DeviceKind::Cpu,
+        DeviceKind::Emu,
+        DeviceKind::Cuda,
+        DeviceKind::Vulkan,
+    ];
     pub fn name(self) -> &'static str {
         match self {
             DeviceKind::Cpu => "cpu",
             DeviceKind::Emu => "emu",
             DeviceKind::Cuda => "cuda",
+            DeviceKind::Vulkan => "vulkan",
         }
     }
     pub fn parse(s: &str) -> Option<DeviceKind> {
@@ -73,12 +82,13 @@ impl PtxImage {
 }
 
 /// A kernel ready to launch: its lowered program, for a device that loads PTX
-/// ([`Device::needs_ptx`]) its printed PTX, and the Graph IR op it computes, which the cpu
-/// evaluates ([`Cpu`]).
+/// ([`Device::needs_ptx`]) its printed PTX, for the Vulkan device its SPIR-V, and the Graph
+/// IR op it computes, which the cpu evaluates ([`Cpu`]).
 #[derive(Clone, Copy)]
 pub struct Executable<'a> {
     pub lowered: &'a Lowered,
     pub ptx: Option<&'a PtxImage>,
+    pub spirv: Option<&'a Spirv>,
     pub op: Option<GraphOp<'a>>,
 }
 
@@ -129,6 +139,10 @@ pub enum DeviceError {
     Emu(EmuError),
     /// The driver failed (JIT, allocation, launch, fault, timeout).
     Cuda(CudaError),
+    /// The Vulkan driver failed.
+    Vulkan(crate::vulkan::VkError),
+    /// The device runs SPIR-V and the kernel has none (it was compiled for a PTX target).
+    NoSpirv,
     /// The device loads PTX and the executable has none.
     NoPtx,
     /// The cpu's evaluation of the op failed: the error the script sees.
@@ -143,6 +157,7 @@ impl DeviceError {
     /// device needs [`Device::reset`].
     pub fn is_fault(&self) -> bool {
         matches!(self, DeviceError::Cuda(e) if e.fault)
+            || matches!(self, DeviceError::Vulkan(e) if e.fault)
     }
 }
 
@@ -153,6 +168,10 @@ impl std::fmt::Display for DeviceError {
             DeviceError::Emu(e) => write!(f, "{e}"),
             DeviceError::Cuda(e) => write!(f, "{e}"),
             DeviceError::NoPtx => f.write_str("the kernel's PTX was not printed"),
+            DeviceError::Vulkan(e) => write!(f, "{e}"),
+            DeviceError::NoSpirv => f.write_str(
+                "the kernel has no SPIR-V: the vulkan device runs kernels compiled for the spirv target",
+            ),
             DeviceError::Op(e) => f.write_str(&e.message),
             DeviceError::Mismatch(d) => f.write_str(&d.message),
         }
@@ -165,6 +184,11 @@ pub trait Device {
 
     /// Whether a launch needs the kernel's PTX ([`Executable::ptx`]).
     fn needs_ptx(&self) -> bool {
+        false
+    }
+
+    /// Whether a launch needs the kernel's SPIR-V ([`Executable::spirv`]).
+    fn needs_spirv(&self) -> bool {
         false
     }
 
@@ -251,6 +275,9 @@ impl Device for CrossCheck<'_> {
     }
     fn needs_ptx(&self) -> bool {
         self.reference.needs_ptx() || self.checked.needs_ptx()
+    }
+    fn needs_spirv(&self) -> bool {
+        self.reference.needs_spirv() || self.checked.needs_spirv()
     }
     fn launch(
         &mut self,
@@ -370,11 +397,92 @@ impl Device for cuda::Device {
 }
 
 /// Opens a device of `kind`: the cpu and the emulator always open; `cuda` opens GPU 0 when a
-/// driver and a GPU are present.
-pub fn open(kind: DeviceKind) -> Result<Box<dyn Device>, cuda::OpenError> {
+/// driver and a GPU are present, `vulkan` the Vulkan device [`crate::vulkan::Device::open`]
+/// picks.
+pub fn open(kind: DeviceKind) -> Result<Box<dyn Device>, String> {
     Ok(match kind {
         DeviceKind::Cpu => Box::new(Cpu),
         DeviceKind::Emu => Box::new(Emu),
-        DeviceKind::Cuda => Box::new(cuda::Device::open(0)?),
+        DeviceKind::Cuda => Box::new(cuda::Device::open(0).map_err(|e| e.to_string())?),
+        DeviceKind::Vulkan => Box::new(crate::vulkan::Device::open().map_err(|e| e.message)?),
     })
+}
+
+/// The Vulkan module of an executable for device `d`: a kernel with warp operations runs its
+/// subgroup form where `d` has 32-lane subgroups, else its form with the lanes' values in
+/// workgroup memory ([`tessera_compiler::lower::tile_spirv::Lanes`]). The pipeline cache's key
+/// is a hash of the words.
+fn vk_module<'a>(
+    d: &crate::vulkan::Device,
+    k: &'a Executable,
+) -> Result<crate::vulkan::Module<'a>, DeviceError> {
+    let s = k.spirv.ok_or(DeviceError::NoSpirv)?;
+    let (words, subgroup_size) = match &s.shared_warps {
+        Some(w) if s.subgroup && !d.runs_subgroup(32) => (w, None),
+        _ => (&s.words, s.subgroup.then_some(32)),
+    };
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    words.hash(&mut h);
+    Ok(crate::vulkan::Module {
+        words,
+        entry: &s.entry,
+        hash: h.finish(),
+        subgroup_size,
+    })
+}
+
+impl Device for crate::vulkan::Device {
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Vulkan
+    }
+    fn needs_spirv(&self) -> bool {
+        true
+    }
+    fn launch(
+        &mut self,
+        k: &Executable,
+        inputs: &[Tensor],
+        outs: &[TensorType],
+    ) -> Result<Option<Launched>, DeviceError> {
+        let l = k.lowered;
+        let m = vk_module(self, k)?;
+        let mut b = Buffers::new(l, inputs, outs).map_err(DeviceError::Marshal)?;
+        let mut readback = vec![false; b.data.len()];
+        for i in b.written() {
+            if let Some(r) = readback.get_mut(i) {
+                *r = true;
+            }
+        }
+        let launch = crate::vulkan::Launch {
+            grid: l.grid,
+            push: &l.scalars,
+        };
+        self.run(&m, &mut b.data, &readback, &launch)
+            .map_err(DeviceError::Vulkan)?;
+        let r = b.result(outs).map_err(DeviceError::Marshal)?;
+        Ok(r.map(|outs| Launched {
+            outs,
+            counters: None,
+        }))
+    }
+    fn time(
+        &mut self,
+        k: &Executable,
+        inputs: &[Tensor],
+        outs: &[TensorType],
+        reps: u32,
+    ) -> Result<Option<f64>, DeviceError> {
+        let l = k.lowered;
+        let m = vk_module(self, k)?;
+        let b = Buffers::new(l, inputs, outs).map_err(DeviceError::Marshal)?;
+        let launch = crate::vulkan::Launch {
+            grid: l.grid,
+            push: &l.scalars,
+        };
+        let mut t = crate::vulkan::Device::time(self, &m, &b.data, &launch, 1, reps.max(1))
+            .map_err(DeviceError::Vulkan)?;
+        t.sort_by(f64::total_cmp);
+        Ok(t.get(t.len() / 2).copied())
+    }
 }

@@ -271,6 +271,9 @@ pub fn emit_dumps(
         let target = session.target.get();
         emit_ptx(dir, &c.lowered, target, &it.sources).map_err(|d| d.or_at(span))?;
     }
+    if let Some(dir) = &*session.emit_spirv.borrow() {
+        emit_spirv(dir, &c.lowered).map_err(|d| d.or_at(span))?;
+    }
     Ok(())
 }
 
@@ -343,11 +346,34 @@ pub(super) fn emit_ptx(
         Diagnostic::new(Code::E0500, format!("--emit-ptx {}: {e}", dir.display()))
     };
     std::fs::create_dir_all(dir).map_err(io)?;
+    if target.is_spirv() {
+        return Ok(());
+    }
     for c in &l.kernels {
         if let Some(t) = &c.target {
             let text = tessera_compiler::target::ptx::print_verified(&t.kernel, target, sources)
                 .map_err(|e| e.to_diagnostic())?;
             std::fs::write(dir.join(format!("{}.ptx", t.kernel.name)), text).map_err(io)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes `DIR/<kernel>.spv` for every kernel translated to SPIR-V (the spirv target).
+pub(super) fn emit_spirv(dir: &std::path::Path, l: &Lowered) -> Result<(), Diagnostic> {
+    let io = |e: std::io::Error| {
+        Diagnostic::new(Code::E0500, format!("--emit-spirv {}: {e}", dir.display()))
+    };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    for c in &l.kernels {
+        if let Some(s) = &c.spirv {
+            let bytes: Vec<u8> = s.words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            std::fs::write(dir.join(format!("{}.spv", s.entry)), bytes).map_err(io)?;
+            if let Some(w) = &s.shared_warps {
+                let bytes: Vec<u8> = w.iter().flat_map(|w| w.to_le_bytes()).collect();
+                let name = format!("{}.shared-warps.spv", s.entry);
+                std::fs::write(dir.join(name), bytes).map_err(io)?;
+            }
         }
     }
     Ok(())

@@ -16,6 +16,7 @@ use tessera_runtime::device::{
 struct Borrowed<'a> {
     emu: dev::Emu,
     cuda: Option<std::cell::RefMut<'a, Option<tessera_runtime::cuda::Device>>>,
+    vulkan: Option<std::cell::RefMut<'a, Option<tessera_runtime::vulkan::Device>>>,
 }
 
 impl<'a> Borrowed<'a> {
@@ -23,12 +24,14 @@ impl<'a> Borrowed<'a> {
         Borrowed {
             emu: dev::Emu,
             cuda: (kind == DeviceKind::Cuda).then(|| session.cuda.borrow_mut()),
+            vulkan: (kind == DeviceKind::Vulkan).then(|| session.vulkan.borrow_mut()),
         }
     }
     fn get(&mut self) -> Option<&mut dyn Device> {
-        match &mut self.cuda {
-            Some(slot) => slot.as_mut().map(|d| d as &mut dyn Device),
-            None => Some(&mut self.emu),
+        match (&mut self.cuda, &mut self.vulkan) {
+            (Some(slot), _) => slot.as_mut().map(|d| d as &mut dyn Device),
+            (_, Some(slot)) => slot.as_mut().map(|d| d as &mut dyn Device),
+            _ => Some(&mut self.emu),
         }
     }
 }
@@ -69,6 +72,28 @@ fn launch_failure(
             )
             .at(k.span),
         ),
+        DeviceError::NoSpirv => Failed::Error(
+            Diagnostic::new(
+                Code::E0800,
+                format!("kernel '{}' cannot run on the vulkan device: {e}", k.name),
+            )
+            .at(k.span)
+            .with_help("the vulkan device runs kernels compiled for the spirv target: target.set(\"spirv\")"),
+        ),
+        DeviceError::Vulkan(ref v) => {
+            let diag = Diagnostic::new(
+                Code::E0800,
+                format!("kernel '{}' failed on the Vulkan device: {v}", k.name),
+            )
+            .or_at(k.span);
+            if v.fault {
+                Failed::Lost(diag.with_note(
+                    "the Vulkan device was lost; kernels run on the cpu from now on (tensors live on the host: the session's values are intact)",
+                ))
+            } else {
+                Failed::Error(diag)
+            }
+        }
         DeviceError::Cuda(e) => {
             let diag = crate::device::failure_diagnostic(k, t, operands, types, &e);
             if !e.fault {
@@ -158,6 +183,7 @@ pub(super) fn run_device(
             let a = match checked {
                 Checked::Emu => crate::crosscheck::compare(&l.program.graph, &ki, r, o),
                 Checked::Cuda => crate::crosscheck::compare_device(&ki, r, o),
+                Checked::Vulkan => crate::crosscheck::compare_on(&ki, r, o, "vulkan"),
             }
             .map_err(|d| DeviceError::Mismatch(Box::new(d)))?;
             crate::crosscheck::log(&ki, r.numel(), &a);
@@ -213,6 +239,7 @@ pub(super) fn run_device(
         let x = Executable {
             lowered: t,
             ptx: ptx.as_deref(),
+            spirv: ck.spirv.as_ref().filter(|_| d.needs_spirv()),
             op: Some(GraphOp {
                 graph: &c.graph,
                 root: id,
@@ -264,7 +291,12 @@ pub(super) fn run_device(
     };
     let r = tessera_runtime::interp::run_with(&c.graph, inputs, &c.captures, &mut hook);
     drop(device);
-    if lost {
+    if lost && kind == DeviceKind::Vulkan {
+        *session.vulkan.borrow_mut() = None;
+        if check.is_none() {
+            session.device.set(DeviceKind::Cpu);
+        }
+    } else if lost {
         *session.cuda.borrow_mut() = None;
         if check.is_none() {
             session.device.set(DeviceKind::Cpu);
@@ -279,7 +311,7 @@ pub(super) fn run_device(
             (DeviceKind::Emu, None | Some((_, Keep::Checked))) => {
                 crate::profile::record_emu(session, c, &counted, &it.sources)
             }
-            (_, None) => crate::profile::record(session, c, &times, Some("cuda"), &it.sources),
+            (_, None) => crate::profile::record(session, c, &times, Some(kind.name()), &it.sources),
             // the caller profiles a cross-checked run that kept the cpu's results
             _ => {}
         }

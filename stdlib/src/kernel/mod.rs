@@ -37,7 +37,7 @@ mod session;
 pub use compile::*;
 pub use decorators::*;
 
-pub use session::{parse_target, DeviceKind, Session, DEFAULT_TARGET};
+pub use session::{parse_target, writable_dir, DeviceKind, Session, DEFAULT_TARGET};
 
 /// How the kernel's result is shaped.
 #[derive(Clone, Debug, PartialEq)]
@@ -333,7 +333,8 @@ pub(crate) fn run_compiled(
 ) -> Result<Vec<Tensor>, Diagnostic> {
     let kind = session.device.get();
     let on_emu = kind == DeviceKind::Emu;
-    let on_cuda = kind == DeviceKind::Cuda;
+    // the GPUs: the CUDA one and the Vulkan one
+    let on_cuda = matches!(kind, DeviceKind::Cuda | DeviceKind::Vulkan);
     let profiling = session.profile.borrow().active;
     if let Some(checked) = crate::crosscheck::mode().map_err(|d| d.or_at(span))? {
         // The script sees the checked device's results when the session runs on it, else

@@ -38,6 +38,10 @@ pub struct Session {
     pub cuda_sources: Rc<RefCell<tessera_lang::SourceMap>>,
     /// `--emit-ptx DIR`.
     pub emit_ptx: Option<std::path::PathBuf>,
+    /// `--emit-spirv DIR`.
+    pub emit_spirv: RefCell<Option<std::path::PathBuf>>,
+    /// The Vulkan device, once opened (`vulkan`).
+    pub vulkan: RefCell<Option<tessera_runtime::vulkan::Device>>,
     /// Kernels already reported as falling back to the CPU.
     pub(super) warned: RefCell<std::collections::HashSet<String>>,
     pub hits: Cell<u64>,
@@ -106,9 +110,31 @@ impl Session {
         crate::env::check()?;
         let target = target.as_deref().map(parse_target).transpose()?;
         if let Some(dir) = &emit_ptx {
-            writable_dir(dir)?;
+            writable_dir(dir, "--emit-ptx")?;
+        }
+        let crosscheck_vulkan =
+            crate::crosscheck::mode()? == Some(crate::crosscheck::Checked::Vulkan);
+        let mut vulkan = None;
+        if device.as_deref() == Some("vulkan") || crosscheck_vulkan {
+            let how = if crosscheck_vulkan {
+                "TESSERA_CROSSCHECK=vulkan"
+            } else {
+                "--device vulkan"
+            };
+            match crate::vulkan::open() {
+                Ok(d) => vulkan = Some(d),
+                Err(why) => return Err(crate::vulkan::unavailable(how, &why)),
+            }
+            if let Some(t) = target.filter(|t| !t.is_spirv()) {
+                return Err(Diagnostic::new(
+                    Code::E0101,
+                    format!("{how} runs SPIR-V kernels, but the target is {t}"),
+                )
+                .with_help("leave out --target, or use --target spirv"));
+            }
         }
         let (kind, gpu, explicit) = match device.as_deref() {
+            Some("vulkan") => (DeviceKind::Vulkan, None, true),
             Some("emu") => (DeviceKind::Emu, None, false),
             Some("cpu") => (DeviceKind::Cpu, None, false),
             Some("cuda") => match crate::cuda::open() {
@@ -122,15 +148,28 @@ impl Session {
             Some(other) => {
                 return Err(
                     Diagnostic::new(Code::E0101, format!("unknown device '{other}'"))
-                        .with_help("devices are auto, cpu, emu, cuda"),
+                        .with_help("devices are auto, cpu, emu, cuda, vulkan"),
                 )
             }
+        };
+        if kind == DeviceKind::Cuda && explicit && target.is_some_and(|t| t.is_spirv()) {
+            return Err(Diagnostic::new(
+                Code::E0101,
+                "--device cuda runs PTX kernels, but the target is spirv",
+            )
+            .with_help("use --device vulkan for SPIR-V, or leave out --target"));
+        }
+        let target = if vulkan.is_some() {
+            Some(Target::Spirv)
+        } else {
+            target
         };
         let gpu_target = gpu
             .as_ref()
             .and_then(|d| Target::parse(d.info().target_name()));
         let target = target.or(gpu_target).unwrap_or(DEFAULT_TARGET);
         let s = Session::build(dump, target, kind, gpu, emit_ptx);
+        *s.vulkan.borrow_mut() = vulkan;
         s.cuda_explicit.set(explicit);
         s.install_timer();
         Ok(s)
@@ -150,6 +189,8 @@ impl Session {
             cuda_explicit: Cell::new(false),
             cuda_sources: Rc::new(RefCell::new(tessera_lang::SourceMap::default())),
             emit_ptx,
+            emit_spirv: RefCell::new(None),
+            vulkan: RefCell::new(None),
             warned: RefCell::new(std::collections::HashSet::new()),
             hits: Cell::new(0),
             misses: Cell::new(0),
@@ -176,15 +217,31 @@ impl Session {
     /// Switches the device (`target.set_device`, `:device`; `None` is `auto`): `cuda` opens
     /// the GPU if it is not open yet (the reason when it cannot); `auto` is `cuda` when that
     /// works, else `cpu`.
-    pub fn set_device(
-        &self,
-        want: Option<DeviceKind>,
-    ) -> Result<(), tessera_runtime::cuda::OpenError> {
+    pub fn set_device(&self, want: Option<DeviceKind>) -> Result<(), Diagnostic> {
+        if want == Some(DeviceKind::Vulkan) {
+            if self.vulkan.borrow().is_none() {
+                let d = crate::vulkan::open().map_err(|why| {
+                    crate::vulkan::unavailable("target.set_device(\"vulkan\")", &why)
+                })?;
+                *self.vulkan.borrow_mut() = Some(d);
+            }
+            // the vulkan device runs SPIR-V: kernels compile for the spirv target from now on
+            self.target.set(Target::Spirv);
+            self.device.set(DeviceKind::Vulkan);
+            self.cuda_explicit.set(false);
+            self.install_timer();
+            return Ok(());
+        }
         let explicit = want == Some(DeviceKind::Cuda);
         if matches!(want, None | Some(DeviceKind::Cuda)) && self.cuda.borrow().is_none() {
             match crate::cuda::open() {
                 Ok(d) => *self.cuda.borrow_mut() = Some(d),
-                Err(why) if explicit => return Err(why),
+                Err(why) if explicit => {
+                    return Err(crate::cuda::unavailable(
+                        "target.set_device(\"cuda\")",
+                        &why,
+                    ))
+                }
                 Err(_) => {}
             }
         }
@@ -204,13 +261,13 @@ impl Session {
     }
 }
 
-/// Creates `dir` (for `--emit-ptx`) and checks that a file can be written in it, so that an
+/// Creates `dir` (for `--emit-ptx`, `--emit-spirv`) and checks that a file can be written in it, so that an
 /// unwritable folder is reported before anything runs.
-fn writable_dir(dir: &std::path::Path) -> Result<(), Diagnostic> {
+pub fn writable_dir(dir: &std::path::Path, flag: &str) -> Result<(), Diagnostic> {
     let fail = |e: std::io::Error| {
         Diagnostic::new(
             Code::E0101,
-            format!("--emit-ptx {}: cannot write there: {e}", dir.display()),
+            format!("{flag} {}: cannot write there: {e}", dir.display()),
         )
     };
     std::fs::create_dir_all(dir).map_err(fail)?;
