@@ -177,7 +177,18 @@ pub fn run_script_within(
     env: &[(&str, &str)],
     timeout: Duration,
 ) -> Result<Output, String> {
-    let r = run_env(exe, tsr, &[], env, timeout)?;
+    run_script_args(exe, tsr, &[], env, timeout)
+}
+
+/// [`run_script_within`] with options of `run` before the script (`--target spirv`, ...).
+pub fn run_script_args(
+    exe: &Path,
+    tsr: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    timeout: Duration,
+) -> Result<Output, String> {
+    let r = run_env(exe, tsr, &[], args, env, timeout)?;
     Ok(Output {
         stdout: r.stdout,
         stderr: r.stderr,
@@ -294,6 +305,7 @@ fn run_env(
     exe: &Path,
     tsr: &Path,
     levels: &[String],
+    args: &[&str],
     env: &[(&str, &str)],
     timeout: Duration,
 ) -> Result<Run, String> {
@@ -319,7 +331,7 @@ fn run_env(
         }
         Some(d)
     };
-    cmd.arg(name).current_dir(dir);
+    cmd.args(args).arg(name).current_dir(dir);
     let (status, stdout, stderr) = run_to_end(cmd, timeout)?;
     let norm = normaliser(dir);
     let snapshots = match &dump_dir {
@@ -536,7 +548,7 @@ pub fn run_case(exe: &Path, tsr: &Path, bless: bool, timeout: Duration) -> Outco
         },
         Err(e) => return Outcome::Failed(format!("cannot read {}: {e}\n", tsr.display())),
     };
-    let r = match run_env(exe, tsr, &levels, &[], timeout) {
+    let r = match run_env(exe, tsr, &levels, &[], &[], timeout) {
         Ok(r) => r,
         Err(e) => return Outcome::Failed(e),
     };

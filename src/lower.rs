@@ -1,10 +1,10 @@
-//! `tessera lower FILE.tile [--to target|ptx] [--target T]`: reads Tile IR text, as
-//! `--dump tile` prints it, checks it, translates it to Target IR and prints the level asked
-//! for. Parse and check errors are diagnostics into the `.tile` file (exit 2: nothing was
+//! `tessera lower FILE.tile [--to target|ptx|spirv] [--target T]`: reads Tile IR text, as
+//! `--dump tile` prints it, checks it, translates it to Target IR (or SPIR-V) and prints the
+//! level asked for (SPIR-V as its disassembly). Parse and check errors are diagnostics into the `.tile` file (exit 2: nothing was
 //! lowered); a translation failure is exit 1.
 
 use std::path::Path;
-use tessera_compiler::lower::tile_target;
+use tessera_compiler::lower::{tile_spirv, tile_target};
 use tessera_compiler::pipeline::print_target;
 use tessera_compiler::target::{ptx, Target};
 use tessera_compiler::tile::{check, text};
@@ -15,6 +15,7 @@ use tessera_lang::{Code, Diagnostic, SourceMap, Span};
 pub enum Level {
     Target,
     Ptx,
+    Spirv,
 }
 
 /// Lowers Tile IR text; `Ok` is the printed level, `Err` the diagnostic and the exit code.
@@ -71,10 +72,19 @@ pub fn lower_text(
         let msg = format!("invalid Tile IR: {}", e.message);
         (at(line, col, msg, Code::E0201), 2)
     })?;
+    if level == Level::Spirv {
+        return match tile_spirv::translate(&k) {
+            Ok(s) => Ok(tile_spirv::disassemble(&s.words)),
+            Err(tessera_compiler::lower::to_target::Error::NotLowered(why)) => {
+                Err((format!("error: {why}\n"), 1))
+            }
+            Err(e) => Err((format!("error: {e:?}\n"), 1)),
+        };
+    }
     let l = tile_target::translate(&k).map_err(|e| (format!("error: {e:?}\n"), 1))?;
     match level {
         Level::Target => Ok(print_target(&l.kernel, &sources)),
-        Level::Ptx => ptx::print_verified(&l.kernel, target, &sources)
+        Level::Ptx | Level::Spirv => ptx::print_verified(&l.kernel, target, &sources)
             .map_err(|e| (e.to_diagnostic().render(&sources, false), 1)),
     }
 }
@@ -98,6 +108,7 @@ fn offset_of(text: &str, line: usize, col: usize) -> usize {
 /// The command: prints the result to stdout or the diagnostic to stderr; the exit code.
 pub fn main(file: &Path, level: Level, target: Option<&str>) -> i32 {
     let target = match target.map(Target::parse) {
+        None if level == Level::Spirv => Target::Spirv,
         None => Target::Sm90,
         Some(Some(t)) => t,
         Some(None) => {

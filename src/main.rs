@@ -155,10 +155,10 @@ fn main() {
             tessera::golden::main(&exe, &paths, bless, filter.as_deref(), timeout)
         }
         Some(Cmd::Lower { file, to, target }) => {
-            let level = if to == "target" {
-                tessera::lower::Level::Target
-            } else {
-                tessera::lower::Level::Ptx
+            let level = match to.as_str() {
+                "target" => tessera::lower::Level::Target,
+                "spirv" => tessera::lower::Level::Spirv,
+                _ => tessera::lower::Level::Ptx,
             };
             tessera::lower::main(&file, level, target.as_deref())
         }

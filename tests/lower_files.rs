@@ -52,3 +52,84 @@ fn hand_written_tile_ir_lowers_as_expected() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// The same files lowered to SPIR-V (`tessera lower --to spirv`): the disassembly compared with
+/// `NAME.spvasm`, or the reason it is not translated with `NAME.spirv.stderr`; every module
+/// translated passes `spirv-val --target-env vulkan1.3` (Debian's spirv-tools, installed by
+/// `scripts/test`).
+#[test]
+fn hand_written_tile_ir_lowers_to_valid_spirv() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/lower");
+    let bless = std::env::var_os("TESSERA_BLESS").is_some_and(|v| v == "1");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/lower")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "tile"))
+        .collect();
+    files.sort();
+    let mut failures = vec![];
+    let mut translated = 0;
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("read .tile");
+        let name = f
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let (actual, ext, other) = match lower_text(&name, &text, Level::Spirv, Target::Spirv) {
+            Ok(asm) => (asm, "spvasm", "spirv.stderr"),
+            Err((msg, _)) => (msg, "spirv.stderr", "spvasm"),
+        };
+        if ext == "spvasm" {
+            translated += 1;
+            let mut sources = tessera_lang::SourceMap::new();
+            let k = tessera_compiler::tile::text::parse(&text, &mut sources).expect("parses");
+            let s = tessera_compiler::lower::tile_spirv::translate(&k).expect("translates");
+            for (form, words) in [
+                ("", Some(&s.words)),
+                (".shared-warps", s.shared_warps.as_ref()),
+            ] {
+                let Some(words) = words else { continue };
+                let path = std::env::temp_dir()
+                    .join(format!("tessera-{}-{name}{form}.spv", std::process::id()));
+                let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                std::fs::write(&path, bytes).expect("write a module");
+                let out = std::process::Command::new("spirv-val")
+                    .args(["--target-env", "vulkan1.3"])
+                    .arg(&path)
+                    .output()
+                    .expect("spirv-val runs (scripts/test installs Debian's spirv-tools)");
+                let _ = std::fs::remove_file(&path);
+                if !out.status.success() {
+                    failures.push(format!(
+                        "{name}{form}: spirv-val: {}{}",
+                        String::from_utf8_lossy(&out.stdout),
+                        String::from_utf8_lossy(&out.stderr)
+                    ));
+                }
+            }
+        }
+        let expected_path = f.with_extension(ext);
+        if bless {
+            std::fs::write(&expected_path, &actual).expect("bless");
+            let _ = std::fs::remove_file(f.with_extension(other));
+            continue;
+        }
+        match std::fs::read_to_string(&expected_path) {
+            Ok(exp) if exp == actual => {}
+            Ok(_) => failures.push(format!(
+                "{name}: SPIR-V output differs from {}",
+                expected_path.display()
+            )),
+            Err(_) => failures.push(format!(
+                "{name}: no {}; bless with TESSERA_BLESS=1",
+                expected_path.display()
+            )),
+        }
+    }
+    assert!(
+        translated >= 2,
+        "only {translated} .tile files translate to SPIR-V"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

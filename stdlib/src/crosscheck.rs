@@ -341,10 +341,19 @@ pub fn compare(g: &Graph, k: &Kernel, cpu: &Tensor, emu: &Tensor) -> Result<Agre
 /// The error for a kernel whose emulated run reported an error (its status word) on inputs
 /// the cpu computed without one.
 pub fn status_error(k: &Kernel) -> Diagnostic {
+    status_error_on(k, Checked::Emu)
+}
+
+/// [`status_error`] for the cross-check of `dev`.
+pub fn status_error_on(k: &Kernel, dev: Checked) -> Diagnostic {
+    let on = match dev {
+        Checked::Emu => "in the emulator".to_string(),
+        other => format!("on {}", other.name()),
+    };
     Diagnostic::new(
         Code::E0800,
         format!(
-            "cross-check: kernel '{}' ({}) reported an error in the emulator (integer division by zero or an invalid float to int cast) where the cpu found none",
+            "cross-check: kernel '{}' ({}) reported an error {on} (integer division by zero or an invalid float to int cast) where the cpu found none",
             k.name,
             k.kind.name()
         ),

@@ -2,8 +2,9 @@
 //!
 //! - `graph.trace(f, *args)` → the Graph IR as traced (a value that prints as the text);
 //! - `graph.lower(f, *args, level="graph")` → str: the Graph IR after the Graph IR passes;
-//!   `"schedule"` the Schedule IR, `"tile"`/`"target"`/`"ptx"` each kernel's Tile IR, Target
-//!   IR or PTX for `target.current()` (a kernel not lowered that far says why, as a comment);
+//!   `"schedule"` the Schedule IR, `"tile"`/`"target"`/`"ptx"`/`"spirv"` each kernel's Tile IR,
+//!   Target IR, PTX or SPIR-V (disassembled; the spirv target) for `target.current()` (a kernel
+//!   not lowered that far says why, as a comment);
 //! - `graph.fusions(f, *args)` → the names of the rules that fired, in order;
 //!   `explain=True` gives `(fired, missed)`, `missed` a list of `(rule, reason, "file:line:col")`;
 //! - `graph.cache_stats()` → `(hits, misses)` of the kernel compile cache of the session;
@@ -141,14 +142,14 @@ pub fn module(session: Rc<Session>) -> Module {
                 }
                 let lspan = own.first().map(|o| o.2).unwrap_or(args.span);
                 match level.as_str() {
-                    "graph" | "schedule" | "tile" | "target" | "ptx" => {}
+                    "graph" | "schedule" | "tile" | "target" | "ptx" | "spirv" => {}
                     _ => {
                         return Err(Diagnostic::new(
                             Code::E0101,
                             format!("unknown level '{level}'"),
                         )
                         .at(lspan)
-                        .with_help("levels are graph, schedule, tile, target, ptx"))
+                        .with_help("levels are graph, schedule, tile, target, ptx, spirv"))
                     }
                 }
                 if crate::dist::call_is_sharded(&rest) {

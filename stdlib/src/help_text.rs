@@ -562,7 +562,7 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
     (
         "graph.lower",
         "The IR of `f(*args)` at one compiler level, as a string. `level` is \"graph\" (after the \
-        Graph IR passes; the default), \"schedule\", \"tile\", \"target\" or \"ptx\", for \
+        Graph IR passes; the default), \"schedule\", \"tile\", \"target\", \"ptx\" or \"spirv\", for \
         `target.current()`; `f` is compiled, not run, and each op carries its `loc(...)`. With \
         sharded arguments \"schedule\" is the mesh Schedule IR (per-device kernels, collectives) \
         and lower levels one device's kernel. An unknown level is E0101.",
@@ -668,7 +668,7 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
     ),
     (
         "target.device",
-        "The name of the device kernels run on: \"cpu\", \"emu\" or \"cuda\".",
+        "The name of the device kernels run on: \"cpu\", \"emu\", \"cuda\" or \"vulkan\".",
     ),
     (
         "target.info",
@@ -678,15 +678,17 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
     ),
     (
         "target.set",
-        "Sets the compilation target: \"sm_80\", \"sm_90\", \"sm_90a\" or \"sm_100\". Another name \
+        "Sets the compilation target: \"sm_80\", \"sm_90\", \"sm_90a\", \"sm_100\" or \"spirv\" \
+        (Vulkan 1.3 compute SPIR-V). Another name \
         is E0101. Kernels compiled from then on are lowered for it (it is part of the compile \
         cache's key); a system from `target.set_system` with another GPU is forgotten.",
     ),
     (
         "target.set_device",
         "Chooses the device kernels run on. \"auto\" (the GPU when a usable one is present, else \
-        cpu), \"cpu\", \"emu\" (the generated PTX run by the CPU emulator) or \"cuda\"; \"cuda\" \
-        without a usable GPU and driver is E0800 and the device stays, another name is E0101.",
+        cpu), \"cpu\", \"emu\" (the generated PTX run by the CPU emulator), \"cuda\" or \"vulkan\" \
+        (the SPIR-V through the system's Vulkan driver; the target becomes \"spirv\"); \"cuda\" \
+        or \"vulkan\" without a usable device is E0800 and the device stays, another name is E0101.",
     ),
     (
         "target.set_system",

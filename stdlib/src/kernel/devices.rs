@@ -170,7 +170,7 @@ pub(super) fn run_device(
         };
         let Some(got) = got else {
             return Err(DeviceError::Mismatch(Box::new(
-                crate::crosscheck::status_error(k),
+                crate::crosscheck::status_error_on(k, checked),
             )));
         };
         // each result of a multi-output kernel, against its own dtype's tolerance

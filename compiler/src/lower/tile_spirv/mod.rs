@@ -33,6 +33,7 @@ use std::collections::HashMap;
 mod math64;
 mod mem;
 mod scalar;
+mod warps;
 
 type R<T> = Result<T, Error>;
 
@@ -60,8 +61,8 @@ pub enum Lanes {
     /// A warp is a 32-lane subgroup: shuffles are subgroup shuffles.
     Subgroup,
     /// Lanes are invocations `32w .. 32w + 31` of the workgroup; a shuffle writes each lane's
-    /// value to a per-warp slot of workgroup memory between two barriers and reads the source
-    /// lane's (a warp reduction reads all 32 and folds them in the butterfly's order). For a
+    /// value to a per-warp slot of workgroup memory, one barrier, and reads the source lane's
+    /// (two banks of slots alternate, consecutive shuffles share one barrier: [`warps`]) (a warp reduction reads all 32 and folds them in the butterfly's order). For a
     /// device whose subgroups are narrower than 32 lanes (lavapipe: 16). Tile IR keeps warp
     /// operations in warp-uniform control flow, but the barriers are then reached by the warps
     /// that execute the operation only, which Vulkan leaves undefined: lavapipe (which runs a
@@ -141,6 +142,14 @@ struct Cx<'k> {
     atomic_float: bool,
     lanes: Lanes,
     uses_warps: bool,
+    /// [`Lanes::Shared`]: the lane's `u32` function variable naming the slot bank in use.
+    bank: Option<Word>,
+    /// [`Lanes::Shared`]: words of slots per lane and bank ([`warps::slot_words`]).
+    slot_words: u32,
+    /// [`Lanes::Shared`]: each batched shuffle's bank offset and slot word.
+    batch: HashMap<OpId, (Word, u32)>,
+    /// The op being translated.
+    current: OpId,
 }
 
 /// Translates a Tile IR kernel to a SPIR-V compute module (and, when it has warp operations,
@@ -152,9 +161,6 @@ pub fn translate(k: &Kernel) -> R<Spirv> {
     }
     Ok(s)
 }
-
-/// The bytes of workgroup memory a [`Lanes::Shared`] kernel adds per warp: two words per lane.
-const SLOT_BYTES: u32 = 32 * 8;
 
 /// Translates a Tile IR kernel with its warps' lanes exchanging values as `lanes` says.
 pub fn translate_with(k: &Kernel, lanes: Lanes) -> R<Spirv> {
@@ -195,6 +201,10 @@ pub fn translate_with(k: &Kernel, lanes: Lanes) -> R<Spirv> {
         atomic_float: false,
         lanes,
         uses_warps: uses_warps(k),
+        bank: None,
+        slot_words: warps::slot_words(k),
+        batch: HashMap::new(),
+        current: OpId(0),
     };
     cx.globals()?;
     let fn_ty = cx.b.type_function(cx.t.void, vec![]);
@@ -202,6 +212,11 @@ pub fn translate_with(k: &Kernel, lanes: Lanes) -> R<Spirv> {
         cx.b.begin_function(cx.t.void, None, FunctionControl::NONE, fn_ty)
             .map_err(build_err)?;
     cx.cur = cx.b.begin_block(None).map_err(build_err)?;
+    if lanes == Lanes::Shared && cx.uses_warps {
+        let ptr = cx.b.type_pointer(None, StorageClass::Function, cx.t.u32_);
+        let zero = cx.const_u32(0);
+        cx.bank = Some(cx.b.variable(ptr, None, StorageClass::Function, Some(zero)));
+    }
     cx.bind_params()?;
     cx.region(&k.body)?;
     cx.b.ret().map_err(build_err)?;
@@ -337,10 +352,15 @@ impl Cx<'_> {
     /// The workgroup memory of the warps' lane slots ([`Lanes::Shared`]), after the buffers.
     fn slot_bytes(&self) -> u32 {
         if self.lanes == Lanes::Shared && self.uses_warps {
-            (self.k.threads().div_ceil(32) as u32).saturating_mul(SLOT_BYTES)
+            self.bank_bytes().saturating_mul(2)
         } else {
             0
         }
+    }
+
+    /// One bank of lane slots: every warp's.
+    pub(super) fn bank_bytes(&self) -> u32 {
+        (self.k.threads().div_ceil(32) as u32).saturating_mul(32 * 4 * self.slot_words)
     }
 
     /// The byte address of the lane slots: the window's end, 8-aligned.
@@ -655,12 +675,16 @@ impl Cx<'_> {
     // ---- structure ----
 
     fn region(&mut self, r: &Region) -> R<()> {
-        for &id in &r.ops {
+        for (i, &id) in r.ops.iter().enumerate() {
             let Some(op) = self.k.op(id) else {
                 return bug(self.k, format!("op {} out of range", id.0));
             };
             if op.kind == OpKind::Yield {
                 continue;
+            }
+            self.current = id;
+            if matches!(op.kind, OpKind::Shfl { .. }) && !self.batch.contains_key(&id) {
+                self.batch_at(&r.ops[i..])?;
             }
             match &op.kind {
                 OpKind::For { .. } => self.for_loop(op)?,

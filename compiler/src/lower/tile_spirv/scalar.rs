@@ -801,47 +801,17 @@ impl Cx<'_> {
         };
         let j = self.ins(Op::Select, u, &[ok, j, i]);
         if self.lanes == Lanes::Shared {
-            self.publish(v, Ty::B32)?;
-            let at = self.slot_addr(j);
-            return self.load_shared_at(at, Ty::B32);
+            return self.batch_read(self.current, j);
         }
         let scope = self.const_u32(SCOPE_SUBGROUP);
         Ok(self.ins(Op::GroupNonUniformShuffle, u, &[scope, v, j]))
-    }
-
-    /// [`Lanes::Shared`]: this lane's value into its slot, between two barriers.
-    fn publish(&mut self, v: Word, ty: Ty) -> R<()> {
-        self.barrier();
-        let lane = self.special(crate::target::SReg::LaneId);
-        let at = self.slot_addr(lane);
-        self.store_shared_at(at, ty, v)?;
-        self.barrier();
-        Ok(())
-    }
-
-    /// The byte address of lane `lane`'s slot in this warp's slots.
-    fn slot_addr(&mut self, lane: Word) -> Word {
-        let u = self.t.u32_;
-        let warp = self.special(crate::target::SReg::WarpId);
-        let (per_warp, eight) = (self.const_u32(super::SLOT_BYTES), self.const_u32(8));
-        let base = self.const_u32(self.slots_base());
-        let w = self.ins(Op::IMul, u, &[warp, per_warp]);
-        let l = self.ins(Op::IMul, u, &[lane, eight]);
-        let a = self.ins(Op::IAdd, u, &[base, w]);
-        self.ins(Op::IAdd, u, &[a, l])
     }
 
     fn reduce_warp(&mut self, mut v: Word, op: BinOp, ty: Ty) -> R<Word> {
         if self.lanes == Lanes::Shared {
             // every lane's value, then the butterfly's tree as lane 0 sees it: step `s`
             // combines lane j with lane j ^ s (the op commutes, so every lane ends equal)
-            self.publish(v, ty)?;
-            let mut vals = vec![];
-            for lane in 0..32u32 {
-                let l = self.const_u32(lane);
-                let at = self.slot_addr(l);
-                vals.push(self.load_shared_at(at, ty)?);
-            }
+            let mut vals = self.exchange_all(v, ty)?;
             for s in [16usize, 8, 4, 2, 1] {
                 let mut next = vec![];
                 for j in 0..s {

@@ -1,0 +1,237 @@
+//! The SPIR-V back end through a real Vulkan driver (Mesa's lavapipe here and in CI; any
+//! Vulkan 1.3 device elsewhere). Every script of `tests/golden`, `tests/ir` and `examples` that
+//! makes a kernel runs with `TESSERA_CROSSCHECK=vulkan` and `--emit-spirv DIR`: the session
+//! compiles for the `spirv` target, and every kernel launch also runs its SPIR-V on the Vulkan
+//! device and is compared with the cpu result within the dtype's bound (a mismatch, a status
+//! word the cpu does not raise, or a kernel not translated to SPIR-V is an E0800 error). The
+//! script must then print what it prints with `--target spirv --device cpu` (its golden
+//! `.stdout` also counts: timings differ from run to run) and exit the same way; every module it
+//! emitted (both forms of a kernel with warp operations: subgroups, and warps in workgroup
+//! memory) must pass `spirv-val --target-env vulkan1.3`.
+//!
+//! Needs a Vulkan loader and device and `spirv-val`: `scripts/test` installs
+//! `mesa-vulkan-drivers` and `spirv-tools`; without them the test fails and says so.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Scripts expected to fail the check, with the reason the error must give.
+const NOT_ON_VULKAN: &[(&str, &str)] = &[(
+    "tests/golden/lower_emu_fallback.tsr",
+    "attention tiles of 173 KiB of shared memory (head dimensions 640 and 640",
+)];
+
+const SCRIPT_TIMEOUT: Duration = Duration::from_secs(300);
+
+struct Outcome {
+    name: String,
+    launches: usize,
+    modules: usize,
+    failure: Option<String>,
+    seconds: f64,
+}
+
+fn spirv_val(spv: &Path) -> Result<(), String> {
+    let out = std::process::Command::new("spirv-val")
+        .args(["--target-env", "vulkan1.3"])
+        .arg(spv)
+        .output()
+        .map_err(|e| {
+            format!(
+                "spirv-val could not run ({e}): scripts/test installs it (Debian's spirv-tools)"
+            )
+        })?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}: {}{}",
+            spv.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+fn check(exe: &Path, root: &Path, tsr: &Path, work: &Path, i: usize) -> Outcome {
+    let name = tsr.strip_prefix(root).unwrap_or(tsr).display().to_string();
+    let start = Instant::now();
+    let emit = work.join(format!("spv-{i}"));
+    let log = work.join(format!("{i}.log"));
+    let emit_s = emit.display().to_string();
+    let log_s = log.display().to_string();
+    let spirv_cpu = ["--target", "spirv", "--device", "cpu"];
+    let reference = tessera::golden::run_script_args(exe, tsr, &spirv_cpu, &[], SCRIPT_TIMEOUT);
+    let checked = tessera::golden::run_script_args(
+        exe,
+        tsr,
+        &["--emit-spirv", &emit_s],
+        &[
+            ("TESSERA_CROSSCHECK", "vulkan"),
+            ("TESSERA_CROSSCHECK_LOG", &log_s),
+        ],
+        SCRIPT_TIMEOUT,
+    );
+    let launches = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("checked\t"))
+        .count();
+    let mut modules = 0;
+    let mut report = String::new();
+    if let Ok(rd) = std::fs::read_dir(&emit) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "spv") {
+                modules += 1;
+                if let Err(e) = spirv_val(&p) {
+                    report.push_str(&format!("spirv-val rejects {e}\n"));
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&emit);
+    let (reference, checked) = match (reference, checked) {
+        (Ok(r), Ok(c)) => (r, c),
+        (Err(e), _) | (_, Err(e)) => {
+            return Outcome {
+                name,
+                launches,
+                modules,
+                failure: Some(e),
+                seconds: start.elapsed().as_secs_f64(),
+            }
+        }
+    };
+    let golden = std::fs::read_to_string(tsr.with_extension("stdout")).ok();
+    let listed = NOT_ON_VULKAN.iter().find(|(s, _)| *s == name);
+    if let Some((_, reason)) = listed {
+        let needle = format!("is not lowered to SPIR-V ({reason}");
+        if checked.code == reference.code {
+            report.push_str("listed as failing on vulkan but it passes: remove it from the list\n");
+        } else if !checked.stderr.contains(&needle) {
+            report.push_str(&format!(
+                "expected to stop at a kernel that {needle}...); got exit {}\n{}",
+                checked.code, checked.stderr
+            ));
+        }
+    } else {
+        let same = checked.stdout == reference.stdout
+            || golden
+                .as_deref()
+                .is_some_and(|g| tessera::golden::text_matches(g, &checked.stdout));
+        if !same {
+            report.push_str(&format!(
+                "stdout differs from the cpu's\n--- cpu (--target spirv) ---\n{}--- vulkan cross-check ---\n{}--- stderr ---\n{}",
+                reference.stdout, checked.stdout, checked.stderr
+            ));
+        }
+        if checked.code != reference.code {
+            report.push_str(&format!(
+                "exit status {} (the cpu's: {})\n--- stderr ---\n{}",
+                checked.code, reference.code, checked.stderr
+            ));
+        }
+    }
+    Outcome {
+        name,
+        launches,
+        modules,
+        failure: (!report.is_empty()).then_some(report),
+        seconds: start.elapsed().as_secs_f64(),
+    }
+}
+
+#[test]
+fn every_golden_kernel_agrees_on_cpu_and_vulkan_and_passes_spirv_val() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_tessera"));
+    let list = tessera::golden::kernel_scripts(root);
+    assert!(list.len() >= 20, "only {} kernel scripts", list.len());
+    for (s, _) in NOT_ON_VULKAN {
+        assert!(
+            list.iter()
+                .any(|p| p.strip_prefix(root).is_ok_and(|q| q == Path::new(s))),
+            "{s} is listed but is not a kernel script"
+        );
+    }
+    let work = std::env::temp_dir().join(format!("tessera-vulkan-{}", std::process::id()));
+    std::fs::create_dir_all(&work).expect("create a work directory");
+    let start = Instant::now();
+    let next = AtomicUsize::new(0);
+    let results = Mutex::new(Vec::new());
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        .clamp(2, 8);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(tsr) = list.get(i) else { break };
+                let r = check(&exe, root, tsr, &work, i);
+                results.lock().unwrap_or_else(|e| e.into_inner()).push(r);
+            });
+        }
+    });
+    let _ = std::fs::remove_dir_all(&work);
+    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    results.sort_by(|a, b| a.name.cmp(&b.name));
+    let (mut launches, mut modules) = (0, 0);
+    for r in &results {
+        println!(
+            "{:<48} {:>6.2}s {:>3} launches {:>3} modules{}",
+            r.name,
+            r.seconds,
+            r.launches,
+            r.modules,
+            if r.failure.is_some() { "  FAILED" } else { "" }
+        );
+        launches += r.launches;
+        modules += r.modules;
+    }
+    println!(
+        "{} scripts, {launches} launches checked on vulkan, {modules} SPIR-V modules validated; {:.1}s",
+        results.len(),
+        start.elapsed().as_secs_f64()
+    );
+    let failures: Vec<String> = results
+        .iter()
+        .filter_map(|r| {
+            r.failure
+                .as_ref()
+                .map(|f| format!("=== {} ===\n{f}", r.name))
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} scripts fail on vulkan:\n{}",
+        failures.len(),
+        results.len(),
+        failures.join("\n")
+    );
+    // the check ran kernels: a driver that ran nothing would pass vacuously
+    assert!(launches > 500, "only {launches} launches were checked");
+    assert!(modules > 500, "only {modules} modules were emitted");
+}
+
+/// The golden scripts of `tests/vulkan` (the vulkan device as a user reaches it:
+/// `target.set_device("vulkan")`, `graph.lower(..., level="spirv")`) print their expected
+/// output; they are kept out of `tests/golden`, which also runs where no Vulkan driver is
+/// (the aarch64 build under qemu).
+#[test]
+fn the_vulkan_golden_scripts_pass() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_tessera"));
+    let out = std::process::Command::new(&exe)
+        .arg("test")
+        .arg(root.join("tests/vulkan"))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run tessera test");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
+}
