@@ -116,6 +116,10 @@ pub fn main(file: &Path, level: Level, target: Option<&str>) -> i32 {
             return 2;
         }
     };
+    if target.is_spirv() && level == Level::Ptx {
+        eprintln!("error: --target spirv has no PTX; use --to spirv");
+        return 2;
+    }
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
         Err(e) => {

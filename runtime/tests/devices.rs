@@ -363,6 +363,7 @@ fn suite(dev: &mut dyn Device) -> usize {
             let x = Executable {
                 lowered: t,
                 ptx: ptx.as_ref(),
+                spirv: None,
                 op: Some(GraphOp {
                     graph: &l.program.graph,
                     root: id,
@@ -478,6 +479,7 @@ fn a_cross_check_reports_what_its_comparison_finds() {
     let x = Executable {
         lowered: l.kernels[0].target.as_ref().unwrap(),
         ptx: None,
+        spirv: None,
         op: Some(GraphOp {
             graph: &l.program.graph,
             root: k.root,
@@ -558,6 +560,7 @@ fn a_status_error_leaves_the_op_to_the_cpu() {
     let x = Executable {
         lowered: l.kernels[0].target.as_ref().unwrap(),
         ptx: None,
+        spirv: None,
         op: None,
     };
     let ints = |v: Vec<i64>| Tensor::from_i64(&[4], v, DType::I32).unwrap();

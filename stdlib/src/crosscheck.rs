@@ -94,15 +94,18 @@ pub fn device_bound(d: DType) -> f64 {
 /// [`device_bound`], and no element NaN on one side only (an output the kernel never wrote is
 /// NaN when outputs are poisoned, `TESSERA_CUDA_POISON=1`).
 pub fn compare_device(k: &Kernel, cpu: &Tensor, gpu: &Tensor) -> Result<Agreement, Diagnostic> {
-    compare_on(k, cpu, gpu, "cuda")
+    compare_on(k, cpu, gpu, "cuda", k.ty.dtype)
 }
 
-/// [`compare_device`] for the device named `dev`.
+/// [`compare_device`] for the device named `dev`, with the bound of dtype `work` (the
+/// vulkan check uses the kernel's least precise float operand: an fp32 matmul with an fp64
+/// epilogue is fp32 arithmetic).
 pub fn compare_on(
     k: &Kernel,
     cpu: &Tensor,
     gpu: &Tensor,
     dev: &str,
+    work: DType,
 ) -> Result<Agreement, Diagnostic> {
     let what = format!("cross-check: kernel '{}' ({})", k.name, k.kind.name());
     if cpu.shape() != gpu.shape() {
@@ -137,7 +140,7 @@ pub fn compare_on(
             den += x * x;
         }
     }
-    let bound = device_bound(k.ty.dtype);
+    let bound = device_bound(work);
     let rel = if den > 0.0 {
         (num / den).sqrt()
     } else {
@@ -153,7 +156,7 @@ pub fn compare_on(
             Code::E0800,
             format!(
                 "{what}: the cpu and {dev} disagree: ‖{dev} − cpu‖ / ‖cpu‖ = {rel:.3e}, over the {} bound {bound:.0e}",
-                k.ty.dtype
+                work
             ),
         )
         .at(k.span));
@@ -427,6 +430,7 @@ mod tests {
         let x = Executable {
             lowered: t,
             ptx: None,
+            spirv: None,
             op: None,
         };
         Emu.launch(&x, std::slice::from_ref(input), std::slice::from_ref(out))

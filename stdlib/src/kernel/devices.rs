@@ -183,7 +183,21 @@ pub(super) fn run_device(
             let a = match checked {
                 Checked::Emu => crate::crosscheck::compare(&l.program.graph, &ki, r, o),
                 Checked::Cuda => crate::crosscheck::compare_device(&ki, r, o),
-                Checked::Vulkan => crate::crosscheck::compare_on(&ki, r, o, "vulkan"),
+                Checked::Vulkan => {
+                    let g = &l.program.graph;
+                    let work = if !ki.ty.dtype.is_float() {
+                        ki.ty.dtype
+                    } else {
+                        ki.inputs
+                            .iter()
+                            .filter_map(|&v| g.ty(v).map(|t| t.dtype))
+                            .chain([ki.ty.dtype])
+                            .filter(|d| d.is_float() && d.precision().is_some())
+                            .min_by_key(|d| d.precision())
+                            .unwrap_or(ki.ty.dtype)
+                    };
+                    crate::crosscheck::compare_on(&ki, r, o, "vulkan", work)
+                }
             }
             .map_err(|d| DeviceError::Mismatch(Box::new(d)))?;
             crate::crosscheck::log(&ki, r.numel(), &a);
@@ -210,6 +224,19 @@ pub(super) fn run_device(
                 }
             };
         };
+        if kind == DeviceKind::Vulkan && ck.spirv.is_none() {
+            // compiled for a PTX target (target.set("sm_80") after the device was chosen)
+            let why = format!("compiled for the {} target, not spirv", l.program.target);
+            return Some(Err(match check {
+                Some((checked, _)) => crate::crosscheck::not_lowered_on(k, &why, checked),
+                None => Diagnostic::new(
+                    Code::E0800,
+                    format!("kernel '{}' cannot run on the vulkan device: {why}", k.name),
+                )
+                .at(k.span)
+                .with_help("the vulkan device runs kernels compiled for the spirv target: target.set(\"spirv\")"),
+            }));
+        }
         let Some(d) = device.get().filter(|_| !lost) else {
             return check.map(|_| {
                 Err(crate::cuda::unavailable(

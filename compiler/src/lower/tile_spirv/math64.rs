@@ -96,8 +96,8 @@ impl Cx<'_> {
         let log2e = self.c64(std::f64::consts::LOG2_E);
         let t = self.f2(Op::FMul, x, log2e);
         let k = self.g64(G::RoundEven, t);
-        let ln2_hi = self.c64(6.931_471_803_691_238_2e-1);
-        let ln2_lo = self.c64(1.908_214_929_270_587_7e-10);
+        let ln2_hi = self.c64(f64::from_bits(0x3fe6_2e42_fee0_0000));
+        let ln2_lo = self.c64(f64::from_bits(0x3dea_39ef_3579_3c76));
         let nk = self.g64_neg(k);
         let r = self.fma64(nk, ln2_hi, x);
         let r = self.fma64(nk, ln2_lo, r);
@@ -170,8 +170,8 @@ impl Cx<'_> {
         let p = self.horner(&coef, z);
         let s2 = self.f2(Op::FMul, s, two);
         let lnm = self.f2(Op::FMul, s2, p);
-        let ln2_hi = self.c64(6.931_471_803_691_238_2e-1);
-        let ln2_lo = self.c64(1.908_214_929_270_587_7e-10);
+        let ln2_hi = self.c64(f64::from_bits(0x3fe6_2e42_fee0_0000));
+        let ln2_lo = self.c64(f64::from_bits(0x3dea_39ef_3579_3c76));
         let r = self.fma64(ef, ln2_lo, lnm);
         let r = self.fma64(ef, ln2_hi, r);
         // specials
@@ -301,12 +301,28 @@ impl Cx<'_> {
         let inf = self.c64(f64::INFINITY);
         let ypos = self.cmp64(Op::FOrdGreaterThan, y, zero);
         let z = self.sel64(ypos, zero, inf);
+        // (−0) ** odd y keeps the sign: −0 or −inf
+        let u64t = self.sty(Ty::U64);
+        let xbits = self.ins(Op::Bitcast, u64t, &[x]);
+        let top = self.constant(u64t, 1 << 63);
+        let negzero = self.ins(Op::IEqual, bt, &[xbits, top]);
+        let odd_int = self.ins(Op::LogicalAnd, bt, &[odd, yint]);
+        let sign_odd = self.ins(Op::LogicalAnd, bt, &[negzero, odd_int]);
+        let nz = self.g64_neg(z);
+        let z = self.sel64(sign_odd, nz, z);
         let x0 = self.cmp64(Op::FOrdEqual, x, zero);
         let r = self.sel64(x0, z, r);
         let one = self.c64(1.0);
         let y0 = self.cmp64(Op::FOrdEqual, y, zero);
         let x1 = self.cmp64(Op::FOrdEqual, x, one);
         let unit = self.ins(Op::LogicalOr, bt, &[y0, x1]);
+        // (−1) ** ±inf is 1
+        let m1 = self.c64(-1.0);
+        let xm1 = self.cmp64(Op::FOrdEqual, x, m1);
+        let ay = self.g64(G::FAbs, y);
+        let yinf = self.cmp64(Op::FOrdEqual, ay, inf);
+        let m1inf = self.ins(Op::LogicalAnd, bt, &[xm1, yinf]);
+        let unit = self.ins(Op::LogicalOr, bt, &[unit, m1inf]);
         self.sel64(unit, one, r)
     }
 

@@ -237,7 +237,7 @@ pub fn translate_with(k: &Kernel, lanes: Lanes) -> R<Spirv> {
     }
     let interface = cx.interface.clone();
     cx.b.entry_point(ExecutionModel::GLCompute, main, k.name.clone(), interface);
-    cx.b.execution_mode(main, ExecutionMode::LocalSize, k.block.to_vec());
+    cx.b.execution_mode(main, ExecutionMode::LocalSize, k.block);
     let bindings = cx.bufs.len() as u32;
     let push_words = k.scalars().len() as u32;
     let subgroup = cx.subgroup && lanes == Lanes::Subgroup;

@@ -123,8 +123,8 @@ impl Cx<'_> {
                         self.glsl(GlslStd450Op::PackHalf2x16, u, &[v])
                     }
                     Pack::BF16x2 => {
-                        let h = self.to_bf16(hi);
-                        let l = self.to_bf16(lo);
+                        let h = self.bf16_of(hi);
+                        let l = self.bf16_of(lo);
                         let s16 = self.const_u32(16);
                         let h = self.ins(Op::ShiftLeftLogical, u, &[h, s16]);
                         self.ins(Op::BitwiseOr, u, &[h, l])
@@ -461,7 +461,7 @@ impl Cx<'_> {
     }
 
     /// f32 → bf16 bits, round to nearest even (NaN stays a quiet NaN).
-    fn to_bf16(&mut self, x: Word) -> Word {
+    fn bf16_of(&mut self, x: Word) -> Word {
         let u = self.t.u32_;
         let bits = self.ins(Op::Bitcast, u, &[x]);
         let s16 = self.const_u32(16);
@@ -588,7 +588,7 @@ impl Cx<'_> {
                     x
                 };
                 return Ok(match (to, rnd) {
-                    (Ty::BF16, None | Some(Rnd::Rn)) => self.to_bf16(x),
+                    (Ty::BF16, None | Some(Rnd::Rn)) => self.bf16_of(x),
                     (Ty::BF16, Some(Rnd::Rz)) => {
                         let u = self.t.u32_;
                         let b = self.ins(Op::Bitcast, u, &[x]);
@@ -877,8 +877,13 @@ impl Cx<'_> {
             MathFn::Exp => self.glsl(GlslStd450Op::Exp, ft, &[x]),
             MathFn::Log => self.glsl(GlslStd450Op::Log, ft, &[x]),
             MathFn::Tanh => self.glsl(GlslStd450Op::Tanh, ft, &[x]),
-            MathFn::Sin => self.glsl(GlslStd450Op::Sin, ft, &[x]),
-            MathFn::Cos => self.glsl(GlslStd450Op::Cos, ft, &[x]),
+            // through fp64: GLSL.std.450's fp32 sin/cos are only accurate in [−π, π]
+            MathFn::Sin | MathFn::Cos => {
+                let f64t = self.sty(Ty::F64);
+                let xd = self.ins(Op::FConvert, f64t, &[x]);
+                let r = self.math64(f, xd, None)?;
+                self.ins(Op::FConvert, ft, &[r])
+            }
             MathFn::Sigmoid => self.sigmoid(x),
             MathFn::Silu => {
                 let s = self.sigmoid(x);
@@ -919,11 +924,26 @@ impl Cx<'_> {
                 let inf = self.const_f32(f32::INFINITY);
                 let ypos = self.ins(Op::FOrdGreaterThan, bt, &[y, zero]);
                 let z = self.ins(Op::Select, ft, &[ypos, zero, inf]);
+                // (−0) ** odd y keeps the sign: −0 or −inf
+                let xbits = self.ins(Op::Bitcast, self.t.u32_, &[x]);
+                let top = self.const_u32(0x8000_0000);
+                let negzero = self.ins(Op::IEqual, bt, &[xbits, top]);
+                let odd_int = self.ins(Op::LogicalAnd, bt, &[odd, yint]);
+                let sign_odd = self.ins(Op::LogicalAnd, bt, &[negzero, odd_int]);
+                let nz = self.ins(Op::FNegate, ft, &[z]);
+                let z = self.ins(Op::Select, ft, &[sign_odd, nz, z]);
                 let x0 = self.ins(Op::FOrdEqual, bt, &[x, zero]);
                 let r = self.ins(Op::Select, ft, &[x0, z, r]);
                 let y0 = self.ins(Op::FOrdEqual, bt, &[y, zero]);
                 let x1 = self.ins(Op::FOrdEqual, bt, &[x, one]);
                 let unit = self.ins(Op::LogicalOr, bt, &[y0, x1]);
+                // (−1) ** ±inf is 1
+                let m1 = self.const_f32(-1.0);
+                let xm1 = self.ins(Op::FOrdEqual, bt, &[x, m1]);
+                let ay = self.glsl(GlslStd450Op::FAbs, ft, &[y]);
+                let yinf = self.ins(Op::FOrdEqual, bt, &[ay, inf]);
+                let m1inf = self.ins(Op::LogicalAnd, bt, &[xm1, yinf]);
+                let unit = self.ins(Op::LogicalOr, bt, &[unit, m1inf]);
                 self.ins(Op::Select, ft, &[unit, one, r])
             }
         })
