@@ -1,18 +1,11 @@
 //! Conversions in SPIR-V: between the float types (bf16/f16 as bits, directed rounding of
 //! f64 → f32 by a one-ulp step), float → int with PTX's saturation, and between integer widths.
 
+use super::scalar::{signed, wide};
 use super::{unsupported, Cx, R};
 use crate::target::{Rnd, Ty};
 use crate::tile::ir::*;
 use rspirv::spirv::{GlslStd450Op, Op, Word};
-
-fn signed(ty: Ty) -> bool {
-    matches!(ty, Ty::S32 | Ty::S64)
-}
-
-fn wide(ty: Ty) -> bool {
-    ty.bits() == 64
-}
 
 impl Cx<'_> {
     /// f32 → bf16 bits, round to nearest even (NaN stays a quiet NaN).

@@ -11,11 +11,11 @@ fn is_float(ty: Ty) -> bool {
     matches!(ty, Ty::F32 | Ty::F64)
 }
 
-fn signed(ty: Ty) -> bool {
+pub(super) fn signed(ty: Ty) -> bool {
     matches!(ty, Ty::S32 | Ty::S64)
 }
 
-fn wide(ty: Ty) -> bool {
+pub(super) fn wide(ty: Ty) -> bool {
     ty.bits() == 64
 }
 
