@@ -17,29 +17,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Scripts expected to fail the check, with the reason the error must give.
-/// Scripts whose vulkan results do not agree with the cpu yet (a known bug each, in the
-/// closing note of issue 21): the check must still stop at a kernel that disagrees; one that
-/// passes fails the test (remove it from the list).
-const KNOWN_MISMATCH: &[(&str, &str)] = &[
-    (
-        "tests/golden/lower_sin_cos_emu.tsr",
-        "fp32 sin/cos of large arguments (the three-part π/2 reduction)",
-    ),
-    (
-        "tests/golden/lower_fp64_emu.tsr",
-        "an fp64 exp kernel gives NaN where the cpu does not",
-    ),
-    (
-        "tests/golden/lower_rounding_emu.tsr",
-        "floor/ceil/round/sign of fp32 on lavapipe",
-    ),
-    (
-        "tests/golden/lower_f64_erf_pow_emu.tsr",
-        "fp64 pow of special values (an inf comes out NaN)",
-    ),
-];
-
 /// Scripts whose output legitimately differs between the two runs (only the exit status and
 /// the absence of a cross-check error are checked): what they print depends on which device
 /// ran the kernels.
@@ -71,6 +48,8 @@ fn normalize(out: &str) -> String {
         .join("\n")
 }
 
+/// Scripts expected to stop at a kernel the back end does not translate, with the reason the
+/// error must give.
 const NOT_ON_VULKAN: &[(&str, &str)] = &[
     (
         "tests/golden/profile_table.tsr",
@@ -187,17 +166,7 @@ fn check(exe: &Path, root: &Path, tsr: &Path, work: &Path, i: usize) -> Outcome 
     };
     let golden = std::fs::read_to_string(tsr.with_extension("stdout")).ok();
     let listed = NOT_ON_VULKAN.iter().find(|(s, _)| *s == name);
-    let mismatch = KNOWN_MISMATCH.iter().find(|(s, _)| *s == name);
-    if mismatch.is_some() {
-        if checked.code == reference.code {
-            report.push_str("listed as a known mismatch but it passes: remove it from the list\n");
-        } else if !checked.stderr.contains("the cpu and vulkan disagree") {
-            report.push_str(&format!(
-                "expected a cpu/vulkan disagreement; got exit {}\n{}",
-                checked.code, checked.stderr
-            ));
-        }
-    } else if let Some((_, reason)) = listed {
+    if let Some((_, reason)) = listed {
         let needle = format!("is not lowered to SPIR-V ({reason}");
         if checked.code == reference.code {
             report.push_str("listed as failing on vulkan but it passes: remove it from the list\n");

@@ -121,6 +121,14 @@ pub fn compare_on(
     }
     let a = values(cpu)?;
     let b = values(gpu)?;
+    // the norms are taken of values scaled by the largest finite magnitude, so that squares
+    // of values near the fp64 range (1e308) do not overflow
+    let scale = a
+        .iter()
+        .chain(&b)
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, |m, v| m.max(v.abs()));
+    let scale = if scale > 0.0 { scale } else { 1.0 };
     let (mut num, mut den) = (0.0f64, 0.0f64);
     for (i, (x, y)) in a.iter().zip(&b).enumerate() {
         if x.is_nan() != y.is_nan() || (x.is_infinite() && x != y) {
@@ -136,15 +144,16 @@ pub fn compare_on(
             .at(k.span));
         }
         if x.is_finite() && y.is_finite() {
-            num += (x - y) * (x - y);
-            den += x * x;
+            let (xs, ys) = (x / scale, y / scale);
+            num += (xs - ys) * (xs - ys);
+            den += xs * xs;
         }
     }
     let bound = device_bound(work);
     let rel = if den > 0.0 {
         (num / den).sqrt()
     } else {
-        num.sqrt()
+        num.sqrt() * scale
     };
     let ok = if bound == 0.0 {
         num == 0.0

@@ -94,11 +94,11 @@ fn exp_dd(b: &mut KernelBuilder, x: Reg, lo: Option<Reg>) -> Reg {
     b.selp(Ty::F64, Operand::f64(0.0), res, small)
 }
 
-/// The same 64 bits in a register of type `to` (`f64` ↔ `b64`).
+/// The same bits in a register of type `to` (`f64` ↔ `b64`, `f32` ↔ `b32`).
 fn reinterpret(b: &mut KernelBuilder, to: Ty, x: Reg) -> Reg {
     let r = b.reg(to);
     b.push(TOp::Mov {
-        ty: Ty::B64,
+        ty: if to.bits() == 64 { Ty::B64 } else { Ty::B32 },
         dst: r,
         src: x.into(),
     });
@@ -381,10 +381,11 @@ pub(crate) fn tanh_f64(b: &mut KernelBuilder, x: Reg) -> Reg {
     b.selp(Ty::F64, nr, r, neg)
 }
 
-/// `x ** y` in f32 with NumPy's rules: 2^(y·log2|x|); a negative base gives NaN unless `y` is
-/// an integer (then the sign of (−1)^y); `x ** 0` and `1 ** y` are 1; `0 ** y` is 0 for y > 0
-/// and inf for y < 0. ex2/lg2 are the hardware's approximations (2^-22 relative error each),
-/// so the result is within a few ulps of the correctly rounded power for moderate exponents.
+/// `x ** y` in f32 with C's `pow` rules, as [`pow_f64`]: 2^(y·log2|x|); a negative finite base
+/// gives NaN unless `y` is an integer; a base with its sign bit set (−0 and −inf too) and an
+/// odd integer `y` negates; `x ** 0`, `1 ** y` and `(±1) ** ±inf` are 1. ex2/lg2 are the
+/// hardware's approximations (2^-22 relative error each), so the result is within a few ulps
+/// of the correctly rounded power for moderate exponents.
 pub(crate) fn pow_f32(b: &mut KernelBuilder, x: Reg, y: Reg) -> Reg {
     let ax = b.unary(UnOp::Abs, Ty::F32, x);
     let l = b.unary(UnOp::Lg2Approx, Ty::F32, ax);
@@ -396,13 +397,26 @@ pub(crate) fn pow_f32(b: &mut KernelBuilder, x: Reg, y: Reg) -> Reg {
     let hi = b.cvt(Ty::F32, Ty::F32, Some(Rnd::Rni), half);
     let even = b.setp(Cmp::Eq, Ty::F32, hi, half);
     let nr = b.unary(UnOp::Neg, Ty::F32, r);
-    let signed = b.selp(Ty::F32, r, nr, even);
-    let neg_int = b.selp(Ty::F32, signed, fimm(f32::NAN), is_int);
+    let bits = reinterpret(b, Ty::B32, x);
+    let sign = b.setp(Cmp::Lt, Ty::S32, bits, imm(0));
+    let odd = b.unary(UnOp::Not, Ty::Pred, even);
+    let odd = b.bin(BinOp::And, Ty::Pred, odd, is_int);
+    let flip = b.bin(BinOp::And, Ty::Pred, sign, odd);
+    let r = b.selp(Ty::F32, nr, r, flip);
     let neg = b.setp(Cmp::Lt, Ty::F32, x, fimm(0.0));
-    let r = b.selp(Ty::F32, neg_int, r, neg);
+    let fin = b.setp(Cmp::Gt, Ty::F32, x, fimm(f32::NEG_INFINITY));
+    let neg = b.bin(BinOp::And, Ty::Pred, neg, fin);
+    let not_int = b.unary(UnOp::Not, Ty::Pred, is_int);
+    let bad = b.bin(BinOp::And, Ty::Pred, neg, not_int);
+    let r = b.selp(Ty::F32, fimm(f32::NAN), r, bad);
     let y0 = b.setp(Cmp::Eq, Ty::F32, y, fimm(0.0));
     let x1 = b.setp(Cmp::Eq, Ty::F32, x, fimm(1.0));
+    let ay = b.unary(UnOp::Abs, Ty::F32, y);
+    let yinf = b.setp(Cmp::Eq, Ty::F32, ay, fimm(f32::INFINITY));
+    let ax1 = b.setp(Cmp::Eq, Ty::F32, ax, fimm(1.0));
+    let unit = b.bin(BinOp::And, Ty::Pred, yinf, ax1);
     let one = b.bin(BinOp::Or, Ty::Pred, y0, x1);
+    let one = b.bin(BinOp::Or, Ty::Pred, one, unit);
     b.selp(Ty::F32, fimm(1.0), r, one)
 }
 

@@ -60,7 +60,6 @@ impl Cx<'_> {
         let fl = |t: Ty| matches!(t, Ty::F16 | Ty::BF16 | Ty::F32 | Ty::F64);
         let r = match (fl(to), fl(from)) {
             (true, true) if to == from => {
-                let st = self.sty(to);
                 let x = self.widen_float(from, a)?;
                 let g = match rnd {
                     Some(Rnd::Rni) => Some(GlslStd450Op::RoundEven),
@@ -71,7 +70,7 @@ impl Cx<'_> {
                 };
                 match (g, to) {
                     (None, _) => a,
-                    (Some(g), Ty::F32 | Ty::F64) => self.glsl(g, st, &[x]),
+                    (Some(g), Ty::F32 | Ty::F64) => self.round_float(g, to, x),
                     (Some(_), _) => return unsupported(format!("integer rounding of {to:?}")),
                 }
             }
@@ -202,6 +201,62 @@ impl Cx<'_> {
         Ok(self.ins(Op::Bitcast, f32t, &[sb]))
     }
 
+    /// `x` (f32 or f64) rounded to an integral value by `g` (`Floor`, `Ceil`, `Trunc` or
+    /// `RoundEven`), as PTX's `cvt.rXi`: ties to even, and the sign of a zero result is the
+    /// sign of `x`. Lavapipe (22.3) rounds ties of `RoundEven` away from zero (fp32) or
+    /// toward zero (fp64) and returns +0 for `Floor(-0)` and `Ceil(-0.5)`, so ties are settled
+    /// here from `Floor` and the sign bit is copied from `x`.
+    pub(super) fn round_float(&mut self, g: GlslStd450Op, ty: Ty, x: Word) -> Word {
+        let st = self.sty(ty);
+        let bt = self.t.bool_;
+        let r = if g == GlslStd450Op::RoundEven {
+            let c = |s: &mut Self, v: f64| {
+                if ty == Ty::F64 {
+                    s.imm(Operand::F64(v.to_bits()), Ty::F64)
+                } else {
+                    s.const_f32(v as f32)
+                }
+            };
+            let (half, one, zero) = (c(self, 0.5), c(self, 1.0), c(self, 0.0));
+            let f = self.glsl(GlslStd450Op::Floor, st, &[x]);
+            // exact: |x| < 2^23 (2^52) has a fraction of at most the ulp's bits; beyond, d = 0
+            let d = self.ins(Op::FSub, st, &[x, f]);
+            let gt = self.ins(Op::FOrdGreaterThan, bt, &[d, half]);
+            let tie = self.ins(Op::FOrdEqual, bt, &[d, half]);
+            let f2 = self.ins(Op::FMul, st, &[f, half]);
+            let f2f = self.glsl(GlslStd450Op::Floor, st, &[f2]);
+            let odd = self.ins(Op::FOrdNotEqual, bt, &[f2, f2f]);
+            let tie_up = self.ins(Op::LogicalAnd, bt, &[tie, odd]);
+            let up = self.ins(Op::LogicalOr, bt, &[gt, tie_up]);
+            let step = self.ins(Op::Select, st, &[up, one, zero]);
+            self.ins(Op::FAdd, st, &[f, step])
+        } else {
+            self.glsl(g, st, &[x])
+        };
+        // an integral result has the sign of x (or is NaN): copy x's sign bit into it
+        let u = self.t.u32_;
+        if ty == Ty::F64 {
+            let v2 = self.b.type_vector(u, 2);
+            let rv = self.glsl(GlslStd450Op::UnpackDouble2x32, v2, &[r]);
+            let xv = self.glsl(GlslStd450Op::UnpackDouble2x32, v2, &[x]);
+            let rh = self.extract(u, rv, 1);
+            let xh = self.extract(u, xv, 1);
+            let sign = self.const_u32(0x8000_0000);
+            let xs = self.ins(Op::BitwiseAnd, u, &[xh, sign]);
+            let h = self.ins(Op::BitwiseOr, u, &[rh, xs]);
+            let rl = self.extract(u, rv, 0);
+            let v = self.ins(Op::CompositeConstruct, v2, &[rl, h]);
+            self.glsl(GlslStd450Op::PackDouble2x32, st, &[v])
+        } else {
+            let rb = self.ins(Op::Bitcast, u, &[r]);
+            let xb = self.ins(Op::Bitcast, u, &[x]);
+            let sign = self.const_u32(0x8000_0000);
+            let xs = self.ins(Op::BitwiseAnd, u, &[xb, sign]);
+            let b = self.ins(Op::BitwiseOr, u, &[rb, xs]);
+            self.ins(Op::Bitcast, st, &[b])
+        }
+    }
+
     /// A float (f32 or f64) to an integer type: rounded by `rnd`, NaN → 0, saturated at the
     /// type's range (PTX's `cvt.rXi`).
     pub(super) fn float_to_int(&mut self, to: Ty, from: Ty, x: Word, rnd: Option<Rnd>) -> R<Word> {
@@ -212,7 +267,7 @@ impl Cx<'_> {
             Some(Rnd::Rmi) | Some(Rnd::Rm) => GlslStd450Op::Floor,
             Some(Rnd::Rpi) | Some(Rnd::Rp) => GlslStd450Op::Ceil,
         };
-        let r = self.glsl(g, ft, &[x]);
+        let r = self.round_float(g, from, x);
         let (lo, hi_excl, lo_bits, hi_bits): (f64, f64, u64, u64) = match to {
             Ty::S32 => (
                 -2147483648.0,

@@ -1,8 +1,8 @@
 //! fp64 math functions in SPIR-V (GLSL.std.450 has `exp`, `log`, `sin`, … in 16/32 bits only):
 //! range reductions and polynomials built from fp64 arithmetic, `Fma`, `Frexp` and `Ldexp`.
 //! Accuracy: a few ulps for `exp`, `log`, `tanh`, `erf`; `pow` as `e^(y·ln|x|)` in one fp64
-//! (relative error about |y·ln x|·2^-53); `sin`/`cos` reduce by π/2 in three parts, exact
-//! enough below about 10^5 in magnitude.
+//! (relative error about |y·ln x|·2^-53); `sin`/`cos` reduce by π/2 in five parts without
+//! relying on a fused `Fma`, exact enough up to about 10^15 in magnitude.
 
 use super::{Cx, R};
 use crate::target::Ty;
@@ -95,7 +95,7 @@ impl Cx<'_> {
         let i32t = self.b.type_int(32, 1);
         let log2e = self.c64(std::f64::consts::LOG2_E);
         let t = self.f2(Op::FMul, x, log2e);
-        let k = self.g64(G::RoundEven, t);
+        let k = self.round_float(G::RoundEven, Ty::F64, t);
         let ln2_hi = self.c64(f64::from_bits(0x3fe6_2e42_fee0_0000));
         let ln2_lo = self.c64(f64::from_bits(0x3dea_39ef_3579_3c76));
         let nk = self.g64_neg(k);
@@ -276,70 +276,46 @@ impl Cx<'_> {
         self.sel64(isnan, x, r)
     }
 
-    /// `x ** y` with C's rules (as the f32 form): `e^(y·ln|x|)`, the sign of (−1)^y for a
-    /// negative base and an integer y (else NaN), `x ** 0` and `1 ** y` are 1, `0 ** y` is 0
-    /// for y > 0 and inf for y < 0.
+    /// `x ** y`: `e^(y·ln|x|)` with C's rules (`pow_rules`).
     fn pow64(&mut self, x: Word, y: Word) -> Word {
-        let bt = self.t.bool_;
         let ax = self.g64(G::FAbs, x);
         let l = self.log64(ax);
         let p = self.f2(Op::FMul, y, l);
         let r = self.exp64(p);
-        let ty_ = self.g64(G::Trunc, y);
-        let yint = self.cmp64(Op::FOrdEqual, ty_, y);
-        let half = self.c64(0.5);
-        let yh = self.f2(Op::FMul, y, half);
-        let th = self.g64(G::Trunc, yh);
-        let odd = self.cmp64(Op::FOrdNotEqual, th, yh);
-        let nr = self.g64_neg(r);
-        let sr = self.sel64(odd, nr, r);
-        let nan = self.c64(f64::NAN);
-        let negr = self.sel64(yint, sr, nan);
-        let zero = self.c64(0.0);
-        let neg = self.cmp64(Op::FOrdLessThan, x, zero);
-        let r = self.sel64(neg, negr, r);
-        let inf = self.c64(f64::INFINITY);
-        let ypos = self.cmp64(Op::FOrdGreaterThan, y, zero);
-        let z = self.sel64(ypos, zero, inf);
-        // (−0) ** odd y keeps the sign: −0 or −inf
-        let u64t = self.sty(Ty::U64);
-        let xbits = self.ins(Op::Bitcast, u64t, &[x]);
-        let top = self.constant(u64t, 1 << 63);
-        let negzero = self.ins(Op::IEqual, bt, &[xbits, top]);
-        let odd_int = self.ins(Op::LogicalAnd, bt, &[odd, yint]);
-        let sign_odd = self.ins(Op::LogicalAnd, bt, &[negzero, odd_int]);
-        let nz = self.g64_neg(z);
-        let z = self.sel64(sign_odd, nz, z);
-        let x0 = self.cmp64(Op::FOrdEqual, x, zero);
-        let r = self.sel64(x0, z, r);
-        let one = self.c64(1.0);
-        let y0 = self.cmp64(Op::FOrdEqual, y, zero);
-        let x1 = self.cmp64(Op::FOrdEqual, x, one);
-        let unit = self.ins(Op::LogicalOr, bt, &[y0, x1]);
-        // (−1) ** ±inf is 1
-        let m1 = self.c64(-1.0);
-        let xm1 = self.cmp64(Op::FOrdEqual, x, m1);
-        let ay = self.g64(G::FAbs, y);
-        let yinf = self.cmp64(Op::FOrdEqual, ay, inf);
-        let m1inf = self.ins(Op::LogicalAnd, bt, &[xm1, yinf]);
-        let unit = self.ins(Op::LogicalOr, bt, &[unit, m1inf]);
-        self.sel64(unit, one, r)
+        self.pow_rules(Ty::F64, x, y, r)
     }
 
-    /// `sin x` / `cos x`: k = rint(x·2/π), r = x − k·π/2 in three parts, the Taylor
-    /// polynomials of sin and cos on r to degree 21/20, the quadrant's choice and sign.
+    /// `sin x` / `cos x`: k = rint(x·2/π), r = x − k·π/2, the Taylor polynomials of sin and
+    /// cos on r to degree 21/20, the quadrant's choice and sign. `Fma` need not be fused in
+    /// Vulkan (lavapipe's is not), so the reduction is exact without it: k is split at 2^26
+    /// into two parts of at most 27 bits and π/2 into four parts of 26 bits and a remainder,
+    /// so each product k_i·p_j is exact and the leading differences cancel exactly (k up to
+    /// 2^53: |x| up to about 10^15, as far as the quadrant is kept).
     fn sin_cos64(&mut self, x: Word, cos: bool) -> Word {
         let (u, bt) = (self.t.u32_, self.t.bool_);
         let two_pi = self.c64(std::f64::consts::FRAC_2_PI);
         let t = self.f2(Op::FMul, x, two_pi);
-        let k = self.g64(G::RoundEven, t);
-        let nk = self.g64_neg(k);
-        let p1 = self.c64(1.570_796_326_734_125_6);
-        let p2 = self.c64(6.077_100_506_303_966e-11);
-        let p3 = self.c64(2.022_266_248_795_950_6e-21);
-        let r = self.fma64(nk, p1, x);
-        let r = self.fma64(nk, p2, r);
-        let r = self.fma64(nk, p3, r);
+        let k = self.round_float(G::RoundEven, Ty::F64, t);
+        let split = self.c64(67_108_864.0);
+        let inv_split = self.c64(1.0 / 67_108_864.0);
+        let kq = self.f2(Op::FMul, k, inv_split);
+        let kq = self.g64(G::Floor, kq);
+        let kh = self.f2(Op::FMul, kq, split);
+        let kl = self.f2(Op::FSub, k, kh);
+        let mut r = x;
+        for p in [
+            1.570_796_310_901_641_8,
+            1.589_325_471_229_585_7e-8,
+            6.123_233_932_053_594e-17,
+            6.368_317_055_225_283e-25,
+            1.082_856_673_921_914e-32,
+        ] {
+            let pc = self.c64(p);
+            for kp in [kh, kl] {
+                let prod = self.f2(Op::FMul, kp, pc);
+                r = self.f2(Op::FSub, r, prod);
+            }
+        }
         let z = self.f2(Op::FMul, r, r);
         let (mut sc, mut cc) = (vec![], vec![]);
         let mut fact = 1f64;
@@ -390,5 +366,68 @@ impl Cx<'_> {
         let isinf = self.cmp64(Op::FOrdEqual, ax, inf);
         let nan = self.c64(f64::NAN);
         self.sel64(isinf, nan, r)
+    }
+
+    /// C's `pow(x, y)` from `r = |x| ** y` (f32 or f64): the sign of (−1)^y for a negative
+    /// base and an integer y (else NaN; −inf gives +inf or +0), `x ** 0` and `1 ** y` are 1,
+    /// `(−1) ** ±inf` is 1, `±0 ** y` is 0 for y > 0 and inf for y < 0, signed for odd y.
+    pub(super) fn pow_rules(&mut self, ty: Ty, x: Word, y: Word, r: Word) -> Word {
+        let (ft, bt) = (self.sty(ty), self.t.bool_);
+        let c = |s: &mut Self, v: f64| {
+            if ty == Ty::F64 {
+                s.c64(v)
+            } else {
+                s.const_f32(v as f32)
+            }
+        };
+        let sel = |s: &mut Self, c: Word, a: Word, b: Word| s.ins(Op::Select, ft, &[c, a, b]);
+        let cmp = |s: &mut Self, op: Op, a: Word, b: Word| s.ins(op, bt, &[a, b]);
+        let ty_ = self.glsl(G::Trunc, ft, &[y]);
+        let yint = cmp(self, Op::FOrdEqual, ty_, y);
+        let half = c(self, 0.5);
+        let yh = self.ins(Op::FMul, ft, &[y, half]);
+        let th = self.glsl(G::Trunc, ft, &[yh]);
+        let odd = cmp(self, Op::FOrdNotEqual, th, yh);
+        let nr = self.ins(Op::FNegate, ft, &[r]);
+        let sr = sel(self, odd, nr, r);
+        let nan = c(self, f64::NAN);
+        let ninf = c(self, f64::NEG_INFINITY);
+        let xninf = cmp(self, Op::FOrdEqual, x, ninf);
+        let other = sel(self, xninf, r, nan);
+        let negr = sel(self, yint, sr, other);
+        let zero = c(self, 0.0);
+        let neg = cmp(self, Op::FOrdLessThan, x, zero);
+        let r = sel(self, neg, negr, r);
+        let inf = c(self, f64::INFINITY);
+        let ypos = cmp(self, Op::FOrdGreaterThan, y, zero);
+        let z = sel(self, ypos, zero, inf);
+        // (−0) ** odd y keeps the sign: −0 or −inf
+        let negzero = if ty == Ty::F64 {
+            let u64t = self.sty(Ty::U64);
+            let xbits = self.ins(Op::Bitcast, u64t, &[x]);
+            let top = self.constant(u64t, 1 << 63);
+            self.ins(Op::IEqual, bt, &[xbits, top])
+        } else {
+            let xbits = self.ins(Op::Bitcast, self.t.u32_, &[x]);
+            let top = self.const_u32(0x8000_0000);
+            self.ins(Op::IEqual, bt, &[xbits, top])
+        };
+        let odd_int = self.ins(Op::LogicalAnd, bt, &[odd, yint]);
+        let sign_odd = self.ins(Op::LogicalAnd, bt, &[negzero, odd_int]);
+        let nz = self.ins(Op::FNegate, ft, &[z]);
+        let z = sel(self, sign_odd, nz, z);
+        let x0 = cmp(self, Op::FOrdEqual, x, zero);
+        let r = sel(self, x0, z, r);
+        let one = c(self, 1.0);
+        let y0 = cmp(self, Op::FOrdEqual, y, zero);
+        let x1 = cmp(self, Op::FOrdEqual, x, one);
+        let unit = self.ins(Op::LogicalOr, bt, &[y0, x1]);
+        let m1 = c(self, -1.0);
+        let xm1 = cmp(self, Op::FOrdEqual, x, m1);
+        let ay = self.glsl(G::FAbs, ft, &[y]);
+        let yinf = cmp(self, Op::FOrdEqual, ay, inf);
+        let m1inf = self.ins(Op::LogicalAnd, bt, &[xm1, yinf]);
+        let unit = self.ins(Op::LogicalOr, bt, &[unit, m1inf]);
+        sel(self, unit, one, r)
     }
 }

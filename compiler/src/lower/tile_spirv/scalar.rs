@@ -572,7 +572,6 @@ impl Cx<'_> {
             return unsupported(format!("{f:?} in {ty:?}"));
         }
         let ft = self.t.f32_;
-        let bt = self.t.bool_;
         let one = self.const_f32(1.0);
         Ok(match f {
             MathFn::Exp => self.glsl(GlslStd450Op::Exp, ft, &[x]),
@@ -604,48 +603,11 @@ impl Cx<'_> {
                 let Some(y) = y else {
                     return bug(self.k, "pow takes two operands");
                 };
-                let zero = self.const_f32(0.0);
                 let ax = self.glsl(GlslStd450Op::FAbs, ft, &[x]);
                 let l = self.glsl(GlslStd450Op::Log2, ft, &[ax]);
                 let p = self.ins(Op::FMul, ft, &[y, l]);
                 let r = self.glsl(GlslStd450Op::Exp2, ft, &[p]);
-                let ty_ = self.glsl(GlslStd450Op::Trunc, ft, &[y]);
-                let yint = self.ins(Op::FOrdEqual, bt, &[ty_, y]);
-                let half = self.const_f32(0.5);
-                let yh = self.ins(Op::FMul, ft, &[y, half]);
-                let th = self.glsl(GlslStd450Op::Trunc, ft, &[yh]);
-                let odd = self.ins(Op::FOrdNotEqual, bt, &[th, yh]);
-                let nr = self.ins(Op::FNegate, ft, &[r]);
-                let signed_r = self.ins(Op::Select, ft, &[odd, nr, r]);
-                let nan = self.const_f32(f32::NAN);
-                let negr = self.ins(Op::Select, ft, &[yint, signed_r, nan]);
-                let neg = self.ins(Op::FOrdLessThan, bt, &[x, zero]);
-                let r = self.ins(Op::Select, ft, &[neg, negr, r]);
-                // 0 ** y: 0 for y > 0, inf for y < 0
-                let inf = self.const_f32(f32::INFINITY);
-                let ypos = self.ins(Op::FOrdGreaterThan, bt, &[y, zero]);
-                let z = self.ins(Op::Select, ft, &[ypos, zero, inf]);
-                // (−0) ** odd y keeps the sign: −0 or −inf
-                let xbits = self.ins(Op::Bitcast, self.t.u32_, &[x]);
-                let top = self.const_u32(0x8000_0000);
-                let negzero = self.ins(Op::IEqual, bt, &[xbits, top]);
-                let odd_int = self.ins(Op::LogicalAnd, bt, &[odd, yint]);
-                let sign_odd = self.ins(Op::LogicalAnd, bt, &[negzero, odd_int]);
-                let nz = self.ins(Op::FNegate, ft, &[z]);
-                let z = self.ins(Op::Select, ft, &[sign_odd, nz, z]);
-                let x0 = self.ins(Op::FOrdEqual, bt, &[x, zero]);
-                let r = self.ins(Op::Select, ft, &[x0, z, r]);
-                let y0 = self.ins(Op::FOrdEqual, bt, &[y, zero]);
-                let x1 = self.ins(Op::FOrdEqual, bt, &[x, one]);
-                let unit = self.ins(Op::LogicalOr, bt, &[y0, x1]);
-                // (−1) ** ±inf is 1
-                let m1 = self.const_f32(-1.0);
-                let xm1 = self.ins(Op::FOrdEqual, bt, &[x, m1]);
-                let ay = self.glsl(GlslStd450Op::FAbs, ft, &[y]);
-                let yinf = self.ins(Op::FOrdEqual, bt, &[ay, inf]);
-                let m1inf = self.ins(Op::LogicalAnd, bt, &[xm1, yinf]);
-                let unit = self.ins(Op::LogicalOr, bt, &[unit, m1inf]);
-                self.ins(Op::Select, ft, &[unit, one, r])
+                self.pow_rules(Ty::F32, x, y, r)
             }
         })
     }
