@@ -210,9 +210,8 @@ fn log_dd(b: &mut KernelBuilder, x: Reg) -> (Reg, Reg) {
 
 /// `x ** y` in fp64 with C's `pow` rules: `e^(y·ln|x|)` with `ln|x|` a double-double
 /// ([`log_dd`]), the product kept exact to about 2^-100 by `fma`, and [`exp_dd`] of both
-/// parts, so the result is within a few ulps even where `y·ln|x|` is near ±700; a negative
-/// base gives NaN unless `y` is an integer (then the sign of (−1)^y); `x ** 0`, `1 ** y` and
-/// `(±1) ** ±inf` are 1; `0 ** y` is 0 for y > 0 and inf for y < 0.
+/// parts, so the result is within a few ulps even where `y·ln|x|` is near ±700; the special
+/// cases are [`pow_rules`].
 pub(crate) fn pow_f64(b: &mut KernelBuilder, x: Reg, y: Reg) -> Reg {
     let ax = b.unary(UnOp::Abs, Ty::F64, x);
     let (h, l) = log_dd(b, ax);
@@ -221,35 +220,7 @@ pub(crate) fn pow_f64(b: &mut KernelBuilder, x: Reg, y: Reg) -> Reg {
     let pl = b.fma(Ty::F64, y, h, nph);
     let pl = b.fma(Ty::F64, y, l, pl);
     let r = exp_dd(b, ph, Some(pl));
-    let yi = b.cvt(Ty::F64, Ty::F64, Some(Rnd::Rni), y);
-    let is_int = b.setp(Cmp::Eq, Ty::F64, yi, y);
-    let half = b.mul(Ty::F64, y, Operand::f64(0.5));
-    let hi = b.cvt(Ty::F64, Ty::F64, Some(Rnd::Rni), half);
-    let even = b.setp(Cmp::Eq, Ty::F64, hi, half);
-    // A negative finite base with a non-integer exponent is NaN; a base with its sign bit set
-    // (−0 and −inf too) and an odd integer exponent negates.
-    let nr = b.unary(UnOp::Neg, Ty::F64, r);
-    let bits = reinterpret(b, Ty::B64, x);
-    let sign = b.setp(Cmp::Lt, Ty::S64, bits, imm(0));
-    let odd = b.unary(UnOp::Not, Ty::Pred, even);
-    let odd = b.bin(BinOp::And, Ty::Pred, odd, is_int);
-    let flip = b.bin(BinOp::And, Ty::Pred, sign, odd);
-    let r = b.selp(Ty::F64, nr, r, flip);
-    let neg = b.setp(Cmp::Lt, Ty::F64, x, Operand::f64(0.0));
-    let fin = b.setp(Cmp::Gt, Ty::F64, x, Operand::f64(f64::NEG_INFINITY));
-    let neg = b.bin(BinOp::And, Ty::Pred, neg, fin);
-    let not_int = b.unary(UnOp::Not, Ty::Pred, is_int);
-    let bad = b.bin(BinOp::And, Ty::Pred, neg, not_int);
-    let r = b.selp(Ty::F64, Operand::f64(f64::NAN), r, bad);
-    let y0 = b.setp(Cmp::Eq, Ty::F64, y, Operand::f64(0.0));
-    let x1 = b.setp(Cmp::Eq, Ty::F64, x, Operand::f64(1.0));
-    let ay = b.unary(UnOp::Abs, Ty::F64, y);
-    let yinf = b.setp(Cmp::Eq, Ty::F64, ay, Operand::f64(f64::INFINITY));
-    let ax1 = b.setp(Cmp::Eq, Ty::F64, ax, Operand::f64(1.0));
-    let unit = b.bin(BinOp::And, Ty::Pred, yinf, ax1);
-    let one = b.bin(BinOp::Or, Ty::Pred, y0, x1);
-    let one = b.bin(BinOp::Or, Ty::Pred, one, unit);
-    b.selp(Ty::F64, Operand::f64(1.0), r, one)
+    pow_rules(b, Ty::F64, x, y, r)
 }
 
 /// erfc(z)·e^(z²) for z in [1, 6] as a polynomial in `u = (3/(3+z) − 13/24)·24/5` (u in
@@ -381,9 +352,53 @@ pub(crate) fn tanh_f64(b: &mut KernelBuilder, x: Reg) -> Reg {
     b.selp(Ty::F64, nr, r, neg)
 }
 
-/// `x ** y` in f32 with C's `pow` rules, as [`pow_f64`]: 2^(y·log2|x|); a negative finite base
-/// gives NaN unless `y` is an integer; a base with its sign bit set (−0 and −inf too) and an
-/// odd integer `y` negates; `x ** 0`, `1 ** y` and `(±1) ** ±inf` are 1. ex2/lg2 are the
+/// C's `pow` rules on `r = |x| ** y` (f32 or f64): a negative finite base gives NaN unless
+/// `y` is an integer; a base with its sign bit set (−0 and −inf too) and an odd integer `y`
+/// negates; `x ** 0`, `1 ** y` and `(±1) ** ±inf` are 1 (`0 ** y` is already 0 or inf).
+fn pow_rules(b: &mut KernelBuilder, ty: Ty, x: Reg, y: Reg, r: Reg) -> Reg {
+    let c = |v: f64| {
+        if ty == Ty::F64 {
+            Operand::f64(v)
+        } else {
+            fimm(v as f32)
+        }
+    };
+    let (bits_ty, sty) = if ty == Ty::F64 {
+        (Ty::B64, Ty::S64)
+    } else {
+        (Ty::B32, Ty::S32)
+    };
+    let yi = b.cvt(ty, ty, Some(Rnd::Rni), y);
+    let is_int = b.setp(Cmp::Eq, ty, yi, y);
+    let half = b.mul(ty, y, c(0.5));
+    let hi = b.cvt(ty, ty, Some(Rnd::Rni), half);
+    let even = b.setp(Cmp::Eq, ty, hi, half);
+    let nr = b.unary(UnOp::Neg, ty, r);
+    let bits = reinterpret(b, bits_ty, x);
+    let sign = b.setp(Cmp::Lt, sty, bits, imm(0));
+    let odd = b.unary(UnOp::Not, Ty::Pred, even);
+    let odd = b.bin(BinOp::And, Ty::Pred, odd, is_int);
+    let flip = b.bin(BinOp::And, Ty::Pred, sign, odd);
+    let r = b.selp(ty, nr, r, flip);
+    let neg = b.setp(Cmp::Lt, ty, x, c(0.0));
+    let fin = b.setp(Cmp::Gt, ty, x, c(f64::NEG_INFINITY));
+    let neg = b.bin(BinOp::And, Ty::Pred, neg, fin);
+    let not_int = b.unary(UnOp::Not, Ty::Pred, is_int);
+    let bad = b.bin(BinOp::And, Ty::Pred, neg, not_int);
+    let r = b.selp(ty, c(f64::NAN), r, bad);
+    let y0 = b.setp(Cmp::Eq, ty, y, c(0.0));
+    let x1 = b.setp(Cmp::Eq, ty, x, c(1.0));
+    let ay = b.unary(UnOp::Abs, ty, y);
+    let yinf = b.setp(Cmp::Eq, ty, ay, c(f64::INFINITY));
+    let ax = b.unary(UnOp::Abs, ty, x);
+    let ax1 = b.setp(Cmp::Eq, ty, ax, c(1.0));
+    let unit = b.bin(BinOp::And, Ty::Pred, yinf, ax1);
+    let one = b.bin(BinOp::Or, Ty::Pred, y0, x1);
+    let one = b.bin(BinOp::Or, Ty::Pred, one, unit);
+    b.selp(ty, c(1.0), r, one)
+}
+
+/// `x ** y` in f32 with C's `pow` rules ([`pow_rules`]): 2^(y·log2|x|). ex2/lg2 are the
 /// hardware's approximations (2^-22 relative error each), so the result is within a few ulps
 /// of the correctly rounded power for moderate exponents.
 pub(crate) fn pow_f32(b: &mut KernelBuilder, x: Reg, y: Reg) -> Reg {
@@ -391,33 +406,7 @@ pub(crate) fn pow_f32(b: &mut KernelBuilder, x: Reg, y: Reg) -> Reg {
     let l = b.unary(UnOp::Lg2Approx, Ty::F32, ax);
     let t = b.mul(Ty::F32, y, l);
     let r = b.unary(UnOp::Ex2Approx, Ty::F32, t);
-    let yi = b.cvt(Ty::F32, Ty::F32, Some(Rnd::Rni), y);
-    let is_int = b.setp(Cmp::Eq, Ty::F32, yi, y);
-    let half = b.mul(Ty::F32, y, fimm(0.5));
-    let hi = b.cvt(Ty::F32, Ty::F32, Some(Rnd::Rni), half);
-    let even = b.setp(Cmp::Eq, Ty::F32, hi, half);
-    let nr = b.unary(UnOp::Neg, Ty::F32, r);
-    let bits = reinterpret(b, Ty::B32, x);
-    let sign = b.setp(Cmp::Lt, Ty::S32, bits, imm(0));
-    let odd = b.unary(UnOp::Not, Ty::Pred, even);
-    let odd = b.bin(BinOp::And, Ty::Pred, odd, is_int);
-    let flip = b.bin(BinOp::And, Ty::Pred, sign, odd);
-    let r = b.selp(Ty::F32, nr, r, flip);
-    let neg = b.setp(Cmp::Lt, Ty::F32, x, fimm(0.0));
-    let fin = b.setp(Cmp::Gt, Ty::F32, x, fimm(f32::NEG_INFINITY));
-    let neg = b.bin(BinOp::And, Ty::Pred, neg, fin);
-    let not_int = b.unary(UnOp::Not, Ty::Pred, is_int);
-    let bad = b.bin(BinOp::And, Ty::Pred, neg, not_int);
-    let r = b.selp(Ty::F32, fimm(f32::NAN), r, bad);
-    let y0 = b.setp(Cmp::Eq, Ty::F32, y, fimm(0.0));
-    let x1 = b.setp(Cmp::Eq, Ty::F32, x, fimm(1.0));
-    let ay = b.unary(UnOp::Abs, Ty::F32, y);
-    let yinf = b.setp(Cmp::Eq, Ty::F32, ay, fimm(f32::INFINITY));
-    let ax1 = b.setp(Cmp::Eq, Ty::F32, ax, fimm(1.0));
-    let unit = b.bin(BinOp::And, Ty::Pred, yinf, ax1);
-    let one = b.bin(BinOp::Or, Ty::Pred, y0, x1);
-    let one = b.bin(BinOp::Or, Ty::Pred, one, unit);
-    b.selp(Ty::F32, fimm(1.0), r, one)
+    pow_rules(b, Ty::F32, x, y, r)
 }
 
 /// π/2 as the sum of three f64 (the second and third are the next 53 bits and the rest),

@@ -266,6 +266,7 @@ fn schedule_for(
 pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Program, ScheduleError> {
     // a target without tensor cores (spirv) schedules every kernel for the CUDA-core kinds
     let no_mma;
+    let given = d;
     let d = if target.tensor_cores() {
         d
     } else {
@@ -285,7 +286,21 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Program, Sched
             .into_iter()
             .filter(|v| !matches!(g.op(*v), Some(Op::Const { .. })))
             .collect();
-        let mut schedule = schedule_for(g, kind, op, ty, &inputs, d);
+        let mut schedule = if !target.tensor_cores()
+            && kind == Kind::Conv
+            && given.tile.is_some()
+            && conv_mma_tile(g, op, given).is_some()
+        {
+            // a tile given for the implicit GEMM on tensor cores (BM, BN, BK) is not the
+            // direct kernel's output-plane tile: that kernel keeps its default
+            let direct = Directives {
+                tile: None,
+                ..d.clone()
+            };
+            schedule_for(g, kind, op, ty, &inputs, &direct)
+        } else {
+            schedule_for(g, kind, op, ty, &inputs, d)
+        };
         if !target.tensor_cores() && kind == Kind::Matmul {
             fit_fma_tile(&mut schedule, target);
         }

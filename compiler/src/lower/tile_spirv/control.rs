@@ -101,6 +101,63 @@ impl Cx<'_> {
         Ok(())
     }
 
+    /// A loop the translator makes itself: `for j in lo..hi` (not unrolled), `carried` values
+    /// (with their types) updated by `body(cx, j, carried)`; their final values.
+    pub(super) fn counted_loop(
+        &mut self,
+        lo: u32,
+        hi: u32,
+        carried: &[(Word, Ty)],
+        mut body: impl FnMut(&mut Self, Word, &[Word]) -> R<Vec<Word>>,
+    ) -> R<Vec<Word>> {
+        let pre = self.cur;
+        let (header, body_l, latch, merge) = (self.b.id(), self.b.id(), self.b.id(), self.b.id());
+        self.branch(header, Some(header))?;
+        let header_idx = self.block_index();
+        let iv = self.b.id();
+        let phis: Vec<Word> = carried.iter().map(|_| self.b.id()).collect();
+        let hi_c = self.const_u32(hi);
+        let cond = self.ins(Op::ULessThan, self.t.bool_, &[iv, hi_c]);
+        self.b
+            .loop_merge(merge, latch, LoopControl::DONT_UNROLL, [])
+            .map_err(build_err)?;
+        self.b
+            .branch_conditional(cond, body_l, merge, [])
+            .map_err(build_err)?;
+        self.cur = self.b.begin_block(Some(body_l)).map_err(build_err)?;
+        let next = body(self, iv, &phis)?;
+        if next.len() != carried.len() {
+            return bug(
+                self.k,
+                "a counted loop's body yields the wrong number of values",
+            );
+        }
+        self.branch(latch, Some(latch))?;
+        let one = self.const_u32(1);
+        let iv_next = self.ins(Op::IAdd, self.t.u32_, &[iv, one]);
+        self.branch(header, None)?;
+        let after = self.b.selected_block();
+        self.b.select_block(header_idx).map_err(build_err)?;
+        let lo_c = self.const_u32(lo);
+        self.b
+            .insert_phi(
+                InsertPoint::Begin,
+                self.t.u32_,
+                Some(iv),
+                [(lo_c, pre), (iv_next, latch)],
+            )
+            .map_err(build_err)?;
+        for (&p, (&(init, t), &n)) in phis.iter().zip(carried.iter().zip(&next)) {
+            let st = self.sty(t);
+            self.b
+                .insert_phi(InsertPoint::Begin, st, Some(p), [(init, pre), (n, latch)])
+                .map_err(build_err)?;
+        }
+        self.b.select_block(after).map_err(build_err)?;
+        self.cur = self.b.begin_block(Some(merge)).map_err(build_err)?;
+        Ok(phis)
+    }
+
     pub(super) fn if_op(&mut self, op: &OpData) -> R<()> {
         let Some(&c) = op.operands.first() else {
             return bug(self.k, "tile.if without a condition");

@@ -298,8 +298,10 @@ impl Cx<'_> {
         let k = self.round_float(G::RoundEven, Ty::F64, t);
         let split = self.c64(67_108_864.0);
         let inv_split = self.c64(1.0 / 67_108_864.0);
+        // toward zero: k_h is 0 below 2^26 and k_l has k's sign (a floor would make k_h
+        // −2^26 for k = −1, and x − k_h·p1 would not be exact)
         let kq = self.f2(Op::FMul, k, inv_split);
-        let kq = self.g64(G::Floor, kq);
+        let kq = self.round_float(G::Trunc, Ty::F64, kq);
         let kh = self.f2(Op::FMul, kq, split);
         let kl = self.f2(Op::FSub, k, kh);
         let mut r = x;

@@ -64,7 +64,8 @@ pub enum Lanes {
     Subgroup,
     /// Lanes are invocations `32w .. 32w + 31` of the workgroup; a shuffle writes each lane's
     /// value to a per-warp slot of workgroup memory, one barrier, and reads the source lane's
-    /// (two banks of slots alternate, consecutive shuffles share one barrier: [`warps`]) (a warp reduction reads all 32 and folds them in the butterfly's order). For a
+    /// (two banks of slots alternate, consecutive shuffles share one barrier: [`warps`]); a
+    /// warp reduction publishes every lane's value and folds the 32 in lane order. For a
     /// device whose subgroups are narrower than 32 lanes (lavapipe: 16). Tile IR keeps warp
     /// operations in warp-uniform control flow, but the barriers are then reached by the warps
     /// that execute the operation only, which Vulkan leaves undefined: lavapipe (which runs a

@@ -510,17 +510,17 @@ impl Cx<'_> {
 
     fn reduce_warp(&mut self, mut v: Word, op: BinOp, ty: Ty) -> R<Word> {
         if self.lanes == Lanes::Shared {
-            // every lane's value, then the butterfly's tree as lane 0 sees it: step `s`
-            // combines lane j with lane j ^ s (the op commutes, so every lane ends equal)
-            let mut vals = self.exchange_all(v, ty)?;
-            for s in [16usize, 8, 4, 2, 1] {
-                let mut next = vec![];
-                for j in 0..s {
-                    next.push(self.bin(op, ty, vals[j], vals[j ^ s], Operand::Imm(0))?);
-                }
-                vals = next;
-            }
-            return Ok(vals[0]);
+            // every lane publishes its value, then folds lanes 0..31 in order in a loop (a
+            // short loop, not 32 unrolled reads: lavapipe's compile time is the cost here);
+            // every lane folds the same values in the same order, so all end equal
+            let (bank, words) = self.publish(v, ty)?;
+            let zero = self.const_u32(0);
+            let first = self.lane_value(zero, bank, words, ty)?;
+            let acc = self.counted_loop(1, 32, &[(first, ty)], |cx, j, acc| {
+                let x = cx.lane_value(j, bank, words, ty)?;
+                Ok(vec![cx.bin(op, ty, acc[0], x, Operand::Imm(0))?])
+            })?;
+            return Ok(acc[0]);
         }
         self.subgroup = true;
         let st = self.sty(ty);

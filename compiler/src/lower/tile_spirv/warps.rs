@@ -154,8 +154,9 @@ impl Cx<'_> {
         self.ins(Op::IAdd, u, &[a, bank])
     }
 
-    /// A 64-bit value (or a 32-bit one) exchanged across the warp: every lane's value.
-    pub(super) fn exchange_all(&mut self, v: Word, ty: Ty) -> R<Vec<Word>> {
+    /// Publishes this lane's `v` (32 or 64 bits) to the warp: the bank's offset and the
+    /// number of words, for [`Cx::lane_value`].
+    pub(super) fn publish(&mut self, v: Word, ty: Ty) -> R<(Word, u32)> {
         let u = self.t.u32_;
         let words = if ty.bits() == 64 {
             let w = self.convert_bits(v, ty, Ty::U64)?;
@@ -164,24 +165,23 @@ impl Cx<'_> {
         } else {
             vec![self.convert_bits(v, ty, Ty::U32)?]
         };
-        let bank = self.exchange(&words)?;
-        let mut out = vec![];
-        for lane in 0..32u32 {
-            let l = self.const_u32(lane);
-            let mut parts = vec![];
-            for i in 0..words.len() as u32 {
-                let at = self.slot_addr(l, bank, i);
-                parts.push(self.load_shared_at(at, Ty::B32)?);
-            }
-            out.push(if let [lo, hi] = parts[..] {
-                let v2 = self.ins(Op::CompositeConstruct, self.t.v2u32, &[lo, hi]);
-                let w = self.ins(Op::Bitcast, self.t.u64_, &[v2]);
-                self.convert_bits(w, Ty::U64, ty)?
-            } else {
-                self.convert_bits(parts[0], Ty::U32, ty)?
-            });
+        Ok((self.exchange(&words)?, words.len() as u32))
+    }
+
+    /// The value lane `lane` published ([`Cx::publish`]).
+    pub(super) fn lane_value(&mut self, lane: Word, bank: Word, words: u32, ty: Ty) -> R<Word> {
+        let mut parts = vec![];
+        for i in 0..words {
+            let at = self.slot_addr(lane, bank, i);
+            parts.push(self.load_shared_at(at, Ty::B32)?);
         }
-        Ok(out)
+        if let [lo, hi] = parts[..] {
+            let v2 = self.ins(Op::CompositeConstruct, self.t.v2u32, &[lo, hi]);
+            let w = self.ins(Op::Bitcast, self.t.u64_, &[v2]);
+            self.convert_bits(w, Ty::U64, ty)
+        } else {
+            self.convert_bits(parts[0], Ty::U32, ty)
+        }
     }
 
     /// The shuffled value of the batch member `id`, read from source lane `j`.
