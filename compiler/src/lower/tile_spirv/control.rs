@@ -36,66 +36,31 @@ impl Cx<'_> {
             _ => return bug(self.k, "tile.for lacks its bounds"),
         };
         let carried_tys: Vec<Ty> = op.results.iter().map(|&v| self.ty_of(v)).collect();
-        let inits: Vec<Word> = o[3..]
+        let carried: Vec<(Word, Ty)> = o[3..]
             .iter()
             .zip(&carried_tys)
-            .map(|(&x, &t)| self.opnd(x, t))
+            .map(|(&x, &t)| Ok((self.opnd(x, t)?, t)))
             .collect::<R<_>>()?;
-        let pre = self.cur;
-        let (header, body_l, latch, merge) = (self.b.id(), self.b.id(), self.b.id(), self.b.id());
-        self.branch(header, Some(header))?;
-        let header_idx = self.block_index();
-        let iv = self.b.id();
-        let phis: Vec<Word> = carried_tys.iter().map(|_| self.b.id()).collect();
-        if let Some(&a) = body.args.first() {
-            self.set(a, Val::Id(iv, Ty::U32));
-        }
-        for ((&a, &p), &t) in body.args.iter().skip(1).zip(&phis).zip(&carried_tys) {
-            self.set(a, Val::Id(p, t));
-        }
-        let cond = self.ins(Op::ULessThan, self.t.bool_, &[iv, ub]);
         let control = if matches!(op.kind, OpKind::For { rolled: true, .. }) {
             LoopControl::DONT_UNROLL
         } else {
             LoopControl::NONE
         };
-        self.b
-            .loop_merge(merge, latch, control, [])
-            .map_err(build_err)?;
-        self.b
-            .branch_conditional(cond, body_l, merge, [])
-            .map_err(build_err)?;
-        self.cur = self.b.begin_block(Some(body_l)).map_err(build_err)?;
-        self.region(body)?;
-        let ys = self.yielded(body)?;
-        let next: Vec<Word> = ys
-            .iter()
-            .zip(&carried_tys)
-            .map(|(&y, &t)| self.opnd(y, t))
-            .collect::<R<_>>()?;
-        self.branch(latch, Some(latch))?;
-        let iv_next = self.ins(Op::IAdd, self.t.u32_, &[iv, step]);
-        self.branch(header, None)?;
-        // the header's phis, now that the latch's values exist
-        let after = self.b.selected_block();
-        self.b.select_block(header_idx).map_err(build_err)?;
-        self.b
-            .insert_phi(
-                InsertPoint::Begin,
-                self.t.u32_,
-                Some(iv),
-                [(lb, pre), (iv_next, latch)],
-            )
-            .map_err(build_err)?;
-        for ((&p, &t), (&i, &n)) in phis.iter().zip(&carried_tys).zip(inits.iter().zip(&next)) {
-            let st = self.sty(t);
-            self.b
-                .insert_phi(InsertPoint::Begin, st, Some(p), [(i, pre), (n, latch)])
-                .map_err(build_err)?;
-        }
-        self.b.select_block(after).map_err(build_err)?;
-        self.cur = self.b.begin_block(Some(merge)).map_err(build_err)?;
-        for ((&r, &p), &t) in op.results.iter().zip(&phis).zip(&carried_tys) {
+        let results = self.loop_construct([lb, ub, step], control, &carried, |cx, iv, phis| {
+            if let Some(&a) = body.args.first() {
+                cx.set(a, Val::Id(iv, Ty::U32));
+            }
+            for ((&a, &p), &t) in body.args.iter().skip(1).zip(phis).zip(&carried_tys) {
+                cx.set(a, Val::Id(p, t));
+            }
+            cx.region(body)?;
+            let ys = cx.yielded(body)?;
+            ys.iter()
+                .zip(&carried_tys)
+                .map(|(&y, &t)| cx.opnd(y, t))
+                .collect::<R<_>>()
+        })?;
+        for ((&r, &p), &t) in op.results.iter().zip(&results).zip(&carried_tys) {
             self.set(r, Val::Id(p, t));
         }
         Ok(())
@@ -108,6 +73,21 @@ impl Cx<'_> {
         lo: u32,
         hi: u32,
         carried: &[(Word, Ty)],
+        body: impl FnMut(&mut Self, Word, &[Word]) -> R<Vec<Word>>,
+    ) -> R<Vec<Word>> {
+        let bounds = [self.const_u32(lo), self.const_u32(hi), self.const_u32(1)];
+        self.loop_construct(bounds, LoopControl::DONT_UNROLL, carried, body)
+    }
+
+    /// A SPIR-V loop construct `for iv in lb..ub step s` (`[lb, ub, s]`, u32): the header's
+    /// `OpPhi`s for the induction variable and the `carried` values (initial value, type),
+    /// `body(cx, iv, phis)` giving their next values, a continue block adding the step; the
+    /// phis, which hold the final values after the loop.
+    fn loop_construct(
+        &mut self,
+        [lb, ub, step]: [Word; 3],
+        control: LoopControl,
+        carried: &[(Word, Ty)],
         mut body: impl FnMut(&mut Self, Word, &[Word]) -> R<Vec<Word>>,
     ) -> R<Vec<Word>> {
         let pre = self.cur;
@@ -116,10 +96,9 @@ impl Cx<'_> {
         let header_idx = self.block_index();
         let iv = self.b.id();
         let phis: Vec<Word> = carried.iter().map(|_| self.b.id()).collect();
-        let hi_c = self.const_u32(hi);
-        let cond = self.ins(Op::ULessThan, self.t.bool_, &[iv, hi_c]);
+        let cond = self.ins(Op::ULessThan, self.t.bool_, &[iv, ub]);
         self.b
-            .loop_merge(merge, latch, LoopControl::DONT_UNROLL, [])
+            .loop_merge(merge, latch, control, [])
             .map_err(build_err)?;
         self.b
             .branch_conditional(cond, body_l, merge, [])
@@ -127,24 +106,20 @@ impl Cx<'_> {
         self.cur = self.b.begin_block(Some(body_l)).map_err(build_err)?;
         let next = body(self, iv, &phis)?;
         if next.len() != carried.len() {
-            return bug(
-                self.k,
-                "a counted loop's body yields the wrong number of values",
-            );
+            return bug(self.k, "a loop's body yields the wrong number of values");
         }
         self.branch(latch, Some(latch))?;
-        let one = self.const_u32(1);
-        let iv_next = self.ins(Op::IAdd, self.t.u32_, &[iv, one]);
+        let iv_next = self.ins(Op::IAdd, self.t.u32_, &[iv, step]);
         self.branch(header, None)?;
+        // the header's phis, now that the latch's values exist
         let after = self.b.selected_block();
         self.b.select_block(header_idx).map_err(build_err)?;
-        let lo_c = self.const_u32(lo);
         self.b
             .insert_phi(
                 InsertPoint::Begin,
                 self.t.u32_,
                 Some(iv),
-                [(lo_c, pre), (iv_next, latch)],
+                [(lb, pre), (iv_next, latch)],
             )
             .map_err(build_err)?;
         for (&p, (&(init, t), &n)) in phis.iter().zip(carried.iter().zip(&next)) {
