@@ -84,10 +84,10 @@ const START_FIRST: &[&str] = &[
     "tests/golden/lower_attention_emu.tsr",
 ];
 
-/// Scripts not run here, with the reason: printed as not run. `grad_attention` compiles over
-/// a hundred FlashAttention backward kernels (every shape of its gradient checks): over 10
-/// minutes of lavapipe shader compilation on 2 cores with a cold cache, a third of the whole
-/// check. It passes when run alone (`TESSERA_CROSSCHECK=vulkan tessera run
+/// Scripts not run here, with the reason: printed as not run. `grad_attention` checks 390
+/// launches, FlashAttention forward and backward kernels of many shapes: about 13 minutes of
+/// lavapipe shader compilation on 2 cores with a cold cache, more than the rest of the check
+/// together. It passes when run alone (`TESSERA_CROSSCHECK=vulkan tessera run
 /// tests/golden/grad_attention.tsr`; bench/RESULTS.md has the time).
 const NOT_RUN: &[(&str, &str)] = &[(
     "tests/golden/grad_attention.tsr",
