@@ -94,6 +94,15 @@ fn exp_dd(b: &mut KernelBuilder, x: Reg, lo: Option<Reg>) -> Reg {
     b.selp(Ty::F64, Operand::f64(0.0), res, small)
 }
 
+/// The float immediate `v` of type `ty` (f32 or f64).
+fn fconst(ty: Ty, v: f64) -> Operand {
+    if ty == Ty::F64 {
+        Operand::f64(v)
+    } else {
+        fimm(v as f32)
+    }
+}
+
 /// The same bits in a register of type `to` (`f64` ↔ `b64`, `f32` ↔ `b32`).
 fn reinterpret(b: &mut KernelBuilder, to: Ty, x: Reg) -> Reg {
     let r = b.reg(to);
@@ -266,13 +275,7 @@ const ERFCX_F32: [f32; 9] = [
 /// ulps of 1 in absolute terms (`tests/golden/lower_f64_math_emu`).
 pub(crate) fn erf(b: &mut KernelBuilder, ty: Ty, x: Reg) -> Reg {
     let f64_ = ty == Ty::F64;
-    let c = |v: f64| {
-        if f64_ {
-            Operand::f64(v)
-        } else {
-            fimm(v as f32)
-        }
-    };
+    let c = |v: f64| fconst(ty, v);
     let z = b.unary(UnOp::Abs, ty, x);
     let w = b.mul(ty, z, z);
     let terms = if f64_ { 18 } else { 10 };
@@ -356,13 +359,7 @@ pub(crate) fn tanh_f64(b: &mut KernelBuilder, x: Reg) -> Reg {
 /// `y` is an integer; a base with its sign bit set (−0 and −inf too) and an odd integer `y`
 /// negates; `x ** 0`, `1 ** y` and `(±1) ** ±inf` are 1 (`0 ** y` is already 0 or inf).
 fn pow_rules(b: &mut KernelBuilder, ty: Ty, x: Reg, y: Reg, r: Reg) -> Reg {
-    let c = |v: f64| {
-        if ty == Ty::F64 {
-            Operand::f64(v)
-        } else {
-            fimm(v as f32)
-        }
-    };
+    let c = |v: f64| fconst(ty, v);
     let (bits_ty, sty) = if ty == Ty::F64 {
         (Ty::B64, Ty::S64)
     } else {

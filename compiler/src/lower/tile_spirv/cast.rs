@@ -210,14 +210,9 @@ impl Cx<'_> {
         let st = self.sty(ty);
         let bt = self.t.bool_;
         let r = if g == GlslStd450Op::RoundEven {
-            let c = |s: &mut Self, v: f64| {
-                if ty == Ty::F64 {
-                    s.imm(Operand::F64(v.to_bits()), Ty::F64)
-                } else {
-                    s.const_f32(v as f32)
-                }
-            };
-            let (half, one, zero) = (c(self, 0.5), c(self, 1.0), c(self, 0.0));
+            let half = self.const_float(ty, 0.5);
+            let one = self.const_float(ty, 1.0);
+            let zero = self.const_float(ty, 0.0);
             let f = self.glsl(GlslStd450Op::Floor, st, &[x]);
             // exact: |x| < 2^23 (2^52) has a fraction of at most the ulp's bits; beyond, d = 0
             let d = self.ins(Op::FSub, st, &[x, f]);
@@ -288,16 +283,8 @@ impl Cx<'_> {
         };
         let it = self.sty(to);
         let bt = self.t.bool_;
-        let lo_c = if from == Ty::F64 {
-            self.imm(Operand::F64(lo.to_bits()), Ty::F64)
-        } else {
-            self.const_f32(lo as f32)
-        };
-        let hi_c = if from == Ty::F64 {
-            self.imm(Operand::F64(hi_excl.to_bits()), Ty::F64)
-        } else {
-            self.const_f32(hi_excl as f32)
-        };
+        let lo_c = self.const_float(from, lo);
+        let hi_c = self.const_float(from, hi_excl);
         // clamp into range before converting (an out-of-range conversion is undefined)
         let cl = self.glsl(GlslStd450Op::FMax, ft, &[r, lo_c]);
         let conv = if signed(to) {

@@ -375,13 +375,7 @@ impl Cx<'_> {
     /// `(−1) ** ±inf` is 1, `±0 ** y` is 0 for y > 0 and inf for y < 0, signed for odd y.
     pub(super) fn pow_rules(&mut self, ty: Ty, x: Word, y: Word, r: Word) -> Word {
         let (ft, bt) = (self.sty(ty), self.t.bool_);
-        let c = |s: &mut Self, v: f64| {
-            if ty == Ty::F64 {
-                s.c64(v)
-            } else {
-                s.const_f32(v as f32)
-            }
-        };
+        let c = |s: &mut Self, v: f64| s.const_float(ty, v);
         let sel = |s: &mut Self, c: Word, a: Word, b: Word| s.ins(Op::Select, ft, &[c, a, b]);
         let cmp = |s: &mut Self, op: Op, a: Word, b: Word| s.ins(op, bt, &[a, b]);
         let ty_ = self.glsl(G::Trunc, ft, &[y]);

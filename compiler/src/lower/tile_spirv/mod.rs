@@ -496,6 +496,11 @@ impl Cx<'_> {
         self.constant(self.t.f32_, u64::from(v.to_bits()))
     }
 
+    /// The float constant `v` of type `ty` (f32 or f64).
+    fn const_float(&mut self, ty: Ty, v: f64) -> Word {
+        self.imm(Operand::F64(v.to_bits()), ty)
+    }
+
     /// A constant of Tile type `ty` from an immediate.
     fn imm(&mut self, o: Operand, ty: Ty) -> Word {
         let st = self.sty(ty);

@@ -238,7 +238,7 @@ impl Cx<'_> {
             UnOp::Not if ty == Ty::Pred => self.ins(Op::LogicalNot, st, &[a]),
             UnOp::Not => self.ins(Op::Not, st, &[a]),
             UnOp::Rcp | UnOp::RcpApprox => {
-                let one = self.imm(Operand::F64(1f64.to_bits()), ty);
+                let one = self.const_float(ty, 1.0);
                 self.ins(Op::FDiv, st, &[one, a])
             }
             UnOp::Sqrt | UnOp::SqrtApprox => self.glsl(GlslStd450Op::Sqrt, st, &[a]),
