@@ -4,7 +4,7 @@
 Usage (from the repository root):
     cargo build --release -p tessera-runtime --example bench_ops
     .venv/bin/python bench/cpu_ops.py [--runs 15] [--warmup 3] [--bin target/release/examples/bench_ops]
-        [--isa avx2|avx512|neon|scalar] [--base OTHER_BENCH_OPS_BINARY] [--only OP]
+        [--isa avx2|avx512|neon|scalar] [--base OTHER_BENCH_OPS_BINARY] [--only OP[,OP...]]
 
 `--isa` sets TESSERA_CPU_ISA for the Rust process (the kernels it runs); `--base` times a second
 bench_ops binary (an older build, or the same one with `--base-isa`) interleaved in the same run
@@ -185,7 +185,7 @@ def main():
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--bin", default=os.path.join("target", "release", "examples", "bench_ops"))
-    ap.add_argument("--only", default=None, help="run only this op")
+    ap.add_argument("--only", default=None, help="run only these ops (comma-separated)")
     ap.add_argument("--isa", default=None, help="TESSERA_CPU_ISA for --bin")
     ap.add_argument("--base", default=None, help="a second bench_ops binary, timed interleaved")
     ap.add_argument("--base-isa", default=None, help="TESSERA_CPU_ISA for --base")
@@ -202,7 +202,7 @@ def main():
     base = Rust(args.base, args.base_isa) if args.base else None
     try:
         for op, n, kind, amount in CASES:
-            if args.only and op != args.only:
+            if args.only and op not in args.only.split(","):
                 continue
             f = numpy_case(op, n)
             base_ok = base is not None

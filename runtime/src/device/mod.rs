@@ -417,9 +417,9 @@ fn vk_module<'a>(
     k: &'a Executable,
 ) -> Result<crate::vulkan::Module<'a>, DeviceError> {
     let s = k.spirv.ok_or(DeviceError::NoSpirv)?;
-    let (words, subgroup_size) = match &s.shared_warps {
-        Some(w) if s.subgroup && !d.runs_subgroup(32) => (w, None),
-        _ => (&s.words, s.subgroup.then_some(32)),
+    let (words, subgroup_size, shared_bytes) = match &s.shared_warps {
+        Some(w) if s.subgroup && !d.runs_subgroup(32) => (w, None, s.shared_warps_bytes),
+        _ => (&s.words, s.subgroup.then_some(32), s.shared_bytes),
     };
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -429,6 +429,7 @@ fn vk_module<'a>(
         entry: &s.entry,
         hash: h.finish(),
         subgroup_size,
+        shared_bytes,
     })
 }
 

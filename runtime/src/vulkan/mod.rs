@@ -28,10 +28,12 @@ use std::time::Duration;
 use vk::PhysicalDeviceMemoryProperties as Memory;
 use vk::{AccessFlags as Access, DescriptorType, PipelineStageFlags as Stage, ShaderStageFlags};
 
+mod float_controls;
 mod select;
 #[cfg(test)]
 mod tests;
 
+pub use float_controls::FloatControls;
 use select::{create_device, version};
 
 /// How long a run waits for its kernel before failing with a fault.
@@ -119,6 +121,8 @@ pub struct Info {
     pub storage16: bool,
     pub storage8: bool,
     pub atomic_float_add: bool,
+    /// The float controls a module may ask for (the rest are dropped from its words).
+    pub float_controls: FloatControls,
     /// Limits: shared bytes, invocations per group, groups per dimension, push constant bytes,
     /// buffers per kernel, bytes per buffer.
     pub max_shared_bytes: u32,
@@ -140,6 +144,8 @@ pub struct Module<'a> {
     pub entry: &'a str,
     pub hash: u64,
     pub subgroup_size: Option<u32>,
+    /// Bytes of workgroup memory the module declares.
+    pub shared_bytes: u32,
 }
 
 /// One dispatch: workgroups per dimension and the `u32` push constants (at offset 0).
@@ -438,7 +444,10 @@ impl Device {
         let ci = vk::BufferCreateInfo::default().size(size);
         let ci = ci.usage(vk::BufferUsageFlags::STORAGE_BUFFER);
         let want = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
-        let cached = vk::MemoryPropertyFlags::HOST_CACHED;
+        let (local, cached) = (
+            vk::MemoryPropertyFlags::DEVICE_LOCAL,
+            vk::MemoryPropertyFlags::HOST_CACHED,
+        );
         let types = self.memory.memory_types_as_slice();
         let flags = vk::MemoryMapFlags::empty();
         // SAFETY: the create infos live across the calls; the memory is of a type the buffer
@@ -448,14 +457,34 @@ impl Device {
             let mem = vk::DeviceMemory::null();
             self.bufs.push(Buf { buf, mem, len });
             let req = dev.get_buffer_memory_requirements(buf);
-            let index = (types.iter().enumerate().take(32))
-                .filter(|(i, _)| req.memory_type_bits & (1 << i) != 0)
-                .filter(|(_, t)| t.property_flags.contains(want))
-                .min_by_key(|(_, t)| !t.property_flags.contains(cached))
-                .and_then(|(i, _)| u32::try_from(i).ok())
-                .ok_or_else(|| vk_err("the Vulkan device has no host-visible memory"))?;
+            // Host-visible memory the GPU reads at its own speed first (a GPU's BAR; all of
+            // lavapipe's memory), else host memory (the kernel then reads it across the bus:
+            // NVIDIA's cached type is system memory), cached before uncached.
+            let mut fits: Vec<(usize, vk::MemoryPropertyFlags)> = (types.iter().enumerate())
+                .take(32)
+                .filter(|(i, t)| {
+                    req.memory_type_bits & (1 << i) != 0 && t.property_flags.contains(want)
+                })
+                .map(|(i, t)| (i, t.property_flags))
+                .collect();
+            fits.sort_by_key(|&(_, f)| (!f.contains(local), !f.contains(cached)));
             let ai = vk::MemoryAllocateInfo::default().allocation_size(req.size);
-            let mem = dev.allocate_memory(&ai.memory_type_index(index), None);
+            let mut mem = Err(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY);
+            for (i, _) in &fits {
+                let index = u32::try_from(*i).unwrap_or(u32::MAX);
+                mem = dev.allocate_memory(&ai.memory_type_index(index), None);
+                // a full heap (a small BAR) falls back to the next type
+                if !matches!(
+                    mem,
+                    Err(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY
+                        | vk::Result::ERROR_OUT_OF_HOST_MEMORY)
+                ) {
+                    break;
+                }
+            }
+            if fits.is_empty() {
+                return Err(vk_err("the Vulkan device has no host-visible memory"));
+            }
             let mem = mem.vk("vkAllocateMemory")?;
             if let Some(b) = self.bufs.last_mut() {
                 b.mem = mem;
@@ -563,6 +592,19 @@ impl Device {
                 format!("the Vulkan device's subgroups are {lanes} lanes; this kernel needs {n}");
             return Err(vk_err(why));
         }
+        // Over the limit a GPU's driver may lose the device (NVIDIA's does) rather than refuse
+        // the kernel. A CPU device's workgroup memory is ordinary memory: lavapipe runs kernels
+        // over the 32 KiB it reports (the FMA attention of head dimensions 128 and up), which
+        // the vulkan check in CI relies on.
+        let max = self.info.max_shared_bytes;
+        if m.shared_bytes > max && !self.info.cpu {
+            let why = format!(
+                "the kernel needs {} bytes of workgroup memory; the Vulkan device allows {max} \
+                 (maxComputeSharedMemorySize)",
+                m.shared_bytes
+            );
+            return Err(vk_err(why));
+        }
         let subgroup = m.subgroup_size.filter(|&n| required(n));
         if m.words.first() != Some(&0x0723_0203) {
             return Err(vk_err("the kernel is not SPIR-V (no SPIR-V magic number)"));
@@ -579,7 +621,8 @@ impl Device {
         let (dev, mut p) = (&self.device, Pipe::default());
         let build = |p: &mut Pipe| -> Result<(), VkError> {
             let compute = ShaderStageFlags::COMPUTE;
-            let si = vk::ShaderModuleCreateInfo::default().code(m.words);
+            let words = float_controls::fit(m.words, &self.info.float_controls);
+            let si = vk::ShaderModuleCreateInfo::default().code(&words);
             let binding = vk::DescriptorSetLayoutBinding::default().stage_flags(compute);
             let binding = binding.descriptor_type(DescriptorType::STORAGE_BUFFER);
             let binding = binding.descriptor_count(1);

@@ -98,10 +98,14 @@ pub(super) fn create_device(
     eat.shader_shared_float32_atomic_add = fat.shader_shared_float32_atomic_add;
     let on = |b: vk::Bool32| b == vk::TRUE;
     let mut p11 = vk::PhysicalDeviceVulkan11Properties::default();
+    let mut p12 = vk::PhysicalDeviceVulkan12Properties::default();
     let mut p13 = vk::PhysicalDeviceVulkan13Properties::default();
     let mut drv = vk::PhysicalDeviceDriverProperties::default();
     let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut p11);
-    p2 = p2.push_next(&mut p13).push_next(&mut drv);
+    p2 = p2
+        .push_next(&mut p12)
+        .push_next(&mut p13)
+        .push_next(&mut drv);
     // SAFETY: `p2` heads a valid chain of property structs that outlive the call.
     unsafe { instance.get_physical_device_properties2(pd, &mut p2) };
     let (props, lim) = (p2.properties, p2.properties.limits);
@@ -135,6 +139,18 @@ pub(super) fn create_device(
         storage16: on(f11.storage_buffer16_bit_access),
         storage8: on(f12.storage_buffer8_bit_access),
         atomic_float_add: on(eat.shader_buffer_float32_atomic_add),
+        float_controls: super::FloatControls {
+            denorm_preserve: [
+                on(p12.shader_denorm_preserve_float16),
+                on(p12.shader_denorm_preserve_float32),
+                on(p12.shader_denorm_preserve_float64),
+            ],
+            signed_zero_inf_nan: [
+                on(p12.shader_signed_zero_inf_nan_preserve_float16),
+                on(p12.shader_signed_zero_inf_nan_preserve_float32),
+                on(p12.shader_signed_zero_inf_nan_preserve_float64),
+            ],
+        },
         max_shared_bytes: lim.max_compute_shared_memory_size,
         max_invocations: lim.max_compute_work_group_invocations,
         max_groups: lim.max_compute_work_group_count,

@@ -168,6 +168,7 @@ fn module(words: &[Word], lanes: Option<u32>) -> Module<'_> {
         entry: "main",
         hash,
         subgroup_size: lanes,
+        shared_bytes: 0,
     }
 }
 
@@ -336,6 +337,20 @@ fn bad_launches_are_errors() {
         .expect_err("3 lanes")
         .message
         .contains("this kernel needs 3"));
+    let over = dev.info().max_shared_bytes.saturating_add(4);
+    let big = Module {
+        shared_bytes: over,
+        hash: 2,
+        ..m
+    };
+    // (a CPU device runs it: its module declares no workgroup memory; a GPU refuses it)
+    let cpu = dev.info.cpu;
+    dev.info.cpu = false;
+    let e = dev.run(&big, &mut empty, &[false, false], &launch(1, &[0]));
+    dev.info.cpu = cpu;
+    let e = e.expect_err("workgroup memory over the limit");
+    assert!(e.message.contains(&format!("needs {over} bytes")), "{e}");
+    assert!(!e.fault, "a refused kernel is not a fault: {e}");
     // the device still works after refused launches
     let mut ok = vec![f32_bytes(&[3.0]), vec![0; 4]];
     dev.run(&m, &mut ok, &[false, true], &launch(1, &[1]))

@@ -55,6 +55,10 @@ pub struct Spirv {
     /// For a kernel with warp operations: the same kernel with them done through workgroup
     /// memory ([`Lanes::Shared`]), for a device whose subgroups are not 32 lanes.
     pub shared_warps: Option<Vec<u32>>,
+    /// Bytes of workgroup memory the module declares, and the [`Spirv::shared_warps`] form's
+    /// (a device refuses a kernel over its `maxComputeSharedMemorySize`).
+    pub shared_bytes: u32,
+    pub shared_warps_bytes: u32,
 }
 
 /// How a warp's 32 lanes exchange values.
@@ -160,7 +164,9 @@ struct Cx<'k> {
 pub fn translate(k: &Kernel) -> R<Spirv> {
     let mut s = translate_with(k, Lanes::Subgroup)?;
     if s.subgroup {
-        s.shared_warps = Some(translate_with(k, Lanes::Shared)?.words);
+        let w = translate_with(k, Lanes::Shared)?;
+        s.shared_warps = Some(w.words);
+        s.shared_warps_bytes = w.shared_bytes;
     }
     Ok(s)
 }
@@ -241,6 +247,18 @@ pub fn translate_with(k: &Kernel, lanes: Lanes) -> R<Spirv> {
     let interface = cx.interface.clone();
     cx.b.entry_point(ExecutionModel::GLCompute, main, k.name.clone(), interface);
     cx.b.execution_mode(main, ExecutionMode::LocalSize, k.block);
+    // IEEE behaviour as on the cpu and in PTX: subnormals kept (not flushed to zero), and
+    // signed zeros, infinities and NaNs preserved (a driver may otherwise assume there are
+    // none). A device without these float controls runs the module without them (the
+    // runtime drops the modes it does not support).
+    cx.b.capability(Capability::DenormPreserve);
+    cx.b.capability(Capability::SignedZeroInfNanPreserve);
+    let widths: &[u32] = if cx.f64_used { &[32, 64] } else { &[32] };
+    for &w in widths {
+        cx.b.execution_mode(main, ExecutionMode::DenormPreserve, [w]);
+        cx.b.execution_mode(main, ExecutionMode::SignedZeroInfNanPreserve, [w]);
+    }
+    let shared_bytes = (cx.slots_base() + cx.slot_bytes()).div_ceil(4) * 4;
     let bindings = cx.bufs.len() as u32;
     let push_words = k.scalars().len() as u32;
     let subgroup = cx.subgroup && lanes == Lanes::Subgroup;
@@ -267,6 +285,8 @@ pub fn translate_with(k: &Kernel, lanes: Lanes) -> R<Spirv> {
         push_words,
         subgroup,
         shared_warps: None,
+        shared_bytes,
+        shared_warps_bytes: 0,
     })
 }
 
@@ -588,6 +608,15 @@ impl Cx<'_> {
         );
         // a block is always selected while the function body is built
         let _ = self.b.insert_into_block(InsertPoint::End, inst);
+        // Each float operation is rounded on its own, as PTX's `.rn` forms are: a driver may
+        // otherwise fuse a multiply and an add or reorder them (NVIDIA's does), and the exact
+        // argument reductions and the cpu's bits depend on the order written.
+        if matches!(
+            op,
+            Op::FAdd | Op::FSub | Op::FMul | Op::FDiv | Op::FRem | Op::FMod
+        ) {
+            self.b.decorate(id, Decoration::NoContraction, []);
+        }
         id
     }
 

@@ -320,14 +320,12 @@ impl Cx<'_> {
                 &[a, b],
             ),
             BinOp::Div | BinOp::DivApprox if f => self.ins(Op::FDiv, st, &[a, b]),
-            BinOp::Div | BinOp::DivApprox | BinOp::Rem if s && wide(ty) => {
-                self.sdivrem64(a, b, op == BinOp::Rem)
+            BinOp::Div | BinOp::DivApprox | BinOp::Rem if s => {
+                self.sdivrem(wide(ty), a, b, op == BinOp::Rem)
             }
-            BinOp::Div | BinOp::DivApprox => {
-                self.ins(if s { Op::SDiv } else { Op::UDiv }, st, &[a, b])
-            }
+            BinOp::Div | BinOp::DivApprox => self.ins(Op::UDiv, st, &[a, b]),
             BinOp::Rem if f => self.ins(Op::FRem, st, &[a, b]),
-            BinOp::Rem => self.ins(if s { Op::SRem } else { Op::UMod }, st, &[a, b]),
+            BinOp::Rem => self.ins(Op::UMod, st, &[a, b]),
             BinOp::And => self.ins(Op::BitwiseAnd, st, &[a, b]),
             BinOp::Or => self.ins(Op::BitwiseOr, st, &[a, b]),
             BinOp::Xor => self.ins(Op::BitwiseXor, st, &[a, b]),
@@ -358,17 +356,23 @@ impl Cx<'_> {
         })
     }
 
-    /// 64-bit signed `a / b` (truncated) or `a % b` (the sign of `a`) through unsigned
-    /// division of the magnitudes (lavapipe 22.3 miscompiles `OpSDiv`/`OpSRem` of a
-    /// sign-extended value by a constant).
-    fn sdivrem64(&mut self, a: Word, b: Word, rem: bool) -> Word {
-        let (i, u, bt) = (self.t.i64_, self.t.u64_, self.t.bool_);
+    /// Signed `a / b` (truncated) or `a % b` (the sign of `a`), 32- or 64-bit, through unsigned
+    /// division of the magnitudes: Vulkan leaves `OpSRem`/`OpSMod` undefined when an operand
+    /// is negative (NVIDIA's driver gives other results than the cpu's), and lavapipe 22.3
+    /// miscompiles a 64-bit `OpSDiv`/`OpSRem` of a sign-extended value by a constant.
+    /// `MIN / -1` wraps to `MIN`, as in PTX.
+    fn sdivrem(&mut self, wide: bool, a: Word, b: Word, rem: bool) -> Word {
+        let (i, u, bt) = if wide {
+            (self.t.i64_, self.t.u64_, self.t.bool_)
+        } else {
+            (self.t.i32_, self.t.u32_, self.t.bool_)
+        };
         // the sign bits (lavapipe 22.3 also misorders 64-bit `OpSLessThan`)
         let (ua0, ub0) = (
             self.ins(Op::Bitcast, u, &[a]),
             self.ins(Op::Bitcast, u, &[b]),
         );
-        let top = self.constant(u, 1 << 63);
+        let top = self.constant(u, if wide { 1 << 63 } else { 1 << 31 });
         let an = self.ins(Op::UGreaterThanEqual, bt, &[ua0, top]);
         let bn = self.ins(Op::UGreaterThanEqual, bt, &[ub0, top]);
         let na = self.ins(Op::SNegate, i, &[a]);
