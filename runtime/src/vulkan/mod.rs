@@ -460,18 +460,20 @@ impl Device {
             // Host-visible memory the GPU reads at its own speed first (a GPU's BAR; all of
             // lavapipe's memory), else host memory (the kernel then reads it across the bus:
             // NVIDIA's cached type is system memory), cached before uncached.
-            let mut fits: Vec<(usize, vk::MemoryPropertyFlags)> = (types.iter().enumerate())
-                .take(32)
-                .filter(|(i, t)| {
-                    req.memory_type_bits & (1 << i) != 0 && t.property_flags.contains(want)
-                })
-                .map(|(i, t)| (i, t.property_flags))
+            let mut fits: Vec<u32> = (0..types.len().min(32) as u32)
+                .filter(|&i| req.memory_type_bits & (1 << i) != 0)
+                .filter(|&i| types[i as usize].property_flags.contains(want))
                 .collect();
-            fits.sort_by_key(|&(_, f)| (!f.contains(local), !f.contains(cached)));
+            if fits.is_empty() {
+                return Err(vk_err("the Vulkan device has no host-visible memory"));
+            }
+            fits.sort_by_key(|&i| {
+                let f = types[i as usize].property_flags;
+                (!f.contains(local), !f.contains(cached))
+            });
             let ai = vk::MemoryAllocateInfo::default().allocation_size(req.size);
             let mut mem = Err(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY);
-            for (i, _) in &fits {
-                let index = u32::try_from(*i).unwrap_or(u32::MAX);
+            for &index in &fits {
                 mem = dev.allocate_memory(&ai.memory_type_index(index), None);
                 // a full heap (a small BAR) falls back to the next type
                 if !matches!(
@@ -481,9 +483,6 @@ impl Device {
                 ) {
                     break;
                 }
-            }
-            if fits.is_empty() {
-                return Err(vk_err("the Vulkan device has no host-visible memory"));
             }
             let mem = mem.vk("vkAllocateMemory")?;
             if let Some(b) = self.bufs.last_mut() {

@@ -362,11 +362,12 @@ impl Cx<'_> {
     /// miscompiles a 64-bit `OpSDiv`/`OpSRem` of a sign-extended value by a constant.
     /// `MIN / -1` wraps to `MIN`, as in PTX.
     fn sdivrem(&mut self, wide: bool, a: Word, b: Word, rem: bool) -> Word {
-        let (i, u, bt) = if wide {
-            (self.t.i64_, self.t.u64_, self.t.bool_)
+        let (i, u) = if wide {
+            (self.t.i64_, self.t.u64_)
         } else {
-            (self.t.i32_, self.t.u32_, self.t.bool_)
+            (self.t.i32_, self.t.u32_)
         };
+        let bt = self.t.bool_;
         // the sign bits (lavapipe 22.3 also misorders 64-bit `OpSLessThan`)
         let (ua0, ub0) = (
             self.ins(Op::Bitcast, u, &[a]),
