@@ -1,15 +1,88 @@
 //! Every kernel of every golden script and example that makes kernels (`@op.kernel`, a
 //! gradient, an optimizer update: `tessera::golden::kernel_scripts`) is compiled for
 //! sm_80 and sm_90 (`tessera run --emit-ptx`) and assembled by ptxas: 0 errors, 0 spill bytes.
+//! A kernel whose PTX is another's but for its name (a copy or an elementwise chain made again
+//! by another graph) is assembled once. Scripts run on all cores.
 //! Needs ptxas (`scripts/install-ptxas`, or `TESSERA_PTXAS`); fails with that message if absent.
 
+use std::collections::HashSet;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use tessera_compiler::target::ptxas::{find_ptxas, run_ptxas};
 use tessera_compiler::target::Target;
 
 fn scripts() -> Vec<PathBuf> {
     tessera::golden::kernel_scripts(Path::new(env!("CARGO_MANIFEST_DIR")))
+}
+
+/// What the jobs found: kernels emitted, kernels assembled (distinct), failures.
+#[derive(Default)]
+struct Found {
+    kernels: usize,
+    assembled: usize,
+    failures: Vec<String>,
+}
+
+/// Runs `script` for `target` with `--emit-ptx`, and assembles each kernel not seen before.
+fn check(
+    target: Target,
+    script: &Path,
+    out: &Path,
+    seen: &Mutex<HashSet<u64>>,
+    found: &Mutex<Found>,
+) {
+    let stem = script.file_stem().and_then(|s| s.to_str()).unwrap_or("x");
+    let dir = out.join(target.name()).join(stem);
+    let _ = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .current_dir(script.parent().unwrap_or(Path::new(".")))
+        .args(["run", "--target", target.name(), "--emit-ptx"])
+        .arg(&dir)
+        .arg(script)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run tessera");
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    let mut files: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+    files.sort();
+    for f in files {
+        let ptx = std::fs::read_to_string(&f).unwrap_or_default();
+        let name = f.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        let mut h = DefaultHasher::new();
+        (target.name(), ptx.replace(name, "k")).hash(&mut h);
+        let first = seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(h.finish());
+        let result = first.then(|| run_ptxas(&ptx, target));
+        let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
+        found.kernels += 1;
+        match result {
+            None => {}
+            Some(Ok(r)) => {
+                found.assembled += 1;
+                eprintln!(
+                    "{} {}: {} registers, {} spill stores, {} spill loads, {} bytes smem",
+                    target.name(),
+                    f.display(),
+                    r.registers,
+                    r.spill_stores,
+                    r.spill_loads,
+                    r.shared_bytes
+                );
+                if r.spill_stores + r.spill_loads > 0 || r.stack_frame > 0 {
+                    found
+                        .failures
+                        .push(format!("{}: spills\n{}", f.display(), r.log));
+                }
+            }
+            Some(Err(e)) => found.failures.push(format!("{}: {e}", f.display())),
+        }
+    }
 }
 
 #[test]
@@ -19,53 +92,38 @@ fn every_kernel_assembles_without_spills() {
         "ptxas not found: run scripts/install-ptxas (or set TESSERA_PTXAS to a ptxas binary)"
     );
     let out = std::env::temp_dir().join(format!("tessera-lowering-ptxas-{}", std::process::id()));
-    let mut failures = vec![];
-    let mut count = 0;
-    for target in [Target::Sm80, Target::Sm90] {
-        for script in scripts() {
-            let stem = script.file_stem().and_then(|s| s.to_str()).unwrap_or("x");
-            let dir = out.join(target.name()).join(stem);
-            let _ = Command::new(env!("CARGO_BIN_EXE_tessera"))
-                .current_dir(script.parent().unwrap_or(Path::new(".")))
-                .args(["run", "--target", target.name(), "--emit-ptx"])
-                .arg(&dir)
-                .arg(&script)
-                .env("NO_COLOR", "1")
-                .output()
-                .expect("run tessera");
-            let Ok(rd) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            let mut files: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
-            files.sort();
-            for f in files {
-                let ptx = std::fs::read_to_string(&f).unwrap_or_default();
-                count += 1;
-                match run_ptxas(&ptx, target) {
-                    Ok(r) => {
-                        eprintln!(
-                            "{} {}: {} registers, {} spill stores, {} spill loads, {} bytes smem",
-                            target.name(),
-                            f.display(),
-                            r.registers,
-                            r.spill_stores,
-                            r.spill_loads,
-                            r.shared_bytes
-                        );
-                        if r.spill_stores + r.spill_loads > 0 || r.stack_frame > 0 {
-                            failures.push(format!("{}: spills\n{}", f.display(), r.log));
-                        }
-                    }
-                    Err(e) => failures.push(format!("{}: {e}", f.display())),
+    let scripts = scripts();
+    let jobs: Vec<(Target, &PathBuf)> = [Target::Sm80, Target::Sm90]
+        .into_iter()
+        .flat_map(|t| scripts.iter().map(move |s| (t, s)))
+        .collect();
+    let (next, seen, found) = (
+        AtomicUsize::new(0),
+        Mutex::new(HashSet::new()),
+        Mutex::new(Found::default()),
+    );
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                while let Some(&(t, script)) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    check(t, script, &out, &seen, &found);
                 }
-            }
+            });
         }
-    }
+    });
     let _ = std::fs::remove_dir_all(&out);
-    assert!(count > 0, "no kernel was compiled");
+    let found = found.into_inner().unwrap_or_else(|e| e.into_inner());
+    eprintln!(
+        "{} kernels from {} scripts, {} distinct ones assembled",
+        found.kernels,
+        scripts.len(),
+        found.assembled
+    );
+    assert!(found.assembled > 0, "no kernel was compiled");
     assert!(
-        failures.is_empty(),
+        found.failures.is_empty(),
         "ptxas failures:\n{}",
-        failures.join("\n")
+        found.failures.join("\n")
     );
 }

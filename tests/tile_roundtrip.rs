@@ -62,55 +62,93 @@ fn kind_of(name: &str) -> &str {
         .unwrap_or("other")
 }
 
+/// What one script's kernels gave: kernels checked, names in the old form, failures.
+#[derive(Default)]
+struct Found {
+    checked: usize,
+    old_form: Vec<String>,
+    failures: Vec<String>,
+}
+
+/// Runs `script` with `--dump tile --emit-ptx` and lowers every dumped program again.
+fn round_trip(exe: &Path, root: &Path, script: &Path, dir: &Path) -> Found {
+    let mut found = Found::default();
+    let _ = std::fs::create_dir_all(dir);
+    let out = std::process::Command::new(exe)
+        .current_dir(script.parent().unwrap_or(root))
+        .env("TESSERA_CUDA", "off")
+        .env("NO_COLOR", "1")
+        .args(["run", "--device", "cpu", "--dump", "tile", "--emit-ptx"])
+        .arg(dir)
+        .arg(script.file_name().unwrap_or_default())
+        .output()
+        .expect("run tessera");
+    let dump = String::from_utf8_lossy(&out.stderr);
+    for (name, text) in blocks(&dump) {
+        let Ok(ptx) = std::fs::read_to_string(dir.join(format!("{name}.ptx"))) else {
+            continue;
+        };
+        if text.lines().next().is_some_and(|l| l.contains(") -> %")) {
+            if kind_of(&name) != "other" {
+                found
+                    .failures
+                    .push(format!("{name}: a program kind printed in the old form"));
+            }
+            found.old_form.push(name);
+            continue;
+        }
+        let target = ptx
+            .lines()
+            .find_map(|l| l.strip_prefix(".target "))
+            .and_then(Target::parse)
+            .unwrap_or(Target::Sm90);
+        found.checked += 1;
+        match lower_text(&format!("{name}.tile"), &text, Level::Ptx, target) {
+            Ok(p) if p == ptx => {}
+            Ok(_) => found.failures.push(format!(
+                "{}: {name}: the lowered PTX differs from the kernel's",
+                script.display()
+            )),
+            Err((msg, _)) => found
+                .failures
+                .push(format!("{}: {name}: {msg}", script.display())),
+        }
+    }
+    found
+}
+
 #[test]
 fn dumped_tile_ir_lowers_to_the_same_ptx() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_tessera"));
     let tmp = std::env::temp_dir().join(format!("tessera-tile-roundtrip-{}", std::process::id()));
-    let mut checked = 0;
-    let mut old_form = vec![];
-    let mut failures = vec![];
-    for (i, script) in scripts(&root).iter().enumerate() {
-        let dir = tmp.join(i.to_string());
-        let _ = std::fs::create_dir_all(&dir);
-        let out = std::process::Command::new(&exe)
-            .current_dir(script.parent().unwrap_or(&root))
-            .env("TESSERA_CUDA", "off")
-            .env("NO_COLOR", "1")
-            .args(["run", "--device", "cpu", "--dump", "tile", "--emit-ptx"])
-            .arg(&dir)
-            .arg(script.file_name().unwrap_or_default())
-            .output()
-            .expect("run tessera");
-        let dump = String::from_utf8_lossy(&out.stderr);
-        for (name, text) in blocks(&dump) {
-            let Ok(ptx) = std::fs::read_to_string(dir.join(format!("{name}.ptx"))) else {
-                continue;
-            };
-            if text.lines().next().is_some_and(|l| l.contains(") -> %")) {
-                if kind_of(&name) != "other" {
-                    failures.push(format!("{name}: a program kind printed in the old form"));
+    let scripts = scripts(&root);
+    // the scripts on all cores
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let all = std::sync::Mutex::new(Found::default());
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                let order = std::sync::atomic::Ordering::Relaxed;
+                loop {
+                    let i = next.fetch_add(1, order);
+                    let Some(script) = scripts.get(i) else { break };
+                    let f = round_trip(&exe, &root, script, &tmp.join(i.to_string()));
+                    let mut all = all.lock().unwrap_or_else(|e| e.into_inner());
+                    all.checked += f.checked;
+                    all.old_form.extend(f.old_form);
+                    all.failures.extend(f.failures);
                 }
-                old_form.push(name);
-                continue;
-            }
-            let target = ptx
-                .lines()
-                .find_map(|l| l.strip_prefix(".target "))
-                .and_then(Target::parse)
-                .unwrap_or(Target::Sm90);
-            checked += 1;
-            match lower_text(&format!("{name}.tile"), &text, Level::Ptx, target) {
-                Ok(p) if p == ptx => {}
-                Ok(_) => failures.push(format!(
-                    "{}: {name}: the lowered PTX differs from the kernel's",
-                    script.display()
-                )),
-                Err((msg, _)) => failures.push(format!("{}: {name}: {msg}", script.display())),
-            }
+            });
         }
-    }
+    });
     let _ = std::fs::remove_dir_all(&tmp);
+    let Found {
+        checked,
+        mut old_form,
+        failures,
+    } = all.into_inner().unwrap_or_else(|e| e.into_inner());
     old_form.sort();
     old_form.dedup();
     println!(

@@ -161,7 +161,10 @@ impl Lowered {
                 ("spirv", _, Some(_)) if c.spirv.is_some() => c
                     .spirv
                     .as_ref()
-                    .map(|s| tile_spirv::disassemble(&s.words))
+                    .map(|s| {
+                        // the module's entry point is `main`: the kernel's name is said here
+                        format!("; kernel @{name} ({kind})\n{}", tile_spirv::disassemble(&s.words))
+                    })
                     .unwrap_or_default(),
                 ("ptx", _, Some(l)) if !p.target.is_spirv() => ptx::print_verified(&l.kernel, p.target, sources)
                     .map_err(|e| internal(name, target_msg(&e)))?,

@@ -131,6 +131,10 @@ impl<'t, Er: GrammarError<'t>> Grammar<'t, Er> {
     }
 }
 
+/// The parsers. The larger sub-parsers are `.boxed()`, which erases their types: without that
+/// the expression parser's type nests every combinator in it, and rustc's borrow checker spent
+/// 293 s of a 317 s `cargo check` of this crate on this function (6 s boxed; bench/RESULTS.md,
+/// "CI build time").
 pub(crate) fn grammar<'t, Er: GrammarError<'t>>() -> Grammar<'t, Er> {
     let mut arith_out: Option<Rec<'t, Er>> = None;
 
@@ -205,7 +209,8 @@ pub(crate) fn grammar<'t, Er: GrammarError<'t>>() -> Grammar<'t, Er> {
                     v.extend(rest);
                     mk(ExprKind::Tuple(v), sp!(e))
                 }
-            });
+            })
+            .boxed();
 
         // `for t in iter if c`: a conditional expression `a if b` without `else` backtracks,
         // leaving the `if` to the comprehension
@@ -253,7 +258,8 @@ pub(crate) fn grammar<'t, Er: GrammarError<'t>>() -> Grammar<'t, Er> {
                         span,
                     ),
                 }
-            });
+            })
+            .boxed();
 
         // `{k: v, ...}`: a dict display
         let dict = expr
@@ -264,9 +270,12 @@ pub(crate) fn grammar<'t, Er: GrammarError<'t>>() -> Grammar<'t, Er> {
             .allow_trailing()
             .collect::<Vec<(Expr, Expr)>>()
             .delimited_by(just(Tok::LBrace), just(Tok::RBrace))
-            .map_with(move |v, e| mk(ExprKind::Dict(v), sp!(e)));
+            .map_with(move |v, e| mk(ExprKind::Dict(v), sp!(e)))
+            .boxed();
 
-        let atom = choice((literal, strings, paren, list, dict)).labelled("an expression");
+        let atom = choice((literal, strings, paren, list, dict))
+            .labelled("an expression")
+            .boxed();
 
         // call arguments
         let arg = choice((
@@ -298,7 +307,8 @@ pub(crate) fn grammar<'t, Er: GrammarError<'t>>() -> Grammar<'t, Er> {
                 }
                 Ok(args)
             })
-            .delimited_by(just(Tok::LParen), just(Tok::RParen));
+            .delimited_by(just(Tok::LParen), just(Tok::RParen))
+            .boxed();
 
         // subscripts: `x[i]`, `x[a:b:c]`, `x[0:2, :]`
         let slice_tail = just(Tok::Colon)
@@ -335,7 +345,8 @@ pub(crate) fn grammar<'t, Er: GrammarError<'t>>() -> Grammar<'t, Er> {
             .collect::<Vec<Expr>>()
             .then(just(Tok::Comma).or_not())
             .map_with(move |(v, t), e| tuple_or_single(v, t.is_some(), sp!(e)))
-            .delimited_by(just(Tok::LBracket), just(Tok::RBracket));
+            .delimited_by(just(Tok::LBracket), just(Tok::RBracket))
+            .boxed();
 
         let postfix = choice((
             args.map_with(move |a, e| Postfix::Call(a, sp!(e))),
@@ -343,39 +354,42 @@ pub(crate) fn grammar<'t, Er: GrammarError<'t>>() -> Grammar<'t, Er> {
                 .ignore_then(ident.labelled("an attribute name"))
                 .map(Postfix::Attr),
             subscript.map_with(move |i, e| Postfix::Index(i, sp!(e))),
-        ));
-        let primary = atom.foldl(postfix.repeated(), |value, p| match p {
-            Postfix::Call(args, s) => {
-                let span = value.span.to(s);
-                mk(
-                    ExprKind::Call {
-                        func: Box::new(value),
-                        args,
-                    },
-                    span,
-                )
-            }
-            Postfix::Attr(attr) => {
-                let span = value.span.to(attr.span);
-                mk(
-                    ExprKind::Attribute {
-                        value: Box::new(value),
-                        attr,
-                    },
-                    span,
-                )
-            }
-            Postfix::Index(index, s) => {
-                let span = value.span.to(s);
-                mk(
-                    ExprKind::Subscript {
-                        value: Box::new(value),
-                        index: Box::new(index),
-                    },
-                    span,
-                )
-            }
-        });
+        ))
+        .boxed();
+        let primary = atom
+            .foldl(postfix.repeated(), |value, p| match p {
+                Postfix::Call(args, s) => {
+                    let span = value.span.to(s);
+                    mk(
+                        ExprKind::Call {
+                            func: Box::new(value),
+                            args,
+                        },
+                        span,
+                    )
+                }
+                Postfix::Attr(attr) => {
+                    let span = value.span.to(attr.span);
+                    mk(
+                        ExprKind::Attribute {
+                            value: Box::new(value),
+                            attr,
+                        },
+                        span,
+                    )
+                }
+                Postfix::Index(index, s) => {
+                    let span = value.span.to(s);
+                    mk(
+                        ExprKind::Subscript {
+                            value: Box::new(value),
+                            index: Box::new(index),
+                        },
+                        span,
+                    )
+                }
+            })
+            .boxed();
 
         // factor: ('-' | '+')* power;  power: primary ['**' factor]
         let factor = recursive(|factor| {
@@ -453,7 +467,8 @@ pub(crate) fn grammar<'t, Er: GrammarError<'t>>() -> Grammar<'t, Er> {
                     .collect::<Vec<((Op, Vec<Span>), Expr)>>(),
             )
             .map(|(first, rest)| fold_chain(first, rest))
-            .labelled("an expression");
+            .labelled("an expression")
+            .boxed();
 
         let arith_op = select! {
             Tok::Star => Op::Bin(BinOp::Mul),
@@ -517,7 +532,8 @@ pub(crate) fn grammar<'t, Er: GrammarError<'t>>() -> Grammar<'t, Er> {
         .at_least(1)
         .collect::<Vec<Expr>>()
         .then(just(Tok::Comma).or_not())
-        .map_with(move |(v, t), e| tuple_or_single(v, t.is_some(), sp!(e)));
+        .map_with(move |(v, t), e| tuple_or_single(v, t.is_some(), sp!(e)))
+        .boxed();
 
     let augop = select! { Tok::AugAssign(op) => op };
     let stmt_at = |kind: StmtKind, span: Span| Stmt { kind, span };
@@ -576,7 +592,8 @@ pub(crate) fn grammar<'t, Er: GrammarError<'t>>() -> Grammar<'t, Er> {
         .separated_by(just(Tok::Semi))
         .at_least(1)
         .collect::<Vec<Stmt>>()
-        .then_ignore(just(Tok::Semi).or_not());
+        .then_ignore(just(Tok::Semi).or_not())
+        .boxed();
 
     let colon = just(Tok::Colon).map_with(|_, e| sp!(e));
     let kw = |t: Tok| just(t).map_with(|_, e| sp!(e));

@@ -367,11 +367,14 @@ pub(super) fn emit_spirv(dir: &std::path::Path, l: &Lowered) -> Result<(), Diagn
     std::fs::create_dir_all(dir).map_err(io)?;
     for c in &l.kernels {
         if let Some(s) = &c.spirv {
+            // named after the kernel: every module's entry point is `main`
+            let kernel = l.program.kernels.get(c.index).map(|k| k.name.as_str());
+            let kernel = kernel.unwrap_or(tessera_compiler::lower::tile_spirv::ENTRY);
             let bytes: Vec<u8> = s.words.iter().flat_map(|w| w.to_le_bytes()).collect();
-            std::fs::write(dir.join(format!("{}.spv", s.entry)), bytes).map_err(io)?;
+            std::fs::write(dir.join(format!("{kernel}.spv")), bytes).map_err(io)?;
             if let Some(w) = &s.shared_warps {
                 let bytes: Vec<u8> = w.iter().flat_map(|w| w.to_le_bytes()).collect();
-                let name = format!("{}.shared-warps.spv", s.entry);
+                let name = format!("{kernel}.shared-warps.spv");
                 std::fs::write(dir.join(name), bytes).map_err(io)?;
             }
         }

@@ -39,12 +39,17 @@ mod warps;
 
 type R<T> = Result<T, Error>;
 
+/// Every module's entry point. The kernel's own name is not in the module: the same kernel made
+/// for two graphs (a copy, an elementwise chain of one shape) is then the same module, word for
+/// word, and a driver's shader cache (lavapipe's, NVIDIA's) compiles it once.
+pub const ENTRY: &str = "main";
+
 /// A kernel as a SPIR-V module.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Spirv {
     /// The module's words (SPIR-V 1.6).
     pub words: Vec<u32>,
-    /// The entry point's name: the kernel's.
+    /// The entry point's name: always [`ENTRY`].
     pub entry: String,
     /// Storage buffers, binding `i` = the kernel's `i`-th pointer parameter.
     pub bindings: u32,
@@ -245,7 +250,7 @@ pub fn translate_with(k: &Kernel, lanes: Lanes) -> R<Spirv> {
         cx.b.extension("SPV_EXT_shader_atomic_float_add");
     }
     let interface = cx.interface.clone();
-    cx.b.entry_point(ExecutionModel::GLCompute, main, k.name.clone(), interface);
+    cx.b.entry_point(ExecutionModel::GLCompute, main, ENTRY, interface);
     cx.b.execution_mode(main, ExecutionMode::LocalSize, k.block);
     // IEEE behaviour as on the cpu and in PTX: subnormals kept (not flushed to zero), and
     // signed zeros, infinities and NaNs preserved (a driver may otherwise assume there are
@@ -280,7 +285,7 @@ pub fn translate_with(k: &Kernel, lanes: Lanes) -> R<Spirv> {
     use rspirv::binary::Assemble;
     Ok(Spirv {
         words: module.assemble(),
-        entry: k.name.clone(),
+        entry: ENTRY.to_string(),
         bindings,
         push_words,
         subgroup,
