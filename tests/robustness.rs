@@ -261,23 +261,35 @@ fn ten_thousand_sources_never_panic() {
     // A mutated size can make an emulated kernel run for minutes in a debug build: bound each
     // (a run past it is E0500, like any other failed case).
     tessera_runtime::emu::set_default_max_steps(200_000);
-    let cases = cases();
+    let cases = std::sync::Arc::new(cases());
     let n = cases.len();
-    let result = std::thread::Builder::new()
-        .stack_size(1 << 30)
-        .spawn(move || {
-            let mut counts = [0usize; 3];
-            for (i, src) in cases.iter().enumerate() {
-                match catch_unwind(AssertUnwindSafe(|| run_one(src))) {
-                    Ok(code) => counts[code as usize] += 1,
-                    Err(_) => panic!("case {i} panicked; source:\n{src}"),
-                }
-            }
-            counts
+    // case i on worker i % workers: all cores, each worker with a deep stack
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
+    let handles: Vec<_> = (0..workers)
+        .map(|w| {
+            let cases = cases.clone();
+            std::thread::Builder::new()
+                .stack_size(1 << 30)
+                .spawn(move || {
+                    let mut counts = [0usize; 3];
+                    for (i, src) in cases.iter().enumerate().skip(w).step_by(workers) {
+                        match catch_unwind(AssertUnwindSafe(|| run_one(src))) {
+                            Ok(code) => counts[code as usize] += 1,
+                            Err(_) => panic!("case {i} panicked; source:\n{src}"),
+                        }
+                    }
+                    counts
+                })
+                .expect("spawn")
         })
-        .expect("spawn")
-        .join();
-    let counts = result.expect("a case panicked (see above)");
+        .collect();
+    let mut counts = [0usize; 3];
+    for h in handles {
+        let c = h.join().expect("a case panicked (see above)");
+        for (t, x) in counts.iter_mut().zip(c) {
+            *t += x;
+        }
+    }
     assert_eq!(counts.iter().sum::<usize>(), n);
     assert!(n >= 10_000);
     // Both outcomes must occur, or the generator is not exercising the evaluator.
