@@ -11,9 +11,9 @@
 //! each with the reason the error must give; a listed script that passes fails the test (the
 //! list must shrink with the compiler), and any other failure is a failure.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Instant;
 
 /// Scripts whose only cross-check failure is a kernel a generator does not lower yet, at the
@@ -163,24 +163,8 @@ fn every_golden_kernel_agrees_on_cpu_and_emu() {
     let log_dir = std::env::temp_dir().join(format!("tessera-crosscheck-{}", std::process::id()));
     std::fs::create_dir_all(&log_dir).expect("create a log directory");
     let start = Instant::now();
-    let next = AtomicUsize::new(0);
-    let results = Mutex::new(Vec::new());
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(2)
-        .clamp(2, 8);
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(tsr) = list.get(i) else { break };
-                let r = check(&exe, root, tsr, &log_dir, i);
-                results.lock().unwrap_or_else(|e| e.into_inner()).push(r);
-            });
-        }
-    });
+    let mut results = common::on_all_cores(&list, |i, tsr| check(&exe, root, tsr, &log_dir, i));
     let _ = std::fs::remove_dir_all(&log_dir);
-    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
     results.sort_by(|a, b| a.name.cmp(&b.name));
     let mut kernels = std::collections::BTreeSet::new();
     let mut kinds = std::collections::BTreeMap::<String, usize>::new();

@@ -5,11 +5,12 @@
 //! by another graph) is assembled once. Scripts run on all cores.
 //! Needs ptxas (`scripts/install-ptxas`, or `TESSERA_PTXAS`); fails with that message if absent.
 
+mod common;
+
 use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use tessera_compiler::target::ptxas::{find_ptxas, run_ptxas};
 use tessera_compiler::target::Target;
@@ -27,13 +28,8 @@ struct Found {
 }
 
 /// Runs `script` for `target` with `--emit-ptx`, and assembles each kernel not seen before.
-fn check(
-    target: Target,
-    script: &Path,
-    out: &Path,
-    seen: &Mutex<HashSet<u64>>,
-    found: &Mutex<Found>,
-) {
+fn check(target: Target, script: &Path, out: &Path, seen: &Mutex<HashSet<u64>>) -> Found {
+    let mut found = Found::default();
     let stem = script.file_stem().and_then(|s| s.to_str()).unwrap_or("x");
     let dir = out.join(target.name()).join(stem);
     let _ = Command::new(env!("CARGO_BIN_EXE_tessera"))
@@ -45,7 +41,7 @@ fn check(
         .output()
         .expect("run tessera");
     let Ok(rd) = std::fs::read_dir(&dir) else {
-        return;
+        return found;
     };
     let mut files: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
     files.sort();
@@ -58,10 +54,8 @@ fn check(
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(h.finish());
-        let result = first.then(|| run_ptxas(&ptx, target));
-        let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
         found.kernels += 1;
-        match result {
+        match first.then(|| run_ptxas(&ptx, target)) {
             None => {}
             Some(Ok(r)) => {
                 found.assembled += 1;
@@ -83,6 +77,7 @@ fn check(
             Some(Err(e)) => found.failures.push(format!("{}: {e}", f.display())),
         }
     }
+    found
 }
 
 #[test]
@@ -97,23 +92,15 @@ fn every_kernel_assembles_without_spills() {
         .into_iter()
         .flat_map(|t| scripts.iter().map(move |s| (t, s)))
         .collect();
-    let (next, seen, found) = (
-        AtomicUsize::new(0),
-        Mutex::new(HashSet::new()),
-        Mutex::new(Found::default()),
-    );
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| {
-                while let Some(&(t, script)) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    check(t, script, &out, &seen, &found);
-                }
-            });
-        }
-    });
+    let seen = Mutex::new(HashSet::new());
+    let each = common::on_all_cores(&jobs, |_, &(t, script)| check(t, script, &out, &seen));
     let _ = std::fs::remove_dir_all(&out);
-    let found = found.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut found = Found::default();
+    for f in each {
+        found.kernels += f.kernels;
+        found.assembled += f.assembled;
+        found.failures.extend(f.failures);
+    }
     eprintln!(
         "{} kernels from {} scripts, {} distinct ones assembled",
         found.kernels,

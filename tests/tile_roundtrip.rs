@@ -7,6 +7,8 @@
 //! Kinds not built as Tile IR programs yet print the older description form, which does not
 //! parse; they are listed by name and must not be of a kind in [`PROGRAM_KINDS`].
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use tessera::lower::{lower_text, Level};
@@ -123,32 +125,16 @@ fn dumped_tile_ir_lowers_to_the_same_ptx() {
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_tessera"));
     let tmp = std::env::temp_dir().join(format!("tessera-tile-roundtrip-{}", std::process::id()));
     let scripts = scripts(&root);
-    // the scripts on all cores
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let all = std::sync::Mutex::new(Found::default());
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| {
-                let order = std::sync::atomic::Ordering::Relaxed;
-                loop {
-                    let i = next.fetch_add(1, order);
-                    let Some(script) = scripts.get(i) else { break };
-                    let f = round_trip(&exe, &root, script, &tmp.join(i.to_string()));
-                    let mut all = all.lock().unwrap_or_else(|e| e.into_inner());
-                    all.checked += f.checked;
-                    all.old_form.extend(f.old_form);
-                    all.failures.extend(f.failures);
-                }
-            });
-        }
+    let each = common::on_all_cores(&scripts, |i, script| {
+        round_trip(&exe, &root, script, &tmp.join(i.to_string()))
     });
     let _ = std::fs::remove_dir_all(&tmp);
-    let Found {
-        checked,
-        mut old_form,
-        failures,
-    } = all.into_inner().unwrap_or_else(|e| e.into_inner());
+    let (mut checked, mut old_form, mut failures) = (0, vec![], vec![]);
+    for f in each {
+        checked += f.checked;
+        old_form.extend(f.old_form);
+        failures.extend(f.failures);
+    }
     old_form.sort();
     old_form.dedup();
     println!(

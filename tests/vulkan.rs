@@ -12,9 +12,9 @@
 //! Needs a Vulkan loader and device and `spirv-val`: `scripts/test` installs
 //! `mesa-vulkan-drivers` and `spirv-tools`; without them the test fails and says so.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Scripts whose output legitimately differs between the two runs (only the exit status and
@@ -269,24 +269,8 @@ fn every_golden_kernel_agrees_on_cpu_and_vulkan_and_passes_spirv_val() {
     let work = std::env::temp_dir().join(format!("tessera-vulkan-{}", std::process::id()));
     std::fs::create_dir_all(&work).expect("create a work directory");
     let start = Instant::now();
-    let next = AtomicUsize::new(0);
-    let results = Mutex::new(Vec::new());
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(2)
-        .clamp(2, 8);
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(tsr) = list.get(i) else { break };
-                let r = check(&exe, root, tsr, &work, i);
-                results.lock().unwrap_or_else(|e| e.into_inner()).push(r);
-            });
-        }
-    });
+    let mut results = common::on_all_cores(&list, |i, tsr| check(&exe, root, tsr, &work, i));
     let _ = std::fs::remove_dir_all(&work);
-    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
     results.sort_by(|a, b| a.name.cmp(&b.name));
     let (mut launches, mut modules) = (0, 0);
     for r in &results {

@@ -76,3 +76,25 @@ pub fn assert_bad_files_fail(dir: &std::path::Path, ext: &str, cases: Vec<(&str,
         assert!(!r.stderr.contains("panicked"), "{name}: {}", r.stderr);
     }
 }
+
+/// `f(i, &items[i])` for every item, on all cores (2 to 8 workers, each taking the next item
+/// not started); the results in the items' order.
+pub fn on_all_cores<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> R + Sync) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let done = std::sync::Mutex::new(Vec::with_capacity(items.len()));
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let r = f(i, item);
+                done.lock().unwrap_or_else(|e| e.into_inner()).push((i, r));
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
+    done.sort_by_key(|&(i, _)| i);
+    done.into_iter().map(|(_, r)| r).collect()
+}

@@ -426,7 +426,7 @@ fn vk_module<'a>(
     words.hash(&mut h);
     Ok(crate::vulkan::Module {
         words,
-        entry: &s.entry,
+        entry: tessera_compiler::lower::tile_spirv::ENTRY,
         hash: h.finish(),
         subgroup_size,
         shared_bytes,

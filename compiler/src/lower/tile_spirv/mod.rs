@@ -49,8 +49,6 @@ pub const ENTRY: &str = "main";
 pub struct Spirv {
     /// The module's words (SPIR-V 1.6).
     pub words: Vec<u32>,
-    /// The entry point's name: always [`ENTRY`].
-    pub entry: String,
     /// Storage buffers, binding `i` = the kernel's `i`-th pointer parameter.
     pub bindings: u32,
     /// Push-constant words (the `u32` sizes).
@@ -285,7 +283,6 @@ pub fn translate_with(k: &Kernel, lanes: Lanes) -> R<Spirv> {
     use rspirv::binary::Assemble;
     Ok(Spirv {
         words: module.assemble(),
-        entry: ENTRY.to_string(),
         bindings,
         push_words,
         subgroup,
