@@ -4,7 +4,7 @@
 Usage (from the repository root):
     cargo build --release -p tessera-runtime --example bench_ops
     .venv/bin/python bench/cpu_ops.py [--runs 15] [--warmup 3] [--bin target/release/examples/bench_ops]
-        [--isa avx2|avx512|neon|scalar] [--base OTHER_BENCH_OPS_BINARY] [--only OP[,OP...]]
+        [--isa avx2|avx512|avx512bf16|neon|scalar] [--base OTHER_BENCH_OPS_BINARY] [--only OP[,OP...]]
 
 `--isa` sets TESSERA_CPU_ISA for the Rust process (the kernels it runs); `--base` times a second
 bench_ops binary (an older build, or the same one with `--base-isa`) interleaved in the same run

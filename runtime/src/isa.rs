@@ -18,12 +18,23 @@ pub enum Isa {
     Avx2,
     /// x86-64 AVX-512 (F): 512-bit vectors, 32 registers.
     Avx512,
+    /// AVX-512 with its bf16 dot products (`avx512_bf16`): the AVX-512 kernels, except that a
+    /// matmul of two bf16 operands multiplies pairs of them with `vdpbf16ps` instead of
+    /// widening them to fp32 (docs/decisions.md, "bf16 dot products"). Only by name: never
+    /// [`Isa::best`] until it has been checked on a CPU that has the instruction.
+    Avx512Bf16,
     /// aarch64 Advanced SIMD: 128-bit vectors, 32 registers.
     Neon,
 }
 
 impl Isa {
-    pub const ALL: [Isa; 4] = [Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon];
+    pub const ALL: [Isa; 5] = [
+        Isa::Scalar,
+        Isa::Avx2,
+        Isa::Avx512,
+        Isa::Avx512Bf16,
+        Isa::Neon,
+    ];
 
     /// The name `TESSERA_CPU_ISA` takes.
     pub fn name(self) -> &'static str {
@@ -31,6 +42,7 @@ impl Isa {
             Isa::Scalar => "scalar",
             Isa::Avx2 => "avx2",
             Isa::Avx512 => "avx512",
+            Isa::Avx512Bf16 => "avx512bf16",
             Isa::Neon => "neon",
         }
     }
@@ -52,6 +64,11 @@ impl Isa {
             }
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512Bf16 => {
+                std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512bf16")
+            }
             #[cfg(target_arch = "aarch64")]
             Isa::Neon => std::arch::is_aarch64_feature_detected!("neon"),
             #[allow(unreachable_patterns)]
@@ -64,7 +81,7 @@ impl Isa {
         Isa::ALL.into_iter().filter(|i| i.supported()).collect()
     }
 
-    /// The widest ISA this CPU runs.
+    /// The widest ISA this CPU runs ([`Isa::Avx512Bf16`] only by name, see there).
     pub fn best() -> Isa {
         [Isa::Avx512, Isa::Neon, Isa::Avx2]
             .into_iter()
@@ -156,7 +173,9 @@ macro_rules! isa_versions {
                 }
                 match isa {
                     // SAFETY: `isa` names an ISA this CPU runs (checked just here).
-                    $crate::isa::Isa::Avx512 if isa.supported() => return unsafe { avx512($($a),*) },
+                    $crate::isa::Isa::Avx512 | $crate::isa::Isa::Avx512Bf16 if isa.supported() => {
+                        return unsafe { avx512($($a),*) }
+                    }
                     // SAFETY: as above.
                     $crate::isa::Isa::Avx2 if isa.supported() => return unsafe { avx2($($a),*) },
                     _ => {}

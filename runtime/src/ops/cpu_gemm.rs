@@ -88,56 +88,186 @@ impl Elem<f32> for half::f16 {
     }
 }
 
-/// Packs all of B (row-major k×n) into `nr`-wide column panels of full depth: panel t holds, for
-/// each kk in 0..k, the values B[kk, nr·t .. nr·t+nr] (zero padded). The KC-slice p0.. of panel
-/// t is then the contiguous range `t·k·nr + p0·nr ..`.
-fn pack_b<T: GemmScalar, B: Elem<T>, const NR: usize>(b: &[B], k: usize, n: usize, out: &mut [T]) {
-    let nr = NR;
-    let work = |(t, dst): (usize, &mut [T])| {
-        let j = t * nr;
-        let w = nr.min(n - j);
-        for kk in 0..k {
-            let row = &b[kk * n + j..kk * n + j + w];
-            let d = &mut dst[kk * nr..kk * nr + nr];
-            for (x, &v) in d[..w].iter_mut().zip(row) {
+/// How the operands are packed for a kernel: `DEPTH` k values per packed element (1: each
+/// element widened to the compute type; 2: bf16 pairs for `vdpbf16ps`).
+trait Packing<T: GemmScalar>: Sync {
+    const DEPTH: usize;
+    /// All of B, in `NR`-wide panels of `k.div_ceil(DEPTH)` steps (see [`pack_b`]).
+    fn pack_b<const NR: usize>(&self, k: usize, n: usize, out: &mut [T], parallel: bool);
+    /// A[i0..i0+mc, p0..p0+kc] in `MR`-tall panels of `kc.div_ceil(DEPTH)` steps (see
+    /// [`pack_a`]); `p0` is a multiple of `DEPTH`.
+    #[allow(clippy::too_many_arguments)]
+    fn pack_a<const MR: usize>(
+        &self,
+        lda: usize,
+        i0: usize,
+        mc: usize,
+        p0: usize,
+        kc: usize,
+        out: &mut [T],
+    );
+}
+
+/// Operands widened to the compute type, one k per packed element.
+struct Widen<'a, A, B> {
+    a: &'a [A],
+    b: &'a [B],
+}
+
+impl<T: GemmScalar, A: Elem<T>, B: Elem<T>> Packing<T> for Widen<'_, A, B> {
+    const DEPTH: usize = 1;
+    fn pack_b<const NR: usize>(&self, k: usize, n: usize, out: &mut [T], parallel: bool) {
+        pack_b::<T, NR>(k, n, out, parallel, |kk, j, d| {
+            let row = &self.b[kk * n + j..kk * n + j + d.len().min(n - j)];
+            for (x, &v) in d.iter_mut().zip(row) {
                 *x = v.widen();
             }
-            d[w..].fill(T::default());
-        }
-    };
-    let out = &mut out[..n.div_ceil(nr) * k * nr];
-    if k * n >= (1 << 16) {
-        out.par_chunks_mut(k * nr).enumerate().for_each(work);
-    } else {
-        out.chunks_mut(k * nr).enumerate().for_each(work);
+            d[row.len()..].fill(T::default());
+        })
+    }
+    fn pack_a<const MR: usize>(
+        &self,
+        lda: usize,
+        i0: usize,
+        mc: usize,
+        p0: usize,
+        kc: usize,
+        out: &mut [T],
+    ) {
+        pack_a::<T, MR>(i0, mc, kc, out, |i, kk| self.a[i * lda + p0 + kk].widen())
     }
 }
 
-/// Packs A[i0..i0+mc, p0..p0+kc] (row-major, leading dim `lda`) into `mr`-tall row panels:
-/// panel s holds, for each kk, the values A[i0+mr·s .. i0+mr·s+mr, p0+kk] (zero padded).
-fn pack_a<T: GemmScalar, A: Elem<T>, const MR: usize>(
-    a: &[A],
-    lda: usize,
+/// bf16 × bf16 for the pair kernels: each packed f32 slot holds the bits of two bf16 values,
+/// k = 2q in the high half (the one `vdpbf16ps` adds first) and k = 2q+1 in the low half (zero
+/// past the end of k).
+struct Bf16Pairs<'a> {
+    a: &'a [half::bf16],
+    b: &'a [half::bf16],
+}
+
+/// The slot holding `first` (high half) and `second`.
+#[inline(always)]
+fn pair(first: half::bf16, second: half::bf16) -> f32 {
+    f32::from_bits((u32::from(first.to_bits()) << 16) | u32::from(second.to_bits()))
+}
+
+impl Packing<f32> for Bf16Pairs<'_> {
+    const DEPTH: usize = 2;
+    fn pack_b<const NR: usize>(&self, k: usize, n: usize, out: &mut [f32], parallel: bool) {
+        let zero = half::bf16::ZERO;
+        pack_b::<f32, NR>(k.div_ceil(2), n, out, parallel, |q, j, d| {
+            let w = d.len().min(n - j);
+            let first = &self.b[2 * q * n + j..2 * q * n + j + w];
+            for (c, x) in d[..w].iter_mut().enumerate() {
+                let second = if 2 * q + 1 < k {
+                    self.b[(2 * q + 1) * n + j + c]
+                } else {
+                    zero
+                };
+                *x = pair(first[c], second);
+            }
+            d[w..].fill(0.0);
+        })
+    }
+    fn pack_a<const MR: usize>(
+        &self,
+        lda: usize,
+        i0: usize,
+        mc: usize,
+        p0: usize,
+        kc: usize,
+        out: &mut [f32],
+    ) {
+        let zero = half::bf16::ZERO;
+        pack_a::<f32, MR>(i0, mc, kc.div_ceil(2), out, |i, q| {
+            let at = |kk: usize| {
+                if kk < kc {
+                    self.a[i * lda + p0 + kk]
+                } else {
+                    zero
+                }
+            };
+            pair(at(2 * q), at(2 * q + 1))
+        })
+    }
+}
+
+/// Rows of B (or columns of A) a packing routine copies together: each source row is read in
+/// runs of this many rows so the reads stay sequential and the writes land in one small range.
+const PACK_ROWS: usize = 16;
+
+/// Packs all of B into `nr`-wide column panels of `steps` packed elements each: panel t holds,
+/// for each step q, `row(q, nr·t, dst)`'s `nr` values (the caller zero-pads past n). The
+/// KC-slice from step q0 of panel t is then the contiguous range `t·steps·nr + q0·nr ..`.
+///
+/// Work goes by groups of panels (one task each when parallel) and, within a group, by runs of
+/// [`PACK_ROWS`] steps: a run reads that many rows of the group's columns (sequential within
+/// each row) and writes one contiguous `PACK_ROWS·nr` range per panel. Panel by panel, whole
+/// depth (one cache line from every row, a row stride apart), was about 4% of a 2048³ product.
+fn pack_b<T: GemmScalar, const NR: usize>(
+    steps: usize,
+    n: usize,
+    out: &mut [T],
+    parallel: bool,
+    row: impl Fn(usize, usize, &mut [T]) + Sync,
+) {
+    let panels = n.div_ceil(NR);
+    let out = &mut out[..panels * steps * NR];
+    // Groups of about 256 columns (a run of rows reads 1 KiB of f32 from each row), fewer
+    // when parallel so that every thread gets about two groups.
+    let threads = if parallel {
+        rayon::current_num_threads().max(1)
+    } else {
+        1
+    };
+    let group = (256 / NR).min(panels.div_ceil(2 * threads)).max(1);
+    let work = |(g, dst): (usize, &mut [T])| {
+        for q0 in (0..steps).step_by(PACK_ROWS) {
+            let q1 = (q0 + PACK_ROWS).min(steps);
+            for (dt, pan) in dst.chunks_exact_mut(steps * NR).enumerate() {
+                let j = (g * group + dt) * NR;
+                for q in q0..q1 {
+                    row(q, j, &mut pan[q * NR..q * NR + NR]);
+                }
+            }
+        }
+    };
+    if parallel && steps * n >= (1 << 16) {
+        out.par_chunks_mut(group * steps * NR)
+            .enumerate()
+            .for_each(work);
+    } else {
+        out.chunks_mut(group * steps * NR)
+            .enumerate()
+            .for_each(work);
+    }
+}
+
+/// Packs rows i0..i0+mc of A into `mr`-tall row panels of `steps` packed elements: panel s
+/// holds, for each step q, `at(i0+mr·s+r, q)` for r in 0..mr (zero past row i0+mc).
+///
+/// Each panel is written in order (q outer, its `mr` values inner), so the stores are
+/// sequential and the loads `mr` sequential streams.
+fn pack_a<T: GemmScalar, const MR: usize>(
     i0: usize,
     mc: usize,
-    p0: usize,
-    kc: usize,
+    steps: usize,
     out: &mut [T],
+    at: impl Fn(usize, usize) -> T,
 ) {
-    let mr = MR;
-    for s in 0..mc.div_ceil(mr) {
-        let i = i0 + s * mr;
-        let h = mr.min(i0 + mc - i);
-        let dst = &mut out[s * kc * mr..(s + 1) * kc * mr];
-        for r in 0..mr {
-            if r < h {
-                let row = &a[(i + r) * lda + p0..(i + r) * lda + p0 + kc];
-                for (kk, &v) in row.iter().enumerate() {
-                    dst[kk * mr + r] = v.widen();
+    for s in 0..mc.div_ceil(MR) {
+        let i = i0 + s * MR;
+        let h = MR.min(i0 + mc - i);
+        let dst = &mut out[s * steps * MR..(s + 1) * steps * MR];
+        for (q, d) in dst.chunks_exact_mut(MR).enumerate() {
+            if h == MR {
+                for (r, x) in d.iter_mut().enumerate() {
+                    *x = at(i + r, q);
                 }
             } else {
-                for kk in 0..kc {
-                    dst[kk * mr + r] = T::default();
+                for (r, x) in d.iter_mut().enumerate() {
+                    *x = if r < h { at(i + r, q) } else { T::default() };
                 }
             }
         }
@@ -238,33 +368,83 @@ pub fn gemm_with<T: GemmScalar, A: Elem<T>, B: Elem<T>>(
     if m == 0 || n == 0 || a.len() < m * k || b.len() < k * n || c.len() < m * n {
         return;
     }
+    let isa = if isa.supported() { isa } else { Isa::best() };
+    run(T::kernel(isa), m, n, k, &Widen { a, b }, c, parallel)
+}
+
+/// `c[m×n] = a[m×k] · b[k×n]` for bf16 operands with f32 accumulation: on an ISA with bf16 dot
+/// products ([`Isa::Avx512Bf16`]) through them (pairs of k per instruction), else as
+/// [`gemm_with`] (widened to f32 while packing). Both add each product in the same order;
+/// where they can differ is in docs/decisions.md ("bf16 dot products").
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_bf16(
+    isa: Isa,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: &[half::bf16],
+    b: &[half::bf16],
+    c: &mut [f32],
+    parallel: bool,
+) {
+    match super::gemm_kernels::bf16_dot_kernel(isa) {
+        Some(kern) => gemm_pairs(kern, m, n, k, a, b, c, parallel),
+        None => gemm_with(isa, m, n, k, a, b, c, parallel),
+    }
+}
+
+/// [`gemm_bf16`] through the pair kernel `kern`.
+#[allow(clippy::too_many_arguments)]
+fn gemm_pairs(
+    kern: Kernel<f32>,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: &[half::bf16],
+    b: &[half::bf16],
+    c: &mut [f32],
+    parallel: bool,
+) {
+    if m == 0 || n == 0 || a.len() < m * k || b.len() < k * n || c.len() < m * n {
+        return;
+    }
+    run(kern, m, n, k, &Bf16Pairs { a, b }, c, parallel)
+}
+
+/// Runs `kern` on operands packed by `pk` (shapes checked by the caller).
+fn run<T: GemmScalar, P: Packing<T>>(
+    kern: Kernel<T>,
+    m: usize,
+    n: usize,
+    k: usize,
+    pk: &P,
+    c: &mut [T],
+    parallel: bool,
+) {
     if k == 0 {
         c[..m * n].fill(T::default());
         return;
     }
-    let isa = if isa.supported() { isa } else { Isa::best() };
-    let kern = T::kernel(isa);
     // The tile shape as constants, so the packing and tile loops know their strides.
     macro_rules! shapes {
         ($(($mr:literal, $nr:literal)),*) => {
             match (kern.mr, kern.nr) {
-                $(($mr, $nr) => drive::<T, A, B, $mr, $nr>(kern, m, n, k, a, b, c, parallel),)*
-                _ => drive::<T, A, B, 4, 4>(T::kernel(Isa::Scalar), m, n, k, a, b, c, parallel),
+                $(($mr, $nr) => drive::<T, P, $mr, $nr>(kern, m, n, k, pk, c, parallel),)*
+                _ => unreachable!("no GEMM kernel has a {}x{} tile", kern.mr, kern.nr),
             }
         };
     }
     shapes!((6, 16), (6, 8), (14, 32), (14, 16), (8, 12), (8, 6), (4, 4))
 }
 
-/// [`gemm_with`] for one kernel whose tile is MR×NR.
+/// [`run`] for one kernel whose tile is MR×NR.
 #[allow(clippy::too_many_arguments)]
-fn drive<T: GemmScalar, A: Elem<T>, B: Elem<T>, const MR: usize, const NR: usize>(
+fn drive<T: GemmScalar, P: Packing<T>, const MR: usize, const NR: usize>(
     kern: Kernel<T>,
     m: usize,
     n: usize,
     k: usize,
-    a: &[A],
-    b: &[B],
+    pk: &P,
     c: &mut [T],
     parallel: bool,
 ) {
@@ -284,17 +464,20 @@ fn drive<T: GemmScalar, A: Elem<T>, B: Elem<T>, const MR: usize, const NR: usize
     }
     let mc = m.div_ceil(blocks).div_ceil(mr) * mr;
     let c = &mut c[..m * n];
-    with_scratch::<T, _>(&SCRATCH_B, n.div_ceil(nr) * nr * k, |bpf| {
-        pack_b::<T, B, NR>(b, k, n, bpf);
+    // k and the k block in packed elements.
+    let (steps, kc_steps) = (k.div_ceil(P::DEPTH), KC / P::DEPTH);
+    with_scratch::<T, _>(&SCRATCH_B, n.div_ceil(nr) * nr * steps, |bpf| {
+        pk.pack_b::<NR>(k, n, bpf, threads > 1);
         let bpf: &[T] = bpf;
         let work = |(blk, rows): (usize, &mut [T])| {
             let i0 = blk * mc;
             let rows_here = rows.len() / n;
-            with_scratch::<T, _>(&SCRATCH_A, KC * rows_here.div_ceil(mr) * mr, |apf| {
+            with_scratch::<T, _>(&SCRATCH_A, kc_steps * rows_here.div_ceil(mr) * mr, |apf| {
                 for p0 in (0..k).step_by(KC) {
                     let kc = KC.min(k - p0);
-                    pack_a::<T, A, MR>(a, k, i0, rows_here, p0, kc, apf);
-                    macro_kernel::<T, MR, NR>(kern, apf, bpf, rows, n, rows_here, k, p0, kc);
+                    pk.pack_a::<MR>(k, i0, rows_here, p0, kc, apf);
+                    let (q0, qc) = (p0 / P::DEPTH, kc.div_ceil(P::DEPTH));
+                    macro_kernel::<T, MR, NR>(kern, apf, bpf, rows, n, rows_here, steps, q0, qc);
                 }
             })
         };
@@ -379,14 +562,86 @@ mod tests {
                 gemm_with(isa, m, n, k, &ad, &bd, &mut c64, true);
                 let mut ch = vec![0.0f32; m * n];
                 gemm_with(isa, m, n, k, &ah, &b, &mut ch, false);
+                // bf16 × bf16: the pair kernel on an ISA with bf16 dot products.
+                let bh: Vec<half::bf16> = b.iter().map(|&x| half::bf16::from_f32(x)).collect();
+                let mut chh = vec![0.0f32; m * n];
+                gemm_bf16(isa, m, n, k, &ah, &bh, &mut chh, true);
                 let mut bits: Vec<u64> = c32.iter().map(|x| u64::from(x.to_bits())).collect();
                 bits.extend(c64.iter().map(|x| x.to_bits()));
                 bits.extend(ch.iter().map(|x| u64::from(x.to_bits())));
+                bits.extend(chh.iter().map(|x| u64::from(x.to_bits())));
                 bits
             };
             let want = run(Isa::Scalar);
             for &isa in &isas {
                 assert!(run(isa) == want, "{isa} differs from scalar at {m}x{k}x{n}");
+            }
+        }
+    }
+
+    /// The bf16 pair kernels to check: the model of `vdpbf16ps` everywhere, the instruction
+    /// itself where this CPU has it.
+    fn pair_kernels() -> Vec<(&'static str, Kernel<f32>)> {
+        use crate::ops::gemm_kernels::{bf16_dot_kernel, dot_model};
+        let mut v = vec![("model", dot_model::bf16_dot_model_kernel())];
+        v.extend(bf16_dot_kernel(Isa::Avx512Bf16).map(|k| ("avx512bf16", k)));
+        eprintln!(
+            "bf16 pair kernels: {:?}",
+            v.iter().map(|x| x.0).collect::<Vec<_>>()
+        );
+        v
+    }
+
+    fn bf16s(v: &[f32]) -> Vec<half::bf16> {
+        v.iter().map(|&x| half::bf16::from_f32(x)).collect()
+    }
+
+    /// Away from the subnormal range the pairs give the widened kernels' bits: odd k (a padded
+    /// last pair), several k blocks, edge tiles, one thread and many.
+    #[test]
+    fn bf16_pairs_give_the_widened_bits() {
+        for (name, kern) in pair_kernels() {
+            for &(m, k, n) in &SHAPES {
+                let (a, b) = (bf16s(&values(m * k, 5)), bf16s(&values(k * n, 6)));
+                let mut want = vec![0.0f32; m * n];
+                gemm_with(Isa::Scalar, m, n, k, &a, &b, &mut want, false);
+                for par in [false, true] {
+                    let mut got = vec![f32::NAN; m * n];
+                    gemm_pairs(kern, m, n, k, &a, &b, &mut got, par);
+                    let same = got
+                        .iter()
+                        .zip(&want)
+                        .all(|(x, y)| x.to_bits() == y.to_bits());
+                    assert!(same, "{name} {m}x{k}x{n} (parallel {par}) differs");
+                }
+            }
+        }
+    }
+
+    /// Where they differ, as docs/decisions.md says: a product or sum below 2^-126 is flushed
+    /// to zero by the pairs and kept (subnormal) by the fp32 kernels, and a subnormal input
+    /// counts as zero.
+    #[test]
+    fn bf16_pairs_flush_subnormals() {
+        // 2^e exactly (powi may overflow on the way to a subnormal).
+        let p = |e: i32| {
+            f32::from_bits(if e >= -126 {
+                ((e + 127) as u32) << 23
+            } else {
+                1 << (e + 149)
+            })
+        };
+        // (a, b, the widened kernels' result): one product 2^-140, a subnormal bf16 input
+        // (2^-130) times 2^100.
+        let cases = [(p(-70), p(-70), p(-140)), (p(-130), p(100), p(-30))];
+        for (name, kern) in pair_kernels() {
+            for (x, y, wide) in cases {
+                let (a, b) = (bf16s(&[x]), bf16s(&[y]));
+                let (mut widened, mut pairs) = ([0.0f32], [1.0f32]);
+                gemm_with(Isa::Scalar, 1, 1, 1, &a, &b, &mut widened, false);
+                gemm_pairs(kern, 1, 1, 1, &a, &b, &mut pairs, false);
+                assert_eq!(widened[0], wide, "{name} {x:e}·{y:e}");
+                assert_eq!(pairs[0].to_bits(), 0, "{name} {x:e}·{y:e}: {}", pairs[0]);
             }
         }
     }

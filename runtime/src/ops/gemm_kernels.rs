@@ -20,7 +20,8 @@ pub trait Lanes: Copy {
     unsafe fn splat(p: *const Self::T) -> Self;
     unsafe fn load(p: *const Self::T) -> Self;
     unsafe fn store(self, p: *mut Self::T);
-    /// `a·b + self`, rounded once.
+    /// `a·b + self`, rounded once; for the bf16 pair vectors (`Avx512Bf16Dot`) the two products
+    /// of each pair added in turn, each rounded once.
     unsafe fn fma(self, a: Self, b: Self) -> Self;
     unsafe fn add(self, b: Self) -> Self;
     /// A hint to bring the cache line at `p` in (no effect where there is no such instruction).
@@ -266,6 +267,59 @@ mod x86 {
         pf
     );
 
+    /// 16 fp32 lanes whose packed operands hold a pair of bf16 values in each 32-bit slot
+    /// (the one to add first in the high half): `fma` is `vdpbf16ps`, whose lane computes what
+    /// `DotModel` (the tests' model) does.
+    #[derive(Clone, Copy)]
+    pub struct Avx512Bf16Dot(__m512);
+    impl Lanes for Avx512Bf16Dot {
+        type T = f32;
+        const W: usize = 16;
+        #[inline(always)]
+        unsafe fn zero() -> Self {
+            Avx512Bf16Dot(unsafe { _mm512_setzero_ps() })
+        }
+        #[inline(always)]
+        unsafe fn splat(p: *const f32) -> Self {
+            Avx512Bf16Dot(unsafe { _mm512_set1_ps(*p) })
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> Self {
+            Avx512Bf16Dot(unsafe { _mm512_loadu_ps(p) })
+        }
+        #[inline(always)]
+        unsafe fn store(self, p: *mut f32) {
+            unsafe { _mm512_storeu_ps(p, self.0) }
+        }
+        #[inline(always)]
+        unsafe fn fma(self, a: Self, b: Self) -> Self {
+            // SAFETY: __m512 and __m512bh are both 64 bytes of lanes; the bits are the pairs.
+            let pairs = |v: __m512| unsafe { std::mem::transmute::<__m512, __m512bh>(v) };
+            let (a, b) = (pairs(a.0), pairs(b.0));
+            Avx512Bf16Dot(unsafe { _mm512_dpbf16_ps(self.0, a, b) })
+        }
+        #[inline(always)]
+        unsafe fn add(self, b: Self) -> Self {
+            Avx512Bf16Dot(unsafe { _mm512_add_ps(self.0, b.0) })
+        }
+        #[inline(always)]
+        unsafe fn prefetch(p: *const f32) {
+            unsafe { pf(p) }
+        }
+    }
+    // As avx512_f32, each step two k (a bf16 pair) deep.
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    pub unsafe fn avx512_bf16_dot(
+        kc: usize,
+        ap: *const f32,
+        bp: *const f32,
+        c: *mut f32,
+        ldc: usize,
+        acc: bool,
+    ) {
+        unsafe { tile::<Avx512Bf16Dot, 14, 2>(kc, ap, bp, c, ldc, acc) }
+    }
+
     // 16 ymm registers: 6×2 accumulators, 2 B vectors, 1 broadcast A value.
     #[target_feature(enable = "avx2,fma")]
     pub unsafe fn avx2_f32(
@@ -395,6 +449,110 @@ mod arm {
     }
 }
 
+/// The bf16 pair kernel of `isa`, if it has one: C (f32) from packed bf16 pairs, `kc` counting
+/// pairs.
+pub fn bf16_dot_kernel(isa: crate::isa::Isa) -> Option<Kernel<f32>> {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        crate::isa::Isa::Avx512Bf16 if isa.supported() => Some(Kernel {
+            f: x86::avx512_bf16_dot,
+            mr: 14,
+            nr: 32,
+        }),
+        _ => None,
+    }
+}
+
+/// The tests' model of `vdpbf16ps`, the reference its kernel is checked against.
+#[cfg(test)]
+pub mod dot_model {
+    use super::*;
+
+    /// One lane of `vdpbf16ps` in portable Rust. A packed operand holds two bf16 values in an
+    /// f32's bits, the one to add first in the high half. The lane adds the product of the two
+    /// first values to the accumulator, rounded once (to nearest even), then the product of the
+    /// two second ones, rounded once. Inputs (the accumulator too) below 2^-126 in magnitude
+    /// count as zero and such results are flushed to zero, whatever MXCSR says. A bf16 product
+    /// is exact in f32, so away from that range this is the same pair of fused multiply-adds, in
+    /// the same order, as the widened fp32 kernels run.
+    #[derive(Clone, Copy)]
+    pub struct DotModel(f32);
+
+    /// `x`, or a zero of its sign where it is subnormal (`vdpbf16ps`' DAZ and FTZ).
+    fn flush(x: f32) -> f32 {
+        if x.is_subnormal() {
+            0.0f32.copysign(x)
+        } else {
+            x
+        }
+    }
+
+    /// The bf16 in the high (`first`) or low half of `pair`'s bits, as an f32, flushed.
+    pub fn pair_half(pair: f32, first: bool) -> f32 {
+        let bits = pair.to_bits();
+        flush(f32::from_bits(if first {
+            bits & 0xffff_0000
+        } else {
+            bits << 16
+        }))
+    }
+
+    /// One `vdpbf16ps` lane (see [`DotModel`]).
+    pub fn dot_pair(acc: f32, a: f32, b: f32) -> f32 {
+        let t = flush(pair_half(a, true).mul_add(pair_half(b, true), flush(acc)));
+        flush(pair_half(a, false).mul_add(pair_half(b, false), t))
+    }
+
+    impl Lanes for DotModel {
+        type T = f32;
+        const W: usize = 1;
+        #[inline(always)]
+        unsafe fn zero() -> Self {
+            DotModel(0.0)
+        }
+        #[inline(always)]
+        unsafe fn splat(p: *const f32) -> Self {
+            DotModel(unsafe { *p })
+        }
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> Self {
+            DotModel(unsafe { *p })
+        }
+        #[inline(always)]
+        unsafe fn store(self, p: *mut f32) {
+            unsafe { *p = self.0 }
+        }
+        #[inline(always)]
+        unsafe fn fma(self, a: Self, b: Self) -> Self {
+            DotModel(dot_pair(self.0, a.0, b.0))
+        }
+        #[inline(always)]
+        unsafe fn add(self, b: Self) -> Self {
+            DotModel(self.0 + b.0)
+        }
+    }
+
+    /// [`DotModel`]'s kernel (4×4), the portable stand-in for
+    /// [`bf16_dot_kernel`].
+    pub fn bf16_dot_model_kernel() -> Kernel<f32> {
+        unsafe fn model(
+            kc: usize,
+            ap: *const f32,
+            bp: *const f32,
+            c: *mut f32,
+            ldc: usize,
+            a: bool,
+        ) {
+            unsafe { tile::<DotModel, 4, 4>(kc, ap, bp, c, ldc, a) }
+        }
+        Kernel {
+            f: model,
+            mr: 4,
+            nr: 4,
+        }
+    }
+}
+
 /// The scalar tiles: 4×4, small enough for any register file.
 unsafe fn scalar_f32(kc: usize, ap: *const f32, bp: *const f32, c: *mut f32, ldc: usize, a: bool) {
     unsafe { tile::<One<f32>, 4, 4>(kc, ap, bp, c, ldc, a) }
@@ -434,7 +592,7 @@ unsafe impl GemmScalar for f32 {
                 nr: 16,
             },
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => Kernel {
+            Isa::Avx512 | Isa::Avx512Bf16 => Kernel {
                 f: x86::avx512_f32,
                 mr: 14,
                 nr: 32,
@@ -469,7 +627,7 @@ unsafe impl GemmScalar for f64 {
                 nr: 8,
             },
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => Kernel {
+            Isa::Avx512 | Isa::Avx512Bf16 => Kernel {
                 f: x86::avx512_f64,
                 mr: 14,
                 nr: 16,

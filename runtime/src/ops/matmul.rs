@@ -138,6 +138,9 @@ fn batch_offsets(p: &Plan) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// A GEMM entry point of `cpu_gemm`: (isa, m, n, k, a, b, c, parallel).
+type GemmFn<T, A, B> = fn(crate::isa::Isa, usize, usize, usize, &[A], &[B], &mut [T], bool);
+
 /// One GEMM per batch (ours, `cpu_gemm`, on the ISA `TESSERA_CPU_ISA` picks): batches in parallel
 /// when they are many and small. bf16/fp16 operands are widened inside the packing.
 fn batched<T, A, B>(p: &Plan, a: &[A], b: &[B]) -> Vec<T>
@@ -145,6 +148,16 @@ where
     T: crate::ops::gemm_kernels::GemmScalar,
     A: crate::ops::cpu_gemm::Elem<T>,
     B: crate::ops::cpu_gemm::Elem<T>,
+{
+    batched_with(p, a, b, crate::ops::cpu_gemm::gemm_with::<T, A, B>)
+}
+
+/// [`batched`] through `gemm`.
+fn batched_with<T, A, B>(p: &Plan, a: &[A], b: &[B], gemm: GemmFn<T, A, B>) -> Vec<T>
+where
+    T: Copy + Default + Send + Sync,
+    A: Sync,
+    B: Sync,
 {
     let offs = batch_offsets(p);
     let (m, k, n) = (p.m, p.k, p.n);
@@ -156,7 +169,7 @@ where
     let isa = crate::isa::current();
     let run = |(c, &(oa, ob)): (&mut [T], &(usize, usize)), par: bool| {
         if let (Some(a), Some(b)) = (a.get(oa..oa + m * k), b.get(ob..ob + k * n)) {
-            crate::ops::cpu_gemm::gemm_with(isa, m, n, k, a, b, c, par);
+            gemm(isa, m, n, k, a, b, c, par);
         }
     };
     if offs.len() > 1 && m * n * k < (1 << 21) {
@@ -216,7 +229,9 @@ pub fn matmul(a: &Tensor, b: &Tensor, accum_dtype: Option<DType>) -> Result<Tens
             if !tf32 {
                 // bf16/fp16 operands are widened inside the kernel's packing: no f32 copies.
                 let direct = match (sa, sb) {
-                    (Storage::BF16(x), Storage::BF16(y)) => Some(batched::<f32, _, _>(&p, x, y)),
+                    (Storage::BF16(x), Storage::BF16(y)) => {
+                        Some(batched_with(&p, x, y, crate::ops::cpu_gemm::gemm_bf16))
+                    }
                     (Storage::F16(x), Storage::F16(y)) => Some(batched::<f32, _, _>(&p, x, y)),
                     _ => None,
                 };
