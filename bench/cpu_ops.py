@@ -21,6 +21,8 @@ NumPy side:
   `(a.astype(float32) @ b.astype(float32)).astype(bfloat16)` on ml_dtypes bfloat16 inputs
   (fp32 matmul of the bf16 values, rounded to bf16: the same math as ours, conversions included).
 - softmax_f32: `e = np.exp(x - x.max(-1, keepdims=True)); e / e.sum(-1, keepdims=True)`.
+- layernorm_f32 (with weight and bias, eps 1e-5, biased variance): `m = x.mean(-1, keepdims=True);
+  c = x - m; c / np.sqrt((c * c).mean(-1, keepdims=True) + 1e-5) * w + b`.
 - sum_f32: `x.sum()` (NumPy: pairwise fp32; ours: fp64 accumulation, deterministic).
 - conv2d_f32 (batch N, 64→64 channels, 56×56, 3×3, padding 1): NumPy has no convolution, so
   the NumPy side is im2col as a NumPy user writes it: pad, `sliding_window_view`, the windows
@@ -52,6 +54,7 @@ CASES = [
     ("matmul_bf16", 1024, "flop", 2 * 1024**3),
     ("matmul_f64", 1024, "flop", 2 * 1024**3),
     ("softmax_f32", 4096, "bytes", 2 * 4 * 4096 * 4096),
+    ("layernorm_f32", 4096, "bytes", 2 * 4 * 4096 * 4096),
     ("sum_f32", 4096, "bytes", 4 * 4096 * 4096),
     ("conv2d_f32", 8, "flop", 2 * 8 * 64 * 56 * 56 * 64 * 9),
     ("conv2d_dw_f32", 8, "flop", 2 * 8 * 64 * 56 * 56 * 9),
@@ -93,6 +96,17 @@ def numpy_case(op, n):
             return e / e.sum(-1, keepdims=True)
 
         return softmax
+    if op == "layernorm_f32":
+        x = rng.standard_normal((n, n), dtype=np.float32)
+        w = rng.standard_normal(n, dtype=np.float32)
+        b = rng.standard_normal(n, dtype=np.float32)
+
+        def layernorm():
+            m = x.mean(-1, keepdims=True)
+            c = x - m
+            return c / np.sqrt((c * c).mean(-1, keepdims=True) + np.float32(1e-5)) * w + b
+
+        return layernorm
     if op == "sum_f32":
         x = rng.standard_normal((n, n), dtype=np.float32)
         return lambda: x.sum()

@@ -5,7 +5,8 @@
 //! answered with the seconds on stdout) so the Python script can interleave NumPy and Rust runs.
 //!
 //! Ops: `matmul_f32 N`, `matmul_f64 N`, `matmul_bf16 N` (bf16 inputs, fp32 accumulation, bf16 result),
-//! `softmax_f32 N` (N×N rows), `sum_f32 N` (N×N, all elements), `conv2d_f32 N` (batch N of
+//! `softmax_f32 N` (N×N rows), `layernorm_f32 N` (N×N rows, with weight and bias), `sum_f32 N`
+//! (N×N, all elements), `conv2d_f32 N` (batch N of
 //! 64×56×56 by 64×64×3×3, padding 1: ResNet's 3×3 layer), `conv2d_dw_f32 N` (batch N of
 //! 64×56×56, depthwise 3×3, padding 1), `fft_c64 N` / `fft_c128 N`
 //! (one complex FFT of length N of [`fft_input`], the data `bench/cpu_ops.py` gives NumPy),
@@ -17,8 +18,8 @@ use std::io::{BufRead, Write};
 use std::time::Instant;
 
 use tessera_runtime::{
-    conv, conv_with, fft, matmul, softmax, ConvAlgorithm, ConvPadding, ConvSpec, DType, FftNorm,
-    Result, Tensor,
+    conv, conv_with, fft, layernorm, matmul, softmax, ConvAlgorithm, ConvPadding, ConvSpec, DType,
+    FftNorm, Result, Tensor,
 };
 
 /// The 3×3, stride-1, padding-1 convolution of `groups` groups.
@@ -79,6 +80,11 @@ impl Inputs {
                     Tensor::randn(&[n, 64, 56, 56], DType::F32, 1)?,
                     Tensor::randn(&[64, 1, 3, 3], DType::F32, 2)?,
                 ],
+                "layernorm_f32" => vec![
+                    Tensor::randn(&[n, n], DType::F32, 3)?,
+                    Tensor::randn(&[n], DType::F32, 4)?,
+                    Tensor::randn(&[n], DType::F32, 5)?,
+                ],
                 "fft_c64" => vec![fft_input(n, DType::C64)?],
                 "fft_c128" => vec![fft_input(n, DType::C128)?],
                 _ => vec![Tensor::randn(&[n, n], DType::F32, 3)?],
@@ -95,6 +101,7 @@ impl Inputs {
         let out = match (op, t.as_slice()) {
             ("matmul_f32" | "matmul_f64" | "matmul_bf16", [a, b]) => matmul(a, b, None)?,
             ("softmax_f32", [x]) => softmax(x, -1)?,
+            ("layernorm_f32", [x, w, b]) => layernorm(x, Some(w), Some(b), 1e-5)?,
             ("sum_f32", [x]) => x.sum(None, false)?,
             ("conv2d_f32", [x, w]) => conv(x, w, None, &conv3x3(1))?,
             ("conv2d_dw_f32", [x, w]) => conv(x, w, None, &conv3x3(64))?,
@@ -156,6 +163,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         ("matmul_bf16", 1024, 2.0 * 1024f64.powi(3)),
         ("matmul_f64", 1024, 2.0 * 1024f64.powi(3)),
         ("softmax_f32", 4096, 0.0),
+        ("layernorm_f32", 4096, 0.0),
         ("sum_f32", 4096, 0.0),
         ("conv2d_f32", 8, 2.0 * 8.0 * 64.0 * 56.0 * 56.0 * 64.0 * 9.0),
         ("conv2d_dw_f32", 8, 2.0 * 8.0 * 64.0 * 56.0 * 56.0 * 9.0),
