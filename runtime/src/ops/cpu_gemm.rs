@@ -94,18 +94,20 @@ trait Packing<T: GemmScalar>: Sync {
     const DEPTH: usize;
     /// All of B, in `NR`-wide panels of `k.div_ceil(DEPTH)` steps (see [`pack_b`]).
     fn pack_b<const NR: usize>(&self, k: usize, n: usize, out: &mut [T], parallel: bool);
-    /// A[i0..i0+mc, p0..p0+kc] in `MR`-tall panels of `kc.div_ceil(DEPTH)` steps (see
-    /// [`pack_a`]); `p0` is a multiple of `DEPTH`.
-    #[allow(clippy::too_many_arguments)]
-    fn pack_a<const MR: usize>(
-        &self,
-        lda: usize,
-        i0: usize,
-        mc: usize,
-        p0: usize,
-        kc: usize,
-        out: &mut [T],
-    );
+    /// The block of A `blk` names, in `MR`-tall panels of `blk.kc.div_ceil(DEPTH)` steps (see
+    /// [`pack_a`]).
+    fn pack_a<const MR: usize>(&self, blk: ABlock, out: &mut [T]);
+}
+
+/// A block of A to pack: rows i0..i0+mc, columns p0..p0+kc (`p0` a multiple of the packing's
+/// `DEPTH`), row stride `lda`.
+#[derive(Clone, Copy)]
+struct ABlock {
+    lda: usize,
+    i0: usize,
+    mc: usize,
+    p0: usize,
+    kc: usize,
 }
 
 /// Operands widened to the compute type, one k per packed element.
@@ -125,16 +127,11 @@ impl<T: GemmScalar, A: Elem<T>, B: Elem<T>> Packing<T> for Widen<'_, A, B> {
             d[row.len()..].fill(T::default());
         })
     }
-    fn pack_a<const MR: usize>(
-        &self,
-        lda: usize,
-        i0: usize,
-        mc: usize,
-        p0: usize,
-        kc: usize,
-        out: &mut [T],
-    ) {
-        pack_a::<T, MR>(i0, mc, kc, out, |i, kk| self.a[i * lda + p0 + kk].widen())
+    fn pack_a<const MR: usize>(&self, blk: ABlock, out: &mut [T]) {
+        let ABlock { lda, p0, .. } = blk;
+        pack_a::<T, MR>(blk.i0, blk.mc, blk.kc, out, |i, kk| {
+            self.a[i * lda + p0 + kk].widen()
+        })
     }
 }
 
@@ -170,17 +167,10 @@ impl Packing<f32> for Bf16Pairs<'_> {
             d[w..].fill(0.0);
         })
     }
-    fn pack_a<const MR: usize>(
-        &self,
-        lda: usize,
-        i0: usize,
-        mc: usize,
-        p0: usize,
-        kc: usize,
-        out: &mut [f32],
-    ) {
+    fn pack_a<const MR: usize>(&self, blk: ABlock, out: &mut [f32]) {
+        let ABlock { lda, p0, kc, .. } = blk;
         let zero = half::bf16::ZERO;
-        pack_a::<f32, MR>(i0, mc, kc.div_ceil(2), out, |i, q| {
+        pack_a::<f32, MR>(blk.i0, blk.mc, kc.div_ceil(2), out, |i, q| {
             let at = |kk: usize| {
                 if kk < kc {
                     self.a[i * lda + p0 + kk]
@@ -475,7 +465,14 @@ fn drive<T: GemmScalar, P: Packing<T>, const MR: usize, const NR: usize>(
             with_scratch::<T, _>(&SCRATCH_A, kc_steps * rows_here.div_ceil(mr) * mr, |apf| {
                 for p0 in (0..k).step_by(KC) {
                     let kc = KC.min(k - p0);
-                    pk.pack_a::<MR>(k, i0, rows_here, p0, kc, apf);
+                    let blk = ABlock {
+                        lda: k,
+                        i0,
+                        mc: rows_here,
+                        p0,
+                        kc,
+                    };
+                    pk.pack_a::<MR>(blk, apf);
                     let (q0, qc) = (p0 / P::DEPTH, kc.div_ceil(P::DEPTH));
                     macro_kernel::<T, MR, NR>(kern, apf, bpf, rows, n, rows_here, steps, q0, qc);
                 }
