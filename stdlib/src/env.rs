@@ -16,7 +16,8 @@ enum Accepts {
     Seconds,
     /// A byte count: `123`, `64K`, `512M`, `4G`, `1T` (binary units).
     Bytes,
-    /// A CPU instruction set this CPU runs (`scalar`, `avx2`, `avx512`, `neon`), or empty.
+    /// A CPU instruction set this CPU runs (`scalar`, `avx2`, `avx512`, `avx512bf16`, `neon`), or
+    /// empty.
     CpuIsa,
 }
 
