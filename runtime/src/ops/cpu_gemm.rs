@@ -645,7 +645,9 @@ mod tests {
 
     #[test]
     fn same_bits_for_any_thread_count() {
-        let (m, k, n) = (97, 700, 53);
+        // k·n over 2^16, so B is packed in parallel too: by groups of 16 panels on 1 thread,
+        // of fewer (down to one, part-filled at the end) on more.
+        let (m, k, n) = (97, 700, 150);
         let a: Vec<f32> = (0..m * k)
             .map(|i| ((i * 7919) % 1000) as f32 / 997.0 - 0.5)
             .collect();
@@ -661,6 +663,9 @@ mod tests {
             pool.install(|| gemm(m, n, k, &a, &b, &mut c, true));
             c.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
         };
-        assert_eq!(run(1), run(3));
+        let one = run(1);
+        for t in [3, 16] {
+            assert!(run(t) == one, "{t} threads differ from one");
+        }
     }
 }
