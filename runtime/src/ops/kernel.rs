@@ -147,6 +147,10 @@ pub fn gather<T: Copy + Send + Sync + Default>(
     if n == 0 {
         return out;
     }
+    if nd >= 2 && strides[nd - 2] == 1 && strides[nd - 1] != 1 && n >= TILE * TILE {
+        gather_swapped(src, offset, shape, strides, &mut out);
+        return out;
+    }
     let inner = shape.last().copied().unwrap_or(1);
     let inner_stride = strides.last().copied().unwrap_or(0);
     run_chunks(&mut out, |start, chunk| {
@@ -185,4 +189,119 @@ pub fn gather<T: Copy + Send + Sync + Default>(
         }
     });
     out
+}
+
+/// Side of the square tiles [`gather_swapped`] copies.
+const TILE: usize = 32;
+
+/// [`gather`] of a view whose last two axes are the source's in the other order (the
+/// second-to-last is contiguous in the source: a matrix's `.T`, a batch of them): by
+/// TILE×TILE tiles, each read a column run at a time and written into TILE output rows, instead
+/// of reading the source a whole row stride apart for every element of an output row. Tasks are
+/// TILE output rows of one batch matrix.
+fn gather_swapped<T: Copy + Send + Sync + Default>(
+    src: &[T],
+    offset: usize,
+    shape: &[usize],
+    strides: &[isize],
+    out: &mut [T],
+) {
+    let nd = shape.len();
+    let (rows, cols) = (shape[nd - 2], shape[nd - 1]);
+    let col_stride = strides[nd - 1];
+    let outer = &shape[..nd - 2];
+    // The source offset of batch matrix `b`.
+    let base = |b: usize| {
+        let (mut rem, mut at) = (b, offset as isize);
+        for d in (0..outer.len()).rev() {
+            at += (rem % outer[d]) as isize * strides[d];
+            rem /= outer[d];
+        }
+        at
+    };
+    let tile_rows = |base: isize, t: usize, dst: &mut [T]| {
+        let r0 = t * TILE;
+        let h = dst.len() / cols;
+        // One tile, transposed through a buffer on the stack: column runs in, output rows out.
+        let mut buf = [[T::default(); TILE]; TILE];
+        for c0 in (0..cols).step_by(TILE) {
+            let w = TILE.min(cols - c0);
+            for (dc, col) in buf.iter_mut().enumerate().take(w) {
+                let at = base + (c0 + dc) as isize * col_stride + r0 as isize;
+                if let Some(run) = usize::try_from(at).ok().and_then(|at| src.get(at..at + h)) {
+                    col[..h].copy_from_slice(run);
+                }
+            }
+            for r in 0..h {
+                let row = &mut dst[r * cols + c0..r * cols + c0 + w];
+                for (o, col) in row.iter_mut().zip(&buf) {
+                    *o = col[r];
+                }
+            }
+        }
+    };
+    let matrix = |(b, m): (usize, &mut [T])| {
+        let at = base(b);
+        for (t, dst) in m.chunks_mut(TILE * cols).enumerate() {
+            tile_rows(at, t, dst);
+        }
+    };
+    if out.len() < PAR_MIN {
+        out.chunks_mut(rows * cols).enumerate().for_each(matrix);
+    } else if out.len() / (rows * cols) >= 4 * rayon::current_num_threads() {
+        out.par_chunks_mut(rows * cols).enumerate().for_each(matrix);
+    } else {
+        // Few matrices: their row tiles in parallel.
+        out.par_chunks_mut(rows * cols)
+            .enumerate()
+            .for_each(|(b, m)| {
+                let at = base(b);
+                m.par_chunks_mut(TILE * cols)
+                    .enumerate()
+                    .for_each(|(t, dst)| tile_rows(at, t, dst));
+            });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The element-by-element definition of a strided view.
+    fn naive(src: &[u32], offset: usize, shape: &[usize], strides: &[isize]) -> Vec<u32> {
+        let n: usize = shape.iter().product();
+        (0..n)
+            .map(|flat| {
+                let (mut rem, mut at) = (flat, offset as isize);
+                for d in (0..shape.len()).rev() {
+                    at += (rem % shape[d]) as isize * strides[d];
+                    rem /= shape[d];
+                }
+                src[at as usize]
+            })
+            .collect()
+    }
+
+    /// Transposes of the last two axes (the tiled path: ragged tiles, batches, an offset, a
+    /// reversed column axis) and other permutations give the definition's elements.
+    #[test]
+    fn gather_matches_the_definition() {
+        let src: Vec<u32> = (0..200_000).collect();
+        // (shape, strides, offset) of views into `src`.
+        let cases: [(&[usize], &[isize], usize); 6] = [
+            (&[300, 200], &[1, 300], 0),
+            (&[33, 65], &[1, 33], 7),
+            (&[3, 70, 41], &[41 * 70, 1, 70], 0),
+            (&[2, 3, 40, 50], &[3 * 2000, 2000, 1, 40], 5),
+            (&[64, 40], &[1, -64], 64 * 39),
+            (&[40, 30, 20], &[1, 40, 1200], 0),
+        ];
+        for (shape, strides, offset) in cases {
+            let want = naive(&src, offset, shape, strides);
+            assert!(
+                gather(&src, offset, shape, strides) == want,
+                "{shape:?} {strides:?} +{offset}"
+            );
+        }
+    }
 }
