@@ -92,6 +92,8 @@ impl Elem<f32> for half::f16 {
 /// element widened to the compute type; 2: bf16 pairs for `vdpbf16ps`).
 trait Packing<T: GemmScalar>: Sync {
     const DEPTH: usize;
+    /// The element counts of A and B.
+    fn lens(&self) -> (usize, usize);
     /// All of B, in `NR`-wide panels of `k.div_ceil(DEPTH)` steps (see [`pack_b`]).
     fn pack_b<const NR: usize>(&self, k: usize, n: usize, out: &mut [T], parallel: bool);
     /// The block of A `blk` names, in `MR`-tall panels of `blk.kc.div_ceil(DEPTH)` steps (see
@@ -118,6 +120,9 @@ struct Widen<'a, A, B> {
 
 impl<T: GemmScalar, A: Elem<T>, B: Elem<T>> Packing<T> for Widen<'_, A, B> {
     const DEPTH: usize = 1;
+    fn lens(&self) -> (usize, usize) {
+        (self.a.len(), self.b.len())
+    }
     fn pack_b<const NR: usize>(&self, k: usize, n: usize, out: &mut [T], parallel: bool) {
         pack_b::<T, NR>(k, n, out, parallel, |kk, j, d| {
             let row = &self.b[kk * n + j..kk * n + j + d.len().min(n - j)];
@@ -151,18 +156,23 @@ fn pair(first: half::bf16, second: half::bf16) -> f32 {
 
 impl Packing<f32> for Bf16Pairs<'_> {
     const DEPTH: usize = 2;
+    fn lens(&self) -> (usize, usize) {
+        (self.a.len(), self.b.len())
+    }
     fn pack_b<const NR: usize>(&self, k: usize, n: usize, out: &mut [f32], parallel: bool) {
         let zero = half::bf16::ZERO;
         pack_b::<f32, NR>(k.div_ceil(2), n, out, parallel, |q, j, d| {
             let w = d.len().min(n - j);
             let first = &self.b[2 * q * n + j..2 * q * n + j + w];
-            for (c, x) in d[..w].iter_mut().enumerate() {
-                let second = if 2 * q + 1 < k {
-                    self.b[(2 * q + 1) * n + j + c]
-                } else {
-                    zero
-                };
-                *x = pair(first[c], second);
+            if 2 * q + 1 < k {
+                let second = &self.b[(2 * q + 1) * n + j..(2 * q + 1) * n + j + w];
+                for ((x, &f), &s) in d.iter_mut().zip(first).zip(second) {
+                    *x = pair(f, s);
+                }
+            } else {
+                for (x, &f) in d.iter_mut().zip(first) {
+                    *x = pair(f, zero);
+                }
             }
             d[w..].fill(0.0);
         })
@@ -251,20 +261,15 @@ fn pack_a<T: GemmScalar, const MR: usize>(
         let h = MR.min(i0 + mc - i);
         let dst = &mut out[s * steps * MR..(s + 1) * steps * MR];
         for (q, d) in dst.chunks_exact_mut(MR).enumerate() {
-            if h == MR {
-                for (r, x) in d.iter_mut().enumerate() {
-                    *x = at(i + r, q);
-                }
-            } else {
-                for (r, x) in d.iter_mut().enumerate() {
-                    *x = if r < h { at(i + r, q) } else { T::default() };
-                }
+            for (r, x) in d.iter_mut().enumerate() {
+                *x = if r < h { at(i + r, q) } else { T::default() };
             }
         }
     }
 }
 
-/// Multiplies the packed block into rows `0..mc` of `c_rows` (row stride n).
+/// Multiplies the packed block into rows `0..mc` of `c_rows` (row stride n). `k`, `p0` and `kc`
+/// count packed steps (k values per step: the packing's `DEPTH`).
 #[allow(clippy::too_many_arguments)]
 fn macro_kernel<T: GemmScalar, const MR: usize, const NR: usize>(
     kern: Kernel<T>,
@@ -355,9 +360,6 @@ pub fn gemm_with<T: GemmScalar, A: Elem<T>, B: Elem<T>>(
     c: &mut [T],
     parallel: bool,
 ) {
-    if m == 0 || n == 0 || a.len() < m * k || b.len() < k * n || c.len() < m * n {
-        return;
-    }
     let isa = if isa.supported() { isa } else { Isa::best() };
     run(T::kernel(isa), m, n, k, &Widen { a, b }, c, parallel)
 }
@@ -378,30 +380,12 @@ pub fn gemm_bf16(
     parallel: bool,
 ) {
     match super::gemm_kernels::bf16_dot_kernel(isa) {
-        Some(kern) => gemm_pairs(kern, m, n, k, a, b, c, parallel),
+        Some(kern) => run(kern, m, n, k, &Bf16Pairs { a, b }, c, parallel),
         None => gemm_with(isa, m, n, k, a, b, c, parallel),
     }
 }
 
-/// [`gemm_bf16`] through the pair kernel `kern`.
-#[allow(clippy::too_many_arguments)]
-fn gemm_pairs(
-    kern: Kernel<f32>,
-    m: usize,
-    n: usize,
-    k: usize,
-    a: &[half::bf16],
-    b: &[half::bf16],
-    c: &mut [f32],
-    parallel: bool,
-) {
-    if m == 0 || n == 0 || a.len() < m * k || b.len() < k * n || c.len() < m * n {
-        return;
-    }
-    run(kern, m, n, k, &Bf16Pairs { a, b }, c, parallel)
-}
-
-/// Runs `kern` on operands packed by `pk` (shapes checked by the caller).
+/// Runs `kern` on A and B as `pk` packs them (nothing when a slice is shorter than its shape).
 fn run<T: GemmScalar, P: Packing<T>>(
     kern: Kernel<T>,
     m: usize,
@@ -411,6 +395,10 @@ fn run<T: GemmScalar, P: Packing<T>>(
     c: &mut [T],
     parallel: bool,
 ) {
+    let (a_len, b_len) = pk.lens();
+    if m == 0 || n == 0 || a_len < m * k || b_len < k * n || c.len() < m * n {
+        return;
+    }
     if k == 0 {
         c[..m * n].fill(T::default());
         return;
@@ -604,7 +592,7 @@ mod tests {
                 gemm_with(Isa::Scalar, m, n, k, &a, &b, &mut want, false);
                 for par in [false, true] {
                     let mut got = vec![f32::NAN; m * n];
-                    gemm_pairs(kern, m, n, k, &a, &b, &mut got, par);
+                    run(kern, m, n, k, &Bf16Pairs { a: &a, b: &b }, &mut got, par);
                     let same = got
                         .iter()
                         .zip(&want)
@@ -636,7 +624,15 @@ mod tests {
                 let (a, b) = (bf16s(&[x]), bf16s(&[y]));
                 let (mut widened, mut pairs) = ([0.0f32], [1.0f32]);
                 gemm_with(Isa::Scalar, 1, 1, 1, &a, &b, &mut widened, false);
-                gemm_pairs(kern, 1, 1, 1, &a, &b, &mut pairs, false);
+                run(
+                    kern,
+                    1,
+                    1,
+                    1,
+                    &Bf16Pairs { a: &a, b: &b },
+                    &mut pairs,
+                    false,
+                );
                 assert_eq!(widened[0], wide, "{name} {x:e}·{y:e}");
                 assert_eq!(pairs[0].to_bits(), 0, "{name} {x:e}·{y:e}: {}", pairs[0]);
             }

@@ -267,46 +267,30 @@ mod x86 {
         pf
     );
 
-    /// 16 fp32 lanes whose packed operands hold a pair of bf16 values in each 32-bit slot
-    /// (the one to add first in the high half): `fma` is `vdpbf16ps`, whose lane computes what
-    /// `DotModel` (the tests' model) does.
-    #[derive(Clone, Copy)]
-    pub struct Avx512Bf16Dot(__m512);
-    impl Lanes for Avx512Bf16Dot {
-        type T = f32;
-        const W: usize = 16;
-        #[inline(always)]
-        unsafe fn zero() -> Self {
-            Avx512Bf16Dot(unsafe { _mm512_setzero_ps() })
-        }
-        #[inline(always)]
-        unsafe fn splat(p: *const f32) -> Self {
-            Avx512Bf16Dot(unsafe { _mm512_set1_ps(*p) })
-        }
-        #[inline(always)]
-        unsafe fn load(p: *const f32) -> Self {
-            Avx512Bf16Dot(unsafe { _mm512_loadu_ps(p) })
-        }
-        #[inline(always)]
-        unsafe fn store(self, p: *mut f32) {
-            unsafe { _mm512_storeu_ps(p, self.0) }
-        }
-        #[inline(always)]
-        unsafe fn fma(self, a: Self, b: Self) -> Self {
-            // SAFETY: __m512 and __m512bh are both 64 bytes of lanes; the bits are the pairs.
-            let pairs = |v: __m512| unsafe { std::mem::transmute::<__m512, __m512bh>(v) };
-            let (a, b) = (pairs(a.0), pairs(b.0));
-            Avx512Bf16Dot(unsafe { _mm512_dpbf16_ps(self.0, a, b) })
-        }
-        #[inline(always)]
-        unsafe fn add(self, b: Self) -> Self {
-            Avx512Bf16Dot(unsafe { _mm512_add_ps(self.0, b.0) })
-        }
-        #[inline(always)]
-        unsafe fn prefetch(p: *const f32) {
-            unsafe { pf(p) }
-        }
+    /// `vdpbf16ps` in the operand order `simd_impl!` calls fma with: `c` plus the products of
+    /// `a`'s and `b`'s bf16 pairs (each 32-bit slot a pair, the one to add first in the high
+    /// half), lane by lane what `DotModel` (the tests' model) does.
+    #[inline(always)]
+    unsafe fn dp_bf16(a: __m512, b: __m512, c: __m512) -> __m512 {
+        // SAFETY: __m512 and __m512bh are both 64 bytes of lanes; the bits are the pairs.
+        let pairs = |v: __m512| unsafe { std::mem::transmute::<__m512, __m512bh>(v) };
+        unsafe { _mm512_dpbf16_ps(c, pairs(a), pairs(b)) }
     }
+
+    // 16 fp32 lanes of bf16 pairs: the AVX-512 f32 vector with `vdpbf16ps` as its fma.
+    simd_impl!(
+        Avx512Bf16Dot,
+        __m512,
+        f32,
+        16,
+        _mm512_setzero_ps,
+        _mm512_set1_ps,
+        _mm512_loadu_ps,
+        _mm512_storeu_ps,
+        dp_bf16,
+        _mm512_add_ps,
+        pf
+    );
     // As avx512_f32, each step two k (a bf16 pair) deep.
     #[target_feature(enable = "avx512f,avx512bf16")]
     pub unsafe fn avx512_bf16_dot(

@@ -165,7 +165,7 @@ fn norm(
                 .zip(v.par_chunks(d))
                 .for_each(|(o, xr)| {
                     let (w, b) = (w.as_deref(), b.as_deref());
-                    norm_row_f64(isa, xr, o, w, b, eps, layer)
+                    norm_row(isa, xr, o, w, b, eps, layer)
                 });
         }
         Storage::F64(out)
@@ -182,7 +182,7 @@ fn norm(
                 .zip(v.par_chunks(d))
                 .for_each(|(o, xr)| {
                     let (w, b) = (w.as_deref(), b.as_deref());
-                    norm_row_f32(isa, xr, o, w, b, eps, layer)
+                    norm_row(isa, xr, o, w, b, eps, layer)
                 });
         }
         Storage::from_f32(out, dtype)
@@ -239,49 +239,48 @@ fn stats<T: Copy + Into<f64>>(xs: &[T], eps: f64, layer: bool) -> (f64, f64) {
     }
 }
 
+/// An element type a norm row computes in (f32, f64).
+trait NormElem: crate::ops::real::Real + Into<f64> {}
+impl<T: crate::ops::real::Real + Into<f64>> NormElem for T {}
+
 /// One row of a norm in `T`: `((x − mean)·rstd)·w + b`, each step rounded (the weight and bias
 /// optional, of the row's length), statistics from [`stats`].
-macro_rules! norm_row {
-    ($impl:ident, $name:ident, $t:ty) => {
-        #[inline(always)]
-        fn $impl(
-            xr: &[$t],
-            o: &mut [$t],
-            w: Option<&[$t]>,
-            b: Option<&[$t]>,
-            eps: f64,
-            layer: bool,
-        ) {
-            let (mean, rstd) = stats(xr, eps, layer);
-            let (mean, rstd) = (mean as $t, rstd as $t);
-            for (o, &x) in o.iter_mut().zip(xr) {
-                *o = (x - mean) * rstd;
-            }
-            if let Some(w) = w {
-                for (o, &w) in o.iter_mut().zip(w) {
-                    *o *= w;
-                }
-            }
-            if let Some(b) = b {
-                for (o, &b) in o.iter_mut().zip(b) {
-                    *o += b;
-                }
-            }
+#[inline(always)]
+fn norm_row_impl<T: NormElem>(
+    xr: &[T],
+    o: &mut [T],
+    w: Option<&[T]>,
+    b: Option<&[T]>,
+    eps: f64,
+    layer: bool,
+) {
+    let (mean, rstd) = stats(xr, eps, layer);
+    let (mean, rstd) = (T::from_f64(mean), T::from_f64(rstd));
+    for (o, &x) in o.iter_mut().zip(xr) {
+        *o = (x - mean) * rstd;
+    }
+    if let Some(w) = w {
+        for (o, &w) in o.iter_mut().zip(w) {
+            *o = *o * w;
         }
-        crate::isa_versions! {
-            fn $name(
-                xr: &[$t],
-                o: &mut [$t],
-                w: Option<&[$t]>,
-                b: Option<&[$t]>,
-                eps: f64,
-                layer: bool
-            ) => $impl
+    }
+    if let Some(b) = b {
+        for (o, &b) in o.iter_mut().zip(b) {
+            *o = *o + b;
         }
-    };
+    }
 }
-norm_row!(norm_row_f32_impl, norm_row_f32, f32);
-norm_row!(norm_row_f64_impl, norm_row_f64, f64);
+
+crate::isa_versions! {
+    fn norm_row<T: NormElem>(
+        xr: &[T],
+        o: &mut [T],
+        w: Option<&[T]>,
+        b: Option<&[T]>,
+        eps: f64,
+        layer: bool
+    ) => norm_row_impl
+}
 
 /// `layernorm(x, weight, bias, eps)` over the last axis (biased variance, like PyTorch).
 pub fn layernorm(
