@@ -24,6 +24,10 @@ NumPy side:
 - layernorm_f32 (with weight and bias, eps 1e-5, biased variance): `m = x.mean(-1, keepdims=True);
   c = x - m; c / np.sqrt((c * c).mean(-1, keepdims=True) + 1e-5) * w + b`.
 - sum_f32: `x.sum()` (NumPy: pairwise fp32; ours: fp64 accumulation, deterministic).
+- sum_rows_f32 / sum_cols_f32 / max_rows_f32: `x.sum(-1)`, `x.sum(0)`, `x.max(-1)` of N×N
+  (ours accumulate in fp64). add_f32: `x + y`, both N×N; mul_bcast_f32: `x * y`, y of shape
+  [N]; relu_f32: `np.maximum(x, 0)`. GB/s for these counts 8 bytes per element of x (one read,
+  one write), whatever the op reads besides.
 - conv2d_f32 (batch N, 64→64 channels, 56×56, 3×3, padding 1): NumPy has no convolution, so
   the NumPy side is im2col as a NumPy user writes it: pad, `sliding_window_view`, the windows
   copied to a `[N·56·56, 64·9]` matrix, one `@` with the `[64·9, 64]` weights (OpenBLAS), the
@@ -56,6 +60,9 @@ CASES = [
     ("softmax_f32", 4096, "bytes", 2 * 4 * 4096 * 4096),
     ("layernorm_f32", 4096, "bytes", 2 * 4 * 4096 * 4096),
     ("sum_f32", 4096, "bytes", 4 * 4096 * 4096),
+    *[(op, n, "bytes", 2 * 4 * n * n)
+      for op in ("sum_rows_f32", "sum_cols_f32", "max_rows_f32", "add_f32", "mul_bcast_f32", "relu_f32")
+      for n in (1024, 4096)],
     ("conv2d_f32", 8, "flop", 2 * 8 * 64 * 56 * 56 * 64 * 9),
     ("conv2d_dw_f32", 8, "flop", 2 * 8 * 64 * 56 * 56 * 9),
     ("fft_c64", 1 << 20, "flop", 5 * 20 * (1 << 20)),
@@ -110,6 +117,21 @@ def numpy_case(op, n):
     if op == "sum_f32":
         x = rng.standard_normal((n, n), dtype=np.float32)
         return lambda: x.sum()
+    if op in ("sum_rows_f32", "sum_cols_f32", "max_rows_f32", "relu_f32"):
+        x = rng.standard_normal((n, n), dtype=np.float32)
+        return {
+            "sum_rows_f32": lambda: x.sum(-1),
+            "sum_cols_f32": lambda: x.sum(0),
+            "max_rows_f32": lambda: x.max(-1),
+            "relu_f32": lambda: np.maximum(x, np.float32(0)),
+        }[op]
+    if op in ("add_f32", "mul_bcast_f32"):
+        x = rng.standard_normal((n, n), dtype=np.float32)
+        if op == "add_f32":
+            y = rng.standard_normal((n, n), dtype=np.float32)
+            return lambda: x + y
+        y = rng.standard_normal(n, dtype=np.float32)
+        return lambda: x * y
     if op == "conv2d_f32":
         x = rng.standard_normal((n, 64, 56, 56), dtype=np.float32)
         w = rng.standard_normal((64, 64, 3, 3), dtype=np.float32)

@@ -85,6 +85,14 @@ impl Inputs {
                     Tensor::randn(&[n], DType::F32, 4)?,
                     Tensor::randn(&[n], DType::F32, 5)?,
                 ],
+                "add_f32" | "mul_bcast_f32" => vec![
+                    Tensor::randn(&[n, n], DType::F32, 3)?,
+                    if op == "add_f32" {
+                        Tensor::randn(&[n, n], DType::F32, 4)?
+                    } else {
+                        Tensor::randn(&[n], DType::F32, 4)?
+                    },
+                ],
                 "fft_c64" => vec![fft_input(n, DType::C64)?],
                 "fft_c128" => vec![fft_input(n, DType::C128)?],
                 _ => vec![Tensor::randn(&[n, n], DType::F32, 3)?],
@@ -103,6 +111,12 @@ impl Inputs {
             ("softmax_f32", [x]) => softmax(x, -1)?,
             ("layernorm_f32", [x, w, b]) => layernorm(x, Some(w), Some(b), 1e-5)?,
             ("sum_f32", [x]) => x.sum(None, false)?,
+            ("sum_rows_f32", [x]) => x.sum(Some(-1), false)?,
+            ("sum_cols_f32", [x]) => x.sum(Some(0), false)?,
+            ("max_rows_f32", [x]) => x.max(Some(-1), false)?,
+            ("add_f32", [x, y]) => x.add(y)?,
+            ("mul_bcast_f32", [x, y]) => x.mul(y)?,
+            ("relu_f32", [x]) => x.relu()?,
             ("conv2d_f32", [x, w]) => conv(x, w, None, &conv3x3(1))?,
             ("conv2d_dw_f32", [x, w]) => conv(x, w, None, &conv3x3(64))?,
             ("conv_k_direct" | "conv_k_fft", [x, w]) => {
@@ -165,6 +179,18 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         ("softmax_f32", 4096, 0.0),
         ("layernorm_f32", 4096, 0.0),
         ("sum_f32", 4096, 0.0),
+        ("sum_rows_f32", 1024, 0.0),
+        ("sum_rows_f32", 4096, 0.0),
+        ("sum_cols_f32", 1024, 0.0),
+        ("sum_cols_f32", 4096, 0.0),
+        ("max_rows_f32", 1024, 0.0),
+        ("max_rows_f32", 4096, 0.0),
+        ("add_f32", 1024, 0.0),
+        ("add_f32", 4096, 0.0),
+        ("mul_bcast_f32", 1024, 0.0),
+        ("mul_bcast_f32", 4096, 0.0),
+        ("relu_f32", 1024, 0.0),
+        ("relu_f32", 4096, 0.0),
         ("conv2d_f32", 8, 2.0 * 8.0 * 64.0 * 56.0 * 56.0 * 64.0 * 9.0),
         ("conv2d_dw_f32", 8, 2.0 * 8.0 * 64.0 * 56.0 * 56.0 * 9.0),
         ("fft_c64", 1 << 20, 5.0 * 20.0 * (1u64 << 20) as f64),

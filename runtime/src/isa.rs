@@ -158,17 +158,17 @@ pub fn with_isa<R>(isa: Isa, f: impl FnOnce() -> R) -> R {
 /// neither contracts a multiply and an add nor reassociates float operations.
 #[macro_export]
 macro_rules! isa_versions {
-    ($(#[$m:meta])* $vis:vis fn $name:ident $(<$($g:ident $(: $b:path)?),*>)? ($($a:ident: $t:ty),*) => $body:path) => {
+    ($(#[$m:meta])* $vis:vis fn $name:ident $(<$($g:ident $(: $b:path)?),*>)? ($($a:ident: $t:ty),* $(,)?) $(-> $r:ty)? => $body:path) => {
         $(#[$m])*
-        $vis fn $name $(<$($g $(: $b)?),*>)? (isa: $crate::isa::Isa, $($a: $t),*) {
+        $vis fn $name $(<$($g $(: $b)?),*>)? (isa: $crate::isa::Isa, $($a: $t),*) $(-> $r)? {
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f")]
-                unsafe fn avx512 $(<$($g $(: $b)?),*>)? ($($a: $t),*) {
+                unsafe fn avx512 $(<$($g $(: $b)?),*>)? ($($a: $t),*) $(-> $r)? {
                     $body($($a),*)
                 }
                 #[target_feature(enable = "avx2,fma")]
-                unsafe fn avx2 $(<$($g $(: $b)?),*>)? ($($a: $t),*) {
+                unsafe fn avx2 $(<$($g $(: $b)?),*>)? ($($a: $t),*) $(-> $r)? {
                     $body($($a),*)
                 }
                 match isa {

@@ -341,18 +341,25 @@ fn binary_in<T: Part>(
     let name = op.name();
     let (a, b) = (T::read(lhs, name)?, T::read(rhs, name)?);
     let (sa, sb) = (op_shape(lhs), op_shape(rhs));
-    let arith = |f: fn(Complex<T>, Complex<T>) -> Complex<T>| {
-        T::store(zip2(shape, &a, sa, &b, sb, f), dtype)
-    };
-    let cmp = |f: fn(Complex<T>, Complex<T>) -> bool| Storage::Bool(zip2(shape, &a, sa, &b, sb, f));
+    // macros, so that each function is inlined into the loop (see `elementwise::float_binary`)
+    macro_rules! arith {
+        ($f:expr) => {
+            T::store(zip2(shape, &a, sa, &b, sb, $f), dtype)
+        };
+    }
+    macro_rules! cmp {
+        ($f:expr) => {
+            Storage::Bool(zip2(shape, &a, sa, &b, sb, $f))
+        };
+    }
     Ok(match op {
-        BinaryOp::Add => arith(|x, y| x + y),
-        BinaryOp::Sub => arith(|x, y| x - y),
-        BinaryOp::Mul => arith(mul),
-        BinaryOp::Div => arith(div),
-        BinaryOp::Pow => arith(pow),
-        BinaryOp::Eq => cmp(|x, y| x.re == y.re && x.im == y.im),
-        _ => cmp(|x, y| x.re != y.re || x.im != y.im),
+        BinaryOp::Add => arith!(|x, y| x + y),
+        BinaryOp::Sub => arith!(|x, y| x - y),
+        BinaryOp::Mul => arith!(mul),
+        BinaryOp::Div => arith!(div),
+        BinaryOp::Pow => arith!(pow),
+        BinaryOp::Eq => cmp!(|x, y| x.re == y.re && x.im == y.im),
+        _ => cmp!(|x, y| x.re != y.re || x.im != y.im),
     })
 }
 
@@ -388,17 +395,21 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor, dtype: DType) -> Result<Tensor> {
 }
 
 fn unary_in<T: Part>(op: UnaryOp, a: &[Complex<T>], dtype: DType) -> Storage {
-    let m = |f: fn(Complex<T>) -> Complex<T>| T::store(map1(a, f), dtype);
+    macro_rules! m {
+        ($f:expr) => {
+            T::store(map1(a, $f), dtype)
+        };
+    }
     match op {
         UnaryOp::Abs => T::store_real(map1(a, |z| z.re.hypot(z.im)), dtype),
         UnaryOp::IsNan => Storage::Bool(map1(a, |z| z.re.is_nan() || z.im.is_nan())),
         UnaryOp::IsFinite => Storage::Bool(map1(a, |z| z.re.is_finite() && z.im.is_finite())),
-        UnaryOp::Exp => m(|z| z.exp()),
-        UnaryOp::Log => m(|z| z.ln()),
-        UnaryOp::Sqrt => m(|z| z.sqrt()),
-        UnaryOp::Sin => m(|z| z.sin()),
-        UnaryOp::Cos => m(|z| z.cos()),
-        _ => m(|z| -z),
+        UnaryOp::Exp => m!(|z| z.exp()),
+        UnaryOp::Log => m!(|z| z.ln()),
+        UnaryOp::Sqrt => m!(|z| z.sqrt()),
+        UnaryOp::Sin => m!(|z| z.sin()),
+        UnaryOp::Cos => m!(|z| z.cos()),
+        _ => m!(|z| -z),
     }
 }
 

@@ -220,26 +220,36 @@ fn float_binary<T: Real>(
 where
     Vec<T>: IntoValues,
 {
-    let arith = |f: fn(T, T) -> T| zip2(s, a, sa, b, sb, f);
-    let cmp = |f: fn(T, T) -> bool| Values::Bool(zip2(s, a, sa, b, sb, f));
+    // Macros, not closures taking `fn` pointers: each op's function is its own type, inlined
+    // into the loop (a pointer would be an indirect call per element, and no vectors).
+    macro_rules! arith {
+        ($f:expr) => {
+            zip2(s, a, sa, b, sb, $f)
+        };
+    }
+    macro_rules! cmp {
+        ($f:expr) => {
+            Values::Bool(zip2(s, a, sa, b, sb, $f))
+        };
+    }
     Ok(match op {
-        BinaryOp::Add => arith(|x, y| x + y).into_values(),
-        BinaryOp::Sub => arith(|x, y| x - y).into_values(),
-        BinaryOp::Mul => arith(|x, y| x * y).into_values(),
-        BinaryOp::Div => arith(|x, y| x / y).into_values(),
-        BinaryOp::FloorDiv => arith(|x, y| x.py_divmod(y).0).into_values(),
-        BinaryOp::Mod => arith(|x, y| x.py_divmod(y).1).into_values(),
-        BinaryOp::Pow => arith(|x, y| x.powf(y)).into_values(),
-        BinaryOp::Maximum => arith(|x, y| x.nan_max(y)).into_values(),
-        BinaryOp::Minimum => arith(|x, y| x.nan_min(y)).into_values(),
-        BinaryOp::Eq => cmp(|x, y| x == y),
-        BinaryOp::Ne => cmp(|x, y| x != y),
-        BinaryOp::Lt => cmp(|x, y| x < y),
-        BinaryOp::Le => cmp(|x, y| x <= y),
-        BinaryOp::Gt => cmp(|x, y| x > y),
-        BinaryOp::Ge => cmp(|x, y| x >= y),
-        BinaryOp::LogicalAnd => cmp(|x, y| x != T::ZERO && y != T::ZERO),
-        BinaryOp::LogicalOr => cmp(|x, y| x != T::ZERO || y != T::ZERO),
+        BinaryOp::Add => arith!(|x, y| x + y).into_values(),
+        BinaryOp::Sub => arith!(|x, y| x - y).into_values(),
+        BinaryOp::Mul => arith!(|x, y| x * y).into_values(),
+        BinaryOp::Div => arith!(|x, y| x / y).into_values(),
+        BinaryOp::FloorDiv => arith!(|x, y| x.py_divmod(y).0).into_values(),
+        BinaryOp::Mod => arith!(|x, y| x.py_divmod(y).1).into_values(),
+        BinaryOp::Pow => arith!(|x, y| x.powf(y)).into_values(),
+        BinaryOp::Maximum => arith!(|x, y| x.nan_max(y)).into_values(),
+        BinaryOp::Minimum => arith!(|x, y| x.nan_min(y)).into_values(),
+        BinaryOp::Eq => cmp!(|x, y| x == y),
+        BinaryOp::Ne => cmp!(|x, y| x != y),
+        BinaryOp::Lt => cmp!(|x, y| x < y),
+        BinaryOp::Le => cmp!(|x, y| x <= y),
+        BinaryOp::Gt => cmp!(|x, y| x > y),
+        BinaryOp::Ge => cmp!(|x, y| x >= y),
+        BinaryOp::LogicalAnd => cmp!(|x, y| x != T::ZERO && y != T::ZERO),
+        BinaryOp::LogicalOr => cmp!(|x, y| x != T::ZERO || y != T::ZERO),
     })
 }
 
@@ -322,26 +332,34 @@ fn int_binary(
             }
         }
     }
-    let arith = |f: fn(i64, i64) -> i64| Values::I64(zip2(s, a, sa, b, sb, f));
-    let cmp = |f: fn(i64, i64) -> bool| Values::Bool(zip2(s, a, sa, b, sb, f));
+    macro_rules! arith {
+        ($f:expr) => {
+            Values::I64(zip2(s, a, sa, b, sb, $f))
+        };
+    }
+    macro_rules! cmp {
+        ($f:expr) => {
+            Values::Bool(zip2(s, a, sa, b, sb, $f))
+        };
+    }
     Ok(match op {
-        BinaryOp::Add => arith(i64::wrapping_add),
-        BinaryOp::Sub => arith(i64::wrapping_sub),
-        BinaryOp::Mul => arith(i64::wrapping_mul),
-        BinaryOp::Div => arith(|x, y| x / y.max(1)), // unreachable: int `/` computes in f32
-        BinaryOp::FloorDiv => arith(|x, y| if y == 0 { 0 } else { int_floordiv(x, y) }),
-        BinaryOp::Mod => arith(|x, y| if y == 0 { 0 } else { int_mod(x, y) }),
-        BinaryOp::Pow => arith(int_pow),
-        BinaryOp::Maximum => arith(i64::max),
-        BinaryOp::Minimum => arith(i64::min),
-        BinaryOp::Eq => cmp(|x, y| x == y),
-        BinaryOp::Ne => cmp(|x, y| x != y),
-        BinaryOp::Lt => cmp(|x, y| x < y),
-        BinaryOp::Le => cmp(|x, y| x <= y),
-        BinaryOp::Gt => cmp(|x, y| x > y),
-        BinaryOp::Ge => cmp(|x, y| x >= y),
-        BinaryOp::LogicalAnd => cmp(|x, y| x != 0 && y != 0),
-        BinaryOp::LogicalOr => cmp(|x, y| x != 0 || y != 0),
+        BinaryOp::Add => arith!(i64::wrapping_add),
+        BinaryOp::Sub => arith!(i64::wrapping_sub),
+        BinaryOp::Mul => arith!(i64::wrapping_mul),
+        BinaryOp::Div => arith!(|x, y| x / y.max(1)), // unreachable: int `/` computes in f32
+        BinaryOp::FloorDiv => arith!(|x, y| if y == 0 { 0 } else { int_floordiv(x, y) }),
+        BinaryOp::Mod => arith!(|x, y| if y == 0 { 0 } else { int_mod(x, y) }),
+        BinaryOp::Pow => arith!(int_pow),
+        BinaryOp::Maximum => arith!(i64::max),
+        BinaryOp::Minimum => arith!(i64::min),
+        BinaryOp::Eq => cmp!(|x, y| x == y),
+        BinaryOp::Ne => cmp!(|x, y| x != y),
+        BinaryOp::Lt => cmp!(|x, y| x < y),
+        BinaryOp::Le => cmp!(|x, y| x <= y),
+        BinaryOp::Gt => cmp!(|x, y| x > y),
+        BinaryOp::Ge => cmp!(|x, y| x >= y),
+        BinaryOp::LogicalAnd => cmp!(|x, y| x != 0 && y != 0),
+        BinaryOp::LogicalOr => cmp!(|x, y| x != 0 || y != 0),
     })
 }
 
@@ -392,11 +410,10 @@ pub fn binary<'a, 'b>(
         )?,
         Domain::Bool => {
             let (a, b) = (read_bool(&lhs, name)?, read_bool(&rhs, name)?);
-            let f: fn(bool, bool) -> bool = match op {
-                BinaryOp::LogicalOr => |x, y| x || y,
-                _ => |x, y| x && y,
-            };
-            Values::Bool(zip2(&shape, &a, sa, &b, sb, f))
+            Values::Bool(match op {
+                BinaryOp::LogicalOr => zip2(&shape, &a, sa, &b, sb, |x, y| x || y),
+                _ => zip2(&shape, &a, sa, &b, sb, |x, y| x && y),
+            })
         }
     };
     Ok(Tensor::from_storage(
@@ -409,36 +426,40 @@ pub fn binary<'a, 'b>(
 // ----- unary ----------------------------------------------------------------------------------
 
 fn float_unary<T: Real>(op: UnaryOp, a: &[T]) -> Vec<T> {
-    let m = |f: fn(T) -> T| map1(a, f);
+    macro_rules! m {
+        ($f:expr) => {
+            map1(a, $f)
+        };
+    }
     match op {
-        UnaryOp::Neg => m(|x| -x),
-        UnaryOp::Abs => m(|x| x.abs()),
-        UnaryOp::Relu => m(|x| {
+        UnaryOp::Neg => m!(|x| -x),
+        UnaryOp::Abs => m!(|x| x.abs()),
+        UnaryOp::Relu => m!(|x| {
             if x > T::ZERO || x.is_nan() {
                 x
             } else {
                 T::ZERO
             }
         }),
-        UnaryOp::Exp => m(|x| x.exp()),
-        UnaryOp::Log => m(|x| x.ln()),
-        UnaryOp::Sqrt => m(|x| x.sqrt()),
-        UnaryOp::Rsqrt => m(|x| T::ONE / x.sqrt()),
-        UnaryOp::Tanh => m(|x| x.tanh()),
-        UnaryOp::Sigmoid => m(|x| T::ONE / (T::ONE + (-x).exp())),
-        UnaryOp::Gelu => m(|x| {
+        UnaryOp::Exp => m!(|x| x.exp()),
+        UnaryOp::Log => m!(|x| x.ln()),
+        UnaryOp::Sqrt => m!(|x| x.sqrt()),
+        UnaryOp::Rsqrt => m!(|x| T::ONE / x.sqrt()),
+        UnaryOp::Tanh => m!(|x| x.tanh()),
+        UnaryOp::Sigmoid => m!(|x| T::ONE / (T::ONE + (-x).exp())),
+        UnaryOp::Gelu => m!(|x| {
             let r = T::from_f64(std::f64::consts::FRAC_1_SQRT_2);
             T::HALF * x * (T::ONE + (x * r).erf())
         }),
-        UnaryOp::Silu => m(|x| x / (T::ONE + (-x).exp())),
-        UnaryOp::Erf => m(|x| x.erf()),
-        UnaryOp::Sin => m(|x| x.sin()),
-        UnaryOp::Cos => m(|x| x.cos()),
-        UnaryOp::Floor => m(|x| x.floor()),
-        UnaryOp::Ceil => m(|x| x.ceil()),
-        UnaryOp::Round => m(|x| x.round_even()),
+        UnaryOp::Silu => m!(|x| x / (T::ONE + (-x).exp())),
+        UnaryOp::Erf => m!(|x| x.erf()),
+        UnaryOp::Sin => m!(|x| x.sin()),
+        UnaryOp::Cos => m!(|x| x.cos()),
+        UnaryOp::Floor => m!(|x| x.floor()),
+        UnaryOp::Ceil => m!(|x| x.ceil()),
+        UnaryOp::Round => m!(|x| x.round_even()),
         // NumPy: sign(±0) is +0, sign(NaN) is NaN
-        UnaryOp::Sign => m(|x| {
+        UnaryOp::Sign => m!(|x| {
             if x > T::ZERO {
                 T::ONE
             } else if x < T::ZERO {
@@ -450,9 +471,9 @@ fn float_unary<T: Real>(op: UnaryOp, a: &[T]) -> Vec<T> {
             }
         }),
         // bool tests give 1/0 here; `unary` stores them as bools
-        UnaryOp::IsNan => m(|x| if x.is_nan() { T::ONE } else { T::ZERO }),
-        UnaryOp::IsFinite => m(|x| if x.is_finite() { T::ONE } else { T::ZERO }),
-        UnaryOp::Not => m(|x| if x == T::ZERO { T::ONE } else { T::ZERO }),
+        UnaryOp::IsNan => m!(|x| if x.is_nan() { T::ONE } else { T::ZERO }),
+        UnaryOp::IsFinite => m!(|x| if x.is_finite() { T::ONE } else { T::ZERO }),
+        UnaryOp::Not => m!(|x| if x == T::ZERO { T::ONE } else { T::ZERO }),
     }
 }
 

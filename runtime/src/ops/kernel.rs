@@ -6,7 +6,10 @@ use rayon::prelude::*;
 use crate::shape::{broadcast_strides, Layout};
 use crate::storage::{buffer, PAR_CHUNK, PAR_MIN};
 
-fn run_chunks<O: Send>(out: &mut [O], work: impl Fn(usize, &mut [O]) + Sync) {
+/// Runs `work(start, chunk)` over `out`, in parallel chunks when large. `work` is a trait object
+/// so that the parallel driver is compiled once per output type, not once per elementwise
+/// function.
+fn run_chunks<O: Send>(out: &mut [O], work: &(dyn Fn(usize, &mut [O]) + Sync)) {
     if out.len() >= PAR_MIN {
         out.par_chunks_mut(PAR_CHUNK)
             .enumerate()
@@ -16,8 +19,62 @@ fn run_chunks<O: Send>(out: &mut [O], work: impl Fn(usize, &mut [O]) + Sync) {
     }
 }
 
+/// One run of [`zip2`]: `o[j] = f(a[j·ia], b[j·ib])`, with the unit and zero strides (the
+/// common cases) as loops of their own so that they vectorise.
+#[inline(always)]
+fn zip_run_impl<A: Copy, B: Copy, O, F: Fn(A, B) -> O>(
+    o: &mut [O],
+    a: &[A],
+    ia: usize,
+    b: &[B],
+    ib: usize,
+    f: &F,
+) {
+    let len = o.len();
+    match (ia, ib) {
+        (1, 1) => {
+            let (Some(xa), Some(xb)) = (a.get(..len), b.get(..len)) else {
+                return;
+            };
+            for ((o, &x), &y) in o.iter_mut().zip(xa).zip(xb) {
+                *o = f(x, y);
+            }
+        }
+        (1, 0) => {
+            let (Some(xa), Some(&y)) = (a.get(..len), b.first()) else {
+                return;
+            };
+            for (o, &x) in o.iter_mut().zip(xa) {
+                *o = f(x, y);
+            }
+        }
+        (0, 1) => {
+            let (Some(&x), Some(xb)) = (a.first(), b.get(..len)) else {
+                return;
+            };
+            for (o, &y) in o.iter_mut().zip(xb) {
+                *o = f(x, y);
+            }
+        }
+        _ => {
+            for (j, o) in o.iter_mut().enumerate() {
+                if let (Some(&x), Some(&y)) = (a.get(j * ia), b.get(j * ib)) {
+                    *o = f(x, y);
+                }
+            }
+        }
+    }
+}
+
+crate::isa_versions! {
+    fn zip_run<A: Copy, B: Copy, O, F: Fn(A, B) -> O>(
+        o: &mut [O], a: &[A], ia: usize, b: &[B], ib: usize, f: &F
+    ) => zip_run_impl
+}
+
 /// `out[i] = f(a[..], b[..])` with NumPy broadcasting of `a_shape` and `b_shape` to `out_shape`.
-/// `a` and `b` are contiguous and hold exactly their shapes' element counts.
+/// `a` and `b` are contiguous and hold exactly their shapes' element counts. The loops are
+/// compiled per ISA (`isa_versions!`): the same bits on every one.
 pub fn zip2<A, B, O>(
     out_shape: &[usize],
     a: &[A],
@@ -36,45 +93,18 @@ where
     let sb = broadcast_strides(b_shape, out_shape);
     let layout = Layout::new(out_shape, [&sa, &sb]);
     let [ia, ib] = layout.inner_strides();
+    let isa = crate::isa::current();
     let mut out = buffer::<O>(n);
-    run_chunks(&mut out, |start, chunk| {
+    run_chunks(&mut out, &|start, chunk| {
         layout.runs(start, start + chunk.len(), |pos, [oa, ob], len| {
-            let Some(o) = chunk.get_mut(pos - start..pos - start + len) else {
+            let (Some(o), Some(xa), Some(xb)) = (
+                chunk.get_mut(pos - start..pos - start + len),
+                a.get(oa..),
+                b.get(ob..),
+            ) else {
                 return;
             };
-            match (ia, ib) {
-                (1, 1) => {
-                    let (Some(xa), Some(xb)) = (a.get(oa..oa + len), b.get(ob..ob + len)) else {
-                        return;
-                    };
-                    for ((o, &x), &y) in o.iter_mut().zip(xa).zip(xb) {
-                        *o = f(x, y);
-                    }
-                }
-                (1, 0) => {
-                    let (Some(xa), Some(&y)) = (a.get(oa..oa + len), b.get(ob)) else {
-                        return;
-                    };
-                    for (o, &x) in o.iter_mut().zip(xa) {
-                        *o = f(x, y);
-                    }
-                }
-                (0, 1) => {
-                    let (Some(&x), Some(xb)) = (a.get(oa), b.get(ob..ob + len)) else {
-                        return;
-                    };
-                    for (o, &y) in o.iter_mut().zip(xb) {
-                        *o = f(x, y);
-                    }
-                }
-                _ => {
-                    for (j, o) in o.iter_mut().enumerate() {
-                        if let (Some(&x), Some(&y)) = (a.get(oa + j * ia), b.get(ob + j * ib)) {
-                            *o = f(x, y);
-                        }
-                    }
-                }
-            }
+            zip_run(isa, o, xa, ia, xb, ib, &f);
         });
     });
     out
@@ -101,34 +131,77 @@ where
     let layout = Layout::new(out_shape, [&sa, &sb, &sc]);
     let [ia, ib, ic] = layout.inner_strides();
     let mut out = buffer::<O>(n);
-    run_chunks(&mut out, |start, chunk| {
+    let isa = crate::isa::current();
+    run_chunks(&mut out, &|start, chunk| {
         layout.runs(start, start + chunk.len(), |pos, [oa, ob, oc], len| {
-            let Some(o) = chunk.get_mut(pos - start..pos - start + len) else {
+            let (Some(o), Some(xa), Some(xb), Some(xc)) = (
+                chunk.get_mut(pos - start..pos - start + len),
+                a.get(oa..),
+                b.get(ob..),
+                c.get(oc..),
+            ) else {
                 return;
             };
-            for (j, o) in o.iter_mut().enumerate() {
-                if let (Some(&x), Some(&y), Some(&z)) =
-                    (a.get(oa + j * ia), b.get(ob + j * ib), c.get(oc + j * ic))
-                {
-                    *o = f(x, y, z);
-                }
-            }
+            zip3_run(isa, o, (xa, ia), (xb, ib), (xc, ic), &f);
         });
     });
     out
 }
 
-/// `out[i] = f(a[i])` over a contiguous slice, in parallel when large.
+/// One run of [`zip3`]: `o[j] = f(a[j·ia], b[j·ib], c[j·ic])`, all-unit strides as a loop of
+/// its own.
+#[inline(always)]
+fn zip3_run_impl<A: Copy, B: Copy, C: Copy, O, F: Fn(A, B, C) -> O>(
+    o: &mut [O],
+    (a, ia): (&[A], usize),
+    (b, ib): (&[B], usize),
+    (c, ic): (&[C], usize),
+    f: &F,
+) {
+    let len = o.len();
+    if (ia, ib, ic) == (1, 1, 1) {
+        if let (Some(a), Some(b), Some(c)) = (a.get(..len), b.get(..len), c.get(..len)) {
+            for (((o, &x), &y), &z) in o.iter_mut().zip(a).zip(b).zip(c) {
+                *o = f(x, y, z);
+            }
+        }
+        return;
+    }
+    for (j, o) in o.iter_mut().enumerate() {
+        if let (Some(&x), Some(&y), Some(&z)) = (a.get(j * ia), b.get(j * ib), c.get(j * ic)) {
+            *o = f(x, y, z);
+        }
+    }
+}
+
+crate::isa_versions! {
+    fn zip3_run<A: Copy, B: Copy, C: Copy, O, F: Fn(A, B, C) -> O>(
+        o: &mut [O], a: (&[A], usize), b: (&[B], usize), c: (&[C], usize), f: &F
+    ) => zip3_run_impl
+}
+
+#[inline(always)]
+fn map_run_impl<A: Copy, O, F: Fn(A) -> O>(o: &mut [O], a: &[A], f: &F) {
+    for (o, &x) in o.iter_mut().zip(a) {
+        *o = f(x);
+    }
+}
+
+crate::isa_versions! {
+    fn map_run<A: Copy, O, F: Fn(A) -> O>(o: &mut [O], a: &[A], f: &F) => map_run_impl
+}
+
+/// `out[i] = f(a[i])` over a contiguous slice, in parallel when large, the loop compiled per
+/// ISA (the same bits on every one).
 pub fn map1<A: Copy + Sync, O: Copy + Send + Default>(
     a: &[A],
     f: impl Fn(A) -> O + Sync + Send,
 ) -> Vec<O> {
+    let isa = crate::isa::current();
     let mut out = buffer::<O>(a.len());
-    run_chunks(&mut out, |start, chunk| {
+    run_chunks(&mut out, &|start, chunk| {
         if let Some(src) = a.get(start..start + chunk.len()) {
-            for (o, &x) in chunk.iter_mut().zip(src) {
-                *o = f(x);
-            }
+            map_run(isa, chunk, src, &f);
         }
     });
     out
@@ -153,7 +226,7 @@ pub fn gather<T: Copy + Send + Sync + Default>(
     }
     let inner = shape.last().copied().unwrap_or(1);
     let inner_stride = strides.last().copied().unwrap_or(0);
-    run_chunks(&mut out, |start, chunk| {
+    run_chunks(&mut out, &|start, chunk| {
         // Unravel `start`, then walk with an odometer over the outer dims.
         let mut idx = vec![0usize; nd];
         let mut rem = start;

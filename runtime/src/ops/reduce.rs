@@ -149,8 +149,8 @@ impl Fold<i64> for MaxI {
 const LANES: usize = 32;
 
 /// Folds a contiguous run with `LANES` independent lanes, combined in a fixed pairwise tree.
-#[inline]
-fn fold_run<T: Copy, F: Fold<T>>(f: &F, xs: &[T]) -> F::A {
+#[inline(always)]
+fn fold_run_impl<T: Copy, F: Fold<T>>(f: &F, xs: &[T]) -> F::A {
     let mut lanes = [f.init(); LANES];
     let mut chunks = xs.chunks_exact(LANES);
     for c in &mut chunks {
@@ -172,6 +172,50 @@ fn fold_run<T: Copy, F: Fold<T>>(f: &F, xs: &[T]) -> F::A {
     f.combine(lanes[0], tail)
 }
 
+/// Folds `rows` rows of `x`, `stride` apart from `start`, into the columns `dst` (one
+/// accumulator per column, rows in order).
+#[inline(always)]
+fn fold_cols_impl<T: Copy, F: Fold<T>>(
+    f: &F,
+    dst: &mut [F::A],
+    x: &[T],
+    start: usize,
+    stride: usize,
+    rows: usize,
+) {
+    let n = dst.len();
+    let row = |rr: usize| x.get(start + rr * stride..start + rr * stride + n);
+    // Four rows per pass: each accumulator takes them in order while it is in a register.
+    let mut rr = 0;
+    while rr + 4 <= rows {
+        if let (Some(x0), Some(x1), Some(x2), Some(x3)) =
+            (row(rr), row(rr + 1), row(rr + 2), row(rr + 3))
+        {
+            for ((((d, &a), &b), &c), &e) in dst.iter_mut().zip(x0).zip(x1).zip(x2).zip(x3) {
+                *d = f.fold(f.fold(f.fold(f.fold(*d, a), b), c), e);
+            }
+        }
+        rr += 4;
+    }
+    for rr in rr..rows {
+        if let Some(xr) = row(rr) {
+            for (d, &v) in dst.iter_mut().zip(xr) {
+                *d = f.fold(*d, v);
+            }
+        }
+    }
+}
+
+// Compiled per ISA: the same operations in the same order, so the same bits on every one.
+crate::isa_versions! {
+    fn fold_run<T: Copy, F: Fold<T>>(f: &F, xs: &[T]) -> F::A => fold_run_impl
+}
+crate::isa_versions! {
+    fn fold_cols<T: Copy, F: Fold<T>>(
+        f: &F, dst: &mut [F::A], x: &[T], start: usize, stride: usize, rows: usize
+    ) => fold_cols_impl
+}
+
 /// Reduces `x` viewed as `[outer, r, inner]` over the middle axis: `outer·inner` results.
 fn reduce3<T: Copy + Sync, F: Fold<T>>(
     f: &F,
@@ -183,24 +227,18 @@ fn reduce3<T: Copy + Sync, F: Fold<T>>(
     let nb = r.div_ceil(BLOCK).max(1);
     // partials[(o·nb + b)·inner + i] = fold over block b of x[o, ·, i].
     let mut partials = vec![f.init(); outer * nb * inner];
+    let isa = crate::isa::current();
     let work = |ob: usize, ic: usize, dst: &mut [F::A]| {
         let (o, b) = (ob / nb, ob % nb);
         let (r0, r1) = (b * BLOCK, ((b + 1) * BLOCK).min(r));
         if inner == 1 {
             if let (Some(d), Some(xs)) = (dst.first_mut(), x.get(o * r + r0..o * r + r1)) {
-                *d = fold_run(f, xs);
+                *d = fold_run(isa, f, xs);
             }
             return;
         }
-        let c0 = ic * COLS;
-        for rr in r0..r1 {
-            let base = (o * r + rr) * inner + c0;
-            if let Some(row) = x.get(base..base + dst.len()) {
-                for (d, &v) in dst.iter_mut().zip(row) {
-                    *d = f.fold(*d, v);
-                }
-            }
-        }
+        let start = (o * r + r0) * inner + ic * COLS;
+        fold_cols(isa, f, dst, x, start, inner, r1 - r0);
     };
     let total = x.len();
     let inner_chunk = if inner == 1 { 1 } else { COLS };

@@ -13,6 +13,7 @@ pub trait Acc: Copy + Default + Send + Sync + 'static {
 }
 
 impl Acc for f32 {
+    #[inline(always)]
     fn mul_add(self, a: f32, b: f32) -> f32 {
         self + a * b
     }
@@ -25,6 +26,7 @@ impl Acc for f32 {
 }
 
 impl Acc for f64 {
+    #[inline(always)]
     fn mul_add(self, a: f64, b: f64) -> f64 {
         self + a * b
     }
@@ -77,46 +79,58 @@ fn valid(out: usize, len: usize, stride: usize, off: isize) -> std::ops::Range<u
 }
 
 /// One input channel per group: each output plane is a sum over its kernel taps of shifted,
-/// strided input rows times the tap's weight.
+/// strided input rows times the tap's weight. The plane's loops are compiled per ISA (the same
+/// bits on every one).
 fn depthwise<T: Acc>(p: &ConvPlan, x: &[T], w: &[T], out: &mut [T]) {
+    let [oh, ow] = p.size.output;
+    let isa = crate::isa::current();
+    out.par_chunks_mut(oh * ow)
+        .enumerate()
+        .for_each(|(plane, o)| depthwise_plane(isa, p, x, w, plane, o));
+}
+
+crate::isa_versions! {
+    fn depthwise_plane<T: Acc>(p: &ConvPlan, x: &[T], w: &[T], plane: usize, o: &mut [T])
+        => depthwise_plane_impl
+}
+
+/// Output plane `plane` (image `n`, channel `oc`) of [`depthwise`].
+#[inline(always)]
+fn depthwise_plane_impl<T: Acc>(p: &ConvPlan, x: &[T], w: &[T], plane: usize, o: &mut [T]) {
     let ([ih, iw], [kh, kw], [oh, ow]) = (p.size.input, p.size.kernel, p.size.output);
     let ([sh, sw], [dh, dw], [ph, pw]) = (p.stride, p.dilation, p.pad);
     let per_group = p.size.cout / p.size.groups;
-    out.par_chunks_mut(oh * ow)
-        .enumerate()
-        .for_each(|(plane, o)| {
-            let (n, oc) = (plane / p.size.cout, plane % p.size.cout);
-            let ic = oc / per_group;
-            let xin = &x[(n * p.size.cin + ic) * ih * iw..][..ih * iw];
-            let taps = &w[oc * kh * kw..][..kh * kw];
-            for i in 0..kh {
-                let rows = valid(oh, ih, sh, (i * dh) as isize - ph as isize);
-                for j in 0..kw {
-                    let wv = taps[i * kw + j];
-                    let off = (j * dw) as isize - pw as isize;
-                    let cols = valid(ow, iw, sw, off);
-                    if cols.is_empty() {
-                        continue;
+    let (n, oc) = (plane / p.size.cout, plane % p.size.cout);
+    let ic = oc / per_group;
+    let xin = &x[(n * p.size.cin + ic) * ih * iw..][..ih * iw];
+    let taps = &w[oc * kh * kw..][..kh * kw];
+    for i in 0..kh {
+        let rows = valid(oh, ih, sh, (i * dh) as isize - ph as isize);
+        for j in 0..kw {
+            let wv = taps[i * kw + j];
+            let off = (j * dw) as isize - pw as isize;
+            let cols = valid(ow, iw, sw, off);
+            if cols.is_empty() {
+                continue;
+            }
+            for r in rows.clone() {
+                let src = &xin[(r * sh + i * dh - ph) * iw..][..iw];
+                let dst = &mut o[r * ow..][..ow];
+                if sw == 1 {
+                    let s0 = (cols.start as isize + off) as usize;
+                    let n = cols.len();
+                    for (d, &s) in dst[cols.clone()].iter_mut().zip(&src[s0..s0 + n]) {
+                        *d = d.mul_add(wv, s);
                     }
-                    for r in rows.clone() {
-                        let src = &xin[(r * sh + i * dh - ph) * iw..][..iw];
-                        let dst = &mut o[r * ow..][..ow];
-                        if sw == 1 {
-                            let s0 = (cols.start as isize + off) as usize;
-                            let n = cols.len();
-                            for (d, &s) in dst[cols.clone()].iter_mut().zip(&src[s0..s0 + n]) {
-                                *d = d.mul_add(wv, s);
-                            }
-                        } else {
-                            for c in cols.clone() {
-                                let s = src[(c as isize * sw as isize + off) as usize];
-                                dst[c] = dst[c].mul_add(wv, s);
-                            }
-                        }
+                } else {
+                    for c in cols.clone() {
+                        let s = src[(c as isize * sw as isize + off) as usize];
+                        dst[c] = dst[c].mul_add(wv, s);
                     }
                 }
             }
-        });
+        }
+    }
 }
 
 /// im2col of one image's group: `col[(c·kH + i)·kW + j][r·OW + q]` = the input at
