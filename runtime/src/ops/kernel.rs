@@ -4,7 +4,9 @@
 use rayon::prelude::*;
 
 use crate::shape::{broadcast_strides, Layout};
-use crate::storage::{buffer, PAR_CHUNK, PAR_MIN};
+use std::mem::MaybeUninit;
+
+use crate::storage::{advise_huge, buffer, PAR_CHUNK, PAR_MIN};
 
 /// Runs `work(start, chunk)` over `out`, in parallel chunks when large. `work` is a trait object
 /// so that the parallel driver is compiled once per output type, not once per elementwise
@@ -19,11 +21,63 @@ fn run_chunks<O: Send>(out: &mut [O], work: &(dyn Fn(usize, &mut [O]) + Sync)) {
     }
 }
 
-/// One run of [`zip2`]: `o[j] = f(a[j·ia], b[j·ib])`, with the unit and zero strides (the
-/// common cases) as loops of their own so that they vectorise.
+/// A vector of `n` elements written chunk by chunk (in parallel when large) by
+/// `fill(start, chunk)`, without zeroing them first (the elementwise ops are memory-bound and a
+/// zeroing pass is a third of their traffic). `fill` returns whether it wrote every element of
+/// its chunk; where it says no, the chunk is filled with `O::default()`, so no element is ever
+/// read unwritten.
+fn filled<O: Copy + Send + Default>(
+    n: usize,
+    fill: &(dyn Fn(usize, &mut [MaybeUninit<O>]) -> bool + Sync),
+) -> Vec<O> {
+    let mut out: Vec<O> = Vec::with_capacity(n);
+    let spare = &mut out.spare_capacity_mut()[..n];
+    advise_huge(spare.as_ptr(), n);
+    run_chunks(spare, &|start, chunk| {
+        if !fill(start, chunk) {
+            for o in chunk.iter_mut() {
+                o.write(O::default());
+            }
+        }
+    });
+    // SAFETY: the chunks cover `spare`'s n slots, and each chunk was either written entirely
+    // by `fill` (it returned true) or filled with defaults just above; `out` has capacity n. A
+    // panic leaves the length 0, so nothing unwritten is ever read or dropped.
+    unsafe { out.set_len(n) };
+    out
+}
+
+/// Walks [`Layout::runs`] over one chunk of the output starting at flat index `start`:
+/// `run(o, input_offsets)` must write all of `o`. Returns whether the runs covered the chunk
+/// exactly, one after another (what [`filled`] asks of its `fill`).
+fn cover_chunk<O, const N: usize>(
+    layout: &Layout<N>,
+    start: usize,
+    chunk: &mut [MaybeUninit<O>],
+    mut run: impl FnMut(&mut [MaybeUninit<O>], [usize; N]),
+) -> bool {
+    let mut done = 0;
+    let mut ok = true;
+    layout.runs(start, start + chunk.len(), |pos, offs, len| {
+        let at = pos - start;
+        match chunk.get_mut(at..at + len) {
+            Some(o) if ok && at == done => {
+                run(o, offs);
+                done += len;
+            }
+            _ => ok = false,
+        }
+    });
+    ok && done == chunk.len()
+}
+
+/// One run of [`zip2`]: `o[j] = f(a[j·ia], b[j·ib])` (`a` and `b` start at the run's first
+/// elements), with the unit and zero strides (the common cases) as loops of their own so that
+/// they vectorise. Writes every element of `o` (the default where an input is out of range,
+/// which the callers never let happen).
 #[inline(always)]
-fn zip_run_impl<A: Copy, B: Copy, O, F: Fn(A, B) -> O>(
-    o: &mut [O],
+fn zip_run_impl<A: Copy, B: Copy, O: Default, F: Fn(A, B) -> O>(
+    o: &mut [MaybeUninit<O>],
     a: &[A],
     ia: usize,
     b: &[B],
@@ -31,44 +85,42 @@ fn zip_run_impl<A: Copy, B: Copy, O, F: Fn(A, B) -> O>(
     f: &F,
 ) {
     let len = o.len();
-    match (ia, ib) {
-        (1, 1) => {
-            let (Some(xa), Some(xb)) = (a.get(..len), b.get(..len)) else {
-                return;
-            };
+    match (ia, ib, a.get(..len), b.get(..len)) {
+        (1, 1, Some(xa), Some(xb)) => {
             for ((o, &x), &y) in o.iter_mut().zip(xa).zip(xb) {
-                *o = f(x, y);
+                o.write(f(x, y));
             }
+            return;
         }
-        (1, 0) => {
-            let (Some(xa), Some(&y)) = (a.get(..len), b.first()) else {
-                return;
-            };
-            for (o, &x) in o.iter_mut().zip(xa) {
-                *o = f(x, y);
-            }
-        }
-        (0, 1) => {
-            let (Some(&x), Some(xb)) = (a.first(), b.get(..len)) else {
-                return;
-            };
-            for (o, &y) in o.iter_mut().zip(xb) {
-                *o = f(x, y);
-            }
-        }
-        _ => {
-            for (j, o) in o.iter_mut().enumerate() {
-                if let (Some(&x), Some(&y)) = (a.get(j * ia), b.get(j * ib)) {
-                    *o = f(x, y);
+        (1, 0, Some(xa), _) => {
+            if let Some(&y) = b.first() {
+                for (o, &x) in o.iter_mut().zip(xa) {
+                    o.write(f(x, y));
                 }
+                return;
             }
         }
+        (0, 1, _, Some(xb)) => {
+            if let Some(&x) = a.first() {
+                for (o, &y) in o.iter_mut().zip(xb) {
+                    o.write(f(x, y));
+                }
+                return;
+            }
+        }
+        _ => {}
+    }
+    for (j, o) in o.iter_mut().enumerate() {
+        o.write(match (a.get(j * ia), b.get(j * ib)) {
+            (Some(&x), Some(&y)) => f(x, y),
+            _ => O::default(),
+        });
     }
 }
 
 crate::isa_versions! {
-    fn zip_run<A: Copy, B: Copy, O, F: Fn(A, B) -> O>(
-        o: &mut [O], a: &[A], ia: usize, b: &[B], ib: usize, f: &F
+    fn zip_run<A: Copy, B: Copy, O: Default, F: Fn(A, B) -> O>(
+        o: &mut [MaybeUninit<O>], a: &[A], ia: usize, b: &[B], ib: usize, f: &F
     ) => zip_run_impl
 }
 
@@ -94,20 +146,12 @@ where
     let layout = Layout::new(out_shape, [&sa, &sb]);
     let [ia, ib] = layout.inner_strides();
     let isa = crate::isa::current();
-    let mut out = buffer::<O>(n);
-    run_chunks(&mut out, &|start, chunk| {
-        layout.runs(start, start + chunk.len(), |pos, [oa, ob], len| {
-            let (Some(o), Some(xa), Some(xb)) = (
-                chunk.get_mut(pos - start..pos - start + len),
-                a.get(oa..),
-                b.get(ob..),
-            ) else {
-                return;
-            };
+    filled(n, &|start, chunk| {
+        cover_chunk(&layout, start, chunk, |o, [oa, ob]| {
+            let (xa, xb) = (a.get(oa..).unwrap_or(&[]), b.get(ob..).unwrap_or(&[]));
             zip_run(isa, o, xa, ia, xb, ib, &f);
-        });
-    });
-    out
+        })
+    })
 }
 
 /// Three-input broadcasting loop (for `where`).
@@ -130,65 +174,58 @@ where
     let sc = broadcast_strides(c_shape, out_shape);
     let layout = Layout::new(out_shape, [&sa, &sb, &sc]);
     let [ia, ib, ic] = layout.inner_strides();
-    let mut out = buffer::<O>(n);
     let isa = crate::isa::current();
-    run_chunks(&mut out, &|start, chunk| {
-        layout.runs(start, start + chunk.len(), |pos, [oa, ob, oc], len| {
-            let (Some(o), Some(xa), Some(xb), Some(xc)) = (
-                chunk.get_mut(pos - start..pos - start + len),
-                a.get(oa..),
-                b.get(ob..),
-                c.get(oc..),
-            ) else {
-                return;
-            };
+    filled(n, &|start, chunk| {
+        cover_chunk(&layout, start, chunk, |o, [oa, ob, oc]| {
+            let xa = a.get(oa..).unwrap_or(&[]);
+            let (xb, xc) = (b.get(ob..).unwrap_or(&[]), c.get(oc..).unwrap_or(&[]));
             zip3_run(isa, o, (xa, ia), (xb, ib), (xc, ic), &f);
-        });
-    });
-    out
+        })
+    })
 }
 
 /// One run of [`zip3`]: `o[j] = f(a[j·ia], b[j·ib], c[j·ic])`, all-unit strides as a loop of
-/// its own.
+/// its own; writes every element of `o` (as [`zip_run_impl`]).
 #[inline(always)]
-fn zip3_run_impl<A: Copy, B: Copy, C: Copy, O, F: Fn(A, B, C) -> O>(
-    o: &mut [O],
+fn zip3_run_impl<A: Copy, B: Copy, C: Copy, O: Default, F: Fn(A, B, C) -> O>(
+    o: &mut [MaybeUninit<O>],
     (a, ia): (&[A], usize),
     (b, ib): (&[B], usize),
     (c, ic): (&[C], usize),
     f: &F,
 ) {
     let len = o.len();
-    if (ia, ib, ic) == (1, 1, 1) {
-        if let (Some(a), Some(b), Some(c)) = (a.get(..len), b.get(..len), c.get(..len)) {
-            for (((o, &x), &y), &z) in o.iter_mut().zip(a).zip(b).zip(c) {
-                *o = f(x, y, z);
-            }
+    if let ((1, 1, 1), Some(a), Some(b), Some(c)) =
+        ((ia, ib, ic), a.get(..len), b.get(..len), c.get(..len))
+    {
+        for (((o, &x), &y), &z) in o.iter_mut().zip(a).zip(b).zip(c) {
+            o.write(f(x, y, z));
         }
         return;
     }
     for (j, o) in o.iter_mut().enumerate() {
-        if let (Some(&x), Some(&y), Some(&z)) = (a.get(j * ia), b.get(j * ib), c.get(j * ic)) {
-            *o = f(x, y, z);
-        }
+        o.write(match (a.get(j * ia), b.get(j * ib), c.get(j * ic)) {
+            (Some(&x), Some(&y), Some(&z)) => f(x, y, z),
+            _ => O::default(),
+        });
     }
 }
 
 crate::isa_versions! {
-    fn zip3_run<A: Copy, B: Copy, C: Copy, O, F: Fn(A, B, C) -> O>(
-        o: &mut [O], a: (&[A], usize), b: (&[B], usize), c: (&[C], usize), f: &F
+    fn zip3_run<A: Copy, B: Copy, C: Copy, O: Default, F: Fn(A, B, C) -> O>(
+        o: &mut [MaybeUninit<O>], a: (&[A], usize), b: (&[B], usize), c: (&[C], usize), f: &F
     ) => zip3_run_impl
 }
 
 #[inline(always)]
-fn map_run_impl<A: Copy, O, F: Fn(A) -> O>(o: &mut [O], a: &[A], f: &F) {
+fn map_run_impl<A: Copy, O, F: Fn(A) -> O>(o: &mut [MaybeUninit<O>], a: &[A], f: &F) {
     for (o, &x) in o.iter_mut().zip(a) {
-        *o = f(x);
+        o.write(f(x));
     }
 }
 
 crate::isa_versions! {
-    fn map_run<A: Copy, O, F: Fn(A) -> O>(o: &mut [O], a: &[A], f: &F) => map_run_impl
+    fn map_run<A: Copy, O, F: Fn(A) -> O>(o: &mut [MaybeUninit<O>], a: &[A], f: &F) => map_run_impl
 }
 
 /// `out[i] = f(a[i])` over a contiguous slice, in parallel when large, the loop compiled per
@@ -198,13 +235,16 @@ pub fn map1<A: Copy + Sync, O: Copy + Send + Default>(
     f: impl Fn(A) -> O + Sync + Send,
 ) -> Vec<O> {
     let isa = crate::isa::current();
-    let mut out = buffer::<O>(a.len());
-    run_chunks(&mut out, &|start, chunk| {
-        if let Some(src) = a.get(start..start + chunk.len()) {
-            map_run(isa, chunk, src, &f);
-        }
-    });
-    out
+    filled(
+        a.len(),
+        &|start, chunk| match a.get(start..start + chunk.len()) {
+            Some(src) => {
+                map_run(isa, chunk, src, &f);
+                true
+            }
+            None => false,
+        },
+    )
 }
 
 /// Gathers a strided view (`offset` plus signed `strides` over `shape`) into a contiguous vector.
@@ -375,6 +415,107 @@ mod tests {
                 gather(&src, offset, shape, strides) == want,
                 "{shape:?} {strides:?} +{offset}"
             );
+        }
+    }
+
+    /// The flat index into a tensor of `shape` that output element `flat` of `out` reads under
+    /// NumPy broadcasting.
+    fn source(flat: usize, out: &[usize], shape: &[usize]) -> usize {
+        let (mut rem, mut at, mut stride) = (flat, 0, 1);
+        for d in (0..out.len()).rev() {
+            let i = rem % out[d];
+            rem /= out[d];
+            let Some(k) = (d + shape.len()).checked_sub(out.len()) else {
+                continue;
+            };
+            if shape[k] != 1 {
+                at += i * stride;
+            }
+            stride *= shape[k];
+        }
+        at
+    }
+
+    /// zip2, zip3 and map1 give the definition's elements: broadcasts of rows, columns, scalars
+    /// and middle axes, outputs large enough to run in parallel chunks whose boundaries fall
+    /// inside runs, and empty ones.
+    #[test]
+    fn broadcasting_loops_match_the_definition() {
+        let shapes: [(&[usize], &[usize], &[usize]); 9] = [
+            (&[9, 133], &[133], &[9, 1]),
+            (&[9, 1], &[9, 133], &[133]),
+            (&[], &[5, 40_000], &[5, 1]),
+            (&[300, 301], &[300, 1], &[301]),
+            (&[7, 1, 5], &[1, 6, 5], &[7, 6, 1]),
+            (&[5, 40_000], &[], &[5, 40_000]),
+            (&[3, 20_000, 2], &[3, 1, 2], &[20_000, 1]),
+            (&[0, 4], &[4], &[1]),
+            (&[], &[], &[]),
+        ];
+        let f = |x: u32, y: u32| x.wrapping_mul(31).wrapping_add(y);
+        // values differ from case to case, so that an element left unwritten cannot hold an
+        // earlier case's right answer
+        for (case, (sa, sb, sc)) in (0u32..).zip(shapes) {
+            let salt = case.wrapping_mul(1_000_003);
+            let (na, nb, nc) = (
+                sa.iter().product::<usize>(),
+                sb.iter().product::<usize>(),
+                sc.iter().product::<usize>(),
+            );
+            let a: Vec<u32> = (0..na as u32).map(|v| v ^ salt).collect();
+            let b: Vec<u32> = (0..nb as u32).map(|v| (v * 7 + 1) ^ salt).collect();
+            let c: Vec<bool> = (0..nc).map(|v| v % 3 == 0).collect();
+            let out = crate::shape::broadcast_shapes(sa, sb, "t").unwrap();
+            let out3 = crate::shape::broadcast_shapes(&out, sc, "t").unwrap();
+            let n: usize = out.iter().product();
+            let want: Vec<u32> = (0..n)
+                .map(|i| f(a[source(i, &out, sa)], b[source(i, &out, sb)]))
+                .collect();
+            assert!(zip2(&out, &a, sa, &b, sb, f) == want, "zip2 {sa:?} {sb:?}");
+            let n3: usize = out3.iter().product();
+            let want3: Vec<u32> = (0..n3)
+                .map(|i| {
+                    let (x, y) = (a[source(i, &out3, sa)], b[source(i, &out3, sb)]);
+                    if c[source(i, &out3, sc)] {
+                        x
+                    } else {
+                        y
+                    }
+                })
+                .collect();
+            let got3 = zip3(
+                &out3,
+                (&c, sc),
+                (&a, sa),
+                (&b, sb),
+                |c, x, y| {
+                    if c {
+                        x
+                    } else {
+                        y
+                    }
+                },
+            );
+            assert!(got3 == want3, "zip3 {sa:?} {sb:?} {sc:?}");
+            let want1: Vec<u32> = a.iter().map(|&x| f(x, 3)).collect();
+            assert!(map1(&a, |x| f(x, 3)) == want1, "map1 {sa:?}");
+        }
+    }
+
+    /// A chunk its `fill` does not vouch for is all defaults, never unwritten memory.
+    #[test]
+    fn filled_falls_back_to_defaults() {
+        let n = PAR_MIN + 3 * PAR_CHUNK + 5;
+        let v: Vec<u64> = filled(n, &|start, chunk| {
+            for (i, o) in chunk.iter_mut().enumerate() {
+                o.write((start + i) as u64 + 1);
+            }
+            start != PAR_CHUNK
+        });
+        assert_eq!(v.len(), n);
+        for (i, &x) in v.iter().enumerate() {
+            let inside = (PAR_CHUNK..2 * PAR_CHUNK).contains(&i);
+            assert_eq!(x, if inside { 0 } else { i as u64 + 1 }, "element {i}");
         }
     }
 }
