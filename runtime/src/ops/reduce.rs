@@ -120,6 +120,34 @@ impl<T: Copy + Into<f64>> Fold<T> for MaxF {
     }
 }
 
+/// max/min of fp32 (and narrower) values, in fp32: picking a value is exact, so it gives the
+/// bits of [`MaxF`] over the widened values, with twice as many lanes per vector.
+struct MaxF32(bool);
+impl Fold<f32> for MaxF32 {
+    type A = f32;
+    fn init(&self) -> f32 {
+        if self.0 {
+            f32::NEG_INFINITY
+        } else {
+            f32::INFINITY
+        }
+    }
+    #[inline]
+    fn fold(&self, a: f32, x: f32) -> f32 {
+        self.combine(a, x)
+    }
+    #[inline]
+    fn combine(&self, a: f32, x: f32) -> f32 {
+        if a.is_nan() || x.is_nan() {
+            f32::NAN
+        } else if (self.0 && x > a) || (!self.0 && x < a) {
+            x
+        } else {
+            a
+        }
+    }
+}
+
 struct MaxI(bool);
 impl Fold<i64> for MaxI {
     type A = i64;
@@ -338,7 +366,10 @@ pub fn reduce(x: &Tensor, op: ReduceOp, axis: Option<isize>, keepdim: bool) -> R
             let v = st.to_f32(src);
             match op {
                 ReduceOp::Sum | ReduceOp::Mean => reduce3(&SumF, &v, outer, r, inner),
-                _ => reduce3(&MaxF(is_max), &v, outer, r, inner),
+                _ => reduce3(&MaxF32(is_max), &v, outer, r, inner)
+                    .into_iter()
+                    .map(f64::from)
+                    .collect(),
             }
         };
         let vals = if r == 0 {
