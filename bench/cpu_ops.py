@@ -26,7 +26,8 @@ NumPy side:
 - sum_f32: `x.sum()` (NumPy: pairwise fp32; ours: fp64 accumulation, deterministic).
 - sum_rows_f32 / sum_cols_f32 / max_rows_f32: `x.sum(-1)`, `x.sum(0)`, `x.max(-1)` of N×N
   (ours accumulate in fp64). add_f32: `x + y`, both N×N; mul_bcast_f32: `x * y`, y of shape
-  [N]; relu_f32: `np.maximum(x, 0)`. GB/s for these counts 8 bytes per element of x (one read,
+  [N]; relu_f32: `np.maximum(x, 0)`; exp_f32 / tanh_f32: `np.exp(x)`, `np.tanh(x)`; gelu_f32:
+  `0.5 * x * (1 + scipy.special.erf(x / sqrt(2)))` (NumPy has no erf; scipy's float32 erf). GB/s for these counts 8 bytes per element of x (one read,
   one write), whatever the op reads besides.
 - conv2d_f32 (batch N, 64→64 channels, 56×56, 3×3, padding 1): NumPy has no convolution, so
   the NumPy side is im2col as a NumPy user writes it: pad, `sliding_window_view`, the windows
@@ -63,6 +64,7 @@ CASES = [
     *[(op, n, "bytes", 2 * 4 * n * n)
       for op in ("sum_rows_f32", "sum_cols_f32", "max_rows_f32", "add_f32", "mul_bcast_f32", "relu_f32")
       for n in (1024, 4096)],
+    *[(op, 1024, "bytes", 2 * 4 * 1024 * 1024) for op in ("exp_f32", "tanh_f32", "gelu_f32")],
     ("conv2d_f32", 8, "flop", 2 * 8 * 64 * 56 * 56 * 64 * 9),
     ("conv2d_dw_f32", 8, "flop", 2 * 8 * 64 * 56 * 56 * 9),
     ("fft_c64", 1 << 20, "flop", 5 * 20 * (1 << 20)),
@@ -125,6 +127,14 @@ def numpy_case(op, n):
             "max_rows_f32": lambda: x.max(-1),
             "relu_f32": lambda: np.maximum(x, np.float32(0)),
         }[op]
+    if op in ("exp_f32", "tanh_f32", "gelu_f32"):
+        x = rng.standard_normal((n, n), dtype=np.float32)
+        if op == "gelu_f32":
+            from scipy.special import erf
+
+            r = np.float32(1 / np.sqrt(2))
+            return lambda: np.float32(0.5) * x * (np.float32(1) + erf(x * r))
+        return {"exp_f32": lambda: np.exp(x), "tanh_f32": lambda: np.tanh(x)}[op]
     if op in ("add_f32", "mul_bcast_f32"):
         x = rng.standard_normal((n, n), dtype=np.float32)
         if op == "add_f32":

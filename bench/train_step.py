@@ -7,7 +7,8 @@ update, median over timed steps after a warm-up), in the same run, for two sizes
 Usage (from the repository root; JAX in any venv):
     python3 bench/train_step.py --tessera /path/to/release/tessera --runs 5
         [--baseline /path/to/an/earlier/tessera]
-`--baseline` times a second Tessera build the same way in the same run (before/after).
+`--baseline` times a second Tessera build the same way in the same run (before/after);
+`--no-jax` leaves JAX out (Tessera builds against each other on a machine without it).
 """
 import argparse
 import os
@@ -107,20 +108,23 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--baseline", help="a second tessera binary, timed the same way")
+    ap.add_argument("--no-jax", action="store_true", help="time the Tessera builds only")
     a = ap.parse_args()
-    import jax
-    print(f"jax {jax.__version__} on {jax.devices()[0].platform}")
+    if not a.no_jax:
+        import jax
+        print(f"jax {jax.__version__} on {jax.devices()[0].platform}")
     with tempfile.TemporaryDirectory() as d:
         for size in SIZES:
             ours = tessera_step(a.tessera, size, a.steps, a.runs, d)
-            theirs = jax_step(size, a.steps)
             line = (f"MLP n={size[0]} d_in={size[1]} hidden={size[2]} classes={size[3]}: "
-                    f"tessera {ours * 1e3:.3f} ms/step, jax {theirs * 1e3:.3f} ms/step, "
-                    f"tessera/jax = {ours / theirs:.2f}")
+                    f"tessera {ours * 1e3:.3f} ms/step")
+            theirs = None if a.no_jax else jax_step(size, a.steps)
+            if theirs is not None:
+                line += f", jax {theirs * 1e3:.3f} ms/step, tessera/jax = {ours / theirs:.2f}"
             if a.baseline:
                 base = tessera_step(a.baseline, size, a.steps, a.runs, d)
-                line += (f"; baseline {base * 1e3:.3f} ms/step (baseline/jax = "
-                         f"{base / theirs:.2f}, tessera/baseline = {ours / base:.2f})")
+                line += f"; baseline {base * 1e3:.3f} ms/step (tessera/baseline = {ours / base:.2f}"
+                line += ")" if theirs is None else f", baseline/jax = {base / theirs:.2f})"
             print(line)
     return 0
 

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use crate::dtype::{DType, Scalar, ScalarKind};
 use crate::error::{Result, RuntimeError};
 use crate::memory;
-use crate::ops::kernel::{map1, zip2, zip3};
+use crate::ops::kernel::{filled, map1, zip2, zip3};
 use crate::ops::real::Real;
 use crate::shape::broadcast_shapes;
 use crate::storage::Storage;
@@ -425,6 +425,65 @@ pub fn binary<'a, 'b>(
 
 // ----- unary ----------------------------------------------------------------------------------
 
+// The functions with large bodies (the fp32 ones are polynomials, ops::vmath) run in loops of
+// their own, each calling its `#[inline(always)]` function directly: passed to `map1` as a
+// closure or a fn item, the function was not inlined into the loop compiled per ISA and ran as
+// a baseline-x86 call per element (gelu 7x slower).
+#[inline(always)]
+fn transcendental_run_impl<T: Real>(op: UnaryOp, o: &mut [std::mem::MaybeUninit<T>], a: &[T]) {
+    macro_rules! each {
+        ($f:expr) => {
+            for (o, &x) in o.iter_mut().zip(a) {
+                o.write($f(x));
+            }
+        };
+    }
+    match op {
+        UnaryOp::Exp => each!(T::exp),
+        UnaryOp::Tanh => each!(T::tanh),
+        UnaryOp::Erf => each!(T::erf),
+        UnaryOp::Sigmoid => each!(sigmoid::<T>),
+        UnaryOp::Silu => each!(silu::<T>),
+        _ => each!(gelu::<T>),
+    }
+}
+
+crate::isa_versions! {
+    fn transcendental_run<T: Real>(op: UnaryOp, o: &mut [std::mem::MaybeUninit<T>], a: &[T])
+        => transcendental_run_impl
+}
+
+/// `op(a)` for exp, tanh, erf, sigmoid, silu and gelu.
+fn transcendental<T: Real>(op: UnaryOp, a: &[T]) -> Vec<T> {
+    let isa = crate::isa::current();
+    filled(
+        a.len(),
+        &|start, chunk| match a.get(start..start + chunk.len()) {
+            Some(src) => {
+                transcendental_run(isa, op, chunk, src);
+                true
+            }
+            None => false,
+        },
+    )
+}
+
+#[inline(always)]
+fn sigmoid<T: Real>(x: T) -> T {
+    T::ONE / (T::ONE + (-x).exp())
+}
+
+#[inline(always)]
+fn silu<T: Real>(x: T) -> T {
+    x / (T::ONE + (-x).exp())
+}
+
+#[inline(always)]
+fn gelu<T: Real>(x: T) -> T {
+    let r = T::from_f64(std::f64::consts::FRAC_1_SQRT_2);
+    T::HALF * x * (T::ONE + (x * r).erf())
+}
+
 fn float_unary<T: Real>(op: UnaryOp, a: &[T]) -> Vec<T> {
     macro_rules! m {
         ($f:expr) => {
@@ -441,18 +500,15 @@ fn float_unary<T: Real>(op: UnaryOp, a: &[T]) -> Vec<T> {
                 T::ZERO
             }
         }),
-        UnaryOp::Exp => m!(|x| x.exp()),
+        UnaryOp::Exp
+        | UnaryOp::Tanh
+        | UnaryOp::Erf
+        | UnaryOp::Sigmoid
+        | UnaryOp::Silu
+        | UnaryOp::Gelu => transcendental(op, a),
         UnaryOp::Log => m!(|x| x.ln()),
         UnaryOp::Sqrt => m!(|x| x.sqrt()),
         UnaryOp::Rsqrt => m!(|x| T::ONE / x.sqrt()),
-        UnaryOp::Tanh => m!(|x| x.tanh()),
-        UnaryOp::Sigmoid => m!(|x| T::ONE / (T::ONE + (-x).exp())),
-        UnaryOp::Gelu => m!(|x| {
-            let r = T::from_f64(std::f64::consts::FRAC_1_SQRT_2);
-            T::HALF * x * (T::ONE + (x * r).erf())
-        }),
-        UnaryOp::Silu => m!(|x| x / (T::ONE + (-x).exp())),
-        UnaryOp::Erf => m!(|x| x.erf()),
         UnaryOp::Sin => m!(|x| x.sin()),
         UnaryOp::Cos => m!(|x| x.cos()),
         UnaryOp::Floor => m!(|x| x.floor()),

@@ -26,7 +26,7 @@ fn run_chunks<O: Send>(out: &mut [O], work: &(dyn Fn(usize, &mut [O]) + Sync)) {
 /// zeroing pass is a third of their traffic). `fill` returns whether it wrote every element of
 /// its chunk; where it says no, the chunk is filled with `O::default()`, so no element is ever
 /// read unwritten.
-fn filled<O: Copy + Send + Default>(
+pub(crate) fn filled<O: Copy + Send + Default>(
     n: usize,
     fill: &(dyn Fn(usize, &mut [MaybeUninit<O>]) -> bool + Sync),
 ) -> Vec<O> {

@@ -18,3 +18,4 @@ pub mod order;
 mod real;
 pub mod reduce;
 pub mod shape_ops;
+pub(crate) mod vmath;

@@ -141,9 +141,9 @@ impl Real for f32 {
     fn powf(self, e: f32) -> f32 {
         f32::powf(self, e)
     }
-    #[inline]
+    #[inline(always)]
     fn exp(self) -> f32 {
-        f32::exp(self)
+        super::vmath::exp_f32(self)
     }
     #[inline]
     fn ln(self) -> f32 {
@@ -153,13 +153,13 @@ impl Real for f32 {
     fn sqrt(self) -> f32 {
         f32::sqrt(self)
     }
-    #[inline]
+    #[inline(always)]
     fn tanh(self) -> f32 {
-        f32::tanh(self)
+        super::vmath::tanh_f32(self)
     }
-    #[inline]
+    #[inline(always)]
     fn erf(self) -> f32 {
-        libm::erff(self)
+        super::vmath::erf_f32(self)
     }
 }
 
