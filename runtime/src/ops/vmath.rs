@@ -207,22 +207,39 @@ mod tests {
         (n, off)
     }
 
+    /// `f` against `reference` rounded to f32: every `stride`-th f32 of both signs over
+    /// `1e-30 ≤ |x| ≤ max` (over a million points; at most one in 100 000 may round the other
+    /// way, none by more than an ulp), every 7th around `dense` (a branch point, or subnormal
+    /// results), and `cases` exactly; NaN stays NaN.
+    fn check(
+        f: fn(f32) -> f32,
+        reference: fn(f64) -> f64,
+        (max, stride): (f32, u32),
+        dense: (f32, f32),
+        cases: &[(f32, f32)],
+    ) {
+        let (mut n, mut off) = (0, 0);
+        for (lo, hi) in [(-max, -1e-30), (1e-30, max)] {
+            let (a, b) = compare(sweep(lo, hi, stride), f, reference);
+            (n, off) = (n + a, off + b);
+        }
+        assert!(n > 1_000_000, "{n} points");
+        assert!(off * 100_000 < n, "{off} of {n} differ");
+        let (n, off) = compare(sweep(dense.0, dense.1, 7), f, reference);
+        assert!(
+            n > 10_000 && off * 10_000 < n,
+            "{off} of {n} differ near {dense:?}"
+        );
+        for &(x, want) in cases {
+            assert_eq!(f(x).to_bits(), want.to_bits(), "f({x:e}) = {:e}", f(x));
+        }
+        assert!(f(f32::NAN).is_nan());
+    }
+
     #[test]
     fn exp_is_the_rounded_f64_exp() {
-        let mut total = (0, 0);
-        for (lo, hi) in [(-104.0f32, -1e-9f32), (1e-9, 89.0)] {
-            let (n, off) = compare(sweep(lo, hi, 257), exp_f32, f64::exp);
-            total = (total.0 + n, total.1 + off);
-        }
-        // the f64 value is within ~1e-12 of e^x: a different rounding is a near-tie, rare
-        assert!(total.0 > 1_000_000, "{total:?}");
-        assert!(
-            total.1 * 100_000 < total.0,
-            "{} of {} differ",
-            total.1,
-            total.0
-        );
-        for (x, want) in [
+        // e^-103.9 … e^-87.4: subnormal results round as the exact value does
+        let cases = [
             (0.0f32, 1.0f32),
             (-0.0, 1.0),
             (1.0, std::f32::consts::E),
@@ -232,76 +249,36 @@ mod tests {
             (-103.0, 1.4e-45),
             (-104.0, 0.0),
             (f32::MAX, f32::INFINITY),
-        ] {
-            assert_eq!(exp_f32(x), want, "exp({x})");
-        }
-        assert!(exp_f32(f32::NAN).is_nan());
-        // subnormal results round as the exact value does
-        let (n, off) = compare(sweep(-103.9, -87.4, 97), exp_f32, f64::exp);
-        assert!(n > 10_000 && off * 10_000 < n, "{off} of {n}");
+        ];
+        check(exp_f32, f64::exp, (104.0, 257), (-103.9, -103.0), &cases);
     }
 
     #[test]
     fn erf_is_the_rounded_f64_erf() {
-        let mut total = (0, 0);
-        for (lo, hi) in [(-5.0f32, -1e-30f32), (1e-30, 5.0)] {
-            let (n, off) = compare(sweep(lo, hi, 1009), erf_f32, libm::erf);
-            total = (total.0 + n, total.1 + off);
-        }
-        assert!(total.0 > 1_000_000, "{total:?}");
-        assert!(
-            total.1 * 100_000 < total.0,
-            "{} of {} differ",
-            total.1,
-            total.0
-        );
-        // both sides of the branch point, densely
-        let (n, off) = compare(sweep(0.7, 0.8, 7), erf_f32, libm::erf);
-        assert!(off * 10_000 < n, "{off} of {n}");
-        for (x, want) in [
+        let tiny = (f64::from(1e-40f32) * std::f64::consts::FRAC_2_SQRT_PI) as f32;
+        let cases = [
             (0.0f32, 0.0f32),
+            (-0.0, -0.0),
             (4.0, 1.0),
             (-1e30, -1.0),
             (f32::INFINITY, 1.0),
             (f32::NEG_INFINITY, -1.0),
-            (
-                1e-40,
-                (f64::from(1e-40f32) * std::f64::consts::FRAC_2_SQRT_PI) as f32,
-            ),
-        ] {
-            assert_eq!(erf_f32(x), want, "erf({x})");
-        }
-        assert_eq!(erf_f32(-0.0).to_bits(), (-0.0f32).to_bits());
-        assert!(erf_f32(f32::NAN).is_nan());
+            (1e-40, tiny),
+        ];
+        check(erf_f32, libm::erf, (5.0, 1009), (0.7, 0.8), &cases);
     }
 
     #[test]
     fn tanh_is_the_rounded_f64_tanh() {
-        let mut total = (0, 0);
-        for (lo, hi) in [(-12.0f32, -1e-30f32), (1e-30, 12.0)] {
-            let (n, off) = compare(sweep(lo, hi, 1009), tanh_f32, f64::tanh);
-            total = (total.0 + n, total.1 + off);
-        }
-        assert!(total.0 > 1_000_000, "{total:?}");
-        assert!(
-            total.1 * 100_000 < total.0,
-            "{} of {} differ",
-            total.1,
-            total.0
-        );
-        let (n, off) = compare(sweep(0.5, 0.6, 7), tanh_f32, f64::tanh);
-        assert!(off * 10_000 < n, "{off} of {n}");
-        for (x, want) in [
+        let cases = [
             (0.0f32, 0.0f32),
+            (-0.0, -0.0),
             (10.0, 1.0),
             (-1e30, -1.0),
             (f32::INFINITY, 1.0),
             (f32::NEG_INFINITY, -1.0),
             (1e-40, 1e-40),
-        ] {
-            assert_eq!(tanh_f32(x), want, "tanh({x})");
-        }
-        assert_eq!(tanh_f32(-0.0).to_bits(), (-0.0f32).to_bits());
-        assert!(tanh_f32(f32::NAN).is_nan());
+        ];
+        check(tanh_f32, f64::tanh, (12.0, 1009), (0.5, 0.6), &cases);
     }
 }
