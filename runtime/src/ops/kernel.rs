@@ -217,34 +217,13 @@ crate::isa_versions! {
     ) => zip3_run_impl
 }
 
-#[inline(always)]
-fn map_run_impl<A: Copy, O, F: Fn(A) -> O>(o: &mut [MaybeUninit<O>], a: &[A], f: &F) {
-    for (o, &x) in o.iter_mut().zip(a) {
-        o.write(f(x));
-    }
-}
-
-crate::isa_versions! {
-    fn map_run<A: Copy, O, F: Fn(A) -> O>(o: &mut [MaybeUninit<O>], a: &[A], f: &F) => map_run_impl
-}
-
 /// `out[i] = f(a[i])` over a contiguous slice, in parallel when large, the loop compiled per
 /// ISA (the same bits on every one).
 pub fn map1<A: Copy + Sync, O: Copy + Send + Default>(
     a: &[A],
     f: impl Fn(A) -> O + Sync + Send,
 ) -> Vec<O> {
-    let isa = crate::isa::current();
-    filled(
-        a.len(),
-        &|start, chunk| match a.get(start..start + chunk.len()) {
-            Some(src) => {
-                map_run(isa, chunk, src, &f);
-                true
-            }
-            None => false,
-        },
-    )
+    crate::storage::par_map(a, |&x| f(x))
 }
 
 /// Gathers a strided view (`offset` plus signed `strides` over `shape`) into a contiguous vector.

@@ -6,6 +6,7 @@ use rayon::prelude::*;
 use crate::dtype::DType;
 use crate::error::{Result, RuntimeError};
 use crate::memory;
+use crate::ops::real::Real;
 use crate::shape::{fmt_shape, normalize_axis};
 use crate::storage::Storage;
 use crate::tensor::Tensor;
@@ -88,12 +89,18 @@ impl Fold<i64> for SumI {
     }
 }
 
-struct MaxF(bool);
-impl MaxF {
+/// max (true) or min of floats, NaN propagating, accumulated in `A`: fp64 for fp64 values,
+/// fp32 for fp32 and narrower (choosing a value is exact, so the result is the one fp64 would
+/// give, with twice the lanes per vector).
+struct MaxF<A>(bool, std::marker::PhantomData<A>);
+impl<A: Real> MaxF<A> {
+    fn new(max: bool) -> Self {
+        MaxF(max, std::marker::PhantomData)
+    }
     #[inline]
-    fn pick(&self, a: f64, x: f64) -> f64 {
+    fn pick(&self, a: A, x: A) -> A {
         if a.is_nan() || x.is_nan() {
-            f64::NAN
+            A::NAN
         } else if (self.0 && x > a) || (!self.0 && x < a) {
             x
         } else {
@@ -101,50 +108,22 @@ impl MaxF {
         }
     }
 }
-impl<T: Copy + Into<f64>> Fold<T> for MaxF {
-    type A = f64;
-    fn init(&self) -> f64 {
-        if self.0 {
+impl<T: Copy + Into<A>, A: Real> Fold<T> for MaxF<A> {
+    type A = A;
+    fn init(&self) -> A {
+        A::from_f64(if self.0 {
             f64::NEG_INFINITY
         } else {
             f64::INFINITY
-        }
+        })
     }
     #[inline]
-    fn fold(&self, a: f64, x: T) -> f64 {
+    fn fold(&self, a: A, x: T) -> A {
         self.pick(a, x.into())
     }
     #[inline]
-    fn combine(&self, a: f64, x: f64) -> f64 {
+    fn combine(&self, a: A, x: A) -> A {
         self.pick(a, x)
-    }
-}
-
-/// max/min of fp32 (and narrower) values, in fp32: picking a value is exact, so it gives the
-/// bits of [`MaxF`] over the widened values, with twice as many lanes per vector.
-struct MaxF32(bool);
-impl Fold<f32> for MaxF32 {
-    type A = f32;
-    fn init(&self) -> f32 {
-        if self.0 {
-            f32::NEG_INFINITY
-        } else {
-            f32::INFINITY
-        }
-    }
-    #[inline]
-    fn fold(&self, a: f32, x: f32) -> f32 {
-        self.combine(a, x)
-    }
-    #[inline]
-    fn combine(&self, a: f32, x: f32) -> f32 {
-        if a.is_nan() || x.is_nan() {
-            f32::NAN
-        } else if (self.0 && x > a) || (!self.0 && x < a) {
-            x
-        } else {
-            a
-        }
     }
 }
 
@@ -360,13 +339,13 @@ pub fn reduce(x: &Tensor, op: ReduceOp, axis: Option<isize>, keepdim: bool) -> R
             let v = st.to_f64(src);
             match op {
                 ReduceOp::Sum | ReduceOp::Mean => reduce3(&SumF, &v, outer, r, inner),
-                _ => reduce3(&MaxF(is_max), &v, outer, r, inner),
+                _ => reduce3(&MaxF::<f64>::new(is_max), &v, outer, r, inner),
             }
         } else {
             let v = st.to_f32(src);
             match op {
                 ReduceOp::Sum | ReduceOp::Mean => reduce3(&SumF, &v, outer, r, inner),
-                _ => reduce3(&MaxF32(is_max), &v, outer, r, inner)
+                _ => reduce3(&MaxF::<f32>::new(is_max), &v, outer, r, inner)
                     .into_iter()
                     .map(f64::from)
                     .collect(),
