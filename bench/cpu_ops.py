@@ -58,6 +58,9 @@ CASES = [
     ("matmul_f32", 2048, "flop", 2 * 2048**3),
     ("matmul_bf16", 1024, "flop", 2 * 1024**3),
     ("matmul_f64", 1024, "flop", 2 * 1024**3),
+    ("matmul_n16_f32", 1024, "flop", 2 * 1024**2 * 16),
+    ("matmul_n64_f32", 1024, "flop", 2 * 1024**2 * 64),
+    ("matmul_k16_f32", 1024, "flop", 2 * 1024**2 * 16),
     ("softmax_f32", 4096, "bytes", 2 * 4 * 4096 * 4096),
     ("layernorm_f32", 4096, "bytes", 2 * 4 * 4096 * 4096),
     ("sum_f32", 4096, "bytes", 4 * 4096 * 4096),
@@ -87,6 +90,14 @@ def numpy_case(op, n):
     if op == "matmul_f32":
         a = rng.standard_normal((n, n), dtype=np.float32)
         b = rng.standard_normal((n, n), dtype=np.float32)
+        return lambda: a @ b
+    if op in ("matmul_n16_f32", "matmul_n64_f32"):
+        a = rng.standard_normal((n, n), dtype=np.float32)
+        b = rng.standard_normal((n, 16 if op == "matmul_n16_f32" else 64), dtype=np.float32)
+        return lambda: a @ b
+    if op == "matmul_k16_f32":
+        a = rng.standard_normal((n, 16), dtype=np.float32)
+        b = rng.standard_normal((16, n), dtype=np.float32)
         return lambda: a @ b
     if op == "matmul_f64":
         a = rng.standard_normal((n, n))

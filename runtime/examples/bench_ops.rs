@@ -60,6 +60,20 @@ impl Inputs {
                     Tensor::randn(&[n, n], DType::F32, 1)?,
                     Tensor::randn(&[n, n], DType::F32, 2)?,
                 ],
+                // Skinny products (a backward pass's, a classifier's): [n, n] @ [n, w] and
+                // [n, 16] @ [16, n].
+                "matmul_n16_f32" | "matmul_n64_f32" => vec![
+                    Tensor::randn(&[n, n], DType::F32, 1)?,
+                    Tensor::randn(
+                        &[n, if op == "matmul_n16_f32" { 16 } else { 64 }],
+                        DType::F32,
+                        2,
+                    )?,
+                ],
+                "matmul_k16_f32" => vec![
+                    Tensor::randn(&[n, 16], DType::F32, 1)?,
+                    Tensor::randn(&[16, n], DType::F32, 2)?,
+                ],
                 "matmul_f64" => vec![
                     Tensor::randn(&[n, n], DType::F64, 1)?,
                     Tensor::randn(&[n, n], DType::F64, 2)?,
@@ -107,7 +121,11 @@ impl Inputs {
         let t = self.get(op, n)?.clone();
         let start = Instant::now();
         let out = match (op, t.as_slice()) {
-            ("matmul_f32" | "matmul_f64" | "matmul_bf16", [a, b]) => matmul(a, b, None)?,
+            (
+                "matmul_f32" | "matmul_f64" | "matmul_bf16" | "matmul_n16_f32" | "matmul_n64_f32"
+                | "matmul_k16_f32",
+                [a, b],
+            ) => matmul(a, b, None)?,
             ("softmax_f32", [x]) => softmax(x, -1)?,
             ("layernorm_f32", [x, w, b]) => layernorm(x, Some(w), Some(b), 1e-5)?,
             ("sum_f32", [x]) => x.sum(None, false)?,
@@ -179,6 +197,9 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         ("matmul_f32", 2048, 2.0 * 2048f64.powi(3)),
         ("matmul_bf16", 1024, 2.0 * 1024f64.powi(3)),
         ("matmul_f64", 1024, 2.0 * 1024f64.powi(3)),
+        ("matmul_n16_f32", 1024, 2.0 * 1024f64.powi(2) * 16.0),
+        ("matmul_n64_f32", 1024, 2.0 * 1024f64.powi(2) * 64.0),
+        ("matmul_k16_f32", 1024, 2.0 * 1024f64.powi(2) * 16.0),
         ("softmax_f32", 4096, 0.0),
         ("layernorm_f32", 4096, 0.0),
         ("sum_f32", 4096, 0.0),

@@ -7,7 +7,7 @@
 //! split rows of C, never k) and whatever the ISA (every kernel runs the same fused multiply-adds
 //! over the same KC blocks), so results depend on neither.
 
-use super::gemm_kernels::{GemmScalar, Kernel};
+use super::gemm_kernels::{GemmScalar, Kernel, RowsFn};
 use crate::isa::Isa;
 use rayon::prelude::*;
 
@@ -15,6 +15,12 @@ use rayon::prelude::*;
 const KC: usize = 256;
 /// Bytes of one packed A block (MC×KC) to keep in L2.
 const A_BLOCK_BYTES: usize = 256 * 1024;
+
+/// The widest B (columns) for which f32/f64 A is read in place rather than packed. Packing A
+/// pays when each packed element is used by many column panels; for a narrow B it cost as much
+/// as the products (1024² × 1024×16 fp32: 0.49 ms packed, 0.24 ms in place; at n = 1024 the
+/// two are equal, bench/RESULTS.md).
+const IN_PLACE_MAX_N: usize = 256;
 
 /// One cache line of scratch memory.
 #[derive(Clone, Copy)]
@@ -62,17 +68,27 @@ fn with_scratch<T: GemmScalar, R>(
 /// An input element the packing routines widen (exactly) to the compute type `T`.
 pub trait Elem<T>: Copy + Sync {
     fn widen(self) -> T;
+    /// The slice as `T`s when the element is `T` itself (so the kernels may read it in place).
+    fn as_compute(_: &[Self]) -> Option<&[T]> {
+        None
+    }
 }
 impl Elem<f32> for f32 {
     #[inline(always)]
     fn widen(self) -> f32 {
         self
     }
+    fn as_compute(s: &[f32]) -> Option<&[f32]> {
+        Some(s)
+    }
 }
 impl Elem<f64> for f64 {
     #[inline(always)]
     fn widen(self) -> f64 {
         self
+    }
+    fn as_compute(s: &[f64]) -> Option<&[f64]> {
+        Some(s)
     }
 }
 impl Elem<f32> for half::bf16 {
@@ -99,6 +115,10 @@ trait Packing<T: GemmScalar>: Sync {
     /// The block of A `blk` names, in `MR`-tall panels of `blk.kc.div_ceil(DEPTH)` steps (see
     /// [`pack_a`]).
     fn pack_a<const MR: usize>(&self, blk: ABlock, out: &mut [T]);
+    /// A itself (row-major, row stride k) when a kernel can read it without repacking.
+    fn a_in_place(&self) -> Option<&[T]> {
+        None
+    }
 }
 
 /// A block of A to pack: rows i0..i0+mc, columns p0..p0+kc (`p0` a multiple of the packing's
@@ -137,6 +157,9 @@ impl<T: GemmScalar, A: Elem<T>, B: Elem<T>> Packing<T> for Widen<'_, A, B> {
         pack_a::<T, MR>(blk.i0, blk.mc, blk.kc, out, |i, kk| {
             self.a[i * lda + p0 + kk].widen()
         })
+    }
+    fn a_in_place(&self) -> Option<&[T]> {
+        A::as_compute(self.a)
     }
 }
 
@@ -268,12 +291,29 @@ fn pack_a<T: GemmScalar, const MR: usize>(
     }
 }
 
-/// Multiplies the packed block into rows `0..mc` of `c_rows` (row stride n). `k`, `p0` and `kc`
+/// Where [`macro_kernel`] reads A from.
+#[derive(Clone, Copy)]
+enum ASrc<'a, T> {
+    /// The packed block: `MR`-tall panels of `kc` steps each.
+    Packed(&'a [T]),
+    /// A's rows in place, from the block's first row (row stride `lda`; the k block starts at
+    /// column `p0`), through the kernel's `rows` entry; `edge` is the block's last row panel
+    /// packed, when the block's rows are not a multiple of `MR`.
+    Rows {
+        a: &'a [T],
+        lda: usize,
+        p0: usize,
+        rows: RowsFn<T>,
+        edge: &'a [T],
+    },
+}
+
+/// Multiplies the block of A into rows `0..mc` of `c_rows` (row stride n). `k`, `p0` and `kc`
 /// count packed steps (k values per step: the packing's `DEPTH`).
 #[allow(clippy::too_many_arguments)]
 fn macro_kernel<T: GemmScalar, const MR: usize, const NR: usize>(
     kern: Kernel<T>,
-    ap: &[T],
+    src: ASrc<'_, T>,
     bp: &[T],
     c_rows: &mut [T],
     n: usize,
@@ -285,7 +325,8 @@ fn macro_kernel<T: GemmScalar, const MR: usize, const NR: usize>(
     let (mr, nr) = (MR, NR);
     let ldc = n;
     let accumulate = p0 > 0;
-    let mut tile = vec![T::default(); mr * nr];
+    let mut tile = [T::default(); 512];
+    let tile = &mut tile[..mr * nr];
     for t in 0..n.div_ceil(nr) {
         let j = t * nr;
         let w = nr.min(n - j);
@@ -294,35 +335,42 @@ fn macro_kernel<T: GemmScalar, const MR: usize, const NR: usize>(
         for s in 0..mc.div_ceil(mr) {
             let i = s * mr;
             let h = mr.min(mc - i);
-            let apan = &ap[s * kc * mr..(s + 1) * kc * mr];
+            // The tile into `dst` (row stride `ld`), from whichever A the block has.
+            // SAFETY (each call): the A panel holds mr·kc elements (a packed panel, sliced here)
+            // or, in place, mr rows of kc from column `a_p0` a row stride `lda` apart (the slice
+            // ends at the last row's last element; only full panels are read in place); the B
+            // panel holds nr·kc elements (sliced above); `dst` is an mr×nr tile with row stride
+            // `ld` (the callers' slices); `kern` is the kernel of an ISA this CPU supports
+            // (`gemm` checked), and `rows` its in-place entry.
+            let run = |dst: *mut T, ld: usize, acc: bool| unsafe {
+                match src {
+                    ASrc::Rows {
+                        a,
+                        lda,
+                        p0: a_p0,
+                        rows,
+                        ..
+                    } if h == mr => {
+                        let at = i * lda + a_p0;
+                        let apan = &a[at..at + (mr - 1) * lda + kc];
+                        rows(kc, apan.as_ptr(), lda, bpan.as_ptr(), dst, ld, acc)
+                    }
+                    ASrc::Rows { edge, .. } => {
+                        let apan = &edge[..kc * mr];
+                        (kern.f)(kc, apan.as_ptr(), bpan.as_ptr(), dst, ld, acc)
+                    }
+                    ASrc::Packed(ap) => {
+                        let apan = &ap[s * kc * mr..(s + 1) * kc * mr];
+                        (kern.f)(kc, apan.as_ptr(), bpan.as_ptr(), dst, ld, acc)
+                    }
+                }
+            };
             if h == mr && w == nr {
                 let dst = &mut c_rows[i * ldc + j..(i + mr - 1) * ldc + j + nr];
-                // SAFETY: the panels hold mr·kc and nr·kc elements (sliced above); `dst` covers
-                // the mr×nr tile at (i, j) with row stride ldc (its length is checked by the
-                // slice); `kern` is the kernel of an ISA this CPU supports (`gemm` checked).
-                unsafe {
-                    (kern.f)(
-                        kc,
-                        apan.as_ptr(),
-                        bpan.as_ptr(),
-                        dst.as_mut_ptr(),
-                        ldc,
-                        accumulate,
-                    )
-                };
+                run(dst.as_mut_ptr(), ldc, accumulate);
             } else {
                 // Edge tile: compute into a scratch tile, then add the valid part.
-                // SAFETY: as above, with the mr×nr scratch tile (row stride nr) as C.
-                unsafe {
-                    (kern.f)(
-                        kc,
-                        apan.as_ptr(),
-                        bpan.as_ptr(),
-                        tile.as_mut_ptr(),
-                        nr,
-                        false,
-                    )
-                };
+                run(tile.as_mut_ptr(), nr, false);
                 for r in 0..h {
                     let row = &mut c_rows[(i + r) * ldc + j..(i + r) * ldc + j + w];
                     for (x, &v) in row.iter_mut().zip(&tile[r * nr..r * nr + w]) {
@@ -361,7 +409,8 @@ pub fn gemm_with<T: GemmScalar, A: Elem<T>, B: Elem<T>>(
     parallel: bool,
 ) {
     let isa = if isa.supported() { isa } else { Isa::best() };
-    run(T::kernel(isa), m, n, k, &Widen { a, b }, c, parallel)
+    let pk = &Widen { a, b };
+    run(T::kernel(isa), m, n, k, pk, c, parallel, IN_PLACE_MAX_N)
 }
 
 /// `c[m×n] = a[m×k] · b[k×n]` for bf16 operands with f32 accumulation: on an ISA with bf16 dot
@@ -380,12 +429,15 @@ pub fn gemm_bf16(
     parallel: bool,
 ) {
     match super::gemm_kernels::bf16_dot_kernel(isa) {
-        Some(kern) => run(kern, m, n, k, &Bf16Pairs { a, b }, c, parallel),
+        Some(kern) => run(kern, m, n, k, &Bf16Pairs { a, b }, c, parallel, 0),
         None => gemm_with(isa, m, n, k, a, b, c, parallel),
     }
 }
 
-/// Runs `kern` on A and B as `pk` packs them (nothing when a slice is shorter than its shape).
+/// Runs `kern` on A and B as `pk` packs them (nothing when a slice is shorter than its shape),
+/// A read in place where B has at most `in_place_max_n` columns and the kernel and packing
+/// allow it (the same bits either way).
+#[allow(clippy::too_many_arguments)]
 fn run<T: GemmScalar, P: Packing<T>>(
     kern: Kernel<T>,
     m: usize,
@@ -394,6 +446,7 @@ fn run<T: GemmScalar, P: Packing<T>>(
     pk: &P,
     c: &mut [T],
     parallel: bool,
+    in_place_max_n: usize,
 ) {
     let (a_len, b_len) = pk.lens();
     if m == 0 || n == 0 || a_len < m * k || b_len < k * n || c.len() < m * n {
@@ -407,7 +460,7 @@ fn run<T: GemmScalar, P: Packing<T>>(
     macro_rules! shapes {
         ($(($mr:literal, $nr:literal)),*) => {
             match (kern.mr, kern.nr) {
-                $(($mr, $nr) => drive::<T, P, $mr, $nr>(kern, m, n, k, pk, c, parallel),)*
+                $(($mr, $nr) => drive::<T, P, $mr, $nr>(kern, m, n, k, pk, c, parallel, in_place_max_n),)*
                 _ => unreachable!("no GEMM kernel has a {}x{} tile", kern.mr, kern.nr),
             }
         };
@@ -425,6 +478,7 @@ fn drive<T: GemmScalar, P: Packing<T>, const MR: usize, const NR: usize>(
     pk: &P,
     c: &mut [T],
     parallel: bool,
+    in_place_max_n: usize,
 ) {
     debug_assert!(kern.mr == MR && kern.nr == NR);
     let (mr, nr) = (MR, NR);
@@ -444,25 +498,47 @@ fn drive<T: GemmScalar, P: Packing<T>, const MR: usize, const NR: usize>(
     let c = &mut c[..m * n];
     // k and the k block in packed elements.
     let (steps, kc_steps) = (k.div_ceil(P::DEPTH), KC / P::DEPTH);
+    // A read in place instead of packed, when the kernel can and packing would not pay.
+    let in_place = match (kern.rows, pk.a_in_place()) {
+        (Some(rows), Some(a)) if n <= in_place_max_n => Some((rows, a)),
+        _ => None,
+    };
     with_scratch::<T, _>(&SCRATCH_B, n.div_ceil(nr) * nr * steps, |bpf| {
         pk.pack_b::<NR>(k, n, bpf, threads > 1);
         let bpf: &[T] = bpf;
         let work = |(blk, rows): (usize, &mut [T])| {
             let i0 = blk * mc;
             let rows_here = rows.len() / n;
-            with_scratch::<T, _>(&SCRATCH_A, kc_steps * rows_here.div_ceil(mr) * mr, |apf| {
+            // In place, only a last part-filled row panel is packed.
+            let (first, packed) = match in_place {
+                Some(_) => (rows_here / mr * mr, rows_here % mr),
+                None => (0, rows_here),
+            };
+            with_scratch::<T, _>(&SCRATCH_A, kc_steps * packed.div_ceil(mr) * mr, |apf| {
                 for p0 in (0..k).step_by(KC) {
                     let kc = KC.min(k - p0);
-                    let blk = ABlock {
-                        lda: k,
-                        i0,
-                        mc: rows_here,
-                        p0,
-                        kc,
+                    if packed > 0 {
+                        let blk = ABlock {
+                            lda: k,
+                            i0: i0 + first,
+                            mc: packed,
+                            p0,
+                            kc,
+                        };
+                        pk.pack_a::<MR>(blk, apf);
+                    }
+                    let src = match in_place {
+                        Some((rows, a)) => ASrc::Rows {
+                            a: &a[i0 * k..],
+                            lda: k,
+                            p0,
+                            rows,
+                            edge: apf,
+                        },
+                        None => ASrc::Packed(apf),
                     };
-                    pk.pack_a::<MR>(blk, apf);
                     let (q0, qc) = (p0 / P::DEPTH, kc.div_ceil(P::DEPTH));
-                    macro_kernel::<T, MR, NR>(kern, apf, bpf, rows, n, rows_here, steps, q0, qc);
+                    macro_kernel::<T, MR, NR>(kern, src, bpf, rows, n, rows_here, steps, q0, qc);
                 }
             })
         };
@@ -592,7 +668,7 @@ mod tests {
                 gemm_with(Isa::Scalar, m, n, k, &a, &b, &mut want, false);
                 for par in [false, true] {
                     let mut got = vec![f32::NAN; m * n];
-                    run(kern, m, n, k, &Bf16Pairs { a: &a, b: &b }, &mut got, par);
+                    run(kern, m, n, k, &Bf16Pairs { a: &a, b: &b }, &mut got, par, 0);
                     let same = got
                         .iter()
                         .zip(&want)
@@ -632,9 +708,37 @@ mod tests {
                     &Bf16Pairs { a: &a, b: &b },
                     &mut pairs,
                     false,
+                    0,
                 );
                 assert_eq!(widened[0], wide, "{name} {x:e}·{y:e}");
                 assert_eq!(pairs[0].to_bits(), 0, "{name} {x:e}·{y:e}: {}", pairs[0]);
+            }
+        }
+    }
+
+    /// A read in place gives the packed path's bits, on every ISA, f32 and f64, edge rows and
+    /// columns, one k block and several, one thread and many.
+    #[test]
+    fn a_in_place_gives_the_packed_bits() {
+        for isa in Isa::available() {
+            for &(m, k, n) in &SHAPES {
+                let (a, b) = (values(m * k, 7), values(k * n, 8));
+                let ad: Vec<f64> = a.iter().map(|&x| f64::from(x) * 0.3).collect();
+                let bd: Vec<f64> = b.iter().map(|&x| f64::from(x) + 0.25).collect();
+                for par in [false, true] {
+                    let [packed, in_place] = [0, usize::MAX].map(|max_n| {
+                        let mut c32 = vec![f32::NAN; m * n];
+                        let kern = f32::kernel(isa);
+                        run(kern, m, n, k, &Widen { a: &a, b: &b }, &mut c32, par, max_n);
+                        let mut c64 = vec![f64::NAN; m * n];
+                        let pk = &Widen { a: &ad, b: &bd };
+                        run(f64::kernel(isa), m, n, k, pk, &mut c64, par, max_n);
+                        let bits = c32.iter().map(|x| u64::from(x.to_bits()));
+                        bits.chain(c64.iter().map(|x| x.to_bits()))
+                            .collect::<Vec<_>>()
+                    });
+                    assert!(packed == in_place, "{isa} {m}x{k}x{n} (parallel {par})");
+                }
             }
         }
     }

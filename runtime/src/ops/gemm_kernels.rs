@@ -1,7 +1,7 @@
 //! The GEMM register-tile micro-kernels, one generic body over a vector type per ISA.
 //!
-//! A kernel computes an MR×NR tile of C from an MR-tall packed panel of A and an NR-wide packed
-//! panel of B over `kc` steps. Every output element is `fma(a[k], b[k], acc)` for k = 0, 1, …,
+//! A kernel computes an MR×NR tile of C from an MR-tall panel of A (packed, or read in place
+//! from A's rows) and an NR-wide packed panel of B over `kc` steps. Every output element is `fma(a[k], b[k], acc)` for k = 0, 1, …,
 //! starting from zero, then `C + acc` when the tile accumulates: the same operations in the same
 //! order whatever the vector width, so every ISA gives the same bits (`TESSERA_CPU_ISA`).
 //!
@@ -29,15 +29,20 @@ pub trait Lanes: Copy {
     unsafe fn prefetch(_p: *const Self::T) {}
 }
 
-/// `C[0..MR, 0..NV·W]` (row stride `ldc`) = (`accumulate` ? C : 0) + Ap·Bp over `kc` steps.
+/// `C[0..MR, 0..NV·W]` (row stride `ldc`) = (`accumulate` ? C : 0) + A·Bp over `kc` steps,
+/// where A's element (r, q) is at `ap + r·a_rs + q·a_cs`: (1, MR) for a packed panel, (lda, 1)
+/// for A's rows in place.
 ///
 /// # Safety
-/// `ap` holds MR·kc elements, `bp` NV·W·kc, `c` an MR×(NV·W) tile with row stride `ldc`, and
-/// the CPU runs `V`'s instructions (the caller is a `#[target_feature]` function for them).
+/// `ap` holds every element those strides name for r < MR, q < kc; `bp` NV·W·kc elements; `c`
+/// an MR×(NV·W) tile with row stride `ldc`; and the CPU runs `V`'s instructions (the caller is
+/// a `#[target_feature]` function for them).
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn tile<V: Lanes, const MR: usize, const NV: usize>(
     kc: usize,
     ap: *const V::T,
+    (a_rs, a_cs): (usize, usize),
     bp: *const V::T,
     c: *mut V::T,
     ldc: usize,
@@ -56,14 +61,14 @@ pub unsafe fn tile<V: Lanes, const MR: usize, const NV: usize>(
         let (mut a, mut b) = (ap, bp);
         for _ in 0..kc / 4 {
             for _ in 0..4 {
-                step::<V, MR, NV>(a, b, &mut acc);
-                a = a.add(MR);
+                step::<V, MR, NV>(a, a_rs, b, &mut acc);
+                a = a.add(a_cs);
                 b = b.add(NV * V::W);
             }
         }
         for _ in 0..kc % 4 {
-            step::<V, MR, NV>(a, b, &mut acc);
-            a = a.add(MR);
+            step::<V, MR, NV>(a, a_rs, b, &mut acc);
+            a = a.add(a_cs);
             b = b.add(NV * V::W);
         }
         for (r, row) in acc.iter().enumerate() {
@@ -77,10 +82,12 @@ pub unsafe fn tile<V: Lanes, const MR: usize, const NV: usize>(
     }
 }
 
-/// One k step of [`tile`]: NV vectors of B, MR broadcasts of A, MR·NV fused multiply-adds.
+/// One k step of [`tile`]: NV vectors of B, MR broadcasts of A (a row stride `a_rs` apart),
+/// MR·NV fused multiply-adds.
 #[inline(always)]
 unsafe fn step<V: Lanes, const MR: usize, const NV: usize>(
     a: *const V::T,
+    a_rs: usize,
     b: *const V::T,
     acc: &mut [[V; NV]; MR],
 ) {
@@ -90,7 +97,7 @@ unsafe fn step<V: Lanes, const MR: usize, const NV: usize>(
             *x = V::load(b.add(v * V::W));
         }
         for (r, row) in acc.iter_mut().enumerate() {
-            let av = V::splat(a.add(r));
+            let av = V::splat(a.add(r * a_rs));
             for (x, &bb) in row.iter_mut().zip(&bv) {
                 *x = x.fma(av, bb);
             }
@@ -98,8 +105,41 @@ unsafe fn step<V: Lanes, const MR: usize, const NV: usize>(
     }
 }
 
-/// A micro-kernel entry point: `tile` compiled for one ISA, element type and tile shape.
+/// A micro-kernel entry point: `tile` compiled for one ISA, element type and tile shape, on a
+/// packed A panel: (kc, ap, bp, c, ldc, accumulate).
 pub type KernelFn<T> = unsafe fn(usize, *const T, *const T, *mut T, usize, bool);
+/// The same kernel reading A's rows in place: (kc, a, lda, bp, c, ldc, accumulate), `a` the
+/// first row's first element, `lda` the row stride.
+pub type RowsFn<T> = unsafe fn(usize, *const T, usize, *const T, *mut T, usize, bool);
+
+/// Defines a packed and an in-place entry point of one `tile` instance.
+macro_rules! entries {
+    ($(#[$attr:meta])* $packed:ident, $rows:ident, $v:ty, $t:ty, $mr:literal, $nv:literal) => {
+        $(#[$attr])*
+        pub unsafe fn $packed(
+            kc: usize,
+            ap: *const $t,
+            bp: *const $t,
+            c: *mut $t,
+            ldc: usize,
+            acc: bool,
+        ) {
+            unsafe { tile::<$v, $mr, $nv>(kc, ap, (1, $mr), bp, c, ldc, acc) }
+        }
+        $(#[$attr])*
+        pub unsafe fn $rows(
+            kc: usize,
+            a: *const $t,
+            lda: usize,
+            bp: *const $t,
+            c: *mut $t,
+            ldc: usize,
+            acc: bool,
+        ) {
+            unsafe { tile::<$v, $mr, $nv>(kc, a, (lda, 1), bp, c, ldc, acc) }
+        }
+    };
+}
 
 /// The portable "vector" of one element: `mul_add` is a correctly rounded fused multiply-add on
 /// every target, so it matches the SIMD paths bit for bit.
@@ -301,55 +341,47 @@ mod x86 {
         ldc: usize,
         acc: bool,
     ) {
-        unsafe { tile::<Avx512Bf16Dot, 14, 2>(kc, ap, bp, c, ldc, acc) }
+        unsafe { tile::<Avx512Bf16Dot, 14, 2>(kc, ap, (1, 14), bp, c, ldc, acc) }
     }
 
     // 16 ymm registers: 6×2 accumulators, 2 B vectors, 1 broadcast A value.
-    #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn avx2_f32(
-        kc: usize,
-        ap: *const f32,
-        bp: *const f32,
-        c: *mut f32,
-        ldc: usize,
-        acc: bool,
-    ) {
-        unsafe { tile::<Avx2F32, 6, 2>(kc, ap, bp, c, ldc, acc) }
-    }
-    #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn avx2_f64(
-        kc: usize,
-        ap: *const f64,
-        bp: *const f64,
-        c: *mut f64,
-        ldc: usize,
-        acc: bool,
-    ) {
-        unsafe { tile::<Avx2F64, 6, 2>(kc, ap, bp, c, ldc, acc) }
-    }
+    entries!(
+        #[target_feature(enable = "avx2,fma")]
+        avx2_f32,
+        avx2_f32_rows,
+        Avx2F32,
+        f32,
+        6,
+        2
+    );
+    entries!(
+        #[target_feature(enable = "avx2,fma")]
+        avx2_f64,
+        avx2_f64_rows,
+        Avx2F64,
+        f64,
+        6,
+        2
+    );
     // 32 zmm registers: 14×2 accumulators, 2 B vectors, 1 broadcast A value.
-    #[target_feature(enable = "avx512f")]
-    pub unsafe fn avx512_f32(
-        kc: usize,
-        ap: *const f32,
-        bp: *const f32,
-        c: *mut f32,
-        ldc: usize,
-        acc: bool,
-    ) {
-        unsafe { tile::<Avx512F32, 14, 2>(kc, ap, bp, c, ldc, acc) }
-    }
-    #[target_feature(enable = "avx512f")]
-    pub unsafe fn avx512_f64(
-        kc: usize,
-        ap: *const f64,
-        bp: *const f64,
-        c: *mut f64,
-        ldc: usize,
-        acc: bool,
-    ) {
-        unsafe { tile::<Avx512F64, 14, 2>(kc, ap, bp, c, ldc, acc) }
-    }
+    entries!(
+        #[target_feature(enable = "avx512f")]
+        avx512_f32,
+        avx512_f32_rows,
+        Avx512F32,
+        f32,
+        14,
+        2
+    );
+    entries!(
+        #[target_feature(enable = "avx512f")]
+        avx512_f64,
+        avx512_f64_rows,
+        Avx512F64,
+        f64,
+        14,
+        2
+    );
 }
 
 #[cfg(target_arch = "aarch64")]
@@ -409,28 +441,24 @@ mod arm {
     );
 
     // 32 q registers: 8×3 accumulators, 3 B vectors, 1 broadcast A value.
-    #[target_feature(enable = "neon")]
-    pub unsafe fn neon_f32(
-        kc: usize,
-        ap: *const f32,
-        bp: *const f32,
-        c: *mut f32,
-        ldc: usize,
-        acc: bool,
-    ) {
-        unsafe { tile::<NeonF32, 8, 3>(kc, ap, bp, c, ldc, acc) }
-    }
-    #[target_feature(enable = "neon")]
-    pub unsafe fn neon_f64(
-        kc: usize,
-        ap: *const f64,
-        bp: *const f64,
-        c: *mut f64,
-        ldc: usize,
-        acc: bool,
-    ) {
-        unsafe { tile::<NeonF64, 8, 3>(kc, ap, bp, c, ldc, acc) }
-    }
+    entries!(
+        #[target_feature(enable = "neon")]
+        neon_f32,
+        neon_f32_rows,
+        NeonF32,
+        f32,
+        8,
+        3
+    );
+    entries!(
+        #[target_feature(enable = "neon")]
+        neon_f64,
+        neon_f64_rows,
+        NeonF64,
+        f64,
+        8,
+        3
+    );
 }
 
 /// The bf16 pair kernel of `isa`, if it has one: C (f32) from packed bf16 pairs, `kc` counting
@@ -440,6 +468,7 @@ pub fn bf16_dot_kernel(isa: crate::isa::Isa) -> Option<Kernel<f32>> {
         #[cfg(target_arch = "x86_64")]
         crate::isa::Isa::Avx512Bf16 if isa.supported() => Some(Kernel {
             f: x86::avx512_bf16_dot,
+            rows: None,
             mr: 14,
             nr: 32,
         }),
@@ -527,28 +556,27 @@ pub mod dot_model {
             ldc: usize,
             a: bool,
         ) {
-            unsafe { tile::<DotModel, 4, 4>(kc, ap, bp, c, ldc, a) }
+            unsafe { tile::<DotModel, 4, 4>(kc, ap, (1, 4), bp, c, ldc, a) }
         }
         Kernel {
             f: model,
+            rows: None,
             mr: 4,
             nr: 4,
         }
     }
 }
 
-/// The scalar tiles: 4×4, small enough for any register file.
-unsafe fn scalar_f32(kc: usize, ap: *const f32, bp: *const f32, c: *mut f32, ldc: usize, a: bool) {
-    unsafe { tile::<One<f32>, 4, 4>(kc, ap, bp, c, ldc, a) }
-}
-unsafe fn scalar_f64(kc: usize, ap: *const f64, bp: *const f64, c: *mut f64, ldc: usize, a: bool) {
-    unsafe { tile::<One<f64>, 4, 4>(kc, ap, bp, c, ldc, a) }
-}
+// The scalar tiles: 4×4, small enough for any register file.
+entries!(scalar_f32, scalar_f32_rows, One<f32>, f32, 4, 4);
+entries!(scalar_f64, scalar_f64_rows, One<f64>, f64, 4, 4);
 
 /// A micro-kernel and its tile shape.
 #[derive(Clone, Copy)]
 pub struct Kernel<T> {
     pub f: KernelFn<T>,
+    /// The same kernel on A's rows in place (none for kernels whose A must be repacked).
+    pub rows: Option<RowsFn<T>>,
     pub mr: usize,
     pub nr: usize,
 }
@@ -572,23 +600,27 @@ unsafe impl GemmScalar for f32 {
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2 => Kernel {
                 f: x86::avx2_f32,
+                rows: Some(x86::avx2_f32_rows),
                 mr: 6,
                 nr: 16,
             },
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512 | Isa::Avx512Bf16 => Kernel {
                 f: x86::avx512_f32,
+                rows: Some(x86::avx512_f32_rows),
                 mr: 14,
                 nr: 32,
             },
             #[cfg(target_arch = "aarch64")]
             Isa::Neon => Kernel {
                 f: arm::neon_f32,
+                rows: Some(arm::neon_f32_rows),
                 mr: 8,
                 nr: 12,
             },
             _ => Kernel {
                 f: scalar_f32,
+                rows: Some(scalar_f32_rows),
                 mr: 4,
                 nr: 4,
             },
@@ -607,23 +639,27 @@ unsafe impl GemmScalar for f64 {
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2 => Kernel {
                 f: x86::avx2_f64,
+                rows: Some(x86::avx2_f64_rows),
                 mr: 6,
                 nr: 8,
             },
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512 | Isa::Avx512Bf16 => Kernel {
                 f: x86::avx512_f64,
+                rows: Some(x86::avx512_f64_rows),
                 mr: 14,
                 nr: 16,
             },
             #[cfg(target_arch = "aarch64")]
             Isa::Neon => Kernel {
                 f: arm::neon_f64,
+                rows: Some(arm::neon_f64_rows),
                 mr: 8,
                 nr: 6,
             },
             _ => Kernel {
                 f: scalar_f64,
+                rows: Some(scalar_f64_rows),
                 mr: 4,
                 nr: 4,
             },
