@@ -5,12 +5,13 @@
 //! | --- | --- |
 //! | matmul, bf16/fp16 operands | 128×128×32 tile, warp 64×32 (8 warps), tensor cores, 3 stages, async copies |
 //! | matmul, tf32 (both operands tf32, or `accum_dtype="tf32"`) | 128×128×16 tile, warp 64×32, tf32 tensor cores (m16n8k8), 3 stages |
-//! | matmul, other dtypes | 64×64×16 tile, fp32 FMA, 256 threads (4×4 outputs each), 2 stages, async copies |
+//! | matmul, other dtypes | 64×64×16 tile, fp32 FMA, 256 threads (4×4 outputs each; fewer on a tile of under 512 outputs, whole warps), 2 stages, async copies |
 //! | elementwise | 256 threads, 16-byte vectors: width 16 / the widest full-size dtype (4 fp32, 8 bf16/fp16) |
 //! | row kernels | one warp per row, 4 rows per block |
 //! | flash attention | 16 query rows per block (4 warps × 4 rows), key tiles of 32, fp32 FMA |
 
 use crate::graph::{DType, Graph, Op, TensorType, ValueId};
+use crate::lower::kernels::matmul_fma::threads as fma_threads;
 use crate::schedule::{
     kind_of, mma_tf32, tensor_core_dtype, verify, Directives, Kernel, Kind, Program, Schedule,
     ScheduleError,
@@ -121,8 +122,8 @@ fn schedule_for(
                 let wn = u64::from(warp[1].max(1));
                 (t0 / wm).max(1) * (t1 / wn).max(1) * 32
             } else {
-                // 4×4 outputs per thread.
-                (t0 * t1 / 16).max(1)
+                // 4×4 outputs per thread, fewer on a small tile (whole warps)
+                fma_threads(tile[0], tile[1])
             };
             let threads = u32::try_from(threads).unwrap_or(u32::MAX);
             Schedule {
@@ -234,7 +235,7 @@ fn schedule_for(
             let (line, threads) = match op {
                 Op::Fft { n, .. } => {
                     let n = u32::try_from(*n).unwrap_or(u32::MAX);
-                    (n, (n / 2).clamp(32, 256))
+                    (n, (n / 2).clamp(32, 256).next_multiple_of(32))
                 }
                 _ => (256, 256),
             };
@@ -393,7 +394,7 @@ pub fn attention_mma(
 
 /// On a target without tensor cores (spirv), a matmul schedule written for a GPU's tensor
 /// cores runs the FMA kernel: at least 2 stages; a tile its thread mapping cannot take
-/// (4×4 outputs per thread, whole rows of A and B per load) becomes the nearest one it can
+/// (whole warps of up to 4×4 outputs per thread, whole rows of A and B per load) becomes the nearest one it can
 /// (BK halved or doubled, then BM and BN together; else the default 64×64×16); a tile that
 /// needs more shared memory than the device has once staged in fp32
 /// (`schedule.tile((128, 128, 64), ...)`) has BK halved, then BM and BN, until it fits. The
@@ -403,13 +404,14 @@ fn fit_fma_tile(s: &mut Schedule, target: Target) {
     let limit = u64::from(target.limits().max_dynamic_shared_bytes);
     let valid = |t: [u32; 3]| {
         let [bm, bn, bk] = t;
-        let threads = bm * bn / 16;
-        (16..=1024).contains(&threads)
+        let threads = fma_threads(bm, bn);
+        let (bm, bn, bk) = (u64::from(bm), u64::from(bn), u64::from(bk));
+        (32..=1024).contains(&threads)
             && bm >= 4
             && bn >= 4
             && bk >= 4
-            && threads % bk == 0
-            && threads % bn == 0
+            && threads.is_multiple_of(bk)
+            && threads.is_multiple_of(bn)
             && (bm * bk) % threads == 0
             && (bk * bn) % threads == 0
     };
@@ -422,7 +424,7 @@ fn fit_fma_tile(s: &mut Schedule, target: Target) {
             .flat_map(|k| [[bm, bn, k], [bm / 2, bn / 2, k], [bm * 2, bn * 2, k]])
             .find(|&t| valid(t));
         s.tile = near.unwrap_or([64, 64, 16]);
-        s.threads = s.tile[0] * s.tile[1] / 16;
+        s.threads = fma_threads(s.tile[0], s.tile[1]) as u32;
     }
     while pow2 && s.smem_bytes(Kind::Matmul) > limit {
         let [bm, bn, bk] = s.tile;
@@ -436,6 +438,6 @@ fn fit_fma_tile(s: &mut Schedule, target: Target) {
             return;
         };
         s.tile = t;
-        s.threads = t[0] * t[1] / 16;
+        s.threads = fma_threads(t[0], t[1]) as u32;
     }
 }

@@ -93,8 +93,9 @@ pub enum TargetError {
 }
 
 impl TargetError {
+    /// Where in the source, if anywhere (a `loc(unknown)` span is nowhere).
     pub fn span(&self) -> Option<Span> {
-        match self {
+        let span = match self {
             TargetError::OutOfRange { span, .. }
             | TargetError::Undefined { span, .. }
             | TargetError::TypeMismatch { span, .. }
@@ -108,7 +109,8 @@ impl TargetError {
             | TargetError::SharedTooLarge { .. }
             | TargetError::TooManyThreads { .. }
             | TargetError::UnknownFile { .. } => None,
-        }
+        };
+        span.filter(|s| s.file != super::NO_FILE)
     }
 
     /// Whether this is a compiler bug (IR that should never have been built) rather than a

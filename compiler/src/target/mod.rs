@@ -656,6 +656,12 @@ impl Kernel {
 /// Static `.shared` per block on every target (larger layouts are dynamic).
 pub const STATIC_SHARED_LIMIT: u32 = 48 * 1024;
 
+/// The file of a span with no source: `loc(unknown)` in Tile IR text (hand-written kernels).
+/// Such a span is a real span to the verifiers (unlike `Span::default()`, an op nobody gave
+/// one); the printers give it no location (`loc(unknown)`, no PTX `.loc`) and diagnostics no
+/// label.
+pub const NO_FILE: u32 = u32::MAX;
+
 /// The name of the one `.extern .shared` array of a kernel with dynamic shared memory.
 pub const DYNAMIC_SHARED: &str = "tessera_dyn_smem";
 

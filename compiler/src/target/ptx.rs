@@ -636,7 +636,10 @@ fn emit(k: &Kernel, target: Target, sources: &SourceMap) -> Result<String, Targe
     let mut files = BTreeSet::new();
     for b in &k.blocks {
         for s in b.spans.iter().chain(std::iter::once(&b.term_span)) {
-            files.insert(s.file);
+            // `loc(unknown)`: no file, no `.loc`
+            if s.file != super::NO_FILE {
+                files.insert(s.file);
+            }
         }
     }
     let mut out = String::new();
@@ -687,6 +690,9 @@ fn emit(k: &Kernel, target: Target, sources: &SourceMap) -> Result<String, Targe
     }
     let mut last_loc: Option<(u32, usize)> = None;
     let mut loc = |out: &mut String, span: tessera_lang::Span| -> Result<(), TargetError> {
+        if span.file == super::NO_FILE {
+            return Ok(());
+        }
         let file = sources
             .get(span.file)
             .ok_or(TargetError::UnknownFile { file: span.file })?;

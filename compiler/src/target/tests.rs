@@ -291,3 +291,46 @@ fn shared_limit_is_checked() {
     let e = print(&k, Target::Sm80, &sources()).unwrap_err();
     assert!(matches!(e, TargetError::SharedTooLarge { .. }), "{e}");
 }
+
+#[test]
+fn unknown_loc_prints_no_file_and_no_loc() {
+    // `loc(unknown)` (hand-written Tile IR): no `.file`, no `.loc`; a real span beside it
+    // keeps its own (this once failed with "span refers to unknown file 4294967295")
+    let none = Span::new(NO_FILE, 0, 0);
+    let mut b = KernelBuilder::new("k", none);
+    b.mov(Ty::U32, imm(1));
+    b.ret();
+    let k = b.finish().unwrap();
+    let ptx = print(&k, Target::Sm90, &sources()).unwrap();
+    assert!(!ptx.contains(".file") && !ptx.contains(".loc"), "{ptx}");
+    let mut b = KernelBuilder::new("k", none);
+    b.mov(Ty::U32, imm(1));
+    b.at(Span::new(0, 6, 7));
+    b.ret();
+    let k = b.finish().unwrap();
+    let ptx = print(&k, Target::Sm90, &sources()).unwrap();
+    assert!(ptx.contains(".file 1 \"t.tsr\""), "{ptx}");
+    assert_eq!(ptx.matches(".loc").count(), 1, "{ptx}");
+    assert!(ptx.contains(".loc 1 2 1\n\tret;"), "{ptx}");
+    // a file the source map does not have is still a bug
+    let mut b = KernelBuilder::new("k", Span::new(7, 0, 1));
+    b.ret();
+    let k = b.finish().unwrap();
+    let e = print(&k, Target::Sm90, &sources()).unwrap_err();
+    assert_eq!(e, TargetError::UnknownFile { file: 7 });
+}
+
+#[test]
+fn errors_at_unknown_loc_have_no_span() {
+    let mut b = KernelBuilder::new("k", Span::new(NO_FILE, 0, 0));
+    let x = b.mov(Ty::U32, imm(3));
+    b.add(Ty::F32, x, fimm(1.0));
+    b.ret();
+    let e = b.finish().unwrap_err();
+    assert!(matches!(e, TargetError::TypeMismatch { .. }), "{e}");
+    assert_eq!(e.span(), None);
+    let d = e.to_diagnostic();
+    assert_eq!(d.span, None);
+    let text = d.render(&sources(), false);
+    assert!(!text.contains("4294967295"), "{text}");
+}

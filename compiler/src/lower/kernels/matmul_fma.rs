@@ -1,8 +1,9 @@
 //! Tiled matmul on the FMA units (fp32, fp64, integer and bool, fp8 and mixed operand
-//! dtypes): BM×BN block tile, k-step BK, `BM·BN/16` threads each computing 4×4 outputs
-//! strided by (BM/4, BN/4); tiles stream into shared memory with one-element `cp.async.ca`
+//! dtypes): BM×BN block tile, k-step BK, `BM·BN/(RM·RN)` threads each computing RM×RN outputs
+//! strided by (BM/RM, BN/RN): 4×4 outputs, fewer on a tile too small to give every thread of
+//! one warp 16 ([`thread_tile`]); tiles stream into shared memory with one-element `cp.async.ca`
 //! copies (zero-filled past the edges via src-size; operands cp.async cannot move as they are
-//! are loaded and stored by each thread) through `stages` buffers (`commit`/`wait stages-1`, `barrier`). Any M, N, K. The 16
+//! are loaded and stored by each thread) through `stages` buffers (`commit`/`wait stages-1`, `barrier`). Any M, N, K. The RM·RN
 //! accumulators are values carried through the k loop.
 //!
 //! A norm prologue ([`super::prologue`]) as in `matmul_mma`: statistics before the k loop,
@@ -27,6 +28,32 @@ struct Sources {
     /// A: per slot `row < m` (lean: the first slot's row); B: per slot its tile row.
     rows: Vec<Value>,
     stride: Option<Value>,
+}
+
+/// The outputs one thread computes, `[RM, RN]`, for a BM×BN tile: 4×4, halved (the larger
+/// side first, RM on a tie) while that leaves fewer than 32 threads, so that every tile of at
+/// least 32 outputs runs in whole warps (16×16: 2×4 over 32 threads; 8×8: 1×2), and never
+/// more than the tile's own side. A tile of fewer than 32 outputs ends at 1×1 with fewer
+/// threads than a warp: the kernel does not take it.
+pub fn thread_tile(bm: u32, bn: u32) -> [u32; 2] {
+    let outputs = u64::from(bm) * u64::from(bn);
+    let floor2 = |v: u32| if v == 0 { 1 } else { 1 << v.ilog2() };
+    let (mut rm, mut rn) = (floor2(bm.min(4)), floor2(bn.min(4)));
+    while outputs / u64::from(rm * rn) < 32 && rm * rn > 1 {
+        if rm >= rn {
+            rm /= 2;
+        } else {
+            rn /= 2;
+        }
+    }
+    [rm, rn]
+}
+
+/// Threads per block of the FMA kernel on a BM×BN tile (`BM·BN/(RM·RN)` of [`thread_tile`]),
+/// at least 1; in u64, since a tile from a directive or a cache entry can be anything.
+pub fn threads(bm: u32, bn: u32) -> u64 {
+    let [rm, rn] = thread_tile(bm, bn);
+    (u64::from(bm) * u64::from(bn) / u64::from(rm * rn)).max(1)
 }
 
 pub fn matmul_fma(
@@ -70,8 +97,10 @@ pub fn matmul_fma(
     let esize: i64 = if f64_mm || fty == Ty::S64 { 8 } else { 4 };
     let [bm_, bn_, bk_] = tile;
     let (bmi, bni, bki) = (i64::from(bm_), i64::from(bn_), i64::from(bk_));
-    let threads = bm_ * bn_ / 16;
+    let [rm, rn] = thread_tile(bm_, bn_);
+    let threads = bm_ * bn_ / (rm * rn);
     let ti = i64::from(threads);
+    let (rmi, rni) = (i64::from(rm), i64::from(rn));
     let si = i64::from(stages);
     let mut b = Builder::new(&tk.name, tk.span, tk.grid, tk.block);
     let p = matmul_params(&mut b, g, tk, (ad, bd), &steps, dims, batch)?;
@@ -250,10 +279,10 @@ pub fn matmul_fma(
         Ty::F32 => fimm(0.0),
         _ => imm(0),
     };
-    let acc0: Vec<Value> = (0..16).map(|_| b.mov(fty, zero)).collect();
-    let (sm, sn) = (bmi / 4, bni / 4);
+    let acc0: Vec<Value> = (0..rmi * rni).map(|_| b.mov(fty, zero)).collect();
+    let (sm, sn) = (bmi / rmi, bni / rni);
     let tx = b.bin(BinOp::And, Ty::B32, tid, imm(sn - 1));
-    let ty = b.bin(BinOp::Shr, Ty::U32, tid, imm(log2(bn_ / 4)));
+    let ty = b.bin(BinOp::Shr, Ty::U32, tid, imm(log2(bn_ / rn)));
     let a_rd = b.fma(Ty::U32, ty, imm(bki * esize), sa0);
     let b_rd = b.fma(Ty::U32, tx, imm(esize), sb0);
     let mut norm_err = None;
@@ -277,22 +306,22 @@ pub fn matmul_fma(
         let b_base = b.add(Ty::U32, b_rd, b_off);
         let mut acc = acc.to_vec();
         for kk in 0..bki {
-            let av: Vec<Value> = (0..4)
+            let av: Vec<Value> = (0..rmi)
                 .map(|i| {
                     let off = (i * sm * bki * esize + kk * esize) as i32;
                     b.load_shared(fty, a_base, off, 1)[0]
                 })
                 .collect();
-            let bv: Vec<Value> = (0..4)
+            let bv: Vec<Value> = (0..rni)
                 .map(|j| {
                     let off = (kk * bni * esize + j * sn * esize) as i32;
                     b.load_shared(fty, b_base, off, 1)[0]
                 })
                 .collect();
-            for i in 0..4 {
-                for j in 0..4 {
-                    let x = &mut acc[i * 4 + j];
-                    *x = b.fma(fty, av[i], bv[j], *x);
+            for (i, &ai) in av.iter().enumerate() {
+                for (j, &bj) in bv.iter().enumerate() {
+                    let x = &mut acc[i * bv.len() + j];
+                    *x = b.fma(fty, ai, bj, *x);
                 }
             }
         }
@@ -302,11 +331,11 @@ pub fn matmul_fma(
     if let Some(e) = norm_err {
         return Err(e);
     }
-    for i in 0..4i64 {
+    for i in 0..rmi {
         let row = b.add(Ty::U32, bm, ty);
         let row = b.add(Ty::U32, row, imm(sm * i));
         let row_ok = b.cmp(Cmp::Lt, Ty::U32, row, m);
-        for j in 0..4i64 {
+        for j in 0..rni {
             b.at(tk.span);
             let col = b.add(Ty::U32, bn, tx);
             let col = b.add(Ty::U32, col, imm(sn * j));
@@ -318,7 +347,7 @@ pub fn matmul_fma(
                 };
                 let col_ok = b.cmp(Cmp::Lt, Ty::U32, col, p.n);
                 let ok = b.bin(BinOp::And, Ty::Pred, row_ok, col_ok);
-                let v = acc[(i * 4 + j) as usize];
+                let v = acc[(i * rni + j) as usize];
                 if tk.ty.dtype == DType::I8 {
                     let u = b.bitcast(Ty::U32, v);
                     b.store(Ty::U8, p.c, idx, &[u.into()], Some(ok));
@@ -332,7 +361,7 @@ pub fn matmul_fma(
                 &p,
                 tk,
                 fty,
-                acc[(i * 4 + j) as usize],
+                acc[(i * rni + j) as usize],
                 row,
                 row_ok,
                 col,

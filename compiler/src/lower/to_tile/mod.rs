@@ -333,19 +333,23 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                     batch,
                 };
             } else {
-                let threads = bm * bn / 16;
-                if !(16..=1024).contains(&threads)
-                    || bm < 4
-                    || bn < 4
-                    || threads % bk != 0
-                    || threads % bn != 0
+                // whole warps of up to 4×4 outputs each: a tile of fewer than 32 outputs
+                // has no such layout
+                let threads = crate::lower::kernels::matmul_fma::threads(bm, bn);
+                let (bm, bn, bk) = (u64::from(bm), u64::from(bn), u64::from(bk));
+                if bm * bn < 32 {
+                    return Err(nl(k, "a tile of fewer than 32 outputs (one warp)"));
+                }
+                if !(32..=1024).contains(&threads)
+                    || !threads.is_multiple_of(bk)
+                    || !threads.is_multiple_of(bn)
                     || (bm * bk) % threads != 0
                     || (bk * bn) % threads != 0
                     || s.stages < 2
                 {
                     return Err(nl(k, "a tile the threads cannot load evenly"));
                 }
-                tk.block = [threads, 1, 1];
+                tk.block = [threads as u32, 1, 1];
                 tk.shape = Shape::MatmulFma {
                     m,
                     n,
@@ -594,7 +598,10 @@ fn spectral_tile(g: &Graph, k: &Kernel, tk: &mut TileKernel) -> Result<(), NotLo
                 1,
                 1,
             ];
-            tk.block = [((n / 2 * per_block) as u32).clamp(32, 256), 1, 1];
+            // whole warps (the kernel's loops mask the positions past a line): a direct
+            // transform of 100 points once launched 50 threads
+            let threads = (n / 2 * per_block).clamp(32, 256).next_multiple_of(32);
+            tk.block = [threads as u32, 1, 1];
             tk.shape = Shape::Fft(crate::tile::FftDims {
                 kind: *kind,
                 n: u(*n)?,

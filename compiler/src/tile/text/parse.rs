@@ -4,7 +4,7 @@
 
 use super::lex::{lex, Tok, Token};
 use super::names::*;
-use crate::target::Ty;
+use crate::target::{Ty, NO_FILE};
 use crate::tile::ir::*;
 use std::collections::HashMap;
 use std::fmt;
@@ -32,8 +32,6 @@ const MAX_LINE: i64 = 1_000_000;
 const MAX_COL: i64 = 100_000;
 /// The most bytes of synthetic source text, over all files.
 const MAX_TEXT: usize = 1 << 26;
-/// The file of a `loc(unknown)` span (no file).
-const NO_FILE: u32 = u32::MAX;
 
 pub(super) type R<T> = Result<T, ParseError>;
 
