@@ -180,15 +180,15 @@ pub fn text(e: &Explanation) -> String {
 pub fn main(code: Option<&str>) -> i32 {
     match code {
         None => {
-            println!("Error codes (`tessera explain CODE` for one):");
+            crate::sayln!("Error codes (`tessera explain CODE` for one):");
             for e in CODES {
-                println!("  {}  {}", e.code, e.title);
+                crate::sayln!("  {}  {}", e.code, e.title);
             }
             0
         }
         Some(c) => match find(c) {
             Some(e) => {
-                print!("{}", text(e));
+                crate::say(&text(e));
                 0
             }
             None => {

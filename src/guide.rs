@@ -218,7 +218,7 @@ fn run_blocks(blocks: &[Block]) -> i32 {
             failed,
         };
         match serde_json::to_string(&ran) {
-            Ok(line) => println!("{line}"),
+            Ok(line) => crate::sayln!("{line}"),
             Err(e) => {
                 eprintln!("error: {e}");
                 return 1;

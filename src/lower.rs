@@ -142,7 +142,7 @@ pub fn main(file: &Path, level: Level, target: Option<&str>) -> i32 {
             }
         }
     }
-    print!("{}", outs.join("\n"));
+    crate::say(&outs.join("\n"));
     0
 }
 

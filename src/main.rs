@@ -224,7 +224,7 @@ fn jupyter_install(user: bool, prefix: Option<PathBuf>) -> i32 {
     };
     match tessera_jupyter::install(&target, &exe) {
         Ok(dir) => {
-            println!("Installed the kernelspec tessera in {}", dir.display());
+            tessera::sayln!("Installed the kernelspec tessera in {}", dir.display());
             0
         }
         Err(e) => {

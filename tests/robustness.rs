@@ -425,6 +425,48 @@ fn a_closed_stdout_ends_an_endless_run_quietly() {
 }
 
 #[test]
+fn commands_whose_reader_is_gone_end_quietly() {
+    // `tessera lower f.tile | head -1`, `tessera explain | true`: stdout is a pipe whose reader
+    // closed before anything was written. Each command ends with status 0 and nothing on
+    // stderr (`lower` used to panic with a backtrace on the failed write).
+    let dir = std::env::temp_dir().join(format!("tessera-epipe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("k.tsr");
+    std::fs::write(
+        &script,
+        "@op.kernel\ndef f(x):\n    return op.relu(x) * 2.0\nprint(f(op.ones((4, 4))).shape)\n",
+    )
+    .unwrap();
+    let dump = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["run", "--device", "cpu", "--dump", "tile"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(dump.status.success(), "{dump:?}");
+    let tile = dir.join("k.tile");
+    std::fs::write(&tile, &dump.stderr).unwrap();
+    let tile = tile.to_str().unwrap();
+    let runs: [&[&str]; 4] = [
+        &["lower", tile],
+        &["lower", tile, "--to", "target"],
+        &["explain"],
+        &["explain", "E0200"],
+    ];
+    for args in runs {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(args)
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert_eq!(err, "", "{args:?}");
+    }
+}
+
+#[test]
 fn tracing_an_unrolled_loop_is_linear_in_its_length() {
     // A kernel whose body unrolls into n elementwise ops: the trace, the fusion passes and the
     // lowering must take time linear in n (a pass that recounted every value's uses at every

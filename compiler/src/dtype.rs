@@ -106,8 +106,10 @@ impl DType {
             "tf32" => DType::TF32,
             "fp16" | "float16" | "f16" | "half" => DType::F16,
             "bf16" | "bfloat16" => DType::BF16,
-            "fp8_e4m3" | "e4m3" => DType::F8E4M3,
-            "fp8_e5m2" | "e5m2" => DType::F8E5M2,
+            // `float8_e4m3fn` is the name of this format (no infinities, ±448) in ml_dtypes,
+            // JAX and PyTorch.
+            "fp8_e4m3" | "e4m3" | "float8_e4m3fn" | "float8_e4m3" => DType::F8E4M3,
+            "fp8_e5m2" | "e5m2" | "float8_e5m2" => DType::F8E5M2,
             "int64" | "int" | "i64" => DType::I64,
             "int32" | "i32" => DType::I32,
             "int8" | "i8" => DType::I8,
@@ -325,6 +327,8 @@ mod tests {
             ("i8", I8),
             ("e4m3", F8E4M3),
             ("e5m2", F8E5M2),
+            ("float8_e4m3fn", F8E4M3),
+            ("float8_e5m2", F8E5M2),
         ];
         for (s, d) in aliases {
             assert_eq!(DType::parse(s), Some(d), "{s}");

@@ -81,6 +81,7 @@ fn parse_all(source: &str, file: FileId) -> Parsed {
     let mut builder = Builder::new(source, &layout.toks, file);
     let body = builder.module();
     diags.extend(builder.diags);
+    misplaced_jumps(&body, &mut diags);
     let eof_diags = builder.eof_diags;
     let end = builder.end;
     diags.sort_by_key(|d| d.span.map(|s| (s.lo, s.hi)).unwrap_or((u32::MAX, u32::MAX)));
@@ -92,6 +93,50 @@ fn parse_all(source: &str, file: FileId) -> Parsed {
         open_bracket: layout.open_bracket,
         open_triple_quote: lexed.open_triple_quote,
         trailing_continuation: lexed.trailing_continuation,
+    }
+}
+
+/// `break` and `continue` outside a loop, and `return` outside a function, are syntax errors
+/// as in Python (found before anything runs, not when the statement is reached). A loop's
+/// `else` block is outside that loop; a `def` starts afresh (a loop around it does not count).
+fn misplaced_jumps(body: &[crate::ast::Stmt], diags: &mut Vec<Diagnostic>) {
+    use crate::ast::StmtKind;
+    // (statements, inside a loop, inside a function); a stack rather than recursion.
+    let mut todo: Vec<(&[crate::ast::Stmt], bool, bool)> = vec![(body, false, false)];
+    while let Some((stmts, in_loop, in_def)) = todo.pop() {
+        for st in stmts {
+            let bad = match &st.kind {
+                StmtKind::Break if !in_loop => Some(("'break' outside loop", "not in a loop")),
+                StmtKind::Continue if !in_loop => {
+                    Some(("'continue' not properly in loop", "not in a loop"))
+                }
+                StmtKind::Return(_) if !in_def => {
+                    Some(("'return' outside function", "not in a function"))
+                }
+                StmtKind::If { body, orelse, .. } => {
+                    todo.push((body, in_loop, in_def));
+                    todo.push((orelse, in_loop, in_def));
+                    None
+                }
+                StmtKind::For { body, orelse, .. } | StmtKind::While { body, orelse, .. } => {
+                    todo.push((body, true, in_def));
+                    todo.push((orelse, in_loop, in_def));
+                    None
+                }
+                StmtKind::FunctionDef(f) => {
+                    todo.push((&f.body, false, true));
+                    None
+                }
+                _ => None,
+            };
+            if let Some((msg, label)) = bad {
+                diags.push(
+                    Diagnostic::new(Code::E0001, msg)
+                        .at(st.span)
+                        .with_label(label),
+                );
+            }
+        }
     }
 }
 

@@ -207,8 +207,14 @@ fn statements() {
         ("1, 2\n", "(tuple 1 2)"),
         ("pass\n", "pass"),
         ("x = 1;\n", "(= x 1)"),
-        ("return\n", "(return)"),
-        ("return 1, 2\n", "(return (tuple 1 2))"),
+        (
+            "def f():\n    return\n",
+            "(def f (params) (block (return)))",
+        ),
+        (
+            "def f():\n    return 1, 2\n",
+            "(def f (params) (block (return (tuple 1 2))))",
+        ),
         ("assert x\n", "(assert x)"),
         ("assert x == 1, 'msg'\n", "(assert (== x 1) \"msg\")"),
         ("print('hi')  # comment\n", "(call print \"hi\")"),
@@ -361,6 +367,18 @@ fn rejected_programs() {
             &[("E0001", "expected end of line, found integer `2`", "1:7")],
         ),
         ("1 = x\n", &[("E0001", "cannot assign to a literal", "1:1")]),
+        (
+            "return 1\n",
+            &[("E0001", "'return' outside function", "1:1")],
+        ),
+        (
+            "def f():\n    break\nwhile x:\n    f()\n",
+            &[("E0001", "'break' outside loop", "2:5")],
+        ),
+        (
+            "for i in x:\n    pass\nelse:\n    continue\n",
+            &[("E0001", "'continue' not properly in loop", "4:5")],
+        ),
         (
             "f() = 3\n",
             &[("E0001", "cannot assign to a function call", "1:1")],

@@ -337,7 +337,9 @@ pub fn interactive(opts: SessionOptions) -> i32 {
             let _ = std::fs::create_dir_all(dir);
         }
     }
-    println!(
+    // (stdout may be a closed pipe: what cannot be written is dropped, as for cells' output)
+    let _ = writeln!(
+        std::io::stdout(),
         "Tessera {} — :help lists the commands, Ctrl-D exits",
         env!("CARGO_PKG_VERSION")
     );
@@ -358,7 +360,7 @@ pub fn interactive(opts: SessionOptions) -> i32 {
                 continue;
             }
             Err(rustyline::error::ReadlineError::Eof) => {
-                println!();
+                let _ = writeln!(std::io::stdout());
                 break;
             }
             Err(e) => {

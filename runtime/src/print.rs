@@ -219,6 +219,16 @@ impl Tensor {
             out.push(']');
         }
         rec(&mut out, st, self.dtype(), shape, &strides, 0, scientific);
+        // An empty tensor whose brackets do not show every dimension (`[0, 3]` prints `[]`)
+        // names its shape, as PyTorch's `size=` does.
+        if shape
+            .iter()
+            .position(|&d| d == 0)
+            .is_some_and(|z| z + 1 < shape.len())
+        {
+            out.push_str(", shape=");
+            out.push_str(&fmt_shape(shape));
+        }
         out.push_str(", dtype=");
         out.push_str(name);
         out.push(')');
@@ -295,6 +305,10 @@ mod tests {
         assert_eq!(t.repr(), "tensor([[], []], dtype=bf16)");
         let t = Tensor::zeros(&[0], DType::F32).unwrap();
         assert_eq!(t.repr(), "tensor([], dtype=fp32)");
+        let t = Tensor::zeros(&[0, 3], DType::F32).unwrap();
+        assert_eq!(t.repr(), "tensor([], shape=[0, 3], dtype=fp32)");
+        let t = Tensor::zeros(&[2, 0, 3], DType::I64).unwrap();
+        assert_eq!(t.repr(), "tensor([[], []], shape=[2, 0, 3], dtype=int64)");
         let t = Tensor::abstract_tensor(&[1000, 1000], DType::BF16).unwrap();
         assert_eq!(t.repr(), "tensor(shape=[1000, 1000], dtype=bf16, abstract)");
         assert_eq!(format!("{t}"), t.repr());

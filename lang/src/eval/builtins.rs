@@ -205,7 +205,7 @@ pub(super) fn install(it: &mut Interp) {
             for ty in types {
                 match ty {
                     Value::Type(k) => {
-                        result |= type_of(&x.value) == Some(k)
+                        result |= type_of(&x.value) == k
                             || (k == TypeKind::Int && matches!(x.value, Value::Bool(_)));
                     }
                     other => {
@@ -479,8 +479,8 @@ pub(super) fn sort_values(items: &mut [Value], reverse: bool) -> Result<(), Diag
 }
 
 /// The builtin type of a value, for `type()` and `isinstance()`.
-fn type_of(v: &Value) -> Option<TypeKind> {
-    Some(match v {
+fn type_of(v: &Value) -> TypeKind {
+    match v {
         Value::None => TypeKind::NoneType,
         Value::Bool(_) => TypeKind::Bool,
         Value::Int(_) => TypeKind::Int,
@@ -493,8 +493,8 @@ fn type_of(v: &Value) -> Option<TypeKind> {
         Value::Function(_) | Value::Native(_) => TypeKind::Function,
         Value::Module(_) => TypeKind::Module,
         Value::Type(_) => TypeKind::Type,
-        Value::Slice(_) | Value::Host(_) => return None,
-    })
+        Value::Slice(_) | Value::Host(_) => TypeKind::Host(v.type_name()),
+    }
 }
 
 /// `int(x)`, `float(x)`, `str(x)`, … : a builtin type called as a function.
@@ -648,11 +648,9 @@ pub(super) fn construct(it: &mut Interp, t: TypeKind, args: CallArgs) -> Result<
         TypeKind::Bool => Value::Bool(it.truthy(&x.value, span)?),
         TypeKind::List => Value::list(it.iterate(&x.value, span)?),
         TypeKind::Tuple => Value::tuple(it.iterate(&x.value, span)?),
-        TypeKind::Type => match type_of(&x.value) {
-            Some(k) => Value::Type(k),
-            None => Value::Str(x.value.type_name().into()),
-        },
-        TypeKind::NoneType
+        TypeKind::Type => Value::Type(type_of(&x.value)),
+        TypeKind::Host(_)
+        | TypeKind::NoneType
         | TypeKind::Range
         | TypeKind::Dict
         | TypeKind::Function

@@ -67,6 +67,7 @@ impl Interp {
                             let v = match conversion {
                                 Some('r') => Value::Str(v.repr().into()),
                                 Some('s') => Value::Str(v.to_str().into()),
+                                Some('a') => Value::Str(format::ascii_escaped(&v.repr()).into()),
                                 _ => v,
                             };
                             let spec = format_spec.as_deref().unwrap_or("");

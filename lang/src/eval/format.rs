@@ -103,14 +103,45 @@ pub fn str_repr(s: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
+            c if !printable(c) => out.push_str(&escape(c)),
             c => out.push(c),
         }
     }
     out.push(quote);
     out
+}
+
+/// `ascii(x)` from `repr(x)`: every non-ASCII character escaped, as Python's `!a` does.
+pub fn ascii_escaped(repr: &str) -> String {
+    let mut out = String::with_capacity(repr.len());
+    for c in repr.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            out.push_str(&escape(c));
+        }
+    }
+    out
+}
+
+/// `\xNN`, `\uNNNN` or `\UNNNNNNNN`, as Python writes a character its `repr` escapes.
+fn escape(c: char) -> String {
+    match c as u32 {
+        n @ 0..=0xff => format!("\\x{n:02x}"),
+        n @ 0x100..=0xffff => format!("\\u{n:04x}"),
+        n => format!("\\U{n:08x}"),
+    }
+}
+
+/// Whether `repr` shows `c` as it is: not a control, format, separator (but the space),
+/// private-use or unassigned character in Python's sense. The Unicode tables are not here, so
+/// this names the ranges that occur in practice (controls, no-break and typographic spaces,
+/// zero-width and direction marks, line and paragraph separators, the BOM, private use).
+fn printable(c: char) -> bool {
+    !matches!(c as u32,
+        0..=0x1f | 0x7f..=0xa0 | 0xad | 0x600..=0x605 | 0x61c | 0x6dd | 0x70f | 0x1680
+        | 0x180e | 0x2000..=0x200f | 0x2028..=0x202f | 0x205f..=0x2064 | 0x2066..=0x206f
+        | 0x3000 | 0xd800..=0xf8ff | 0xfeff | 0xfff9..=0xfffb | 0xf0000..)
 }
 
 /// A parsed format spec: `[[fill]align][sign][#][0][width][,|_][.precision][type]`.
@@ -119,6 +150,8 @@ struct Spec {
     fill: Option<char>,
     align: Option<char>,
     sign: Option<char>,
+    /// `#`: the alternate form (`0x` prefixes, a decimal point that stays).
+    alt: bool,
     zero: bool,
     width: usize,
     grouping: Option<char>,
@@ -146,6 +179,7 @@ fn parse_spec(spec: &str) -> Option<Spec> {
         }
     }
     if chars.get(i) == Some(&'#') {
+        s.alt = true;
         i += 1;
     }
     if chars.get(i) == Some(&'0') {
@@ -244,6 +278,10 @@ pub fn format_value(v: &Value, spec: &str) -> Result<String, Diagnostic> {
                 (Some('X'), Some(i)) => (format!("{:X}", i.unsigned_abs()), i < 0),
                 (Some('b'), Some(i)) => (format!("{:b}", i.unsigned_abs()), i < 0),
                 (Some('o'), Some(i)) => (format!("{:o}", i.unsigned_abs()), i < 0),
+                (Some('c'), Some(i)) => match u32::try_from(i).ok().and_then(char::from_u32) {
+                    Some(c) => (c.to_string(), false),
+                    None => return Err(bad()),
+                },
                 (ty, _) => {
                     let x = match v {
                         Value::Int(i) => *i as f64,
@@ -253,23 +291,36 @@ pub fn format_value(v: &Value, spec: &str) -> Result<String, Diagnostic> {
                     };
                     let neg = x.is_sign_negative() && !x.is_nan();
                     let a = x.abs();
-                    let t = match ty {
-                        Some('f') | Some('F') => fixed(a, s.precision.unwrap_or(6)),
-                        Some('e') | Some('E') => {
-                            let t = sci(a, s.precision.unwrap_or(6));
-                            if ty == Some('E') {
-                                t.to_uppercase()
-                            } else {
-                                t
+                    // `#` keeps the decimal point where a precision of 0 drops it.
+                    let point = |t: String| {
+                        if s.alt && a.is_finite() && !t.contains('.') {
+                            match t.find(['e', '%']) {
+                                Some(k) => format!("{}.{}", &t[..k], &t[k..]),
+                                None => format!("{t}."),
                             }
+                        } else {
+                            t
                         }
-                        Some('%') => format!("{}%", fixed(a * 100.0, s.precision.unwrap_or(6))),
-                        Some('g') | Some('G') => general(a, s.precision.unwrap_or(6), false),
+                    };
+                    let t = match ty {
+                        Some('f') | Some('F') => point(fixed(a, s.precision.unwrap_or(6))),
+                        Some('e') | Some('E') => point(sci(a, s.precision.unwrap_or(6))),
+                        Some('%') => {
+                            point(format!("{}%", fixed(a * 100.0, s.precision.unwrap_or(6))))
+                        }
+                        Some('g') | Some('G') => {
+                            point(general(a, s.precision.unwrap_or(6), false, s.alt))
+                        }
                         None => match s.precision {
-                            Some(p) => general(a, p.max(1), true),
+                            Some(p) => point(general(a, p.max(1), true, s.alt)),
                             None => float_repr(a),
                         },
                         Some(_) => return Err(bad()),
+                    };
+                    let t = if matches!(ty, Some('E' | 'F' | 'G')) {
+                        t.to_uppercase()
+                    } else {
+                        t
                     };
                     (t, neg)
                 }
@@ -291,7 +342,15 @@ pub fn format_value(v: &Value, spec: &str) -> Result<String, Diagnostic> {
                     _ => "",
                 }
             };
-            (t, sign.to_string(), true)
+            // `#x`: the base's prefix, between the sign and any zero padding.
+            let prefix = match (s.alt, s.ty) {
+                (true, Some('x')) => "0x",
+                (true, Some('X')) => "0X",
+                (true, Some('b')) => "0b",
+                (true, Some('o')) => "0o",
+                _ => "",
+            };
+            (t, format!("{sign}{prefix}"), true)
         }
         Value::Str(st) => {
             if !matches!(s.ty, None | Some('s')) || s.sign.is_some() {
@@ -357,14 +416,19 @@ fn sci(x: f64, p: usize) -> String {
     }
 }
 
-/// Python's `g` presentation (and the no-type presentation with a precision when `repr_like`).
-fn general(x: f64, p: usize, repr_like: bool) -> String {
+/// Python's `g` presentation (and the no-type presentation with a precision when
+/// `repr_like`); `alt` (`#`) keeps the trailing zeros.
+fn general(x: f64, p: usize, repr_like: bool, alt: bool) -> String {
     if !x.is_finite() {
         return fixed(x, p);
     }
     let p = p.max(1);
     if x == 0.0 {
-        return if repr_like { "0.0".into() } else { "0".into() };
+        return match (alt, repr_like) {
+            (true, _) => fixed(0.0, p - 1),
+            (false, true) => "0.0".into(),
+            (false, false) => "0".into(),
+        };
     }
     let t = format!("{x:.prec$e}", prec = p - 1);
     let exp: i32 = t
@@ -372,7 +436,7 @@ fn general(x: f64, p: usize, repr_like: bool) -> String {
         .and_then(|(_, e)| e.parse().ok())
         .unwrap_or(0);
     let strip = |s: String| -> String {
-        if s.contains('.') {
+        if s.contains('.') && !alt {
             s.trim_end_matches('0').trim_end_matches('.').to_string()
         } else {
             s

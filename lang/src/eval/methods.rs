@@ -536,6 +536,7 @@ fn str_format(fmt: &str, args: &CallArgs) -> Result<Value, Diagnostic> {
                 let v = match conv {
                     Some('r') => Value::Str(v.repr().into()),
                     Some('s') => Value::Str(v.to_str().into()),
+                    Some('a') => Value::Str(super::format::ascii_escaped(&v.repr()).into()),
                     _ => v,
                 };
                 out.push_str(&super::format::format_value(&v, &spec)?);

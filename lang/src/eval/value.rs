@@ -36,7 +36,8 @@ pub enum Value {
     Host(Rc<dyn HostObject>),
 }
 
-/// The builtin types that can be named in host code.
+/// The types `type(x)` gives: the builtin ones that can be named in host code, and the types
+/// of the session's own objects (tensors, kernels, meshes, …), which have no name to call.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum TypeKind {
     NoneType,
@@ -51,6 +52,8 @@ pub enum TypeKind {
     Function,
     Module,
     Type,
+    /// A slice's or a host object's type, by its name (`tensor`, `kernel`, `mesh`).
+    Host(&'static str),
 }
 
 impl TypeKind {
@@ -68,6 +71,7 @@ impl TypeKind {
             TypeKind::Function => "function",
             TypeKind::Module => "module",
             TypeKind::Type => "type",
+            TypeKind::Host(name) => name,
         }
     }
 }
@@ -212,7 +216,7 @@ impl Value {
     /// `repr(x)`.
     pub fn repr(&self) -> String {
         let mut s = String::new();
-        self.write_repr(&mut s, 0);
+        self.write_repr(&mut s, 0, &mut Vec::new());
         s
     }
 
@@ -225,7 +229,9 @@ impl Value {
         }
     }
 
-    fn write_repr(&self, out: &mut String, depth: usize) {
+    /// `active`: the lists and dicts being written further up; one met again (a container that
+    /// contains itself, at any depth) prints `[...]` or `{...}`, as in Python.
+    fn write_repr(&self, out: &mut String, depth: usize, active: &mut Vec<*const ()>) {
         if depth > 100 {
             out.push_str("...");
             return;
@@ -240,25 +246,25 @@ impl Value {
             Value::Float(f) => out.push_str(&super::format::float_repr(*f)),
             Value::Str(s) => out.push_str(&super::format::str_repr(s)),
             Value::List(l) => {
+                let me = Rc::as_ptr(l).cast::<()>();
+                if active.contains(&me) {
+                    out.push_str("[...]");
+                    return;
+                }
                 out.push('[');
-                // A list that contains itself prints `[...]`, as in Python.
+                active.push(me);
                 match l.try_borrow() {
                     Ok(items) => {
                         for (i, v) in items.iter().enumerate() {
                             if i > 0 {
                                 out.push_str(", ");
                             }
-                            if let Value::List(inner) = v {
-                                if Rc::ptr_eq(inner, l) {
-                                    out.push_str("[...]");
-                                    continue;
-                                }
-                            }
-                            v.write_repr(out, depth + 1);
+                            v.write_repr(out, depth + 1, active);
                         }
                     }
                     Err(_) => out.push_str("..."),
                 }
+                active.pop();
                 out.push(']');
             }
             Value::Tuple(t) => {
@@ -267,7 +273,7 @@ impl Value {
                     if i > 0 {
                         out.push_str(", ");
                     }
-                    v.write_repr(out, depth + 1);
+                    v.write_repr(out, depth + 1, active);
                 }
                 if t.len() == 1 {
                     out.push(',');
@@ -275,21 +281,27 @@ impl Value {
                 out.push(')');
             }
             Value::Dict(d) => {
+                let me = Rc::as_ptr(d).cast::<()>();
+                if active.contains(&me) {
+                    out.push_str("{...}");
+                    return;
+                }
                 out.push('{');
-                // a dict that contains itself prints `{...}`, as in Python
+                active.push(me);
                 match d.try_borrow() {
                     Ok(d) => {
                         for (i, (k, v)) in d.entries().iter().enumerate() {
                             if i > 0 {
                                 out.push_str(", ");
                             }
-                            k.write_repr(out, depth + 1);
+                            k.write_repr(out, depth + 1, active);
                             out.push_str(": ");
-                            v.write_repr(out, depth + 1);
+                            v.write_repr(out, depth + 1, active);
                         }
                     }
                     Err(_) => out.push_str("..."),
                 }
+                active.pop();
                 out.push('}');
             }
             Value::Range(a, b, s) => {
@@ -305,7 +317,7 @@ impl Value {
                     if i > 0 {
                         out.push_str(", ");
                     }
-                    v.write_repr(out, depth + 1);
+                    v.write_repr(out, depth + 1, active);
                 }
                 out.push(')');
             }

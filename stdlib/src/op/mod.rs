@@ -29,6 +29,8 @@ pub fn module() -> Module {
         ("f16", DType::F16),
         ("complex64", DType::C64),
         ("complex128", DType::C128),
+        ("float8_e4m3fn", DType::F8E4M3),
+        ("float8_e5m2", DType::F8E5M2),
     ] {
         m.set(alias, dtype_value(d));
     }
