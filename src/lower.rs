@@ -70,7 +70,12 @@ pub fn lower_text(
             .map(|l| l.len() - l.trim_start().len() + 1)
             .unwrap_or(1);
         let msg = format!("invalid Tile IR: {}", e.message);
-        (at(line, col, msg, Code::E0201), 2)
+        let code = if e.over_limit {
+            Code::E0300
+        } else {
+            Code::E0201
+        };
+        (at(line, col, msg, code), 2)
     })?;
     if level == Level::Spirv {
         return match tile_spirv::translate(&k) {

@@ -326,7 +326,12 @@ fn check_error(
     args: &CallArgs,
 ) -> Diagnostic {
     let at = e.op.and_then(|o| k.op(o)).map_or(k.span, |d| d.span);
-    let d = Diagnostic::new(Code::E0201, format!("invalid Tile IR: {}", e.message));
+    let code = if e.over_limit {
+        Code::E0300
+    } else {
+        Code::E0201
+    };
+    let d = Diagnostic::new(code, format!("invalid Tile IR: {}", e.message));
     let mut d = point(it, src, d, at, args);
     for w in e.message.split(|c: char| !(c == '#' || c.is_ascii_digit())) {
         let Some(n) = w.strip_prefix('#').and_then(|n| n.parse::<u32>().ok()) else {

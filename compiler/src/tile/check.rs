@@ -34,6 +34,10 @@ pub struct CheckError {
     pub op: Option<OpId>,
     pub span: Span,
     pub message: String,
+    /// The launch is over a hardware limit (more than 1024 threads per block, more shared
+    /// memory than a block gets): an invalid schedule for the target (E0300), where every
+    /// other violation is malformed Tile IR (E0201).
+    pub over_limit: bool,
 }
 
 impl fmt::Display for CheckError {
@@ -86,12 +90,15 @@ fn launch(k: &Kernel) -> Result<(), CheckError> {
     let t = k.threads();
     if t == 0 || t > 1024 || !t.is_multiple_of(32) {
         let [x, y, z] = k.block;
-        return Err(kernel_err(
-            k,
-            format!(
-                "block {x}×{y}×{z} has {t} threads; a block has 1 to 1024 threads in whole warps of 32"
-            ),
-        ));
+        return Err(CheckError {
+            over_limit: t > 1024,
+            ..kernel_err(
+                k,
+                format!(
+                    "block {x}×{y}×{z} has {t} threads; a block has 1 to 1024 threads in whole warps of 32"
+                ),
+            )
+        });
     }
     if k.grid.contains(&0) {
         let [x, y, z] = k.grid;
@@ -118,10 +125,13 @@ fn launch(k: &Kernel) -> Result<(), CheckError> {
         total = total.div_ceil(a) * a + b.bytes();
     }
     if total > MAX_SHARED_BYTES {
-        return Err(kernel_err(
-            k,
-            format!("shared buffers take {total} bytes, more than {MAX_SHARED_BYTES}"),
-        ));
+        return Err(CheckError {
+            over_limit: true,
+            ..kernel_err(
+                k,
+                format!("shared buffers take {total} bytes, more than {MAX_SHARED_BYTES}"),
+            )
+        });
     }
     Ok(())
 }
@@ -132,6 +142,7 @@ fn kernel_err(k: &Kernel, msg: impl fmt::Display) -> CheckError {
         op: None,
         span: k.span,
         message: format!("kernel '{}': {msg}", k.name),
+        over_limit: false,
     }
 }
 
@@ -145,6 +156,7 @@ fn op_err(k: &Kernel, id: OpId, msg: impl fmt::Display) -> CheckError {
         op: Some(id),
         span,
         message: format!("kernel '{}': {name}: {msg}", k.name),
+        over_limit: false,
     }
 }
 

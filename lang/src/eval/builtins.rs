@@ -44,6 +44,14 @@ pub(super) fn install(it: &mut Interp) {
             let mut sep = " ".to_string();
             let mut end = "\n".to_string();
             for (k, v, s) in &args.keywords {
+                if !matches!(&**k, "sep" | "end" | "flush" | "file") {
+                    return Err(Diagnostic::new(
+                        Code::E0101,
+                        format!("'{k}' is an invalid keyword argument for print()"),
+                    )
+                    .at(*s)
+                    .with_help("print accepts `sep` and `end`"));
+                }
                 let text = match v {
                     Value::Str(x) => x.to_string(),
                     Value::None => continue,

@@ -106,6 +106,7 @@ impl Interp {
         });
         let mut filled = vec![false; params.len()];
         let mut extra = Vec::new();
+        let given = args.positional.len();
         for (i, (v, s)) in args.positional.into_iter().enumerate() {
             if i < n_pos {
                 if let Some(p) = params.get(i) {
@@ -118,9 +119,10 @@ impl Interp {
                 return Err(Diagnostic::new(
                     Code::E0101,
                     format!(
-                        "{fname}() takes {} positional argument{} but more were given",
+                        "{fname}() takes {} positional argument{} but {given} {} given",
                         n_pos,
-                        if n_pos == 1 { "" } else { "s" }
+                        if n_pos == 1 { "" } else { "s" },
+                        if given == 1 { "was" } else { "were" }
                     ),
                 )
                 .at(s)
@@ -146,7 +148,13 @@ impl Interp {
                 )
                 .at(s)
                 .with_secondary(def.span, "defined here");
-                if let Some(sug) = suggest(&k, params.iter().map(|p| &*p.name.name)) {
+                // Only the parameters still unbound are worth suggesting.
+                let open = params
+                    .iter()
+                    .zip(&filled)
+                    .filter(|(p, f)| !**f && p.kind != ast::ParamKind::VarArgs)
+                    .map(|(p, _)| &*p.name.name);
+                if let Some(sug) = suggest(&k, open) {
                     d = d.with_help(format!("did you mean `{sug}`?"));
                 }
                 return Err(d.into());

@@ -147,7 +147,16 @@ fn launch_shape() {
     fails(&k, "is empty");
     let mut b = builder([32, 1, 1]);
     b.shared("big", buf(&[2, 128, 512], 2));
-    fails(&b.finish(), "more than 232448");
+    let big = b.finish();
+    fails(&big, "more than 232448");
+    // Over a hardware limit (E0300 to the user) or malformed (E0201).
+    let over = |k: &Kernel| check(k).err().map(|e| e.over_limit);
+    assert_eq!(over(&big), Some(true));
+    k.grid = [1, 1, 1];
+    k.block = [2000, 1, 1];
+    assert_eq!(over(&k), Some(true));
+    k.block = [48, 1, 1];
+    assert_eq!(over(&k), Some(false));
 }
 
 #[test]
