@@ -11,7 +11,7 @@
 //! | flash attention | 16 query rows per block (4 warps × 4 rows), key tiles of 32, fp32 FMA |
 
 use crate::graph::{DType, Graph, Op, TensorType, ValueId};
-use crate::lower::kernels::matmul_fma::threads as fma_threads;
+use crate::lower::kernels::matmul_fma::{even_threads, threads as fma_threads};
 use crate::schedule::{
     kind_of, mma_tf32, tensor_core_dtype, verify, Directives, Kernel, Kind, Program, Schedule,
     ScheduleError,
@@ -402,18 +402,8 @@ pub fn attention_mma(
 /// the schedule check to report.
 fn fit_fma_tile(s: &mut Schedule, target: Target) {
     let limit = u64::from(target.limits().max_dynamic_shared_bytes);
-    let valid = |t: [u32; 3]| {
-        let [bm, bn, bk] = t;
-        let threads = fma_threads(bm, bn);
-        let (bm, bn, bk) = (u64::from(bm), u64::from(bn), u64::from(bk));
-        (32..=1024).contains(&threads)
-            && bm >= 4
-            && bn >= 4
-            && bk >= 4
-            && threads.is_multiple_of(bk)
-            && threads.is_multiple_of(bn)
-            && (bm * bk) % threads == 0
-            && (bk * bn) % threads == 0
+    let valid = |[bm, bn, bk]: [u32; 3]| {
+        bm >= 4 && bn >= 4 && bk >= 4 && even_threads(bm, bn, bk).is_some()
     };
     let pow2 = s.tile.iter().all(|v| v.is_power_of_two());
     s.stages = s.stages.max(2);

@@ -325,6 +325,8 @@ fn macro_kernel<T: GemmScalar, const MR: usize, const NR: usize>(
     let (mr, nr) = (MR, NR);
     let ldc = n;
     let accumulate = p0 > 0;
+    // The scratch tile on the stack: 512 elements hold the largest tile (14×32).
+    const { assert!(MR * NR <= 512) };
     let mut tile = [T::default(); 512];
     let tile = &mut tile[..mr * nr];
     for t in 0..n.div_ceil(nr) {

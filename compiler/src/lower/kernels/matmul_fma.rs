@@ -56,6 +56,19 @@ pub fn threads(bm: u32, bn: u32) -> u64 {
     (u64::from(bm) * u64::from(bn) / u64::from(rm * rn)).max(1)
 }
 
+/// The threads of a BM×BN×BK tile the kernel takes: whole warps (32..=1024 threads) whose
+/// loads of the A and B tiles divide evenly among them; `None` for any other tile.
+pub fn even_threads(bm: u32, bn: u32, bk: u32) -> Option<u64> {
+    let t = threads(bm, bn);
+    let (bm, bn, bk) = (u64::from(bm), u64::from(bn), u64::from(bk));
+    ((32..=1024).contains(&t)
+        && t.is_multiple_of(bk)
+        && t.is_multiple_of(bn)
+        && (bm * bk).is_multiple_of(t)
+        && (bk * bn).is_multiple_of(t))
+    .then_some(t)
+}
+
 pub fn matmul_fma(
     g: &Graph,
     tk: &TileKernel,

@@ -335,20 +335,12 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
             } else {
                 // whole warps of up to 4×4 outputs each: a tile of fewer than 32 outputs
                 // has no such layout
-                let threads = crate::lower::kernels::matmul_fma::threads(bm, bn);
-                let (bm, bn, bk) = (u64::from(bm), u64::from(bn), u64::from(bk));
-                if bm * bn < 32 {
+                if u64::from(bm) * u64::from(bn) < 32 {
                     return Err(nl(k, "a tile of fewer than 32 outputs (one warp)"));
                 }
-                if !(32..=1024).contains(&threads)
-                    || !threads.is_multiple_of(bk)
-                    || !threads.is_multiple_of(bn)
-                    || (bm * bk) % threads != 0
-                    || (bk * bn) % threads != 0
-                    || s.stages < 2
-                {
-                    return Err(nl(k, "a tile the threads cannot load evenly"));
-                }
+                let threads = crate::lower::kernels::matmul_fma::even_threads(bm, bn, bk)
+                    .filter(|_| s.stages >= 2)
+                    .ok_or_else(|| nl(k, "a tile the threads cannot load evenly"))?;
                 tk.block = [threads as u32, 1, 1];
                 tk.shape = Shape::MatmulFma {
                     m,
