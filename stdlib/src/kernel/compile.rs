@@ -7,6 +7,9 @@ use super::*;
 pub struct Traced {
     pub graph: Graph,
     pub captures: Vec<Tensor>,
+    /// The sharded tensors the body captured, in the order of their graph params (after the
+    /// arguments' params).
+    pub sharded: Vec<Value>,
     pub directives: Directives,
     pub(super) out: OutShape,
 }
@@ -35,12 +38,27 @@ pub fn compile(
     args: &CallArgs,
     grad: Option<&GradSpec>,
 ) -> Result<Compiled, Diagnostic> {
+    let t = trace_call(it, session, f, args, grad)?;
+    compile_traced(it, session, t, args.span)
+}
+
+/// Runs the Graph IR pipeline and the lowering on a traced call.
+pub fn compile_traced(
+    it: &mut Interp,
+    session: &Session,
+    t: Traced,
+    span: Span,
+) -> Result<Compiled, Diagnostic> {
+    if !t.sharded.is_empty() {
+        return Err(reads_sharded(span));
+    }
     let Traced {
         graph: traced,
         captures,
         directives,
         out,
-    } = trace_call(it, session, f, args, grad)?;
+        ..
+    } = t;
     let mut graph = traced.clone();
     let target = session.target.get();
     let opts = Options {
@@ -50,22 +68,24 @@ pub fn compile(
     let fired = optimize(&mut graph, &opts, &it.sources).map_err(|e| {
         let d = e.to_diagnostic();
         if d.span.is_none() {
-            d.at(args.span)
+            d.at(span)
         } else {
             d
         }
     })?;
-    let lowered = lower(&graph, &sched_directives(&directives, args.span), target)?;
-    Ok(Compiled {
-        traced,
-        graph,
-        fired,
+    let lowered = lower(&graph, &sched_directives(&directives, span), target)?;
+    Ok(Compiled::new(
+        KernelCode {
+            traced,
+            graph,
+            fired,
+            directives,
+            lowered,
+            out,
+            ptx: RefCell::default(),
+        },
         captures,
-        directives,
-        lowered,
-        out,
-        ptx: RefCell::default(),
-    })
+    ))
 }
 
 /// Compiles a graph built by the runtime itself (an optimizer's update, [`crate::optim`]) like a
@@ -88,16 +108,18 @@ pub fn compile_graph(
         session.target.get(),
     )?;
     let out = OutShape::Tuple(graph.outputs.len());
-    let c = Compiled {
-        traced,
-        graph,
-        fired,
-        captures: vec![],
-        directives,
-        lowered,
-        out,
-        ptx: RefCell::default(),
-    };
+    let c = Compiled::new(
+        KernelCode {
+            traced,
+            graph,
+            fired,
+            directives,
+            lowered,
+            out,
+            ptx: RefCell::default(),
+        },
+        vec![],
+    );
     emit_dumps(it, session, &c, span)?;
     Ok(c)
 }
@@ -111,6 +133,21 @@ pub fn trace_call(
     args: &CallArgs,
     grad: Option<&GradSpec>,
 ) -> Result<Traced, Diagnostic> {
+    let (t, param_of) = trace_body(it, session, f, args)?;
+    match grad {
+        Some(spec) => differentiate(t, &param_of, args, spec),
+        None => Ok(t),
+    }
+}
+
+/// Traces `f`'s body with `args`: the graph as recorded (not differentiated), and the graph
+/// param of each positional argument that is a tensor.
+pub(super) fn trace_body(
+    it: &mut Interp,
+    session: &Rc<Session>,
+    f: &Value,
+    args: &CallArgs,
+) -> Result<(Traced, Vec<Option<usize>>), Diagnostic> {
     let name = func_name(f);
     let op_span = match f {
         Value::Function(func) => func.def.name.span,
@@ -193,11 +230,39 @@ pub fn trace_call(
             Diagnostic::new(Code::E0101, "a kernel must return at least one tensor").at(args.span),
         );
     }
-    let mut traced = ctx.graph.borrow().clone();
-    traced.outputs = outputs;
-    let mut out = out;
-    if let Some(spec) = grad {
-        let mut wrt = Vec::with_capacity(spec.argnums.len());
+    let mut graph = ctx.graph.borrow().clone();
+    graph.outputs = outputs;
+    let directives = ctx.directives.borrow().clone();
+    let captures = ctx.captures.borrow().clone();
+    let sharded = ctx.sharded.borrow().iter().map(|(v, _)| v.clone()).collect();
+    Ok((
+        Traced {
+            graph,
+            captures,
+            sharded,
+            directives,
+            out,
+        },
+        param_of,
+    ))
+}
+
+/// The gradient of a traced call: its graph differentiated with respect to the arguments
+/// `spec.argnums` names.
+pub(super) fn differentiate(
+    t: Traced,
+    param_of: &[Option<usize>],
+    args: &CallArgs,
+    spec: &GradSpec,
+) -> Result<Traced, Diagnostic> {
+    let Traced {
+        graph: traced,
+        captures,
+        sharded,
+        directives,
+        ..
+    } = t;
+    let mut wrt = Vec::with_capacity(spec.argnums.len());
         for &k in &spec.argnums {
             match param_of.get(k) {
                 Some(Some(p)) => wrt.push(*p),
@@ -224,7 +289,7 @@ pub fn trace_call(
                 }
             }
         }
-        traced = tessera_compiler::graph::autodiff::grad(&traced, &wrt, spec.with_value).map_err(
+        let traced = tessera_compiler::graph::autodiff::grad(&traced, &wrt, spec.with_value).map_err(
             |e| {
                 let d = e.to_diagnostic();
                 if d.span.is_none() {
@@ -234,19 +299,29 @@ pub fn trace_call(
                 }
             },
         )?;
-        out = OutShape::Grad {
+        let out = OutShape::Grad {
             value: spec.with_value,
             tuple: spec.tuple,
         };
-    }
-    let directives = ctx.directives.borrow().clone();
-    let captures = ctx.captures.borrow().clone();
-    Ok(Traced {
-        graph: traced,
-        captures,
-        directives,
-        out,
-    })
+        Ok(Traced {
+            graph: traced,
+            captures,
+            sharded,
+            directives,
+            out,
+        })
+}
+
+/// A kernel compiled for one device whose body reads sharded tensors: it runs on their mesh
+/// when called, and has no one-device form to show or time.
+pub(super) fn reads_sharded(span: Span) -> Diagnostic {
+    Diagnostic::new(
+        Code::E0400,
+        "this function reads sharded tensors it captured: it runs on their mesh when called, \
+         and has no one-device kernel to compile here",
+    )
+    .at(span)
+    .with_note("pass the sharded tensors as arguments to compile it for one device")
 }
 
 /// `--dump LEVEL` and `--emit-ptx DIR` of a freshly compiled kernel (after autotuning, so the

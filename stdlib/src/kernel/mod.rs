@@ -1,11 +1,13 @@
 //! `@op.kernel` and `@op.autotune`: kernel objects, their compile cache and their CPU run.
 //!
-//! Calling a kernel with tensors looks up its compile cache by signature — each tensor
-//! argument's shape and dtype, the `repr` of each other argument (they are static, baked into
-//! the trace), the target name and a hash of the function's source. A miss traces the body
-//! (see [`crate::trace`]), runs the Graph IR pipeline and stores the result; a hit does neither.
-//! Schedule directives are recorded by the trace, so they are a function of the key. Then the
-//! optimised graph runs on the CPU ([`crate::exec`]).
+//! Every call traces the body (see [`crate::trace`]): what the body reads besides its
+//! arguments — captured tensors, scalars, dict entries, a helper's globals — may have changed
+//! since the last call, and a kernel equals its eager body on every call (SPEC §5). The compile
+//! cache is keyed by the trace (a fingerprint of its graph, directives and result shape, then
+//! compared in full), the target and the function's source: a hit skips the Graph IR pipeline
+//! and the lowering, and the call runs the cached code on this trace's captured tensors, which
+//! are operands of the code, never baked into it. Static arguments act through the trace too
+//! (a scalar is a `const`, a tensor inside a container a capture).
 //!
 //! Called with traced tensors (from inside another kernel), a kernel is inlined.
 
@@ -64,14 +66,29 @@ pub struct GradSpec {
     pub with_value: bool,
 }
 
-/// A traced and optimised kernel.
+/// A traced and optimised kernel: its code (shared by every call whose trace is the same) and
+/// the tensors this call's trace captured.
 pub struct Compiled {
+    pub code: Rc<KernelCode>,
+    /// The concrete tensors the body read (its [`Op::Capture`] values), from this call's trace:
+    /// they are operands of the compiled code, never part of it.
+    pub captures: Vec<Tensor>,
+}
+
+impl std::ops::Deref for Compiled {
+    type Target = KernelCode;
+    fn deref(&self) -> &KernelCode {
+        &self.code
+    }
+}
+
+/// What a traced call compiles to.
+pub struct KernelCode {
     /// The graph as traced.
     pub traced: Graph,
     /// After the Graph IR passes.
     pub graph: Graph,
     pub fired: Fired,
-    pub captures: Vec<Tensor>,
     pub directives: Directives,
     /// Schedule, Tile and Target IR of every kernel of `graph` for the session's target.
     pub lowered: Lowered,
@@ -81,12 +98,37 @@ pub struct Compiled {
 }
 
 impl Compiled {
-    /// Replaces the lowered kernels (an autotuned schedule) and forgets their PTX.
-    pub fn set_lowered(&mut self, l: Lowered) {
-        self.lowered = l;
-        self.ptx.borrow_mut().clear();
+    pub fn new(code: KernelCode, captures: Vec<Tensor>) -> Compiled {
+        Compiled {
+            code: Rc::new(code),
+            captures,
+        }
     }
 
+    /// Replaces the lowered kernels (an autotuned schedule) and forgets their PTX.
+    pub fn set_lowered(&mut self, l: Lowered) {
+        match Rc::get_mut(&mut self.code) {
+            Some(code) => {
+                code.lowered = l;
+                code.ptx.borrow_mut().clear();
+            }
+            None => {
+                let c = &self.code;
+                self.code = Rc::new(KernelCode {
+                    traced: c.traced.clone(),
+                    graph: c.graph.clone(),
+                    fired: c.fired.clone(),
+                    directives: c.directives.clone(),
+                    lowered: l,
+                    out: c.out.clone(),
+                    ptx: RefCell::default(),
+                });
+            }
+        }
+    }
+}
+
+impl KernelCode {
     /// The PTX of the kernel rooted at `root` (Target IR `t`), printed on its first GPU launch
     /// and kept with the compiled kernel.
     pub fn ptx_image(
@@ -106,18 +148,49 @@ impl Compiled {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum ArgKey {
-    Tensor(Vec<usize>, &'static str),
-    Static(String),
-}
-
+/// The compile cache's key: the fingerprint of a call's trace, the target and the source.
+/// Every value the body read is in its trace (a scalar as a `const`, a tensor as a `capture`
+/// of its type, a static argument as whatever it made the body record), so two calls with the
+/// same trace compute the same function of their params and captures.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Key {
-    args: Vec<ArgKey>,
-    kwargs: Vec<(String, ArgKey)>,
+    trace: u64,
     target: Target,
     source: u64,
+}
+
+/// One compiled trace in the cache: the trace it was compiled from (compared in full on a
+/// lookup, so that a fingerprint collision cannot reuse another trace's code) and its code.
+struct Entry {
+    graph: Graph,
+    directives: Directives,
+    out: OutShape,
+    code: Rc<KernelCode>,
+}
+
+/// A `fmt::Write` that feeds a hasher: the `Debug` text of a trace hashed without building it.
+struct HashWriter<'a>(&'a mut DefaultHasher);
+
+impl std::fmt::Write for HashWriter<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.write(s.as_bytes());
+        Ok(())
+    }
+}
+
+/// The fingerprint of a trace: its graph (ops, constants with their exact bits as `Debug`
+/// prints them, types, spans), directives and result shape.
+fn trace_fingerprint(t: &Traced) -> u64 {
+    use std::fmt::Write as _;
+    let mut h = DefaultHasher::new();
+    let _ = write!(
+        HashWriter(&mut h),
+        "{:?}|{:?}|{:?}",
+        t.graph,
+        t.directives,
+        t.out
+    );
+    h.finish()
 }
 
 /// A function decorated with `@op.kernel`.
@@ -130,7 +203,7 @@ pub struct KernelObj {
     /// first call of each signature (see [`crate::autotune`]).
     pub autotune: Cell<bool>,
     session: Rc<Session>,
-    cache: RefCell<HashMap<Key, Rc<Compiled>>>,
+    cache: RefCell<HashMap<Key, Vec<Entry>>>,
     /// `graph.grad(f)`: the kernel computes `f`'s gradient (the traced graph differentiated).
     pub grad: Option<GradSpec>,
     /// Calls with sharded arguments: the per-device kernels of each signature, or `None`
@@ -146,13 +219,6 @@ fn func_name(f: &Value) -> String {
             Some(k) => k.name.clone(),
             None => other.type_name().to_string(),
         },
-    }
-}
-
-fn arg_key(v: &Value) -> ArgKey {
-    match as_tensor(v) {
-        Some(t) => ArgKey::Tensor(t.shape().to_vec(), t.dtype().name()),
-        None => ArgKey::Static(v.repr()),
     }
 }
 
@@ -220,30 +286,65 @@ impl KernelObj {
     }
 
     /// The compiled kernel for these arguments, from the cache or freshly compiled.
+    ///
+    /// Every call traces the body again: what it reads (captured tensors, scalars, dict
+    /// entries, helpers' globals) may have changed since the last call, and the trace is what
+    /// the kernel computes. The cache then skips the compiler when the trace is one it has
+    /// compiled, and the call runs that code on this trace's captures.
     pub fn compiled(&self, it: &mut Interp, args: &CallArgs) -> Result<Rc<Compiled>, Diagnostic> {
+        let (t, param_of) = trace_body(it, &self.session, &self.func, args)?;
+        self.compiled_trace(it, args, t, &param_of)
+    }
+
+    /// The compiled kernel of a call traced as `t`, from the cache or freshly compiled.
+    fn compiled_trace(
+        &self,
+        it: &mut Interp,
+        args: &CallArgs,
+        t: Traced,
+        param_of: &[Option<usize>],
+    ) -> Result<Rc<Compiled>, Diagnostic> {
+        if !t.sharded.is_empty() {
+            return Err(reads_sharded(args.span));
+        }
         let key = Key {
-            args: args.positional.iter().map(|(v, _)| arg_key(v)).collect(),
-            kwargs: args
-                .keywords
-                .iter()
-                .map(|(k, v, _)| (k.to_string(), arg_key(v)))
-                .collect(),
+            trace: trace_fingerprint(&t),
             target: self.session.target.get(),
             source: source_hash(it, &self.func),
         };
-        if let Some(c) = self.cache.borrow().get(&key) {
+        let hit = self.cache.borrow().get(&key).and_then(|entries| {
+            entries
+                .iter()
+                .find(|e| e.graph == t.graph && e.directives == t.directives && e.out == t.out)
+                .map(|e| e.code.clone())
+        });
+        if let Some(code) = hit {
             self.session.hits.set(self.session.hits.get() + 1);
-            return Ok(c.clone());
+            return Ok(Rc::new(Compiled {
+                code,
+                captures: t.captures,
+            }));
         }
         self.session.misses.set(self.session.misses.get() + 1);
-        let mut c = compile(it, &self.session, &self.func, args, self.grad.as_ref())?;
+        let graph = t.graph.clone();
+        let directives = t.directives.clone();
+        let out = t.out.clone();
+        let t = match &self.grad {
+            Some(spec) => differentiate(t, param_of, args, spec)?,
+            None => t,
+        };
+        let mut c = compile_traced(it, &self.session, t, args.span)?;
         if self.autotune.get() || c.directives.autotune.is_some() {
             self.tune(it, args, &mut c)?;
         }
         emit_dumps(it, &self.session, &c, args.span)?;
-        let c = Rc::new(c);
-        self.cache.borrow_mut().insert(key, c.clone());
-        Ok(c)
+        self.cache.borrow_mut().entry(key).or_default().push(Entry {
+            graph,
+            directives,
+            out,
+            code: c.code.clone(),
+        });
+        Ok(Rc::new(c))
     }
 
     /// Chooses the schedule of an autotuned kernel (the cache, else a search).
@@ -305,9 +406,18 @@ impl KernelObj {
             if self.grad.is_some() {
                 return self.gradient_on_mesh(it, args);
             }
-            return self.invoke_on_mesh(it, args);
+            return self.invoke_on_mesh(it, args, true);
         }
-        let c = self.compiled(it, &args)?;
+        let (t, param_of) = trace_body(it, &self.session, &self.func, &args)?;
+        if !t.sharded.is_empty() {
+            // The body reads sharded tensors it captured: the call runs on their mesh, as if
+            // they had been passed (SPEC §8).
+            if self.grad.is_some() {
+                return self.gradient_on_mesh(it, args);
+            }
+            return self.invoke_on_mesh(it, args, false);
+        }
+        let c = self.compiled_trace(it, &args, t, &param_of)?;
         let inputs: Vec<Tensor> = args
             .positional
             .iter()
@@ -435,12 +545,14 @@ impl KernelObj {
         let s = &self.session;
         let global = crate::dist::plain_args(&args, false)?;
         let t = trace_call(it, s, &self.func, &global, self.grad.as_ref())?;
+        // the graph's params: the tensor arguments, then the sharded tensors the body captured
         let params: Vec<Value> = args
             .positional
             .iter()
             .map(|(v, _)| v)
             .chain(args.keywords.iter().map(|(_, v, _)| v))
             .filter(|v| crate::dist::as_sharded(v).is_some() || as_tensor(v).is_some())
+            .chain(&t.sharded)
             .cloned()
             .collect();
         let bucket = t
@@ -476,15 +588,26 @@ impl KernelObj {
         Ok(t.shape_result(outs))
     }
 
-    /// A call with sharded arguments: one compiled kernel per device when the call needs no
-    /// communication ([`per_device`]), else the body runs on the mesh, each op per device with
+    /// A call with sharded arguments (or whose body reads sharded tensors it captured): one
+    /// compiled kernel per device when `per_device` and the call needs no communication
+    /// ([`per_device`]), else the body runs on the mesh, each op per device with
     /// the collectives its partitioning rule needs (see [`crate::dist`]); `--dump schedule`
     /// prints the mesh Schedule IR of the call.
-    fn invoke_on_mesh(&self, it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
+    fn invoke_on_mesh(
+        &self,
+        it: &mut Interp,
+        args: CallArgs,
+        per_device: bool,
+    ) -> Result<Value, Diagnostic> {
         let s = &self.session.clone();
         s.on_mesh.set(s.on_mesh.get() + 1);
         crate::dist::open_log(s);
-        let r = match self.per_device(it, &args) {
+        let planned = if per_device {
+            self.per_device(it, &args)
+        } else {
+            Ok(None)
+        };
+        let r = match planned {
             Ok(Some(v)) => Ok(v),
             Ok(None) => it
                 .call(&self.func, args)

@@ -16,6 +16,8 @@ use tessera_compiler::graph::infer::infer;
 
 /// A call's per-device kernels.
 pub(super) struct MeshPlan {
+    /// The global trace the plan was made from (compared on a lookup).
+    traced: Graph,
     dry: crate::dist::compiled::DryRun,
     /// The compiled kernel of each distinct local signature.
     kernels: Vec<Rc<Compiled>>,
@@ -81,31 +83,28 @@ impl KernelObj {
         if s.device.get() != DeviceKind::Cpu || self.grad.is_some() {
             return Ok(None);
         }
-        // the sharded arguments' signature, the other arguments as the compile cache keys
-        // them (a static argument is baked into the trace), the source and the target
-        let other = |v: &Value| match crate::dist::as_sharded(v) {
-            Some(_) => None,
-            None => Some(arg_key(v)),
+        // the global trace: what the body reads now
+        let global = crate::dist::plain_args(args, false)?;
+        let Ok(t) = trace_call(it, &s, &self.func, &global, None) else {
+            return Ok(None);
         };
+        // the sharded arguments' signature, the trace, the source and the target
         let key = format!(
-            "{}|{:?}|{:?}|{}|{}",
+            "{}|{:x}|{}|{}",
             crate::dist::compiled::signature(args),
-            args.positional
-                .iter()
-                .map(|(v, _)| other(v))
-                .collect::<Vec<_>>(),
-            args.keywords
-                .iter()
-                .map(|(k, v, _)| (k.to_string(), other(v)))
-                .collect::<Vec<_>>(),
+            trace_fingerprint(&t),
             source_hash(it, &self.func),
             s.target.get().name()
         );
-        let cached = self.mesh_plans.borrow().get(&key).cloned();
+        let cached = self.mesh_plans.borrow().get(&key).and_then(|p| match p {
+            Some(p) if p.traced == t.graph => Some(Some(p.clone())),
+            Some(_) => None,
+            None => Some(None),
+        });
         let plan = match cached {
             Some(p) => p,
             None => {
-                let p = self.plan_mesh(it, args)?.map(Rc::new);
+                let p = self.plan_mesh(it, args, &t)?.map(Rc::new);
                 self.mesh_plans.borrow_mut().insert(key, p.clone());
                 p
             }
@@ -139,10 +138,11 @@ impl KernelObj {
             )?;
             return Ok(Some(shape_result(&plan.out, vals)));
         }
+        let captures = t.captures.as_slice();
         let graphs: Vec<(&Graph, &[Tensor])> = plan
             .kernels
             .iter()
-            .map(|c| (&c.graph, c.captures.as_slice()))
+            .map(|c| (&c.graph, captures))
             .collect();
         let kernel_of = plan.kernel_of.as_slice();
         let (outs, us) = crate::dist::compiled::run_devices(args, |r| {
@@ -162,14 +162,15 @@ impl KernelObj {
     }
 
     /// The dry run, the global trace and the per-device kernels of a call (`None`: op by op).
-    fn plan_mesh(&self, it: &mut Interp, args: &CallArgs) -> Result<Option<MeshPlan>, Diagnostic> {
+    fn plan_mesh(
+        &self,
+        it: &mut Interp,
+        args: &CallArgs,
+        t: &Traced,
+    ) -> Result<Option<MeshPlan>, Diagnostic> {
         let s = self.session.clone();
         let func = self.func.clone();
         let Some(dry) = crate::dist::compiled::dry_run(&s, args, |a| it.call(&func, a)) else {
-            return Ok(None);
-        };
-        let global = crate::dist::plain_args(args, false)?;
-        let Ok(t) = trace_call(it, &s, &self.func, &global, None) else {
             return Ok(None);
         };
         let xs = crate::dist::compiled::sharded_args(args);
@@ -211,16 +212,18 @@ impl KernelObj {
             let fired = optimize(&mut graph, &opts, &it.sources)
                 .map_err(|e| e.to_diagnostic().or_at(args.span))?;
             let lowered = lower(&graph, &sched_directives(&t.directives, args.span), target)?;
-            let c = Compiled {
-                traced: local,
-                graph,
-                fired,
-                captures: t.captures.clone(),
-                directives: t.directives.clone(),
-                lowered,
-                out: t.out.clone(),
-                ptx: RefCell::default(),
-            };
+            let c = Compiled::new(
+                KernelCode {
+                    traced: local,
+                    graph,
+                    fired,
+                    directives: t.directives.clone(),
+                    lowered,
+                    out: t.out.clone(),
+                    ptx: RefCell::default(),
+                },
+                t.captures.clone(),
+            );
             emit_dumps(it, &s, &c, args.span)?;
             keys.push(shapes);
             kernels.push(Rc::new(c));
@@ -233,6 +236,7 @@ impl KernelObj {
                 .sum()
         });
         Ok(Some(MeshPlan {
+            traced: t.graph.clone(),
             dry,
             kernels,
             kernel_of,

@@ -47,28 +47,26 @@ impl Call<'_> {
     /// What the arguments are (and the items of list and tuple arguments, for `concat`): a
     /// sharded tensor among them, else the trace of a traced tensor among them, else neither.
     fn kind_of_args(&self) -> Args {
+        // A traced argument makes the call part of the trace, sharded operands included (the
+        // tracer records a captured sharded tensor as a param on its mesh).
         let mut trace = None;
-        let mut see = |v: &Value| -> bool {
-            if crate::dist::as_sharded(v).is_some() {
-                return true;
-            }
+        let mut sharded = false;
+        let mut see = |v: &Value| {
+            sharded |= crate::dist::as_sharded(v).is_some();
             if trace.is_none() {
                 trace = crate::trace::as_sym(v).map(|s| s.ctx.clone());
             }
-            false
         };
         for x in self.a.iter().flatten() {
-            let sharded = match &x.value {
-                Value::List(l) => l.borrow().iter().any(&mut see),
-                Value::Tuple(t) => t.iter().any(&mut see),
+            match &x.value {
+                Value::List(l) => l.borrow().iter().for_each(&mut see),
+                Value::Tuple(t) => t.iter().for_each(&mut see),
                 v => see(v),
-            };
-            if sharded {
-                return Args::Sharded;
             }
         }
         match trace {
             Some(ctx) => Args::Traced(ctx),
+            None if sharded => Args::Sharded,
             None => Args::Eager,
         }
     }

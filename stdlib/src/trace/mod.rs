@@ -70,6 +70,9 @@ impl Drop for TracingGuard {
 pub struct TraceCtx {
     pub graph: RefCell<Graph>,
     pub captures: RefCell<Vec<Tensor>>,
+    /// Sharded tensors the body read from outside (captured): each is a graph param after the
+    /// arguments' ones, so that the call runs on their mesh as if they had been passed.
+    pub sharded: RefCell<Vec<(Value, ValueId)>>,
     pub directives: RefCell<crate::schedule::Directives>,
     /// False once the trace has ended: a traced tensor that escaped cannot be used.
     pub active: Cell<bool>,
@@ -82,6 +85,7 @@ impl TraceCtx {
         Rc::new(TraceCtx {
             graph: RefCell::new(Graph::new(name)),
             captures: RefCell::new(Vec::new()),
+            sharded: RefCell::new(Vec::new()),
             directives: RefCell::new(Default::default()),
             active: Cell::new(true),
             op_span,
@@ -107,6 +111,29 @@ impl TraceCtx {
             id,
             aval,
         }))
+    }
+
+    /// The param standing for the captured sharded tensor `v` (its global type), added on its
+    /// first use.
+    fn sharded_param(self: &Rc<Self>, v: &Value, span: Span) -> Result<TArg, Diagnostic> {
+        let Some(o) = crate::dist::as_sharded(v) else {
+            return Err(Diagnostic::new(Code::E0500, "not a sharded tensor").at(span));
+        };
+        let aval = Tensor::abstract_tensor(&o.s.shape, o.s.dtype).map_err(rt)?;
+        let known = self.sharded.borrow().iter().find_map(|(w, id)| {
+            crate::dist::as_sharded(w)
+                .is_some_and(|w| std::ptr::eq(w, o))
+                .then_some(*id)
+        });
+        let id = match known {
+            Some(id) => id,
+            None => {
+                let id = self.graph.borrow_mut().add_param(ctype(&aval), span);
+                self.sharded.borrow_mut().push((v.clone(), id));
+                id
+            }
+        };
+        Ok(TArg::Sym(id, aval))
     }
 
     /// The value id of an operand, recording a capture or a const as needed. `scalar_dtype`
@@ -273,6 +300,7 @@ fn targ(ctx: &Rc<TraceCtx>, v: &Value, span: Span) -> Result<TArg, Diagnostic> {
         Value::Int(i) => Ok(TArg::Scalar(Scalar::Int(*i))),
         Value::Float(f) => Ok(TArg::Scalar(Scalar::Float(*f))),
         Value::Bool(b) => Ok(TArg::Scalar(Scalar::Bool(*b))),
+        _ if crate::dist::as_sharded(v).is_some() => ctx.sharded_param(v, span),
         _ => {
             let t = tensor_arg(v, span)?;
             let a = Tensor::abstract_tensor(t.shape(), t.dtype()).map_err(rt)?;
@@ -368,7 +396,12 @@ impl SymTensor {
         let ctx = &self.ctx;
         let o = match other {
             Value::Int(_) | Value::Float(_) | Value::Bool(_) => targ(ctx, other, span),
-            _ if as_sym(other).is_some() || as_tensor(other).is_some() => targ(ctx, other, span),
+            _ if as_sym(other).is_some()
+                || as_tensor(other).is_some()
+                || crate::dist::as_sharded(other).is_some() =>
+            {
+                targ(ctx, other, span)
+            }
             Value::List(_) | Value::Tuple(_) => tens(ctx, other, span),
             _ => return None,
         };
@@ -394,6 +427,7 @@ impl SymTensor {
         if !matches!(other, Value::Int(_) | Value::Float(_) | Value::Bool(_))
             && as_sym(other).is_none()
             && as_tensor(other).is_none()
+            && crate::dist::as_sharded(other).is_none()
         {
             return None;
         }
