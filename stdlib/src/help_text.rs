@@ -540,8 +540,10 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
     ),
     (
         "graph.cache_stats",
-        "The session's kernel compile cache counters, as `(hits, misses)`. A miss traces and \
-        compiles a kernel for a new signature, a hit reuses one; optimizer updates count too.",
+        "The session's kernel compile cache counters, as `(hits, misses)`. Every call traces the \
+        body; a miss compiles a kernel for a new trace (shapes, dtypes, the constants the body \
+        reads, schedule), a hit reuses one on this call's captured tensors; optimizer updates \
+        count too.",
     ),
     (
         "graph.fusions",

@@ -42,7 +42,7 @@ fn abstract_inputs_trace_and_give_abstract_results() {
 }
 
 #[test]
-fn captured_tensors_are_baked_in() {
+fn captured_tensors_are_operands() {
     let it = run(
         "c = op.full((3,), 2.0)\n\
          @op.kernel\ndef f(x):\n    return x * c + op.ones((3,))\n\

@@ -234,7 +234,12 @@ pub(super) fn trace_body(
     graph.outputs = outputs;
     let directives = ctx.directives.borrow().clone();
     let captures = ctx.captures.borrow().clone();
-    let sharded = ctx.sharded.borrow().iter().map(|(v, _)| v.clone()).collect();
+    let sharded = ctx
+        .sharded
+        .borrow()
+        .iter()
+        .map(|(v, _)| v.clone())
+        .collect();
     Ok((
         Traced {
             graph,
@@ -263,12 +268,12 @@ pub(super) fn differentiate(
         ..
     } = t;
     let mut wrt = Vec::with_capacity(spec.argnums.len());
-        for &k in &spec.argnums {
-            match param_of.get(k) {
-                Some(Some(p)) => wrt.push(*p),
-                Some(None) => {
-                    let (v, s) = &args.positional[k];
-                    return Err(Diagnostic::new(
+    for &k in &spec.argnums {
+        match param_of.get(k) {
+            Some(Some(p)) => wrt.push(*p),
+            Some(None) => {
+                let (v, s) = &args.positional[k];
+                return Err(Diagnostic::new(
                         Code::E0101,
                         format!(
                             "argnums names argument {k}, a {}: gradients are taken with respect to tensors",
@@ -276,40 +281,39 @@ pub(super) fn differentiate(
                         ),
                     )
                     .at(*s));
-                }
-                None => {
-                    return Err(Diagnostic::new(
-                        Code::E0101,
-                        format!(
-                            "argnums names argument {k}, but the call passes {} positional arguments",
-                            args.positional.len()
-                        ),
-                    )
-                    .at(args.span));
-                }
+            }
+            None => {
+                return Err(Diagnostic::new(
+                    Code::E0101,
+                    format!(
+                        "argnums names argument {k}, but the call passes {} positional arguments",
+                        args.positional.len()
+                    ),
+                )
+                .at(args.span));
             }
         }
-        let traced = tessera_compiler::graph::autodiff::grad(&traced, &wrt, spec.with_value).map_err(
-            |e| {
-                let d = e.to_diagnostic();
-                if d.span.is_none() {
-                    d.at(args.span)
-                } else {
-                    d.with_secondary(args.span, "in this call of the gradient")
-                }
-            },
-        )?;
-        let out = OutShape::Grad {
-            value: spec.with_value,
-            tuple: spec.tuple,
-        };
-        Ok(Traced {
-            graph: traced,
-            captures,
-            sharded,
-            directives,
-            out,
-        })
+    }
+    let traced =
+        tessera_compiler::graph::autodiff::grad(&traced, &wrt, spec.with_value).map_err(|e| {
+            let d = e.to_diagnostic();
+            if d.span.is_none() {
+                d.at(args.span)
+            } else {
+                d.with_secondary(args.span, "in this call of the gradient")
+            }
+        })?;
+    let out = OutShape::Grad {
+        value: spec.with_value,
+        tuple: spec.tuple,
+    };
+    Ok(Traced {
+        graph: traced,
+        captures,
+        sharded,
+        directives,
+        out,
+    })
 }
 
 /// A kernel compiled for one device whose body reads sharded tensors: it runs on their mesh

@@ -139,11 +139,8 @@ impl KernelObj {
             return Ok(Some(shape_result(&plan.out, vals)));
         }
         let captures = t.captures.as_slice();
-        let graphs: Vec<(&Graph, &[Tensor])> = plan
-            .kernels
-            .iter()
-            .map(|c| (&c.graph, captures))
-            .collect();
+        let graphs: Vec<(&Graph, &[Tensor])> =
+            plan.kernels.iter().map(|c| (&c.graph, captures)).collect();
         let kernel_of = plan.kernel_of.as_slice();
         let (outs, us) = crate::dist::compiled::run_devices(args, |r| {
             let (g, caps) = graphs[kernel_of[r]];

@@ -5,7 +5,9 @@
 //! method and operator applied to a symbolic tensor records one op, typed by running the eager op
 //! on the abstract avals — so shape and dtype errors are exactly the eager ones. Python scalars
 //! become `const` ops; concrete tensors the body meets (globals, `op.ones(...)` inside the body)
-//! become `capture` ops whose values are baked into the compiled kernel, as in JAX.
+//! become `capture` ops: operands of the compiled kernel, read again on every call (a kernel
+//! call traces its body each time, see [`crate::kernel`]); sharded tensors the body reads
+//! become params after the arguments' ones (the call then runs on their mesh).
 //!
 //! Host control flow runs (and so unrolls); branching on, or reading, a traced tensor's values
 //! is E0201. `print(x)` of a traced tensor shows `tensor(shape=[..], dtype=.., traced)`: there are
@@ -42,8 +44,8 @@ thread_local! {
     static TRACING: Cell<usize> = const { Cell::new(0) };
 }
 
-/// Whether a kernel body is being traced (host tensors must not be written then: the trace
-/// runs once and its result is cached).
+/// Whether a kernel body is being traced (host tensors must not be written then: the body
+/// is traced, not run, and its writes would happen at trace time only).
 pub fn tracing() -> bool {
     TRACING.with(|d| d.get() > 0)
 }
