@@ -581,6 +581,15 @@ pub enum AttnWrt {
     V,
 }
 
+/// A scalar's kind and exact bits.
+fn scalar_bits(s: Scalar) -> (u8, u64) {
+    match s {
+        Scalar::Int(i) => (0, i as u64),
+        Scalar::Float(f) => (1, f.to_bits()),
+        Scalar::Bool(b) => (2, u64::from(b)),
+    }
+}
+
 /// A traced function: params, ops, outputs. See the module docs for the invariants.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Graph {
@@ -620,6 +629,42 @@ impl Graph {
         let id = self.push(Op::Param { index }, ty, span);
         self.params.push(id);
         id
+    }
+
+    /// A hash of the graph's structure: each op's kind, operands and result type, each
+    /// constant's exact bits, the params and outputs. Cheap next to formatting the graph; equal
+    /// graphs ([`Graph::same_trace`]) hash equal.
+    pub fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
+        use std::hash::Hash;
+        self.ops.len().hash(h);
+        for (op, ty) in self.ops.iter().zip(&self.types) {
+            std::mem::discriminant(op).hash(h);
+            ty.hash(h);
+            op.visit_operands(&mut |x| x.hash(h));
+            if let Op::Const { value } = op {
+                scalar_bits(*value).hash(h);
+            }
+        }
+        self.params.hash(h);
+        self.outputs.hash(h);
+    }
+
+    /// Whether two traces are the same computation: equal graphs (ops, types, spans, params,
+    /// outputs) whose constants have the same bits (so `-0.0` is not `0.0`, and a NaN constant
+    /// is itself).
+    pub fn same_trace(&self, other: &Graph) -> bool {
+        self.ops.len() == other.ops.len()
+            && self.types == other.types
+            && self.spans == other.spans
+            && self.params == other.params
+            && self.outputs == other.outputs
+            && self.name == other.name
+            && self.ops.iter().zip(&other.ops).all(|(a, b)| match (a, b) {
+                (Op::Const { value: x }, Op::Const { value: y }) => {
+                    scalar_bits(*x) == scalar_bits(*y)
+                }
+                _ => a == b,
+            })
     }
 
     pub fn len(&self) -> usize {

@@ -42,7 +42,7 @@ pub use decorators::*;
 pub use session::{parse_target, writable_dir, DeviceKind, Session, DEFAULT_TARGET};
 
 /// How the kernel's result is shaped.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 enum OutShape {
     One,
     Tuple(usize),
@@ -168,28 +168,12 @@ struct Entry {
     code: Rc<KernelCode>,
 }
 
-/// A `fmt::Write` that feeds a hasher: the `Debug` text of a trace hashed without building it.
-struct HashWriter<'a>(&'a mut DefaultHasher);
-
-impl std::fmt::Write for HashWriter<'_> {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.0.write(s.as_bytes());
-        Ok(())
-    }
-}
-
-/// The fingerprint of a trace: its graph (ops, constants with their exact bits as `Debug`
-/// prints them, types, spans), directives and result shape.
+/// The fingerprint of a trace: its graph's structure and constants ([`Graph::fingerprint`]),
+/// directives and result shape.
 fn trace_fingerprint(t: &Traced) -> u64 {
-    use std::fmt::Write as _;
     let mut h = DefaultHasher::new();
-    let _ = write!(
-        HashWriter(&mut h),
-        "{:?}|{:?}|{:?}",
-        t.graph,
-        t.directives,
-        t.out
-    );
+    t.graph.fingerprint(&mut h);
+    t.out.hash(&mut h);
     h.finish()
 }
 
@@ -315,7 +299,9 @@ impl KernelObj {
         let hit = self.cache.borrow().get(&key).and_then(|entries| {
             entries
                 .iter()
-                .find(|e| e.graph == t.graph && e.directives == t.directives && e.out == t.out)
+                .find(|e| {
+                    e.graph.same_trace(&t.graph) && e.directives == t.directives && e.out == t.out
+                })
                 .map(|e| e.code.clone())
         });
         if let Some(code) = hit {

@@ -97,7 +97,7 @@ impl KernelObj {
             s.target.get().name()
         );
         let cached = self.mesh_plans.borrow().get(&key).and_then(|p| match p {
-            Some(p) if p.traced == t.graph => Some(Some(p.clone())),
+            Some(p) if p.traced.same_trace(&t.graph) => Some(Some(p.clone())),
             Some(_) => None,
             None => Some(None),
         });
