@@ -295,7 +295,7 @@ pub fn check_local_devices(n: usize) -> Result<()> {
 #[derive(Clone, Debug)]
 pub enum Shards {
     Each(Vec<Tensor>),
-    Abstract(AbstractShards),
+    Abstract(Box<AbstractShards>),
 }
 
 /// The abstract shards of a tensor of shape `global` laid out as `layout` over `mesh`.
@@ -458,12 +458,12 @@ impl Sharded {
         layout: Layout,
         mesh: std::sync::Arc<Mesh>,
     ) -> Result<Sharded> {
-        let shards = Shards::Abstract(AbstractShards::new(
+        let shards = Shards::Abstract(Box::new(AbstractShards::new(
             shape,
             shard_dtype,
             &layout,
             &mesh.shape,
-        )?);
+        )?));
         Ok(Sharded {
             mesh,
             layout,
