@@ -31,7 +31,9 @@ pub fn mesh_error(message: impl Into<String>) -> RuntimeError {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Mesh {
     pub shape: MeshShape,
-    pub devices: Vec<usize>,
+    /// The device of each rank when not rank `r` on device `r` (kept only where given, so a
+    /// mesh costs the same on any number of devices).
+    devices: Option<Vec<usize>>,
 }
 
 /// The most balanced factorisation of `n` devices over `k` axes (SPEC §7): the largest
@@ -81,6 +83,21 @@ pub fn balanced_shape(n: usize, k: usize) -> Vec<usize> {
     })
 }
 
+/// E0700 when a mesh of `n` devices is over the host memory bound: the mesh's host state grows
+/// with its size (device lists, one shard per device), bounded like a tensor, so a mesh of
+/// 10^9 devices is E0700, not an abort.
+pub fn check_mesh_size(n: usize) -> Result<()> {
+    let bytes = (n as u128) * (std::mem::size_of::<usize>() as u128) * 4;
+    let limit = crate::memory::max_bytes();
+    if bytes > u128::from(limit) {
+        return Err(RuntimeError::resource(format!(
+            "a mesh of {n} devices needs {bytes} bytes of host state, over the limit of {limit} bytes"
+        ))
+        .with_help("raise TESSERA_MAX_BYTES, or use a smaller mesh"));
+    }
+    Ok(())
+}
+
 impl Mesh {
     /// E0400 when the axes and sizes differ in number, an axis repeats or is empty, or the
     /// product of the sizes is not the number of devices.
@@ -104,17 +121,13 @@ impl Mesh {
             .iter()
             .try_fold(1usize, |acc, &d| acc.checked_mul(d))
             .ok_or_else(|| mesh_error("mesh shape is too large"))?;
-        // The mesh's host state grows with its size (device lists, one shard per device):
-        // bounded like a tensor, so a mesh of 10^9 devices is E0700, not an abort.
-        let bytes = (n as u128) * (std::mem::size_of::<usize>() as u128) * 4;
-        let limit = crate::memory::max_bytes();
-        if bytes > u128::from(limit) {
-            return Err(RuntimeError::resource(format!(
-                "a mesh of {n} devices needs {bytes} bytes of host state, over the limit of {limit} bytes"
-            ))
-            .with_help("raise TESSERA_MAX_BYTES, or use a smaller mesh"));
-        }
-        let devices = devices.unwrap_or_else(|| (0..n).collect());
+        check_mesh_size(n)?;
+        let Some(devices) = devices else {
+            return Ok(Mesh {
+                shape: MeshShape { axes, shape },
+                devices: None,
+            });
+        };
         if devices.len() != n {
             let prod: Vec<String> = axes
                 .iter()
@@ -127,20 +140,36 @@ impl Mesh {
                 devices.len()
             )));
         }
-        let mut seen = std::collections::HashSet::with_capacity(n);
-        for d in &devices {
-            if !seen.insert(*d) {
-                return Err(mesh_error(format!("device {d} appears twice in the mesh")));
-            }
+        let mut sorted = devices.clone();
+        sorted.sort_unstable();
+        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+            return Err(mesh_error(format!(
+                "device {} appears twice in the mesh",
+                w[0]
+            )));
         }
+        let identity = devices.iter().enumerate().all(|(i, &d)| i == d);
         Ok(Mesh {
             shape: MeshShape { axes, shape },
-            devices,
+            devices: (!identity).then_some(devices),
         })
     }
 
     pub fn size(&self) -> usize {
-        self.devices.len()
+        self.shape.size()
+    }
+
+    /// The device of rank `r`.
+    pub fn device(&self, r: usize) -> usize {
+        self.devices.as_ref().map_or(r, |d| d[r])
+    }
+
+    /// The device of every rank, in rank order.
+    pub fn devices(&self) -> Vec<usize> {
+        match &self.devices {
+            Some(d) => d.clone(),
+            None => (0..self.size()).collect(),
+        }
     }
 
     /// The index of axis `name`, or E0400 naming the known axes.
@@ -243,6 +272,166 @@ pub fn check_layout(shape: &[usize], layout: &Layout, mesh: &Mesh) -> Result<()>
     Ok(())
 }
 
+/// Most devices a mesh holds data on in this process: each device's shard is its own buffer
+/// and each op runs once per device on the local worker threads, so a concrete tensor over
+/// more devices is refused up front (E0400) rather than run for minutes. Abstract tensors
+/// (shapes only) have no such bound: their ops cost the same on any mesh size.
+pub const MAX_LOCAL_DEVICES: usize = 1 << 17;
+
+/// E0400 when a mesh of `n` devices is over [`MAX_LOCAL_DEVICES`] for data.
+pub fn check_local_devices(n: usize) -> Result<()> {
+    if n > MAX_LOCAL_DEVICES {
+        return Err(mesh_error(format!(
+            "a mesh of {n} devices is too large to hold data in one process (at most {MAX_LOCAL_DEVICES} devices: each device's shard is its own buffer, and each op runs once per device)"
+        ))
+        .with_help("declare the tensor with dist.tensor(...) to plan or profile a mesh this large (shapes only), or run across processes with `tessera launch`"));
+    }
+    Ok(())
+}
+
+/// The shards of a sharded tensor, indexed by rank: one tensor per device, or, for an
+/// abstract tensor, each device's shape computed from the layout (one abstract tensor per
+/// distinct shard shape, whatever the number of devices).
+#[derive(Clone, Debug)]
+pub enum Shards {
+    Each(Vec<Tensor>),
+    Abstract(Box<AbstractShards>),
+}
+
+/// The abstract shards of a tensor of shape `global` laid out as `layout` over `mesh`.
+#[derive(Clone, Debug)]
+pub struct AbstractShards {
+    global: Vec<usize>,
+    layout: Layout,
+    mesh: MeshShape,
+    /// Every distinct shard shape, as an abstract tensor in the shards' dtype.
+    blocks: Vec<Tensor>,
+}
+
+impl AbstractShards {
+    /// E0700 when a shard is too large to describe (never happens when the global shape is
+    /// valid).
+    pub fn new(global: &[usize], dtype: DType, layout: &Layout, mesh: &MeshShape) -> Result<Self> {
+        // per dimension, its distinct shard lengths: a `torch.chunk` split has full shards,
+        // at most one smaller one, then empty ones
+        let per_dim: Vec<Vec<usize>> = global
+            .iter()
+            .zip(&layout.dims)
+            .map(|(&n, d)| match d {
+                Some(a) => {
+                    let k = mesh.shape[*a].max(1);
+                    let c = n.div_ceil(k);
+                    let f = n.checked_div(c).unwrap_or(0);
+                    let mut v: Vec<usize> = [0, f, f + 1]
+                        .into_iter()
+                        .filter(|&i| i < k)
+                        .map(|i| shard_range(n, k, i).1)
+                        .collect();
+                    v.sort_unstable();
+                    v.dedup();
+                    v
+                }
+                None => vec![n],
+            })
+            .collect();
+        let mut shapes: Vec<Vec<usize>> = vec![vec![]];
+        for lens in &per_dim {
+            shapes = shapes
+                .iter()
+                .flat_map(|s| {
+                    lens.iter().map(move |&l| {
+                        let mut s = s.clone();
+                        s.push(l);
+                        s
+                    })
+                })
+                .collect();
+        }
+        let blocks = shapes
+            .iter()
+            .map(|s| Tensor::abstract_tensor(s, dtype))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(AbstractShards {
+            global: global.to_vec(),
+            layout: layout.clone(),
+            mesh: mesh.clone(),
+            blocks,
+        })
+    }
+
+    fn coords(&self, r: usize) -> Vec<usize> {
+        let mut c = vec![0; self.mesh.shape.len()];
+        let mut x = r;
+        for i in (0..c.len()).rev() {
+            let n = self.mesh.shape[i].max(1);
+            c[i] = x % n;
+            x /= n;
+        }
+        c
+    }
+
+    fn at(&self, r: usize) -> &Tensor {
+        let shape: Vec<usize> = self
+            .layout
+            .shard_ranges(&self.global, &self.mesh, &self.coords(r))
+            .iter()
+            .map(|x| x.1)
+            .collect();
+        self.blocks
+            .iter()
+            .find(|b| b.shape() == shape.as_slice())
+            .unwrap_or(&self.blocks[0])
+    }
+
+    /// The shards' dtype.
+    pub fn dtype(&self) -> DType {
+        self.blocks[0].dtype()
+    }
+}
+
+impl Shards {
+    /// The number of devices.
+    pub fn len(&self) -> usize {
+        match self {
+            Shards::Each(v) => v.len(),
+            Shards::Abstract(a) => a.mesh.size(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn first(&self) -> Option<&Tensor> {
+        (!self.is_empty()).then(|| &self[0])
+    }
+    /// Every device's shard in rank order (one per device: for data, or where each is asked
+    /// for).
+    pub fn iter(&self) -> impl Iterator<Item = &Tensor> + '_ {
+        (0..self.len()).map(move |r| &self[r])
+    }
+    pub fn is_abstract(&self) -> bool {
+        match self {
+            Shards::Each(v) => v.iter().any(Tensor::is_abstract),
+            Shards::Abstract(_) => true,
+        }
+    }
+}
+
+impl std::ops::Index<usize> for Shards {
+    type Output = Tensor;
+    fn index(&self, r: usize) -> &Tensor {
+        match self {
+            Shards::Each(v) => &v[r],
+            Shards::Abstract(a) => a.at(r),
+        }
+    }
+}
+
+impl From<Vec<Tensor>> for Shards {
+    fn from(v: Vec<Tensor>) -> Shards {
+        Shards::Each(v)
+    }
+}
+
 /// A tensor laid out over a mesh: one shard per device.
 #[derive(Clone, Debug)]
 pub struct Sharded {
@@ -251,12 +440,45 @@ pub struct Sharded {
     pub shape: Vec<usize>,
     pub dtype: DType,
     /// Indexed by rank.
-    pub shards: Vec<Tensor>,
+    pub shards: Shards,
 }
 
 impl Sharded {
     pub fn is_abstract(&self) -> bool {
-        self.shards.iter().any(Tensor::is_abstract)
+        self.shards.is_abstract()
+    }
+
+    /// An abstract sharded tensor whose shards are in `shard_dtype` (a split contraction's
+    /// partial sums are in its accumulator's dtype), nothing allocated: O(1) in the number of
+    /// devices.
+    pub fn abstract_in(
+        shape: &[usize],
+        dtype: DType,
+        shard_dtype: DType,
+        layout: Layout,
+        mesh: std::sync::Arc<Mesh>,
+    ) -> Result<Sharded> {
+        let shards = Shards::Abstract(Box::new(AbstractShards::new(
+            shape,
+            shard_dtype,
+            &layout,
+            &mesh.shape,
+        )?));
+        Ok(Sharded {
+            mesh,
+            layout,
+            shape: shape.to_vec(),
+            dtype,
+            shards,
+        })
+    }
+
+    /// The dtype the shards are in (a partial sum's may be wider than the tensor's).
+    pub fn shard_dtype(&self) -> DType {
+        match &self.shards {
+            Shards::Abstract(a) => a.dtype(),
+            Shards::Each(v) => v.first().map_or(self.dtype, Tensor::dtype),
+        }
     }
 
     /// The largest shard a device holds (every device's when the splits are even).
@@ -274,6 +496,10 @@ impl Sharded {
     /// that hold the same slice share its buffer (tensors are immutable).
     pub fn split(t: &Tensor, layout: Layout, mesh: std::sync::Arc<Mesh>) -> Result<Sharded> {
         check_layout(t.shape(), &layout, &mesh)?;
+        if t.is_abstract() {
+            return Sharded::abstract_of(t.shape(), t.dtype(), layout, mesh);
+        }
+        check_local_devices(mesh.size())?;
         // One shard per distinct block: devices that hold the same block share it.
         let mut cache: std::collections::HashMap<Vec<usize>, Tensor> =
             std::collections::HashMap::new();
@@ -286,18 +512,12 @@ impl Sharded {
                 continue;
             }
             let ranges = layout.shard_ranges(t.shape(), &mesh.shape, &c);
-            let s = if t.is_abstract() {
-                let local: Vec<usize> = ranges.iter().map(|x| x.1).collect();
-                Tensor::abstract_tensor(&local, t.dtype())?
-            } else {
-                let mut s = t.clone();
-                for (d, &(start, len)) in ranges.iter().enumerate() {
-                    if layout.dims[d].is_some() {
-                        s = narrow(&s, d, start, len)?;
-                    }
+            let mut s = t.clone();
+            for (d, &(start, len)) in ranges.iter().enumerate() {
+                if layout.dims[d].is_some() {
+                    s = narrow(&s, d, start, len)?;
                 }
-                s
-            };
+            }
             cache.insert(key, s.clone());
             shards.push(s);
         }
@@ -306,7 +526,7 @@ impl Sharded {
             layout,
             shape: t.shape().to_vec(),
             dtype: t.dtype(),
-            shards,
+            shards: shards.into(),
         })
     }
 
@@ -320,30 +540,7 @@ impl Sharded {
     ) -> Result<Sharded> {
         check_layout(shape, &layout, &mesh)?;
         crate::memory::checked_numel(shape)?;
-        // devices with the same shard shape share one abstract tensor
-        let mut by_shape: std::collections::HashMap<Vec<usize>, Tensor> = Default::default();
-        let shards = (0..mesh.size())
-            .map(|r| {
-                let local: Vec<usize> = layout
-                    .shard_ranges(shape, &mesh.shape, &mesh.coords(r))
-                    .iter()
-                    .map(|x| x.1)
-                    .collect();
-                if let Some(t) = by_shape.get(&local) {
-                    return Ok(t.clone());
-                }
-                let t = Tensor::abstract_tensor(&local, dtype)?;
-                by_shape.insert(local, t.clone());
-                Ok(t)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Sharded {
-            shards,
-            mesh,
-            layout,
-            shape: shape.to_vec(),
-            dtype,
-        })
+        Sharded::abstract_in(shape, dtype, dtype, layout, mesh)
     }
 
     /// Slices each device's shard further to `to` (which only adds splits to the current
@@ -351,6 +548,19 @@ impl Sharded {
     pub fn slice_to(&self, to: &Layout) -> Result<Sharded> {
         if *to == self.layout {
             return Ok(self.clone());
+        }
+        let layout = Layout {
+            dims: to.dims.clone(),
+            partial: self.layout.partial,
+        };
+        if let Shards::Abstract(a) = &self.shards {
+            return Sharded::abstract_in(
+                &self.shape,
+                self.dtype,
+                a.dtype(),
+                layout,
+                self.mesh.clone(),
+            );
         }
         let shards = (0..self.mesh.size())
             .map(|r| {
@@ -376,19 +586,26 @@ impl Sharded {
             .collect::<Result<Vec<_>>>()?;
         Ok(Sharded {
             mesh: self.mesh.clone(),
-            layout: Layout {
-                dims: to.dims.clone(),
-                partial: self.layout.partial,
-            },
+            layout,
             shape: self.shape.clone(),
             dtype: self.dtype,
-            shards,
+            shards: shards.into(),
         })
     }
 
     /// Applies one collective over `c.axis`, group by group.
     pub fn apply(&self, c: Comm, coll: &dyn Collectives) -> Result<Sharded> {
-        let mut shards = self.shards.clone();
+        if let Shards::Abstract(a) = &self.shards {
+            // shapes only: each device's shard follows from the new layout
+            return Sharded::abstract_in(
+                &self.shape,
+                self.dtype,
+                a.dtype(),
+                after(&self.layout, c),
+                self.mesh.clone(),
+            );
+        }
+        let mut shards: Vec<Tensor> = self.shards.iter().cloned().collect();
         for g in self.mesh.groups(c.axis) {
             let ins: Vec<Tensor> = g.iter().map(|&r| self.shards[r].clone()).collect();
             let outs = match c.kind {
@@ -406,7 +623,7 @@ impl Sharded {
             layout: after(&self.layout, c),
             shape: self.shape.clone(),
             dtype: self.dtype,
-            shards,
+            shards: shards.into(),
         })
     }
 

@@ -338,7 +338,10 @@ fn meta(v: &Value) -> (Vec<usize>, DType) {
 fn not_tensor(what: &str, i: usize, v: &Value, span: Span) -> Diagnostic {
     Diagnostic::new(
         Code::E0101,
-        format!("{what}[{i}] is a {}, not a tensor", v.type_name()),
+        format!(
+            "{what}[{i}] is a {}, not an ordinary or sharded tensor",
+            crate::tensor::kind_name(v)
+        ),
     )
     .at(span)
 }

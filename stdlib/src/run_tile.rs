@@ -480,9 +480,9 @@ fn bind(k: &Kernel, args: &CallArgs) -> Result<Vec<Bound>, Diagnostic> {
             Diagnostic::new(
                 Code::E0101,
                 format!(
-                    "parameter '{}' takes a tensor, got {}",
+                    "parameter '{}' takes an ordinary tensor, got a {}",
                     p.name,
-                    v.type_name()
+                    crate::tensor::kind_name(v)
                 ),
             )
             .at(*sp)

@@ -224,3 +224,33 @@ fn per_device_is_in_rank_order() {
     let r = per_device(8, false, |i| Ok(i * 10)).unwrap();
     assert_eq!(r, (0..8).map(|i| i * 10).collect::<Vec<_>>());
 }
+
+#[test]
+fn abstract_shards_follow_the_layout_on_any_mesh_size() {
+    // uneven splits (full, smaller and empty shards) over two axes: every rank's abstract
+    // shard has the length of its slice, as a concrete split gives it
+    let m = mesh(&["a", "b"], &[3, 4]);
+    let l = Layout {
+        dims: vec![Some(0), Some(1)],
+        partial: None,
+    };
+    let s = Sharded::abstract_of(&[7, 5], DType::F32, l.clone(), m.clone()).unwrap();
+    let t = Sharded::split(&Tensor::zeros(&[7, 5], DType::F32).unwrap(), l, m).unwrap();
+    for r in 0..12 {
+        assert_eq!(s.shards[r].shape(), t.shards[r].shape(), "rank {r}");
+    }
+    // a mesh of 10^7 devices keeps no per-device state for an abstract tensor
+    let big = Arc::new(Mesh::new(vec!["a".into()], vec![10_000_000], None).unwrap());
+    let l = Layout {
+        dims: vec![Some(0)],
+        partial: None,
+    };
+    let s = Sharded::abstract_of(&[10_000_003], DType::F32, l.clone(), big.clone()).unwrap();
+    assert_eq!(s.shards.len(), 10_000_000);
+    assert_eq!(s.shards[0].shape(), &[2]);
+    assert_eq!(s.shards[5_000_001].shape(), &[1]);
+    assert_eq!(s.shards[9_999_999].shape(), &[0]);
+    // data over it is refused up front
+    let e = Sharded::split(&Tensor::zeros(&[10], DType::F32).unwrap(), l, big).unwrap_err();
+    assert!(e.to_string().contains("too large to hold data"), "{e}");
+}

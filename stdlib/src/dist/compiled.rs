@@ -132,13 +132,16 @@ pub fn results(
     }
     let mut vals = Vec::new();
     for (i, (layout, global, dtype)) in dry.outs.iter().enumerate() {
-        let shards: Vec<Tensor> = outs.iter().map(|o| o[i].clone()).collect();
-        let s = Sharded {
-            mesh: mesh.clone(),
-            layout: layout.clone(),
-            shape: global.clone(),
-            dtype: *dtype,
-            shards,
+        let s = if outs.first().is_some_and(|o| o[i].is_abstract()) {
+            Sharded::abstract_of(global, *dtype, layout.clone(), mesh.clone()).map_err(rt)?
+        } else {
+            Sharded {
+                mesh: mesh.clone(),
+                layout: layout.clone(),
+                shape: global.clone(),
+                dtype: *dtype,
+                shards: outs.iter().map(|o| o[i].clone()).collect::<Vec<_>>().into(),
+            }
         };
         let local = s.local_shape();
         let out_bytes =

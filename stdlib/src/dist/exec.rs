@@ -25,6 +25,9 @@ pub(super) fn sv_of(v: &Value) -> Option<Sv> {
 pub(super) struct OnMesh {
     pub(super) mesh: Arc<Mesh>,
     pub(super) cx: Rc<Session>,
+    /// Some sharded operand is abstract: the result is, so an ordinary operand is replicated
+    /// as an abstract copy (shapes only, on a mesh of any size).
+    pub(super) shapes_only: bool,
 }
 
 impl std::ops::Deref for OnMesh {
@@ -53,14 +56,18 @@ pub(super) fn bring(x: &Sv, to: &Layout) -> Result<Sv, Diagnostic> {
 pub(super) fn reduce_on_local(x: &Sharded, c: Comm) -> rtm::Result<Sharded> {
     let mut s = x.apply(c, &Local)?;
     if matches!(c.kind, CommKind::AllReduce(_) | CommKind::ReduceScatter(..))
-        && s.shards.first().is_some_and(|t| t.dtype() != s.dtype)
+        && s.shard_dtype() != s.dtype
     {
         let dt = s.dtype;
+        if s.is_abstract() {
+            return Sharded::abstract_of(&s.shape, dt, s.layout, s.mesh);
+        }
         s.shards = s
             .shards
             .iter()
             .map(|t| t.to(dt))
-            .collect::<rtm::Result<_>>()?;
+            .collect::<rtm::Result<Vec<_>>>()?
+            .into();
     }
     Ok(s)
 }
@@ -141,17 +148,22 @@ pub(super) fn kernel(
     let abstract_run = ins.iter().any(|x| x.s.is_abstract());
     let t0 = Instant::now();
     let inputs: Vec<&Sharded> = ins.iter().map(|x| &x.s).collect();
-    let shards = per_device(mesh.size(), abstract_run || sequential(), |r| {
-        let local: Vec<Tensor> = inputs.iter().map(|x| x.shards[r].clone()).collect();
-        f(&local)
-    })
-    .map_err(rt)?;
+    let (shards, global) = if abstract_run {
+        abstract_kernel(&mesh, &inputs, &out_layout, out_dtype, &f)?
+    } else {
+        let shards = per_device(mesh.size(), sequential(), |r| {
+            let local: Vec<Tensor> = inputs.iter().map(|x| x.shards[r].clone()).collect();
+            f(&local)
+        })
+        .map_err(rt)?;
+        let global = global_shape(&mesh, &out_layout, &shards);
+        (shards.into(), global)
+    };
     let measured = (!abstract_run).then(|| t0.elapsed().as_secs_f64() * 1e6);
     let local_out = shards
         .first()
         .map(|t| t.shape().to_vec())
         .unwrap_or_default();
-    let global = global_shape(&mesh, &out_layout, &shards);
     let out_elems: f64 = local_out.iter().map(|&d| d as f64).product();
     let mut bytes = out_elems * out_dtype.size_bytes() as f64;
     for x in ins {
@@ -186,6 +198,43 @@ pub(super) fn kernel(
         id: out,
         cx,
     })
+}
+
+/// A per-device kernel on abstract shards, shapes only and O(1) in the number of devices: `f`
+/// runs on the first and the last device's shards (the shapes and dtype of the result, and
+/// any error a device would give), the global shape is `f`'s on the global shapes, and every
+/// device's result shard follows from `out_layout`.
+fn abstract_kernel(
+    mesh: &Arc<Mesh>,
+    inputs: &[&Sharded],
+    out_layout: &Layout,
+    out_dtype: DType,
+    f: &impl Fn(&[Tensor]) -> rtm::Result<Tensor>,
+) -> Result<(rtm::mesh::Shards, Vec<usize>), Diagnostic> {
+    let n = mesh.size();
+    let at = |r: usize| -> rtm::Result<Tensor> {
+        let local: Vec<Tensor> = inputs.iter().map(|x| x.shards[r].clone()).collect();
+        f(&local)
+    };
+    let first = at(0).map_err(rt)?;
+    if n > 1 {
+        at(n - 1).map_err(rt)?;
+    }
+    let whole: Vec<Tensor> = inputs
+        .iter()
+        .map(|x| Tensor::abstract_tensor(&x.shape, x.shard_dtype()))
+        .collect::<rtm::Result<_>>()
+        .map_err(rt)?;
+    let global = f(&whole).map_err(rt)?.shape().to_vec();
+    let s = Sharded::abstract_in(
+        &global,
+        out_dtype,
+        first.dtype(),
+        out_layout.clone(),
+        mesh.clone(),
+    )
+    .map_err(rt)?;
+    Ok((s.shards, global))
 }
 
 /// The global shape of a tensor laid out as `l` from its shards (indexed by rank): a split
@@ -273,6 +322,7 @@ pub(super) fn common_mesh(vals: &[&Value]) -> Result<OnMesh, Diagnostic> {
                     m = Some(OnMesh {
                         mesh: o.s.mesh.clone(),
                         cx: o.cx.clone(),
+                        shapes_only: false,
                     })
                 }
                 Some(x) if *x.mesh != *o.s.mesh => {
@@ -286,7 +336,11 @@ pub(super) fn common_mesh(vals: &[&Value]) -> Result<OnMesh, Diagnostic> {
             }
         }
     }
-    m.ok_or_else(|| e400("no operand is sharded"))
+    let mut m = m.ok_or_else(|| e400("no operand is sharded"))?;
+    m.shapes_only = vals
+        .iter()
+        .any(|v| as_sharded(v).is_some_and(|o| o.s.is_abstract()));
+    Ok(m)
 }
 
 /// A tensor operand on `mesh`: sharded as it is, or an ordinary tensor replicated (every
@@ -296,7 +350,17 @@ pub(super) fn on_mesh(v: &Value, mesh: &OnMesh, span: Span) -> Result<Sv, Diagno
         return Ok(x);
     }
     let t = tensor_arg(v, span)?;
-    let s = Sharded::split(&t, Layout::replicated(t.ndim()), mesh.mesh.clone()).map_err(rt)?;
+    let s = if mesh.shapes_only {
+        Sharded::abstract_of(
+            t.shape(),
+            t.dtype(),
+            Layout::replicated(t.ndim()),
+            mesh.mesh.clone(),
+        )
+    } else {
+        Sharded::split(&t, Layout::replicated(t.ndim()), mesh.mesh.clone())
+    }
+    .map_err(|e| rt_at(e, span))?;
     Ok(Sv {
         s,
         id: next_id(&mesh.cx),

@@ -279,7 +279,7 @@ impl HostObject for MeshObj {
         Ok(Some(match name {
             "axes" => Value::tuple(m.shape.axes.iter().map(|a| Value::str(a)).collect()),
             "shape" => shape_value(&m.shape.shape),
-            "devices" => Value::list(m.devices.iter().map(|d| Value::Int(*d as i64)).collect()),
+            "devices" => Value::list(m.devices().iter().map(|d| Value::Int(*d as i64)).collect()),
             "size" => Value::Int(m.size() as i64),
             _ => return Ok(None),
         }))

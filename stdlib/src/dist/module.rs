@@ -87,7 +87,10 @@ pub(super) fn sharded_arg(a: &Arg) -> Result<Sv, Diagnostic> {
             Code::E0400,
             format!(
                 "expected a sharded tensor (dist.shard), got {}",
-                a.value.type_name()
+                match crate::tensor::kind_name(&a.value).as_str() {
+                    "tensor" => "an ordinary tensor".to_string(),
+                    k => k.to_string(),
+                }
             ),
         )
         .at(a.span)
@@ -215,6 +218,15 @@ pub fn module(session: Rc<Session>) -> Module {
             let t = need(&a, 0, args.span)?;
             let sp = need(&a, 1, args.span)?;
             let spec = spec_arg(&sp.value, sp.span)?;
+            if crate::trace::as_sym(&t.value).is_some() {
+                return Err(Diagnostic::new(
+                    Code::E0201,
+                    "dist.shard cannot split a traced tensor inside a kernel",
+                )
+                .at(t.span)
+                .with_label("traced here: only its shape and dtype are known")
+                .with_help("shard the arguments before calling the kernel: called with sharded arguments, it runs on each device's shards"));
+            }
             if let Some(x) = sv_of(&t.value) {
                 let mesh = match arg(&a, 2) {
                     Some(m) => mesh_arg(&m.value, m.span)?,

@@ -211,13 +211,30 @@ impl PipelineObj {
             .at(span));
         }
         let (xv, xs) = &args.positional[0];
+        if crate::trace::as_sym(xv).is_some() {
+            return Err(Diagnostic::new(
+                Code::E0201,
+                "a pipeline cannot be called inside a kernel or a pipeline stage",
+            )
+            .at(span)
+            .with_label("called on a traced tensor")
+            .with_help("a pipeline runs its stages itself: list the inner pipeline's stages among the outer one's instead of calling it from a stage"));
+        }
         let x = match as_sharded(xv) {
             Some(o) => gather_full(o, *xs)?,
             None => tensor_arg(xv, *xs)?,
         };
         let (p, m) = (self.stages.len(), self.microbatches);
         let rows = x.shape().first().copied().unwrap_or(0);
-        if x.ndim() == 0 || rows < m {
+        if x.ndim() == 0 {
+            return Err(e400(format!(
+                "cannot cut {m} micro-batches from a 0-d tensor: a pipeline's input needs a first (batch) dimension"
+            ))
+            .at(*xs)
+            .with_label("a 0-d tensor")
+            .with_help("pass a tensor of at least one dimension, its micro-batches cut from the first"));
+        }
+        if rows < m {
             return Err(e400(format!(
                 "cannot cut {m} micro-batches from a first dimension of {rows}"
             ))

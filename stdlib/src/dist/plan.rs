@@ -18,28 +18,82 @@ use tessera_compiler::schedule::mesh::{comm_bytes, MeshShape};
 
 type R = Result<Value, Diagnostic>;
 
-/// Every ordered tuple of `k` factors whose product is `n`.
+/// The prime factorisation of `n` (by trial division): `(p, e)` pairs, `p` ascending.
+fn prime_factors(mut n: usize) -> Vec<(usize, u32)> {
+    let mut out = Vec::new();
+    let mut p = 2usize;
+    while p.saturating_mul(p) <= n {
+        if n.is_multiple_of(p) {
+            let mut e = 0;
+            while n.is_multiple_of(p) {
+                n /= p;
+                e += 1;
+            }
+            out.push((p, e));
+        }
+        p += if p == 2 { 1 } else { 2 };
+    }
+    if n > 1 {
+        out.push((n, 1));
+    }
+    out
+}
+
+/// How many ordered tuples of `k` factors have product `n` (saturating): per prime of
+/// exponent `e`, the ways to spread `e` over `k` factors, `C(e + k - 1, k - 1)`.
+pub fn count_factorisations(n: usize, k: usize) -> u128 {
+    if k == 0 {
+        return 0;
+    }
+    prime_factors(n).iter().fold(1u128, |acc, &(_, e)| {
+        // C(e + k - 1, e), exact at each step
+        let mut c = 1u128;
+        for i in 1..=u128::from(e) {
+            c = c.saturating_mul(k as u128 - 1 + i) / i;
+        }
+        acc.saturating_mul(c)
+    })
+}
+
+/// Every ordered tuple of `k` factors whose product is `n`, smaller first factors first.
 pub fn factorisations(n: usize, k: usize) -> Vec<Vec<usize>> {
-    fn go(n: usize, k: usize, cur: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+    fn go(n: usize, k: usize, divs: &[usize], cur: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
         if k == 1 {
             cur.push(n);
             out.push(cur.clone());
             cur.pop();
             return;
         }
-        for f in 1..=n {
+        for &f in divs {
+            if f > n {
+                break;
+            }
             if n.is_multiple_of(f) {
                 cur.push(f);
-                go(n / f, k - 1, cur, out);
+                go(n / f, k - 1, divs, cur, out);
                 cur.pop();
             }
         }
     }
     let mut out = Vec::new();
-    if k == 0 {
+    if k == 0 || n == 0 {
         return out;
     }
-    go(n, k, &mut Vec::new(), &mut out);
+    // the divisors of `n`, from its prime factors
+    let mut divs = vec![1usize];
+    for (p, e) in prime_factors(n) {
+        let mut more = Vec::new();
+        for &d in &divs {
+            let mut x = d;
+            for _ in 0..e {
+                x *= p;
+                more.push(x);
+            }
+        }
+        divs.extend(more);
+    }
+    divs.sort_unstable();
+    go(n, k, &divs, &mut Vec::new(), &mut out);
     out
 }
 
@@ -169,16 +223,18 @@ pub fn plan(session: &Rc<Session>, it: &mut Interp, args: CallArgs) -> R {
             }
         }
     }
-    let shapes = factorisations(devices, axes.len());
-    if shapes.len() > MAX_CANDIDATES {
+    // every candidate is a mesh of `devices` devices: over the host bound, none can be made
+    rtm::mesh::check_mesh_size(devices).map_err(|e| rt_at(e, span))?;
+    let count = count_factorisations(devices, axes.len());
+    if count > MAX_CANDIDATES as u128 {
         return Err(e400(format!(
-            "{devices} devices over {} axes make {} mesh shapes, more than the {MAX_CANDIDATES} a plan costs",
+            "{devices} devices over {} axes make {count} mesh shapes, more than the {MAX_CANDIDATES} a plan costs",
             axes.len(),
-            shapes.len()
         ))
         .at(span)
         .with_help("name fewer axes"));
     }
+    let shapes = factorisations(devices, axes.len());
     let sys = session.system();
     // the plan's runs are not the profile's
     let was_active = std::mem::replace(&mut session.profile.borrow_mut().active, false);
@@ -408,6 +464,21 @@ mod tests {
         assert!(f.contains(&vec![6, 4, 3]) && f.contains(&vec![1, 1, 72]));
         assert_eq!(factorisations(7, 2), vec![vec![1, 7], vec![7, 1]]);
         assert_eq!(factorisations(5, 1), vec![vec![5]]);
+        for (n, k) in [
+            (72, 3),
+            (7, 2),
+            (1, 3),
+            (10_000_000, 2),
+            (1 << 20, 2),
+            (97, 4),
+        ] {
+            assert_eq!(
+                super::count_factorisations(n, k),
+                factorisations(n, k).len() as u128
+            );
+        }
+        // 2^62 over 2 axes: 63 shapes, counted without enumerating
+        assert_eq!(super::count_factorisations(1 << 62, 2), 63);
         let p = super::permutations(3);
         assert_eq!(p.len(), 6);
         assert_eq!(p[0], vec![0, 1, 2]);

@@ -93,12 +93,8 @@ impl MeshUpdate {
         let abstract_run = self.is_abstract();
         let t0 = Instant::now();
         let outs = if abstract_run {
-            let p = &self.p.s;
-            p.shards
-                .iter()
-                .map(|t| Ok(vec![Tensor::abstract_tensor(t.shape(), p.dtype)?]))
-                .collect::<rtm::Result<Vec<_>>>()
-                .map_err(rt)?
+            // shapes only: the parameter's layout gives every device's shard
+            Vec::new()
         } else {
             per_device(self.devices(), sequential(), f).map_err(rt)?
         };
@@ -134,12 +130,17 @@ impl MeshUpdate {
                 measured_us: measured,
             },
         );
-        let s = Sharded {
-            mesh: p.s.mesh.clone(),
-            layout: p.s.layout.clone(),
-            shape: p.s.shape.clone(),
-            dtype: p.s.dtype,
-            shards,
+        let s = if abstract_run {
+            Sharded::abstract_of(&p.s.shape, p.s.dtype, p.s.layout.clone(), p.s.mesh.clone())
+                .map_err(rt)?
+        } else {
+            Sharded {
+                mesh: p.s.mesh.clone(),
+                layout: p.s.layout.clone(),
+                shape: p.s.shape.clone(),
+                dtype: p.s.dtype,
+                shards: shards.into(),
+            }
         };
         Ok((with_id(&p.cx, s, out), state))
     }

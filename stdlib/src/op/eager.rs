@@ -379,8 +379,8 @@ fn named_tensors(arg: &Arg) -> Result<Vec<(String, rtm::Tensor)>, Diagnostic> {
         };
         let Some(t) = crate::tensor::as_tensor(&v) else {
             return Err(wrong(format!(
-                "{name:?} names a {}, not a tensor",
-                v.type_name()
+                "{name:?} names a {}, not an ordinary tensor",
+                crate::tensor::kind_name(&v)
             )));
         };
         out.push((name.to_string(), t));

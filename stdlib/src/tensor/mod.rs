@@ -299,11 +299,44 @@ pub fn tensor_arg(v: &Value, span: Span) -> Result<Tensor, Diagnostic> {
             let n = nested_from_value(v, span, 0)?;
             Tensor::from_nested(&n, None).map_err(|e| rt(e).at(span))
         }
-        other => Err(Diagnostic::new(
-            Code::E0101,
-            format!("expected a tensor, got {}", other.type_name()),
+        other => Err(not_a_tensor(other).at(span)),
+    }
+}
+
+/// What kind of value `v` is, telling the tensors an eager op cannot take (a traced or a
+/// sharded tensor, whose type name is `tensor`) from the others.
+pub fn kind_name(v: &Value) -> String {
+    if crate::trace::as_sym(v).is_some() {
+        "traced tensor".into()
+    } else if crate::dist::as_sharded(v).is_some() {
+        "sharded tensor".into()
+    } else {
+        v.type_name().to_string()
+    }
+}
+
+/// The error for a value that is not an ordinary tensor where one is needed: a traced tensor
+/// (inside a kernel or a function under `graph.grad`) and a sharded one say so.
+pub fn not_a_tensor(v: &Value) -> Diagnostic {
+    if crate::trace::as_sym(v).is_some() {
+        Diagnostic::new(
+            Code::E0201,
+            "this needs a tensor's values, but this tensor is traced (inside a kernel or a function under graph.grad, only its shape and dtype are known)",
         )
-        .at(span)),
+        .with_label("a traced tensor")
+        .with_help("do this outside the kernel, on the tensors it is called with or returns")
+    } else if crate::dist::as_sharded(v).is_some() {
+        Diagnostic::new(
+            Code::E0101,
+            "this takes an ordinary tensor, not a sharded one",
+        )
+        .with_label("a sharded tensor")
+        .with_help("gather it first: `dist.gather(x)` gives the whole tensor")
+    } else {
+        Diagnostic::new(
+            Code::E0101,
+            format!("expected a tensor, got {}", v.type_name()),
+        )
     }
 }
 

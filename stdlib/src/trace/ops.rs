@@ -367,11 +367,23 @@ pub fn trace_op(
     }
 }
 
+/// An op that traces do not record: inside a kernel it cannot run, and under `graph.grad` it has
+/// no derivative (the integer-valued ones never will).
 fn no_trace(name: &str) -> Diagnostic {
-    Diagnostic::new(
-        Code::E0201,
-        format!("op.{name} cannot take a traced tensor inside a kernel"),
-    )
+    let why = match name {
+        "argmax" | "argmin" => format!("op.{name} has no derivative (its result is integer indices), and cannot run on a traced tensor inside a kernel"),
+        "sort" | "topk" | "cumsum" | "stack" => format!("op.{name} is not differentiable yet (graph.grad), and cannot run on a traced tensor inside a kernel"),
+        _ => format!("op.{name} cannot take a traced tensor: it is not supported inside a kernel nor differentiated by graph.grad"),
+    };
+    let d = Diagnostic::new(Code::E0201, why).with_label(match name {
+        "argmax" | "argmin" => "no derivative",
+        _ => "not supported on a traced tensor",
+    });
+    match name {
+        "argmax" | "argmin" => d.with_help("compute the indices outside the differentiated function or kernel and pass them in (`op.where` or indexing with them is differentiable)"),
+        "stack" => d.with_help("`op.concat` of the tensors reshaped with a new axis is differentiable and runs in kernels"),
+        _ => d.with_help("call it outside the kernel or the differentiated function, on concrete tensors"),
+    }
 }
 
 /// The traced form of the op call `c` (the table's [`InTrace`]).

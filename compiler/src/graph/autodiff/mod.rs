@@ -175,6 +175,20 @@ pub fn grad(fwd: &Graph, wrt: &[usize], with_value: bool) -> Result<Graph, GradE
             Ok(v) => v,
             Err(Some(e)) => return Err(e.into()),
             Err(None) => {
+                if let Some(user) = derivative_of(op) {
+                    // an op a derivative made: name the op the user wrote, at its span
+                    let mut e = GradError::new(
+                        Code::E0201,
+                        format!("the second derivative of `{user}` is not supported"),
+                        Some(fwd.span(id)),
+                    );
+                    e.label = Some(format!("`{user}` differentiated twice"));
+                    e.help = Some(match op {
+                        Op::AttentionLse { .. } | Op::AttentionGrad { .. } => "the attention backward has no derivative yet: to differentiate attention twice, write it out (`op.softmax(q @ kᵀ · scale) @ v`)".into(),
+                        _ => format!("the derivative of `{user}` has no derivative yet: take one derivative through it"),
+                    });
+                    return Err(e);
+                }
                 let mut e = GradError::new(
                     Code::E0201,
                     format!("`{}` has no derivative", op.name()),
@@ -247,5 +261,18 @@ pub fn grad(fwd: &Graph, wrt: &[usize], with_value: bool) -> Result<Graph, GradE
 fn mark(g: &mut Graph, before: usize, span: Span) {
     for i in before..g.len() {
         g.set_span(ValueId(i as u32), span);
+    }
+}
+
+/// The op the user wrote that `op`, an op only a derivative makes, is the backward of; `None`
+/// for the ops a user writes.
+fn derivative_of(op: &Op) -> Option<&'static str> {
+    match op {
+        Op::AttentionLse { .. } | Op::AttentionGrad { .. } => Some("flash_attention"),
+        Op::Fft {
+            kind: crate::graph::FftKind::RealInverseAdjoint,
+            ..
+        } => Some("irfft"),
+        _ => None,
     }
 }
