@@ -200,6 +200,13 @@ pub(super) fn trace_body(
                 continue;
             }
         }
+        if crate::dist::as_sharded(v).is_some() {
+            // A sharded tensor computed from captured ones: the call runs on their mesh.
+            if let crate::trace::TArg::Sym(id, _) = ctx.sharded_param(v, op_span)? {
+                outputs.push(id);
+                continue;
+            }
+        }
         if let Some(t) = as_tensor(v) {
             // A concrete tensor returned as is: a capture.
             let index = {
@@ -219,7 +226,7 @@ pub(super) fn trace_body(
             Code::E0101,
             format!(
                 "a kernel must return a tensor or a tuple of tensors, not {}",
-                v.type_name()
+                crate::tensor::kind_name(v)
             ),
         )
         .at(args.span)

@@ -117,7 +117,11 @@ impl TraceCtx {
 
     /// The param standing for the captured sharded tensor `v` (its global type), added on its
     /// first use.
-    fn sharded_param(self: &Rc<Self>, v: &Value, span: Span) -> Result<TArg, Diagnostic> {
+    pub(crate) fn sharded_param(
+        self: &Rc<Self>,
+        v: &Value,
+        span: Span,
+    ) -> Result<TArg, Diagnostic> {
         let Some(o) = crate::dist::as_sharded(v) else {
             return Err(Diagnostic::new(Code::E0500, "not a sharded tensor").at(span));
         };
