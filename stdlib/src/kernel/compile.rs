@@ -133,7 +133,7 @@ pub fn trace_call(
     args: &CallArgs,
     grad: Option<&GradSpec>,
 ) -> Result<Traced, Diagnostic> {
-    let (t, param_of) = trace_body(it, session, f, args)?;
+    let (t, param_of) = trace_body(it, session, f, args, grad.is_some())?;
     match grad {
         Some(spec) => differentiate(t, &param_of, args, spec),
         None => Ok(t),
@@ -147,6 +147,7 @@ pub(super) fn trace_body(
     session: &Rc<Session>,
     f: &Value,
     args: &CallArgs,
+    grad: bool,
 ) -> Result<(Traced, Vec<Option<usize>>), Diagnostic> {
     let name = func_name(f);
     let op_span = match f {
@@ -154,6 +155,7 @@ pub(super) fn trace_body(
         _ => args.span,
     };
     let ctx = TraceCtx::new(&name, op_span);
+    ctx.grad.set(grad);
     let mut targs = CallArgs::new(args.span);
     // the graph param of each positional argument that is a tensor
     let mut param_of: Vec<Option<usize>> = Vec::new();

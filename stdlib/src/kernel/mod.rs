@@ -276,7 +276,7 @@ impl KernelObj {
     /// the kernel computes. The cache then skips the compiler when the trace is one it has
     /// compiled, and the call runs that code on this trace's captures.
     pub fn compiled(&self, it: &mut Interp, args: &CallArgs) -> Result<Rc<Compiled>, Diagnostic> {
-        let (t, param_of) = trace_body(it, &self.session, &self.func, args)?;
+        let (t, param_of) = trace_body(it, &self.session, &self.func, args, self.grad.is_some())?;
         self.compiled_trace(it, args, t, &param_of)
     }
 
@@ -394,7 +394,7 @@ impl KernelObj {
             }
             return self.invoke_on_mesh(it, args, true);
         }
-        let (t, param_of) = trace_body(it, &self.session, &self.func, &args)?;
+        let (t, param_of) = trace_body(it, &self.session, &self.func, &args, self.grad.is_some())?;
         if !t.sharded.is_empty() {
             // The body reads sharded tensors it captured: the call runs on their mesh, as if
             // they had been passed (SPEC §8).

@@ -78,6 +78,8 @@ pub struct TraceCtx {
     pub directives: RefCell<crate::schedule::Directives>,
     /// False once the trace has ended: a traced tensor that escaped cannot be used.
     pub active: Cell<bool>,
+    /// The trace is differentiated (`graph.grad`): an op without a derivative says so.
+    pub grad: Cell<bool>,
     /// The span given to ops recorded by operators (see the module docs).
     pub op_span: Span,
 }
@@ -90,6 +92,7 @@ impl TraceCtx {
             sharded: RefCell::new(Vec::new()),
             directives: RefCell::new(Default::default()),
             active: Cell::new(true),
+            grad: Cell::new(false),
             op_span,
         })
     }

@@ -363,26 +363,45 @@ pub fn trace_op(
     match crate::op::table::row(name) {
         Some(row) => crate::op::table::call(it, row, &args),
         None if !ctx.active.get() => Err(escaped().at(args.span)),
-        None => Err(no_trace(name).at(args.span)),
+        None => Err(no_trace(ctx, name).at(args.span)),
     }
 }
 
-/// An op that traces do not record: inside a kernel it cannot run, and under `graph.grad` it has
-/// no derivative (the integer-valued ones never will).
-fn no_trace(name: &str) -> Diagnostic {
+/// An op that traces do not record: inside a kernel it cannot run, and under `graph.grad`
+/// (`ctx.grad`) it has no derivative (the integer-valued ones never will).
+fn no_trace(ctx: &TraceCtx, name: &str) -> Diagnostic {
+    if !ctx.grad.get() {
+        let d = Diagnostic::new(
+            Code::E0201,
+            format!("op.{name} cannot take a traced tensor inside a kernel"),
+        )
+        .with_label("not supported on a traced tensor");
+        return match name {
+            "stack" => {
+                d.with_help("`op.concat` of the tensors reshaped with a new axis runs in kernels")
+            }
+            _ => d.with_help(
+                "call it outside the kernel, on the tensors it is called with or returns",
+            ),
+        };
+    }
     let why = match name {
-        "argmax" | "argmin" => format!("op.{name} has no derivative (its result is integer indices), and cannot run on a traced tensor inside a kernel"),
-        "sort" | "topk" | "cumsum" | "stack" => format!("op.{name} is not differentiable yet (graph.grad), and cannot run on a traced tensor inside a kernel"),
-        _ => format!("op.{name} cannot take a traced tensor: it is not supported inside a kernel nor differentiated by graph.grad"),
+        "argmax" | "argmin" => {
+            format!("op.{name} has no derivative (its result is integer indices)")
+        }
+        "sort" | "topk" | "cumsum" | "stack" => {
+            format!("op.{name} is not differentiable yet (graph.grad)")
+        }
+        _ => format!("op.{name} is not differentiated by graph.grad"),
     };
     let d = Diagnostic::new(Code::E0201, why).with_label(match name {
         "argmax" | "argmin" => "no derivative",
-        _ => "not supported on a traced tensor",
+        _ => "not differentiable",
     });
     match name {
-        "argmax" | "argmin" => d.with_help("compute the indices outside the differentiated function or kernel and pass them in (`op.where` or indexing with them is differentiable)"),
-        "stack" => d.with_help("`op.concat` of the tensors reshaped with a new axis is differentiable and runs in kernels"),
-        _ => d.with_help("call it outside the kernel or the differentiated function, on concrete tensors"),
+        "argmax" | "argmin" => d.with_help("compute the indices outside the differentiated function and pass them in (`op.where` or indexing with them is differentiable)"),
+        "stack" => d.with_help("`op.concat` of the tensors reshaped with a new axis is differentiable"),
+        _ => d.with_help("call it outside the differentiated function, on concrete tensors"),
     }
 }
 
@@ -394,7 +413,7 @@ pub fn trace_call(it: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> Result<Value
     match c.row.trace {
         InTrace::Record(f) => f(it, ctx, c),
         InTrace::ReadsValues => Err(value_error(&format!("op.{}", c.row.name)).at(c.span)),
-        InTrace::Refused => Err(no_trace(c.row.name).at(c.span)),
+        InTrace::Refused => Err(no_trace(ctx, c.row.name).at(c.span)),
     }
 }
 
