@@ -96,7 +96,7 @@ fn bad_files_are_e0500_naming_the_file() {
     ] {
         let mut v = good.clone();
         let h = String::from_utf8_lossy(&v[10..128]).replace(entry, &" ".repeat(entry.len()));
-        assert_ne!(&h.as_bytes()[..], &v[10..128], "{key}");
+        assert_ne!(h.as_bytes(), &v[10..128], "{key}");
         v.splice(10..128, h.into_bytes());
         let file = dir.join(format!("no_{key}.npy"));
         std::fs::write(&file, v).unwrap();
