@@ -88,6 +88,30 @@ fn bad_files_are_e0500_naming_the_file() {
         }),
     ];
     assert_bad_files_fail(&dir, "npy", cases);
+    // a header without one of its keys is named by the key it lacks
+    for (key, entry) in [
+        ("fortran_order", "'fortran_order': False, "),
+        ("shape", "'shape': (3, 4), "),
+        ("descr", "'descr': '<f8', "),
+    ] {
+        let mut v = good.clone();
+        let h = String::from_utf8_lossy(&v[10..128]).replace(entry, &" ".repeat(entry.len()));
+        assert_ne!(h.as_bytes(), &v[10..128], "{key}");
+        v.splice(10..128, h.into_bytes());
+        let file = dir.join(format!("no_{key}.npy"));
+        std::fs::write(&file, v).unwrap();
+        let r = run_script(
+            &dir,
+            "nokey.tsr",
+            &format!("op.load({:?})\n", file.display().to_string()),
+        );
+        assert!(
+            r.stderr.contains("error[E0500]") && r.stderr.contains(&format!("no '{key}'")),
+            "{key}: {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("Fortran"), "{key}: {}", r.stderr);
+    }
     let r = run_script(
         &dir,
         "bf16.tsr",

@@ -158,36 +158,90 @@ fn bad_files_are_e0500_naming_the_file() {
             ),
         ),
         ("not_json", file_with_header("{this is not json}", &[])),
+        (
+            // the JSON parser behind the format keeps one of two equal keys silently; the
+            // `safetensors` package refuses the file
+            "duplicate_name",
+            file_with_header(
+                r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#,
+                &[0u8; 8],
+            ),
+        ),
+        (
+            "data_past_header",
+            file_with_header(
+                r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#,
+                &[0u8; 12],
+            ),
+        ),
     ];
     assert_bad_files_fail(&dir, "safetensors", cases);
 }
 
 #[test]
-fn an_endless_file_stops_at_the_memory_limit() {
-    // /dev/zero has no end: the read stops at the limit (E0700) instead of growing forever.
+fn an_endless_file_is_refused_by_its_first_bytes() {
+    // /dev/zero and /dev/urandom have no end: the magic string and the header are read and
+    // checked first (E0500), so nothing like the memory limit is read. Under the default limit
+    // (a quarter of memory) reading up to it would take seconds and gigabytes.
     let dir = fresh_dir("st-zero");
-    for ext in ["safetensors", "npy"] {
-        let link = dir.join(format!("zero.{ext}"));
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
-        let path = dir.join(format!("zero_{ext}.tsr"));
-        std::fs::write(
-            &path,
-            format!("op.load({:?})\n", link.display().to_string()),
-        )
-        .unwrap();
-        let r = tessera(
-            &["run".as_ref(), path.as_os_str()],
-            &[("TESSERA_MAX_BYTES", "8M")],
-        );
-        assert_eq!(r.code, 1, "{ext}: {}", r.stderr);
-        assert!(r.stderr.contains("error[E0700]"), "{ext}: {}", r.stderr);
-        assert!(
-            r.stderr.contains(&format!("zero.{ext}")),
-            "{ext}: {}",
-            r.stderr
-        );
+    for dev in ["zero", "urandom"] {
+        for ext in ["safetensors", "npy"] {
+            let link = dir.join(format!("{dev}.{ext}"));
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(format!("/dev/{dev}"), &link).unwrap();
+            let path = dir.join(format!("{dev}_{ext}.tsr"));
+            std::fs::write(
+                &path,
+                format!("op.load({:?})\n", link.display().to_string()),
+            )
+            .unwrap();
+            let start = std::time::Instant::now();
+            let r = tessera(&["run".as_ref(), path.as_os_str()], &[]);
+            let took = start.elapsed();
+            assert_eq!(r.code, 1, "{dev}.{ext}: {}", r.stderr);
+            assert!(
+                r.stderr.contains("error[E0500]"),
+                "{dev}.{ext}: {}",
+                r.stderr
+            );
+            assert!(
+                r.stderr.contains(&format!("{dev}.{ext}")),
+                "{dev}.{ext}: {}",
+                r.stderr
+            );
+            assert!(
+                took < std::time::Duration::from_secs(20),
+                "{dev}.{ext} took {took:?}"
+            );
+        }
     }
+}
+
+#[test]
+fn a_huge_declared_data_length_is_e0700_before_reading() {
+    // a valid header whose offsets declare more data than the limit: refused before the read
+    let dir = fresh_dir("st-huge-data");
+    let file = dir.join("big.safetensors");
+    std::fs::write(
+        &file,
+        file_with_header(
+            r#"{"a":{"dtype":"F32","shape":[268435456],"data_offsets":[0,1073741824]}}"#,
+            &[0u8; 8],
+        ),
+    )
+    .unwrap();
+    let path = dir.join("big.tsr");
+    std::fs::write(
+        &path,
+        format!("op.load({:?})\n", file.display().to_string()),
+    )
+    .unwrap();
+    let r = tessera(
+        &["run".as_ref(), path.as_os_str()],
+        &[("TESSERA_MAX_BYTES", "8M")],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("error[E0700]"), "{}", r.stderr);
 }
 
 #[test]
@@ -199,6 +253,11 @@ fn wrong_arguments_are_e0101() {
         (
             "a duplicate name",
             format!("op.save({p:?}, [('a', op.ones((2,))), ('a', op.ones((2,)))])"),
+        ),
+        (
+            // the format's reserved key: a file neither Tessera nor the package could load
+            "the reserved name __metadata__",
+            format!("op.save({p:?}, [('__metadata__', op.ones((2,)))])"),
         ),
         (
             "a non-string name",

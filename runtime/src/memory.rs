@@ -85,11 +85,18 @@ pub fn max_bytes() -> u64 {
     })
 }
 
-/// The element count of a shape, or E0700 when it overflows.
+/// The element count of a shape, or E0700 when the product of its nonzero dimensions is over
+/// `isize::MAX` (NumPy's "array is too big", also for an empty shape such as `(0, 2**62,
+/// 2**62)`): every partial product of a valid shape's dimensions then fits a `usize`, so the
+/// ops' lane and stride arithmetic cannot overflow.
 pub fn checked_numel(shape: &[usize]) -> Result<usize> {
-    shape
+    let nonzero = shape
         .iter()
+        .filter(|&&d| d != 0)
         .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .filter(|&n| n <= isize::MAX as usize);
+    nonzero
+        .map(|n| if shape.contains(&0) { 0 } else { n })
         .ok_or_else(|| {
             RuntimeError::resource(format!(
                 "tensor of shape {} has too many elements to index",
@@ -153,6 +160,70 @@ pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>> {
     })
 }
 
+/// A file read in pieces, each one checked against the memory limit before it is allocated:
+/// a format reader takes its fixed-size magic and header first and learns from them how much
+/// more to read, so an endless or huge non-file (`/dev/urandom`) is refused after a few bytes
+/// instead of being read up to the limit.
+pub struct FileReader {
+    file: std::io::BufReader<std::fs::File>,
+    path: std::path::PathBuf,
+}
+
+impl FileReader {
+    /// Opens `path` (E0500 naming it when it cannot be opened).
+    pub fn open(path: &std::path::Path) -> Result<FileReader> {
+        let file = std::fs::File::open(path)
+            .map_err(|e| RuntimeError::runtime(format!("cannot read {}: {e}", path.display())))?;
+        Ok(FileReader {
+            file: std::io::BufReader::new(file),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Appends up to `n` more bytes to `buf` (fewer when the file ends first); E0700 before
+    /// reading when `buf` would grow over the limit.
+    pub fn read_into(&mut self, buf: &mut Vec<u8>, n: u64) -> Result<()> {
+        use std::io::Read;
+        let limit = max_bytes().saturating_add(1 << 20);
+        let want = (buf.len() as u64).saturating_add(n);
+        if want > limit {
+            return Err(RuntimeError::resource(format!(
+                "{} needs {want} bytes read, over the memory limit of {limit} bytes",
+                self.path.display()
+            ))
+            .with_help("raise TESSERA_MAX_BYTES"));
+        }
+        // reserve only what a regular file can hold: a short file allocates its own size
+        let size_left = self
+            .file
+            .get_ref()
+            .metadata()
+            .ok()
+            .filter(|m| m.is_file())
+            .map_or(n, |m| m.len().min(n));
+        buf.try_reserve(usize::try_from(size_left).unwrap_or(usize::MAX))
+            .map_err(|_| {
+                RuntimeError::resource(format!("cannot hold {n} bytes of {}", self.path.display()))
+            })?;
+        (&mut self.file).take(n).read_to_end(buf).map_err(|e| {
+            RuntimeError::runtime(format!("cannot read {}: {e}", self.path.display()))
+        })?;
+        Ok(())
+    }
+
+    /// Up to `n` bytes (fewer when the file ends first).
+    pub fn read(&mut self, n: u64) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        self.read_into(&mut buf, n)?;
+        Ok(buf)
+    }
+
+    /// Whether every byte has been read (reads one more byte to tell).
+    pub fn at_end(&mut self) -> Result<bool> {
+        Ok(self.read(1)?.is_empty())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,8 +275,19 @@ mod tests {
         assert_eq!(e.code, crate::Code::E0700);
         assert!(check_shape_alloc(&[10, 10], DType::F64).is_ok());
         assert_eq!(
-            check_shape_alloc(&[0, usize::MAX], DType::F64).ok(),
+            check_shape_alloc(&[0, 10_000_000_000], DType::F64).ok(),
             Some(0)
         );
+        // NumPy's "array is too big": the nonzero dimensions' product must fit an isize,
+        // empty or not, so no partial product of a tensor's shape overflows
+        for shape in [
+            &[0, usize::MAX][..],
+            &[0, 1 << 62, 1 << 62],
+            &[1 << 62, 0, 1 << 62],
+        ] {
+            let e = checked_numel(shape).unwrap_err();
+            assert_eq!(e.code, crate::Code::E0700, "{shape:?}");
+        }
+        assert_eq!(checked_numel(&[1 << 31, 1 << 31, 0]).ok(), Some(0));
     }
 }

@@ -81,9 +81,15 @@ fn field<'a>(header: &'a str, key: &str) -> Option<&'a str> {
     Some(rest[..end].trim())
 }
 
-/// Reads the tensor in the `.npy` file at `path`.
+/// The longest header Tessera reads (NumPy's `max_header_size` is 10000 by default).
+const MAX_HEADER: usize = 1 << 20;
+
+/// Reads the tensor in the `.npy` file at `path`: the magic string and the header first, then
+/// exactly the data bytes the header's shape needs, so a file that is not `.npy` (or has no
+/// end) is refused after its first bytes.
 pub fn load(path: &Path) -> Result<Tensor> {
-    let raw = memory::read_file(path)?;
+    let mut file = memory::FileReader::open(path)?;
+    let mut raw = file.read(10)?;
     if !raw.starts_with(MAGIC) || raw.len() < 10 {
         return Err(bad(path, "no NumPy magic string"));
     }
@@ -94,12 +100,20 @@ pub fn load(path: &Path) -> Result<Tensor> {
     let hlen = if len_bytes == 2 {
         u16::from_le_bytes([raw[8], raw[9]]) as usize
     } else {
+        file.read_into(&mut raw, 2)?;
         let b = raw
             .get(8..12)
             .ok_or_else(|| bad(path, "truncated header"))?;
         u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize
     };
+    if hlen > MAX_HEADER {
+        return Err(bad(
+            path,
+            format!("a header of {hlen} bytes (Tessera reads headers up to {MAX_HEADER} bytes)"),
+        ));
+    }
     let start = 8 + len_bytes;
+    file.read_into(&mut raw, hlen as u64)?;
     let header = raw
         .get(start..start + hlen)
         .and_then(|h| std::str::from_utf8(h).ok())
@@ -125,8 +139,11 @@ pub fn load(path: &Path) -> Result<Tensor> {
             format!("dtype {d} (Tessera reads <f2 <f4 <f8 |i1 <i4 <i8 |b1 <c8 <c16)"),
         )
     })?;
-    if field(header, "fortran_order") != Some("False") {
-        return Err(bad(path, "Fortran order"));
+    match field(header, "fortran_order") {
+        Some("False") => {}
+        Some("True") => return Err(bad(path, "Fortran order")),
+        Some(v) => return Err(bad(path, format!("'fortran_order': {v}"))),
+        None => return Err(bad(path, "no 'fortran_order'")),
     }
     let shape_text = field(header, "shape").ok_or_else(|| bad(path, "no 'shape'"))?;
     let shape: Vec<usize> = shape_text
@@ -141,15 +158,17 @@ pub fn load(path: &Path) -> Result<Tensor> {
     let need = numel
         .checked_mul(dtype.size_bytes())
         .ok_or_else(|| bad(path, "too many elements"))?;
-    let data = &raw[start + hlen..];
-    if data.len() != need {
+    let data = file.read(need as u64)?;
+    if data.len() != need || !file.at_end()? {
+        let got = if data.len() == need {
+            format!("more than {need}")
+        } else {
+            data.len().to_string()
+        };
         return Err(bad(
             path,
-            format!(
-                "{} data bytes for shape {shape:?} of {dtype}, want {need}",
-                data.len()
-            ),
+            format!("{got} data bytes for shape {shape:?} of {dtype}, want {need}"),
         ));
     }
-    crate::device::tensor_of(data, &TensorType::new(shape, dtype))
+    crate::device::tensor_of(&data, &TensorType::new(shape, dtype))
 }

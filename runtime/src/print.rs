@@ -74,8 +74,9 @@ pub fn format_4e(x: f64) -> String {
 }
 
 /// Whether a tensor whose printed float elements are `shown` prints in scientific notation:
-/// when a nonzero value would show as `0.0000`, or the nonzero magnitudes span more than 10^8
-/// (SPEC §3).
+/// when a nonzero value would show as `0.0000`, the nonzero magnitudes span more than 10^8
+/// (SPEC §4), or the largest is over 10^8 (PyTorch's rule: `1e20` is `1.0000e+20`, not 21
+/// digits and four decimals).
 pub fn use_scientific(shown: &[f64]) -> bool {
     let mags = || {
         shown
@@ -87,7 +88,7 @@ pub fn use_scientific(shown: &[f64]) -> bool {
         return false;
     };
     let max = mags().fold(0.0, f64::max);
-    format_4f(min) == "0.0000" || max / min > 1e8
+    format_4f(min) == "0.0000" || max / min > 1e8 || max > 1e8
 }
 
 fn format_elem(s: Scalar, scientific: bool) -> String {
@@ -260,6 +261,18 @@ mod tests {
         assert_eq!(format_4f(f64::NAN), "nan");
         assert_eq!(format_4f(-f64::NAN), "nan");
         assert_eq!(format_4f(f64::NEG_INFINITY), "-inf");
+    }
+
+    #[test]
+    fn huge_values_print_scientific() {
+        // PyTorch: torch.tensor([1e20], dtype=torch.float64) -> tensor([1.0000e+20], ...)
+        assert!(use_scientific(&[1e20]));
+        assert!(use_scientific(&[1e308, 0.0]));
+        assert!(use_scientific(&[1.5e8]));
+        assert!(!use_scientific(&[1e8, 1.0]));
+        assert!(!use_scientific(&[12345678.0]));
+        let t = Tensor::from_f64(&[2], vec![1e308, -1.0], DType::F64).unwrap();
+        assert_eq!(t.repr(), "tensor([1.0000e+308, -1.0000e+00], dtype=fp64)");
     }
 
     #[test]

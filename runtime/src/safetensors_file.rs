@@ -87,10 +87,23 @@ fn bad(path: &Path, why: impl std::fmt::Display) -> RuntimeError {
     ))
 }
 
-/// Writes the named tensors to `path`. Names must be distinct (E0101).
+/// The header key the format reserves for its string-to-string metadata.
+const METADATA_KEY: &str = "__metadata__";
+
+/// The format's largest header (the `safetensors` crate's and package's limit).
+const MAX_HEADER: u64 = 100_000_000;
+
+/// Writes the named tensors to `path`. Names must be distinct and not the format's reserved
+/// `__metadata__` (E0101).
 pub fn save(path: &Path, tensors: &[(String, Tensor)]) -> Result<()> {
     let mut entries: Vec<(String, Entry)> = Vec::with_capacity(tensors.len());
     for (name, t) in tensors {
+        if name == METADATA_KEY {
+            return Err(RuntimeError::args(format!(
+                "the name {name:?} is reserved by the .safetensors format for its metadata: a tensor cannot have it"
+            ))
+            .with_help("give the tensor another name"));
+        }
         if entries.iter().any(|(n, _)| n == name) {
             return Err(RuntimeError::args(format!(
                 "the name {name:?} is given twice: each tensor in a .safetensors file needs its own name"
@@ -110,10 +123,86 @@ pub fn save(path: &Path, tensors: &[(String, Tensor)]) -> Result<()> {
         .map_err(|e| RuntimeError::runtime(format!("cannot write {}: {e}", path.display())))
 }
 
+/// The top-level names of a `.safetensors` header and the data length its tensors' offsets
+/// declare. A name given twice is an error (the JSON parser behind the format would keep one
+/// silently; the `safetensors` package refuses the file).
+struct HeaderScan {
+    names: std::collections::HashSet<String>,
+    data_len: u64,
+}
+
+impl<'de> serde::Deserialize<'de> for HeaderScan {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = HeaderScan;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object of tensors")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<HeaderScan, A::Error> {
+                let mut scan = HeaderScan {
+                    names: std::collections::HashSet::new(),
+                    data_len: 0,
+                };
+                while let Some(name) = map.next_key::<String>()? {
+                    let value: serde_json::Value = map.next_value()?;
+                    if name != METADATA_KEY {
+                        let end = value
+                            .get("data_offsets")
+                            .and_then(|o| o.get(1))
+                            .and_then(serde_json::Value::as_u64)
+                            .unwrap_or(0);
+                        scan.data_len = scan.data_len.max(end);
+                    }
+                    if !scan.names.insert(name.clone()) {
+                        return Err(serde::de::Error::custom(format!(
+                            "the name {name:?} is given twice"
+                        )));
+                    }
+                }
+                Ok(scan)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
 /// Reads every tensor in the `.safetensors` file at `path`, sorted by name (as the
-/// `safetensors` package lists them).
+/// `safetensors` package lists them). The header's length and the header come first, then
+/// exactly the data bytes the header declares: a file that is not `.safetensors` (or has no
+/// end) is refused after its first bytes.
 pub fn load(path: &Path) -> Result<Vec<(String, Tensor)>> {
-    let raw = memory::read_file(path)?;
+    let mut reader = memory::FileReader::open(path)?;
+    let mut raw = reader.read(8)?;
+    let Ok(len_bytes) = <[u8; 8]>::try_from(raw.as_slice()) else {
+        return Err(bad(path, "shorter than the 8-byte header length"));
+    };
+    let n = u64::from_le_bytes(len_bytes);
+    if n > MAX_HEADER {
+        return Err(bad(
+            path,
+            format!("a header of {n} bytes, over the format's limit of {MAX_HEADER}"),
+        ));
+    }
+    reader.read_into(&mut raw, n)?;
+    if raw.len() as u64 != 8 + n {
+        return Err(bad(path, "the header is cut short"));
+    }
+    let text = std::str::from_utf8(&raw[8..]).map_err(|e| bad(path, e))?;
+    let scan: HeaderScan = serde_json::from_str(text).map_err(|e| bad(path, e))?;
+    reader.read_into(&mut raw, scan.data_len)?;
+    if !reader.at_end()? {
+        return Err(bad(
+            path,
+            format!(
+                "more than the {} data bytes its header declares",
+                scan.data_len
+            ),
+        ));
+    }
     let file = SafeTensors::deserialize(&raw).map_err(|e| bad(path, e))?;
     let mut named = file.tensors();
     named.sort_by(|a, b| a.0.cmp(&b.0));

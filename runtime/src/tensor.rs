@@ -207,6 +207,11 @@ impl Tensor {
                 DType::I64
             }
         });
+        for s in &leaves {
+            if let Scalar::Int(i) = *s {
+                check_python_int(i, dtype)?;
+            }
+        }
         if leaves.iter().any(|s| matches!(s, Scalar::Float(_))) || dtype.is_float() {
             let f: Vec<f64> = leaves.iter().map(|s| s.as_f64()).collect();
             if dtype.is_float() {
@@ -627,4 +632,23 @@ fn generate(n: usize, dtype: DType, f: impl Fn(u64) -> f64 + Sync + Send) -> Sto
             Storage::from_f64(gen(n, f), dtype)
         }
     }
+}
+
+/// E0500 when the integer `i` (a `.tsr` int: a Python int) is out of the range of the integer
+/// `dtype` it is stored in, as NumPy 2 refuses it ("Python integer 300 out of bounds for
+/// int8") instead of wrapping. Other dtypes take any int (floats round, bool tests nonzero).
+pub fn check_python_int(i: i64, dtype: DType) -> Result<()> {
+    let fits = match dtype {
+        DType::I8 => i8::try_from(i).is_ok(),
+        DType::I32 => i32::try_from(i).is_ok(),
+        _ => true,
+    };
+    if fits {
+        return Ok(());
+    }
+    Err(RuntimeError::runtime(format!(
+        "Python integer {i} out of bounds for {}",
+        dtype.name()
+    ))
+    .with_help("cast explicitly to wrap it: op.cast(op.tensor(v), dtype)"))
 }

@@ -12,6 +12,7 @@ use num_traits::Float;
 use crate::dtype::DType;
 use crate::error::{Result, RuntimeError};
 use crate::memory;
+use crate::ops::cmath;
 use crate::ops::elementwise::{promote_operands, BinaryOp, Operand, UnaryOp};
 use crate::ops::kernel::{map1, zip2, zip3};
 use crate::ops::reduce::ReduceOp;
@@ -245,7 +246,7 @@ fn mul<T: Float>(a: Complex<T>, b: Complex<T>) -> Complex<T> {
 
 /// NumPy's complex power (npymath `cpow`): `x**0` is 1, `0**y` is 0 for a positive real `y`,
 /// small integer exponents multiply, everything else is `exp(y·ln x)`.
-fn pow<T: Float>(a: Complex<T>, b: Complex<T>) -> Complex<T> {
+fn pow<T: Part>(a: Complex<T>, b: Complex<T>) -> Complex<T> {
     let (zero, one) = (T::zero(), T::one());
     if b.re == zero && b.im == zero {
         return Complex::new(one, zero);
@@ -259,23 +260,32 @@ fn pow<T: Float>(a: Complex<T>, b: Complex<T>) -> Complex<T> {
     }
     if b.im == zero && b.re == b.re.round() && b.re.abs() < T::from(100).unwrap_or(one) {
         let n = b.re.to_i64().unwrap_or(0);
-        let mut acc = Complex::new(one, zero);
+        // the first factor is taken as it is, not multiplied into 1+0j: that product would
+        // turn an infinite part's zero partner into inf·0 = nan (`(1e30+0j)**2` is inf+0j)
+        let mut acc: Option<Complex<T>> = None;
         let mut base = a;
         let mut e = n.unsigned_abs();
         while e > 0 {
             if e & 1 == 1 {
-                acc = mul(acc, base);
+                acc = Some(acc.map_or(base, |acc| mul(acc, base)));
             }
-            base = mul(base, base);
             e >>= 1;
+            if e > 0 {
+                base = mul(base, base);
+            }
         }
+        let acc = acc.unwrap_or(Complex::new(one, zero));
         return if n < 0 {
             div(Complex::new(one, zero), acc)
         } else {
             acc
         };
     }
-    (b * a.ln()).exp()
+    if b.im == zero && b.re == T::of_f64(0.5) {
+        // NumPy's `x**0.5` is `sqrt(x)`: exact special values, no overflow in `exp(b·ln a)`
+        return in_f64(a, cmath::sqrt);
+    }
+    in_f64(mul(b, in_f64(a, cmath::ln)), cmath::exp)
 }
 
 /// The `.tsr` spelling of a binary op in messages: its operator, else `op.<name>`.
@@ -394,6 +404,15 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor, dtype: DType) -> Result<Tensor> {
     Ok(Tensor::from_storage(x.shape().to_vec(), dtype, st))
 }
 
+/// `f` (a [`cmath`] function) of `z`, computed in f64 and rounded once to `T`'s parts.
+fn in_f64<T: Part>(z: Complex<T>, f: fn(Complex<f64>) -> Complex<f64>) -> Complex<T> {
+    let w = f(Complex::new(
+        z.re.to_f64().unwrap_or(f64::NAN),
+        z.im.to_f64().unwrap_or(f64::NAN),
+    ));
+    Complex::new(T::of_f64(w.re), T::of_f64(w.im))
+}
+
 fn unary_in<T: Part>(op: UnaryOp, a: &[Complex<T>], dtype: DType) -> Storage {
     macro_rules! m {
         ($f:expr) => {
@@ -404,11 +423,11 @@ fn unary_in<T: Part>(op: UnaryOp, a: &[Complex<T>], dtype: DType) -> Storage {
         UnaryOp::Abs => T::store_real(map1(a, |z| z.re.hypot(z.im)), dtype),
         UnaryOp::IsNan => Storage::Bool(map1(a, |z| z.re.is_nan() || z.im.is_nan())),
         UnaryOp::IsFinite => Storage::Bool(map1(a, |z| z.re.is_finite() && z.im.is_finite())),
-        UnaryOp::Exp => m!(|z| z.exp()),
-        UnaryOp::Log => m!(|z| z.ln()),
-        UnaryOp::Sqrt => m!(|z| z.sqrt()),
-        UnaryOp::Sin => m!(|z| z.sin()),
-        UnaryOp::Cos => m!(|z| z.cos()),
+        UnaryOp::Exp => m!(|z| in_f64(z, cmath::exp)),
+        UnaryOp::Log => m!(|z| in_f64(z, cmath::ln)),
+        UnaryOp::Sqrt => m!(|z| in_f64(z, cmath::sqrt)),
+        UnaryOp::Sin => m!(|z| in_f64(z, cmath::sin)),
+        UnaryOp::Cos => m!(|z| in_f64(z, cmath::cos)),
         _ => m!(|z| -z),
     }
 }

@@ -318,7 +318,10 @@ fn along(x: &Tensor, kind: Kind, n: Option<i64>, axis: isize, norm: Norm) -> Res
     if x.is_abstract() {
         return Tensor::abstract_tensor(&out_shape, out_dtype);
     }
-    memory::check_shape_alloc(&out_shape, out_dtype)?;
+    if memory::check_shape_alloc(&out_shape, out_dtype)? == 0 {
+        // no rows: nothing to plan (the transform length may be huge, `(0, 10**10)`)
+        return Tensor::zeros(&out_shape, out_dtype);
+    }
     // the axis last, contiguous
     let last = ax + 1 == nd;
     let mut perm: Vec<usize> = (0..nd).filter(|&i| i != ax).collect();
@@ -492,13 +495,15 @@ pub fn embed(x: &Tensor, axis: usize, n: usize, lo: usize, step: usize) -> Resul
     if x.is_abstract() {
         return Tensor::abstract_tensor(&out_shape, d);
     }
-    memory::check_shape_alloc(&out_shape, d)?;
+    if memory::check_shape_alloc(&out_shape, d)? == 0 || x.numel() == 0 {
+        return Tensor::zeros(&out_shape, d);
+    }
     let outer: usize = shape[..axis].iter().product();
     let inner: usize = shape[axis + 1..].iter().product();
     let step = step.max(1);
     // (source position, line position) pairs that land inside the line
     let places: Vec<(usize, usize)> = (0..m)
-        .map(|j| (j, lo + j * step))
+        .map_while(|j| Some((j, lo.checked_add(j.checked_mul(step)?)?)))
         .take_while(|&(_, p)| p < n)
         .collect();
     fn place<T: Copy + Default>(

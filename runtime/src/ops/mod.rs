@@ -3,6 +3,7 @@
 
 mod assign;
 pub mod attention;
+pub mod cmath;
 pub mod compare;
 pub mod complex;
 pub mod conv;

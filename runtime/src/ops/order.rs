@@ -63,12 +63,16 @@ fn lane_order(v: &Vals, lane: &[usize], descending: bool) -> Vec<usize> {
     idx
 }
 
-/// The element offsets of every lane of `shape` along `axis`.
+/// The element offsets of every lane of `shape` along `axis`. An empty shape has no lanes
+/// and allocates nothing (its axis may still be huge: `(0, 10**10)` along axis 1).
 fn each_lane(
     shape: &[usize],
     axis: usize,
     mut f: impl FnMut(&[usize]) -> Result<()>,
 ) -> Result<()> {
+    if shape.contains(&0) {
+        return Ok(());
+    }
     let (outer, n, inner) = lanes(shape, axis);
     let mut lane = vec![0usize; n];
     for o in 0..outer {
@@ -342,6 +346,9 @@ pub fn take(x: &Tensor, idx: &[i64], axis: usize) -> Result<Tensor> {
     }
     let m = memory::check_shape_alloc(&out_shape, x.dtype())?;
     memory::check_alloc(m, DType::F64)?;
+    if m == 0 {
+        return Tensor::zeros(&out_shape, x.dtype());
+    }
     let (outer, _, inner) = lanes(&shape, axis);
     let k = resolved.len();
     let at = |o: usize, j: usize, i: usize| (o * k + j) * inner + i;

@@ -325,6 +325,15 @@ pub fn reduce(x: &Tensor, op: ReduceOp, axis: Option<isize>, keepdim: bool) -> R
             fmt_shape(shape)
         )));
     }
+    if r == 0 || n_out == 0 {
+        // nothing to read: an empty sum is +0, an empty mean NaN (max/min refused above)
+        let fill = if op == ReduceOp::Mean {
+            crate::dtype::Scalar::Float(f64::NAN)
+        } else {
+            crate::dtype::Scalar::Int(0)
+        };
+        return Tensor::full(&out_shape, fill, dtype);
+    }
     memory::check_alloc(
         outer
             .saturating_mul(r.div_ceil(BLOCK).max(1))

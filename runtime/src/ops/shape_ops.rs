@@ -139,6 +139,8 @@ impl Tensor {
         } else if known != n {
             return Err(bad(&format!("{n} elements do not fit {known}")));
         }
+        // an empty shape too must be one NumPy could make: `(0, 2**62, 2**62)` is not
+        memory::checked_numel(&out)?;
         Ok(self.with_shape(out))
     }
 
@@ -269,6 +271,9 @@ pub fn concat(xs: &[Tensor], axis: isize) -> Result<Tensor> {
         return Tensor::abstract_tensor(&out_shape, dtype);
     }
     let n = memory::check_shape_alloc(&out_shape, dtype)?;
+    if n == 0 {
+        return Tensor::zeros(&out_shape, dtype);
+    }
     let parts: Vec<Tensor> = xs.iter().map(|t| t.cast(dtype)).collect::<Result<_>>()?;
     let outer: usize = out_shape[..ax].iter().product();
     let inner: usize = out_shape[ax + 1..].iter().product();

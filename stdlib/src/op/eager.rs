@@ -127,6 +127,11 @@ pub(super) fn full(_: &mut Interp, c: &Call) -> R {
     let shape = shape_arg(&s.value, s.span)?;
     let v = scalar_of(req(&c.a, 1)?)?;
     let dt = dtype_opt(&c.a, 2)?.unwrap_or(v.default_dtype());
+    if let Scalar::Int(i) = v {
+        // NumPy 2: `full(3, 300, dtype=int8)` is an error, not 44
+        rtm::tensor::check_python_int(i, dt)
+            .map_err(|e| rt(e).at(c.a[1].as_ref().map_or(c.span, |a| a.span)))?;
+    }
     ok(Tensor::full(&shape, v, dt))
 }
 
