@@ -9,6 +9,9 @@ use std::process::{Command, Stdio};
 use tessera_lang::eval::Interp;
 use tessera_lang::{parse, Diagnostic};
 
+#[path = "robustness/wellformed.rs"]
+mod wellformed;
+
 /// xorshift64*: a small seeded generator, so every failure is reproducible from its case number.
 struct Rng(u64);
 impl Rng {
@@ -93,6 +96,11 @@ const SNIPPETS: &[&str] = &[
 ];
 
 fn corpus(root: &Path) -> Vec<String> {
+    named_corpus(root).into_iter().map(|(_, t)| t).collect()
+}
+
+/// The golden and example scripts, with their file names.
+fn named_corpus(root: &Path) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for dir in ["tests/golden", "examples"] {
         if let Ok(rd) = std::fs::read_dir(root.join(dir)) {
@@ -101,7 +109,8 @@ fn corpus(root: &Path) -> Vec<String> {
             for p in files {
                 if p.extension().is_some_and(|e| e == "tsr") {
                     if let Ok(t) = std::fs::read_to_string(&p) {
-                        out.push(t);
+                        let name = p.file_name().unwrap_or_default().to_string_lossy();
+                        out.push((name.into_owned(), t));
                     }
                 }
             }
@@ -299,6 +308,131 @@ fn ten_thousand_sources_never_panic() {
     );
 }
 
+/// A diagnostic a user may see: a span inside the source (when `need_span`), and a message that
+/// is neither an internal error nor a Rust dump.
+fn check_user_error(src: &str, d: &Diagnostic, need_span: bool) {
+    check_spans(src, std::slice::from_ref(d));
+    assert!(
+        !need_span || d.span.is_some(),
+        "{} without a source position: {}",
+        d.code.as_str(),
+        d.message
+    );
+    let text = std::iter::once(&d.message)
+        .chain(&d.notes)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        !text.contains("internal") && !text.contains("RuntimeError") && !text.contains("Some("),
+        "{}: an internal error or a Rust dump reached the user: {text}",
+        d.code.as_str()
+    );
+}
+
+/// Runs a program that parses the way `tessera check` and then `tessera run` would; returns 0
+/// when it ran to its end and 1 for an error, which must point into the source.
+fn run_parsed(src: &str) -> i32 {
+    let mut interp = Interp::new();
+    let cfg = tessera_stdlib::Config::default();
+    tessera_stdlib::install(&mut interp, &cfg).expect("install");
+    interp.step_limit = Some(20_000);
+    interp.max_bytes = 100_000 * tessera_lang::eval::ITEM_BYTES as u64;
+    interp.set_output(Box::new(|_| {}));
+    let file = interp.sources.add("fuzz.tsr", src.to_string());
+    let m = parse::parse_module(src, file).expect("a well-formed program parses");
+    for d in interp.check_names(&m) {
+        check_user_error(src, &d, true);
+    }
+    match interp.exec_module(&m) {
+        Ok(_) => 0,
+        Err(d) => {
+            check_user_error(src, &d, true);
+            let _ = d.render(&interp.sources, false);
+            1
+        }
+    }
+}
+
+/// Well-formed mutations of the corpus (see `wellformed`): `count` programs that parse, and the
+/// number generated to get them.
+fn wellformed_cases(seed: u64, count: usize) -> (Vec<String>, usize) {
+    let corpus = named_corpus(Path::new(env!("CARGO_MANIFEST_DIR")));
+    let bases = wellformed::bases(&corpus);
+    assert!(
+        bases.len() > 200,
+        "{} scripts of the corpus parse",
+        bases.len()
+    );
+    wellformed::generate(&bases, &wellformed::Vocab::new(), seed, count)
+}
+
+/// Mutations that keep the program parsing: most of what the generator makes parses (a
+/// generator that stopped doing so fails here), and every program it keeps reaches the
+/// evaluator (and the tracer and the compiler, for the kernels among them). None panics; every
+/// error has a code and a span inside the source.
+#[test]
+fn wellformed_mutations_reach_the_evaluator() {
+    std::env::set_var("TESSERA_MAX_BYTES", "67108864");
+    tessera_runtime::emu::set_default_max_steps(200_000);
+    let count: usize = std::env::var("TESSERA_FUZZ_WELLFORMED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let (cases, tried) = wellformed_cases(0x5EED_FA11, count);
+    eprintln!("{} of {tried} well-formed mutations parse", cases.len());
+    // TESSERA_FUZZ_SAVE=DIR writes them out as DIR/wellformedN.tsr, to rerun one with `tessera`
+    if let Ok(dir) = std::env::var("TESSERA_FUZZ_SAVE") {
+        for (i, src) in cases.iter().enumerate() {
+            std::fs::write(Path::new(&dir).join(format!("wellformed{i}.tsr")), src).expect("save");
+        }
+    }
+    assert!(
+        cases.len() * 10 >= tried * 7,
+        "only {} of {tried} well-formed mutations parse",
+        cases.len()
+    );
+    let cases = std::sync::Arc::new(cases);
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
+    let handles: Vec<_> = (0..workers)
+        .map(|w| {
+            let cases = cases.clone();
+            std::thread::Builder::new()
+                .stack_size(1 << 30)
+                .spawn(move || {
+                    let mut counts = [0usize; 2];
+                    for (i, src) in cases.iter().enumerate().skip(w).step_by(workers) {
+                        let t = std::time::Instant::now();
+                        match catch_unwind(AssertUnwindSafe(|| run_parsed(src))) {
+                            Ok(code) => counts[code as usize] += 1,
+                            Err(_) => panic!("well-formed case {i} failed; source:\n{src}"),
+                        }
+                        if t.elapsed().as_secs_f64() > 2.0 {
+                            eprintln!("well-formed case {i}: {:.1} s", t.elapsed().as_secs_f64());
+                        }
+                    }
+                    counts
+                })
+                .expect("spawn")
+        })
+        .collect();
+    let mut counts = [0usize; 2];
+    for h in handles {
+        let c = h.join().expect("a case failed (see above)");
+        counts[0] += c[0];
+        counts[1] += c[1];
+    }
+    eprintln!(
+        "well-formed programs: {} ran to the end, {} stopped at an error",
+        counts[0], counts[1]
+    );
+    // both outcomes are common: the mutations neither break every program nor leave them alone
+    assert!(
+        counts[0] * 5 >= count && counts[1] * 5 >= count,
+        "{counts:?}"
+    );
+}
+
 #[test]
 fn binary_exits_only_with_0_1_or_2() {
     let exe = env!("CARGO_BIN_EXE_tessera");
@@ -384,6 +518,74 @@ fn mutated_scripts_run_under_ulimit_v_and_a_timeout() {
         counts[0] > 0 && counts[1] > 0,
         "exit statuses 0/1/2: {counts:?}"
     );
+}
+
+/// `tessera run` of well-formed mutations under `ulimit -v` and a time limit: each ends by
+/// itself with 0 or 1, and every error it prints has a code and a location inside the script.
+#[test]
+fn wellformed_scripts_run_under_ulimit_v_and_a_timeout() {
+    let exe = env!("CARGO_BIN_EXE_tessera");
+    let count: usize = std::env::var("TESSERA_FUZZ_WELLFORMED_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(80);
+    let (cases, _) = wellformed_cases(0x0B1A_57ED, count);
+    let dir = std::env::temp_dir().join(format!("tessera-fuzz-wf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut counts = [0usize; 2];
+    for (k, src) in cases.iter().enumerate() {
+        let name = format!("wf{k}.tsr");
+        let file = dir.join(&name);
+        std::fs::write(&file, src).expect("write case");
+        let script = format!(
+            "ulimit -v 3000000 && exec timeout -s KILL 60 '{exe}' run '{}'",
+            file.display()
+        );
+        let out = Command::new("sh")
+            .args(["-c", &script])
+            .env_remove("TESSERA_MAX_BYTES")
+            .env("TESSERA_STEP_LIMIT", "20000")
+            .env("TESSERA_CUDA", "off")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run sh");
+        let code = out.status.code();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            matches!(code, Some(0 | 1)),
+            "exit {code:?} (137: killed at the time limit) for `tessera run` of a well-formed program:\n{src}\nstderr:\n{err}"
+        );
+        assert!(
+            !err.contains("panicked")
+                && !err.contains("RUST_BACKTRACE")
+                && !err.contains("memory allocation of"),
+            "an abort or a panic reached the user:\n{err}"
+        );
+        // every error is `error[E....]` with a `╭─[ wfK.tsr:LINE:COL ]` inside the script
+        let lines = src.lines().count().max(1);
+        for (i, l) in err.lines().enumerate() {
+            if l.starts_with("error") {
+                assert!(
+                    l.starts_with("error[E") && l.as_bytes().get(11) == Some(&b']'),
+                    "an error without a code:\n{err}\nfor:\n{src}"
+                );
+                let at = err
+                    .lines()
+                    .nth(i + 1)
+                    .and_then(|n| n.split_once(&format!("{name}:")))
+                    .and_then(|(_, pos)| pos.split(':').next()?.parse::<usize>().ok());
+                assert!(
+                    at.is_some_and(|line| (1..=lines).contains(&line)),
+                    "an error without a location in the script:\n{err}\nfor:\n{src}"
+                );
+            }
+        }
+        counts[code.unwrap_or(0) as usize] += 1;
+        let _ = std::fs::remove_file(&file);
+    }
+    eprintln!("well-formed runs, exit statuses 0/1: {counts:?}");
+    assert!(counts[0] > 0 && counts[1] > 0, "{counts:?}");
 }
 
 #[test]

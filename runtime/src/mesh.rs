@@ -606,7 +606,11 @@ impl Sharded {
             );
         }
         let mut shards: Vec<Tensor> = self.shards.iter().cloned().collect();
-        for g in self.mesh.groups(c.axis) {
+        let groups = self.mesh.groups(c.axis);
+        if let (CommKind::AllToAll { .. }, Some(g)) = (c.kind, groups.first()) {
+            check_all_to_all(g.len())?;
+        }
+        for g in groups {
             let ins: Vec<Tensor> = g.iter().map(|&r| self.shards[r].clone()).collect();
             let outs = match c.kind {
                 CommKind::AllReduce(op) => coll.all_reduce(&ins, op)?,
@@ -778,6 +782,25 @@ pub fn reduce_fixed(group: &[Tensor], op: RedOp) -> Result<Tensor> {
         r = binary(bop, &r, &t.to(acc)?)?;
     }
     r.to(dt)
+}
+
+/// Host bytes an all-to-all holds per (source, destination) pair of a group: the piece's tensor
+/// handle, its shape and its buffer's header.
+const ALL_TO_ALL_PIECE_BYTES: u128 = 512;
+
+/// An all-to-all over `p` devices cuts `p²` pieces: bounded like a tensor (E0700), so that one
+/// over a mesh of thousands of devices is an error instead of an abort (or hours of cutting).
+fn check_all_to_all(p: usize) -> Result<()> {
+    let pieces = (p as u128) * (p as u128);
+    let bytes = pieces * ALL_TO_ALL_PIECE_BYTES;
+    let limit = crate::memory::max_bytes();
+    if bytes > u128::from(limit) {
+        return Err(RuntimeError::resource(format!(
+            "an all-to-all over {p} devices cuts {pieces} pieces, {bytes} bytes of host state, over the limit of {limit} bytes"
+        ))
+        .with_help("use a smaller mesh axis, or raise TESSERA_MAX_BYTES"));
+    }
+    Ok(())
 }
 
 /// `t` cut along `dim` into `p` pieces as `torch.chunk` cuts it ([`shard_range`]; the last

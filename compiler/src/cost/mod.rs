@@ -313,8 +313,10 @@ pub fn estimate(
                 _ => (None, &[][..]),
             };
             let epi = steps.len() as f64;
-            let tm = m.div_ceil(bm);
-            let tn = n.div_ceil(bn);
+            // at least one tile each way: an empty matmul is one (idle) wave, not a division
+            // by zero column tiles
+            let tm = m.div_ceil(bm).max(1);
+            let tn = n.div_ceil(bn).max(1);
             // A norm prologue: every block computes its rows' statistics over K (layernorm:
             // a sum, then a sum of squared deviations, 4 FLOPs an element; rmsnorm 2) and
             // normalises each A tile it loads (4 or 2), so each row panel's work is done once

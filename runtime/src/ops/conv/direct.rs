@@ -169,6 +169,23 @@ fn im2col<T: Acc>(p: &ConvPlan, xg: &[T], col: &mut [T], par: bool) {
     }
 }
 
+/// The values of the im2col matrix [`run`] builds (one group of one image at a time): 0 for a
+/// depthwise convolution and for a 1×1 kernel that reads its input as it is; `None` when the
+/// count overflows.
+pub fn im2col_len(p: &ConvPlan) -> Option<usize> {
+    let ([kh, kw], [oh, ow]) = (p.size.kernel, p.size.output);
+    let direct = p.size.kernel == [1, 1]
+        && p.stride == [1, 1]
+        && p.pad == [0, 0]
+        && p.size.output == p.size.input;
+    if p.size.cin / p.size.groups == 1 || direct {
+        return Some(0);
+    }
+    [kh, kw, oh, ow]
+        .into_iter()
+        .try_fold(p.size.cin / p.size.groups, usize::checked_mul)
+}
+
 /// A GEMM per (image, group) of the group's weights and its im2col matrix.
 fn grouped_gemm<T: Acc>(p: &ConvPlan, x: &[T], w: &[T], out: &mut [T]) {
     let ([ih, iw], [kh, kw], [oh, ow]) = (p.size.input, p.size.kernel, p.size.output);

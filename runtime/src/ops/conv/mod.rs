@@ -302,8 +302,21 @@ pub fn conv(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, spec: &ConvSpec) -> R
     if x.is_abstract() || w.is_abstract() || bias.is_some_and(|b| b.is_abstract()) {
         return Tensor::abstract_tensor(&p.out_shape, dtype);
     }
-    memory::check_shape_alloc(&p.out_shape, dtype)?;
+    let numel = memory::check_shape_alloc(&p.out_shape, dtype)?;
     let op = name(spec.dims);
+    // the result is computed in fp32 (fp64) and the im2col matrix is as large as the input
+    // times the kernel's taps: each is bounded like a tensor (E0700, not an abort)
+    let acc = if dtype == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    };
+    memory::check_alloc(numel, acc)?;
+    let col = direct::im2col_len(&p).ok_or_else(|| im2col_error(op, None))?;
+    let col_bytes = (col as u128) * (acc.size_bytes() as u128);
+    if col_bytes > u128::from(memory::max_bytes()) {
+        return Err(im2col_error(op, Some(col_bytes)));
+    }
     let (sx, sw) = (x.storage(op)?, w.storage(op)?);
     let sb = bias.map(|b| b.storage(op)).transpose()?;
     let st = if dtype == DType::F64 {
@@ -316,6 +329,16 @@ pub fn conv(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, spec: &ConvSpec) -> R
         Storage::from_f32(run(&p, &xv, &wv, bv.as_deref()), dtype)
     };
     Ok(Tensor::from_storage(p.out_shape.clone(), dtype, st))
+}
+
+/// E0700 for an im2col matrix of `bytes` (`None`: too many to count) over the memory limit.
+fn im2col_error(op: &str, bytes: Option<u128>) -> RuntimeError {
+    let limit = memory::max_bytes();
+    let size = bytes.map_or("more than can be counted".to_string(), |b| format!("{b}"));
+    RuntimeError::resource(format!(
+        "{op}: the im2col matrix of this convolution takes {size} bytes, over the limit of {limit} bytes"
+    ))
+    .with_help("use a smaller input or kernel, algorithm=\"fft\", or raise TESSERA_MAX_BYTES")
 }
 
 /// E0201 for a complex operand.
