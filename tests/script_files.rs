@@ -151,3 +151,74 @@ fn an_invalid_tessera_variable_is_an_error_naming_it() {
     assert_eq!(r.stdout, "ran\n", "{}", r.stderr);
     let _ = std::fs::remove_file(&p);
 }
+
+/// Every error of `tessera lower` on a file it cannot read is a coded diagnostic: a directory,
+/// bytes that are not UTF-8 (at the first bad byte), an endless device file (not read
+/// forever), a missing file.
+#[test]
+fn tessera_lower_on_files_that_are_not_tile_ir_is_a_coded_error() {
+    let latin1 = temp("latin1.tile");
+    std::fs::write(&latin1, b"tile.kernel @caf\xe9() {\n}\n").unwrap();
+    let dir = latin1.parent().unwrap().to_path_buf();
+    let missing = dir.join("missing.tile");
+    let cases: [(&Path, &str, &str); 4] = [
+        (&dir, "error[E0101]", "Is a directory"),
+        (&latin1, "error[E0001]", "byte 0xe9 is not UTF-8"),
+        (Path::new("/dev/zero"), "error[E0700]", "larger than 64 MiB"),
+        (&missing, "error[E0101]", "cannot read"),
+    ];
+    for (path, code, what) in cases {
+        let r = common::tessera(&[Path::new("lower"), path], &[]);
+        assert_eq!(r.code, 2, "{}: {}", path.display(), r.stderr);
+        assert!(r.stderr.contains(code), "{}: {}", path.display(), r.stderr);
+        assert!(r.stderr.contains(what), "{}: {}", path.display(), r.stderr);
+        assert!(r.took < Duration::from_secs(60), "{}", path.display());
+    }
+    assert!(
+        common::tessera(&[Path::new("lower"), &latin1], &[])
+            .stderr
+            .contains("latin1.tile:1:17"),
+        "at line 1, column 17"
+    );
+    let _ = std::fs::remove_file(&latin1);
+}
+
+/// Kernels named in any Python identifier (`def 核函数`) get ASCII PTX names, and `--emit-ptx`
+/// files of the same names, on the cpu and the emulator.
+#[test]
+fn non_ascii_kernel_names_emit_ascii_ptx_names() {
+    let p = temp("unicode.tsr");
+    std::fs::write(
+        &p,
+        "@op.kernel\ndef 核函数(数据):\n    return 数据 * 2.0\nprint(核函数(op.ones((4,))))\n",
+    )
+    .unwrap();
+    for device in ["cpu", "emu"] {
+        let dir = p.with_file_name(format!("ptx-{device}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        let r = common::tessera(
+            &[
+                Path::new("run"),
+                Path::new("--device"),
+                Path::new(device),
+                Path::new("--emit-ptx"),
+                &dir,
+                &p,
+            ],
+            &[],
+        );
+        assert_eq!(r.code, 0, "{device}: {}", r.stderr);
+        assert!(r.stdout.contains("2.0000"), "{device}: {}", r.stdout);
+        let files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(files, ["$u6838u51fdu6570$_elementwise_0.ptx"], "{device}");
+        let ptx = std::fs::read_to_string(dir.join(&files[0])).unwrap();
+        assert!(ptx.is_ascii(), "{device}");
+        assert!(
+            ptx.contains(".visible .entry $u6838u51fdu6570$_elementwise_0("),
+            "{device}: {ptx}"
+        );
+    }
+}

@@ -444,3 +444,193 @@ fn integer_division_by_zero_is_reported() {
     assert!(matches!(e.kind, EmuErrorKind::DivideByZero), "{e}");
     assert_eq!(e.thread, Some([0, 0, 0]));
 }
+
+/// Tile IR text (ops without `loc`s get the line's own) translated to Target IR.
+fn tile(text: &str) -> tessera_compiler::target::Kernel {
+    let text: String = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let t = l.trim();
+            if t.is_empty() || t == "}" || t == "} else {" {
+                format!("{l}\n")
+            } else {
+                format!("{l}   loc(\"t.tsr\":{}:1)\n", i + 1)
+            }
+        })
+        .collect();
+    let mut sources = SourceMap::new();
+    let k = tessera_compiler::tile::text::parse(&text, &mut sources).expect("parses");
+    tessera_compiler::tile::check::check(&k).expect("checks");
+    tessera_compiler::lower::tile_target::translate(&k)
+        .expect("translates")
+        .kernel
+}
+
+fn ptrs(n: usize) -> Vec<Arg> {
+    (0..n)
+        .map(|buffer| Arg::Ptr { buffer, offset: 0 })
+        .collect()
+}
+
+/// A barrier inside a branch: `cond` (on %2 = tid.x, %5 = warp) picks the threads that reach
+/// it; `other` is what the others do (another barrier, or nothing).
+fn barrier_in_if(cond: &str, other: &str) -> tessera_compiler::target::Kernel {
+    tile(&format!(
+        "tile.kernel @bar(%0 @x: !tile.global<fp32> in, %1 @y: !tile.global<fp32> out) grid = [1, 1, 1] block = [64, 1, 1] {{
+  %2 = tile.special %tid.x : u32
+  %3 = tile.load.f32 %0[%2] : f32
+  %5 = tile.shr.u32 %2, 5 : u32
+  %4 = {cond}
+  tile.if %4 {{
+    tile.barrier
+    tile.yield
+  }} else {{
+    {other}
+    tile.yield
+  }}
+  tile.store.f32 %1[%2], (%3)
+}}"
+    ))
+}
+
+#[test]
+fn a_barrier_not_every_thread_reaches_is_reported() {
+    let bufs = || vec![vec![0u8; 256], vec![0u8; 256]];
+    let launch = Launch::linear(1, 64);
+    // 16 threads of warp 0 wait; the other 48 finish the kernel
+    let k = barrier_in_if("tile.setp.lt.u32 %2, 16 : pred", "");
+    let e = run(&k, launch, &ptrs(2), &mut bufs()).unwrap_err();
+    assert!(
+        matches!(
+            e.kind,
+            EmuErrorKind::DivergentBarrier {
+                waiting: 16,
+                threads: 64,
+                other_inst: None,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(e.code(), Code::E0500);
+    assert_eq!(e.inst.as_deref(), Some("bar.sync 0;"));
+    assert!(e.to_string().contains("divergent barrier"), "{e}");
+    // warp 0 waits in the then-branch, warp 1 at the else-branch's barrier
+    let k = barrier_in_if("tile.setp.eq.u32 %5, 0 : pred", "tile.barrier");
+    let e = run(&k, launch, &ptrs(2), &mut bufs()).unwrap_err();
+    match &e.kind {
+        EmuErrorKind::DivergentBarrier {
+            waiting: 32,
+            other_thread,
+            other_inst: Some(i),
+            ..
+        } => {
+            assert_eq!(i, "bar.sync 0;");
+            assert!(*other_thread >= 32, "{e}");
+        }
+        _ => panic!("{e}"),
+    }
+    // every thread takes the branch: one barrier for all, no error
+    let k = barrier_in_if("tile.setp.lt.u32 %2, 64 : pred", "");
+    let mut b = bufs();
+    b[0] = (0..64u32).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    let stats = run(&k, launch, &ptrs(2), &mut b).expect("a uniform barrier");
+    assert_eq!(stats.barriers, 1);
+    assert_eq!(b[1], b[0]);
+}
+
+#[test]
+fn a_barrier_in_a_loop_whose_trip_count_differs_between_threads_is_reported() {
+    // thread t runs t / 8 + 1 iterations, each with a barrier
+    let k = tile(
+        "tile.kernel @trips(%0 @y: !tile.global<fp32> out) grid = [1, 1, 1] block = [64, 1, 1] {
+  %1 = tile.special %tid.x : u32
+  %2 = tile.shr.u32 %1, 3 : u32
+  %3 = tile.add.u32 %2, 1 : u32
+  tile.for %4 = 0 to %3 step 1 {
+    tile.barrier
+    tile.yield
+  }
+  %5 = tile.cvt.rn.f32.u32 %1 : f32
+  tile.store.f32 %0[%1], (%5)
+}",
+    );
+    let e = run(&k, Launch::linear(1, 64), &ptrs(1), &mut [vec![0u8; 256]]).unwrap_err();
+    assert!(
+        matches!(e.kind, EmuErrorKind::DivergentBarrier { .. }),
+        "{e}"
+    );
+    assert_eq!(e.inst.as_deref(), Some("bar.sync 0;"));
+}
+
+/// Each block's 32 threads store `value` to y[tid]: every block writes the same elements.
+fn every_block_stores(value: &str) -> tessera_compiler::target::Kernel {
+    tile(&format!(
+        "tile.kernel @race(%0 @x: !tile.global<fp32> in, %1 @y: !tile.global<fp32> out) grid = [4, 1, 1] block = [32, 1, 1] {{
+  %2 = tile.special %tid.x : u32
+  %3 = tile.special %ctaid.x : u32
+  %4 = {value}
+  tile.store.f32 %1[%2], (%4)
+}}"
+    ))
+}
+
+#[test]
+fn blocks_storing_different_values_to_one_global_address_race() {
+    let bufs = || {
+        vec![
+            (0..4u32)
+                .flat_map(|i| (i as f32 + 1.0).to_le_bytes())
+                .collect(),
+            vec![0u8; 128],
+        ]
+    };
+    let launch = Launch::linear(4, 32);
+    // y[tid] = x[blockIdx]: block 1 overwrites block 0's value
+    let k = every_block_stores("tile.load.f32 %0[%3] : f32");
+    let e = run(&k, launch, &ptrs(2), &mut bufs()).unwrap_err();
+    match e.kind {
+        EmuErrorKind::GlobalRace { addr, other_block } => {
+            assert_eq!(other_block, [0, 0, 0]);
+            assert_eq!(addr & ((1 << 40) - 1), 0, "y[0], thread 0's element");
+        }
+        _ => panic!("{e}"),
+    }
+    assert_eq!(e.code(), Code::E0500);
+    assert_eq!(e.block, Some([1, 0, 0]));
+    assert_eq!(
+        e.inst.as_deref().map(|i| i.starts_with("st.global.f32")),
+        Some(true)
+    );
+    assert!(
+        e.to_string().contains("global-memory race between blocks"),
+        "{e}"
+    );
+    // the same value from every block: the result does not depend on the order; no error
+    let k = every_block_stores("tile.load.f32 %0[0] : f32");
+    let mut b = bufs();
+    run(&k, launch, &ptrs(2), &mut b).expect("same value");
+    assert_eq!(&b[1][..4], &1f32.to_le_bytes());
+    // atomics from every block are not races
+    let k = tile(
+        "tile.kernel @sum(%0 @x: !tile.global<fp32> in, %1 @y: !tile.global<fp32> out) grid = [4, 1, 1] block = [32, 1, 1] {
+  %2 = tile.special %tid.x : u32
+  %3 = tile.special %ctaid.x : u32
+  %4 = tile.load.f32 %0[%3] : f32
+  tile.red.add.f32 %1[%2], %4
+}",
+    );
+    let mut b = bufs();
+    run(&k, launch, &ptrs(2), &mut b).expect("atomics");
+    assert_eq!(&b[1][..4], &10f32.to_le_bytes());
+    // one block: no shadow, its threads' stores are its own business
+    let k = tile(
+        "tile.kernel @one(%0 @x: !tile.global<fp32> in, %1 @y: !tile.global<fp32> out) grid = [1, 1, 1] block = [32, 1, 1] {
+  %2 = tile.special %tid.x : u32
+  %3 = tile.load.f32 %0[0] : f32
+  tile.store.f32 %1[%2], (%3)
+}",
+    );
+    run(&k, Launch::linear(1, 32), &ptrs(2), &mut bufs()).expect("one block");
+}

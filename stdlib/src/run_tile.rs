@@ -131,30 +131,6 @@ fn next_char(s: &str, i: usize) -> usize {
         .map_or(i.min(s.len()), |c| i + c.len_utf8())
 }
 
-/// The text with each line's trailing `loc(...)` replaced by `loc("<run_tile>":LINE:COL)`
-/// (the line's own position), and per line the original `loc`'s contents.
-fn relocate(text: &str) -> (String, Vec<Option<String>>) {
-    let mut out = String::with_capacity(text.len());
-    let mut locs = Vec::new();
-    for (i, l) in text.split_inclusive('\n').enumerate() {
-        let body = l.trim_end();
-        match body.rfind("loc(") {
-            Some(p) if body.ends_with(')') => {
-                let col = l.chars().take_while(|c| c.is_whitespace()).count() + 1;
-                out.push_str(&body[..p]);
-                out.push_str(&format!("loc(\"{HERE}\":{}:{col})", i + 1));
-                out.push_str(&l[body.len()..]);
-                locs.push(Some(body[p + 4..body.len() - 1].to_string()));
-            }
-            _ => {
-                out.push_str(l);
-                locs.push(None);
-            }
-        }
-    }
-    (out, locs)
-}
-
 /// The kernel's name from its `tile.kernel @NAME(` line, for the file name of the text.
 fn kernel_name(text: &str) -> String {
     text.split_once("tile.kernel @")
@@ -195,7 +171,7 @@ fn run_tile(it: &mut Interp, session: &Session, args: CallArgs) -> Result<Value,
         }
         grid = grid_arg(v, *sp)?;
     }
-    let (relocated, locs) = relocate(text);
+    let (relocated, locs) = text::relocate(text, HERE);
     let mut src = Source {
         text,
         name: format!("{}.tile", kernel_name(text)),
@@ -611,6 +587,20 @@ fn fault(k: &Kernel, run: &Run, e: &EmuError) -> Diagnostic {
                 "out-of-bounds global access: {bytes} bytes at element {} of `{name}` ({} elements)",
                 offset / esize,
                 limit / esize
+            )
+        }
+        EmuErrorKind::GlobalRace { addr, other_block } => {
+            let buffer = ((addr >> 40) as usize).wrapping_sub(1);
+            let offset = addr & ((1 << 40) - 1);
+            let (name, esize) = run
+                .names
+                .get(buffer)
+                .cloned()
+                .unwrap_or_else(|| (format!("buffer {buffer}"), 1));
+            let [x, y, z] = other_block;
+            format!(
+                "global-memory race between blocks: this store writes element {} of `{name}` with a different value than block ({x},{y},{z}) stored there in the same launch",
+                offset / esize.max(1) as u64
             )
         }
         _ => {

@@ -42,7 +42,7 @@ impl KernelBuilder {
     pub fn new(name: impl Into<String>, span: Span) -> KernelBuilder {
         let mut b = KernelBuilder {
             k: Kernel {
-                name: name.into(),
+                name: super::ptx_name(&name.into()).into_owned(),
                 params: vec![],
                 shared: vec![],
                 regs: vec![],
@@ -77,14 +77,14 @@ impl KernelBuilder {
 
     pub fn param(&mut self, name: impl Into<String>, ty: ParamTy) -> ParamId {
         self.k.params.push(Param {
-            name: name.into(),
+            name: super::ptx_name(&name.into()).into_owned(),
             ty,
         });
         ParamId(self.k.params.len() as u32 - 1)
     }
     pub fn shared(&mut self, name: impl Into<String>, size: u32, align: u32) -> SharedId {
         self.k.shared.push(Shared {
-            name: name.into(),
+            name: super::ptx_name(&name.into()).into_owned(),
             size,
             align,
         });

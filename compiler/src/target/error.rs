@@ -26,6 +26,11 @@ pub enum TargetError {
     BadName {
         name: String,
     },
+    /// Two of the kernel's names (parameters, shared arrays, block labels, the kernel) are
+    /// the same.
+    DuplicateName {
+        name: String,
+    },
     NoBlocks,
     /// A block's span table does not have one span per instruction.
     SpanTable {
@@ -103,6 +108,7 @@ impl TargetError {
             | TargetError::Invalid { span, .. }
             | TargetError::Unsupported { span, .. } => Some(*span),
             TargetError::BadName { .. }
+            | TargetError::DuplicateName { .. }
             | TargetError::NoBlocks
             | TargetError::SpanTable { .. }
             | TargetError::MissingSpan { .. }
@@ -140,6 +146,10 @@ impl std::fmt::Display for TargetError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             TargetError::BadName { name } => write!(f, "`{name}` is not a PTX identifier"),
+            TargetError::DuplicateName { name } => write!(
+                f,
+                "the PTX name `{name}` is given twice (parameters, shared arrays and block labels need distinct names)"
+            ),
             TargetError::NoBlocks => write!(f, "kernel has no blocks"),
             TargetError::SpanTable { block } => {
                 write!(

@@ -158,10 +158,14 @@ fn verifier_rejects_bad_vector_and_cp_async() {
 
 #[test]
 fn verifier_rejects_bad_names() {
+    // the builder gives every name as a PTX identifier; a kernel changed afterwards is checked
     let mut b = KernelBuilder::new("bad name", sp());
     b.ret();
+    let mut k = b.finish().expect("the builder mangles the name");
+    assert_eq!(k.name, "bad$u20$name");
+    k.name = "bad name".into();
     assert!(matches!(
-        b.finish().unwrap_err(),
+        verify::verify(&k).unwrap_err(),
         TargetError::BadName { .. }
     ));
     let mut b = KernelBuilder::new("k", sp());
@@ -169,7 +173,7 @@ fn verifier_rejects_bad_names() {
     b.param("x", ParamTy::U32);
     assert!(matches!(
         b.finish().unwrap_err(),
-        TargetError::BadName { .. }
+        TargetError::DuplicateName { .. }
     ));
 }
 
@@ -333,4 +337,39 @@ fn errors_at_unknown_loc_have_no_span() {
     assert_eq!(d.span, None);
     let text = d.render(&sources(), false);
     assert!(!text.contains("4294967295"), "{text}");
+}
+
+#[test]
+fn names_become_ptx_identifiers() {
+    use super::ptx_name;
+    for keep in ["axpy", "_x", "f_elementwise_0", "a$b", "$x"] {
+        assert_eq!(ptx_name(keep), keep);
+    }
+    assert_eq!(
+        ptx_name("核函数_elementwise_0"),
+        "$u6838u51fdu6570$_elementwise_0"
+    );
+    assert_eq!(ptx_name("étape_0"), "$ue9$tape_0");
+    assert_eq!(ptx_name("a b"), "a$u20$b");
+    assert_eq!(ptx_name("_"), "$$_");
+    assert_eq!(ptx_name(""), "$$");
+    assert_eq!(ptx_name("$"), "$u24$");
+    assert_eq!(ptx_name("1x"), "$$1x");
+    // distinct names stay distinct, and every result is an identifier the verifier takes
+    let names = [
+        "核", "核a", "核_a", "核$", "$u6838$", "a核", "_", "$$_", "1", "", "x y",
+    ];
+    let mut seen = std::collections::HashSet::new();
+    for n in names {
+        let m = ptx_name(n).into_owned();
+        assert!(m.is_ascii(), "{m}");
+        assert_eq!(ptx_name(&m), m, "idempotent");
+        let mut b = KernelBuilder::new(n, sp());
+        b.ret();
+        assert!(b.finish().is_ok(), "{n:?} -> {m:?} verifies");
+        seen.insert(m);
+    }
+    // "$u6838$" and "$$_" are identifiers kept as they are, and so meet the mangled "核" and
+    // "_" (no Python name holds a `$`)
+    assert_eq!(seen.len(), names.len() - 2);
 }

@@ -23,7 +23,7 @@ pub fn verify(k: &Kernel) -> Result<(), TargetError> {
     {
         check_name(n)?;
         if !names.insert(n.as_str()) || n == &k.name {
-            return Err(TargetError::BadName { name: n.clone() });
+            return Err(TargetError::DuplicateName { name: n.clone() });
         }
     }
     for s in &k.shared {
@@ -97,7 +97,7 @@ fn check_name(n: &str) -> Result<(), TargetError> {
     let ok_rest = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
     let mut chars = n.chars();
     let good = match chars.next() {
-        Some(c) => ok_first(c) && chars.all(ok_rest) && n != "_",
+        Some(c) => ok_first(c) && chars.all(ok_rest) && n != "_" && n != "$",
         None => false,
     };
     if good {

@@ -77,12 +77,48 @@ pub fn check(k: &Kernel) -> Result<(), CheckError> {
             ));
         }
     }
+    names(k)?;
     w.region(&k.body, None)?;
     if let Some(v) = w.defined.iter().position(|d| !d) {
         return Err(kernel_err(k, format!("value %{v} is never defined")));
     }
     let prov = flow::provenance(k);
     flow::memory(k, &prov)
+}
+
+/// Parameter and shared-buffer names: distinct from each other and from the kernel's name
+/// as PTX names ([`crate::target::ptx_name`]: the lowering's `.param` and `.shared` names).
+fn names(k: &Kernel) -> Result<(), CheckError> {
+    use crate::target::ptx_name;
+    let mut seen: std::collections::HashMap<String, (&str, &str, u32)> = Default::default();
+    seen.insert(
+        ptx_name(&k.name).into_owned(),
+        ("kernel", &k.name, u32::MAX),
+    );
+    let all = k
+        .params
+        .iter()
+        .map(|p| ("parameter", p.name.as_str(), p.value.0))
+        .chain(
+            k.shared
+                .iter()
+                .map(|s| ("shared", s.name.as_str(), s.value.0)),
+        );
+    for (what, name, v) in all {
+        if let Some((w2, n2, v2)) = seen.insert(ptx_name(name).into_owned(), (what, name, v)) {
+            let other = if v2 == u32::MAX {
+                format!("the kernel's name '{n2}'")
+            } else {
+                format!("{w2} '{n2}' %{v2}")
+            };
+            let same = if n2 == name { "" } else { " as a PTX name" };
+            return Err(kernel_err(
+                k,
+                format!("{what} '{name}' %{v} has the same name{same} as {other}"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The launch shape and the shared-memory total.

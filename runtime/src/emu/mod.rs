@@ -15,13 +15,20 @@
 //!   Results never depend on that order; only warp-collective instructions do, and those check
 //!   that the lanes they need are converged.
 //! - **Barriers.** A warp runs until all its lanes wait at `bar.sync` or have exited; when every
-//!   warp of the block is there, the barrier opens (exited threads count as arrived).
+//!   warp of the block is there, the barrier opens (see divergent barriers below).
 //! - **`cp.async`.** A copy is issued at `cp.async` (bounds checked there), kept pending in the
 //!   thread's open group, grouped by `commit_group`, and performed (global read, shared write,
 //!   zero fill past `src_size`) at the `wait_group` that retires its group. Any access to a
 //!   shared byte with a pending copy is an error (a read before the wait is a race).
 //! - **Races.** Between two barriers, two different threads touching the same shared byte, one
-//!   of them writing, is an error naming both instructions.
+//!   of them writing, is an error naming both instructions. In global memory, a store by one
+//!   block of a value different from what an earlier block of the same launch stored at that
+//!   byte is an error (the result would depend on the order blocks run in); stores of the same
+//!   value, atomics and reads are not checked. A launch of one block keeps no global shadow.
+//! - **Divergent barriers.** When a barrier opens, every thread of the block that has not
+//!   finished must wait at the same `bar.sync`, and none may have finished: a barrier that only
+//!   some threads reach (one inside a branch, or in a loop whose trip count differs between
+//!   threads) is an error at that barrier.
 //! - **Warp collectives.** `shfl.sync`: every lane named in the mask must execute it together
 //!   (and only those), the PTX ISA's clamp/segment rules, reading an inactive lane is an error.
 //!   `ldmatrix`/`mma.sync.aligned`: all 32 lanes converged, fragment layouts of the PTX ISA
@@ -204,6 +211,21 @@ pub enum EmuErrorKind {
     StepLimit {
         steps: u64,
     },
+    /// A barrier that not every thread of the block reaches: `waiting` threads wait at this
+    /// `bar.sync` while thread `other_thread` waits at another one (`other_inst`) or has
+    /// finished the kernel (`other_inst` is `None`).
+    DivergentBarrier {
+        waiting: u32,
+        threads: u32,
+        other_thread: u32,
+        other_inst: Option<String>,
+    },
+    /// Two blocks of one launch store different values to the same global bytes: this store
+    /// (at `addr`), and an earlier one by block `other_block`.
+    GlobalRace {
+        addr: u64,
+        other_block: [u32; 3],
+    },
 }
 
 /// An emulator error: what, and where (the instruction as printed PTX, its span, the block and
@@ -244,7 +266,9 @@ impl EmuError {
             | EmuErrorKind::ShflInactiveLane { .. }
             | EmuErrorKind::DivideByZero
             | EmuErrorKind::BadSrcSize { .. }
-            | EmuErrorKind::StepLimit { .. } => Code::E0500,
+            | EmuErrorKind::StepLimit { .. }
+            | EmuErrorKind::DivergentBarrier { .. }
+            | EmuErrorKind::GlobalRace { .. } => Code::E0500,
         }
     }
 
@@ -336,6 +360,30 @@ impl fmt::Display for EmuError {
             EmuErrorKind::StepLimit { steps } => {
                 write!(f, "kernel did not finish within {steps} warp instructions")?
             }
+            EmuErrorKind::DivergentBarrier {
+                waiting,
+                threads,
+                other_thread,
+                other_inst,
+            } => {
+                write!(
+                    f,
+                    "divergent barrier: {waiting} of the block's {threads} threads wait at this bar.sync, while thread {other_thread} "
+                )?;
+                match other_inst {
+                    Some(i) => write!(f, "waits at another barrier (`{i}`)")?,
+                    None => write!(f, "has finished the kernel without reaching it")?,
+                }
+            }
+            EmuErrorKind::GlobalRace { addr, other_block } => write!(
+                f,
+                "global-memory race between blocks at buffer {} offset {}: this store writes a different value than block ({},{},{}) stored there in the same launch",
+                (addr >> 40).wrapping_sub(1),
+                addr & ((1 << 40) - 1),
+                other_block[0],
+                other_block[1],
+                other_block[2]
+            )?,
         }
         if let Some(i) = &self.inst {
             write!(f, " in `{i}`")?;

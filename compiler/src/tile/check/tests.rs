@@ -528,3 +528,28 @@ fn provenance() {
     });
     fails(&b.finish(), "with no tile.barrier in between");
 }
+
+#[test]
+fn parameter_and_shared_names_are_distinct_ptx_names() {
+    let (mut b, _, _, _) = setup();
+    b.param("h", global(DType::BF16), ParamRole::Output);
+    fails(
+        &b.finish(),
+        "parameter 'h' %3 has the same name as parameter 'h' %0",
+    );
+    let (mut b, _, _, _) = setup();
+    b.shared("t_0", buf(&[4], 4));
+    fails(&b.finish(), "as the kernel's name 't_0'");
+    // two names that mangle to one PTX name
+    let (mut b, _, _, _) = setup();
+    b.param("核", global(DType::BF16), ParamRole::Output);
+    b.param("$u6838$", global(DType::BF16), ParamRole::Output);
+    fails(
+        &b.finish(),
+        "has the same name as a PTX name as parameter '核'",
+    );
+    let (mut b, _, _, _) = setup();
+    b.param("核", global(DType::BF16), ParamRole::Output);
+    b.param("核2", global(DType::BF16), ParamRole::Output);
+    passes(&b.finish());
+}

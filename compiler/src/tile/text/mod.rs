@@ -76,5 +76,31 @@ mod print;
 mod tests;
 
 pub use names::{parse_dtype, parse_ty};
+
+/// The text with each line's trailing `loc(...)` replaced by `loc("FILE":LINE:COL)`, the
+/// line's own position (its 1-based line, the column of its first non-blank character), and
+/// per line the original `loc`'s contents. Parsed, its ops' spans name their lines of the
+/// text: how an error found in the IR is shown at the text's line.
+pub fn relocate(text: &str, file: &str) -> (String, Vec<Option<String>>) {
+    let mut out = String::with_capacity(text.len());
+    let mut locs = Vec::new();
+    for (i, l) in text.split_inclusive('\n').enumerate() {
+        let body = l.trim_end();
+        match body.rfind("loc(") {
+            Some(p) if body.ends_with(')') => {
+                let col = l.chars().take_while(|c| c.is_whitespace()).count() + 1;
+                out.push_str(&body[..p]);
+                out.push_str(&format!("loc({file:?}:{}:{col})", i + 1));
+                out.push_str(&l[body.len()..]);
+                locs.push(Some(body[p + 4..body.len() - 1].to_string()));
+            }
+            _ => {
+                out.push_str(l);
+                locs.push(None);
+            }
+        }
+    }
+    (out, locs)
+}
 pub use parse::{parse, ParseError};
 pub use print::{loc, print, type_text};

@@ -95,6 +95,33 @@ impl Machine<'_> {
         Ok(())
     }
 
+    /// A `st.global` of `n` bytes (bounds already checked): in a launch of several blocks,
+    /// first the race check against the stores of earlier blocks (see the module doc).
+    pub(super) fn store_global(&mut self, addr: u64, n: u32, v: u64) -> Result<(), EmuErrorKind> {
+        if self.track_writes {
+            let (b, o) = self.global(addr, n, n)?;
+            let me = self.block_no;
+            let (Some(buf), Some(slot)) = (self.buffers.get(b), self.writers.get_mut(b)) else {
+                return self.write_global(addr, n, n, v);
+            };
+            let shadow = slot.get_or_insert_with(|| vec![0; buf.len()]);
+            for i in 0..n as usize {
+                let (Some(w), Some(&old)) = (shadow.get_mut(o + i), buf.get(o + i)) else {
+                    continue;
+                };
+                if *w == 0 {
+                    *w = me;
+                } else if *w != me && old != (v >> (8 * i)) as u8 {
+                    let first = *w - 1;
+                    let [gx, gy, _] = self.launch.grid;
+                    let other_block = [first % gx, (first / gx) % gy, first / (gx * gy)];
+                    return Err(EmuErrorKind::GlobalRace { addr, other_block });
+                }
+            }
+        }
+        self.write_global(addr, n, n, v)
+    }
+
     pub(super) fn shared_check(
         &self,
         sm: &SharedMem,

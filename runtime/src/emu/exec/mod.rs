@@ -84,6 +84,13 @@ struct Machine<'a> {
     stats: Stats,
     max_steps: u64,
     ctaid: [u32; 3],
+    /// Per buffer, the block (linear index + 1) that first stored to each byte in this launch;
+    /// allocated at a buffer's first store, and only for launches of more than one block.
+    writers: Vec<Option<Vec<u32>>>,
+    /// Whether stores are checked for races between blocks (more than one block).
+    track_writes: bool,
+    /// The running block's linear index + 1.
+    block_no: u32,
 }
 
 fn lanes(m: u32) -> impl Iterator<Item = u32> {
@@ -150,6 +157,8 @@ pub(super) fn run(
         params.push(v);
     }
     let (shared_offsets, shared_size) = k.shared_layout();
+    let nblocks: u64 = launch.grid.iter().map(|d| u64::from(*d)).product();
+    let nbuffers = buffers.len();
     let mut m = Machine {
         k,
         names: RegNames::new(k),
@@ -160,6 +169,9 @@ pub(super) fn run(
         stats: Stats::default(),
         max_steps: opts.max_steps,
         ctaid: [0; 3],
+        writers: vec![None; nbuffers],
+        track_writes: nblocks > 1,
+        block_no: 0,
     };
     let mut smem = SharedMem {
         bytes: vec![0; shared_size as usize],
@@ -171,6 +183,7 @@ pub(super) fn run(
         for y in 0..launch.grid[1] {
             for x in 0..launch.grid[0] {
                 m.ctaid = [x, y, z];
+                m.block_no = m.block_no.wrapping_add(1);
                 smem.bytes.fill(0);
                 smem.shadow.fill(Shadow::default());
                 smem.pending.fill(0);
@@ -242,6 +255,7 @@ impl Machine<'_> {
             for w in warps.iter_mut() {
                 self.run_warp(w, smem, &mut queues)?;
             }
+            self.check_barrier(&warps, threads)?;
             let mut waiting = false;
             for w in warps.iter_mut() {
                 for s in w.state.iter_mut() {
@@ -257,6 +271,60 @@ impl Machine<'_> {
             smem.epoch += 1;
             self.stats.barriers += 1;
         }
+    }
+
+    /// With every thread of the block waiting at a barrier or finished: an error unless all
+    /// that wait, wait at the same `bar.sync`, and none has finished (when any waits). The
+    /// error is at the barrier first in layout order (the one inside the branch, for a
+    /// barrier in one arm of an `if`).
+    fn check_barrier(&self, warps: &[Warp], threads: u32) -> Result<(), EmuError> {
+        // the barrier (first in layout order) and a thread waiting there
+        let mut first: Option<(Pc, u32)> = None;
+        let mut count = 0u32;
+        let mut other: Option<(u32, Option<Pc>)> = None;
+        for w in warps {
+            for l in 0..32u32 {
+                let tid = w.index * 32 + l;
+                if tid >= threads {
+                    break;
+                }
+                match w.state[l as usize] {
+                    LaneState::Barrier => {
+                        let p = w.pc[l as usize];
+                        let at = (p.0, p.1.saturating_sub(1));
+                        match first {
+                            Some((f, _)) if f == at => count += 1,
+                            Some((f, t)) if at < f => {
+                                other = Some((t, Some(f)));
+                                first = Some((at, tid));
+                                count = 1;
+                            }
+                            Some(_) => other = other.or(Some((tid, Some(at)))),
+                            None => {
+                                first = Some((at, tid));
+                                count = 1;
+                            }
+                        }
+                    }
+                    LaneState::Exited => {
+                        if other.is_none() {
+                            other = Some((tid, None));
+                        }
+                    }
+                    LaneState::Running => {}
+                }
+            }
+        }
+        let (Some((at, tid)), Some((other_thread, other_pc))) = (first, other) else {
+            return Ok(());
+        };
+        let kind = EmuErrorKind::DivergentBarrier {
+            waiting: count,
+            threads,
+            other_thread,
+            other_inst: other_pc.map(|p| self.text(p)),
+        };
+        Err(self.error(kind, at, tid))
     }
 
     fn run_warp(
@@ -554,7 +622,7 @@ impl Machine<'_> {
                             Space::Global => {
                                 let at = a.wrapping_add(*offset as i64 as u64);
                                 self.global(at, total, total).map_err(|e| (e, l))?;
-                                self.write_global(at + u64::from(size) * i as u64, size, size, v)
+                                self.store_global(at + u64::from(size) * i as u64, size, v)
                             }
                             Space::Shared => {
                                 let at = (a as u32).wrapping_add(*offset as u32);
