@@ -53,26 +53,54 @@ pub fn kernel_scripts(root: &std::path::Path) -> Vec<PathBuf> {
 }
 
 /// Every `.tsr` file, and every Markdown page with ```` ```tsr ```` blocks, under the given
-/// files and directories, sorted.
+/// files and directories, sorted. Each real directory is visited once (a symbolic link back
+/// up the tree is not followed again) and each real file is one case; a `.tsr` or `.md` that
+/// is not a regular file (a named pipe, a device) is skipped with a warning.
 pub fn discover(paths: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for p in paths {
-        collect(p, &mut out);
+        collect(p, &mut out, &mut seen);
     }
     out.sort();
     out.dedup();
     out
 }
 
-fn collect(p: &Path, out: &mut Vec<PathBuf>) {
-    if p.is_dir() {
+/// `seen`: the real paths of the directories and files already taken.
+fn collect(p: &Path, out: &mut Vec<PathBuf>, seen: &mut std::collections::HashSet<PathBuf>) {
+    let Ok(meta) = std::fs::metadata(p) else {
+        return;
+    };
+    if meta.is_dir() {
+        let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        if !seen.insert(real) {
+            return;
+        }
         if let Ok(rd) = std::fs::read_dir(p) {
-            for e in rd.flatten() {
-                collect(&e.path(), out);
+            let mut entries: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+            // sorted, so that of two paths to one file the first in order is the one kept
+            entries.sort();
+            for e in entries {
+                collect(&e, out, seen);
             }
         }
-    } else if p.extension().is_some_and(|e| e == "tsr") || is_guide_page(p) {
-        out.push(p.to_path_buf());
+        return;
+    }
+    let is_tsr = p.extension().is_some_and(|e| e == "tsr");
+    let is_md = p.extension().is_some_and(|e| e == "md");
+    if !is_tsr && !is_md {
+        return;
+    }
+    if !meta.is_file() {
+        eprintln!("warning: skipping {}: not a regular file", p.display());
+        return;
+    }
+    if is_tsr || is_guide_page(p) {
+        let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        if seen.insert(real) {
+            out.push(p.to_path_buf());
+        }
     }
 }
 
@@ -80,7 +108,38 @@ fn collect(p: &Path, out: &mut Vec<PathBuf>) {
 /// [`crate::guide`].
 fn is_guide_page(p: &Path) -> bool {
     p.extension().is_some_and(|e| e == "md")
-        && std::fs::read_to_string(p).is_ok_and(|t| t.contains("```tsr"))
+        && read_case_file(p).is_ok_and(|t| t.contains("```tsr"))
+}
+
+/// The most bytes `tessera test` reads of a script, a page or an expected file.
+pub const MAX_CASE_BYTES: u64 = tessera_lang::read::MAX_SCRIPT_BYTES;
+
+/// The text of a script, page or expected file: only a regular file (a named pipe would block
+/// and a device never end), of at most [`MAX_CASE_BYTES`], as UTF-8 (bad bytes replaced).
+pub fn read_case_file(p: &Path) -> std::io::Result<String> {
+    use std::io::{Error, ErrorKind};
+    let meta = std::fs::metadata(p)?;
+    if !meta.is_file() {
+        return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
+    }
+    match tessera_lang::read::read_bytes(p, MAX_CASE_BYTES) {
+        Ok(b) => Ok(String::from_utf8_lossy(&b).into_owned()),
+        Err(tessera_lang::read::ReadError::Io(e)) => Err(e),
+        Err(_) => Err(Error::new(
+            ErrorKind::InvalidData,
+            format!("larger than {} MiB", MAX_CASE_BYTES >> 20),
+        )),
+    }
+}
+
+/// An expected file: `Ok(None)` when there is none; an error when it is there but cannot be
+/// read (not a regular file, too large).
+fn read_expected(p: &Path) -> Result<Option<String>, String> {
+    match read_case_file(p) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}\n", p.display())),
+    }
 }
 
 /// What one case did.
@@ -540,8 +599,8 @@ pub fn run_case(exe: &Path, tsr: &Path, bless: bool, timeout: Duration) -> Outco
     }
     // the `# snapshot:` header is read leniently: a script that is not UTF-8 is itself a test
     // (the run reports E0001 at its first bad byte)
-    let levels = match std::fs::read(tsr) {
-        Ok(bytes) => match snapshot_levels(&String::from_utf8_lossy(&bytes)) {
+    let levels = match read_case_file(tsr) {
+        Ok(text) => match snapshot_levels(&text) {
             Ok(l) => l,
             Err(e) => return Outcome::Failed(format!("{e}\n")),
         },
@@ -561,7 +620,7 @@ pub fn run_case(exe: &Path, tsr: &Path, bless: bool, timeout: Duration) -> Outco
             format!("{}\n", r.code)
         };
         // `.stdout` is always written (an empty one checks that nothing was printed).
-        let old = |ext: &str| std::fs::read_to_string(sibling(tsr, ext)).ok();
+        let old = |ext: &str| read_case_file(&sibling(tsr, ext)).ok();
         let stdout = bless_text(old("stdout").as_deref(), &r.stdout);
         let stderr = bless_text(old("stderr").as_deref(), &r.stderr);
         let res = std::fs::write(sibling(tsr, "stdout"), &stdout)
@@ -579,15 +638,19 @@ pub fn run_case(exe: &Path, tsr: &Path, bless: bool, timeout: Duration) -> Outco
     }
     let mut report = String::new();
     for (ext, actual) in [("stdout", &r.stdout), ("stderr", &r.stderr)] {
-        if let Ok(expected) = std::fs::read_to_string(sibling(tsr, ext)) {
-            let expected = expected.replace("\r\n", "\n");
-            if !text_matches(&expected, actual) {
-                report.push_str(&diff(ext, &expected, actual));
+        match read_expected(&sibling(tsr, ext)) {
+            Ok(Some(expected)) => {
+                let expected = expected.replace("\r\n", "\n");
+                if !text_matches(&expected, actual) {
+                    report.push_str(&diff(ext, &expected, actual));
+                }
             }
+            Ok(None) => {}
+            Err(e) => report.push_str(&e),
         }
     }
     for (level, actual) in &r.snapshots {
-        match std::fs::read_to_string(sibling(tsr, level)) {
+        match read_case_file(&sibling(tsr, level)) {
             Ok(expected) => {
                 let expected = expected.replace("\r\n", "\n");
                 if expected != *actual {
@@ -601,7 +664,14 @@ pub fn run_case(exe: &Path, tsr: &Path, bless: bool, timeout: Duration) -> Outco
         }
     }
     let code_file = sibling(tsr, "code");
-    if let Ok(expected) = std::fs::read_to_string(&code_file) {
+    let expected_code = match read_expected(&code_file) {
+        Ok(c) => c,
+        Err(e) => {
+            report.push_str(&e);
+            None
+        }
+    };
+    if let Some(expected) = expected_code {
         let want: Option<i32> = expected.trim().parse().ok();
         if want != Some(r.code) {
             report.push_str(&format!(

@@ -132,7 +132,7 @@ pub struct Ran {
 /// `tessera guide-cells PAGE`: runs the page's blocks in one session and prints one JSON line
 /// per block (`no_run` blocks are parsed; a parse error is a failure).
 pub fn cells_main(page: &Path) -> i32 {
-    let text = match std::fs::read_to_string(page) {
+    let text = match crate::golden::read_case_file(page) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: cannot read {}: {e}", page.display());
@@ -251,7 +251,7 @@ fn fence_for(text: &str) -> String {
 
 /// Runs (or blesses) one page.
 pub fn run_page(exe: &Path, page: &Path, bless: bool, timeout: Duration) -> Outcome {
-    let text = match std::fs::read_to_string(page) {
+    let text = match crate::golden::read_case_file(page) {
         Ok(t) => t.replace("\r\n", "\n"),
         Err(e) => return Outcome::Failed(format!("cannot read {}: {e}\n", page.display())),
     };

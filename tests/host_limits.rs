@@ -43,6 +43,71 @@ const GROWING: &[(&str, &str, u32)] = &[
     ),
     ("tolist", "x = op.zeros((4000, 4000)).tolist()\n", 1),
     ("tensor_rows", "for r in op.zeros((10 ** 7,)):\n    pass\n", 1),
+    (
+        "extend_doubling",
+        "x = list(range(10 ** 5))\nfor i in range(40):\n    x.extend(x)\n",
+        3,
+    ),
+    (
+        "list_augmented_doubling",
+        "x = list(range(10 ** 5))\nfor i in range(40):\n    x += x\n",
+        3,
+    ),
+    (
+        "slice_assign_doubling",
+        "x = list(range(10 ** 5))\nfor i in range(40):\n    x[len(x):] = x\n",
+        3,
+    ),
+    (
+        "append_loop",
+        "x = list(range(2 * 10 ** 6))\nwhile True:\n    x.append(0)\n",
+        3,
+    ),
+    (
+        "insert_loop",
+        "x = list(range(2 * 10 ** 6))\nwhile True:\n    x.insert(len(x), 0)\n",
+        3,
+    ),
+    (
+        "dict_items",
+        "d = {}\nwhile True:\n    d[len(d)] = 0\n",
+        3,
+    ),
+    (
+        "dict_update",
+        "x = list(range(10 ** 6))\nd = {}\nd.update(zip(x, x))\ne = dict(zip(x, x))\n",
+        3,
+    ),
+    (
+        "enumerate",
+        "x = list(range(10 ** 6))\ny = list(enumerate(x))\n",
+        2,
+    ),
+    (
+        "split",
+        "s = 'a,' * 10 ** 7\nx = s.split(',')\n",
+        2,
+    ),
+    (
+        "nested_repr",
+        "a = [0] * 10 ** 4\nb = [a] * 10 ** 3\nc = [b] * 10 ** 3\nprint(c)\n",
+        4,
+    ),
+    (
+        "nested_str",
+        "a = [0] * 10 ** 4\nb = [a] * 10 ** 3\nc = {'k': [b] * 10 ** 3}\ns = str(c)\n",
+        4,
+    ),
+    (
+        "format_repeat",
+        "s = 'x' * 10 ** 7\nt = '{0}{0}{0}{0}{0}{0}{0}{0}'.format(s)\n",
+        2,
+    ),
+    (
+        "tensors_in_a_dict",
+        "d = {}\nfor i in range(1000):\n    d[i] = op.zeros((10 ** 6,))\n",
+        3,
+    ),
 ];
 
 #[test]

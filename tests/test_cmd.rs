@@ -183,3 +183,92 @@ fn a_case_dies_with_tessera_test() {
     );
     let _ = std::fs::remove_dir_all(Path::new(&d));
 }
+
+/// `tessera test DIR` run with a time limit: a test that hangs fails instead.
+fn tessera_test_within(d: &Path, limit: Duration) -> (i32, String, String) {
+    let out_path = d.with_extension("out");
+    let err_path = d.with_extension("err");
+    let mut child = Command::new(exe())
+        .arg("test")
+        .arg(d)
+        .env("NO_COLOR", "1")
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("tessera test {} did not finish in {limit:?}", d.display());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    (
+        status.code().unwrap_or(-1),
+        read(&out_path),
+        read(&err_path),
+    )
+}
+
+#[cfg(unix)]
+#[test]
+fn symbolic_link_loops_visit_each_directory_once() {
+    let d = dir("symlink-loops");
+    std::fs::write(d.join("ok.tsr"), "print(1)\n").unwrap();
+    std::fs::write(d.join("ok.stdout"), "1\n").unwrap();
+    std::os::unix::fs::symlink(".", d.join("a")).unwrap();
+    std::os::unix::fs::symlink(".", d.join("b")).unwrap();
+    std::fs::create_dir(d.join("sub")).unwrap();
+    std::os::unix::fs::symlink("..", d.join("sub/up")).unwrap();
+    let (code, stdout, stderr) = tessera_test_within(&d, Duration::from_secs(60));
+    assert_eq!(code, 0, "stdout: {stdout}\nstderr: {stderr}");
+    // the one script runs once, not once per path through the links
+    assert!(stdout.contains("1 passed, 0 failed"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_named_pipe_or_a_device_is_skipped_with_a_warning() {
+    let d = dir("fifo");
+    std::fs::write(d.join("ok.tsr"), "print(1)\n").unwrap();
+    let made = Command::new("mkfifo")
+        .arg(d.join("page.md"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::os::unix::fs::symlink("/dev/zero", d.join("zero.md")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", d.join("zero.tsr")).unwrap();
+    let (code, stdout, stderr) = tessera_test_within(&d, Duration::from_secs(60));
+    assert_eq!(code, 0, "stdout: {stdout}\nstderr: {stderr}");
+    assert!(stdout.contains("1 passed, 0 failed"), "{stdout}");
+    for name in ["page.md", "zero.md", "zero.tsr"] {
+        assert!(
+            stderr.contains("warning: skipping")
+                && stderr.contains(&format!("{name}: not a regular file")),
+            "{name}: {stderr}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[cfg(unix)]
+#[test]
+fn an_expected_file_that_is_a_device_fails_the_case() {
+    let d = dir("expected-device");
+    std::fs::write(d.join("ok.tsr"), "print(1)\n").unwrap();
+    std::os::unix::fs::symlink("/dev/zero", d.join("ok.stdout")).unwrap();
+    let (code, stdout, stderr) = tessera_test_within(&d, Duration::from_secs(60));
+    assert_eq!(code, 1, "stdout: {stdout}\nstderr: {stderr}");
+    assert!(
+        stdout.contains("FAILED") && stdout.contains("ok.stdout: not a regular file"),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

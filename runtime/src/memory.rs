@@ -85,6 +85,30 @@ pub fn max_bytes() -> u64 {
     })
 }
 
+/// The bytes of all tensors alive in the process (each storage once, however many tensors
+/// share it).
+static LIVE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The bytes of the tensor storage alive now.
+pub fn live_bytes() -> u64 {
+    LIVE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+pub(crate) fn add_live(bytes: u64) {
+    LIVE.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+}
+
+pub(crate) fn sub_live(bytes: u64) {
+    LIVE.fetch_sub(bytes, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The most bytes all live tensors may take together: twice [`max_bytes`], so that a value at
+/// the limit can still be an operand with room for its result, while tensors collected in a
+/// loop (a list or dict of them) stop with E0700 instead of exhausting memory.
+pub fn max_live_bytes() -> u64 {
+    max_bytes().saturating_mul(2)
+}
+
 /// The element count of a shape, or E0700 when the product of its nonzero dimensions is over
 /// `isize::MAX` (NumPy's "array is too big", also for an empty shape such as `(0, 2**62,
 /// 2**62)`): every partial product of a valid shape's dimensions then fits a `usize`, so the
@@ -115,6 +139,16 @@ pub fn check_alloc(numel: usize, dtype: DType) -> Result<()> {
             dtype.name()
         ))
         .with_help("raise TESSERA_MAX_BYTES, or use dist.tensor for an abstract tensor"));
+    }
+    let live = live_bytes();
+    let total = max_live_bytes();
+    if (live as u128) + bytes > u128::from(total) {
+        return Err(RuntimeError::resource(format!(
+            "tensor of {bytes} bytes ({numel} x {}) would bring the tensors alive to {} bytes, over the limit of {total} bytes for all of them together (twice TESSERA_MAX_BYTES)",
+            dtype.name(),
+            (live as u128) + bytes
+        ))
+        .with_help("let go of tensors no longer needed (rebind names, remove them from lists and dicts), or raise TESSERA_MAX_BYTES"));
     }
     Ok(())
 }

@@ -107,6 +107,18 @@ crate::isa_versions! {
 }
 
 impl Storage {
+    /// The bytes the elements take.
+    pub fn nbytes(&self) -> usize {
+        let each = match self {
+            Storage::F64(_) | Storage::I64(_) | Storage::C64(_) => 8,
+            Storage::F32(_) | Storage::I32(_) => 4,
+            Storage::F16(_) | Storage::BF16(_) => 2,
+            Storage::F8(_) | Storage::I8(_) | Storage::Bool(_) => 1,
+            Storage::C128(_) => 16,
+        };
+        self.len() * each
+    }
+
     pub fn len(&self) -> usize {
         match self {
             Storage::F64(v) => v.len(),

@@ -19,7 +19,35 @@ use crate::storage::{par_map, Storage, PAR_MIN};
 pub struct Tensor {
     shape: Vec<usize>,
     dtype: DType,
-    data: Option<Arc<Storage>>,
+    data: Option<Arc<Counted>>,
+}
+
+/// A tensor's storage, its bytes counted in the live total ([`memory::live_bytes`]) from
+/// when it is made until it is dropped.
+#[derive(Debug)]
+struct Counted {
+    storage: Storage,
+    bytes: u64,
+}
+
+impl Counted {
+    fn new(storage: Storage) -> Counted {
+        let bytes = storage.nbytes() as u64;
+        memory::add_live(bytes);
+        Counted { storage, bytes }
+    }
+}
+
+impl Clone for Counted {
+    fn clone(&self) -> Counted {
+        Counted::new(self.storage.clone())
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        memory::sub_live(self.bytes);
+    }
 }
 
 /// A tensor's values as nested lists, for `tolist()`: the exact stored values.
@@ -59,6 +87,7 @@ impl Tensor {
     pub(crate) fn storage(&self, op: &str) -> Result<&Storage> {
         self.data
             .as_deref()
+            .map(|c| &c.storage)
             .ok_or_else(|| RuntimeError::abstract_read(op))
     }
 
@@ -67,7 +96,7 @@ impl Tensor {
     pub(crate) fn storage_mut(&mut self, op: &str) -> Result<&mut Storage> {
         self.data
             .as_mut()
-            .map(Arc::make_mut)
+            .map(|c| &mut Arc::make_mut(c).storage)
             .ok_or_else(|| RuntimeError::abstract_read(op))
     }
 
@@ -76,7 +105,7 @@ impl Tensor {
         Tensor {
             shape,
             dtype,
-            data: Some(Arc::new(storage)),
+            data: Some(Arc::new(Counted::new(storage))),
         }
     }
 

@@ -430,8 +430,13 @@ impl HostObject for Optimizer {
     }
 }
 
-/// A positive finite float argument (ints allowed).
+/// A finite float argument in `[lo, hi]` (ints allowed); `hi` of `f64::MAX`: no upper bound.
 fn number(a: Option<Arg>, name: &str, default: f64, lo: f64, hi: f64) -> R<f64> {
+    number_in(a, name, default, lo, hi, false)
+}
+
+/// [`number`], with `hi` itself excluded when `hi_open` (`[lo, hi)`).
+fn number_in(a: Option<Arg>, name: &str, default: f64, lo: f64, hi: f64, hi_open: bool) -> R<f64> {
     let Some(a) = a else { return Ok(default) };
     let x = match a.value {
         Value::Int(i) => i as f64,
@@ -444,12 +449,22 @@ fn number(a: Option<Arg>, name: &str, default: f64, lo: f64, hi: f64) -> R<f64> 
             .at(a.span))
         }
     };
-    if !(x.is_finite() && x >= lo && x <= hi) {
-        return Err(Diagnostic::new(
-            Code::E0101,
-            format!("{name} must be in [{lo}, {hi}], got {x}"),
-        )
-        .at(a.span));
+    let above = if hi_open { x >= hi } else { x > hi };
+    if !(x.is_finite() && x >= lo) || above {
+        let r = tessera_lang::eval::format::float_repr;
+        let want = if hi == f64::MAX {
+            format!("a finite number >= {}", r(lo))
+        } else {
+            format!(
+                "in [{}, {}{}",
+                r(lo),
+                r(hi),
+                if hi_open { ")" } else { "]" }
+            )
+        };
+        return Err(
+            Diagnostic::new(Code::E0101, format!("{name} must be {want}, got {}", r(x))).at(a.span),
+        );
     }
     Ok(x)
 }
@@ -479,17 +494,24 @@ fn adam(session: &Rc<Session>, args: CallArgs) -> R<Value> {
                     span: b.span,
                 };
                 (
-                    number(Some(one(&t[0])), "betas[0]", 0.9, 0.0, 1.0)?,
-                    number(Some(one(&t[1])), "betas[1]", 0.999, 0.0, 1.0)?,
+                    // [0, 1) as PyTorch: a beta of 1 never updates its average (NaN steps)
+                    number_in(Some(one(&t[0])), "betas[0]", 0.9, 0.0, 1.0, true)?,
+                    number_in(Some(one(&t[1])), "betas[1]", 0.999, 0.0, 1.0, true)?,
                 )
             }
             other => {
                 return Err(Diagnostic::new(
                     Code::E0101,
-                    format!(
-                        "betas must be a tuple of two floats, not {}",
-                        other.type_name()
-                    ),
+                    match other {
+                        Value::Tuple(t) => format!(
+                            "betas must be a tuple of two numbers, got a tuple of {} items",
+                            t.len()
+                        ),
+                        _ => format!(
+                            "betas must be a tuple of two numbers, not {}",
+                            other.type_name()
+                        ),
+                    },
                 )
                 .at(b.span))
             }

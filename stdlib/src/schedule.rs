@@ -158,6 +158,23 @@ fn ints(x: &Arg, what: &str, n: Option<usize>) -> Result<Vec<i64>, Diagnostic> {
     Ok(out)
 }
 
+/// The `on` of a directive that is switched on or off: `True` or `False` only (a number such
+/// as `overlap(5)` is a mistake, not a switch).
+fn switch(x: &Arg, name: &str) -> Result<bool, Diagnostic> {
+    match &x.value {
+        Value::Bool(b) => Ok(*b),
+        other => Err(Diagnostic::new(
+            Code::E0101,
+            format!(
+                "{name}(on) takes True or False, not {} {}",
+                other.type_name(),
+                other.repr()
+            ),
+        )
+        .at(x.span)),
+    }
+}
+
 fn get(a: &[Option<Arg>], i: usize) -> Option<&Arg> {
     a.get(i)
         .and_then(|x| x.as_ref())
@@ -195,7 +212,7 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
         "overlap" => {
             let a = args.bind(name, &[], &["on"])?;
             let on = get(&a, 0)
-                .map(|x| x.bool("on"))
+                .map(|x| switch(x, name))
                 .transpose()?
                 .unwrap_or(true);
             d.overlap = Some(on);
@@ -203,7 +220,7 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
         "use_tensor_cores" | "async_copy" => {
             let a = args.bind(name, &[], &["on"])?;
             let on = get(&a, 0)
-                .map(|x| x.bool("on"))
+                .map(|x| switch(x, name))
                 .transpose()?
                 .unwrap_or(true);
             if name == "async_copy" {

@@ -78,11 +78,11 @@ pub(super) fn install(it: &mut Interp) {
                 }
             }
             let mut out = String::new();
-            for (i, (v, _)) in args.positional.iter().enumerate() {
+            for (i, (v, span)) in args.positional.iter().enumerate() {
                 if i > 0 {
                     out.push_str(&sep);
                 }
-                out.push_str(&v.to_str());
+                out.push_str(&it.text_of(v, true).map_err(|d| d.at(*span))?);
             }
             out.push_str(&end);
             it.write_out(&out);
@@ -125,9 +125,9 @@ pub(super) fn install(it: &mut Interp) {
     );
     it.set_builtin(
         "repr",
-        Value::native("repr", "repr(x)", |_, args| {
+        Value::native("repr", "repr(x)", |it, args| {
             let a = one(&args, "repr")?;
-            Ok(Value::Str(a.repr().into()))
+            Ok(Value::Str(it.text_of(&a, false)?.into()))
         }),
     );
     it.set_builtin(
@@ -273,6 +273,10 @@ pub(super) fn install(it: &mut Interp) {
                 None => 0,
             };
             let items = it.iterate(&xs.value, xs.span)?;
+            it.check_host_size(items.len(), super::tuple_item_bytes(2), || {
+                format!("enumerating {} items", items.len())
+            })
+            .map_err(|d| d.at(xs.span))?;
             Ok(Value::list(
                 items
                     .into_iter()
@@ -290,6 +294,9 @@ pub(super) fn install(it: &mut Interp) {
                 cols.push(it.iterate(v, *s)?);
             }
             let n = cols.iter().map(|c| c.len()).min().unwrap_or(0);
+            it.check_host_size(n, super::tuple_item_bytes(cols.len()), || {
+                format!("zipping {} iterables of {n} items", cols.len())
+            })?;
             Ok(Value::list(
                 (0..n)
                     .map(|i| Value::tuple(cols.iter().filter_map(|c| c.get(i).cloned()).collect()))
@@ -652,7 +659,7 @@ pub(super) fn construct(it: &mut Interp, t: TypeKind, args: CallArgs) -> Result<
                 .at(span))
             }
         },
-        TypeKind::Str => Value::Str(x.value.to_str().into()),
+        TypeKind::Str => Value::Str(it.text_of(&x.value, true).map_err(|d| d.at(span))?.into()),
         TypeKind::Bool => Value::Bool(it.truthy(&x.value, span)?),
         TypeKind::List => Value::list(it.iterate(&x.value, span)?),
         TypeKind::Tuple => Value::tuple(it.iterate(&x.value, span)?),
@@ -674,7 +681,9 @@ pub(super) fn construct(it: &mut Interp, t: TypeKind, args: CallArgs) -> Result<
 /// `dict()`, `dict(mapping_or_pairs)`, `dict(a=1, b=2)`.
 fn dict_of(it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
     let mut d = super::dict::Dict::new();
-    for (k, v) in super::dict::update_pairs(it, "dict", &args)? {
+    let pairs = super::dict::update_pairs(it, "dict", &args)?;
+    it.check_dict_len(pairs.len())?;
+    for (k, v) in pairs {
         d.insert(k, v)?;
     }
     Ok(Value::Dict(std::rc::Rc::new(std::cell::RefCell::new(d))))

@@ -64,7 +64,7 @@ pub fn update_pairs(
     let mut pairs = Vec::new();
     if let Some((v, span)) = args.positional.first() {
         match v {
-            Value::Dict(src) => pairs.extend(src.borrow().entries().iter().cloned()),
+            Value::Dict(src) => pairs.extend(src.borrow().entries().cloned()),
             other => {
                 for (i, pair) in it.iterate(other, *span)?.into_iter().enumerate() {
                     let kv = it.iterate(&pair, *span)?;
@@ -90,10 +90,11 @@ pub fn update_pairs(
     Ok(pairs)
 }
 
-/// An insertion-ordered dict.
+/// An insertion-ordered dict. Removing a key leaves a hole in `entries` (O(1)); the holes are
+/// squeezed out once they are half the slots, so every operation is O(1) amortised.
 #[derive(Default)]
 pub struct Dict {
-    entries: Vec<(Value, Value)>,
+    entries: Vec<Option<(Value, Value)>>,
     index: HashMap<Key, usize>,
 }
 
@@ -102,15 +103,19 @@ impl Dict {
         Dict::default()
     }
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.index.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.index.is_empty()
     }
     /// The value at `k`, if any (E0101 for an unhashable `k`).
     pub fn get(&self, k: &Value) -> Result<Option<Value>, Diagnostic> {
         let key = key_of(k)?;
-        Ok(self.index.get(&key).map(|&i| self.entries[i].1.clone()))
+        Ok(self
+            .index
+            .get(&key)
+            .and_then(|&i| self.entries[i].as_ref())
+            .map(|e| e.1.clone()))
     }
     pub fn contains(&self, k: &Value) -> Result<bool, Diagnostic> {
         Ok(self.index.contains_key(&key_of(k)?))
@@ -120,10 +125,14 @@ impl Dict {
     pub fn insert(&mut self, k: Value, v: Value) -> Result<(), Diagnostic> {
         let key = key_of(&k)?;
         match self.index.get(&key) {
-            Some(&i) => self.entries[i].1 = v,
+            Some(&i) => {
+                if let Some(e) = self.entries[i].as_mut() {
+                    e.1 = v;
+                }
+            }
             None => {
                 self.index.insert(key, self.entries.len());
-                self.entries.push((k, v));
+                self.entries.push(Some((k, v)));
             }
         }
         Ok(())
@@ -134,21 +143,93 @@ impl Dict {
         let Some(i) = self.index.remove(&key) else {
             return Ok(None);
         };
-        let (_, v) = self.entries.remove(i);
-        for slot in self.index.values_mut() {
-            if *slot > i {
-                *slot -= 1;
+        let v = self.entries[i].take().map(|e| e.1);
+        self.compact();
+        Ok(v)
+    }
+    /// Removes and returns the last entry (Python's `popitem`).
+    pub fn pop_last(&mut self) -> Option<(Value, Value)> {
+        while let Some(slot) = self.entries.pop() {
+            if let Some((k, v)) = slot {
+                if let Ok(key) = key_of(&k) {
+                    self.index.remove(&key);
+                }
+                self.compact();
+                return Some((k, v));
             }
         }
-        Ok(Some(v))
+        None
     }
-    pub fn entries(&self) -> &[(Value, Value)] {
-        &self.entries
+    /// Squeezes out the holes once they are at least half the slots (and drops trailing ones).
+    fn compact(&mut self) {
+        while matches!(self.entries.last(), Some(None)) {
+            self.entries.pop();
+        }
+        let live = self.index.len();
+        if self.entries.len() < 8 || live * 2 > self.entries.len() {
+            return;
+        }
+        let mut moved = vec![0usize; self.entries.len()];
+        let mut next = 0;
+        for (i, slot) in self.entries.iter().enumerate() {
+            if slot.is_some() {
+                moved[i] = next;
+                next += 1;
+            }
+        }
+        self.entries.retain(Option::is_some);
+        for slot in self.index.values_mut() {
+            *slot = moved[*slot];
+        }
+    }
+    /// The entries in insertion order.
+    pub fn entries(&self) -> impl Iterator<Item = &(Value, Value)> + '_ {
+        self.entries.iter().flatten()
     }
     pub fn keys(&self) -> Vec<Value> {
-        self.entries.iter().map(|(k, _)| k.clone()).collect()
+        self.entries().map(|(k, _)| k.clone()).collect()
     }
     pub fn values(&self) -> Vec<Value> {
-        self.entries.iter().map(|(_, v)| v.clone()).collect()
+        self.entries().map(|(_, v)| v.clone()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn removal_keeps_order_and_index() {
+        let mut d = Dict::new();
+        for i in 0..100 {
+            d.insert(Value::Int(i), Value::Int(i * 10)).unwrap();
+        }
+        for i in (0..100).step_by(3) {
+            assert_eq!(
+                d.remove(&Value::Int(i)).unwrap().map(|v| v.repr()),
+                Some(format!("{}", i * 10))
+            );
+        }
+        assert_eq!(d.remove(&Value::Int(0)).unwrap().map(|v| v.repr()), None);
+        let keys: Vec<i64> = d
+            .keys()
+            .iter()
+            .map(|k| if let Value::Int(i) = k { *i } else { -1 })
+            .collect();
+        let want: Vec<i64> = (0..100).filter(|i| i % 3 != 0).collect();
+        assert_eq!(keys, want);
+        for &i in &want {
+            assert_eq!(
+                d.get(&Value::Int(i)).unwrap().map(|v| v.repr()),
+                Some(format!("{}", i * 10))
+            );
+        }
+        d.insert(Value::Int(0), Value::Int(7)).unwrap();
+        assert_eq!(d.keys().last().map(|k| k.repr()), Some("0".to_string()));
+        assert_eq!(d.pop_last().map(|(k, _)| k.repr()), Some("0".to_string()));
+        assert_eq!(d.len(), want.len());
+        while d.pop_last().is_some() {}
+        assert!(d.is_empty());
+        assert_eq!(d.entries().count(), 0);
     }
 }

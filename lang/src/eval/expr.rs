@@ -64,6 +64,7 @@ impl Interp {
                             format_spec,
                         } => {
                             let v = self.eval(expr, env)?;
+                            self.check_text(&v).map_err(|d| d.at(expr.span))?;
                             let v = match conversion {
                                 Some('r') => Value::Str(v.repr().into()),
                                 Some('s') => Value::Str(v.to_str().into()),
@@ -230,6 +231,8 @@ impl Interp {
                             continue 'items;
                         }
                     }
+                    self.check_list_len(out.len() + 1, "a list comprehension")
+                        .map_err(|d| d.at(e.span))?;
                     out.push(self.eval(elt, &inner)?);
                 }
                 Ok(Value::list(out))

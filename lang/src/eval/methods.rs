@@ -4,7 +4,7 @@ use super::args::CallArgs;
 use super::builtins::{int_arg, one, sort_values};
 use super::ops::values_equal;
 use super::value::Value;
-use super::Interp;
+use super::{Interp, ITEM_BYTES};
 use crate::diag::{Code, Diagnostic};
 
 /// Names of the methods of a builtin value, for suggestions and completion.
@@ -30,7 +30,7 @@ pub(super) fn method_names(v: &Value) -> &'static [&'static str] {
             "upper",
         ],
         Value::Tuple(_) => &["count", "index"],
-        Value::Dict(_) => &["get", "items", "keys", "pop", "update", "values"],
+        Value::Dict(_) => &["get", "items", "keys", "pop", "popitem", "update", "values"],
         _ => &[],
     }
 }
@@ -48,7 +48,7 @@ pub(super) fn method(v: &Value, name: &str) -> Option<Value> {
     }))
 }
 
-/// The methods of a dict: `get items keys values pop update`. `items`, `keys` and `values`
+/// The methods of a dict: `get items keys values pop popitem update`. `items`, `keys` and `values`
 /// give lists (Python's views print differently, iterate the same).
 fn dict_method(
     it: &mut Interp,
@@ -60,12 +60,19 @@ fn dict_method(
         "keys" | "values" | "items" => {
             args.bind(name, &[], &[])?;
             let d = d.borrow();
+            let each = if name == "items" {
+                super::tuple_item_bytes(2)
+            } else {
+                super::ITEM_BYTES
+            };
+            it.check_host_size(d.len(), each, || {
+                format!("the {name} of a dict of {} entries", d.len())
+            })?;
             Ok(Value::list(match name {
                 "keys" => d.keys(),
                 "values" => d.values(),
                 _ => d
                     .entries()
-                    .iter()
                     .map(|(k, v)| Value::tuple(vec![k.clone(), v.clone()]))
                     .collect(),
             }))
@@ -92,8 +99,21 @@ fn dict_method(
                 .at(k.span)),
             }
         }
+        "popitem" => {
+            args.bind("popitem", &[], &[])?;
+            let last = d.borrow_mut().pop_last();
+            match last {
+                Some((k, v)) => Ok(Value::tuple(vec![k, v])),
+                None => Err(Diagnostic::new(
+                    Code::E0500,
+                    "KeyError: 'popitem(): dictionary is empty'",
+                )),
+            }
+        }
         _ => {
             let pairs = super::dict::update_pairs(it, "update", &args)?;
+            let n = d.borrow().len();
+            it.check_dict_len(n.saturating_add(pairs.len()))?;
             let mut d = d.borrow_mut();
             for (k, v) in pairs {
                 d.insert(k, v)?;
@@ -101,6 +121,22 @@ fn dict_method(
             Ok(Value::None)
         }
     }
+}
+
+/// Python's line boundaries for `splitlines`.
+fn is_line_boundary(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r'
+            | '\x0b'
+            | '\x0c'
+            | '\x1c'
+            | '\x1d'
+            | '\x1e'
+            | '\u{85}'
+            | '\u{2028}'
+            | '\u{2029}'
+    )
 }
 
 fn str_arg(a: &Option<super::Arg>, fname: &str) -> Result<Option<String>, Diagnostic> {
@@ -130,6 +166,8 @@ fn call_method(
             "append" => {
                 let a = args.bind("append", &["object"], &[])?;
                 if let Some(x) = a.into_iter().flatten().next() {
+                    let n = l.borrow().len();
+                    it.check_list_len(n.saturating_add(1), "appending to a list")?;
                     l.borrow_mut().push(x.value);
                 }
                 Ok(Value::None)
@@ -138,6 +176,9 @@ fn call_method(
                 let a = args.bind("extend", &["iterable"], &[])?;
                 if let Some(x) = a.into_iter().flatten().next() {
                     let items = it.iterate(&x.value, x.span)?;
+                    let n = l.borrow().len();
+                    it.check_list_len(n.saturating_add(items.len()), "extending a list")
+                        .map_err(|d| d.at(x.span))?;
                     l.borrow_mut().extend(items);
                 }
                 Ok(Value::None)
@@ -149,6 +190,8 @@ fn call_method(
                     return Ok(Value::None);
                 };
                 let i = int_arg(&i.value, "insert").map_err(|d| d.at(i.span))?;
+                let n = l.borrow().len();
+                it.check_list_len(n.saturating_add(1), "inserting into a list")?;
                 let mut items = l.borrow_mut();
                 let n = items.len() as i64;
                 let pos = if i < 0 { (i + n).max(0) } else { i.min(n) } as usize;
@@ -273,23 +316,15 @@ fn call_method(
                 "splitlines" => {
                     args.bind("splitlines", &[], &[])?;
                     // Python's line boundaries: \n, \r\n, \r (and the rarer separators)
+                    let lines = s.chars().filter(|c| is_line_boundary(*c)).count() + 1;
+                    it.check_host_size(lines, ITEM_BYTES + 32, || {
+                        format!("splitting a string of {} bytes into {lines} lines", s.len())
+                    })?;
                     let mut out = Vec::new();
                     let mut start = 0;
                     let mut it = s.char_indices().peekable();
                     while let Some((i, c)) = it.next() {
-                        let boundary = matches!(
-                            c,
-                            '\n' | '\r'
-                                | '\x0b'
-                                | '\x0c'
-                                | '\x1c'
-                                | '\x1d'
-                                | '\x1e'
-                                | '\u{85}'
-                                | '\u{2028}'
-                                | '\u{2029}'
-                        );
-                        if boundary {
+                        if is_line_boundary(c) {
                             out.push(Value::str(&s[start..i]));
                             let mut end = i + c.len_utf8();
                             if c == '\r' {
@@ -325,6 +360,18 @@ fn call_method(
                         Some(m) => int_arg(&m.value, "split").map_err(|d| d.at(m.span))?,
                         None => -1,
                     };
+                    // every piece is a new string: counted before any is made
+                    let pieces = match &sep {
+                        Some(sep) if !sep.is_empty() => s.matches(sep.as_str()).count() + 1,
+                        Some(_) => 0,
+                        None => s.split_whitespace().count(),
+                    };
+                    it.check_host_size(pieces, ITEM_BYTES + 32, || {
+                        format!(
+                            "splitting a string of {} bytes into {pieces} pieces",
+                            s.len()
+                        )
+                    })?;
                     let parts: Vec<Value> = match sep {
                         Some(sep) => {
                             if sep.is_empty() {
@@ -468,7 +515,15 @@ fn call_method(
                         None => -1,
                     }))
                 }
-                "format" => str_format(s, &args),
+                "format" => {
+                    for (v, span) in &args.positional {
+                        it.check_text(v).map_err(|d| d.at(*span))?;
+                    }
+                    for (_, v, span) in &args.keywords {
+                        it.check_text(v).map_err(|d| d.at(*span))?;
+                    }
+                    str_format(s, &args, it.max_bytes)
+                }
                 _ => Ok(Value::None),
             }
         }
@@ -477,7 +532,8 @@ fn call_method(
 }
 
 /// `"{} and {name:>4}".format(a, name=b)`.
-fn str_format(fmt: &str, args: &CallArgs) -> Result<Value, Diagnostic> {
+/// E0700 once the result is over `limit` bytes.
+fn str_format(fmt: &str, args: &CallArgs, limit: u64) -> Result<Value, Diagnostic> {
     let mut out = String::new();
     let mut auto = 0usize;
     let mut chars = fmt.chars().peekable();
@@ -539,7 +595,17 @@ fn str_format(fmt: &str, args: &CallArgs) -> Result<Value, Diagnostic> {
                     Some('a') => Value::Str(super::format::ascii_escaped(&v.repr()).into()),
                     _ => v,
                 };
-                out.push_str(&super::format::format_value(&v, &spec)?);
+                let piece = super::format::format_value(&v, &spec)?;
+                if (out.len() + piece.len()) as u64 > limit {
+                    return Err(Diagnostic::new(
+                        Code::E0700,
+                        format!(
+                            "format() would make a string of more than {limit} bytes, over the limit"
+                        ),
+                    )
+                    .with_help("raise TESSERA_MAX_BYTES, or build the value in smaller pieces"));
+                }
+                out.push_str(&piece);
             }
             '}' => {
                 return Err(Diagnostic::new(

@@ -63,6 +63,16 @@ pub const DEFAULT_MAX_BYTES: u64 = 4 << 30;
 /// where it is built).
 pub const ITEM_BYTES: usize = std::mem::size_of::<Value>();
 
+/// The bytes one dict entry takes: key and value, the hashed key and its index slot.
+pub const ENTRY_BYTES: usize =
+    2 * ITEM_BYTES + std::mem::size_of::<dict::Key>() + 2 * std::mem::size_of::<usize>();
+
+/// The bytes a list item that is a new `k`-tuple takes (`zip`, `enumerate`, `dict.items()`):
+/// the item, the tuple's allocation and its `k` items.
+pub const fn tuple_item_bytes(k: usize) -> usize {
+    ITEM_BYTES + 40 + k * ITEM_BYTES
+}
+
 /// The error (E0500) that stops an interrupted cell; natives with long loops return it when they
 /// observe the interrupt flag.
 pub fn interrupted() -> Diagnostic {
@@ -179,6 +189,46 @@ impl Interp {
                 ),
             )
             .with_help("raise TESSERA_MAX_BYTES, or build the value in smaller pieces"));
+        }
+        Ok(())
+    }
+
+    /// E0700 unless a list grown to `len` items fits under [`Interp::max_bytes`].
+    pub fn check_list_len(&self, len: usize, what: &str) -> Result<(), Diagnostic> {
+        self.check_host_size(len, ITEM_BYTES, || format!("{what} to {len} items"))
+    }
+
+    /// E0700 unless a dict of `len` entries fits under [`Interp::max_bytes`].
+    pub fn check_dict_len(&self, len: usize) -> Result<(), Diagnostic> {
+        self.check_host_size(len, ENTRY_BYTES, || format!("a dict of {len} entries"))
+    }
+
+    /// `repr(v)` (or `str(v)` when `as_str`), or E0700 when the text of a container would be
+    /// over [`Interp::max_bytes`] (a list holding the same large list many times).
+    pub fn text_of(&self, v: &Value, as_str: bool) -> Result<String, Diagnostic> {
+        let limit = usize::try_from(self.max_bytes).unwrap_or(usize::MAX);
+        let text = if as_str {
+            v.to_str_within(limit)
+        } else {
+            v.repr_within(limit)
+        };
+        text.ok_or_else(|| {
+            Diagnostic::new(
+                Code::E0700,
+                format!(
+                    "the text of this {} would take more than {limit} bytes, over the limit",
+                    v.type_name()
+                ),
+            )
+            .with_help("raise TESSERA_MAX_BYTES, or print a part of the value")
+        })
+    }
+
+    /// E0700 when the text of `v`, a container, would be over [`Interp::max_bytes`] (checked
+    /// before formatting it).
+    pub fn check_text(&self, v: &Value) -> Result<(), Diagnostic> {
+        if matches!(v, Value::List(_) | Value::Tuple(_) | Value::Dict(_)) {
+            self.text_of(v, false)?;
         }
         Ok(())
     }

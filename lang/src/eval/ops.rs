@@ -626,7 +626,6 @@ pub fn values_equal(a: &Value, b: &Value) -> bool {
             let (x, y) = (x.borrow(), y.borrow());
             x.len() == y.len()
                 && x.entries()
-                    .iter()
                     .all(|(k, v)| matches!(y.get(k), Ok(Some(w)) if values_equal(v, &w)))
         }
         (Value::Range(a1, b1, s1), Value::Range(a2, b2, s2)) => {

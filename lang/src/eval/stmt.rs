@@ -236,6 +236,8 @@ impl Interp {
     ) -> R<()> {
         match container {
             Value::Dict(d) => {
+                let n = d.borrow().len();
+                self.check_dict_len(n + 1).map_err(|e| e.at(span))?;
                 d.borrow_mut()
                     .insert(idx.clone(), v)
                     .map_err(|e| e.at(idx_span))?;
@@ -257,6 +259,11 @@ impl Interp {
                         }
                         let hi = hi.max(lo) as usize;
                         let lo = lo as usize;
+                        self.check_list_len(
+                            (len - (hi - lo).min(len)).saturating_add(items.len()),
+                            "assigning to a slice of a list",
+                        )
+                        .map_err(|d| d.at(span))?;
                         l.borrow_mut().splice(lo..hi, items);
                         Ok(())
                     }
@@ -291,6 +298,9 @@ impl Interp {
                 let rhs = self.eval(value, env)?;
                 if let (Value::List(l), ast::BinOp::Add) = (&cur, op) {
                     let items = self.iterate(&rhs, value.span)?;
+                    let n = l.borrow().len();
+                    self.check_list_len(n.saturating_add(items.len()), "extending a list")
+                        .map_err(|d| d.at(span))?;
                     l.borrow_mut().extend(items);
                     return Ok(());
                 }

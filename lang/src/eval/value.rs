@@ -216,8 +216,25 @@ impl Value {
     /// `repr(x)`.
     pub fn repr(&self) -> String {
         let mut s = String::new();
-        self.write_repr(&mut s, 0, &mut Vec::new());
+        self.write_repr(&mut s, 0, &mut Vec::new(), usize::MAX);
         s
+    }
+
+    /// `repr(x)` if it takes at most `limit` bytes; `None` when it would take more (writing
+    /// stops soon after the limit is passed, so a huge nesting of shared lists is not built).
+    pub fn repr_within(&self, limit: usize) -> Option<String> {
+        let mut s = String::new();
+        self.write_repr(&mut s, 0, &mut Vec::new(), limit);
+        (s.len() <= limit).then_some(s)
+    }
+
+    /// `str(x)` if it takes at most `limit` bytes ([`Value::repr_within`]).
+    pub fn to_str_within(&self, limit: usize) -> Option<String> {
+        match self {
+            Value::Str(s) => Some(s.to_string()),
+            Value::Host(h) => Some(h.str()),
+            _ => self.repr_within(limit),
+        }
     }
 
     /// `str(x)`.
@@ -231,7 +248,17 @@ impl Value {
 
     /// `active`: the lists and dicts being written further up; one met again (a container that
     /// contains itself, at any depth) prints `[...]` or `{...}`, as in Python.
-    fn write_repr(&self, out: &mut String, depth: usize, active: &mut Vec<*const ()>) {
+    /// Writing stops once `out` is over `limit` bytes.
+    fn write_repr(
+        &self,
+        out: &mut String,
+        depth: usize,
+        active: &mut Vec<*const ()>,
+        limit: usize,
+    ) {
+        if out.len() > limit {
+            return;
+        }
         if depth > 100 {
             out.push_str("...");
             return;
@@ -259,7 +286,10 @@ impl Value {
                             if i > 0 {
                                 out.push_str(", ");
                             }
-                            v.write_repr(out, depth + 1, active);
+                            if out.len() > limit {
+                                break;
+                            }
+                            v.write_repr(out, depth + 1, active, limit);
                         }
                     }
                     Err(_) => out.push_str("..."),
@@ -273,7 +303,10 @@ impl Value {
                     if i > 0 {
                         out.push_str(", ");
                     }
-                    v.write_repr(out, depth + 1, active);
+                    if out.len() > limit {
+                        break;
+                    }
+                    v.write_repr(out, depth + 1, active, limit);
                 }
                 if t.len() == 1 {
                     out.push(',');
@@ -290,13 +323,19 @@ impl Value {
                 active.push(me);
                 match d.try_borrow() {
                     Ok(d) => {
-                        for (i, (k, v)) in d.entries().iter().enumerate() {
+                        for (i, (k, v)) in d.entries().enumerate() {
                             if i > 0 {
                                 out.push_str(", ");
                             }
-                            k.write_repr(out, depth + 1, active);
+                            if out.len() > limit {
+                                break;
+                            }
+                            k.write_repr(out, depth + 1, active, limit);
                             out.push_str(": ");
-                            v.write_repr(out, depth + 1, active);
+                            if out.len() > limit {
+                                break;
+                            }
+                            v.write_repr(out, depth + 1, active, limit);
                         }
                     }
                     Err(_) => out.push_str("..."),
@@ -317,7 +356,10 @@ impl Value {
                     if i > 0 {
                         out.push_str(", ");
                     }
-                    v.write_repr(out, depth + 1, active);
+                    if out.len() > limit {
+                        break;
+                    }
+                    v.write_repr(out, depth + 1, active, limit);
                 }
                 out.push(')');
             }

@@ -346,7 +346,7 @@ fn named_tensors(arg: &Arg) -> Result<Vec<(String, rtm::Tensor)>, Diagnostic> {
             .with_help("a .safetensors file holds named tensors: `op.save(path, [(\"w\", w), (\"b\", b)])` or a dict `{\"w\": w}`")
     };
     let pairs: Vec<(Value, Value)> = match &arg.value {
-        Value::Dict(d) => d.borrow().entries().to_vec(),
+        Value::Dict(d) => d.borrow().entries().cloned().collect(),
         Value::List(_) | Value::Tuple(_) => {
             let items: Vec<Value> = match &arg.value {
                 Value::List(l) => l.borrow().clone(),
