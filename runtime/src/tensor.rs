@@ -336,8 +336,13 @@ impl Tensor {
         }
         let n = ((stop - start) / step).ceil().max(0.0);
         if n >= 2f64.powi(62) {
+            // numbers as Python writes them: `1e-300`, not 300 zeros
+            let r = tessera_lang::eval::format::float_repr;
             return Err(RuntimeError::resource(format!(
-                "arange({start}, {stop}, {step}) has too many elements"
+                "arange({}, {}, {}) has too many elements",
+                r(start),
+                r(stop),
+                r(step)
             )));
         }
         let n = n as usize;

@@ -116,8 +116,19 @@ fn exponent(x: f64) -> i32 {
         .unwrap_or(0)
 }
 
+/// Text for an SVG (XML) text node or attribute: markup characters escaped, and characters
+/// XML 1.0 cannot hold at all (control characters other than tab and newline, U+FFFE, U+FFFF)
+/// replaced by U+FFFD, so the file always parses.
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
+    s.chars()
+        .map(|c| match c {
+            '\t' | '\n' => c,
+            '\r' => ' ',
+            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => '\u{fffd}',
+            c => c,
+        })
+        .collect::<String>()
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
@@ -140,7 +151,8 @@ fn linear_axis(min: f64, max: f64) -> Axis {
     } else {
         (min, max)
     };
-    let raw = (max - min) / 5.0;
+    // (each divided first: `max - min` of 1e308 and -1e308 overflows)
+    let raw = max / 5.0 - min / 5.0;
     let k = exponent(raw);
     let m = raw / pow10(k);
     let (m, k) = if m <= 1.5 {
@@ -155,6 +167,18 @@ fn linear_axis(min: f64, max: f64) -> Axis {
     let step = m * pow10(k);
     let first = (min / step).floor() as i64;
     let last = (max / step).ceil() as i64;
+    if !(last as f64 * step).is_finite()
+        || !(first as f64 * step).is_finite()
+        || last.saturating_sub(first) > 100
+    {
+        // a span near the largest float: the round ticks past the data would overflow; the
+        // axis ends on the data instead
+        return Axis {
+            lo: min,
+            hi: max,
+            ticks: vec![(min, fmt_g(min, 3)), (max, fmt_g(max, 3))],
+        };
+    }
     let decimals = if k < 0 { (-k) as usize } else { 0 };
     let ticks = (first..=last)
         .map(|i| {
@@ -247,9 +271,11 @@ impl Fig {
             linear_axis(ymin, ymax)
         };
         // positions of axis values (log10 of the data on a log axis)
-        let axf = |v: f64| LEFT + (v - xa.lo) / (xa.hi - xa.lo) * (RIGHT - LEFT);
+        // halved first: spans near the largest float overflow `hi - lo`
+        let frac = |v: f64, a: &Axis| (v / 2.0 - a.lo / 2.0) / (a.hi / 2.0 - a.lo / 2.0);
+        let axf = |v: f64| LEFT + frac(v, &xa) * (RIGHT - LEFT);
         let ax = |v: f64| px(axf(v));
-        let ay = |v: f64| BOTTOM - (v - ya.lo) / (ya.hi - ya.lo) * (BOTTOM - top);
+        let ay = |v: f64| BOTTOM - frac(v, &ya) * (BOTTOM - top);
         // every data point in pixels, per series
         let pixels: Vec<Vec<(f64, f64)>> = (self.series.iter())
             .map(|sr| {
@@ -517,6 +543,9 @@ fn numbers(a: &Arg, what: &str) -> R<Vec<f64>> {
         }
         v => match as_tensor(v) {
             Some(t) if t.ndim() == 1 && !t.dtype().is_complex() => {
+                // each point: its value and the text of its coordinates in the SVG
+                tessera_runtime::memory::check_host(t.numel(), 48, "plotting a tensor")
+                    .map_err(|e| rt(e).at(a.span))?;
                 t.to_f64_vec().map_err(|e| rt(e).at(a.span))?
             }
             Some(t) => {
@@ -654,6 +683,17 @@ fn save(fig: &Fig, args: &CallArgs) -> R<Value> {
         return Err(wrong(&p, "path", "str"));
     };
     let path = PathBuf::from(&**path);
+    // the figure is SVG: a `.png` or `.pdf` path would hold SVG bytes under the wrong name
+    if !path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
+    {
+        let msg = format!(
+            "save() writes SVG only: the path must end in .svg, got {}",
+            p.value.repr()
+        );
+        return Err(e0101(msg, p.span, "not a .svg path"));
+    }
     let cannot = |e: std::io::Error| {
         let msg = format!("cannot save the figure to {}: {e}", path.display());
         Diagnostic::new(Code::E0500, msg).at(p.span)
@@ -767,6 +807,36 @@ mod tests {
         let l = log_axis(0.0035, 1.59);
         let labels: Vec<&str> = l.ticks.iter().map(|t| t.1.as_str()).collect();
         assert_eq!(labels, ["0.001", "0.01", "0.1", "1", "10"]);
+    }
+
+    #[test]
+    fn spans_near_the_largest_float_and_control_characters() {
+        // `max - min` overflowed to inf: the tick range was 2^64 long (capacity overflow)
+        for (lo, hi) in [(-1e308, 1e308), (-f64::MAX, f64::MAX), (0.0, f64::MAX)] {
+            let a = linear_axis(lo, hi);
+            assert!(a.lo.is_finite() && a.hi.is_finite() && a.ticks.len() <= 101);
+            assert!(a.ticks.iter().all(|t| t.0.is_finite()));
+        }
+        let fig = Fig {
+            title: Some("a\u{1}b\u{1b}c\u{0}\r\u{ffff}".into()),
+            xlabel: Some("<&>".into()),
+            ylabel: None,
+            logy: false,
+            series: vec![Series {
+                kind: Kind::Line,
+                label: Some("\u{7}".into()),
+                x: vec![0.0, 1.0],
+                y: vec![1e308, -1e308],
+            }],
+        };
+        let svg = fig.svg();
+        // XML 1.0 allows no control character but tab, newline and carriage return
+        let bad = svg
+            .chars()
+            .find(|&c| ((c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r')) || c == '\u{ffff}');
+        assert_eq!(bad, None, "{svg}");
+        assert!(svg.contains("&lt;&amp;&gt;"), "{svg}");
+        assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
     }
 
     #[test]
