@@ -221,4 +221,24 @@ fn non_ascii_kernel_names_emit_ascii_ptx_names() {
             "{device}: {ptx}"
         );
     }
+    // SPIR-V modules are written under the same ASCII name
+    let dir = p.with_file_name("spv");
+    let _ = std::fs::remove_dir_all(&dir);
+    let r = common::tessera(
+        &[
+            Path::new("run"),
+            Path::new("--target"),
+            Path::new("spirv"),
+            Path::new("--emit-spirv"),
+            &dir,
+            &p,
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 0, "spirv: {}", r.stderr);
+    let files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(files, ["$u6838u51fdu6570$_elementwise_0.spv"]);
 }

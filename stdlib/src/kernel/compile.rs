@@ -458,6 +458,8 @@ pub(super) fn emit_spirv(dir: &std::path::Path, l: &Lowered) -> Result<(), Diagn
             // named after the kernel: every module's entry point is `main`
             let kernel = l.program.kernels.get(c.index).map(|k| k.name.as_str());
             let kernel = kernel.unwrap_or(tessera_compiler::lower::tile_spirv::ENTRY);
+            // an ASCII file name, as --emit-ptx writes (a kernel may be named `核函数`)
+            let kernel = tessera_compiler::target::ptx_name(kernel);
             let bytes: Vec<u8> = s.words.iter().flat_map(|w| w.to_le_bytes()).collect();
             std::fs::write(dir.join(format!("{kernel}.spv")), bytes).map_err(io)?;
             if let Some(w) = &s.shared_warps {
