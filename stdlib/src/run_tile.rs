@@ -567,6 +567,20 @@ impl Run {
 
 /// The diagnostic of an emulator fault: what happened (an out-of-bounds global access names
 /// the parameter and the element), then the instruction, its block and thread.
+/// The buffer an emulated global address falls in (its parameter's name), the element it
+/// addresses and that buffer's element size.
+fn global_element(run: &Run, addr: u64) -> (String, u64, u64) {
+    let buffer = ((addr >> 40) as usize).wrapping_sub(1);
+    let offset = addr & ((1 << 40) - 1);
+    let (name, esize) = run
+        .names
+        .get(buffer)
+        .cloned()
+        .unwrap_or_else(|| (format!("buffer {buffer}"), 1));
+    let esize = esize.max(1) as u64;
+    (name, offset / esize, esize)
+}
+
 fn fault(k: &Kernel, run: &Run, e: &EmuError) -> Diagnostic {
     let mut what = match &e.kind {
         EmuErrorKind::OutOfBounds {
@@ -575,32 +589,17 @@ fn fault(k: &Kernel, run: &Run, e: &EmuError) -> Diagnostic {
             bytes,
             limit,
         } => {
-            let buffer = ((addr >> 40) as usize).wrapping_sub(1);
-            let offset = addr & ((1 << 40) - 1);
-            let (name, esize) = run
-                .names
-                .get(buffer)
-                .cloned()
-                .unwrap_or_else(|| (format!("buffer {buffer}"), 1));
-            let esize = esize.max(1) as u64;
+            let (name, element, esize) = global_element(run, *addr);
             format!(
-                "out-of-bounds global access: {bytes} bytes at element {} of `{name}` ({} elements)",
-                offset / esize,
+                "out-of-bounds global access: {bytes} bytes at element {element} of `{name}` ({} elements)",
                 limit / esize
             )
         }
         EmuErrorKind::GlobalRace { addr, other_block } => {
-            let buffer = ((addr >> 40) as usize).wrapping_sub(1);
-            let offset = addr & ((1 << 40) - 1);
-            let (name, esize) = run
-                .names
-                .get(buffer)
-                .cloned()
-                .unwrap_or_else(|| (format!("buffer {buffer}"), 1));
+            let (name, element, _) = global_element(run, *addr);
             let [x, y, z] = other_block;
             format!(
-                "global-memory race between blocks: this store writes element {} of `{name}` with a different value than block ({x},{y},{z}) stored there in the same launch",
-                offset / esize.max(1) as u64
+                "global-memory race between blocks: this store writes element {element} of `{name}` with a different value than block ({x},{y},{z}) stored there in the same launch"
             )
         }
         _ => {

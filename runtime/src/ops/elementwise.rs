@@ -363,6 +363,22 @@ fn int_binary(
     })
 }
 
+/// E0500 for arithmetic between an integer tensor and a Python int out of its dtype's range
+/// (`int8_tensor + 300`): the int would be stored in the tensor's dtype, and NumPy 2 refuses
+/// it rather than wrap. Comparisons take any int (`x == 300` is false everywhere).
+fn check_int_scalar(op: BinaryOp, lhs: &Operand, rhs: &Operand) -> Result<()> {
+    use BinaryOp::*;
+    if matches!(op, Eq | Ne | Lt | Le | Gt | Ge | LogicalAnd | LogicalOr) {
+        return Ok(());
+    }
+    for (a, b) in [(lhs, rhs), (rhs, lhs)] {
+        if let (Operand::Scalar(Scalar::Int(i)), Operand::Tensor(t)) = (a, b) {
+            crate::tensor::check_python_int(*i, t.dtype())?;
+        }
+    }
+    Ok(())
+}
+
 /// `lhs op rhs` with broadcasting and promotion (SPEC §4). Either side may be a Python scalar.
 pub fn binary<'a, 'b>(
     op: BinaryOp,
@@ -374,6 +390,7 @@ pub fn binary<'a, 'b>(
     let shape = broadcast_shapes(lhs.shape(), rhs.shape(), name)?;
     let (dtype, domain) = binary_types(op, lhs.operand_type(), rhs.operand_type());
     let promoted = promote_operands(lhs.operand_type(), rhs.operand_type());
+    check_int_scalar(op, &lhs, &rhs)?;
     if promoted.is_complex() && !matches!(op, BinaryOp::LogicalAnd | BinaryOp::LogicalOr) {
         return super::complex::binary(op, lhs, rhs, shape, dtype, promoted);
     }

@@ -117,6 +117,44 @@ pub const FUNCTIONS: &[(&str, &str)] = &[
     ("plan", "plan(f, *args, devices=None, axes=None)"),
 ];
 
+/// `dist.Mesh(devices=...)`: a list, tuple or range of device ids, each an int from 0.
+fn device_ids(v: &Value, span: Span) -> Result<Vec<usize>, Diagnostic> {
+    let items: Vec<Value> = match v {
+        Value::List(l) => l.borrow().clone(),
+        Value::Tuple(t) => t.as_ref().clone(),
+        other => {
+            return Err(Diagnostic::new(
+                Code::E0101,
+                format!(
+                    "devices must be a list or range of device ids (devices=range(4)), not {}",
+                    other.type_name()
+                ),
+            )
+            .at(span))
+        }
+    };
+    items
+        .iter()
+        .map(|d| match d {
+            Value::Int(i) => usize::try_from(*i).map_err(|_| {
+                e400(format!(
+                    "device id {i} is negative: devices are numbered from 0"
+                ))
+                .at(span)
+            }),
+            other => Err(Diagnostic::new(
+                Code::E0101,
+                format!(
+                    "device ids must be ints, not {} ({})",
+                    other.type_name(),
+                    other.repr()
+                ),
+            )
+            .at(span)),
+        })
+        .collect()
+}
+
 /// Builds the `dist` module.
 pub fn module(session: Rc<Session>) -> Module {
     let m = Module::new("dist", "device meshes and sharded tensors");
@@ -138,7 +176,7 @@ pub fn module(session: Rc<Session>) -> Module {
                         Value::Range(..) => Value::list(it.iterate(&d.value, d.span)?),
                         other => other.clone(),
                     };
-                    Some(shape_arg(&v, d.span)?)
+                    Some(device_ids(&v, d.span)?)
                 }
                 None => None,
             };
