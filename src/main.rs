@@ -127,10 +127,19 @@ fn options(flags: RunFlags, args: Vec<String>) -> RunOptions {
 fn main() {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
+        Err(e) if e.use_stderr() => {
+            // a usage error is a wrong argument like any other: E0101
+            let text = e.render().to_string();
+            let text = match text.strip_prefix("error: ") {
+                Some(rest) => format!("error[E0101]: {rest}"),
+                None => text,
+            };
+            eprint!("{text}");
+            std::process::exit(2);
+        }
         Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
             let _ = e.print();
-            std::process::exit(code);
+            std::process::exit(0);
         }
     };
     let code = match cli.command {

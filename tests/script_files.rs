@@ -242,3 +242,23 @@ fn non_ascii_kernel_names_emit_ascii_ptx_names() {
         .collect();
     assert_eq!(files, ["$u6838u51fdu6570$_elementwise_0.spv"]);
 }
+
+/// Usage errors of the command line (a bad flag value, an unknown flag, a missing file) are
+/// coded like every other error: E0101, exit status 2.
+#[test]
+fn usage_errors_are_e0101() {
+    for args in [
+        &["lower", "--to", "bogus", "x.tile"][..],
+        &["lower", "--bogus", "x.tile"][..],
+        &["run"][..],
+    ] {
+        let args: Vec<&Path> = args.iter().map(Path::new).collect();
+        let r = common::tessera(&args, &[]);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.starts_with("error[E0101]: "),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+}
