@@ -239,10 +239,11 @@ pub(super) fn trace_body(
             Diagnostic::new(Code::E0101, "a kernel must return at least one tensor").at(args.span),
         );
     }
-    let mut graph = ctx.graph.borrow().clone();
+    // the trace has ended (`ctx.active` is false): its record is taken, not copied
+    let mut graph = ctx.graph.replace(Graph::new(name.as_str()));
     graph.outputs = outputs;
     let directives = ctx.directives.borrow().clone();
-    let captures = ctx.captures.borrow().clone();
+    let captures = std::mem::take(&mut *ctx.captures.borrow_mut());
     let sharded = ctx
         .sharded
         .borrow()
