@@ -13,10 +13,11 @@
 //! with status 2 (nothing was lowered); a translation failure with 1.
 
 use std::path::Path;
-use tessera_compiler::lower::to_target::Error as LowerError;
-use tessera_compiler::lower::{tile_spirv, tile_target};
+use tessera_compiler::backend::ptx::from_tile;
+use tessera_compiler::backend::ptx::{print as ptx, Target, TargetError};
+use tessera_compiler::backend::spirv;
+use tessera_compiler::backend::Error as LowerError;
 use tessera_compiler::pipeline::print_target;
-use tessera_compiler::target::{ptx, Target, TargetError};
 use tessera_compiler::tile::ir::Kernel;
 use tessera_compiler::tile::{check, text};
 use tessera_lang::read::{read_text, ReadError};
@@ -158,19 +159,19 @@ fn lower_one(
         LowerError::NotLowered(_) => None,
     };
     if level == Level::Spirv {
-        return match tile_spirv::translate(&k) {
-            Ok(s) => Ok(tile_spirv::disassemble(&s.words)),
+        return match spirv::translate(&k) {
+            Ok(s) => Ok(spirv::disassemble(&s.words)),
             Err(LowerError::NotLowered(why)) => Err(fail(&|_, _| None, why, Code::E0300)),
             Err(e) => Err(fail(
-                &|k, _| tile_spirv::translate(k).err().and_then(lower_span),
+                &|k, _| spirv::translate(k).err().and_then(lower_span),
                 format!("cannot lower the Tile IR: {}", lower_msg(&e)),
                 Code::E0201,
             )),
         };
     }
-    let l = tile_target::translate(&k).map_err(|e| {
+    let l = from_tile::translate(&k).map_err(|e| {
         fail(
-            &|k, _| tile_target::translate(k).err().and_then(lower_span),
+            &|k, _| from_tile::translate(k).err().and_then(lower_span),
             format!("cannot lower the Tile IR: {}", lower_msg(&e)),
             Code::E0201,
         )
@@ -180,7 +181,7 @@ fn lower_one(
         Level::Ptx | Level::Spirv => {
             ptx::print_verified(&l.kernel, target, &sources).map_err(|e| {
                 let step = |k: &Kernel, s: &SourceMap| {
-                    let l = tile_target::translate(k).ok()?;
+                    let l = from_tile::translate(k).ok()?;
                     ptx::print_verified(&l.kernel, target, s)
                         .err()
                         .as_ref()

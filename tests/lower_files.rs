@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 use tessera::lower::{lower_text, Level};
-use tessera_compiler::target::Target;
+use tessera_compiler::backend::ptx::Target;
 
 #[test]
 fn hand_written_tile_ir_lowers_as_expected() {
@@ -100,7 +100,7 @@ fn hand_written_tile_ir_lowers_to_valid_spirv() {
                 let mut sources = tessera_lang::SourceMap::new();
                 let k = tessera_compiler::tile::text::parse(&text[w[0]..w[1]], &mut sources)
                     .expect("parses");
-                let s = tessera_compiler::lower::tile_spirv::translate(&k).expect("translates");
+                let s = tessera_compiler::backend::spirv::translate(&k).expect("translates");
                 modules.push((format!("{i}"), s.words));
                 if let Some(sw) = s.shared_warps {
                     modules.push((format!("{i}.shared-warps"), sw));

@@ -12,8 +12,8 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
-use tessera_compiler::target::ptxas::{find_ptxas, run_ptxas};
-use tessera_compiler::target::Target;
+use tessera_compiler::backend::ptx::ptxas::{find_ptxas, run_ptxas};
+use tessera_compiler::backend::ptx::Target;
 
 fn scripts() -> Vec<PathBuf> {
     tessera::golden::kernel_scripts(Path::new(env!("CARGO_MANIFEST_DIR")))

@@ -12,7 +12,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use tessera::lower::{lower_text, Level};
-use tessera_compiler::target::Target;
+use tessera_compiler::backend::ptx::Target;
 
 /// Kernel kinds (the `_KIND_N` suffix of a kernel's name) built as Tile IR programs.
 const PROGRAM_KINDS: &[&str] = &[

@@ -3,10 +3,13 @@
 //! builder) → PTX. A kernel whose kind is not lowered yet stays in the result with the reason,
 //! so a caller can fall back (the CPU executor) and say so.
 
+use crate::arch::Target;
+use crate::backend::ptx::TargetError;
+use crate::backend::{self, ptx, spirv};
 use crate::graph::Graph;
-use crate::lower::{kernels, tile_spirv, tile_target, to_schedule, to_target, to_tile};
+use crate::kernels;
+use crate::schedule::lower as to_schedule;
 use crate::schedule::{self, Directives, Program, ScheduleError};
-use crate::target::{ptx, Target, TargetError};
 use crate::tile::{self, TileKernel};
 use tessera_lang::{Code, Diagnostic, SourceMap};
 
@@ -18,9 +21,9 @@ pub struct Compiled {
     pub tile: Option<TileKernel>,
     /// The kernel's Tile IR program ([`kernels::build`]).
     pub program: Option<tile::ir::Kernel>,
-    pub target: Option<to_target::Lowered>,
+    pub target: Option<ptx::Lowered>,
     /// The kernel as SPIR-V (the `spirv` target only).
-    pub spirv: Option<tile_spirv::Spirv>,
+    pub spirv: Option<spirv::Spirv>,
     /// Why the kernel stops before Target IR (None when it reached it).
     pub not_lowered: Option<String>,
 }
@@ -85,7 +88,7 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Lowered, Diagn
             spirv: None,
             not_lowered: None,
         };
-        match to_tile::lower(&program.graph, k) {
+        match kernels::lower::lower(&program.graph, k) {
             Ok(tk) => {
                 tile::verify(&tk).map_err(|e| internal(&k.name, e.to_string()))?;
                 let lowered = match kernels::build(&program.graph, &tk) {
@@ -96,9 +99,9 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Lowered, Diagn
                             tile::check::check(&prog)
                                 .map_err(|e| internal(&k.name, format!("invalid Tile IR: {e}")))?;
                         }
-                        let mut l = tile_target::translate(&prog);
+                        let mut l = ptx::from_tile::translate(&prog);
                         if target.is_spirv() && l.is_ok() {
-                            match tile_spirv::translate(&prog) {
+                            match spirv::translate(&prog) {
                                 Ok(s) => c.spirv = Some(s),
                                 Err(e) => l = Err(e),
                             }
@@ -110,8 +113,8 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Lowered, Diagn
                 };
                 match lowered {
                     Ok(l) => c.target = Some(l),
-                    Err(to_target::Error::NotLowered(r)) => c.not_lowered = Some(r),
-                    Err(to_target::Error::Target(e)) => {
+                    Err(backend::Error::NotLowered(r)) => c.not_lowered = Some(r),
+                    Err(backend::Error::Target(e)) => {
                         return Err(internal(&k.name, target_msg(&e)))
                     }
                 }
@@ -163,10 +166,10 @@ impl Lowered {
                     .as_ref()
                     .map(|s| {
                         // the module's entry point is `main`: the kernel's name is said here
-                        format!("; kernel @{name} ({kind})\n{}", tile_spirv::disassemble(&s.words))
+                        format!("; kernel @{name} ({kind})\n{}", spirv::disassemble(&s.words))
                     })
                     .unwrap_or_default(),
-                ("ptx", _, Some(l)) if !p.target.is_spirv() => ptx::print_verified(&l.kernel, p.target, sources)
+                ("ptx", _, Some(l)) if !p.target.is_spirv() => ptx::print::print_verified(&l.kernel, p.target, sources)
                     .map_err(|e| internal(name, target_msg(&e)))?,
                 ("ptx", _, Some(_)) => {
                     format!("// kernel @{name} ({kind}): no ptx code: the target is spirv\n")
@@ -187,11 +190,11 @@ impl Lowered {
 }
 
 /// Target IR as text: MLIR-like blocks of PTX-spelled instructions, each with its `loc(...)`.
-pub fn print_target(k: &crate::target::Kernel, sources: &SourceMap) -> String {
+pub fn print_target(k: &crate::backend::ptx::Kernel, sources: &SourceMap) -> String {
+    use crate::backend::ptx::Terminator;
     use crate::graph::print::loc;
-    use crate::target::Terminator;
     use std::fmt::Write as _;
-    let names = ptx::RegNames::new(k);
+    let names = ptx::print::RegNames::new(k);
     let mut out = String::new();
     let params: Vec<String> = k
         .params
@@ -208,11 +211,11 @@ pub fn print_target(k: &crate::target::Kernel, sources: &SourceMap) -> String {
             let _ = writeln!(
                 out,
                 "  {}   {}",
-                ptx::instr_text(k, &names, i).trim(),
+                ptx::print::instr_text(k, &names, i).trim(),
                 loc(sources, *sp)
             );
         }
-        let label = |id: crate::target::BlockId| {
+        let label = |id: crate::backend::ptx::BlockId| {
             k.blocks
                 .get(id.0 as usize)
                 .map(|b| b.label.clone())

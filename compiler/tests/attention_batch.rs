@@ -5,11 +5,11 @@
 //! debug test, recorded in docs/decisions.md.)
 //! Needs ptxas: `scripts/install-ptxas` (fails, never skips, when it is missing).
 
+use tessera_compiler::backend::ptx::ptxas::{find_ptxas, run_ptxas, PtxasError};
+use tessera_compiler::backend::ptx::{print as ptx, Target};
 use tessera_compiler::graph::{DType, Graph, Op, TensorType};
 use tessera_compiler::pipeline::lower;
 use tessera_compiler::schedule::Directives;
-use tessera_compiler::target::ptxas::{find_ptxas, run_ptxas, PtxasError};
-use tessera_compiler::target::{ptx, Target};
 use tessera_lang::{SourceMap, Span};
 
 #[test]

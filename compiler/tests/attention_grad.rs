@@ -4,12 +4,12 @@
 //! the written-out formula `softmax(q·kᵀ)·v`, differentiated the same way, does hold one: the
 //! check can fail. Every kernel of the flash backward is lowered to Target IR.
 
+use tessera_compiler::backend::ptx::Target;
 use tessera_compiler::graph::autodiff::grad;
 use tessera_compiler::graph::pipeline::{optimize, Options};
 use tessera_compiler::graph::{DType, Graph, Op, ReduceOp, TensorType};
 use tessera_compiler::pipeline::lower;
 use tessera_compiler::schedule::Directives;
-use tessera_compiler::target::Target;
 use tessera_lang::{SourceMap, Span};
 
 const SQ: usize = 96;

@@ -7,12 +7,12 @@
 //! `tests/golden/matmul_fma_small_tiles.tsr` (cpu, emu, spirv).
 //! Needs ptxas: `scripts/install-ptxas` (fails, never skips, when it is missing).
 
+use tessera_compiler::backend::ptx::ptxas::{find_ptxas, run_ptxas, PtxasError};
+use tessera_compiler::backend::ptx::{print as ptx, Target};
 use tessera_compiler::graph::{DType, Graph, Op, TensorType};
-use tessera_compiler::lower::kernels::matmul_fma::{thread_tile, threads};
+use tessera_compiler::kernels::matmul_fma::{thread_tile, threads};
 use tessera_compiler::pipeline::lower;
 use tessera_compiler::schedule::Directives;
-use tessera_compiler::target::ptxas::{find_ptxas, run_ptxas, PtxasError};
-use tessera_compiler::target::{ptx, Target};
 use tessera_lang::{SourceMap, Span};
 
 #[test]

@@ -3,7 +3,7 @@
 //! Re-bless with `TESSERA_BLESS=1 cargo test -p tessera-compiler --test ptx_snapshots`.
 
 use std::path::PathBuf;
-use tessera_compiler::target::{ptx, MmaKind, Target};
+use tessera_compiler::backend::ptx::{print as ptx, MmaKind, Target};
 use tessera_lang::SourceMap;
 
 #[path = "common/samples.rs"]

@@ -2,8 +2,8 @@
 //! sm_90 with no spills.
 //! Needs ptxas: `scripts/install-ptxas` (this test fails, never skips, when it is missing).
 
-use tessera_compiler::target::ptxas::{find_ptxas, run_ptxas, PtxasError};
-use tessera_compiler::target::{ptx, Kernel, MmaKind, Target};
+use tessera_compiler::backend::ptx::ptxas::{find_ptxas, run_ptxas, PtxasError};
+use tessera_compiler::backend::ptx::{print as ptx, Kernel, MmaKind, Target};
 use tessera_lang::SourceMap;
 
 #[path = "common/samples.rs"]

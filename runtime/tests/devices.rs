@@ -10,12 +10,12 @@
 //! is ignored by default and fails if no GPU opens:
 //! `cargo test -p tessera-runtime --test devices -- --ignored` on a machine with one.
 
+use tessera_compiler::backend::ptx::Target;
 use tessera_compiler::graph::pipeline::{optimize, Options};
 use tessera_compiler::graph::update::{update_graph, Rule};
 use tessera_compiler::graph::{BinaryOp, DType, Graph, Op, ReduceOp, TensorType, UnaryOp};
 use tessera_compiler::pipeline::lower;
 use tessera_compiler::schedule::Directives;
-use tessera_compiler::target::Target;
 use tessera_lang::{SourceMap, Span};
 use tessera_runtime::device::{
     self, CrossCheck, Device, DeviceError, DeviceKind, Executable, GraphOp, Keep, Launched,

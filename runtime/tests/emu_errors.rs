@@ -1,8 +1,8 @@
 //! Planted bugs the emulator must report (E0500, naming the instruction and its span), and
 //! malformed input it must refuse without panicking.
 
-use tessera_compiler::target::builder::{fimm, imm};
-use tessera_compiler::target::{
+use tessera_compiler::backend::ptx::builder::{fimm, imm};
+use tessera_compiler::backend::ptx::{
     BinOp, CacheOp, Cmp, Dim, KernelBuilder, Op, ParamTy, SReg, ShflMode, Space, Ty,
 };
 use tessera_lang::{Code, SourceMap, Span};
@@ -68,7 +68,7 @@ fn out_of_bounds_load_is_reported() {
 }
 
 /// Each thread writes s[t], then (optionally after bar.sync) reads s[t+1].
-fn neighbour_kernel(barrier: bool) -> tessera_compiler::target::Kernel {
+fn neighbour_kernel(barrier: bool) -> tessera_compiler::backend::ptx::Kernel {
     let mut b = KernelBuilder::new("planted", span("def planted"));
     let y = b.param("y", ParamTy::Ptr);
     let smem = b.shared("s", 4 * 64, 16);
@@ -80,7 +80,7 @@ fn neighbour_kernel(barrier: bool) -> tessera_compiler::target::Kernel {
     let v = b.cvt(
         Ty::F32,
         Ty::U32,
-        Some(tessera_compiler::target::Rnd::Rn),
+        Some(tessera_compiler::backend::ptx::Rnd::Rn),
         tid,
     );
     b.st(Space::Shared, Ty::F32, a, 0, &[v.into()]);
@@ -244,7 +244,7 @@ fn divergent_shfl_is_reported() {
     let v = b.cvt(
         Ty::F32,
         Ty::U32,
-        Some(tessera_compiler::target::Rnd::Rn),
+        Some(tessera_compiler::backend::ptx::Rnd::Rn),
         tid,
     );
     let then = b.block("half");
@@ -446,7 +446,7 @@ fn integer_division_by_zero_is_reported() {
 }
 
 /// Tile IR text (ops without `loc`s get the line's own) translated to Target IR.
-fn tile(text: &str) -> tessera_compiler::target::Kernel {
+fn tile(text: &str) -> tessera_compiler::backend::ptx::Kernel {
     let text: String = text
         .lines()
         .enumerate()
@@ -462,7 +462,7 @@ fn tile(text: &str) -> tessera_compiler::target::Kernel {
     let mut sources = SourceMap::new();
     let k = tessera_compiler::tile::text::parse(&text, &mut sources).expect("parses");
     tessera_compiler::tile::check::check(&k).expect("checks");
-    tessera_compiler::lower::tile_target::translate(&k)
+    tessera_compiler::backend::ptx::from_tile::translate(&k)
         .expect("translates")
         .kernel
 }
@@ -475,7 +475,7 @@ fn ptrs(n: usize) -> Vec<Arg> {
 
 /// A barrier inside a branch: `cond` (on %2 = tid.x, %5 = warp) picks the threads that reach
 /// it; `other` is what the others do (another barrier, or nothing).
-fn barrier_in_if(cond: &str, other: &str) -> tessera_compiler::target::Kernel {
+fn barrier_in_if(cond: &str, other: &str) -> tessera_compiler::backend::ptx::Kernel {
     tile(&format!(
         "tile.kernel @bar(%0 @x: !tile.global<fp32> in, %1 @y: !tile.global<fp32> out) grid = [1, 1, 1] block = [64, 1, 1] {{
   %2 = tile.special %tid.x : u32
@@ -565,7 +565,7 @@ fn a_barrier_in_a_loop_whose_trip_count_differs_between_threads_is_reported() {
 }
 
 /// Each block's 32 threads store `value` to y[tid]: every block writes the same elements.
-fn every_block_stores(value: &str) -> tessera_compiler::target::Kernel {
+fn every_block_stores(value: &str) -> tessera_compiler::backend::ptx::Kernel {
     tile(&format!(
         "tile.kernel @race(%0 @x: !tile.global<fp32> in, %1 @y: !tile.global<fp32> out) grid = [4, 1, 1] block = [32, 1, 1] {{
   %2 = tile.special %tid.x : u32

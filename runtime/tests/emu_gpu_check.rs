@@ -5,7 +5,7 @@
 
 use half::bf16;
 use std::ffi::{c_void, CString};
-use tessera_compiler::target::{ptx, Kernel, MmaKind, Target};
+use tessera_compiler::backend::ptx::{print as ptx, Kernel, MmaKind, Target};
 use tessera_lang::SourceMap;
 use tessera_runtime::emu::{run, Arg, Launch};
 

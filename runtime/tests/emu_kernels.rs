@@ -3,7 +3,7 @@
 //! widths. `gelu_affine`'s `a` and `b` are `u32` parameters holding f32 bits.
 
 use half::{bf16, f16};
-use tessera_compiler::target::{Kernel, MmaKind};
+use tessera_compiler::backend::ptx::{Kernel, MmaKind};
 use tessera_runtime::emu::{run, Arg, Launch};
 
 #[path = "../../compiler/tests/common/samples.rs"]

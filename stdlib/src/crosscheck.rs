@@ -431,7 +431,7 @@ mod tests {
 
     /// Kernel `t` run in the emulator on one input.
     fn emu_run(
-        t: &tessera_compiler::lower::to_target::Lowered,
+        t: &tessera_compiler::backend::ptx::Lowered,
         input: &Tensor,
         out: &TensorType,
     ) -> Tensor {
@@ -532,10 +532,10 @@ mod tests {
     /// them, and the emulator agrees with the cpu executor.
     #[test]
     fn a_broadcast_kernel_runs_on_emu_and_agrees() {
+        use tessera_compiler::backend::ptx::Target;
         use tessera_compiler::graph::Op;
         use tessera_compiler::pipeline::lower;
         use tessera_compiler::schedule::Directives;
-        use tessera_compiler::target::Target;
         let mut g = Graph::new("f");
         let x = g.add_param(TensorType::new(vec![3, 1, 5], DType::BF16), span());
         let out_ty = TensorType::new(vec![2, 3, 70, 5], DType::BF16);
@@ -558,10 +558,10 @@ mod tests {
 
     #[test]
     fn logical_not_of_a_bool_tensor_runs_on_emu_like_the_cpu() {
+        use tessera_compiler::backend::ptx::{Op as TOp, Target, Ty};
         use tessera_compiler::graph::UnaryOp;
         use tessera_compiler::pipeline::lower;
         use tessera_compiler::schedule::Directives;
-        use tessera_compiler::target::{Op as TOp, Target, Ty};
         let mut g = Graph::new("f");
         let ty = TensorType::new(vec![37], DType::Bool);
         let x = g.add_param(ty.clone(), span());

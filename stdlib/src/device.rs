@@ -3,7 +3,7 @@
 //! replay of the launch ([`replay`]), which names the block (the tile's coordinates), the
 //! thread, the instruction and the element index that went out of bounds.
 
-use tessera_compiler::lower::to_target::Lowered;
+use tessera_compiler::backend::ptx::Lowered;
 use tessera_lang::diag::{Code, Diagnostic};
 use tessera_runtime::cuda::CudaError;
 use tessera_runtime::device::replay;
@@ -39,10 +39,10 @@ pub fn failure_diagnostic(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tessera_compiler::backend::ptx::Target;
     use tessera_compiler::graph::{DType, Graph, Op, TensorType};
     use tessera_compiler::pipeline::{lower, Lowered as Pipeline};
     use tessera_compiler::schedule::Directives;
-    use tessera_compiler::target::Target;
     use tessera_lang::Span;
     use tessera_runtime::device::PtxImage;
     use tessera_runtime::DType as RDType;

@@ -28,11 +28,11 @@ use crate::kernel::{Compiled, Session};
 use crate::table::{Table, TableObj};
 use std::collections::HashMap;
 use std::time::Duration;
+use tessera_compiler::backend::ptx::Target;
 use tessera_compiler::cost::system::System;
 use tessera_compiler::cost::{self, Estimate, RegSource};
 use tessera_compiler::graph::ValueId;
 use tessera_compiler::schedule::{Kernel, Kind};
-use tessera_compiler::target::Target;
 use tessera_lang::diag::Diagnostic;
 use tessera_lang::SourceMap;
 use tessera_runtime::emu::Counters;
@@ -220,7 +220,8 @@ fn ptxas_regs(
         return None;
     }
     let t = c.lowered.kernels.get(index)?.target.as_ref()?;
-    let ptx = tessera_compiler::target::ptx::print_verified(&t.kernel, target, sources).ok()?;
+    let ptx =
+        tessera_compiler::backend::ptx::print::print_verified(&t.kernel, target, sources).ok()?;
     let key = format!(
         "{}:{}",
         target.name(),
@@ -229,7 +230,7 @@ fn ptxas_regs(
     if let Some(r) = rec.ptxas_regs.get(&key) {
         return *r;
     }
-    let r = tessera_compiler::target::ptxas::run_ptxas(&ptx, target)
+    let r = tessera_compiler::backend::ptx::ptxas::run_ptxas(&ptx, target)
         .ok()
         .map(|r| r.registers);
     rec.ptxas_regs.insert(key, r);

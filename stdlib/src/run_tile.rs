@@ -25,10 +25,11 @@
 //! arguments (their number, a tensor's dtype) are E0101 / E0201 at the argument.
 
 use std::rc::Rc;
+use tessera_compiler::backend::ptx::from_tile;
+use tessera_compiler::backend::ptx::Lowered;
+use tessera_compiler::backend::ptx::{print as ptx, Space};
+use tessera_compiler::backend::Error as LowerError;
 use tessera_compiler::graph::TensorType;
-use tessera_compiler::lower::tile_target;
-use tessera_compiler::lower::to_target::{Error as LowerError, Lowered};
-use tessera_compiler::target::{ptx, Space};
 use tessera_compiler::tile::ir::{Kernel, OpId, ParamRole, Type};
 use tessera_compiler::tile::{check, text};
 use tessera_lang::diag::{Code, Diagnostic};
@@ -212,7 +213,7 @@ fn run_tile(it: &mut Interp, session: &Session, args: CallArgs) -> Result<Value,
     if let Err(e) = check::check(&k) {
         return Err(check_error(it, &mut src, &k, &e, &args));
     }
-    let l = match tile_target::translate(&k) {
+    let l = match from_tile::translate(&k) {
         Ok(l) => l,
         Err(e) => {
             let msg = match e {
@@ -497,7 +498,7 @@ struct Run {
     /// Per buffer: the parameter's name and its element size in bytes.
     names: Vec<(String, usize)>,
     /// The Target IR kernel (for its shared arrays).
-    shared: tessera_compiler::target::Kernel,
+    shared: tessera_compiler::backend::ptx::Kernel,
 }
 
 impl Run {

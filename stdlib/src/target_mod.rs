@@ -6,7 +6,7 @@
 
 use crate::kernel::Session;
 use std::rc::Rc;
-use tessera_compiler::target::Target;
+use tessera_compiler::backend::ptx::Target;
 use tessera_lang::diag::{Code, Diagnostic};
 use tessera_lang::eval::{Module, Value};
 

@@ -6,7 +6,7 @@
 //!   device and makes `spirv` the session's target; without a Vulkan loader or device it is
 //!   E0800 naming the reason ([`unavailable`]).
 //! - A kernel the SPIR-V back end does not translate runs on the cpu with a warning, as a
-//!   kernel without Target IR does ([`tessera_compiler::lower::tile_spirv::unsupported`] says
+//!   kernel without Target IR does ([`tessera_compiler::backend::spirv::unsupported`] says
 //!   why).
 
 use tessera_lang::diag::{Code, Diagnostic};

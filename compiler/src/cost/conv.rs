@@ -9,8 +9,8 @@
 //! FLOPs per complex multiply-add. Model figures, like everything in [`super`].
 
 use super::LAUNCH_US;
+use crate::arch::Spec;
 use crate::graph::ConvSizes;
-use crate::target::arch::Spec;
 
 /// A convolution as the model sees it, in its 2-D form (a 1-D one has `h = kh = oh = 1` and
 /// a plane of one row).
@@ -129,7 +129,7 @@ pub fn conv_cost(spec: &Spec, s: &ConvShape) -> ConvCost {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::Target;
+    use crate::backend::ptx::Target;
 
     fn shape(k: usize, c: usize) -> ConvShape {
         let out = 64;

@@ -25,11 +25,11 @@ pub mod occupancy;
 pub mod regs;
 pub mod system;
 
+use crate::arch::Spec;
+use crate::backend::ptx::Target;
 use crate::graph::{AttnWrt, DType, Graph, Op, TensorType};
 use crate::pipeline::Lowered;
 use crate::schedule::{Kernel, Kind};
-use crate::target::arch::Spec;
-use crate::target::Target;
 pub use occupancy::{occupancy, Limiter, Occupancy, RegSource};
 
 /// DRAM access latency the bytes-in-flight and pipeline terms assume (ns). An assumption:

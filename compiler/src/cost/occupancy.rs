@@ -12,7 +12,7 @@
 //!   launch.
 //! - occupancy = resident warps / `max_warps_per_sm`.
 
-use crate::target::arch::Spec;
+use crate::arch::Spec;
 
 /// What limits the resident blocks.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -135,7 +135,7 @@ pub fn occupancy(spec: &Spec, threads: u32, regs: u32, smem: u32) -> Occupancy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::Target;
+    use crate::backend::ptx::Target;
 
     fn a100() -> Spec {
         Target::Sm80.spec()

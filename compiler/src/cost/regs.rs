@@ -4,7 +4,7 @@
 //! A 64-bit value takes two slots, a predicate none (predicates live in their own file). The
 //! result is an estimate and is always shown as one (`est.`).
 
-use crate::target::{Kernel, Reg, Terminator, Ty};
+use crate::backend::ptx::{Kernel, Reg, Terminator, Ty};
 
 /// Registers ptxas keeps beyond the values live at once (stack pointer, thread and block
 /// indices held across the kernel).

@@ -6,8 +6,8 @@
 //! group of devices along it does ([`System::axis_in_domain`]); a collective over an axis that
 //! leaves its domain runs at the scale-out network's bandwidth ([`System::link`]).
 
-use crate::target::arch::Spec;
-use crate::target::Target;
+use crate::arch::Spec;
+use crate::backend::ptx::Target;
 
 /// A system of GPUs.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -85,7 +85,7 @@ pub fn systems() -> [System; 4] {
             hbm_bytes: 186 * GB,
             spec: Spec {
                 gpu: "GB200 (NVL72)",
-                peak_tflops: crate::target::arch::Peaks {
+                peak_tflops: crate::arch::Peaks {
                     fp64: 45.0,
                     fp32: b200.peak_tflops.fp32,
                     tf32: 1250.0,

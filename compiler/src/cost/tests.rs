@@ -180,7 +180,7 @@ fn huge_schedule_sizes_saturate_and_are_refused() {
             span: Some(Span::default()),
             ..Directives::default()
         };
-        let p = crate::lower::to_schedule::lower(&g, &d, Target::Sm90);
+        let p = crate::schedule::lower::lower(&g, &d, Target::Sm90);
         assert!(p.is_err(), "{tile:?} {warp:?} was accepted");
         let s = crate::schedule::Schedule {
             tile,

@@ -5,7 +5,7 @@
 //! They are ops of their own rather than [`super::Op::Unary`]/[`super::Op::Binary`] rows so
 //! that the elementwise fusion, which works on real values, never puts a complex value into
 //! a fused body: each is one kernel over interleaved (re, im) pairs
-//! (`lower::kernels::complex`).
+//! (`kernels::complex`).
 
 use super::DType;
 

@@ -83,7 +83,7 @@ pub type UnaryVjp = fn(
 
 /// One row of the unary op table: how the op is named and bound, its dtype rule, whether a
 /// matmul epilogue may apply it, and its derivative. The eager kernel is the runtime's
-/// (`tessera_runtime::ops::elementwise`), the lowering `lower::kernels::values`; the `op.`
+/// (`tessera_runtime::ops::elementwise`), the lowering `kernels::values`; the `op.`
 /// bindings, tensor methods, the tracer, the Graph IR interpreter and sharded execution take
 /// the op from here.
 #[derive(Copy, Clone, Debug)]
@@ -228,7 +228,7 @@ pub type BinaryVjp = fn(
 
 /// One row of the binary op table: its Graph IR name, how `.tsr` reaches it (`op.<name>(a, b)`
 /// and/or an operator), its dtype rule and its derivative. The eager kernel is the runtime's
-/// (`tessera_runtime::ops::elementwise`), the lowering `lower::kernels::values`; the `op.`
+/// (`tessera_runtime::ops::elementwise`), the lowering `kernels::values`; the `op.`
 /// bindings, the operators of every tensor kind, the tracer and the verifier take the op from
 /// here.
 #[derive(Copy, Clone, Debug)]
@@ -404,7 +404,7 @@ pub type ReduceVjp = fn(
 /// One row of the reduction table: `op.<name>(x, axis=None, keepdim=False)` and the tensor
 /// method of the same name, its dtype rule and its derivative. The eager kernel is the
 /// runtime's (`tessera_runtime::ops::reduce`); the lowering the row and axis kernels
-/// (`lower::kernels::rows`, `axis`).
+/// (`kernels::rows`, `axis`).
 #[derive(Copy, Clone, Debug)]
 pub struct ReduceRow {
     pub op: ReduceOp,

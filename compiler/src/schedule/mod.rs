@@ -14,11 +14,12 @@
 //! - shared memory per block, `stages × (BM·BK + BK·BN) × bytes`, is within the target's limit;
 //! - at most 1024 threads per block (the target's limit).
 
+pub mod lower;
 pub mod mesh;
 
+use crate::backend::ptx::Target;
 use crate::graph::print::loc;
 use crate::graph::{DType, Graph, Op, TensorType, ValueId};
-use crate::target::Target;
 use std::fmt::Write as _;
 use tessera_lang::{SourceMap, Span};
 

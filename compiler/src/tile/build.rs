@@ -19,7 +19,7 @@
 
 use super::ir::*;
 use crate::graph::DType;
-use crate::target::{
+use crate::scalar::{
     BinOp, CacheOp, Cmp, Dim, MmaKind, Pack, Rnd, SReg, ShflMode, Ty, UnOp, Unpack,
 };
 use tessera_lang::Span;

@@ -14,7 +14,7 @@
 //!    barriers between shared writes and reads.
 
 use super::ir::*;
-use crate::target::{BinOp, Ty, UnOp};
+use crate::scalar::{BinOp, Ty, UnOp};
 use std::fmt;
 use tessera_lang::Span;
 
@@ -87,9 +87,9 @@ pub fn check(k: &Kernel) -> Result<(), CheckError> {
 }
 
 /// Parameter and shared-buffer names: distinct from each other and from the kernel's name
-/// as PTX names ([`crate::target::ptx_name`]: the lowering's `.param` and `.shared` names).
+/// as PTX names ([`crate::scalar::ptx_name`]: the lowering's `.param` and `.shared` names).
 fn names(k: &Kernel) -> Result<(), CheckError> {
-    use crate::target::ptx_name;
+    use crate::scalar::ptx_name;
     let mut seen: std::collections::HashMap<String, (&str, &str, u32)> = Default::default();
     seen.insert(
         ptx_name(&k.name).into_owned(),

@@ -29,7 +29,7 @@
 //! - every op has a real span (`Span::default()` is not one).
 
 use crate::graph::DType;
-use crate::target::{BinOp, CacheOp, Cmp, MmaKind, Pack, Rnd, SReg, ShflMode, Ty, UnOp, Unpack};
+use crate::scalar::{BinOp, CacheOp, Cmp, MmaKind, Pack, Rnd, SReg, ShflMode, Ty, UnOp, Unpack};
 use tessera_lang::Span;
 
 /// An SSA value: an index into [`Kernel::values`].

@@ -1,11 +1,11 @@
 //! Tile IR: one kernel's block program, a typed SSA program ([`ir::Kernel`]: global views,
 //! shared buffers with their layouts, fragments, `tile.for` loops, copies, barriers, MMAs),
-//! built per kind by `lower::kernels` ([`build`]), printed and parsed ([`text`]) and checked
+//! built per kind by `kernels` ([`build`]), printed and parsed ([`text`]) and checked
 //! ([`check`]).
 //!
 //! This module also holds what Schedule → Tile decides before a program is built: the
 //! [`TileKernel`] record of one scheduled kernel (its launch shape and the [`Shape`]
-//! parameters of its kind), from which `lower::kernels::build` makes the program.
+//! parameters of its kind), from which `kernels::build` makes the program.
 //!
 //! Invariants of a [`TileKernel`] (checked by [`verify`]): `block` has at most 1024 threads
 //! and a whole number of warps; `grid` is non-zero.
@@ -16,7 +16,7 @@ pub mod ir;
 pub mod text;
 
 use crate::graph::{TensorType, ValueId};
-use crate::target::MmaKind;
+use crate::scalar::MmaKind;
 use tessera_lang::Span;
 
 /// What a row kernel computes over the last axis of each row.
@@ -295,7 +295,7 @@ pub fn row_block(rows: u64, cols: u64) -> bool {
     rows <= 512 && cols >= 1024
 }
 
-/// One scheduled kernel's launch and kind parameters, the input of `lower::kernels::build`.
+/// One scheduled kernel's launch and kind parameters, the input of `kernels::build`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TileKernel {
     pub name: String,

@@ -5,11 +5,11 @@
 
 pub mod cache;
 
+use crate::backend::ptx::Target;
 use crate::cost;
 use crate::graph::{DType, Graph, Op};
 use crate::pipeline::{lower, Lowered};
 use crate::schedule::{tensor_core_dtype, Directives, Kind};
-use crate::target::Target;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 

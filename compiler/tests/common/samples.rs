@@ -6,8 +6,8 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use tessera_compiler::lower::tile_target;
-use tessera_compiler::target::{Kernel, MmaKind};
+use tessera_compiler::backend::ptx::from_tile;
+use tessera_compiler::backend::ptx::{Kernel, MmaKind};
 use tessera_compiler::tile::{check, text};
 use tessera_lang::SourceMap;
 
@@ -26,7 +26,7 @@ pub fn load(name: &str, sources: &mut SourceMap) -> Kernel {
     let k = text::parse(&src, sources)
         .unwrap_or_else(|e| panic!("{}:{}:{}: {}", p.display(), e.line, e.col, e.message));
     check::check(&k).unwrap_or_else(|e| panic!("{}: {}", p.display(), e.message));
-    tile_target::translate(&k)
+    from_tile::translate(&k)
         .unwrap_or_else(|e| panic!("{}: {e:?}", p.display()))
         .kernel
 }

@@ -11,9 +11,9 @@
 use crate::emu::{self, Arg, EmuError, EmuErrorKind, Launch};
 use crate::{DType, Tensor};
 use half::{bf16, f16};
+use tessera_compiler::backend::ptx::Lowered;
+use tessera_compiler::backend::ptx::Space;
 use tessera_compiler::graph::TensorType;
-use tessera_compiler::lower::to_target::Lowered;
-use tessera_compiler::target::Space;
 
 pub(crate) fn bytes_of(t: &Tensor) -> crate::Result<Vec<u8>> {
     let d = t.dtype();

@@ -16,10 +16,10 @@ pub use buffers::{emu_launch, replay, Buffers};
 use crate::cuda::{self, CudaError, Geometry, KernelImage, Runs};
 use crate::emu::{Counters, EmuError};
 use crate::{RuntimeError, Tensor};
+use tessera_compiler::backend::ptx::Lowered;
+use tessera_compiler::backend::ptx::{Target, TargetError};
+use tessera_compiler::backend::spirv::Spirv;
 use tessera_compiler::graph::{Graph, TensorType, ValueId};
-use tessera_compiler::lower::tile_spirv::Spirv;
-use tessera_compiler::lower::to_target::Lowered;
-use tessera_compiler::target::{Target, TargetError};
 
 /// Where kernels run: the CPU executor, the emulator of the generated Target IR, or the GPU.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -72,7 +72,8 @@ impl PtxImage {
         target: Target,
         sources: &tessera_lang::SourceMap,
     ) -> Result<PtxImage, TargetError> {
-        let ptx = tessera_compiler::target::ptx::print_verified(&l.kernel, target, sources)?;
+        let ptx =
+            tessera_compiler::backend::ptx::print::print_verified(&l.kernel, target, sources)?;
         let key = format!("{}\n{ptx}", target.name());
         let hash = tessera_compiler::tune::cache::stable_hash(&key);
         // `stable_hash` is 16 hex digits: it always parses.
@@ -410,7 +411,7 @@ pub fn open(kind: DeviceKind) -> Result<Box<dyn Device>, String> {
 
 /// The Vulkan module of an executable for device `d`: a kernel with warp operations runs its
 /// subgroup form where `d` has 32-lane subgroups, else its form with the lanes' values in
-/// workgroup memory ([`tessera_compiler::lower::tile_spirv::Lanes`]). The pipeline cache's key
+/// workgroup memory ([`tessera_compiler::backend::spirv::Lanes`]). The pipeline cache's key
 /// is a hash of the words.
 fn vk_module<'a>(
     d: &crate::vulkan::Device,
@@ -426,7 +427,7 @@ fn vk_module<'a>(
     words.hash(&mut h);
     Ok(crate::vulkan::Module {
         words,
-        entry: tessera_compiler::lower::tile_spirv::ENTRY,
+        entry: tessera_compiler::backend::spirv::ENTRY,
         hash: h.finish(),
         subgroup_size,
         shared_bytes,

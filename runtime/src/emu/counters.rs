@@ -26,7 +26,7 @@
 //! Every warp instruction (a warp step, whether or not its guard leaves lanes active) falls in
 //! one [`InstClass`]; the counts add up to [`super::Stats::warp_instructions`].
 
-use tessera_compiler::target::{Op, Operand, Reg, Space, Ty, UnOp};
+use tessera_compiler::backend::ptx::{Op, Operand, Reg, Space, Ty, UnOp};
 
 /// What kind of unit a warp instruction occupies.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -389,8 +389,10 @@ pub fn shared_wavefronts(addr: &[u32; 32], eff: u32, bytes: u32) -> (u64, u64) {
 mod tests {
     use super::Counters;
     use crate::emu::{run, Arg, Launch, Stats};
-    use tessera_compiler::target::builder::imm;
-    use tessera_compiler::target::{Dim, Kernel, KernelBuilder, Op, ParamTy, SReg, Space, Ty};
+    use tessera_compiler::backend::ptx::builder::imm;
+    use tessera_compiler::backend::ptx::{
+        Dim, Kernel, KernelBuilder, Op, ParamTy, SReg, Space, Ty,
+    };
     use tessera_lang::Span;
 
     fn at() -> Span {

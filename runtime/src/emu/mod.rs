@@ -63,7 +63,7 @@ mod numeric;
 pub use counters::{Counters, InstClass, InstMix};
 
 use std::fmt;
-use tessera_compiler::target::{Kernel, Space, TargetError};
+use tessera_compiler::backend::ptx::{Kernel, Space, TargetError};
 use tessera_lang::{Code, Diagnostic, SourceMap, Span};
 
 use crate::RuntimeError;

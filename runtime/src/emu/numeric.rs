@@ -3,7 +3,7 @@
 use crate::cast::{f64_to_fp8, fp8_to_f32};
 use crate::DType;
 use half::{bf16, f16};
-use tessera_compiler::target::{Rnd, Ty};
+use tessera_compiler::backend::ptx::{Rnd, Ty};
 
 /// Masks `v` to the width of `ty` (a predicate keeps its low bit).
 pub fn mask(ty: Ty, v: u64) -> u64 {

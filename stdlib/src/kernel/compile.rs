@@ -440,8 +440,9 @@ pub(super) fn emit_ptx(
     }
     for c in &l.kernels {
         if let Some(t) = &c.target {
-            let text = tessera_compiler::target::ptx::print_verified(&t.kernel, target, sources)
-                .map_err(|e| e.to_diagnostic())?;
+            let text =
+                tessera_compiler::backend::ptx::print::print_verified(&t.kernel, target, sources)
+                    .map_err(|e| e.to_diagnostic())?;
             std::fs::write(dir.join(format!("{}.ptx", t.kernel.name)), text).map_err(io)?;
         }
     }
@@ -458,9 +459,9 @@ pub(super) fn emit_spirv(dir: &std::path::Path, l: &Lowered) -> Result<(), Diagn
         if let Some(s) = &c.spirv {
             // named after the kernel: every module's entry point is `main`
             let kernel = l.program.kernels.get(c.index).map(|k| k.name.as_str());
-            let kernel = kernel.unwrap_or(tessera_compiler::lower::tile_spirv::ENTRY);
+            let kernel = kernel.unwrap_or(tessera_compiler::backend::spirv::ENTRY);
             // an ASCII file name, as --emit-ptx writes (a kernel may be named `核函数`)
-            let kernel = tessera_compiler::target::ptx_name(kernel);
+            let kernel = tessera_compiler::backend::ptx::ptx_name(kernel);
             let bytes: Vec<u8> = s.words.iter().flat_map(|w| w.to_le_bytes()).collect();
             std::fs::write(dir.join(format!("{kernel}.spv")), bytes).map_err(io)?;
             if let Some(w) = &s.shared_warps {

@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::crosscheck::Checked;
-use tessera_compiler::lower::to_target::Lowered as TargetKernel;
+use tessera_compiler::backend::ptx::Lowered as TargetKernel;
 use tessera_compiler::schedule::Kernel;
 use tessera_runtime::device::{
     self as dev, CrossCheck, Device, DeviceError, Executable, GraphOp, Keep, Launched,

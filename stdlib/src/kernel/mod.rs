@@ -19,12 +19,12 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
+use tessera_compiler::backend::ptx::Target;
 use tessera_compiler::graph::pipeline::{optimize, Options};
 use tessera_compiler::graph::print::print;
 use tessera_compiler::graph::{Fired, Graph, Op, TensorType, ValueId};
 use tessera_compiler::pipeline::{lower, Lowered};
 use tessera_compiler::schedule::Directives as SchedDirectives;
-use tessera_compiler::target::Target;
 use tessera_lang::diag::{Code, Diagnostic};
 use tessera_lang::eval::{AttrResult, CallArgs, HostObject, HostResult, Interp, Value};
 use tessera_lang::Span;
@@ -134,7 +134,7 @@ impl KernelCode {
     pub fn ptx_image(
         &self,
         root: ValueId,
-        t: &tessera_compiler::lower::to_target::Lowered,
+        t: &tessera_compiler::backend::ptx::Lowered,
         sources: &tessera_lang::SourceMap,
     ) -> Result<Rc<tessera_runtime::device::PtxImage>, Diagnostic> {
         if let Some(p) = self.ptx.borrow().get(&root) {

@@ -5,7 +5,7 @@
 use super::TraceCtx;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use tessera_compiler::target::Target;
+use tessera_compiler::backend::ptx::Target;
 use tessera_lang::diag::{Code, Diagnostic};
 
 pub use tessera_runtime::device::DeviceKind;

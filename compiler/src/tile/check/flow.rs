@@ -33,7 +33,7 @@
 //! `tile.store_shared` there likewise needs no barrier before the iteration's reads.
 
 use super::{op_err, CheckError};
-use crate::target::{BinOp, Ty};
+use crate::scalar::{BinOp, Ty};
 use crate::tile::ir::*;
 use std::collections::BTreeMap;
 

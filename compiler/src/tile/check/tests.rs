@@ -1,6 +1,6 @@
 use super::check;
 use crate::graph::DType;
-use crate::target::{BinOp, CacheOp, Cmp, MmaKind, Pack, Rnd, ShflMode, Ty, UnOp, Unpack};
+use crate::scalar::{BinOp, CacheOp, Cmp, MmaKind, Pack, Rnd, ShflMode, Ty, UnOp, Unpack};
 use crate::tile::build::*;
 use crate::tile::ir::*;
 use tessera_lang::{SourceMap, Span};

@@ -8,7 +8,7 @@
 //! operands are told apart by type: a mask is a `pred` value.
 
 use super::{op_err, type_name, widened, CheckError};
-use crate::target::{CacheOp, Pack, Ty, TyClass};
+use crate::scalar::{CacheOp, Pack, Ty, TyClass};
 use crate::tile::ir::*;
 
 /// Checks the signature of op `id`.
@@ -43,7 +43,7 @@ pub(super) fn op(k: &Kernel, id: OpId) -> Result<(), CheckError> {
             c.res(&[*to])
         }
         OpKind::Binary { op, ty } => {
-            use crate::target::BinOp::{Shl, Shr};
+            use crate::scalar::BinOp::{Shl, Shr};
             let b = if matches!(op, Shl | Shr) {
                 Ty::U32
             } else {

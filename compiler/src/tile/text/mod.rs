@@ -65,7 +65,7 @@
 //!
 //! The parser gives each `loc("f":L:C)` a span into a synthetic file named `f` (one per name,
 //! in order of first appearance, lines of spaces) at line `L`, column `C`; `loc(unknown)` is
-//! a span whose file is [`crate::target::NO_FILE`] (`u32::MAX`). Malformed text is a [`ParseError`], never a panic.
+//! a span whose file is [`crate::scalar::NO_FILE`] (`u32::MAX`). Malformed text is a [`ParseError`], never a panic.
 
 mod lex;
 mod names;

@@ -3,7 +3,7 @@
 //! agree by construction.
 
 use crate::graph::DType;
-use crate::target::{
+use crate::scalar::{
     BinOp, CacheOp, Cmp, Dim, MmaKind, Pack, Rnd, SReg, ShflMode, Ty, UnOp, Unpack, ALL_TYS,
 };
 use crate::tile::ir::{MathFn, Role};

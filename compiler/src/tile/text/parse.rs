@@ -4,7 +4,7 @@
 
 use super::lex::{lex, Tok, Token};
 use super::names::*;
-use crate::target::{Ty, NO_FILE};
+use crate::scalar::{Ty, NO_FILE};
 use crate::tile::ir::*;
 use std::collections::HashMap;
 use std::fmt;

@@ -3,7 +3,7 @@
 use super::lex::Tok;
 use super::names::*;
 use super::parse::{ParseError, Parser, R};
-use crate::target::Ty;
+use crate::scalar::Ty;
 use crate::tile::ir::*;
 
 /// `vN` as a vector width.

@@ -125,13 +125,13 @@ impl Printer<'_> {
         self.k
             .ty(v)
             .cloned()
-            .unwrap_or(Type::Scalar(crate::target::Ty::U32))
+            .unwrap_or(Type::Scalar(crate::scalar::Ty::U32))
     }
 
     fn is_mask(&self, o: Option<&Operand>) -> bool {
         match o {
             Some(Operand::Value(v)) => {
-                self.k.ty(*v) == Some(&Type::Scalar(crate::target::Ty::Pred))
+                self.k.ty(*v) == Some(&Type::Scalar(crate::scalar::Ty::Pred))
             }
             _ => false,
         }

@@ -1,7 +1,7 @@
 use super::names::*;
 use super::*;
 use crate::graph::DType;
-use crate::target::{
+use crate::scalar::{
     BinOp, CacheOp, Cmp, Dim, MmaKind, Pack, Rnd, SReg, ShflMode, Ty, UnOp, Unpack, ALL_TYS,
 };
 use crate::tile::build::{dimm, fimm, frag, global, imm, Builder};
@@ -495,11 +495,11 @@ fn unknown_locs_lower_to_ptx() {
 ";
     let mut sm = SourceMap::new();
     let k = parse(text, &mut sm).unwrap();
-    assert_eq!(k.span.file, crate::target::NO_FILE);
+    assert_eq!(k.span.file, crate::scalar::NO_FILE);
     crate::tile::check::check(&k).unwrap();
-    let l = crate::lower::tile_target::translate(&k).unwrap();
-    for target in crate::target::Target::PTX {
-        let ptx = crate::target::ptx::print(&l.kernel, target, &sm).unwrap();
+    let l = crate::backend::ptx::from_tile::translate(&k).unwrap();
+    for target in crate::arch::Target::PTX {
+        let ptx = crate::backend::ptx::print::print(&l.kernel, target, &sm).unwrap();
         assert!(!ptx.contains(".file") && !ptx.contains(".loc"), "{ptx}");
         assert!(ptx.contains("add.rn.f32 %f1, %f0, %f0;"), "{ptx}");
     }

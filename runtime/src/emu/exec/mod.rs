@@ -9,9 +9,9 @@ use super::numeric::{
 use super::{Arg, EmuError, EmuErrorKind, Launch, Options, Stats};
 use crate::DType;
 use std::collections::VecDeque;
-use tessera_compiler::target::ptx::{instr_text, RegNames};
-use tessera_compiler::target::verify::verify;
-use tessera_compiler::target::{
+use tessera_compiler::backend::ptx::print::{instr_text, RegNames};
+use tessera_compiler::backend::ptx::verify::verify;
+use tessera_compiler::backend::ptx::{
     BinOp, Cmp, Dim, Instr, Kernel, MmaKind, Op, Operand, Pack, ParamTy, Reg, SReg, ShflMode,
     Space, Terminator, Ty, TyClass, UnOp, Unpack,
 };

@@ -1,0 +1,273 @@
+//! Target IR's instructions: the op vocabulary and what each op reads and writes.
+
+use super::*;
+
+/// An instruction. Every variant is matched without a catch-all by the verifier, the printer
+/// and the emulator, so adding one fails to compile until each decides.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `mov.u32 d, %tid.x` (d: 32-bit integer)
+    Special {
+        dst: Reg,
+        sreg: SReg,
+    },
+    /// `ld.param.T d, [name]`
+    LdParam {
+        dst: Reg,
+        param: ParamId,
+    },
+    /// `mov.u32 d, smem` — the shared-window address of a `.shared` array (d: 32-bit integer)
+    SharedAddr {
+        dst: Reg,
+        shared: SharedId,
+    },
+    /// `mov.T d, a`
+    Mov {
+        ty: Ty,
+        dst: Reg,
+        src: Operand,
+    },
+    Unary {
+        op: UnOp,
+        ty: Ty,
+        dst: Reg,
+        src: Operand,
+    },
+    Binary {
+        op: BinOp,
+        ty: Ty,
+        dst: Reg,
+        a: Operand,
+        b: Operand,
+    },
+    /// `fma.rn.f32 d, a, b, c` (floats) / `mad.lo.s32 d, a, b, c` (integers)
+    Fma {
+        ty: Ty,
+        dst: Reg,
+        a: Operand,
+        b: Operand,
+        c: Operand,
+    },
+    /// `mul.wide.u32 d(64), a(32), b(32)`; ty is `U32` or `S32`
+    MulWide {
+        ty: Ty,
+        dst: Reg,
+        a: Operand,
+        b: Operand,
+    },
+    /// `mad.wide.u32 d(64), a(32), b(32), c(64)`; ty is `U32` or `S32`
+    MadWide {
+        ty: Ty,
+        dst: Reg,
+        a: Operand,
+        b: Operand,
+        c: Operand,
+    },
+    /// `setp.cmp.ty p, a, b`
+    Setp {
+        cmp: Cmp,
+        ty: Ty,
+        dst: Reg,
+        a: Operand,
+        b: Operand,
+    },
+    /// `selp.ty d, a, b, p` — d = p ? a : b
+    Selp {
+        ty: Ty,
+        dst: Reg,
+        a: Operand,
+        b: Operand,
+        pred: Reg,
+    },
+    /// `cvt{.rnd}{.sat}.dty.sty d, a`; the verifier checks the rounding PTX requires
+    Cvt {
+        dty: Ty,
+        sty: Ty,
+        rnd: Option<Rnd>,
+        sat: bool,
+        dst: Reg,
+        src: Reg,
+    },
+    /// `cvt.rna.tf32.f32 d(b32), a(f32)`
+    CvtTf32 {
+        dst: Reg,
+        src: Reg,
+    },
+    CvtPack {
+        pack: Pack,
+        dst: Reg,
+        hi: Reg,
+        lo: Reg,
+    },
+    CvtUnpack {
+        unpack: Unpack,
+        dst: Reg,
+        src: Reg,
+    },
+    /// `cvta.to.global.u64 d, a`
+    CvtaGlobal {
+        dst: Reg,
+        src: Reg,
+    },
+    /// `ld.space{.v2|.v4}.ty {d..}, [addr+offset]` — 1, 2 or 4 destinations
+    Ld {
+        space: Space,
+        ty: Ty,
+        dsts: Vec<Reg>,
+        addr: Reg,
+        offset: i32,
+    },
+    /// `st.space{.v2|.v4}.ty [addr+offset], {a..}` — 1, 2 or 4 sources
+    St {
+        space: Space,
+        ty: Ty,
+        srcs: Vec<Operand>,
+        addr: Reg,
+        offset: i32,
+    },
+    /// `cp.async.ca.shared.global [dst], [src], bytes{, src_size}`; bytes past `src_size`
+    /// are zero-filled (the edge mask)
+    CpAsync {
+        cache: CacheOp,
+        dst: Reg,
+        src: Reg,
+        bytes: u32,
+        src_size: Option<Operand>,
+    },
+    /// `cp.async.commit_group`
+    CpAsyncCommit,
+    /// `cp.async.wait_group n`: all but the n most recent committed groups are complete
+    CpAsyncWait {
+        n: u32,
+    },
+    /// `bar.sync 0`
+    BarSync,
+    /// `shfl.sync.mode.b32 d, a, b, c, mask`
+    Shfl {
+        mode: ShflMode,
+        dst: Reg,
+        src: Operand,
+        lane: Operand,
+        clamp: Operand,
+        mask: u32,
+    },
+    /// `ldmatrix.sync.aligned.m8n8.x4{.trans}.shared.b16 {d0..d3}, [addr]`
+    Ldmatrix {
+        trans: bool,
+        dsts: [Reg; 4],
+        addr: Reg,
+    },
+    /// `mma.sync.aligned...` d = a·b + c
+    Mma {
+        kind: MmaKind,
+        d: [Reg; 4],
+        a: [Reg; 4],
+        b: [Reg; 2],
+        c: [Reg; 4],
+    },
+    /// `atom.global.add.f32 d, [addr], a`
+    AtomAddF32 {
+        dst: Reg,
+        addr: Reg,
+        src: Operand,
+    },
+    /// `red.global.add.f32 [addr], a`
+    RedAddF32 {
+        addr: Reg,
+        src: Operand,
+    },
+}
+
+impl Op {
+    /// Registers this op writes.
+    pub fn defs(&self) -> Vec<Reg> {
+        match self {
+            Op::Special { dst, .. }
+            | Op::LdParam { dst, .. }
+            | Op::SharedAddr { dst, .. }
+            | Op::Mov { dst, .. }
+            | Op::Unary { dst, .. }
+            | Op::Binary { dst, .. }
+            | Op::Fma { dst, .. }
+            | Op::MulWide { dst, .. }
+            | Op::MadWide { dst, .. }
+            | Op::Setp { dst, .. }
+            | Op::Selp { dst, .. }
+            | Op::Cvt { dst, .. }
+            | Op::CvtTf32 { dst, .. }
+            | Op::CvtPack { dst, .. }
+            | Op::CvtUnpack { dst, .. }
+            | Op::CvtaGlobal { dst, .. }
+            | Op::Shfl { dst, .. }
+            | Op::AtomAddF32 { dst, .. } => vec![*dst],
+            Op::Ld { dsts, .. } => dsts.clone(),
+            Op::Ldmatrix { dsts, .. } => dsts.to_vec(),
+            Op::Mma { d, .. } => d.to_vec(),
+            Op::St { .. }
+            | Op::CpAsync { .. }
+            | Op::CpAsyncCommit
+            | Op::CpAsyncWait { .. }
+            | Op::BarSync
+            | Op::RedAddF32 { .. } => vec![],
+        }
+    }
+
+    /// Registers this op reads (not counting a guard).
+    pub fn uses(&self) -> Vec<Reg> {
+        fn regs(ops: &[Operand]) -> Vec<Reg> {
+            ops.iter()
+                .filter_map(|o| match o {
+                    Operand::Reg(r) => Some(*r),
+                    Operand::Imm(_) | Operand::F32(_) | Operand::F64(_) => None,
+                })
+                .collect()
+        }
+        match self {
+            Op::Special { .. }
+            | Op::LdParam { .. }
+            | Op::SharedAddr { .. }
+            | Op::CpAsyncCommit
+            | Op::CpAsyncWait { .. }
+            | Op::BarSync => vec![],
+            Op::Mov { src, .. } | Op::Unary { src, .. } => regs(&[*src]),
+            Op::Binary { a, b, .. } | Op::MulWide { a, b, .. } | Op::Setp { a, b, .. } => {
+                regs(&[*a, *b])
+            }
+            Op::Fma { a, b, c, .. } | Op::MadWide { a, b, c, .. } => regs(&[*a, *b, *c]),
+            Op::Selp { a, b, pred, .. } => {
+                let mut v = regs(&[*a, *b]);
+                v.push(*pred);
+                v
+            }
+            Op::Cvt { src, .. }
+            | Op::CvtTf32 { src, .. }
+            | Op::CvtUnpack { src, .. }
+            | Op::CvtaGlobal { src, .. } => vec![*src],
+            Op::CvtPack { hi, lo, .. } => vec![*hi, *lo],
+            Op::Ld { addr, .. } | Op::Ldmatrix { addr, .. } => vec![*addr],
+            Op::St { srcs, addr, .. } => {
+                let mut v = regs(srcs);
+                v.push(*addr);
+                v
+            }
+            Op::CpAsync {
+                dst, src, src_size, ..
+            } => {
+                let mut v = vec![*dst, *src];
+                if let Some(s) = src_size {
+                    v.extend(regs(&[*s]));
+                }
+                v
+            }
+            Op::Shfl {
+                src, lane, clamp, ..
+            } => regs(&[*src, *lane, *clamp]),
+            Op::Mma { a, b, c, .. } => a.iter().chain(b.iter()).chain(c.iter()).copied().collect(),
+            Op::AtomAddF32 { addr, src, .. } | Op::RedAddF32 { addr, src } => {
+                let mut v = regs(&[*src]);
+                v.push(*addr);
+                v
+            }
+        }
+    }
+}
