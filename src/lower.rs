@@ -117,7 +117,7 @@ fn lower_one(
         let msg = format!("Tile IR: {}", e.message);
         (file.at(part.line(e.line), e.col, msg, Code::E0001), 2)
     })?;
-    check::check(&k).map_err(|e| {
+    let checked = check::check(&k).map_err(|e| {
         // the op's line: the one defining the first value the message names
         let (line, col) = e
             .message
@@ -159,19 +159,25 @@ fn lower_one(
         LowerError::NotLowered(_) => None,
     };
     if level == Level::Spirv {
-        return match spirv::translate(&k) {
+        return match spirv::translate(checked) {
             Ok(s) => Ok(spirv::disassemble(&s.words)),
             Err(LowerError::NotLowered(why)) => Err(fail(&|_, _| None, why, Code::E0300)),
             Err(e) => Err(fail(
-                &|k, _| spirv::translate(k).err().and_then(lower_span),
+                &|k, _| {
+                    let c = check::check(k).ok()?;
+                    spirv::translate(c).err().and_then(lower_span)
+                },
                 format!("cannot lower the Tile IR: {}", lower_msg(&e)),
                 Code::E0201,
             )),
         };
     }
-    let l = from_tile::translate(&k).map_err(|e| {
+    let l = from_tile::translate(checked).map_err(|e| {
         fail(
-            &|k, _| from_tile::translate(k).err().and_then(lower_span),
+            &|k, _| {
+                let c = check::check(k).ok()?;
+                from_tile::translate(c).err().and_then(lower_span)
+            },
             format!("cannot lower the Tile IR: {}", lower_msg(&e)),
             Code::E0201,
         )
@@ -181,7 +187,7 @@ fn lower_one(
         Level::Ptx | Level::Spirv => {
             ptx::print_verified(&l.kernel, target, &sources).map_err(|e| {
                 let step = |k: &Kernel, s: &SourceMap| {
-                    let l = from_tile::translate(k).ok()?;
+                    let l = from_tile::translate(check::check(k).ok()?).ok()?;
                     ptx::print_verified(&l.kernel, target, s)
                         .err()
                         .as_ref()

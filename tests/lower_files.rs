@@ -100,7 +100,8 @@ fn hand_written_tile_ir_lowers_to_valid_spirv() {
                 let mut sources = tessera_lang::SourceMap::new();
                 let k = tessera_compiler::tile::text::parse(&text[w[0]..w[1]], &mut sources)
                     .expect("parses");
-                let s = tessera_compiler::backend::spirv::translate(&k).expect("translates");
+                let checked = tessera_compiler::tile::check::check(&k).expect("checks");
+                let s = tessera_compiler::backend::spirv::translate(checked).expect("translates");
                 modules.push((format!("{i}"), s.words));
                 if let Some(sw) = s.shared_warps {
                     modules.push((format!("{i}.shared-warps"), sw));

@@ -93,15 +93,12 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Lowered, Diagn
                 tile::verify(&tk).map_err(|e| internal(&k.name, e.to_string()))?;
                 let lowered = match kernels::build(&program.graph, &tk) {
                     Ok(prog) => {
-                        // the Tile IR verifier runs in debug builds (every test) and in
-                        // `tessera lower`; release builds skip it (compile latency)
-                        if cfg!(debug_assertions) {
-                            tile::check::check(&prog)
-                                .map_err(|e| internal(&k.name, format!("invalid Tile IR: {e}")))?;
-                        }
-                        let mut l = ptx::from_tile::translate(&prog);
+                        // the back ends take a checked program only
+                        let checked = tile::check::check(&prog)
+                            .map_err(|e| internal(&k.name, format!("invalid Tile IR: {e}")))?;
+                        let mut l = ptx::from_tile::translate(checked);
                         if target.is_spirv() && l.is_ok() {
-                            match spirv::translate(&prog) {
+                            match spirv::translate(checked) {
                                 Ok(s) => c.spirv = Some(s),
                                 Err(e) => l = Err(e),
                             }

@@ -461,8 +461,8 @@ fn tile(text: &str) -> tessera_compiler::backend::ptx::Kernel {
         .collect();
     let mut sources = SourceMap::new();
     let k = tessera_compiler::tile::text::parse(&text, &mut sources).expect("parses");
-    tessera_compiler::tile::check::check(&k).expect("checks");
-    tessera_compiler::backend::ptx::from_tile::translate(&k)
+    let checked = tessera_compiler::tile::check::check(&k).expect("checks");
+    tessera_compiler::backend::ptx::from_tile::translate(checked)
         .expect("translates")
         .kernel
 }

@@ -210,10 +210,11 @@ fn run_tile(it: &mut Interp, session: &Session, args: CallArgs) -> Result<Value,
     if let Some(g) = grid {
         k.grid = g;
     }
-    if let Err(e) = check::check(&k) {
-        return Err(check_error(it, &mut src, &k, &e, &args));
-    }
-    let l = match from_tile::translate(&k) {
+    let checked = match check::check(&k) {
+        Ok(c) => c,
+        Err(e) => return Err(check_error(it, &mut src, &k, &e, &args)),
+    };
+    let l = match from_tile::translate(checked) {
         Ok(l) => l,
         Err(e) => {
             let msg = match e {

@@ -129,7 +129,7 @@ pub fn conv_cost(spec: &Spec, s: &ConvShape) -> ConvCost {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::ptx::Target;
+    use crate::arch::Target;
 
     fn shape(k: usize, c: usize) -> ConvShape {
         let out = 64;

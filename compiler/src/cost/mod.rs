@@ -26,7 +26,7 @@ pub mod regs;
 pub mod system;
 
 use crate::arch::Spec;
-use crate::backend::ptx::Target;
+use crate::arch::Target;
 use crate::graph::{AttnWrt, DType, Graph, Op, TensorType};
 use crate::pipeline::Lowered;
 use crate::schedule::{Kernel, Kind};

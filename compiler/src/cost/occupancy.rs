@@ -135,7 +135,7 @@ pub fn occupancy(spec: &Spec, threads: u32, regs: u32, smem: u32) -> Occupancy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::ptx::Target;
+    use crate::arch::Target;
 
     fn a100() -> Spec {
         Target::Sm80.spec()

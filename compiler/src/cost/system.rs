@@ -7,7 +7,7 @@
 //! leaves its domain runs at the scale-out network's bandwidth ([`System::link`]).
 
 use crate::arch::Spec;
-use crate::backend::ptx::Target;
+use crate::arch::Target;
 
 /// A system of GPUs.
 #[derive(Copy, Clone, Debug, PartialEq)]

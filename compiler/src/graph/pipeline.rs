@@ -27,7 +27,7 @@ pub enum Fusion {
 pub struct Options {
     pub fusion: Fusion,
     /// The target (the spectral rewrite's cost model).
-    pub target: crate::backend::ptx::Target,
+    pub target: crate::arch::Target,
 }
 
 type Pass = fn(&mut Graph, &PassCx) -> Fired;

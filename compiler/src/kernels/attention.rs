@@ -8,8 +8,8 @@
 
 use super::blocks::{fconst, load_elem, store_int_or};
 use super::{no, ParamSet, R};
-use crate::backend::ptx::{BinOp, Cmp, Dim, SReg, ShflMode, Ty, UnOp};
 use crate::graph::{DType, Graph};
+use crate::scalar::{BinOp, Cmp, Dim, SReg, ShflMode, Ty, UnOp};
 use crate::tile::build::{imm, Builder};
 use crate::tile::ir::{Kernel, Layout, MathFn, Operand, ParamRole, SharedBuf, Type, Value};
 use crate::tile::{AttnBatch, TileKernel};

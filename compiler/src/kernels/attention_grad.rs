@@ -24,8 +24,8 @@ use super::attention::{
 };
 use super::blocks::{fconst, load_elem, store_int_or};
 use super::{no, ParamSet, R};
-use crate::backend::ptx::{BinOp, Cmp, Dim, SReg, Ty};
 use crate::graph::{AttnWrt, Graph};
+use crate::scalar::{BinOp, Cmp, Dim, SReg, Ty};
 use crate::tile::build::{imm, Builder};
 use crate::tile::ir::{Kernel, Operand, ParamRole, Type, Value};
 use crate::tile::TileKernel;

@@ -12,8 +12,8 @@
 //! Parameters: q, k, v, o, sq, sk; the batch is grid y. Requires dq = dv, a multiple of 16.
 
 use super::{no, ParamSet, R};
-use crate::backend::ptx::{BinOp, Cmp, Dim, MmaKind, Pack, SReg, ShflMode, Ty, UnOp};
 use crate::graph::{DType, Graph};
+use crate::scalar::{BinOp, Cmp, Dim, MmaKind, Pack, SReg, ShflMode, Ty, UnOp};
 use crate::tile::build::{fimm, frag, imm, Builder};
 use crate::tile::ir::{Frag, Kernel, Layout, Operand, ParamRole, Role, SharedBuf, Type, Value};
 use crate::tile::TileKernel;

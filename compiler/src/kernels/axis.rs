@@ -24,10 +24,10 @@ use super::blocks::{compute_ty, divmod, fconst, load_as, load_elem, store_elem, 
 use super::elementwise::{eval_body, index_val, load_val, needs_status, store_val};
 use super::values::{conv, Val};
 use super::{no, ParamSet, R};
-use crate::backend::ptx::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
 use crate::graph::{DType, Graph, Op};
 use crate::kernels::index::{index_of, Index};
 use crate::kernels::reduce_axis::{COLS, SLICES};
+use crate::scalar::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
 use crate::tile::build::{imm, Builder};
 use crate::tile::ir::{Kernel, Layout, MathFn, ParamRole, SharedBuf, Type, Value};
 use crate::tile::{RowOp, TileKernel};

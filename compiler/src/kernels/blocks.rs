@@ -2,8 +2,8 @@
 //! loads and stores that convert between a tensor's dtype and the registers a kernel computes
 //! in, the warp-per-row mapping and lane-strided loops.
 
-use crate::backend::ptx::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
 use crate::graph::DType;
+use crate::scalar::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
 use crate::tile::build::{dimm, fimm, imm, Builder};
 use crate::tile::ir::{OpKind, Operand, Value};
 

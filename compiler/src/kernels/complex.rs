@@ -16,9 +16,9 @@
 use super::blocks::{fconst, global_thread, load_elem, store_int_or};
 use super::elementwise::index_val;
 use super::{no, R};
-use crate::backend::ptx::{BinOp, Cmp, Rnd, Ty, UnOp};
 use crate::graph::{ComplexOp, DType, Graph, Op};
 use crate::kernels::index::{index_of, Index};
+use crate::scalar::{BinOp, Cmp, Rnd, Ty, UnOp};
 use crate::tile::build::{dimm, imm, Builder};
 use crate::tile::ir::{Kernel, Operand, ParamRole, Type, Value};
 use crate::tile::TileKernel;

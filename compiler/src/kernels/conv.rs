@@ -9,8 +9,8 @@
 
 use super::blocks::{fconst, load_elem, store_int_or};
 use super::{ParamSet, R};
-use crate::backend::ptx::{BinOp, Cmp, Dim, SReg, Ty};
 use crate::graph::{DType, Graph};
+use crate::scalar::{BinOp, Cmp, Dim, SReg, Ty};
 use crate::tile::build::{imm, Builder};
 use crate::tile::ir::{Kernel, Operand, Value};
 use crate::tile::{ConvDims, TileKernel};

@@ -19,8 +19,8 @@
 
 use super::blocks::{load_elem, store_int_or};
 use super::{no, ParamSet, R};
-use crate::backend::ptx::{BinOp, Cmp, Dim, SReg, Ty};
 use crate::graph::Graph;
+use crate::scalar::{BinOp, Cmp, Dim, SReg, Ty};
 use crate::tile::build::{fimm, frag, imm, Builder};
 use crate::tile::ir::{Frag, Kernel, Layout, Operand, Role, SharedBuf, Value};
 use crate::tile::{ConvDims, ConvMma, TileKernel};

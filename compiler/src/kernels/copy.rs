@@ -9,8 +9,8 @@
 
 use super::blocks::{divmod, global_thread, load_elem, store_elem};
 use super::{no, R};
-use crate::backend::ptx::{BinOp, Cmp, Ty};
 use crate::graph::{DType, Graph};
+use crate::scalar::{BinOp, Cmp, Ty};
 use crate::tile::build::{fimm, imm, Builder};
 use crate::tile::ir::{Kernel, Operand, ParamRole, Type, Value};
 use crate::tile::{GatherSrc, TileKernel};

@@ -17,10 +17,10 @@ use super::values::{
     unary_val, wrap8, Val,
 };
 use super::{no, R};
-use crate::backend::ptx::{BinOp, Cmp, Pack, Ty, UnOp};
 use crate::backend::Error;
 use crate::graph::{BinaryOp, DType, Graph, Op, ValueId};
 use crate::kernels::index::{index_of, Index};
+use crate::scalar::{BinOp, Cmp, Pack, Ty, UnOp};
 use crate::tile::build::{dimm, fimm, imm, Builder};
 use crate::tile::ir::{Kernel, Operand, ParamRole, Type, Value};
 use crate::tile::TileKernel;

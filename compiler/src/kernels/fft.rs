@@ -35,8 +35,8 @@
 
 use super::blocks::{fconst, load_elem, store_int_or};
 use super::R;
-use crate::backend::ptx::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
 use crate::graph::{DType, FftKind, Graph};
+use crate::scalar::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
 use crate::tile::build::{dimm, imm, Builder};
 use crate::tile::ir::{Kernel, Layout, MathFn, ParamRole, SharedBuf, Type, Value};
 use crate::tile::{FftDims, TileKernel};

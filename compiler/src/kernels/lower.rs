@@ -1,8 +1,8 @@
 //! Schedule IR → Tile IR: the block program of one scheduled kernel. Kernels whose kind has
 //! no block program yet give [`NotLowered`] with the reason (the caller falls back).
 
-use crate::backend::ptx::MmaKind;
 use crate::graph::{DType, Graph, Op, TensorType, ValueId};
+use crate::scalar::MmaKind;
 use crate::schedule::{Kernel, Kind};
 use crate::tile::{MatmulBatch, RowOp, Shape, TileKernel};
 

@@ -14,8 +14,8 @@
 use super::blocks::{load_elem, load_int, select_view};
 use super::epilogue::{block_tiles, log2, matmul_params, matmul_parts, stage_of, store_acc};
 use super::{no, R};
-use crate::backend::ptx::{BinOp, CacheOp, Cmp, Ty};
 use crate::graph::{DType, Graph};
+use crate::scalar::{BinOp, CacheOp, Cmp, Ty};
 use crate::tile::build::{dimm, fimm, imm, Builder};
 use crate::tile::ir::{Kernel, Operand, Value};
 use crate::tile::{MatmulBatch, TileKernel};

@@ -22,8 +22,8 @@ use super::epilogue::{
     store_row_vec, VecStore,
 };
 use super::{no, R};
-use crate::backend::ptx::{BinOp, CacheOp, Cmp, MmaKind, Ty};
 use crate::graph::{DType, Graph};
+use crate::scalar::{BinOp, CacheOp, Cmp, MmaKind, Ty};
 use crate::tile::build::{fimm, frag, imm, Builder};
 use crate::tile::ir::{Frag, Kernel, Operand, Role, Value};
 use crate::tile::{MatmulBatch, TileKernel};

@@ -23,8 +23,8 @@
 
 use super::blocks::{add_imm, fconst, lane_loop, load_elem, round_tf32};
 use super::{no, R};
-use crate::backend::ptx::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
 use crate::graph::{split_steps, DType, Graph, NormKind, Op};
+use crate::scalar::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
 use crate::tile::build::{imm, Builder};
 use crate::tile::ir::{Layout, ParamRole, SharedBuf, Type, Value};
 use crate::tile::TileKernel;

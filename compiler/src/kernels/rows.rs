@@ -10,8 +10,8 @@ use super::blocks::{
     compute_ty, fconst, lane_loop, load_as, load_elem, store_elem, store_int_or, warp_row,
 };
 use super::{no, ParamSet, R};
-use crate::backend::ptx::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
 use crate::graph::{DType, Graph};
+use crate::scalar::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
 use crate::tile::build::{fimm, imm, Builder};
 use crate::tile::ir::{Kernel, Layout, MathFn, Operand, ParamRole, SharedBuf, Type, Value};
 use crate::tile::{RowOp, TileKernel};

@@ -5,8 +5,8 @@
 
 use super::blocks::{fconst, round_tf32};
 use super::{no, R};
-use crate::backend::ptx::{BinOp, Cmp, Rnd, Ty, UnOp};
 use crate::graph::{BinaryOp, DType, UnaryOp};
+use crate::scalar::{BinOp, Cmp, Rnd, Ty, UnOp};
 use crate::tile::build::{dimm, fimm, imm, Builder};
 use crate::tile::ir::{MathFn, Operand, Value};
 

@@ -10,7 +10,7 @@
 //! | row kernels | one warp per row, 4 rows per block |
 //! | flash attention | 16 query rows per block (4 warps × 4 rows), key tiles of 32, fp32 FMA |
 
-use crate::backend::ptx::Target;
+use crate::arch::Target;
 use crate::graph::{DType, Graph, Op, TensorType, ValueId};
 use crate::kernels::matmul_fma::{even_threads, threads as fma_threads};
 use crate::schedule::{
@@ -372,8 +372,8 @@ pub fn attention_mma(
     g: &Graph,
     inputs: &[crate::graph::ValueId],
     ty: &TensorType,
-) -> Option<crate::backend::ptx::MmaKind> {
-    use crate::backend::ptx::MmaKind;
+) -> Option<crate::scalar::MmaKind> {
+    use crate::scalar::MmaKind;
     let kind = match ty.dtype {
         DType::BF16 => MmaKind::M16n8k16Bf16,
         DType::F16 => MmaKind::M16n8k16F16,

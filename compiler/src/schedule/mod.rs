@@ -17,7 +17,7 @@
 pub mod lower;
 pub mod mesh;
 
-use crate::backend::ptx::Target;
+use crate::arch::Target;
 use crate::graph::print::loc;
 use crate::graph::{DType, Graph, Op, TensorType, ValueId};
 use std::fmt::Write as _;

@@ -48,8 +48,25 @@ impl fmt::Display for CheckError {
 
 impl std::error::Error for CheckError {}
 
+/// A Tile IR program the checker accepted: what the back ends take, so that no back end sees
+/// an unchecked program.
+#[derive(Copy, Clone, Debug)]
+pub struct Checked<'a>(&'a Kernel);
+
+impl std::ops::Deref for Checked<'_> {
+    type Target = Kernel;
+    fn deref(&self) -> &Kernel {
+        self.0
+    }
+}
+
 /// Checks every invariant documented in [`super::ir`].
-pub fn check(k: &Kernel) -> Result<(), CheckError> {
+pub fn check(k: &Kernel) -> Result<Checked<'_>, CheckError> {
+    check_all(k)?;
+    Ok(Checked(k))
+}
+
+fn check_all(k: &Kernel) -> Result<(), CheckError> {
     launch(k)?;
     let mut w = Walk {
         k,

@@ -5,7 +5,7 @@
 
 pub mod cache;
 
-use crate::backend::ptx::Target;
+use crate::arch::Target;
 use crate::cost;
 use crate::graph::{DType, Graph, Op};
 use crate::pipeline::{lower, Lowered};

@@ -25,8 +25,8 @@ pub fn load(name: &str, sources: &mut SourceMap) -> Kernel {
         std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()));
     let k = text::parse(&src, sources)
         .unwrap_or_else(|e| panic!("{}:{}:{}: {}", p.display(), e.line, e.col, e.message));
-    check::check(&k).unwrap_or_else(|e| panic!("{}: {}", p.display(), e.message));
-    from_tile::translate(&k)
+    let checked = check::check(&k).unwrap_or_else(|e| panic!("{}: {}", p.display(), e.message));
+    from_tile::translate(checked)
         .unwrap_or_else(|e| panic!("{}: {e:?}", p.display()))
         .kernel
 }

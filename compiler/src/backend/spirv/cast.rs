@@ -3,7 +3,7 @@
 
 use super::scalar::{signed, wide};
 use super::{unsupported, Cx, R};
-use crate::backend::ptx::{Rnd, Ty};
+use crate::scalar::{Rnd, Ty};
 use crate::tile::ir::*;
 use rspirv::spirv::{GlslStd450Op, Op, Word};
 

@@ -3,7 +3,7 @@
 //! selection construct with `OpPhi` results, and guarded code (a masked load or store).
 
 use super::{bug, build_err, Cx, Val, R};
-use crate::backend::ptx::Ty;
+use crate::scalar::Ty;
 use crate::tile::ir::*;
 use rspirv::dr::InsertPoint;
 use rspirv::spirv::{LoopControl, Op, SelectionControl, Word};

@@ -5,7 +5,7 @@
 //! relying on a fused `Fma`, exact enough up to about 10^15 in magnitude.
 
 use super::{Cx, R};
-use crate::backend::ptx::Ty;
+use crate::scalar::Ty;
 use crate::tile::ir::MathFn;
 use rspirv::spirv::{GlslStd450Op as G, Op, Word};
 

@@ -2,7 +2,7 @@
 //! 32-bit words addressed in bytes; narrower elements are bits of a word, wider ones two words.
 
 use super::{bug, unsupported, Cx, Val, R};
-use crate::backend::ptx::Ty;
+use crate::scalar::Ty;
 use crate::tile::ir::*;
 use rspirv::dr::Operand as SOp;
 use rspirv::spirv::{MemorySemantics, Op, Scope, StorageClass, Word};

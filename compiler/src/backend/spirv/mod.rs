@@ -20,8 +20,9 @@
 //! What is not translated (tensor-core fragments, fp8 packing, fp64 transcendental functions)
 //! is reported by [`unsupported`], the one place that says what this back end cannot do.
 
-use crate::backend::ptx::{Dim, SReg, Ty};
 use crate::backend::Error;
+use crate::scalar::{Dim, SReg, Ty};
+use crate::tile::check::Checked;
 use crate::tile::ir::*;
 use rspirv::dr::{Builder, InsertPoint, Instruction, Operand as SOp};
 use rspirv::spirv::{
@@ -164,7 +165,8 @@ struct Cx<'k> {
 
 /// Translates a Tile IR kernel to a SPIR-V compute module (and, when it has warp operations,
 /// its [`Lanes::Shared`] form too).
-pub fn translate(k: &Kernel) -> R<Spirv> {
+pub fn translate(k: Checked<'_>) -> R<Spirv> {
+    let k: &Kernel = &k;
     let mut s = translate_with(k, Lanes::Subgroup)?;
     if s.subgroup {
         let w = translate_with(k, Lanes::Shared)?;
@@ -175,7 +177,7 @@ pub fn translate(k: &Kernel) -> R<Spirv> {
 }
 
 /// Translates a Tile IR kernel with its warps' lanes exchanging values as `lanes` says.
-pub fn translate_with(k: &Kernel, lanes: Lanes) -> R<Spirv> {
+fn translate_with(k: &Kernel, lanes: Lanes) -> R<Spirv> {
     let mut b = Builder::new();
     b.set_version(1, 6);
     b.capability(Capability::Shader);

@@ -1,7 +1,7 @@
 //! Scalar ops, conversions, math functions and warp operations in SPIR-V.
 
 use super::{bug, unsupported, Cx, Lanes, Val, R};
-use crate::backend::ptx::{BinOp, Cmp, Pack, ShflMode, Ty, UnOp};
+use crate::scalar::{BinOp, Cmp, Pack, ShflMode, Ty, UnOp};
 use crate::tile::ir::*;
 use rspirv::spirv::{GlslStd450Op, Op, Word};
 
@@ -472,7 +472,7 @@ impl Cx<'_> {
         let v = self.opnd(src, Ty::B32)?;
         let b = self.opnd(lane, Ty::U32)?;
         let c = self.opnd(clamp, Ty::U32)?;
-        let i = self.special(crate::backend::ptx::SReg::LaneId);
+        let i = self.special(crate::scalar::SReg::LaneId);
         // the lane read, as PTX computes it from the clamp's segment mask and bound
         let m1f = self.const_u32(0x1f);
         let s8 = self.const_u32(8);
@@ -545,7 +545,7 @@ impl Cx<'_> {
         let warps = self.k.threads().div_ceil(32).max(1) as u32;
         let eb = ty.bits() / 8;
         let u = self.t.u32_;
-        let tid = self.special(crate::backend::ptx::SReg::Tid(crate::backend::ptx::Dim::X));
+        let tid = self.special(crate::scalar::SReg::Tid(crate::scalar::Dim::X));
         let (m31, s5) = (self.const_u32(31), self.const_u32(5));
         let lane = self.ins(Op::BitwiseAnd, u, &[tid, m31]);
         let warp = self.ins(Op::ShiftRightLogical, u, &[tid, s5]);

@@ -10,7 +10,7 @@
 //! broadcasts (four values from each of the 32 lanes) take one barrier instead of 128.
 
 use super::{bug, Cx, Lanes, R};
-use crate::backend::ptx::{SReg, Ty};
+use crate::scalar::{SReg, Ty};
 use crate::tile::ir::*;
 use rspirv::dr::Operand as SOp;
 use rspirv::spirv::{Op, Word};

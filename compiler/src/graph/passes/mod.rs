@@ -23,7 +23,7 @@ pub struct PassCx {
     /// The most elementwise ops one fused group may hold (`None`: no limit).
     pub max_fused_ops: Option<usize>,
     /// The target the graph is compiled for (the spectral rewrite's cost model).
-    pub target: crate::backend::ptx::Target,
+    pub target: crate::arch::Target,
 }
 
 /// What a rewrite rule does, in a line (`graph.fusions(..., explain=True)` for a rule that

@@ -41,7 +41,7 @@ fn setup() -> (Builder, Value, Value, Value) {
 
 fn fails(k: &Kernel, want: &str) {
     match check(k) {
-        Ok(()) => panic!("expected an error containing {want:?}"),
+        Ok(_) => panic!("expected an error containing {want:?}"),
         Err(e) => assert!(
             e.message.contains(want),
             "expected {want:?} in {:?}",

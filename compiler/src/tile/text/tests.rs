@@ -496,8 +496,8 @@ fn unknown_locs_lower_to_ptx() {
     let mut sm = SourceMap::new();
     let k = parse(text, &mut sm).unwrap();
     assert_eq!(k.span.file, crate::scalar::NO_FILE);
-    crate::tile::check::check(&k).unwrap();
-    let l = crate::backend::ptx::from_tile::translate(&k).unwrap();
+    let checked = crate::tile::check::check(&k).unwrap();
+    let l = crate::backend::ptx::from_tile::translate(checked).unwrap();
     for target in crate::arch::Target::PTX {
         let ptx = crate::backend::ptx::print::print(&l.kernel, target, &sm).unwrap();
         assert!(!ptx.contains(".file") && !ptx.contains(".loc"), "{ptx}");

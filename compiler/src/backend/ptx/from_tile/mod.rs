@@ -19,6 +19,7 @@ use crate::backend::ptx::{
     Space, Ty,
 };
 use crate::backend::Error;
+use crate::tile::check::Checked;
 use crate::tile::ir::*;
 
 mod control;
@@ -54,8 +55,9 @@ struct Cx<'k> {
     owned: Vec<bool>,
 }
 
-/// Translates a Tile IR kernel.
-pub fn translate(k: &Kernel) -> R<Lowered> {
+/// Translates a checked Tile IR kernel.
+pub fn translate(k: Checked<'_>) -> R<Lowered> {
+    let k: &Kernel = &k;
     let mut uses = vec![0u32; k.values.len()];
     for op in &k.ops {
         for v in op.operands.iter().filter_map(|o| o.value()) {
