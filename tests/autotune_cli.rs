@@ -2,6 +2,7 @@
 //! script ranks and measures nothing; a corrupt cache is a warning and stays as it was;
 //! `TESSERA_AUTOTUNE=off` reads and writes no cache; processes tuning at once lose no entries;
 //! `tessera run --profile` prints the profile table at exit.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,4 +1,5 @@
 //! `tessera check`: parses and resolves names without running anything.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 mod common;
 

@@ -4,6 +4,7 @@
 //! A kernel whose PTX is another's but for its name (a copy or an elementwise chain made again
 //! by another graph) is assembled once. Scripts run on all cores.
 //! Needs ptxas (`scripts/install-ptxas`, or `TESSERA_PTXAS`); fails with that message if absent.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! Results on a mesh are the same bits whether each device runs on its own worker thread or
 //! all run on one thread (`TESSERA_MESH_THREADS=1`), and across repeated runs.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use std::process::Command;
 

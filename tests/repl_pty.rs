@@ -3,7 +3,7 @@
 //! prompt, history recalled across two runs, Ctrl-D exiting.
 //!
 //! The pty is opened with `openpty`; the child gets the slave side as its controlling terminal.
-
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 #![cfg(unix)]
 
 use std::io::{Read, Write};

@@ -2,6 +2,7 @@
 //! through the parser and (when they parse) the evaluator with a step limit. Nothing may panic
 //! or overflow the stack, every diagnostic must point inside its source, and the `tessera`
 //! binary must exit with 0, 1 or 2 only, also under `ulimit -v` and a time limit.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;

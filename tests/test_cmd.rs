@@ -1,5 +1,6 @@
 //! `tessera test` itself: missing paths, cases without expected files, the per-case time limit,
 //! cases ended by a signal, and cases outliving `tessera test`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 mod common;
 

@@ -6,6 +6,7 @@
 //!
 //! Kinds not built as Tile IR programs yet print the older description form, which does not
 //! parse; they are listed by name and must not be of a kind in [`PROGRAM_KINDS`].
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 mod common;
 

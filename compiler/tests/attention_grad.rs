@@ -3,6 +3,7 @@
 //! value of the optimised backward graph (fused bodies included) is O(seq·d). The gradient of
 //! the written-out formula `softmax(q·kᵀ)·v`, differentiated the same way, does hold one: the
 //! check can fail. Every kernel of the flash backward is lowered to Target IR.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use tessera_compiler::backend::ptx::Target;
 use tessera_compiler::graph::autodiff::grad;

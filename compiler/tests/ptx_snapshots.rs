@@ -1,6 +1,7 @@
 //! The printed PTX of each sample kernel (Tile IR text in `tests/data/`), compared with
 //! `tests/snapshots/NAME.TARGET.ptx`.
 //! Re-bless with `TESSERA_BLESS=1 cargo test -p tessera-compiler --test ptx_snapshots`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use std::path::PathBuf;
 use tessera_compiler::backend::ptx::{print as ptx, MmaKind, Target};

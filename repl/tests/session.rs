@@ -1,5 +1,6 @@
 //! The notebook session through its public API: variables across cells, errors, `:` commands
 //! and their rich outputs, completion, inspection, interrupts.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use std::cell::RefCell;
 use std::rc::Rc;

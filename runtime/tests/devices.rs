@@ -9,6 +9,7 @@
 //! `cpu` and `emu` run in every test run. `cuda` needs an NVIDIA GPU and its driver; its test
 //! is ignored by default and fails if no GPU opens:
 //! `cargo test -p tessera-runtime --test devices -- --ignored` on a machine with one.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use tessera_compiler::backend::ptx::Target;
 use tessera_compiler::graph::pipeline::{optimize, Options};

@@ -1,5 +1,6 @@
 //! Planted bugs the emulator must report (E0500, naming the instruction and its span), and
 //! malformed input it must refuse without panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use tessera_compiler::backend::ptx::builder::{fimm, imm};
 use tessera_compiler::backend::ptx::{

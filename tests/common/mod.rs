@@ -1,5 +1,5 @@
 //! Running the `tessera` binary from the command-line tests.
-
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 #![allow(dead_code)]
 
 use std::ffi::OsStr;

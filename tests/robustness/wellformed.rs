@@ -8,6 +8,7 @@
 //! function with `@op.kernel`, or drops, duplicates or swaps lines. Each program gets one to
 //! three; the result is parsed and kept only when it parses (the fraction that does is the
 //! generator's quality, which a test asserts).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use super::Rng;
 use std::collections::BTreeSet;

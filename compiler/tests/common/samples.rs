@@ -2,7 +2,7 @@
 //! and translated to Target IR. Their `loc(...)` spans point into `samples.tsr` (a synthetic
 //! file the parser adds to the `SourceMap` that PTX printing and error messages use).
 //! Shared by the compiler's and the runtime's tests (`#[path]`-included).
-
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 #![allow(dead_code)]
 
 use std::path::PathBuf;

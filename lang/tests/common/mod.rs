@@ -1,4 +1,5 @@
 //! Test helpers: a compact S-expression printer of the AST and diagnostic rendering.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 #![allow(dead_code)]
 
 use tessera_lang::ast::*;
