@@ -319,14 +319,23 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
     ),
     (
         "op.rand",
-        "Uniform random numbers in [0, 1) of `shape` and a float `dtype` (default fp32). \
-        Counter-based: the same `seed` (default 0) gives the same values on every machine, backend \
-        and thread count. An int dtype is E0201, a seed that is not an int E0101.",
+        "Uniform random numbers in [0, 1) of `shape` and a float `dtype` (default fp32). Without \
+        a `seed` the draw takes its seed from the session's generator, which `op.seed(n)` resets \
+        (a session starts at seed 0): two calls give different values, and a script the same \
+        values on every run. With a `seed` the values depend on it alone. Counter-based: the same \
+        values on every machine, backend and thread count. An int dtype is E0201, a seed that is \
+        not an int E0101.",
+    ),
+    (
+        "op.randint",
+        "Random int64 integers in `[low, high)` of `shape`, as `torch.randint`. Without a `seed` \
+        the draw takes its seed from the session's generator (see `op.rand`); `high <= low` is \
+        E0101.",
     ),
     (
         "op.randn",
         "Standard normal random numbers (mean 0, variance 1) of `shape`. The `dtype` must be a \
-        float type (default fp32); reproducible from `seed` (default 0) as `op.rand`.",
+        float type (default fp32); seeded, or drawn from the session's generator, as `op.rand`.",
     ),
     (
         "op.real",
@@ -376,6 +385,12 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
         path takes one tensor; a `.safetensors` path named tensors, a list of `(name, tensor)` \
         pairs or a dict. bf16 and fp8 round-trip exactly through `op.load`. Another extension, or \
         one tensor for a `.safetensors` file, is E0101; a failed write is E0500.",
+    ),
+    (
+        "op.seed",
+        "Resets the session's random generator to seed `n` (an int; a session starts at 0): the \
+        unseeded `op.rand`, `op.randn` and `op.randint` calls after it draw the same values as \
+        after any other `op.seed(n)` with the same `n`. Returns None.",
     ),
     (
         "op.sigmoid",

@@ -854,7 +854,28 @@ def _rand_args(shape, dtype, seed, fname):
     return shape, d, n
 
 
-def rand(shape, dtype="fp32", seed=0):
+# The session generator: after seed(s) (a session starts at s = 0) the k-th unseeded draw uses
+# the seed bits(s, k); a draw that fails counts for nothing.
+_SESSION = {"seed": 0, "draws": 0}
+
+
+def seed(n):
+    if isinstance(n, bool) or not isinstance(n, int):
+        _err("E0101", "seed must be an int")
+    _SESSION["seed"] = n
+    _SESSION["draws"] = 0
+
+
+def _session_draw(f):
+    """`f(seed)` with the next session seed, counted only when it succeeds."""
+    r = f(_bits_int(_SESSION["seed"], _SESSION["draws"]))
+    _SESSION["draws"] += 1
+    return r
+
+
+def rand(shape, dtype="fp32", seed=None):
+    if seed is None:
+        return _session_draw(lambda s: rand(shape, dtype, s))
     shape, d, n = _rand_args(shape, dtype, seed, "rand")
     p = d.prec
     b = _bits_vec(seed, np.arange(n, dtype=np.uint64))
@@ -863,7 +884,9 @@ def rand(shape, dtype="fp32", seed=0):
     return Tensor(_to_storage(_round_float64(x, d), d).reshape(shape), d)
 
 
-def randn(shape, dtype="fp32", seed=0):
+def randn(shape, dtype="fp32", seed=None):
+    if seed is None:
+        return _session_draw(lambda s: randn(shape, dtype, s))
     shape, d, n = _rand_args(shape, dtype, seed, "randn")
     i = np.arange(n, dtype=np.uint64)
     b1 = _bits_vec(seed, i * np.uint64(2))
@@ -874,6 +897,26 @@ def randn(shape, dtype="fp32", seed=0):
     z = np.array([math.sqrt(-2.0 * math.log(a)) * math.cos(2.0 * math.pi * c)
                   for a, c in zip(u1.tolist(), u2.tolist())], dtype=np.float64)
     return Tensor(_to_storage(_round_float64(z, d), d).reshape(shape), d)
+
+
+def randint(low, high, shape, seed=None):
+    """int64 in [low, high): low + ((bits(seed, i) * (high - low)) >> 64)."""
+    if seed is None:
+        return _session_draw(lambda s: randint(low, high, shape, s))
+    for v in (low, high, seed):
+        if isinstance(v, bool) or not isinstance(v, int):
+            _err("E0101", "randint: low, high and seed must be ints")
+    shape = _shape_arg(shape)
+    if high <= low:
+        _err("E0101", f"randint: high must be greater than low, got low={low}, high={high}")
+    d = _dtype("int64")
+    _check_bytes(shape, d)
+    n = 1
+    for k in shape:
+        n *= k
+    b = _bits_vec(seed, np.arange(n, dtype=np.uint64))
+    vals = [low + ((int(x) * (high - low)) >> 64) for x in b.tolist()]
+    return Tensor(np.array(vals, dtype=np.int64).reshape(shape), d)
 
 
 # --------------------------------------------------------------------------------------
@@ -1575,7 +1618,7 @@ class _OpModule:
 
     def __init__(self):
         g = globals()
-        names = ["tensor", "zeros", "ones", "full", "arange", "linspace", "eye", "rand", "randn", "cast",
+        names = ["tensor", "zeros", "ones", "full", "arange", "linspace", "eye", "rand", "randn", "randint", "seed", "cast",
                  "neg", "exp", "log", "sqrt", "rsqrt", "abs", "tanh", "sigmoid", "relu", "gelu",
                  "silu", "erf", "sin", "cos", "floor", "ceil", "round", "sign", "isnan",
                  "isfinite", "maximum", "minimum", "where", "matmul", "sum", "mean", "max", "min",
