@@ -110,6 +110,15 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
         "Cosine (radians), elementwise. Float and complex dtypes stay, ints and bool give fp32.",
     ),
     (
+        "op.cross_entropy",
+        "The cross-entropy of `logits` against integer class `targets`, as PyTorch's \
+        `cross_entropy`: `-log_softmax(logits, axis)` at each target class, the classes along \
+        `axis` (default -1) and `targets` of the logits' shape without that axis. `reduction` \
+        is 'mean' (default), 'sum' or 'none' (one loss per target). Max-shifted, so large logits \
+        stay finite; differentiable in `logits`. Float targets are E0201, a class index out of \
+        range E0500, targets of another shape E0200.",
+    ),
+    (
         "op.cumsum",
         "Running sums along `axis` (default None: of the flattened tensor, a 1-D result). Floats \
         keep their dtype (each sum exact in fp64, rounded once); ints and bool give int64, \
@@ -120,6 +129,13 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
         "True division `a / b`, elementwise with broadcasting, as the `/` operator. Float and \
         complex dtypes are kept; int and bool operands give fp32, so an integer division by zero \
         gives inf or NaN, not an error. Shapes that do not broadcast are E0200.",
+    ),
+    (
+        "op.embedding",
+        "Rows of `table` picked by the int tensor `indices`: `table[indices]`, of shape \
+        `indices.shape + table.shape[1:]` (an embedding lookup). Differentiable in `table` (the \
+        gradient adds each picked row's gradient into its row), eager, in a kernel and under \
+        `graph.grad`; an index outside the table is E0500, float indices E0201.",
     ),
     (
         "op.erf",
@@ -240,6 +256,12 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
         give fp32; `log(0)` is -inf and a negative real gives NaN.",
     ),
     (
+        "op.log_softmax",
+        "`log(softmax(x, axis))` computed stably as `x - max - log(sum(exp(x - max)))` along \
+        `axis` (default -1), in fp32 for narrower float inputs and rounded once to their dtype. \
+        Differentiable, eager and in kernels; an int tensor is E0201.",
+    ),
+    (
         "op.logical_and",
         "Elementwise logical and (the `&` operator on bool tensors), as a bool tensor. A nonzero \
         number counts as true; operands broadcast and may be Python scalars.",
@@ -305,6 +327,12 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
     (
         "op.neg",
         "Negation `-x`, elementwise. Keeps the dtype (ints wrap); bool gives int64.",
+    ),
+    (
+        "op.one_hot",
+        "One-hot encoding of the int tensor `indices`: a tensor of shape `indices.shape + (n,)` \
+        and `dtype` (default fp32) with 1 at each index and 0 elsewhere, as \
+        `torch.nn.functional.one_hot`. An index outside `[0, n)` is E0500, `n < 1` E0101.",
     ),
     (
         "op.ones",

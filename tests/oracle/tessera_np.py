@@ -1221,6 +1221,78 @@ def rmsnorm(x, weight=None, eps=1e-6):
 # shape ops
 
 
+# ---- losses (SPEC §4): composed of rounded steps as Tessera composes them (decisions.md)
+
+_NARROW = ("fp16", "bf16", "tf32", "fp8_e4m3", "fp8_e5m2")
+
+
+def _lse_shifted(x, ax):
+    s = x - max(x, axis=ax, keepdim=True)
+    return s - log(sum(exp(s), axis=ax, keepdim=True))
+
+
+def log_softmax(x, axis=-1):
+    _check_tensor(x)
+    if not x.dtype.is_float:
+        _err("E0201", f"log_softmax: x must be a floating-point tensor, got {x.dtype.name}")
+    (ax,) = _axes(x, axis)
+    if x.dtype.name in _NARROW:
+        return cast(_lse_shifted(cast(x, "fp32"), ax), x.dtype.name)
+    return _lse_shifted(x, ax)
+
+
+def _class_check(idx, n, fname, what):
+    if idx.dtype.name not in ("int64", "int32", "int8"):
+        _err("E0201", f"{fname}: indices must be an int tensor of class indices")
+    a = idx._a.astype(np.int64)
+    if a.size and (a.min() < 0 or a.max() >= n):
+        _err("E0500", f"{fname}: index out of range for {n} {what}")
+
+
+def one_hot(indices, n, dtype="fp32"):
+    _check_tensor(indices)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        _err("E0101", "one_hot: the number of classes must be an int >= 1")
+    _class_check(indices, n, "one_hot", "classes")
+    a = indices._a.astype(np.int64)
+    eq = Tensor(a[..., None] == np.arange(n, dtype=np.int64), _dtype("bool"))
+    return cast(eq, dtype)
+
+
+def cross_entropy(logits, targets, axis=-1, reduction="mean"):
+    _check_tensor(logits)
+    _check_tensor(targets)
+    if reduction not in ("mean", "sum", "none"):
+        _err("E0101", "cross_entropy: reduction must be 'mean', 'sum' or 'none'")
+    (ax,) = _axes(logits, axis)
+    want = list(logits.shape)
+    c = want.pop(ax)
+    if list(targets.shape) != want:
+        _err("E0200", "cross_entropy: targets shape mismatch")
+    lp = log_softmax(logits, ax)
+    oh = one_hot(targets, c, lp.dtype.name)
+    nd = logits.ndim
+    if ax != nd - 1:
+        perm = list(range(nd - 1))
+        perm.insert(ax, nd - 1)
+        oh = transpose(oh, tuple(perm))
+    nll = neg(sum(lp * oh, axis=ax))
+    if reduction == "mean":
+        return mean(nll)
+    if reduction == "sum":
+        return sum(nll)
+    return nll
+
+
+def embedding(table, indices):
+    _check_tensor(table)
+    _check_tensor(indices)
+    if table.ndim == 0:
+        _err("E0200", "embedding: the table must have at least one dimension")
+    _class_check(indices, table.shape[0], "embedding", "rows of the table")
+    return table[indices]
+
+
 def transpose(x, perm=None):
     _check_tensor(x)
     if perm is not None:
@@ -1622,7 +1694,7 @@ class _OpModule:
                  "neg", "exp", "log", "sqrt", "rsqrt", "abs", "tanh", "sigmoid", "relu", "gelu",
                  "silu", "erf", "sin", "cos", "floor", "ceil", "round", "sign", "isnan",
                  "isfinite", "maximum", "minimum", "where", "matmul", "sum", "mean", "max", "min",
-                 "softmax", "layernorm", "rmsnorm", "transpose", "reshape", "concat", "stack", "clip",
+                 "softmax", "log_softmax", "one_hot", "cross_entropy", "embedding", "layernorm", "rmsnorm", "transpose", "reshape", "concat", "stack", "clip",
                  "argmax", "argmin", "sort", "topk", "cumsum", "logical_and", "logical_or",
                  "logical_not",
                  "flash_attention", "conv1d", "conv2d", "allclose", "max_abs_diff", "kernel",

@@ -6,6 +6,7 @@ use tessera_lang::eval::{Module, Value};
 use tessera_runtime::{BinaryOp, DType, ALL_DTYPES};
 
 pub(crate) mod eager;
+pub mod losses;
 pub mod random;
 pub mod table;
 
@@ -18,6 +19,7 @@ pub fn module() -> Module {
         }
     }
     random::install(&m);
+    losses::install(&m);
     for d in ALL_DTYPES {
         m.set(d.name(), dtype_value(d));
     }
