@@ -600,8 +600,9 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
         "The gradient of `f`'s scalar result, as a kernel taking `f`'s arguments. `argnums` (an \
         int, default 0, or a tuple for a tuple of gradients) names the arguments. Reverse mode on \
         Graph IR: the backward graph is traced, fused and compiled like any kernel \
-        (`graph.trace(graph.grad(f), *args)` shows it). A non-scalar result is E0200, `argnums` \
-        naming a non-tensor E0101, an int result or an op without a derivative E0201; on a mesh, \
+        (`graph.trace(graph.grad(f), *args)` shows it). An argument may be a list, tuple or dict \
+        of tensors, nested (JAX's pytrees): its gradient has the same structure. A non-scalar \
+        result is E0200, `argnums` naming a non-tensor (or a structure holding one) E0101, an int result or an op without a derivative E0201; on a mesh, \
         gradients of `dp`-replicated parameters are all-reduced in buckets.",
     ),
     (
@@ -784,19 +785,21 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
     ),
     (
         "optim.adam",
-        "Adam optimizer, PyTorch's rule: `opt.update(params, grads)` returns the new parameter \
-        list. Bias-corrected moments with `betas` (a tuple of two numbers in [0, 1]), `eps`, and \
+        "Adam optimizer, PyTorch's rule: `opt.update(params, grads)` returns the new parameters \
+        in the structure of `params` (a list, tuple or dict of tensors, nested; `grads` in the \
+        same structure, a dict's entries paired by key). Bias-corrected moments with `betas` (a tuple of two numbers in [0, 1]), `eps`, and \
         `weight_decay` added to the gradient (`g + wd * p`, not AdamW). Each parameter's update is \
         one compiled elementwise kernel, in fp32 (fp64 for fp64) rounded once, run per device on a \
-        sharded parameter's shards; the state lives in the optimizer per list position (`opt.step` \
-        counts). A negative `lr` is E0101.",
+        sharded parameter's shards; the state lives in the optimizer per parameter (its place in \
+        the structure; `opt.step` counts). A negative `lr` is E0101.",
     ),
     (
         "optim.sgd",
-        "Stochastic gradient descent: `opt.update(params, grads)` returns the new parameter list. \
+        "Stochastic gradient descent: `opt.update(params, grads)` returns the new parameters, in \
+        the structure of `params` as `optim.adam`. \
         PyTorch's rule: velocity `v = momentum * v + g` (the first step `v = g`), then `p - lr * \
         v`; `momentum` is in [0, 1] (default 0). Kernels and state as `optim.adam`; params and \
-        grads pair by position (other shapes are E0200, non-float tensors E0201).",
+        grads pair by place (a structure that differs is E0101, other shapes are E0200, non-float tensors E0201).",
     ),
     (
         "plot.figure",
