@@ -110,6 +110,15 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
         "Cosine (radians), elementwise. Float and complex dtypes stay, ints and bool give fp32.",
     ),
     (
+        "op.cross_entropy",
+        "The cross-entropy of `logits` against integer class `targets`, as PyTorch's \
+        `cross_entropy`: `-log_softmax(logits, axis)` at each target class, the classes along \
+        `axis` (default -1) and `targets` of the logits' shape without that axis. `reduction` \
+        is 'mean' (default), 'sum' or 'none' (one loss per target). Max-shifted, so large logits \
+        stay finite; differentiable in `logits`. Float targets are E0201, a class index out of \
+        range E0500, targets of another shape E0200.",
+    ),
+    (
         "op.cumsum",
         "Running sums along `axis` (default None: of the flattened tensor, a 1-D result). Floats \
         keep their dtype (each sum exact in fp64, rounded once); ints and bool give int64, \
@@ -120,6 +129,13 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
         "True division `a / b`, elementwise with broadcasting, as the `/` operator. Float and \
         complex dtypes are kept; int and bool operands give fp32, so an integer division by zero \
         gives inf or NaN, not an error. Shapes that do not broadcast are E0200.",
+    ),
+    (
+        "op.embedding",
+        "Rows of `table` picked by the int tensor `indices`: `table[indices]`, of shape \
+        `indices.shape + table.shape[1:]` (an embedding lookup). Differentiable in `table` (the \
+        gradient adds each picked row's gradient into its row), eager, in a kernel and under \
+        `graph.grad`; an index outside the table is E0500, float indices E0201.",
     ),
     (
         "op.erf",
@@ -240,6 +256,12 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
         give fp32; `log(0)` is -inf and a negative real gives NaN.",
     ),
     (
+        "op.log_softmax",
+        "`log(softmax(x, axis))` computed stably as `x - max - log(sum(exp(x - max)))` along \
+        `axis` (default -1), in fp32 for narrower float inputs and rounded once to their dtype. \
+        Differentiable, eager and in kernels; an int tensor is E0201.",
+    ),
+    (
         "op.logical_and",
         "Elementwise logical and (the `&` operator on bool tensors), as a bool tensor. A nonzero \
         number counts as true; operands broadcast and may be Python scalars.",
@@ -307,6 +329,12 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
         "Negation `-x`, elementwise. Keeps the dtype (ints wrap); bool gives int64.",
     ),
     (
+        "op.one_hot",
+        "One-hot encoding of the int tensor `indices`: a tensor of shape `indices.shape + (n,)` \
+        and `dtype` (default fp32) with 1 at each index and 0 elsewhere, as \
+        `torch.nn.functional.one_hot`. An index outside `[0, n)` is E0500, `n < 1` E0101.",
+    ),
+    (
         "op.ones",
         "A tensor of `shape` filled with ones, of `dtype` (default fp32). `shape` is a tuple or an \
         int; a negative dimension is E0200.",
@@ -319,14 +347,23 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
     ),
     (
         "op.rand",
-        "Uniform random numbers in [0, 1) of `shape` and a float `dtype` (default fp32). \
-        Counter-based: the same `seed` (default 0) gives the same values on every machine, backend \
-        and thread count. An int dtype is E0201, a seed that is not an int E0101.",
+        "Uniform random numbers in [0, 1) of `shape` and a float `dtype` (default fp32). Without \
+        a `seed` the draw takes its seed from the session's generator, which `op.seed(n)` resets \
+        (a session starts at seed 0): two calls give different values, and a script the same \
+        values on every run. With a `seed` the values depend on it alone. Counter-based: the same \
+        values on every machine, backend and thread count. An int dtype is E0201, a seed that is \
+        not an int E0101.",
+    ),
+    (
+        "op.randint",
+        "Random int64 integers in `[low, high)` of `shape`, as `torch.randint`. Without a `seed` \
+        the draw takes its seed from the session's generator (see `op.rand`); `high <= low` is \
+        E0101.",
     ),
     (
         "op.randn",
         "Standard normal random numbers (mean 0, variance 1) of `shape`. The `dtype` must be a \
-        float type (default fp32); reproducible from `seed` (default 0) as `op.rand`.",
+        float type (default fp32); seeded, or drawn from the session's generator, as `op.rand`.",
     ),
     (
         "op.real",
@@ -376,6 +413,12 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
         path takes one tensor; a `.safetensors` path named tensors, a list of `(name, tensor)` \
         pairs or a dict. bf16 and fp8 round-trip exactly through `op.load`. Another extension, or \
         one tensor for a `.safetensors` file, is E0101; a failed write is E0500.",
+    ),
+    (
+        "op.seed",
+        "Resets the session's random generator to seed `n` (an int; a session starts at 0): the \
+        unseeded `op.rand`, `op.randn` and `op.randint` calls after it draw the same values as \
+        after any other `op.seed(n)` with the same `n`. Returns None.",
     ),
     (
         "op.sigmoid",
@@ -557,8 +600,9 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
         "The gradient of `f`'s scalar result, as a kernel taking `f`'s arguments. `argnums` (an \
         int, default 0, or a tuple for a tuple of gradients) names the arguments. Reverse mode on \
         Graph IR: the backward graph is traced, fused and compiled like any kernel \
-        (`graph.trace(graph.grad(f), *args)` shows it). A non-scalar result is E0200, `argnums` \
-        naming a non-tensor E0101, an int result or an op without a derivative E0201; on a mesh, \
+        (`graph.trace(graph.grad(f), *args)` shows it). An argument may be a list, tuple or dict \
+        of tensors, nested (JAX's pytrees): its gradient has the same structure. A non-scalar \
+        result is E0200, `argnums` naming a non-tensor (or a structure holding one) E0101, an int result or an op without a derivative E0201; on a mesh, \
         gradients of `dp`-replicated parameters are all-reduced in buckets.",
     ),
     (
@@ -741,19 +785,21 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
     ),
     (
         "optim.adam",
-        "Adam optimizer, PyTorch's rule: `opt.update(params, grads)` returns the new parameter \
-        list. Bias-corrected moments with `betas` (a tuple of two numbers in [0, 1]), `eps`, and \
+        "Adam optimizer, PyTorch's rule: `opt.update(params, grads)` returns the new parameters \
+        in the structure of `params` (a list, tuple or dict of tensors, nested; `grads` in the \
+        same structure, a dict's entries paired by key). Bias-corrected moments with `betas` (a tuple of two numbers in [0, 1]), `eps`, and \
         `weight_decay` added to the gradient (`g + wd * p`, not AdamW). Each parameter's update is \
         one compiled elementwise kernel, in fp32 (fp64 for fp64) rounded once, run per device on a \
-        sharded parameter's shards; the state lives in the optimizer per list position (`opt.step` \
-        counts). A negative `lr` is E0101.",
+        sharded parameter's shards; the state lives in the optimizer per parameter (its place in \
+        the structure; `opt.step` counts). A negative `lr` is E0101.",
     ),
     (
         "optim.sgd",
-        "Stochastic gradient descent: `opt.update(params, grads)` returns the new parameter list. \
+        "Stochastic gradient descent: `opt.update(params, grads)` returns the new parameters, in \
+        the structure of `params` as `optim.adam`. \
         PyTorch's rule: velocity `v = momentum * v + g` (the first step `v = g`), then `p - lr * \
         v`; `momentum` is in [0, 1] (default 0). Kernels and state as `optim.adam`; params and \
-        grads pair by position (other shapes are E0200, non-float tensors E0201).",
+        grads pair by place (a structure that differs is E0101, other shapes are E0200, non-float tensors E0201).",
     ),
     (
         "plot.figure",

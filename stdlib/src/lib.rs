@@ -17,6 +17,7 @@ pub mod op;
 pub mod optim;
 pub mod plot;
 pub mod profile;
+pub mod pytree;
 pub mod schedule;
 pub mod table;
 pub mod target_mod;

@@ -1,8 +1,8 @@
 //! The `optim` module (SPEC §8): `optim.sgd(lr, momentum=0.0)` and `optim.adam(lr,
 //! betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)` make optimizers whose
-//! `opt.update(params, grads)` returns the new parameter list (functional, like optax); the
-//! state (velocities, moments, the step count) lives in the optimizer, one slot per position
-//! of the list. The rules are PyTorch's: SGD's velocity `v = μ·v + g` (the first step
+//! `opt.update(params, grads)` returns the new parameters (functional, like optax) in the
+//! structure of `params`: a list, tuple or dict of tensors, nested ([`crate::pytree`]); the
+//! state (velocities, moments, the step count) lives in the optimizer, one slot per parameter. The rules are PyTorch's: SGD's velocity `v = μ·v + g` (the first step
 //! `v = g`), `p − lr·v`; Adam's bias-corrected moments with `weight_decay` added to the
 //! gradient (`g + wd·p`, `torch.optim.Adam`, not AdamW). The arithmetic is in fp32 (fp64 for
 //! fp64 parameters) and each new parameter is rounded once to its dtype.
@@ -30,6 +30,7 @@ use tessera_runtime::{DType, Scalar, Tensor};
 
 use crate::dist::{as_sharded, whole_gradient, MeshUpdate};
 use crate::kernel::{compile_graph, run_compiled, Compiled, Session};
+use crate::pytree::{self, Tree};
 use crate::tensor::{as_tensor, rt, tensor_value};
 
 /// An optimizer and its state; its update kernels are kept by the session.
@@ -94,8 +95,13 @@ impl Optimizer {
     /// position): per parameter one compiled update kernel, run on the session's device, or
     /// per device on the shards of a sharded parameter.
     fn update(&self, it: &mut Interp, params: &Arg, grads: &Arg, span: Span) -> R<Value> {
-        let ps = tensors(params, "params")?;
-        let gs = tensors(grads, "grads")?;
+        let (tree, ps, names) = structure(params)?;
+        let gs = match &tree {
+            // one bare tensor: updated as a list of one (its gradient bare or in a list)
+            Tree::List(_) if !pytree::is_container(&params.value) => tensors(grads, "grads")?,
+            _ => pytree::leaves_like(&tree, &grads.value)
+                .map_err(|m| pytree::mismatch("grads", &m).at(grads.span))?,
+        };
         if ps.len() != gs.len() {
             return Err(Diagnostic::new(
                 Code::E0101,
@@ -107,12 +113,20 @@ impl Optimizer {
             )
             .at(grads.span));
         }
+        for (i, g) in gs.iter().enumerate() {
+            if as_tensor(g).is_none() && as_sharded(g).is_none() {
+                return Err(not_tensor_at(&format!("grads{}", names[i]), g, grads.span));
+            }
+        }
         for (i, (p, g)) in ps.iter().zip(&gs).enumerate() {
             let ((pshape, pd), (gshape, gd)) = (meta(p), meta(g));
             if pshape != gshape {
                 return Err(Diagnostic::new(
                     Code::E0200,
-                    format!("grads[{i}] has shape {gshape:?} but params[{i}] has shape {pshape:?}"),
+                    format!(
+                        "grads{0} has shape {gshape:?} but params{0} has shape {pshape:?}",
+                        names[i]
+                    ),
                 )
                 .at(grads.span));
             }
@@ -124,7 +138,10 @@ impl Optimizer {
                 };
                 return Err(Diagnostic::new(
                     Code::E0201,
-                    format!("{what}[{i}] is {d}: an optimizer updates floating-point tensors"),
+                    format!(
+                        "{what}{} is {d}: an optimizer updates floating-point tensors",
+                        names[i]
+                    ),
                 )
                 .at(if what == "grads" {
                     grads.span
@@ -138,19 +155,28 @@ impl Optimizer {
         let mut pairs = Vec::with_capacity(ps.len());
         for (i, (p, g)) in ps.iter().zip(&gs).enumerate() {
             pairs.push(match (as_sharded(p), as_tensor(p)) {
-                (Some(o), _) => {
-                    Pair::Mesh(MeshUpdate::new(o, g, &format!("grads[{i}]"), grads.span)?)
-                }
+                (Some(o), _) => Pair::Mesh(MeshUpdate::new(
+                    o,
+                    g,
+                    &format!("grads{}", names[i]),
+                    grads.span,
+                )?),
                 (None, Some(pt)) => {
                     let gt = match as_sharded(g) {
                         Some(o) => whole_gradient(o, grads.span)?,
-                        None => {
-                            as_tensor(g).ok_or_else(|| not_tensor("grads", i, g, grads.span))?
-                        }
+                        None => as_tensor(g).ok_or_else(|| {
+                            not_tensor_at(&format!("grads{}", names[i]), g, grads.span)
+                        })?,
                     };
                     Pair::Whole(pt, gt)
                 }
-                (None, None) => return Err(not_tensor("params", i, p, params.span)),
+                (None, None) => {
+                    return Err(not_tensor_at(
+                        &format!("params{}", names[i]),
+                        p,
+                        params.span,
+                    ))
+                }
             });
         }
         let sigs: Vec<String> = ps
@@ -160,13 +186,15 @@ impl Optimizer {
                 Pair::Whole(..) => format!("{:?}", meta(p).0),
                 Pair::Mesh(m) => format!("{:?} {}", meta(p).0, m.placement()),
             })
+            .zip(&names)
+            .map(|(sig, name)| format!("{name} {sig}"))
             .collect();
         {
             let st = self.state.borrow();
             if st.step > 0 && st.sigs != sigs {
                 return Err(Diagnostic::new(
                     Code::E0101,
-                    "this optimizer was updated with other parameters before (its state is per position of the list)",
+                    "this optimizer was updated with other parameters before (its state is per parameter: its place in the structure, shape, mesh and layout)",
                 )
                 .at(params.span)
                 .with_help("make one optimizer per parameter list (a parameter keeps its shape, mesh and layout)"));
@@ -214,14 +242,14 @@ impl Optimizer {
             slots.push(state);
         }
         if shapes_only {
-            return Ok(Value::list(out));
+            return pytree::build(&tree, &mut out.into_iter());
         }
         // the state changes only once every parameter's update ran
         let mut st = self.state.borrow_mut();
         st.sigs = sigs;
         st.step = t;
         st.slots = slots;
-        Ok(Value::list(out))
+        pytree::build(&tree, &mut out.into_iter())
     }
 
     /// The inputs of an update kernel: the parameter, the gradient, the state, Adam's bias
@@ -336,14 +364,38 @@ fn meta(v: &Value) -> (Vec<usize>, DType) {
 }
 
 fn not_tensor(what: &str, i: usize, v: &Value, span: Span) -> Diagnostic {
+    not_tensor_at(&format!("{what}[{i}]"), v, span)
+}
+
+fn not_tensor_at(name: &str, v: &Value, span: Span) -> Diagnostic {
     Diagnostic::new(
         Code::E0101,
         format!(
-            "{what}[{i}] is a {}, not an ordinary or sharded tensor",
+            "{name} is a {}, not an ordinary or sharded tensor",
             crate::tensor::kind_name(v)
         ),
     )
     .at(span)
+}
+
+/// The structure of `params` (a bare tensor is a list of one), its leaves and their paths
+/// (`[0]`, `['w1']`); E0101 for a leaf that is not a tensor, or no container at all.
+fn structure(params: &Arg) -> R<(Tree, Vec<Value>, Vec<String>)> {
+    if !pytree::is_container(&params.value) {
+        let ps = tensors(params, "params")?;
+        return Ok((Tree::List(vec![Tree::Leaf]), ps, vec!["[0]".into()]));
+    }
+    let (tree, leaves) = pytree::flatten(&params.value);
+    let mut ps = Vec::with_capacity(leaves.len());
+    let mut names = Vec::with_capacity(leaves.len());
+    for (path, v) in leaves {
+        if as_tensor(&v).is_none() && as_sharded(&v).is_none() {
+            return Err(not_tensor_at(&format!("params{path}"), &v, params.span));
+        }
+        ps.push(v);
+        names.push(path);
+    }
+    Ok((tree, ps, names))
 }
 
 /// The tensors (ordinary or sharded) of a list or tuple argument.

@@ -52,3 +52,21 @@ fn captured_tensors_are_operands() {
     let y = it.get_global("y").unwrap();
     assert_eq!(y.repr(), "tensor([3.0000, 5.0000, 7.0000], dtype=fp32)");
 }
+
+#[test]
+fn each_session_has_its_own_random_generator() {
+    // two sessions in one process (REPL, Jupyter kernels, tests) draw the same sequence
+    let src = "a = op.randn((3,))\nb = op.randn((3,))\n";
+    let (one, two) = (run(src, vec![]), run(src, vec![]));
+    let get = |it: &Interp, n: &str| it.get_global(n).unwrap().repr();
+    assert_eq!(get(&one, "a"), get(&two, "a"));
+    assert_eq!(get(&one, "b"), get(&two, "b"));
+    assert_ne!(get(&one, "a"), get(&one, "b"));
+    // a draw in one session does not move the other's generator
+    let mut it = run("x = op.rand((2,))\n", vec![]);
+    let other = run("y = op.rand((2,))\nz = op.rand((2,))\n", vec![]);
+    let file = it.sources.add("u.tsr", "w = op.rand((2,))\n".to_string());
+    let m = parse::parse_module("w = op.rand((2,))\n", file).unwrap();
+    it.exec_module(&m).unwrap();
+    assert_eq!(get(&it, "w"), get(&other, "z"));
+}

@@ -854,7 +854,28 @@ def _rand_args(shape, dtype, seed, fname):
     return shape, d, n
 
 
-def rand(shape, dtype="fp32", seed=0):
+# The session generator: after seed(s) (a session starts at s = 0) the k-th unseeded draw uses
+# the seed bits(s, k); a draw that fails counts for nothing.
+_SESSION = {"seed": 0, "draws": 0}
+
+
+def seed(n):
+    if isinstance(n, bool) or not isinstance(n, int):
+        _err("E0101", "seed must be an int")
+    _SESSION["seed"] = n
+    _SESSION["draws"] = 0
+
+
+def _session_draw(f):
+    """`f(seed)` with the next session seed, counted only when it succeeds."""
+    r = f(_bits_int(_SESSION["seed"], _SESSION["draws"]))
+    _SESSION["draws"] += 1
+    return r
+
+
+def rand(shape, dtype="fp32", seed=None):
+    if seed is None:
+        return _session_draw(lambda s: rand(shape, dtype, s))
     shape, d, n = _rand_args(shape, dtype, seed, "rand")
     p = d.prec
     b = _bits_vec(seed, np.arange(n, dtype=np.uint64))
@@ -863,7 +884,9 @@ def rand(shape, dtype="fp32", seed=0):
     return Tensor(_to_storage(_round_float64(x, d), d).reshape(shape), d)
 
 
-def randn(shape, dtype="fp32", seed=0):
+def randn(shape, dtype="fp32", seed=None):
+    if seed is None:
+        return _session_draw(lambda s: randn(shape, dtype, s))
     shape, d, n = _rand_args(shape, dtype, seed, "randn")
     i = np.arange(n, dtype=np.uint64)
     b1 = _bits_vec(seed, i * np.uint64(2))
@@ -874,6 +897,26 @@ def randn(shape, dtype="fp32", seed=0):
     z = np.array([math.sqrt(-2.0 * math.log(a)) * math.cos(2.0 * math.pi * c)
                   for a, c in zip(u1.tolist(), u2.tolist())], dtype=np.float64)
     return Tensor(_to_storage(_round_float64(z, d), d).reshape(shape), d)
+
+
+def randint(low, high, shape, seed=None):
+    """int64 in [low, high): low + ((bits(seed, i) * (high - low)) >> 64)."""
+    if seed is None:
+        return _session_draw(lambda s: randint(low, high, shape, s))
+    for v in (low, high, seed):
+        if isinstance(v, bool) or not isinstance(v, int):
+            _err("E0101", "randint: low, high and seed must be ints")
+    shape = _shape_arg(shape)
+    if high <= low:
+        _err("E0101", f"randint: high must be greater than low, got low={low}, high={high}")
+    d = _dtype("int64")
+    _check_bytes(shape, d)
+    n = 1
+    for k in shape:
+        n *= k
+    b = _bits_vec(seed, np.arange(n, dtype=np.uint64))
+    vals = [low + ((int(x) * (high - low)) >> 64) for x in b.tolist()]
+    return Tensor(np.array(vals, dtype=np.int64).reshape(shape), d)
 
 
 # --------------------------------------------------------------------------------------
@@ -1176,6 +1219,78 @@ def rmsnorm(x, weight=None, eps=1e-6):
 
 # --------------------------------------------------------------------------------------
 # shape ops
+
+
+# ---- losses (SPEC §4): composed of rounded steps as Tessera composes them (decisions.md)
+
+_NARROW = ("fp16", "bf16", "tf32", "fp8_e4m3", "fp8_e5m2")
+
+
+def _lse_shifted(x, ax):
+    s = x - max(x, axis=ax, keepdim=True)
+    return s - log(sum(exp(s), axis=ax, keepdim=True))
+
+
+def log_softmax(x, axis=-1):
+    _check_tensor(x)
+    if not x.dtype.is_float:
+        _err("E0201", f"log_softmax: x must be a floating-point tensor, got {x.dtype.name}")
+    (ax,) = _axes(x, axis)
+    if x.dtype.name in _NARROW:
+        return cast(_lse_shifted(cast(x, "fp32"), ax), x.dtype.name)
+    return _lse_shifted(x, ax)
+
+
+def _class_check(idx, n, fname, what):
+    if idx.dtype.name not in ("int64", "int32", "int8"):
+        _err("E0201", f"{fname}: indices must be an int tensor of class indices")
+    a = idx._a.astype(np.int64)
+    if a.size and (a.min() < 0 or a.max() >= n):
+        _err("E0500", f"{fname}: index out of range for {n} {what}")
+
+
+def one_hot(indices, n, dtype="fp32"):
+    _check_tensor(indices)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        _err("E0101", "one_hot: the number of classes must be an int >= 1")
+    _class_check(indices, n, "one_hot", "classes")
+    a = indices._a.astype(np.int64)
+    eq = Tensor(a[..., None] == np.arange(n, dtype=np.int64), _dtype("bool"))
+    return cast(eq, dtype)
+
+
+def cross_entropy(logits, targets, axis=-1, reduction="mean"):
+    _check_tensor(logits)
+    _check_tensor(targets)
+    if reduction not in ("mean", "sum", "none"):
+        _err("E0101", "cross_entropy: reduction must be 'mean', 'sum' or 'none'")
+    (ax,) = _axes(logits, axis)
+    want = list(logits.shape)
+    c = want.pop(ax)
+    if list(targets.shape) != want:
+        _err("E0200", "cross_entropy: targets shape mismatch")
+    lp = log_softmax(logits, ax)
+    oh = one_hot(targets, c, lp.dtype.name)
+    nd = logits.ndim
+    if ax != nd - 1:
+        perm = list(range(nd - 1))
+        perm.insert(ax, nd - 1)
+        oh = transpose(oh, tuple(perm))
+    nll = neg(sum(lp * oh, axis=ax))
+    if reduction == "mean":
+        return mean(nll)
+    if reduction == "sum":
+        return sum(nll)
+    return nll
+
+
+def embedding(table, indices):
+    _check_tensor(table)
+    _check_tensor(indices)
+    if table.ndim == 0:
+        _err("E0200", "embedding: the table must have at least one dimension")
+    _class_check(indices, table.shape[0], "embedding", "rows of the table")
+    return table[indices]
 
 
 def transpose(x, perm=None):
@@ -1575,11 +1690,11 @@ class _OpModule:
 
     def __init__(self):
         g = globals()
-        names = ["tensor", "zeros", "ones", "full", "arange", "linspace", "eye", "rand", "randn", "cast",
+        names = ["tensor", "zeros", "ones", "full", "arange", "linspace", "eye", "rand", "randn", "randint", "seed", "cast",
                  "neg", "exp", "log", "sqrt", "rsqrt", "abs", "tanh", "sigmoid", "relu", "gelu",
                  "silu", "erf", "sin", "cos", "floor", "ceil", "round", "sign", "isnan",
                  "isfinite", "maximum", "minimum", "where", "matmul", "sum", "mean", "max", "min",
-                 "softmax", "layernorm", "rmsnorm", "transpose", "reshape", "concat", "stack", "clip",
+                 "softmax", "log_softmax", "one_hot", "cross_entropy", "embedding", "layernorm", "rmsnorm", "transpose", "reshape", "concat", "stack", "clip",
                  "argmax", "argmin", "sort", "topk", "cumsum", "logical_and", "logical_or",
                  "logical_not",
                  "flash_attention", "conv1d", "conv2d", "allclose", "max_abs_diff", "kernel",

@@ -36,6 +36,7 @@ mod decorators;
 mod devices;
 mod per_device;
 mod session;
+mod tree_grad;
 pub use compile::*;
 pub use decorators::*;
 
@@ -193,6 +194,9 @@ pub struct KernelObj {
     /// Calls with sharded arguments: the per-device kernels of each signature, or `None`
     /// where the call runs op by op ([`per_device`]).
     mesh_plans: RefCell<HashMap<String, Option<Rc<per_device::MeshPlan>>>>,
+    /// A gradient called with lists, tuples or dicts of tensors: the gradient kernel of the
+    /// flattened call, per structure of the arguments ([`tree_grad`]).
+    flat: RefCell<HashMap<String, Rc<KernelObj>>>,
 }
 
 fn func_name(f: &Value) -> String {
@@ -250,6 +254,7 @@ impl KernelObj {
             cache: RefCell::new(HashMap::new()),
             grad: None,
             mesh_plans: RefCell::new(HashMap::new()),
+            flat: RefCell::new(HashMap::new()),
         }
     }
 
@@ -276,6 +281,9 @@ impl KernelObj {
     /// the kernel computes. The cache then skips the compiler when the trace is one it has
     /// compiled, and the call runs that code on this trace's captures.
     pub fn compiled(&self, it: &mut Interp, args: &CallArgs) -> Result<Rc<Compiled>, Diagnostic> {
+        if let Some((k, flat, _)) = self.flat_gradient(args)? {
+            return k.compiled(it, &flat);
+        }
         let (t, param_of) = trace_body(it, &self.session, &self.func, args, self.grad.is_some())?;
         self.compiled_trace(it, args, t, &param_of)
     }
@@ -377,6 +385,10 @@ impl KernelObj {
     }
 
     fn invoke(&self, it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
+        if let Some((k, flat, regroup)) = self.flat_gradient(&args)? {
+            let r = k.invoke(it, flat)?;
+            return regroup.apply(r);
+        }
         let traced_arg = args.positional.iter().any(|(v, _)| as_sym(v).is_some())
             || args.keywords.iter().any(|(_, v, _)| as_sym(v).is_some());
         if traced_arg {

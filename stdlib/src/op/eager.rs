@@ -127,6 +127,32 @@ pub(super) fn filled(_: &mut Interp, c: &Call) -> R {
     })
 }
 
+/// `randint(low, high, shape, seed)`: int64 values in `[low, high)`; element `i` is
+/// `low + ((bits(seed, i) * (high - low)) >> 64)` (docs/decisions.md "Random numbers").
+pub(super) fn randint(_: &mut Interp, c: &Call) -> R {
+    let lo_arg = req(&c.a, 0)?;
+    let (lo, hi) = (lo_arg.int("low")?, req(&c.a, 1)?.int("high")?);
+    let s = req(&c.a, 2)?;
+    let shape = shape_arg(&s.value, s.span)?;
+    let seed = opt(&c.a, 3).map_or(Ok(0), |x| x.int("seed"))?;
+    if hi <= lo {
+        return Err(Diagnostic::new(
+            Code::E0101,
+            format!("randint: high must be greater than low, got low={lo}, high={hi}"),
+        )
+        .at(c.span));
+    }
+    let n = rtm::memory::check_shape_alloc(&shape, DType::I64).map_err(rt)?;
+    let range = (hi as i128 - lo as i128) as u128;
+    let data = (0..n as u64)
+        .map(|i| {
+            let off = (u128::from(rtm::rng::bits(seed, i)) * range) >> 64;
+            (lo as i128 + off as i128) as i64
+        })
+        .collect();
+    ok(Tensor::from_i64(&shape, data, DType::I64))
+}
+
 pub(super) fn full(_: &mut Interp, c: &Call) -> R {
     let s = req(&c.a, 0)?;
     let shape = shape_arg(&s.value, s.span)?;

@@ -6,6 +6,8 @@ use tessera_lang::eval::{Module, Value};
 use tessera_runtime::{BinaryOp, DType, ALL_DTYPES};
 
 pub(crate) mod eager;
+pub mod losses;
+pub mod random;
 pub mod table;
 
 /// Builds the `op` module.
@@ -16,6 +18,8 @@ pub fn module() -> Module {
             m.set(row.name, f);
         }
     }
+    random::install(&m);
+    losses::install(&m);
     for d in ALL_DTYPES {
         m.set(d.name(), dtype_value(d));
     }

@@ -199,7 +199,7 @@ static ROWS: LazyLock<Vec<OpRow>> = LazyLock::new(|| {
 /// The rows that are not elementwise or reductions: signature, eager form, traced form and
 /// sharded form.
 #[rustfmt::skip]
-const OTHER: [(&str, EagerFn, InTrace, OnMesh); 45] = {
+const OTHER: [(&str, EagerFn, InTrace, OnMesh); 46] = {
     use crate::{dist as m, trace as t};
     use InTrace::{ReadsValues, Record as R, Refused};
     use OnMesh::{Gathered, Rule};
@@ -211,8 +211,9 @@ const OTHER: [(&str, EagerFn, InTrace, OnMesh); 45] = {
         ("arange(start, stop=None, step=1, dtype=None)", eager::arange, Refused, Gathered),
         ("linspace(start, stop, num=50, dtype='fp32')", eager::linspace, Refused, Gathered),
         ("eye(n, dtype='fp32')", eager::eye, Refused, Gathered),
-        ("rand(shape, dtype='fp32', seed=0)", eager::filled, Refused, Gathered),
-        ("randn(shape, dtype='fp32', seed=0)", eager::filled, Refused, Gathered),
+        ("rand(shape, dtype='fp32', seed=None)", eager::filled, Refused, Gathered),
+        ("randn(shape, dtype='fp32', seed=None)", eager::filled, Refused, Gathered),
+        ("randint(low, high, shape, seed=None)", eager::randint, Refused, Gathered),
         ("where(cond, a, b)", eager::where_, R(t::t_where), Gathered),
         ("cast(x, dtype)", eager::cast, R(t::t_tensor), Rule(m::m_cast)),
         ("matmul(A, B, accum_dtype=None, tile_shape=None)", eager::matmul, R(t::t_matmul_call), Rule(m::m_matmul)),
