@@ -201,8 +201,6 @@ impl Machine<'_> {
         Ok(())
     }
 
-    /// `ld.global` / `ld.shared` of `dsts.len()` consecutive `ty` values per lane.
-    #[allow(clippy::too_many_arguments)]
     /// Sets `dst` of each active lane to `f` of the warp and the lane.
     #[inline]
     fn map_lanes(&mut self, w: &mut Warp, eff: u32, dst: Reg, f: impl Fn(&Warp, u32) -> u64) {
@@ -270,6 +268,8 @@ impl Machine<'_> {
         Ok(())
     }
 
+    /// `ld.global` / `ld.shared` of `dsts.len()` consecutive `ty` values per lane.
+    #[allow(clippy::too_many_arguments)]
     fn ld(
         &mut self,
         w: &mut Warp,
@@ -376,7 +376,7 @@ impl Machine<'_> {
                 return Err((
                     EmuErrorKind::BadSrcSize {
                         src_size: size,
-                        bytes: bytes,
+                        bytes,
                     },
                     l,
                 ));
@@ -405,7 +405,7 @@ impl Machine<'_> {
                 q.open.push(Copy {
                     dst: d,
                     src: s,
-                    bytes: bytes,
+                    bytes,
                     src_size: size as u32,
                     pc,
                 });
@@ -479,6 +479,7 @@ impl Machine<'_> {
     }
 
     /// `ldmatrix.sync.x4`: four 8×8 b16 matrices from shared memory, every lane active.
+    #[allow(clippy::too_many_arguments)]
     fn ldmatrix(
         &mut self,
         w: &mut Warp,
