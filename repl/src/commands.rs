@@ -142,8 +142,8 @@ pub fn run(
             s.emit(Output::Display(vars(&s.interp)));
         }
         ":load" => load(s, &cmd)?,
-        ":time" => time(s, &cmd)?,
-        ":timeit" => timeit(s, &cmd)?,
+        ":time" | "%time" => time(s, &cmd)?,
+        ":timeit" | "%timeit" => timeit(s, &cmd)?,
         ":graph" | ":schedule" | ":tile" | ":ptx" => {
             let v = cmd.call_graph(s, "lower", Some(&name[1..]))?;
             s.emit(Output::Display(render::ir(&v.to_str())));

@@ -325,6 +325,10 @@ fn time_runs_once_and_shows_the_value() {
         other => panic!("expected a time and a value, got {other:?}"),
     }
     assert_eq!(value(&mut s, &got, "calls[0]"), "1");
+    // IPython's spelling, `%time`, is the same command
+    let outs = ok(&mut s, &got, "%time bump()");
+    assert!(matches!(outs.as_slice(), [Output::Display(_), Output::Result(v)] if v.text == "20"));
+    assert_eq!(value(&mut s, &got, "calls[0]"), "2");
     // a None value shows only the time
     let outs = ok(&mut s, &got, ":time print('hi')");
     assert_eq!(outs.len(), 2, "{outs:?}");
@@ -333,7 +337,7 @@ fn time_runs_once_and_shows_the_value() {
     assert_eq!(code, "E0100");
     let (code, _, _) = err(&mut s, &got, ":time");
     assert_eq!(code, "E0101");
-    assert_eq!(value(&mut s, &got, "calls[0]"), "1");
+    assert_eq!(value(&mut s, &got, "calls[0]"), "2");
 }
 
 #[test]
@@ -376,6 +380,13 @@ fn timeit_repeats_and_reports_mean_and_std() {
     assert!(calls > runs * loops, "{calls} calls, {}", t.text);
     let (code, _, _) = err(&mut s, &got, ":timeit");
     assert_eq!(code, "E0101");
+    // `%timeit` is IPython's spelling of it
+    let t = display(&mut s, &got, "%timeit slow(10)");
+    assert!(
+        t.text.contains(" per loop (mean ± std. dev. of "),
+        "{}",
+        t.text
+    );
 }
 
 #[test]
