@@ -112,7 +112,7 @@ def _describe(outputs: list) -> str:
 
 def compare_cell(saved: dict, fresh: dict) -> str | None:
     """None when the fresh outputs of a code cell match the saved ones, else a short diff."""
-    timed = _text(saved.get("source")).lstrip().startswith(":time")
+    timed = _text(saved.get("source")).lstrip().startswith((":time", "%time"))
     a = normalize(saved.get("outputs", []), timed)
     b = normalize(fresh.get("outputs", []), timed)
     if a == b:
