@@ -122,27 +122,42 @@ fn run_source_inner(name: &str, text: String, opts: &RunOptions, check_only: boo
         print_diags(&interp, &diags);
         return 1;
     }
-    // stdout: line-flushed on a terminal, buffered when piped (as Python does).
-    let tty = std::io::stdout().is_terminal();
+    // stdout is line-buffered, on a terminal and to a pipe or file alike: a long run shows
+    // its progress as it prints. `print(..., flush=True)` flushes a partial line too, and a
+    // warning or dump on stderr first flushes what stdout holds, so the two stay in order.
     let out = Rc::new(RefCell::new(std::io::BufWriter::with_capacity(
         1 << 16,
         std::io::stdout(),
     )));
-    let sink = out.clone();
     // A reader that went away (`tessera run x.tsr | head -1`): the run stops at its next step
     // and ends quietly, as Python's does, instead of printing into a closed pipe forever.
     let broken = Rc::new(std::cell::Cell::new(false));
-    let (saw, stop) = (broken.clone(), interp.interrupt.clone());
+    let check = {
+        let (saw, stop) = (broken.clone(), interp.interrupt.clone());
+        move |r: std::io::Result<()>| {
+            if r.is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
+                saw.set(true);
+                stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    };
+    let (sink, done) = (out.clone(), check.clone());
     interp.set_output(Box::new(move |s| {
         let mut w = sink.borrow_mut();
         let mut r = w.write_all(s.as_bytes());
-        if tty && r.is_ok() {
+        if r.is_ok() && s.contains('\n') {
             r = w.flush();
         }
-        if r.is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
-            saw.set(true);
-            stop.store(true, std::sync::atomic::Ordering::SeqCst);
-        }
+        done(r);
+    }));
+    let (sink, done) = (out.clone(), check);
+    interp.set_flush(Box::new(move || done(sink.borrow_mut().flush())));
+    let sink = out.clone();
+    interp.set_err_output(Box::new(move |s| {
+        let _ = sink.borrow_mut().flush();
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(s.as_bytes());
+        let _ = err.flush();
     }));
     // `--profile`: every launch of the run is timed once; launches of the same kernel are
     // merged (the median is shown) and the table goes to stderr at exit.

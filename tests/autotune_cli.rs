@@ -163,13 +163,13 @@ fn run_profile_prints_the_table_at_exit() {
         "{err}"
     );
     assert!(err.contains("| op "), "{err}");
-    let measured = err
-        .lines()
-        .find(|l| l.contains("| f_elementwise_0 ×3") && l.contains("measured"));
+    // the three launches are one row per source: the kernel with its shape, its line, count 3
+    let row = |l: &&str| {
+        l.contains("| f_elementwise[64x64] ") && l.contains("| p.tsr:3 ") && l.contains("|     3 |")
+    };
+    let measured = err.lines().find(|l| row(l) && l.contains("measured"));
     assert!(measured.is_some(), "{err}");
-    let model = err
-        .lines()
-        .find(|l| l.contains("| f_elementwise_0 ×3") && l.contains("| model"));
+    let model = err.lines().find(|l| row(l) && l.contains("| model"));
     assert!(
         model.is_some_and(|l| l.contains("sm_90") && l.contains("memory")),
         "{err}"

@@ -29,7 +29,12 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     (
         ":time",
         "EXPR",
-        "time an expression: median of repeated runs (about 1 s at most)",
+        "run an expression once and show its wall time and value (IPython's %time)",
+    ),
+    (
+        ":timeit",
+        "EXPR",
+        "time an expression by repeating it: mean ± std. dev. per loop (IPython's %timeit)",
     ),
     (
         ":graph",
@@ -137,7 +142,8 @@ pub fn run(
             s.emit(Output::Display(vars(&s.interp)));
         }
         ":load" => load(s, &cmd)?,
-        ":time" => time(s, &cmd)?,
+        ":time" | "%time" => time(s, &cmd)?,
+        ":timeit" | "%timeit" => timeit(s, &cmd)?,
         ":graph" | ":schedule" | ":tile" | ":ptx" => {
             let v = cmd.call_graph(s, "lower", Some(&name[1..]))?;
             s.emit(Output::Display(render::ir(&v.to_str())));
@@ -358,66 +364,106 @@ fn load(s: &mut Session, cmd: &Cmd) -> Result<(), Diagnostic> {
     Ok(())
 }
 
-/// How long `:time` measures, at most (after a first run shorter than this).
-const TIME_BUDGET: Duration = Duration::from_secs(1);
-/// The most runs `:time` makes.
-const TIME_MAX_RUNS: usize = 10_000;
-/// The fewest runs `:time` makes when the first is shorter than [`TIME_BUDGET`].
-const TIME_MIN_RUNS: usize = 3;
-
-/// `:time EXPR`: a first run (it compiles kernels, so it is reported apart), then repeated runs
-/// for about [`TIME_BUDGET`]; reports their median, min and max.
+/// `:time EXPR`: runs the expression once, as IPython's `%time`: its wall time, then its value
+/// (as a cell's trailing expression shows it). An expression with effects (an optimiser step)
+/// has them once.
 fn time(s: &mut Session, cmd: &Cmd) -> Result<(), Diagnostic> {
     let e = cmd.expr("an expression")?;
-    let flag = s.interp.interrupt.clone();
-    let run = |it: &mut Interp| -> Result<Duration, Diagnostic> {
-        if flag.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(interrupted().at(e.span));
-        }
-        let t = Instant::now();
-        it.eval_expr(&e)?;
-        Ok(t.elapsed())
-    };
-    let first = run(&mut s.interp)?;
-    let mut times = Vec::new();
-    if first < TIME_BUDGET {
-        let start = Instant::now();
-        while times.len() < TIME_MAX_RUNS
-            && (times.len() < TIME_MIN_RUNS || start.elapsed() < TIME_BUDGET)
-        {
-            times.push(run(&mut s.interp)?);
-        }
+    let t = Instant::now();
+    let v = s.interp.eval_expr(&e)?;
+    let wall = t.elapsed();
+    s.emit(Output::Display(render::message(format!(
+        "Wall time: {}",
+        fmt_sig3(wall.as_secs_f64())
+    ))));
+    if !matches!(v, Value::None) {
+        s.emit(Output::Result(crate::session::rich_value(&v)));
     }
-    let text = if times.is_empty() {
-        format!("{} (1 run)", fmt_duration(first))
-    } else {
-        times.sort();
-        let median = times[times.len() / 2];
-        format!(
-            "{} median of {} runs (min {}, max {}); first run {}",
-            fmt_duration(median),
-            times.len(),
-            fmt_duration(times[0]),
-            fmt_duration(times[times.len() - 1]),
-            fmt_duration(first)
-        )
-    };
-    s.emit(Output::Display(render::message(text)));
     Ok(())
 }
 
-/// `1.23 ms`, `45.6 µs`, `2.001 s`.
-pub fn fmt_duration(d: Duration) -> String {
-    let ns = d.as_nanos() as f64;
-    if ns >= 1e9 {
-        format!("{:.3} s", ns / 1e9)
-    } else if ns >= 1e6 {
-        format!("{:.3} ms", ns / 1e6)
-    } else if ns >= 1e3 {
-        format!("{:.3} µs", ns / 1e3)
-    } else {
-        format!("{ns:.0} ns")
+/// How long one timed run of `:timeit` lasts at least: the loops per run grow ×10 until a run
+/// takes this long (IPython's `autorange`).
+const TIMEIT_RUN: Duration = Duration::from_millis(200);
+/// The most loops per run.
+const TIMEIT_MAX_LOOPS: u64 = 1_000_000;
+/// Runs of `:timeit` (IPython's default `-r 7`) …
+const TIMEIT_REPEATS: usize = 7;
+/// … fewer when they would take longer than this together (at least [`TIMEIT_MIN_REPEATS`]).
+const TIMEIT_BUDGET: Duration = Duration::from_secs(5);
+const TIMEIT_MIN_REPEATS: usize = 2;
+
+/// `:timeit EXPR`: as IPython's `%timeit`, the loops per run are chosen so that a run takes at
+/// least [`TIMEIT_RUN`] (the calibration runs also compile the kernels, and are not reported),
+/// then [`TIMEIT_REPEATS`] runs are timed; shows the mean ± the standard deviation of the time per
+/// loop. For expressions without side effects: it runs many times.
+fn timeit(s: &mut Session, cmd: &Cmd) -> Result<(), Diagnostic> {
+    let e = cmd.expr("an expression")?;
+    let flag = s.interp.interrupt.clone();
+    let run = |it: &mut Interp, loops: u64| -> Result<Duration, Diagnostic> {
+        let t = Instant::now();
+        for _ in 0..loops {
+            if flag.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(interrupted().at(e.span));
+            }
+            it.eval_expr(&e)?;
+        }
+        Ok(t.elapsed())
+    };
+    let mut loops = 1;
+    loop {
+        let took = run(&mut s.interp, loops)?;
+        if took >= TIMEIT_RUN || loops >= TIMEIT_MAX_LOOPS {
+            break;
+        }
+        loops *= 10;
     }
+    let mut per_loop = Vec::with_capacity(TIMEIT_REPEATS);
+    let timed = Instant::now();
+    while per_loop.len() < TIMEIT_REPEATS
+        && (per_loop.len() < TIMEIT_MIN_REPEATS || timed.elapsed() < TIMEIT_BUDGET)
+    {
+        per_loop.push(run(&mut s.interp, loops)?.as_secs_f64() / loops as f64);
+    }
+    let n = per_loop.len() as f64;
+    let mean = per_loop.iter().sum::<f64>() / n;
+    let std = (per_loop
+        .iter()
+        .map(|t| (t - mean) * (t - mean))
+        .sum::<f64>()
+        / n)
+        .sqrt();
+    let plural = |k: u64, w: &str| format!("{k} {w}{}", if k == 1 { "" } else { "s" });
+    s.emit(Output::Display(render::message(format!(
+        "{} ± {} per loop (mean ± std. dev. of {}, {} each)",
+        fmt_sig3(mean),
+        fmt_sig3(std),
+        plural(per_loop.len() as u64, "run"),
+        plural(loops, "loop"),
+    ))));
+    Ok(())
+}
+
+/// Seconds with three significant digits and a unit, as IPython's timings: `2.05 ms`,
+/// `31.2 µs`, `123 ns`, `1.5 s`.
+pub fn fmt_sig3(secs: f64) -> String {
+    let (v, unit) = if secs >= 1.0 {
+        (secs, "s")
+    } else if secs >= 1e-3 {
+        (secs * 1e3, "ms")
+    } else if secs >= 1e-6 {
+        (secs * 1e6, "µs")
+    } else {
+        (secs * 1e9, "ns")
+    };
+    let digits = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{v:.digits$} {unit}")
 }
 
 /// `:target NAME` / `:device NAME` (or without a name: show the current one).

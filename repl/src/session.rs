@@ -421,7 +421,13 @@ pub(crate) fn command_line(cell: &str) -> Option<std::ops::Range<usize>> {
             continue;
         }
         let lead = content.len() - content.trim_start().len();
-        if content[lead..].starts_with(':') {
+        let rest = &content[lead..];
+        // IPython's line magics `%time` and `%timeit` are `:time` and `:timeit`
+        let magic = ["%time", "%timeit"].iter().any(|m| {
+            rest.strip_prefix(m)
+                .is_some_and(|r| r.is_empty() || r.starts_with(char::is_whitespace))
+        });
+        if rest.starts_with(':') || magic {
             return Some(offset + lead..offset + content.trim_end().len());
         }
         return None;

@@ -107,6 +107,7 @@ fn help_vars_reset() {
     for c in [
         ":graph CALL",
         ":time EXPR",
+        ":timeit EXPR",
         ":load FILE",
         ":device NAME",
         ":quit",
@@ -305,29 +306,88 @@ fn fusions_profile_autotune() {
 }
 
 #[test]
-fn time_reports_a_median() {
+fn time_runs_once_and_shows_the_value() {
     let (mut s, got) = session();
     ok(
         &mut s,
         &got,
-        "def slow(n):\n    t = 0\n    for i in range(n):\n        t += i\n    return t\n",
+        "calls = [0]\ndef bump():\n    calls[0] += 1\n    return calls[0] * 10\n",
     );
-    let start = std::time::Instant::now();
-    let t = display(&mut s, &got, ":time slow(1000)");
-    assert!(
-        start.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        start.elapsed()
-    );
-    let words: Vec<&str> = t.text.split_whitespace().collect();
-    // "<n> <unit> median of <k> runs (min ..., max ...); first run ..."
-    assert_eq!(words[2..4], ["median", "of"], "{}", t.text);
-    let runs: usize = words[4].parse().expect("a run count");
-    assert!(runs >= 3, "{}", t.text);
-    let (code, _, _) = err(&mut s, &got, ":time slow(nope)");
+    // as IPython's %time: one run, its wall time, then the value as a cell shows it
+    let outs = ok(&mut s, &got, ":time bump()");
+    match outs.as_slice() {
+        [Output::Display(t), Output::Result(v)] => {
+            let words: Vec<&str> = t.text.split_whitespace().collect();
+            assert_eq!(words[..2], ["Wall", "time:"], "{}", t.text);
+            assert!(words[2].parse::<f64>().is_ok(), "{}", t.text);
+            assert!(["ns", "µs", "ms", "s"].contains(&words[3]), "{}", t.text);
+            assert_eq!(v.text, "10");
+        }
+        other => panic!("expected a time and a value, got {other:?}"),
+    }
+    assert_eq!(value(&mut s, &got, "calls[0]"), "1");
+    // IPython's spelling, `%time`, is the same command
+    let outs = ok(&mut s, &got, "%time bump()");
+    assert!(matches!(outs.as_slice(), [Output::Display(_), Output::Result(v)] if v.text == "20"));
+    assert_eq!(value(&mut s, &got, "calls[0]"), "2");
+    // a None value shows only the time
+    let outs = ok(&mut s, &got, ":time print('hi')");
+    assert_eq!(outs.len(), 2, "{outs:?}");
+    assert_eq!(outs[0], Output::Stdout("hi\n".into()));
+    let (code, _, _) = err(&mut s, &got, ":time bump(nope)");
     assert_eq!(code, "E0100");
     let (code, _, _) = err(&mut s, &got, ":time");
     assert_eq!(code, "E0101");
+    assert_eq!(value(&mut s, &got, "calls[0]"), "2");
+}
+
+#[test]
+fn timeit_repeats_and_reports_mean_and_std() {
+    let (mut s, got) = session();
+    ok(
+        &mut s,
+        &got,
+        "calls = [0]\ndef slow(n):\n    calls[0] += 1\n    t = 0\n    for i in range(n):\n        t += i\n    return t\n",
+    );
+    let start = std::time::Instant::now();
+    let t = display(&mut s, &got, ":timeit slow(200)");
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+    // "<mean> <unit> ± <std> <unit> per loop (mean ± std. dev. of 7 runs, <n> loops each)"
+    let words: Vec<&str> = t.text.split_whitespace().collect();
+    assert_eq!(words.len(), 17, "{}", t.text);
+    assert!(words[0].parse::<f64>().is_ok() && words[3].parse::<f64>().is_ok());
+    assert_eq!(words[2], "±", "{}", t.text);
+    assert_eq!(
+        words[5..12],
+        ["per", "loop", "(mean", "±", "std.", "dev.", "of"],
+        "{}",
+        t.text
+    );
+    let runs: u64 = words[12].parse().expect("a run count");
+    let loops: u64 = words[14].parse().expect("a loop count");
+    // 7 runs, fewer (at least 2) when they would take more than a few seconds
+    assert!((2..=7).contains(&runs), "{}", t.text);
+    assert!(
+        (0..7).any(|k| loops == 10u64.pow(k)),
+        "loops grow by tens: {}",
+        t.text
+    );
+    let calls: u64 = value(&mut s, &got, "calls[0]").parse().unwrap();
+    // the calibration runs (1, 10, … loops) and 7 runs of `loops`
+    assert!(calls > runs * loops, "{calls} calls, {}", t.text);
+    let (code, _, _) = err(&mut s, &got, ":timeit");
+    assert_eq!(code, "E0101");
+    // `%timeit` is IPython's spelling of it
+    let t = display(&mut s, &got, "%timeit slow(10)");
+    assert!(
+        t.text.contains(" per loop (mean ± std. dev. of "),
+        "{}",
+        t.text
+    );
 }
 
 #[test]
@@ -374,6 +434,13 @@ fn interrupt_stops_a_cell_and_keeps_state() {
         flag.store(true, Ordering::SeqCst);
     });
     assert_eq!(s.execute(":time spin()"), CellOutcome::Interrupted);
+    let _ = setter.join();
+    let flag = s.interrupt_handle();
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        flag.store(true, Ordering::SeqCst);
+    });
+    assert_eq!(s.execute(":timeit spin()"), CellOutcome::Interrupted);
     let _ = setter.join();
     assert_eq!(value(&mut s, &got, "keep + 1"), "7");
 }
@@ -478,7 +545,7 @@ fn completion_uses_real_objects() {
         (vec![":graph".to_string()], 0)
     );
     let c = s.complete(":t", 2);
-    assert_eq!(c.matches, vec![":target", ":tile", ":time"]);
+    assert_eq!(c.matches, vec![":target", ":tile", ":time", ":timeit"]);
     let c = s.complete(":device e", 9);
     assert_eq!((c.matches.clone(), c.start), (vec!["emu".to_string()], 8));
     let c = s.complete("nothing.", 8);
@@ -518,4 +585,30 @@ fn deep_recursion_reaches_the_limit_on_a_big_stack() {
     assert_eq!(r.0, "E0500");
     assert!(r.1.contains("recursion"), "{}", r.1);
     assert_eq!(r.2, "2");
+}
+
+#[test]
+fn help_and_dir_without_an_argument_list_the_session() {
+    let (mut s, got) = session();
+    assert_eq!(value(&mut s, &got, "dir()"), "[]");
+    ok(&mut s, &got, "lr = 0.5\ndef f(x):\n    return x\n");
+    assert_eq!(value(&mut s, &got, "dir()"), "['f', 'lr']");
+    let outs = ok(&mut s, &got, "help()");
+    let text: String = outs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Stdout(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(text.starts_with("Defined here:\n"), "{text}");
+    assert!(text.contains("  f   function  def f(x)\n"), "{text}");
+    assert!(text.contains("  lr  float     0.5\n"), "{text}");
+    assert!(text.contains("Builtin modules: "), "{text}");
+    assert!(text.contains(" op "), "{text}");
+    // inside a function, dir() lists its locals
+    assert_eq!(
+        value(&mut s, &got, "def g(a):\n    b = a\n    return dir()\ng(1)"),
+        "['a', 'b']"
+    );
 }

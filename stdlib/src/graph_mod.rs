@@ -226,11 +226,12 @@ pub fn module(session: Rc<Session>) -> Module {
         "profile",
         Value::native(
             "profile",
-            "profile(f, *args, repeats=5, ptxas=True)",
+            "profile(f, *args, repeats=5, ptxas=True, top=20)",
             move |it, args| {
-                let (f, rest, own) = split("profile", &args, &["repeats", "ptxas"])?;
+                let (f, rest, own) = split("profile", &args, &["repeats", "ptxas", "top"])?;
                 let mut repeats = 5usize;
                 let mut ptxas = true;
+                let mut top = Some(crate::profile::TOP_KERNELS);
                 for (k, v, sp) in &own {
                     match (k.as_str(), v) {
                         ("repeats", Value::Int(n)) if *n >= 1 && *n <= 10_000 => {
@@ -244,12 +245,27 @@ pub fn module(session: Rc<Session>) -> Module {
                             .at(*sp))
                         }
                         ("ptxas", Value::Bool(b)) => ptxas = *b,
+                        ("top", Value::None) => top = None,
+                        ("top", Value::Int(n)) if *n >= 1 => top = Some(*n as usize),
+                        ("top", Value::Int(n)) => {
+                            return Err(Diagnostic::new(
+                                Code::E0101,
+                                format!(
+                                    "top must be at least 1 (or None for every kernel), got {n}"
+                                ),
+                            )
+                            .at(*sp))
+                        }
                         (k, other) => {
                             return Err(Diagnostic::new(
                                 Code::E0101,
                                 format!(
                                     "{k} must be {}, not {}",
-                                    if k == "ptxas" { "a bool" } else { "an int" },
+                                    match k {
+                                        "ptxas" => "a bool",
+                                        "top" => "an int or None",
+                                        _ => "an int",
+                                    },
                                     other.type_name()
                                 ),
                             )
@@ -265,11 +281,12 @@ pub fn module(session: Rc<Session>) -> Module {
                 result?;
                 let target = s.target.get().name();
                 let device = s.device.get();
-                let mut t = crate::profile::table(
+                let mut t = crate::profile::table_top(
                     &rows,
                     Some(format!(
                         "profile: device {device}, model for {target}, median of {repeats} run(s)"
                     )),
+                    top,
                 );
                 t.add_notes(notes);
                 Ok(Value::host(t))

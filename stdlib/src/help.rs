@@ -8,7 +8,7 @@
 //! or a description names no member.
 
 use crate::help_text::DESCRIPTIONS;
-use tessera_lang::diag::{Code, Diagnostic};
+use tessera_lang::diag::Diagnostic;
 use tessera_lang::eval::{CallArgs, Interp, Value};
 
 /// The modules the reference documents, in its order.
@@ -212,33 +212,92 @@ pub fn wrap(s: &str, width: usize) -> String {
     out
 }
 
-fn one_arg(fname: &str, args: &CallArgs) -> Result<Value, Diagnostic> {
-    let a = args.bind(fname, &["x"], &[])?;
-    a.into_iter()
-        .next()
-        .flatten()
-        .map(|a| a.value)
-        .ok_or_else(|| Diagnostic::new(Code::E0101, format!("{fname}() needs an argument")))
+/// The argument of `help(x)` / `dir(x)`, `None` when there is none.
+fn opt_arg(fname: &str, args: &CallArgs) -> Result<Option<Value>, Diagnostic> {
+    let a = args.bind(fname, &[], &["x"])?;
+    Ok(a.into_iter().next().flatten().map(|a| a.value))
+}
+
+/// One line of a value for the `help()` listing: its first line, at most 60 characters.
+fn one_line(v: &Value) -> String {
+    let r = v.repr();
+    let first = r.lines().next().unwrap_or("");
+    let mut s: String = first.chars().take(60).collect();
+    if first.chars().count() > 60 || r.lines().nth(1).is_some() {
+        s.push_str(" ...");
+    }
+    s
+}
+
+/// The text `help()` without an argument prints: the names defined in the scope running now
+/// (their kind and a line each: a function's `def` line, another value's repr), then the
+/// builtin modules and functions.
+pub fn scope_help(interp: &Interp) -> String {
+    let names = interp.scope_names();
+    let mut s = String::new();
+    if names.is_empty() {
+        s.push_str("Nothing is defined yet.\n");
+    } else {
+        s.push_str("Defined here:\n");
+        let rows: Vec<(String, &'static str, String)> = names
+            .iter()
+            .filter_map(|n| {
+                let v = interp.scope_value(n)?;
+                let text = match &v {
+                    Value::Function(f) => def_line(interp, f),
+                    other => one_line(other),
+                };
+                Some((n.to_string(), v.type_name(), text))
+            })
+            .collect();
+        let w0 = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
+        let w1 = rows.iter().map(|r| r.1.len()).max().unwrap_or(0);
+        for (n, t, text) in rows {
+            s.push_str(&format!("  {n:<w0$}  {t:<w1$}  {text}\n"));
+        }
+    }
+    let mut modules = Vec::new();
+    let mut functions = Vec::new();
+    for n in interp.visible_names() {
+        match interp.get_builtin(&n) {
+            Some(Value::Module(_)) => modules.push(n.to_string()),
+            Some(Value::Native(_) | Value::Type(_)) => functions.push(n.to_string()),
+            _ => {}
+        }
+    }
+    s.push('\n');
+    s.push_str(&wrap(
+        &format!("Builtin modules: {}", modules.join(" ")),
+        88,
+    ));
+    s.push('\n');
+    s.push_str(&wrap(&format!("Builtins: {}", functions.join(" ")), 88));
+    s.push_str("\n\nhelp(NAME) describes one of them; dir(x) lists the attributes of x.\n");
+    s
 }
 
 /// Installs `help` and `dir`.
 pub fn install(interp: &mut Interp) {
     interp.set_builtin(
         "help",
-        Value::native("help", "help(x)", |it, args| {
-            let v = one_arg("help", &args)?;
-            let text = help_text(it, &v);
+        Value::native("help", "help(x=None)", |it, args| {
+            let text = match opt_arg("help", &args)? {
+                Some(v) => help_text(it, &v),
+                None => scope_help(it),
+            };
             it.write_out(&text);
             Ok(Value::None)
         }),
     );
     interp.set_builtin(
         "dir",
-        Value::native("dir", "dir(x)", |_, args| {
-            let v = one_arg("dir", &args)?;
-            Ok(Value::list(
-                dir_of(&v).iter().map(|n| Value::str(n)).collect(),
-            ))
+        Value::native("dir", "dir(x=None)", |it, args| {
+            let names = match opt_arg("dir", &args)? {
+                Some(v) => dir_of(&v),
+                // as Python's dir(): the names of the scope running now, sorted
+                None => it.scope_names().iter().map(|n| n.to_string()).collect(),
+            };
+            Ok(Value::list(names.iter().map(|n| Value::str(n)).collect()))
         }),
     );
 }

@@ -617,10 +617,14 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
         "graph.profile",
         "Profiles the kernels `f` launches, as a table. `f(*args)` is called as a kernel (a plain \
         function with arguments is compiled as one); a function without arguments runs as a whole \
-        step and every kernel and collective it launches is profiled. One row per launch: op, \
-        tile, device, latency (median of `repeats` runs), occupancy, GB/s, TFLOP/s, bound and \
-        `source` (measured or model). `ptxas=False` uses the Target IR's register estimate; \
-        `repeats` outside 1 to 10000 is E0101.",
+        step and every kernel and collective it launches is profiled. Launches of the same kernel \
+        and shapes from the same `.tsr` line are one row per device and source: op (with its \
+        shape), line, tile, device, count, total, latency (the median launch; each launch the \
+        median of `repeats` runs), occupancy, GB/s, TFLOP/s, bound and `source` (measured or \
+        model); the table ends with the totals of each device. It shows the `top` kernels with \
+        the most time by the model and sums the rest in an `other` row (`top=None`: every \
+        kernel). `ptxas=False` uses the Target IR's register estimate; `repeats` outside 1 to \
+        10000 is E0101.",
     ),
     (
         "graph.run_tile",

@@ -85,10 +85,13 @@ impl std::fmt::Display for TimeError {
     }
 }
 
-/// One kernel as the table shows it (launches of the same kernel are merged).
+/// One kernel as the table shows it: launches of the same kernel (the traced function and op
+/// kind, without the kernel's index in its program), shapes and `.tsr` line are merged.
 #[derive(Clone, Debug)]
 pub struct Row {
     pub name: String,
+    /// `file.tsr:12`, the line of the op the kernel computes (`-` when it has none).
+    pub line: String,
     pub kind: Kind,
     pub tile: String,
     /// Measured times (µs) of each launch, and where they were measured.
@@ -163,7 +166,12 @@ impl Recorder {
 
 fn merge(rows: &mut Vec<Row>, r: Row) {
     match rows.iter_mut().find(|x| {
-        x.name == r.name && x.tile == r.tile && x.shape == r.shape && x.device == r.device
+        x.name == r.name
+            && x.line == r.line
+            && x.tile == r.tile
+            && x.shape == r.shape
+            && x.device == r.device
+            && x.target == r.target
     }) {
         Some(x) => {
             x.samples.extend(r.samples);
@@ -260,6 +268,30 @@ pub fn record_emu(
     record_counted(session, c, &HashMap::new(), counted, Some("emu"), sources);
 }
 
+/// A kernel's name without its index in the program: `step_matmul_3` → `step_matmul`.
+pub fn base_name(name: &str) -> &str {
+    match name.rsplit_once('_') {
+        Some((base, i))
+            if !base.is_empty() && !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            base
+        }
+        _ => name,
+    }
+}
+
+/// `file.tsr:12` of a span (the file's last path component), `-` when the span has no file.
+pub fn line_text(sources: &SourceMap, span: tessera_lang::Span) -> String {
+    match sources.get(span.file) {
+        Some(f) => {
+            let (l, _) = f.line_col(span.lo as usize);
+            let name = f.name.rsplit('/').next().unwrap_or(&f.name);
+            format!("{name}:{l}")
+        }
+        None => "-".to_string(),
+    }
+}
+
 fn record_counted(
     session: &Session,
     c: &Compiled,
@@ -274,7 +306,8 @@ fn record_counted(
         let regs = ptxas_regs(&mut rec, c, i, target, sources);
         let estimate = cost::estimate(&c.lowered, i, target, regs);
         let row = Row {
-            name: k.name.clone(),
+            name: base_name(&k.name).to_string(),
+            line: line_text(sources, k.span),
             kind: k.kind,
             tile: tile_text(k),
             samples: times.get(&k.root).map(|t| vec![*t]).unwrap_or_default(),
@@ -354,12 +387,112 @@ fn fmt_rate(v: f64, width: usize, prec: usize) -> String {
     }
 }
 
-/// The profile table of `rows` (SPEC §6 columns).
+/// The name a row shows: the kernel and its result's shape (`mlp_matmul[64x128]`); rows of a
+/// mesh or a pipeline carry their shapes in the `tile` column.
+pub fn row_label(r: &Row) -> String {
+    if r.mesh.is_some() || r.shape.is_empty() {
+        return r.name.clone();
+    }
+    let dims: Vec<String> = r.shape.iter().map(|d| d.to_string()).collect();
+    format!("{}[{}]", r.name, dims.join("x"))
+}
+
+/// Sums of one (source, device) group of rows, for the totals at the end of the table.
+#[derive(Default)]
+struct Total {
+    launches: u64,
+    us: f64,
+    bytes: f64,
+}
+
+/// Adds one row's launches, time (µs) and bytes to the sums of its (source, device).
+fn add_total(
+    sums: &mut Vec<((&'static str, String), Total)>,
+    source: &'static str,
+    device: &str,
+    n: u32,
+    us: f64,
+    bytes: f64,
+) {
+    let key = (source, device.to_string());
+    let i = match sums.iter().position(|(k, _)| *k == key) {
+        Some(i) => i,
+        None => {
+            sums.push((key, Total::default()));
+            sums.len() - 1
+        }
+    };
+    let tot = &mut sums[i].1;
+    tot.launches += u64::from(n);
+    if us.is_finite() {
+        tot.us += us;
+    }
+    if bytes.is_finite() {
+        tot.bytes += bytes;
+    }
+}
+
+/// How many kernels a profile table shows by default; the rest are summed in one `other` row
+/// per device (`graph.profile(..., top=N)` changes it).
+pub const TOP_KERNELS: usize = 20;
+
+/// Which rows to show: all when there are at most `top`, else the `top` with the most time by
+/// the model (the measured total for a row the model has no figure for), in their order.
+fn top_rows(rows: &[Row], top: Option<usize>) -> Vec<bool> {
+    let Some(top) = top.filter(|&n| rows.len() > n) else {
+        return vec![true; rows.len()];
+    };
+    // the model's total first: the same kernels are shown run after run (a measured time
+    // changes), the ones that would cost most on the target
+    let weight = |r: &Row| -> f64 {
+        if let Some(e) = &r.estimate {
+            e.latency_us * f64::from(r.launches)
+        } else if let Some(m) = &r.mesh {
+            m.latency_us * f64::from(r.launches)
+        } else {
+            r.samples.iter().sum()
+        }
+    };
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&a, &b| weight(&rows[b]).total_cmp(&weight(&rows[a])));
+    let mut keep = vec![false; rows.len()];
+    for &i in order.iter().take(top) {
+        keep[i] = true;
+    }
+    keep
+}
+
+/// The µs of a [`fmt_time`] text (NaN for `-`).
+fn parse_time(s: &str) -> f64 {
+    let mut it = s.split_whitespace();
+    let (Some(v), Some(unit)) = (it.next(), it.next()) else {
+        return f64::NAN;
+    };
+    let v: f64 = v.parse().unwrap_or(f64::NAN);
+    v * match unit {
+        "ns" => 1e-3,
+        "µs" => 1.0,
+        "ms" => 1e3,
+        _ => 1e6,
+    }
+}
+
+/// The profile table of `rows` (SPEC §6 columns): one row per kernel, shapes and `.tsr` line
+/// with its launch count, total time and median latency, measured and model rows apart, then
+/// the totals of each device (time and launches) and the bytes moved.
 pub fn table(rows: &[Row], title: Option<String>) -> TableObj {
+    table_top(rows, title, Some(TOP_KERNELS))
+}
+
+/// [`table`] showing the `top` kernels with the most time (every kernel with `None`).
+pub fn table_top(rows: &[Row], title: Option<String>, top: Option<usize>) -> TableObj {
     let mut t = Table::new(&[
         "op",
+        "line",
         "tile",
         "device",
+        "count",
+        "total",
         "latency",
         "occupancy",
         "GB/s",
@@ -367,25 +500,46 @@ pub fn table(rows: &[Row], title: Option<String>) -> TableObj {
         "bound",
         "source",
     ]);
-    t.right = vec![3, 4, 5, 6];
+    t.right = vec![4, 5, 6, 7, 8, 9];
     t.title = title;
     let mut estimated = false;
-    for r in rows {
-        let name = if r.launches > 1 {
-            format!("{} ×{}", r.name, r.launches)
-        } else {
-            r.name.clone()
-        };
+    // (source, device) → sums, in the order they first appear
+    let mut totals: Vec<((&'static str, String), Total)> = Vec::new();
+    // the same for the rows folded into `other` (beyond the `top` kernels)
+    let mut others: Vec<((&'static str, String), Total)> = Vec::new();
+    let keep = top_rows(rows, top);
+    let folded = keep.iter().filter(|k| !**k).count();
+    let mut moved = 0.0f64;
+    for (r, keep) in rows.iter().zip(keep) {
+        let before = t.rows.len();
+        let name = row_label(r);
+        let count = r.launches.to_string();
+        let bytes_each = r.estimate.as_ref().map_or(f64::NAN, |e| e.min_bytes);
+        if bytes_each.is_finite() {
+            moved += bytes_each * f64::from(r.launches);
+        }
         if let (Some(m), Some(dev)) = (median(&r.samples), &r.device) {
             let (flops, bytes) = r
                 .estimate
                 .as_ref()
                 .map_or((f64::NAN, f64::NAN), |e| (e.flops, e.min_bytes));
+            let sum: f64 = r.samples.iter().sum();
             let s = m * 1e-6;
+            add_total(
+                &mut totals,
+                "measured",
+                dev,
+                r.launches,
+                sum,
+                bytes * f64::from(r.launches),
+            );
             t.rows.push(vec![
                 name.clone(),
+                r.line.clone(),
                 r.tile.clone(),
                 dev.clone(),
+                count.clone(),
+                fmt_time(sum),
                 fmt_time(m),
                 "-".into(),
                 fmt_rate(bytes / s / 1e9, 9, 2),
@@ -394,17 +548,30 @@ pub fn table(rows: &[Row], title: Option<String>) -> TableObj {
                 "measured".into(),
             ]);
         } else if let (Some(_), Some(dev)) = (&r.counters, &r.device) {
-            let mut row = vec![name.clone(), r.tile.clone(), dev.clone()];
+            add_total(&mut totals, "measured", dev, r.launches, f64::NAN, f64::NAN);
+            let mut row = vec![
+                name.clone(),
+                r.line.clone(),
+                r.tile.clone(),
+                dev.clone(),
+                count.clone(),
+            ];
+            row.push(format!("{:>11}", "-"));
             row.push(format!("{:>11}", "-"));
             row.extend(["-", "-", "-", "-"].map(String::from));
             row.push("measured".into());
             t.rows.push(row);
         }
         if let Some(m) = &r.mesh {
+            let total = m.latency_us * f64::from(r.launches);
+            add_total(&mut totals, "model", &m.device, r.launches, total, f64::NAN);
             t.rows.push(vec![
                 name.clone(),
+                r.line.clone(),
                 r.tile.clone(),
                 m.device.clone(),
+                count.clone(),
+                fmt_time(total),
                 fmt_time(m.latency_us),
                 "-".into(),
                 fmt_rate(m.gbps, 9, 2),
@@ -420,10 +587,22 @@ pub fn table(rows: &[Row], title: Option<String>) -> TableObj {
             } else {
                 " "
             };
+            let total = e.latency_us * f64::from(r.launches);
+            add_total(
+                &mut totals,
+                "model",
+                r.target.name(),
+                r.launches,
+                total,
+                e.min_bytes * f64::from(r.launches),
+            );
             t.rows.push(vec![
                 name,
+                r.line.clone(),
                 r.tile.clone(),
                 r.target.name().to_string(),
+                count,
+                fmt_time(total),
                 fmt_time(e.latency_us),
                 format!("{:>5.1}%{star}", e.occupancy.fraction * 100.0),
                 fmt_rate(e.gbps(), 9, 2),
@@ -432,9 +611,88 @@ pub fn table(rows: &[Row], title: Option<String>) -> TableObj {
                 "model".into(),
             ]);
         }
+        if !keep {
+            // folded: its rows go into `other`, by source and device
+            for row in t.rows.drain(before..) {
+                let us = parse_time(&row[5]);
+                let n: u32 = row[4].parse().unwrap_or(0);
+                let source = if row[11] == "measured" {
+                    "measured"
+                } else {
+                    "model"
+                };
+                add_total(&mut others, source, &row[3], n, us, f64::NAN);
+            }
+        }
+    }
+    for ((source, device), tot) in &others {
+        t.rows.push(vec![
+            format!("other ({folded} kernels)"),
+            String::new(),
+            String::new(),
+            device.clone(),
+            tot.launches.to_string(),
+            if tot.us > 0.0 {
+                fmt_time(tot.us)
+            } else {
+                format!("{:>11}", "-")
+            },
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            source.to_string(),
+        ]);
+    }
+    if folded > 0 {
+        t.notes.push(format!(
+            "the {} kernels with the most time are shown; {folded} more are summed in `other` (graph.profile(..., top=None) shows every row)",
+            rows.len() - folded
+        ));
     }
     if rows.is_empty() {
         t.notes.push("no kernel was launched".into());
+    }
+    for ((source, device), tot) in &totals {
+        let time = if tot.us > 0.0 {
+            fmt_time(tot.us)
+        } else {
+            format!("{:>11}", "-")
+        };
+        let gbps = if tot.us > 0.0 && tot.bytes > 0.0 {
+            tot.bytes / (tot.us * 1e-6) / 1e9
+        } else {
+            f64::NAN
+        };
+        let blank = String::new;
+        t.rows.push(vec![
+            "total".into(),
+            blank(),
+            blank(),
+            device.clone(),
+            tot.launches.to_string(),
+            time,
+            blank(),
+            blank(),
+            fmt_rate(gbps, 9, 2),
+            blank(),
+            blank(),
+            source.to_string(),
+        ]);
+    }
+    if !rows.is_empty() {
+        let launches: u64 = rows.iter().map(|r| u64::from(r.launches)).sum();
+        let mut note = format!(
+            "count: launches of the kernel with these shapes from this line; total: their time; latency: the median launch; {launches} launch(es)"
+        );
+        if moved > 0.0 {
+            note.push_str(&format!(
+                " moved {} (the model's bytes: each kernel's inputs and outputs)",
+                fmt_bytes(moved)
+            ));
+        }
+        t.notes.push(note);
     }
     if estimated {
         t.notes
@@ -445,6 +703,19 @@ pub fn table(rows: &[Row], title: Option<String>) -> TableObj {
     TableObj {
         type_name: "profile",
         parts,
+    }
+}
+
+/// Bytes with a decimal unit: `512 B`, `1.50 kB`, `12.35 MB`, `3.20 GB`.
+pub fn fmt_bytes(b: f64) -> String {
+    if b < 1e3 {
+        format!("{b:.0} B")
+    } else if b < 1e6 {
+        format!("{:.2} kB", b / 1e3)
+    } else if b < 1e9 {
+        format!("{:.2} MB", b / 1e6)
+    } else {
+        format!("{:.2} GB", b / 1e9)
     }
 }
 
@@ -605,6 +876,7 @@ pub fn record_mesh_step(
     };
     let row = Row {
         name,
+        line: "-".to_string(),
         kind,
         tile,
         samples: measured.map(|t| vec![t]).unwrap_or_default(),
@@ -661,6 +933,7 @@ pub fn record_pipeline_stage(
     let target = session.target.get();
     let row = Row {
         name: name.to_string(),
+        line: "-".to_string(),
         kind: Kind::Elementwise,
         tile: tile.to_string(),
         samples: busy_us.to_vec(),
@@ -693,9 +966,9 @@ fn counter_tables(rows: &[Row]) -> Vec<Table> {
         .iter()
         .filter_map(|r| {
             let name = if r.launches > 1 {
-                format!("{} ×{}", r.name, r.launches)
+                format!("{} ×{}", row_label(r), r.launches)
             } else {
-                r.name.clone()
+                row_label(r)
             };
             r.counters.as_ref().map(|c| (name, c))
         })

@@ -15,7 +15,8 @@ figures that are measured, and only those (`mask_measured`):
   1. in a table row that has a cell `measured` (a text row `| ... | measured |`, an HTML
      `<tr>` with `<td>measured</td>`), each cell that is only a number, optionally followed by
      `%` or a time unit (ns, µs, ms, s), becomes `#`: the measured rows of a profile table;
-  2. in the outputs of a cell whose first line is a `:time` command, every number becomes `#`.
+  2. in the outputs of a cell whose first line is a `:time` or `:timeit` command, every number
+     becomes `#`, a time unit after it `T`, and `loops`/`runs` their singular.
 """
 
 import argparse
@@ -62,7 +63,10 @@ def mask_measured(text: str, timed: bool) -> str:
     """`text` with its measured figures replaced by `#` (the rules in the module docstring);
     `timed`: the text is an output of a `:time` cell."""
     if timed:
-        return NUMBER.sub("#", text)
+        # a time's unit and the plural of a count change with the machine's speed too
+        text = NUMBER.sub("#", text)
+        text = re.sub(r"# (ns|µs|ms|s)\b", "# T", text)
+        return re.sub(r"\b(loop|run)s\b", r"\1", text)
     text = "\n".join(_mask_text_row(line) for line in text.split("\n"))
     return HTML_ROW.sub(_mask_html_row, text)
 
@@ -108,7 +112,7 @@ def _describe(outputs: list) -> str:
 
 def compare_cell(saved: dict, fresh: dict) -> str | None:
     """None when the fresh outputs of a code cell match the saved ones, else a short diff."""
-    timed = _text(saved.get("source")).lstrip().startswith(":time")
+    timed = _text(saved.get("source")).lstrip().startswith((":time", "%time"))
     a = normalize(saved.get("outputs", []), timed)
     b = normalize(fresh.get("outputs", []), timed)
     if a == b:

@@ -40,40 +40,45 @@ pub(super) fn install(it: &mut Interp) {
     it.set_builtin("range", Value::Type(TypeKind::Range));
     it.set_builtin(
         "print",
-        Value::native("print", "print(*args, sep=' ', end='\\n')", |it, args| {
+        Value::native(
+            "print",
+            "print(*args, sep=' ', end='\\n', flush=False)",
+            |it, args| {
             let mut sep = " ".to_string();
             let mut end = "\n".to_string();
+            let mut flush = false;
             for (k, v, s) in &args.keywords {
-                if !matches!(&**k, "sep" | "end" | "flush" | "file") {
-                    return Err(Diagnostic::new(
-                        Code::E0101,
-                        format!("'{k}' is an invalid keyword argument for print()"),
-                    )
-                    .at(*s)
-                    .with_help("print accepts `sep` and `end`"));
-                }
-                let text = match v {
-                    Value::Str(x) => x.to_string(),
-                    Value::None => continue,
-                    other => {
+                match (&**k, v) {
+                    ("sep" | "end" | "file", Value::None) => {}
+                    ("sep", Value::Str(x)) => sep = x.to_string(),
+                    ("end", Value::Str(x)) => end = x.to_string(),
+                    ("sep" | "end", other) => {
                         return Err(Diagnostic::new(
                             Code::E0101,
                             format!("{k} must be None or a string, not {}", other.type_name()),
                         )
                         .at(*s))
                     }
-                };
-                match &**k {
-                    "sep" => sep = text,
-                    "end" => end = text,
-                    "flush" | "file" => {}
+                    // As in Python, any value: its truth decides.
+                    ("flush", v) => flush = it.truthy(v, *s)?,
+                    ("file", other) => {
+                        return Err(Diagnostic::new(
+                            Code::E0101,
+                            format!(
+                                "print() writes to the standard output only: file={} is not supported",
+                                other.type_name()
+                            ),
+                        )
+                        .at(*s)
+                        .with_help("leave `file` out (or None)"))
+                    }
                     _ => {
                         return Err(Diagnostic::new(
                             Code::E0101,
-                            format!("print() got an unexpected keyword argument '{k}'"),
+                            format!("'{k}' is an invalid keyword argument for print()"),
                         )
                         .at(*s)
-                        .with_help("print accepts `sep` and `end`"))
+                        .with_help("print accepts `sep`, `end` and `flush`"))
                     }
                 }
             }
@@ -86,6 +91,9 @@ pub(super) fn install(it: &mut Interp) {
             }
             out.push_str(&end);
             it.write_out(&out);
+            if flush {
+                it.flush_out();
+            }
             Ok(Value::None)
         }),
     );

@@ -64,7 +64,9 @@ impl Interp {
             locals: func.locals.clone(),
         };
         self.depth += 1;
+        let outer = std::mem::replace(&mut self.frame, env.frame.clone());
         let r = self.exec_block(&def.body, &env);
+        self.frame = outer;
         self.depth -= 1;
         match r {
             Ok(()) => Ok(Value::None),

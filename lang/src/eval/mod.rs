@@ -93,6 +93,7 @@ pub struct Interp {
     globals: Rc<RefCell<HashMap<Rc<str>, Value>>>,
     builtins: HashMap<Rc<str>, Value>,
     out: Box<dyn FnMut(&str)>,
+    flush: Box<dyn FnMut()>,
     err: Box<dyn FnMut(&str)>,
     depth: usize,
     pub recursion_limit: usize,
@@ -103,6 +104,8 @@ pub struct Interp {
     pub interrupt: Arc<AtomicBool>,
     /// The span of the innermost call being evaluated, for natives that need a location.
     pub call_span: Span,
+    /// The frame of the user function running now (`None` at module level), for `dir()`.
+    frame: Option<Rc<RefCell<Frame>>>,
     /// The most bytes a string, list or tuple built by host code may take (E0700 beyond); the
     /// session sets it to the tensors' limit, `TESSERA_MAX_BYTES`.
     pub max_bytes: u64,
@@ -124,6 +127,10 @@ impl Interp {
                 use std::io::Write;
                 let _ = std::io::stdout().write_all(s.as_bytes());
             }),
+            flush: Box::new(|| {
+                use std::io::Write;
+                let _ = std::io::stdout().flush();
+            }),
             err: Box::new(|s| {
                 use std::io::Write;
                 let _ = std::io::stderr().write_all(s.as_bytes());
@@ -134,6 +141,7 @@ impl Interp {
             step_limit: None,
             interrupt: Arc::new(AtomicBool::new(false)),
             call_span: Span::default(),
+            frame: None,
             max_bytes: DEFAULT_MAX_BYTES,
         };
         builtins::install(&mut it);
@@ -147,6 +155,14 @@ impl Interp {
     /// Writes text to the output sink.
     pub fn write_out(&mut self, s: &str) {
         (self.out)(s)
+    }
+    /// Replaces what `print(..., flush=True)` does after writing (flushes stdout by default).
+    pub fn set_flush(&mut self, flush: Box<dyn FnMut()>) {
+        self.flush = flush;
+    }
+    /// Flushes the output sink (`print(..., flush=True)`).
+    pub fn flush_out(&mut self) {
+        (self.flush)()
     }
     /// Replaces where warnings and `--dump` text go (stderr by default; a notebook session
     /// routes them to its output sink).
@@ -261,6 +277,23 @@ impl Interp {
             .collect();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v
+    }
+    /// The names defined in the scope running now, sorted (`dir()`): the local variables of the
+    /// user function being called, else the user globals.
+    pub fn scope_names(&self) -> Vec<Rc<str>> {
+        let mut v: Vec<Rc<str>> = match &self.frame {
+            Some(f) => f.borrow().vars.keys().cloned().collect(),
+            None => self.globals.borrow().keys().cloned().collect(),
+        };
+        v.sort();
+        v
+    }
+    /// The value of a name [`Interp::scope_names`] lists.
+    pub fn scope_value(&self, name: &str) -> Option<Value> {
+        match &self.frame {
+            Some(f) => f.borrow().vars.get(name).cloned(),
+            None => self.globals.borrow().get(name).cloned(),
+        }
     }
     /// Every name visible at module level (globals and builtins), for completion.
     pub fn visible_names(&self) -> Vec<Rc<str>> {
