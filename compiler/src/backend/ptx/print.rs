@@ -4,8 +4,8 @@
 
 use super::verify::verify;
 use super::{
-    BinOp, CacheOp, Cmp, Dim, Instr, Kernel, MmaKind, Op, Operand, Pack, Reg, Rnd, SReg, ShflMode,
-    Space, Target, TargetError, Terminator, Ty, UnOp, Unpack, ALL_TYS,
+    BinOp, CacheOp, Cmp, Dim, Instr, Kernel, MmaKind, Op, Operand, Pack, Reg, Rnd, SReg, SharedId,
+    ShflMode, Space, Target, TargetError, Terminator, Ty, UnOp, Unpack, ALL_TYS,
 };
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -260,8 +260,11 @@ fn cmp(c: Cmp) -> &'static str {
 }
 
 /// The template table: writes each op's opcode (with its modifiers) and its operands.
+fn float(ty: Ty) -> bool {
+    matches!(ty, Ty::F32 | Ty::F64)
+}
+
 fn write_op(w: &mut Line, k: &Kernel, op: &Op) {
-    let float = |ty: Ty| matches!(ty, Ty::F32 | Ty::F64);
     match op {
         Op::Special { dst, sreg: s } => {
             w.op(&["mov.u32"]);
@@ -277,78 +280,14 @@ fn write_op(w: &mut Line, k: &Kernel, op: &Op) {
             w.sep();
             w.op(&["[", name, "]"]);
         }
-        Op::SharedAddr { dst, shared } => {
-            w.op(&["mov.u32"]);
-            w.reg(*dst);
-            w.sep();
-            if k.dynamic_shared_bytes() > 0 {
-                // one extern array: each declared array at its layout offset
-                let (offsets, _) = k.shared_layout();
-                match offsets.get(shared.0 as usize) {
-                    Some(0) => w.op(&[super::DYNAMIC_SHARED]),
-                    Some(off) => {
-                        w.op(&[super::DYNAMIC_SHARED, "+"]);
-                        let _ = write!(w.out, "{off}");
-                    }
-                    None => w.op(&["invalid"]),
-                }
-            } else {
-                let name = k.shared.get(shared.0 as usize).map(|s| s.name.as_str());
-                w.op(&[name.unwrap_or("invalid")]);
-            }
-        }
+        Op::SharedAddr { dst, shared } => write_shared_addr(w, k, dst, shared),
         Op::Mov { ty, dst, src } => {
             w.op(&["mov.", move_ty(*ty)]);
             w.reg(*dst);
             w.opnd(*src);
         }
-        Op::Unary { op, ty, dst, src } => {
-            let name = match op {
-                UnOp::Neg => "neg.",
-                UnOp::Abs => "abs.",
-                UnOp::Not => "not.",
-                UnOp::Rcp => "rcp.rn.",
-                UnOp::RcpApprox => "rcp.approx.",
-                UnOp::Sqrt => "sqrt.rn.",
-                UnOp::SqrtApprox => "sqrt.approx.",
-                UnOp::RsqrtApprox => "rsqrt.approx.",
-                UnOp::Ex2Approx => "ex2.approx.",
-                UnOp::Lg2Approx => "lg2.approx.",
-                UnOp::TanhApprox => "tanh.approx.",
-            };
-            w.op(&[name, ty.name()]);
-            w.reg(*dst);
-            w.opnd(*src);
-        }
-        Op::Binary { op, ty, dst, a, b } => {
-            let f = float(*ty);
-            let name = match op {
-                BinOp::Add if f => "add.rn.",
-                BinOp::Add => "add.",
-                BinOp::Sub if f => "sub.rn.",
-                BinOp::Sub => "sub.",
-                BinOp::Mul if f => "mul.rn.",
-                BinOp::Mul => "mul.lo.",
-                BinOp::MulHi => "mul.hi.",
-                BinOp::Min if *ty == Ty::F32 => "min.NaN.",
-                BinOp::Max if *ty == Ty::F32 => "max.NaN.",
-                BinOp::Min => "min.",
-                BinOp::Max => "max.",
-                BinOp::Div if f => "div.rn.",
-                BinOp::Div => "div.",
-                BinOp::DivApprox => "div.approx.",
-                BinOp::Rem => "rem.",
-                BinOp::And => "and.",
-                BinOp::Or => "or.",
-                BinOp::Xor => "xor.",
-                BinOp::Shl => "shl.",
-                BinOp::Shr => "shr.",
-            };
-            w.op(&[name, ty.name()]);
-            w.reg(*dst);
-            w.opnd(*a);
-            w.opnd(*b);
-        }
+        Op::Unary { op, ty, dst, src } => write_unary(w, op, ty, dst, src),
+        Op::Binary { op, ty, dst, a, b } => write_binary(w, op, ty, dst, a, b),
         Op::Fma { ty, dst, a, b, c } => {
             let name = if float(*ty) { "fma.rn." } else { "mad.lo." };
             w.op(&[name, ty.name()]);
@@ -466,19 +405,7 @@ fn write_op(w: &mut Line, k: &Kernel, op: &Op) {
             src,
             bytes,
             src_size,
-        } => {
-            let c = match cache {
-                CacheOp::Ca => "ca",
-                CacheOp::Cg => "cg",
-            };
-            w.op(&["cp.async.", c, ".shared.global"]);
-            w.addr(*dst, 0);
-            w.addr(*src, 0);
-            w.num(i64::from(*bytes));
-            if let Some(s) = src_size {
-                w.opnd(*s);
-            }
-        }
+        } => write_cp_async(w, cache, dst, src, bytes, src_size),
         Op::CpAsyncCommit => w.op(&["cp.async.commit_group"]),
         Op::CpAsyncWait { n } => {
             w.op(&["cp.async.wait_group"]);
@@ -495,21 +422,7 @@ fn write_op(w: &mut Line, k: &Kernel, op: &Op) {
             lane,
             clamp,
             mask,
-        } => {
-            let m = match mode {
-                ShflMode::Up => "up",
-                ShflMode::Down => "down",
-                ShflMode::Bfly => "bfly",
-                ShflMode::Idx => "idx",
-            };
-            w.op(&["shfl.sync.", m, ".b32"]);
-            w.reg(*dst);
-            w.opnd(*src);
-            w.opnd(*lane);
-            w.opnd(*clamp);
-            w.sep();
-            let _ = write!(w.out, "0x{mask:08x}");
-        }
+        } => write_shfl(w, mode, dst, src, lane, clamp, mask),
         Op::Ldmatrix { trans, dsts, addr } => {
             let t = if *trans { ".trans" } else { "" };
             w.op(&["ldmatrix.sync.aligned.m8n8.x4", t, ".shared.b16"]);
@@ -539,6 +452,121 @@ fn write_op(w: &mut Line, k: &Kernel, op: &Op) {
             w.opnd(*src);
         }
     }
+}
+
+fn write_shared_addr(w: &mut Line, k: &Kernel, dst: &Reg, shared: &SharedId) {
+    w.op(&["mov.u32"]);
+    w.reg(*dst);
+    w.sep();
+    if k.dynamic_shared_bytes() > 0 {
+        // one extern array: each declared array at its layout offset
+        let (offsets, _) = k.shared_layout();
+        match offsets.get(shared.0 as usize) {
+            Some(0) => w.op(&[super::DYNAMIC_SHARED]),
+            Some(off) => {
+                w.op(&[super::DYNAMIC_SHARED, "+"]);
+                let _ = write!(w.out, "{off}");
+            }
+            None => w.op(&["invalid"]),
+        }
+    } else {
+        let name = k.shared.get(shared.0 as usize).map(|s| s.name.as_str());
+        w.op(&[name.unwrap_or("invalid")]);
+    }
+}
+
+fn write_unary(w: &mut Line, op: &UnOp, ty: &Ty, dst: &Reg, src: &Operand) {
+    let name = match op {
+        UnOp::Neg => "neg.",
+        UnOp::Abs => "abs.",
+        UnOp::Not => "not.",
+        UnOp::Rcp => "rcp.rn.",
+        UnOp::RcpApprox => "rcp.approx.",
+        UnOp::Sqrt => "sqrt.rn.",
+        UnOp::SqrtApprox => "sqrt.approx.",
+        UnOp::RsqrtApprox => "rsqrt.approx.",
+        UnOp::Ex2Approx => "ex2.approx.",
+        UnOp::Lg2Approx => "lg2.approx.",
+        UnOp::TanhApprox => "tanh.approx.",
+    };
+    w.op(&[name, ty.name()]);
+    w.reg(*dst);
+    w.opnd(*src);
+}
+
+fn write_binary(w: &mut Line, op: &BinOp, ty: &Ty, dst: &Reg, a: &Operand, b: &Operand) {
+    let f = float(*ty);
+    let name = match op {
+        BinOp::Add if f => "add.rn.",
+        BinOp::Add => "add.",
+        BinOp::Sub if f => "sub.rn.",
+        BinOp::Sub => "sub.",
+        BinOp::Mul if f => "mul.rn.",
+        BinOp::Mul => "mul.lo.",
+        BinOp::MulHi => "mul.hi.",
+        BinOp::Min if *ty == Ty::F32 => "min.NaN.",
+        BinOp::Max if *ty == Ty::F32 => "max.NaN.",
+        BinOp::Min => "min.",
+        BinOp::Max => "max.",
+        BinOp::Div if f => "div.rn.",
+        BinOp::Div => "div.",
+        BinOp::DivApprox => "div.approx.",
+        BinOp::Rem => "rem.",
+        BinOp::And => "and.",
+        BinOp::Or => "or.",
+        BinOp::Xor => "xor.",
+        BinOp::Shl => "shl.",
+        BinOp::Shr => "shr.",
+    };
+    w.op(&[name, ty.name()]);
+    w.reg(*dst);
+    w.opnd(*a);
+    w.opnd(*b);
+}
+
+fn write_cp_async(
+    w: &mut Line,
+    cache: &CacheOp,
+    dst: &Reg,
+    src: &Reg,
+    bytes: &u32,
+    src_size: &Option<Operand>,
+) {
+    let c = match cache {
+        CacheOp::Ca => "ca",
+        CacheOp::Cg => "cg",
+    };
+    w.op(&["cp.async.", c, ".shared.global"]);
+    w.addr(*dst, 0);
+    w.addr(*src, 0);
+    w.num(i64::from(*bytes));
+    if let Some(s) = src_size {
+        w.opnd(*s);
+    }
+}
+
+fn write_shfl(
+    w: &mut Line,
+    mode: &ShflMode,
+    dst: &Reg,
+    src: &Operand,
+    lane: &Operand,
+    clamp: &Operand,
+    mask: &u32,
+) {
+    let m = match mode {
+        ShflMode::Up => "up",
+        ShflMode::Down => "down",
+        ShflMode::Bfly => "bfly",
+        ShflMode::Idx => "idx",
+    };
+    w.op(&["shfl.sync.", m, ".b32"]);
+    w.reg(*dst);
+    w.opnd(*src);
+    w.opnd(*lane);
+    w.opnd(*clamp);
+    w.sep();
+    let _ = write!(w.out, "0x{mask:08x}");
 }
 
 /// Writes one instruction as PTX text, without indentation or newline:

@@ -273,63 +273,8 @@ impl Checker<'_> {
                 self.operand(*src, *ty)?;
                 self.def(*dst, *ty)
             }
-            Op::Unary { op, ty, dst, src } => {
-                let (allowed, reason): (&[&[Ty]], _) = match op {
-                    UnOp::Neg | UnOp::Abs => (
-                        &[&[Ty::S32, Ty::S64], FLOATS],
-                        "neg/abs take .s32 .s64 .f32 .f64",
-                    ),
-                    UnOp::Not => (&[BITS], "not takes .pred .b16 .b32 .b64"),
-                    UnOp::Rcp | UnOp::Sqrt => (&[FLOATS], "rcp.rn/sqrt.rn take .f32 .f64"),
-                    UnOp::RcpApprox
-                    | UnOp::SqrtApprox
-                    | UnOp::RsqrtApprox
-                    | UnOp::Ex2Approx
-                    | UnOp::Lg2Approx
-                    | UnOp::TanhApprox => (&[&[Ty::F32]], "approximate math takes .f32"),
-                };
-                self.one_of(*ty, allowed, reason)?;
-                self.operand(*src, *ty)?;
-                self.def(*dst, *ty)
-            }
-            Op::Binary { op, ty, dst, a, b } => {
-                let (allowed, reason): (&[&[Ty]], _) = match op {
-                    BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Min | BinOp::Max | BinOp::Div => {
-                        (
-                            &[INTS, FLOATS],
-                            "arithmetic takes .u32 .u64 .s32 .s64 .f32 .f64",
-                        )
-                    }
-                    BinOp::MulHi | BinOp::Rem => (&[INTS], "mul.hi/rem take integers"),
-                    BinOp::DivApprox => (&[&[Ty::F32]], "div.approx takes .f32"),
-                    BinOp::And | BinOp::Or | BinOp::Xor => {
-                        (&[BITS], "logic takes .pred .b16 .b32 .b64")
-                    }
-                    BinOp::Shl => (&[&[Ty::B16, Ty::B32, Ty::B64]], "shl takes .b16 .b32 .b64"),
-                    BinOp::Shr => (
-                        &[INTS, &[Ty::B16, Ty::B32, Ty::B64]],
-                        "shr takes .bN .uN .sN",
-                    ),
-                };
-                self.one_of(*ty, allowed, reason)?;
-                self.operand(*a, *ty)?;
-                match op {
-                    BinOp::Shl | BinOp::Shr => self.operand(*b, Ty::U32)?,
-                    BinOp::Add
-                    | BinOp::Sub
-                    | BinOp::Mul
-                    | BinOp::MulHi
-                    | BinOp::Min
-                    | BinOp::Max
-                    | BinOp::Div
-                    | BinOp::DivApprox
-                    | BinOp::Rem
-                    | BinOp::And
-                    | BinOp::Or
-                    | BinOp::Xor => self.operand(*b, *ty)?,
-                }
-                self.def(*dst, *ty)
-            }
+            Op::Unary { op, ty, dst, src } => self.check_unary(op, ty, dst, src),
+            Op::Binary { op, ty, dst, a, b } => self.check_binary(op, ty, dst, a, b),
             Op::Fma { ty, dst, a, b, c } => {
                 self.one_of(
                     *ty,
@@ -354,28 +299,7 @@ impl Checker<'_> {
                 self.operand(*c, wide)?;
                 self.def(*dst, wide)
             }
-            Op::Setp { cmp, ty, dst, a, b } => {
-                self.one_of(
-                    *ty,
-                    &[INTS, FLOATS, &[Ty::B16, Ty::B32, Ty::B64]],
-                    "setp takes integer, .f32 .f64 or .bN operands",
-                )?;
-                if ty.class() == TyClass::Bits {
-                    self.ensure(
-                        matches!(cmp, Cmp::Eq | Cmp::Ne),
-                        "setp on .bN types compares only eq/ne",
-                    )?;
-                }
-                if *cmp == Cmp::Nan {
-                    self.ensure(
-                        matches!(ty, Ty::F32 | Ty::F64),
-                        "setp.nan takes .f32 or .f64 operands",
-                    )?;
-                }
-                self.operand(*a, *ty)?;
-                self.operand(*b, *ty)?;
-                self.def(*dst, Ty::Pred)
-            }
+            Op::Setp { cmp, ty, dst, a, b } => self.check_setp(cmp, ty, dst, a, b),
             Op::Selp {
                 ty,
                 dst,
@@ -467,21 +391,7 @@ impl Checker<'_> {
                 src,
                 bytes,
                 src_size,
-            } => {
-                match cache {
-                    CacheOp::Ca => self.ensure(
-                        matches!(bytes, 4 | 8 | 16),
-                        "cp.async.ca copies 4, 8 or 16 bytes",
-                    )?,
-                    CacheOp::Cg => self.ensure(*bytes == 16, "cp.async.cg copies 16 bytes")?,
-                }
-                self.addr(Space::Shared, *dst)?;
-                self.addr(Space::Global, *src)?;
-                if let Some(s) = src_size {
-                    self.operand(*s, Ty::U32)?;
-                }
-                Ok(())
-            }
+            } => self.check_cp_async(cache, dst, src, bytes, src_size),
             Op::CpAsyncCommit | Op::BarSync => Ok(()),
             Op::CpAsyncWait { n } => self.ensure(*n < 64, "cp.async.wait_group takes a small n"),
             Op::Shfl {
@@ -511,21 +421,7 @@ impl Checker<'_> {
                 }
                 Ok(())
             }
-            Op::Mma { kind, d, a, b, c } => {
-                match kind {
-                    MmaKind::M16n8k16Bf16 | MmaKind::M16n8k16F16 | MmaKind::M16n8k8Tf32 => {}
-                }
-                for r in a.iter().chain(b.iter()) {
-                    self.use_reg(*r, Ty::B32)?;
-                }
-                for r in c {
-                    self.use_reg(*r, Ty::F32)?;
-                }
-                for r in d {
-                    self.def(*r, Ty::F32)?;
-                }
-                Ok(())
-            }
+            Op::Mma { kind, d, a, b, c } => self.check_mma(kind, d, a, b, c),
             Op::AtomAddF32 { dst, addr, src } => {
                 self.addr(Space::Global, *addr)?;
                 self.operand(*src, Ty::F32)?;
@@ -536,6 +432,144 @@ impl Checker<'_> {
                 self.operand(*src, Ty::F32)
             }
         }
+    }
+
+    fn check_unary(&self, op: &UnOp, ty: &Ty, dst: &Reg, src: &Operand) -> Result<(), TargetError> {
+        let (allowed, reason): (&[&[Ty]], _) = match op {
+            UnOp::Neg | UnOp::Abs => (
+                &[&[Ty::S32, Ty::S64], FLOATS],
+                "neg/abs take .s32 .s64 .f32 .f64",
+            ),
+            UnOp::Not => (&[BITS], "not takes .pred .b16 .b32 .b64"),
+            UnOp::Rcp | UnOp::Sqrt => (&[FLOATS], "rcp.rn/sqrt.rn take .f32 .f64"),
+            UnOp::RcpApprox
+            | UnOp::SqrtApprox
+            | UnOp::RsqrtApprox
+            | UnOp::Ex2Approx
+            | UnOp::Lg2Approx
+            | UnOp::TanhApprox => (&[&[Ty::F32]], "approximate math takes .f32"),
+        };
+        self.one_of(*ty, allowed, reason)?;
+        self.operand(*src, *ty)?;
+        self.def(*dst, *ty)
+    }
+
+    fn check_binary(
+        &self,
+        op: &BinOp,
+        ty: &Ty,
+        dst: &Reg,
+        a: &Operand,
+        b: &Operand,
+    ) -> Result<(), TargetError> {
+        let (allowed, reason): (&[&[Ty]], _) = match op {
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Min | BinOp::Max | BinOp::Div => (
+                &[INTS, FLOATS],
+                "arithmetic takes .u32 .u64 .s32 .s64 .f32 .f64",
+            ),
+            BinOp::MulHi | BinOp::Rem => (&[INTS], "mul.hi/rem take integers"),
+            BinOp::DivApprox => (&[&[Ty::F32]], "div.approx takes .f32"),
+            BinOp::And | BinOp::Or | BinOp::Xor => (&[BITS], "logic takes .pred .b16 .b32 .b64"),
+            BinOp::Shl => (&[&[Ty::B16, Ty::B32, Ty::B64]], "shl takes .b16 .b32 .b64"),
+            BinOp::Shr => (
+                &[INTS, &[Ty::B16, Ty::B32, Ty::B64]],
+                "shr takes .bN .uN .sN",
+            ),
+        };
+        self.one_of(*ty, allowed, reason)?;
+        self.operand(*a, *ty)?;
+        match op {
+            BinOp::Shl | BinOp::Shr => self.operand(*b, Ty::U32)?,
+            BinOp::Add
+            | BinOp::Sub
+            | BinOp::Mul
+            | BinOp::MulHi
+            | BinOp::Min
+            | BinOp::Max
+            | BinOp::Div
+            | BinOp::DivApprox
+            | BinOp::Rem
+            | BinOp::And
+            | BinOp::Or
+            | BinOp::Xor => self.operand(*b, *ty)?,
+        }
+        self.def(*dst, *ty)
+    }
+
+    fn check_setp(
+        &self,
+        cmp: &Cmp,
+        ty: &Ty,
+        dst: &Reg,
+        a: &Operand,
+        b: &Operand,
+    ) -> Result<(), TargetError> {
+        self.one_of(
+            *ty,
+            &[INTS, FLOATS, &[Ty::B16, Ty::B32, Ty::B64]],
+            "setp takes integer, .f32 .f64 or .bN operands",
+        )?;
+        if ty.class() == TyClass::Bits {
+            self.ensure(
+                matches!(cmp, Cmp::Eq | Cmp::Ne),
+                "setp on .bN types compares only eq/ne",
+            )?;
+        }
+        if *cmp == Cmp::Nan {
+            self.ensure(
+                matches!(ty, Ty::F32 | Ty::F64),
+                "setp.nan takes .f32 or .f64 operands",
+            )?;
+        }
+        self.operand(*a, *ty)?;
+        self.operand(*b, *ty)?;
+        self.def(*dst, Ty::Pred)
+    }
+
+    fn check_cp_async(
+        &self,
+        cache: &CacheOp,
+        dst: &Reg,
+        src: &Reg,
+        bytes: &u32,
+        src_size: &Option<Operand>,
+    ) -> Result<(), TargetError> {
+        match cache {
+            CacheOp::Ca => self.ensure(
+                matches!(bytes, 4 | 8 | 16),
+                "cp.async.ca copies 4, 8 or 16 bytes",
+            )?,
+            CacheOp::Cg => self.ensure(*bytes == 16, "cp.async.cg copies 16 bytes")?,
+        }
+        self.addr(Space::Shared, *dst)?;
+        self.addr(Space::Global, *src)?;
+        if let Some(s) = src_size {
+            self.operand(*s, Ty::U32)?;
+        }
+        Ok(())
+    }
+
+    fn check_mma(
+        &self,
+        kind: &MmaKind,
+        d: &[Reg; 4],
+        a: &[Reg; 4],
+        b: &[Reg; 2],
+        c: &[Reg; 4],
+    ) -> Result<(), TargetError> {
+        match kind {
+            MmaKind::M16n8k16Bf16 | MmaKind::M16n8k16F16 | MmaKind::M16n8k8Tf32 => {}
+        }
+        for r in a.iter().chain(b.iter()) {
+            self.use_reg(*r, Ty::B32)?;
+        }
+        for r in c {
+            self.use_reg(*r, Ty::F32)?;
+        }
+        for r in d {
+            self.def(*r, Ty::F32)?;
+        }
+        Ok(())
     }
 
     fn wide(&self, ty: Ty) -> Result<Ty, TargetError> {
