@@ -105,6 +105,157 @@ fn compiled(
     }
 }
 
+/// `graph.lower(...)`.
+fn fn_lower(s: &Rc<Session>, it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
+    let (f, rest, own) = split("lower", &args, &["level"])?;
+    let mut level = "graph".to_string();
+    for (_, v, sp) in &own {
+        match v {
+            Value::Str(x) => level = x.to_string(),
+            other => {
+                return Err(Diagnostic::new(
+                    Code::E0101,
+                    format!("level must be a str, not {}", other.type_name()),
+                )
+                .at(*sp))
+            }
+        }
+    }
+    let lspan = own.first().map(|o| o.2).unwrap_or(args.span);
+    match level.as_str() {
+        "graph" | "schedule" | "tile" | "target" | "ptx" | "spirv" => {}
+        _ => {
+            return Err(
+                Diagnostic::new(Code::E0101, format!("unknown level '{level}'"))
+                    .at(lspan)
+                    .with_help("levels are graph, schedule, tile, target, ptx, spirv"),
+            )
+        }
+    }
+    if crate::dist::call_is_sharded(&rest) {
+        return lower_on_mesh(it, &s, &f, &rest, &level);
+    }
+    let c = compiled(it, &s, &f, &rest)?;
+    if level == "graph" {
+        return Ok(Value::str(print(&c.graph, &it.sources).trim_end()));
+    }
+    let text = c.lowered.text(&level, &it.sources)?;
+    Ok(Value::str(text.trim_end()))
+}
+
+/// `graph.fusions(...)`.
+fn fn_fusions(s: &Rc<Session>, it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
+    let (f, rest, own) = split("fusions", &args, &["explain"])?;
+    let mut explain = false;
+    for (_, v, sp) in &own {
+        match v {
+            Value::Bool(b) => explain = *b,
+            other => {
+                return Err(Diagnostic::new(
+                    Code::E0101,
+                    format!("explain must be a bool, not {}", other.type_name()),
+                )
+                .at(*sp))
+            }
+        }
+    }
+    let c = compiled(it, &s, &f, &rest)?;
+    if !explain {
+        return Ok(Value::list(
+            c.fired.rules.iter().map(|(r, _)| Value::str(r)).collect(),
+        ));
+    }
+    let fired = Value::list(
+        c.fired
+            .rules
+            .iter()
+            .map(|(r, span)| {
+                Value::tuple(vec![
+                    Value::str(r),
+                    Value::str(&c.fired.note(r, *span)),
+                    Value::str(&describe(it, *span)),
+                ])
+            })
+            .collect(),
+    );
+    let missed = Value::list(
+        c.fired
+            .near_misses
+            .iter()
+            .map(|n| {
+                Value::tuple(vec![
+                    Value::str(&n.rule),
+                    Value::str(&n.reason),
+                    Value::str(&describe(it, n.span)),
+                ])
+            })
+            .collect(),
+    );
+    Ok(Value::tuple(vec![fired, missed]))
+}
+
+/// `graph.profile(...)`.
+fn fn_profile(s: &Rc<Session>, it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
+    let (f, rest, own) = split("profile", &args, &["repeats", "ptxas", "top"])?;
+    let mut repeats = 5usize;
+    let mut ptxas = true;
+    let mut top = Some(crate::profile::TOP_KERNELS);
+    for (k, v, sp) in &own {
+        match (k.as_str(), v) {
+            ("repeats", Value::Int(n)) if *n >= 1 && *n <= 10_000 => repeats = *n as usize,
+            ("repeats", Value::Int(n)) => {
+                return Err(Diagnostic::new(
+                    Code::E0101,
+                    format!("repeats must be between 1 and 10000, got {n}"),
+                )
+                .at(*sp))
+            }
+            ("ptxas", Value::Bool(b)) => ptxas = *b,
+            ("top", Value::None) => top = None,
+            ("top", Value::Int(n)) if *n >= 1 => top = Some(*n as usize),
+            ("top", Value::Int(n)) => {
+                return Err(Diagnostic::new(
+                    Code::E0101,
+                    format!("top must be at least 1 (or None for every kernel), got {n}"),
+                )
+                .at(*sp))
+            }
+            (k, other) => {
+                return Err(Diagnostic::new(
+                    Code::E0101,
+                    format!(
+                        "{k} must be {}, not {}",
+                        match k {
+                            "ptxas" => "a bool",
+                            "top" => "an int or None",
+                            _ => "an int",
+                        },
+                        other.type_name()
+                    ),
+                )
+                .at(*sp))
+            }
+        }
+    }
+    let notes_before = s.profile.borrow().notes.len();
+    let prev = s.profile.borrow_mut().start(repeats, ptxas);
+    let result = run_for_profile(it, &s, &f, rest);
+    let rows = s.profile.borrow_mut().finish(prev);
+    let notes = s.profile.borrow_mut().notes.split_off(notes_before);
+    result?;
+    let target = s.target.get().name();
+    let device = s.device.get();
+    let mut t = crate::profile::table_top(
+        &rows,
+        Some(format!(
+            "profile: device {device}, model for {target}, median of {repeats} run(s)"
+        )),
+        top,
+    );
+    t.add_notes(notes);
+    Ok(Value::host(t))
+}
+
 /// Builds the `graph` module.
 pub fn module(session: Rc<Session>) -> Module {
     let m = Module::new("graph", "inspect the compiler's view of a kernel");
@@ -125,43 +276,7 @@ pub fn module(session: Rc<Session>) -> Module {
         Value::native(
             "lower",
             "lower(f, *args, level='graph')",
-            move |it, args| {
-                let (f, rest, own) = split("lower", &args, &["level"])?;
-                let mut level = "graph".to_string();
-                for (_, v, sp) in &own {
-                    match v {
-                        Value::Str(x) => level = x.to_string(),
-                        other => {
-                            return Err(Diagnostic::new(
-                                Code::E0101,
-                                format!("level must be a str, not {}", other.type_name()),
-                            )
-                            .at(*sp))
-                        }
-                    }
-                }
-                let lspan = own.first().map(|o| o.2).unwrap_or(args.span);
-                match level.as_str() {
-                    "graph" | "schedule" | "tile" | "target" | "ptx" | "spirv" => {}
-                    _ => {
-                        return Err(Diagnostic::new(
-                            Code::E0101,
-                            format!("unknown level '{level}'"),
-                        )
-                        .at(lspan)
-                        .with_help("levels are graph, schedule, tile, target, ptx, spirv"))
-                    }
-                }
-                if crate::dist::call_is_sharded(&rest) {
-                    return lower_on_mesh(it, &s, &f, &rest, &level);
-                }
-                let c = compiled(it, &s, &f, &rest)?;
-                if level == "graph" {
-                    return Ok(Value::str(print(&c.graph, &it.sources).trim_end()));
-                }
-                let text = c.lowered.text(&level, &it.sources)?;
-                Ok(Value::str(text.trim_end()))
-            },
+            move |it, args| fn_lower(&s, it, args),
         ),
     );
     let s = session.clone();
@@ -170,55 +285,7 @@ pub fn module(session: Rc<Session>) -> Module {
         Value::native(
             "fusions",
             "fusions(f, *args, explain=False)",
-            move |it, args| {
-                let (f, rest, own) = split("fusions", &args, &["explain"])?;
-                let mut explain = false;
-                for (_, v, sp) in &own {
-                    match v {
-                        Value::Bool(b) => explain = *b,
-                        other => {
-                            return Err(Diagnostic::new(
-                                Code::E0101,
-                                format!("explain must be a bool, not {}", other.type_name()),
-                            )
-                            .at(*sp))
-                        }
-                    }
-                }
-                let c = compiled(it, &s, &f, &rest)?;
-                if !explain {
-                    return Ok(Value::list(
-                        c.fired.rules.iter().map(|(r, _)| Value::str(r)).collect(),
-                    ));
-                }
-                let fired = Value::list(
-                    c.fired
-                        .rules
-                        .iter()
-                        .map(|(r, span)| {
-                            Value::tuple(vec![
-                                Value::str(r),
-                                Value::str(&c.fired.note(r, *span)),
-                                Value::str(&describe(it, *span)),
-                            ])
-                        })
-                        .collect(),
-                );
-                let missed = Value::list(
-                    c.fired
-                        .near_misses
-                        .iter()
-                        .map(|n| {
-                            Value::tuple(vec![
-                                Value::str(&n.rule),
-                                Value::str(&n.reason),
-                                Value::str(&describe(it, n.span)),
-                            ])
-                        })
-                        .collect(),
-                );
-                Ok(Value::tuple(vec![fired, missed]))
-            },
+            move |it, args| fn_fusions(&s, it, args),
         ),
     );
     let s = session.clone();
@@ -227,70 +294,7 @@ pub fn module(session: Rc<Session>) -> Module {
         Value::native(
             "profile",
             "profile(f, *args, repeats=5, ptxas=True, top=20)",
-            move |it, args| {
-                let (f, rest, own) = split("profile", &args, &["repeats", "ptxas", "top"])?;
-                let mut repeats = 5usize;
-                let mut ptxas = true;
-                let mut top = Some(crate::profile::TOP_KERNELS);
-                for (k, v, sp) in &own {
-                    match (k.as_str(), v) {
-                        ("repeats", Value::Int(n)) if *n >= 1 && *n <= 10_000 => {
-                            repeats = *n as usize
-                        }
-                        ("repeats", Value::Int(n)) => {
-                            return Err(Diagnostic::new(
-                                Code::E0101,
-                                format!("repeats must be between 1 and 10000, got {n}"),
-                            )
-                            .at(*sp))
-                        }
-                        ("ptxas", Value::Bool(b)) => ptxas = *b,
-                        ("top", Value::None) => top = None,
-                        ("top", Value::Int(n)) if *n >= 1 => top = Some(*n as usize),
-                        ("top", Value::Int(n)) => {
-                            return Err(Diagnostic::new(
-                                Code::E0101,
-                                format!(
-                                    "top must be at least 1 (or None for every kernel), got {n}"
-                                ),
-                            )
-                            .at(*sp))
-                        }
-                        (k, other) => {
-                            return Err(Diagnostic::new(
-                                Code::E0101,
-                                format!(
-                                    "{k} must be {}, not {}",
-                                    match k {
-                                        "ptxas" => "a bool",
-                                        "top" => "an int or None",
-                                        _ => "an int",
-                                    },
-                                    other.type_name()
-                                ),
-                            )
-                            .at(*sp))
-                        }
-                    }
-                }
-                let notes_before = s.profile.borrow().notes.len();
-                let prev = s.profile.borrow_mut().start(repeats, ptxas);
-                let result = run_for_profile(it, &s, &f, rest);
-                let rows = s.profile.borrow_mut().finish(prev);
-                let notes = s.profile.borrow_mut().notes.split_off(notes_before);
-                result?;
-                let target = s.target.get().name();
-                let device = s.device.get();
-                let mut t = crate::profile::table_top(
-                    &rows,
-                    Some(format!(
-                        "profile: device {device}, model for {target}, median of {repeats} run(s)"
-                    )),
-                    top,
-                );
-                t.add_notes(notes);
-                Ok(Value::host(t))
-            },
+            move |it, args| fn_profile(&s, it, args),
         ),
     );
     for (name, with_value) in [("grad", false), ("value_and_grad", true)] {

@@ -484,6 +484,112 @@ pub fn table(rows: &[Row], title: Option<String>) -> TableObj {
     table_top(rows, title, Some(TOP_KERNELS))
 }
 
+/// The table rows of one profiled kernel (measured, mesh model, cost model), adding their sums
+/// to `totals`; `estimated` is set when an occupancy comes from the register estimate.
+fn kernel_rows(
+    r: &Row,
+    totals: &mut Vec<((&'static str, String), Total)>,
+    estimated: &mut bool,
+) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    let name = row_label(r);
+    let count = r.launches.to_string();
+    if let (Some(m), Some(dev)) = (median(&r.samples), &r.device) {
+        let (flops, bytes) = r
+            .estimate
+            .as_ref()
+            .map_or((f64::NAN, f64::NAN), |e| (e.flops, e.min_bytes));
+        let sum: f64 = r.samples.iter().sum();
+        let s = m * 1e-6;
+        add_total(
+            totals,
+            "measured",
+            dev,
+            r.launches,
+            sum,
+            bytes * f64::from(r.launches),
+        );
+        rows.push(vec![
+            name.clone(),
+            r.line.clone(),
+            r.tile.clone(),
+            dev.clone(),
+            count.clone(),
+            fmt_time(sum),
+            fmt_time(m),
+            "-".into(),
+            fmt_rate(bytes / s / 1e9, 9, 2),
+            fmt_rate(flops / s / 1e12, 8, 4),
+            "-".into(),
+            "measured".into(),
+        ]);
+    } else if let (Some(_), Some(dev)) = (&r.counters, &r.device) {
+        add_total(totals, "measured", dev, r.launches, f64::NAN, f64::NAN);
+        let mut row = vec![
+            name.clone(),
+            r.line.clone(),
+            r.tile.clone(),
+            dev.clone(),
+            count.clone(),
+        ];
+        row.push(format!("{:>11}", "-"));
+        row.push(format!("{:>11}", "-"));
+        row.extend(["-", "-", "-", "-"].map(String::from));
+        row.push("measured".into());
+        rows.push(row);
+    }
+    if let Some(m) = &r.mesh {
+        let total = m.latency_us * f64::from(r.launches);
+        add_total(totals, "model", &m.device, r.launches, total, f64::NAN);
+        rows.push(vec![
+            name.clone(),
+            r.line.clone(),
+            r.tile.clone(),
+            m.device.clone(),
+            count.clone(),
+            fmt_time(total),
+            fmt_time(m.latency_us),
+            "-".into(),
+            fmt_rate(m.gbps, 9, 2),
+            fmt_rate(m.tflops, 8, 4),
+            m.bound.to_string(),
+            "model".into(),
+        ]);
+    }
+    if let Some(e) = &r.estimate {
+        let star = if e.reg_source == RegSource::Estimate {
+            *estimated = true;
+            "*"
+        } else {
+            " "
+        };
+        let total = e.latency_us * f64::from(r.launches);
+        add_total(
+            totals,
+            "model",
+            r.target.name(),
+            r.launches,
+            total,
+            e.min_bytes * f64::from(r.launches),
+        );
+        rows.push(vec![
+            name,
+            r.line.clone(),
+            r.tile.clone(),
+            r.target.name().to_string(),
+            count,
+            fmt_time(total),
+            fmt_time(e.latency_us),
+            format!("{:>5.1}%{star}", e.occupancy.fraction * 100.0),
+            fmt_rate(e.gbps(), 9, 2),
+            fmt_rate(e.tflops(), 8, 4),
+            e.bound.name().to_string(),
+            "model".into(),
+        ]);
+    }
+    rows
+}
+
 /// [`table`] showing the `top` kernels with the most time (every kernel with `None`).
 pub fn table_top(rows: &[Row], title: Option<String>, top: Option<usize>) -> TableObj {
     let mut t = Table::new(&[
@@ -512,105 +618,12 @@ pub fn table_top(rows: &[Row], title: Option<String>, top: Option<usize>) -> Tab
     let mut moved = 0.0f64;
     for (r, keep) in rows.iter().zip(keep) {
         let before = t.rows.len();
-        let name = row_label(r);
-        let count = r.launches.to_string();
         let bytes_each = r.estimate.as_ref().map_or(f64::NAN, |e| e.min_bytes);
         if bytes_each.is_finite() {
             moved += bytes_each * f64::from(r.launches);
         }
-        if let (Some(m), Some(dev)) = (median(&r.samples), &r.device) {
-            let (flops, bytes) = r
-                .estimate
-                .as_ref()
-                .map_or((f64::NAN, f64::NAN), |e| (e.flops, e.min_bytes));
-            let sum: f64 = r.samples.iter().sum();
-            let s = m * 1e-6;
-            add_total(
-                &mut totals,
-                "measured",
-                dev,
-                r.launches,
-                sum,
-                bytes * f64::from(r.launches),
-            );
-            t.rows.push(vec![
-                name.clone(),
-                r.line.clone(),
-                r.tile.clone(),
-                dev.clone(),
-                count.clone(),
-                fmt_time(sum),
-                fmt_time(m),
-                "-".into(),
-                fmt_rate(bytes / s / 1e9, 9, 2),
-                fmt_rate(flops / s / 1e12, 8, 4),
-                "-".into(),
-                "measured".into(),
-            ]);
-        } else if let (Some(_), Some(dev)) = (&r.counters, &r.device) {
-            add_total(&mut totals, "measured", dev, r.launches, f64::NAN, f64::NAN);
-            let mut row = vec![
-                name.clone(),
-                r.line.clone(),
-                r.tile.clone(),
-                dev.clone(),
-                count.clone(),
-            ];
-            row.push(format!("{:>11}", "-"));
-            row.push(format!("{:>11}", "-"));
-            row.extend(["-", "-", "-", "-"].map(String::from));
-            row.push("measured".into());
-            t.rows.push(row);
-        }
-        if let Some(m) = &r.mesh {
-            let total = m.latency_us * f64::from(r.launches);
-            add_total(&mut totals, "model", &m.device, r.launches, total, f64::NAN);
-            t.rows.push(vec![
-                name.clone(),
-                r.line.clone(),
-                r.tile.clone(),
-                m.device.clone(),
-                count.clone(),
-                fmt_time(total),
-                fmt_time(m.latency_us),
-                "-".into(),
-                fmt_rate(m.gbps, 9, 2),
-                fmt_rate(m.tflops, 8, 4),
-                m.bound.to_string(),
-                "model".into(),
-            ]);
-        }
-        if let Some(e) = &r.estimate {
-            let star = if e.reg_source == RegSource::Estimate {
-                estimated = true;
-                "*"
-            } else {
-                " "
-            };
-            let total = e.latency_us * f64::from(r.launches);
-            add_total(
-                &mut totals,
-                "model",
-                r.target.name(),
-                r.launches,
-                total,
-                e.min_bytes * f64::from(r.launches),
-            );
-            t.rows.push(vec![
-                name,
-                r.line.clone(),
-                r.tile.clone(),
-                r.target.name().to_string(),
-                count,
-                fmt_time(total),
-                fmt_time(e.latency_us),
-                format!("{:>5.1}%{star}", e.occupancy.fraction * 100.0),
-                fmt_rate(e.gbps(), 9, 2),
-                fmt_rate(e.tflops(), 8, 4),
-                e.bound.name().to_string(),
-                "model".into(),
-            ]);
-        }
+        let rows = kernel_rows(r, &mut totals, &mut estimated);
+        t.rows.extend(rows);
         if !keep {
             // folded: its rows go into `other`, by source and device
             for row in t.rows.drain(before..) {

@@ -303,88 +303,95 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
                 }
             };
         }
-        "search_space" => {
-            let a = args.bind(name, &[], &["tile_sizes", "vectorize", "pipeline_stages"])?;
-            let mut space = SearchSpace::default();
-            for (i, key) in ["tile_sizes", "vectorize", "pipeline_stages"]
-                .iter()
-                .enumerate()
-            {
-                let Some(x) = get(&a, i) else { continue };
-                let items = x.value.items().ok_or_else(|| {
-                    let got = x.value.type_name();
-                    Diagnostic::new(Code::E0101, format!("{key} must be a list, not {got}"))
-                        .at(x.span)
-                })?;
-                if items.is_empty() {
-                    return Err(bad(x.span, format!("{key} must not be empty")));
-                }
-                for v in items {
-                    let arg = Arg {
-                        value: v,
-                        span: x.span,
-                    };
-                    match *key {
-                        "tile_sizes" => {
-                            if matches!(arg.value, Value::Tuple(_) | Value::List(_)) {
-                                let t = tile_ints(&arg, "a tile size (BM, BN, BK) or (BM, BN)")?;
-                                space.tiles.push([t[0], t[1], t[2]]);
-                            } else {
-                                let n = pos_int(&arg, key)?;
-                                space.tiles.push([n, n, 32]);
-                            }
-                        }
-                        "vectorize" => {
-                            let n = pos_int(&arg, key)?;
-                            if !matches!(n, 1 | 2 | 4 | 8 | 16) {
-                                return Err(bad(
-                                    x.span,
-                                    format!("the vector width must be 1, 2, 4, 8 or 16, got {n}"),
-                                ));
-                            }
-                            space.vectorize.push(n);
-                        }
-                        _ => space.stages.push(pos_int(&arg, key)?),
-                    }
-                }
-            }
-            d.search_space = Some(space);
-        }
-        "autotune" => {
-            let a = args.bind(name, &[], &["cost_model", "max_trials", "budget_ms"])?;
-            let model = match get(&a, 0) {
-                Some(x) => match &x.value {
-                    Value::Str(s) if &**s == "roofline" => s.to_string(),
-                    Value::Str(s) => {
-                        return Err(Diagnostic::new(
-                            Code::E0101,
-                            format!("unknown cost model '{s}' (the cost model is \"roofline\")"),
-                        )
-                        .at(x.span))
-                    }
-                    other => {
-                        return Err(Diagnostic::new(
-                            Code::E0101,
-                            format!("cost_model must be a str, not {}", other.type_name()),
-                        )
-                        .at(x.span))
-                    }
-                },
-                None => "roofline".to_string(),
-            };
-            let trials = get(&a, 1)
-                .map(|x| pos_int(x, "max_trials"))
-                .transpose()?
-                .unwrap_or(50);
-            let budget_ms = get(&a, 2).map(|x| pos_int(x, "budget_ms")).transpose()?;
-            d.autotune = Some(AutotuneOpts {
-                cost_model: model,
-                max_trials: trials,
-                budget_ms,
-            });
-        }
+        "search_space" => search_space(d, name, args)?,
+        "autotune" => autotune(d, name, args)?,
         _ => {}
     }
+    Ok(())
+}
+
+/// `schedule.search_space(tile_sizes=, vectorize=, pipeline_stages=)`.
+fn search_space(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnostic> {
+    let a = args.bind(name, &[], &["tile_sizes", "vectorize", "pipeline_stages"])?;
+    let mut space = SearchSpace::default();
+    for (i, key) in ["tile_sizes", "vectorize", "pipeline_stages"]
+        .iter()
+        .enumerate()
+    {
+        let Some(x) = get(&a, i) else { continue };
+        let items = x.value.items().ok_or_else(|| {
+            let got = x.value.type_name();
+            Diagnostic::new(Code::E0101, format!("{key} must be a list, not {got}")).at(x.span)
+        })?;
+        if items.is_empty() {
+            return Err(bad(x.span, format!("{key} must not be empty")));
+        }
+        for v in items {
+            let arg = Arg {
+                value: v,
+                span: x.span,
+            };
+            match *key {
+                "tile_sizes" => {
+                    if matches!(arg.value, Value::Tuple(_) | Value::List(_)) {
+                        let t = tile_ints(&arg, "a tile size (BM, BN, BK) or (BM, BN)")?;
+                        space.tiles.push([t[0], t[1], t[2]]);
+                    } else {
+                        let n = pos_int(&arg, key)?;
+                        space.tiles.push([n, n, 32]);
+                    }
+                }
+                "vectorize" => {
+                    let n = pos_int(&arg, key)?;
+                    if !matches!(n, 1 | 2 | 4 | 8 | 16) {
+                        return Err(bad(
+                            x.span,
+                            format!("the vector width must be 1, 2, 4, 8 or 16, got {n}"),
+                        ));
+                    }
+                    space.vectorize.push(n);
+                }
+                _ => space.stages.push(pos_int(&arg, key)?),
+            }
+        }
+    }
+    d.search_space = Some(space);
+    Ok(())
+}
+
+/// `schedule.autotune(cost_model=, max_trials=, budget_ms=)`.
+fn autotune(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnostic> {
+    let a = args.bind(name, &[], &["cost_model", "max_trials", "budget_ms"])?;
+    let model = match get(&a, 0) {
+        Some(x) => match &x.value {
+            Value::Str(s) if &**s == "roofline" => s.to_string(),
+            Value::Str(s) => {
+                return Err(Diagnostic::new(
+                    Code::E0101,
+                    format!("unknown cost model '{s}' (the cost model is \"roofline\")"),
+                )
+                .at(x.span))
+            }
+            other => {
+                return Err(Diagnostic::new(
+                    Code::E0101,
+                    format!("cost_model must be a str, not {}", other.type_name()),
+                )
+                .at(x.span))
+            }
+        },
+        None => "roofline".to_string(),
+    };
+    let trials = get(&a, 1)
+        .map(|x| pos_int(x, "max_trials"))
+        .transpose()?
+        .unwrap_or(50);
+    let budget_ms = get(&a, 2).map(|x| pos_int(x, "budget_ms")).transpose()?;
+    d.autotune = Some(AutotuneOpts {
+        cost_model: model,
+        max_trials: trials,
+        budget_ms,
+    });
     Ok(())
 }
 

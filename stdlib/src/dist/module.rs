@@ -155,46 +155,185 @@ fn device_ids(v: &Value, span: Span) -> Result<Vec<usize>, Diagnostic> {
         .collect()
 }
 
+/// `dist.Mesh(axes, shape=None, devices=None)`.
+fn make_mesh(it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
+    let a = args.bind("Mesh", &["axes"], &["shape", "devices"])?;
+    let axes_a = need(&a, 0, args.span)?;
+    let axes = str_items(&axes_a.value, axes_a.span, "axes")?;
+    let shape = match arg(&a, 1) {
+        Some(sh) if !matches!(sh.value, Value::None) => Some(shape_arg(&sh.value, sh.span)?),
+        _ => None,
+    };
+    let devices = match arg(&a, 2) {
+        Some(d) => {
+            let v = match &d.value {
+                Value::Range(..) => Value::list(it.iterate(&d.value, d.span)?),
+                other => other.clone(),
+            };
+            Some(device_ids(&v, d.span)?)
+        }
+        None => None,
+    };
+    // without a shape: the most balanced factorisation of the devices (SPEC §7)
+    let shape = match (shape, &devices) {
+        (Some(s), _) => s,
+        (None, Some(d)) => tessera_runtime::mesh::balanced_shape(d.len(), axes.len()),
+        (None, None) => {
+            return Err(
+                e400("dist.Mesh needs a shape or a device list (devices=range(N))").at(args.span),
+            )
+        }
+    };
+    Mesh::new(axes, shape, devices)
+        .map(|m| Value::host(MeshObj(Arc::new(m))))
+        .map_err(|e| rt_at(e, args.span))
+}
+
+/// `dist.ShardSpec(partition, mesh_axes)`.
+fn make_shard_spec(args: CallArgs) -> Result<Value, Diagnostic> {
+    let a = args.bind("ShardSpec", &["partition", "mesh_axes"], &[])?;
+    let p = need(&a, 0, args.span)?;
+    let items = p.value.items().unwrap_or_else(|| vec![p.value.clone()]);
+    let mut partition = Vec::new();
+    for x in items {
+        partition.push(match x {
+            Value::Str(s) if &*s == "row" => PDim::Row,
+            Value::Str(s) if &*s == "col" => PDim::Col,
+            Value::Int(i) => PDim::Index(i),
+            other => {
+                return Err(Diagnostic::new(
+                    Code::E0400,
+                    format!(
+                        "partition entries are 'row', 'col' or a dimension index, not {}",
+                        other.repr()
+                    ),
+                )
+                .at(p.span))
+            }
+        });
+    }
+    let ax = need(&a, 1, args.span)?;
+    let mesh_axes = str_items(&ax.value, ax.span, "mesh_axes")?;
+    if mesh_axes.len() != partition.len() {
+        return Err(e400(format!(
+            "partition names {} dimension(s) but mesh_axes names {} axis(es)",
+            partition.len(),
+            mesh_axes.len()
+        ))
+        .at(args.span));
+    }
+    Ok(Value::host(SpecObj {
+        partition,
+        mesh_axes,
+        partial: None,
+    }))
+}
+
+/// `dist.shard(t, spec, mesh=None)`: splits a tensor, or reshards a sharded one.
+fn shard(session: &Rc<Session>, args: CallArgs) -> Result<Value, Diagnostic> {
+    let a = args.bind("shard", &["t", "spec"], &["mesh"])?;
+    let t = need(&a, 0, args.span)?;
+    let sp = need(&a, 1, args.span)?;
+    let spec = spec_arg(&sp.value, sp.span)?;
+    if crate::trace::as_sym(&t.value).is_some() {
+        return Err(Diagnostic::new(
+            Code::E0201,
+            "dist.shard cannot split a traced tensor inside a kernel",
+        )
+        .at(t.span)
+        .with_label("traced here: only its shape and dtype are known")
+        .with_help("shard the arguments before calling the kernel: called with sharded arguments, it runs on each device's shards"));
+    }
+    if let Some(x) = sv_of(&t.value) {
+        let mesh = match arg(&a, 2) {
+            Some(m) => mesh_arg(&m.value, m.span)?,
+            None => x.s.mesh.clone(),
+        };
+        if *mesh != *x.s.mesh {
+            return Err(e400(
+                "resharding onto another mesh: gather the tensor first (dist.gather)",
+            )
+            .at(args.span));
+        }
+        let to = spec
+            .layout(x.s.shape.len(), &mesh)
+            .map_err(|d| d.or_at(sp.span))?;
+        tessera_runtime::mesh::check_layout(&x.s.shape, &to, &mesh)
+            .map_err(|e| rt_at(e, args.span))?;
+        return bring(&x, &to).map(value_of).map_err(|d| d.or_at(args.span));
+    }
+    let Some(m) = arg(&a, 2) else {
+        return Err(Diagnostic::new(
+            Code::E0101,
+            "dist.shard() of an unsharded tensor needs a mesh",
+        )
+        .at(args.span)
+        .with_help("pass it: dist.shard(t, spec, mesh)"));
+    };
+    let mesh = mesh_arg(&m.value, m.span)?;
+    let tt = tensor_arg(&t.value, t.span)?;
+    let l = spec
+        .layout(tt.ndim(), &mesh)
+        .map_err(|d| d.or_at(sp.span))?;
+    Sharded::split(&tt, l, mesh)
+        .map(|s| new_sharded(session, s))
+        .map_err(|e| rt_at(e, args.span))
+}
+
+/// `dist.tensor(shape, dtype, layout, mesh)`.
+fn dist_tensor(session: &Rc<Session>, args: CallArgs) -> Result<Value, Diagnostic> {
+    let a = args.bind("tensor", &["shape"], &["dtype", "layout", "mesh"])?;
+    let s = need(&a, 0, args.span)?;
+    let shape = shape_arg(&s.value, s.span)?;
+    let dt = match arg(&a, 1) {
+        Some(d) => dtype_arg(&d.value, d.span)?,
+        None => DType::F32,
+    };
+    match (arg(&a, 2), arg(&a, 3)) {
+        (None, _) => Tensor::abstract_tensor(&shape, dt)
+            .map(tensor_value)
+            .map_err(|e| rt_at(e, args.span)),
+        (Some(_), None) => {
+            Err(e400("a layout needs a mesh: dist.tensor(..., mesh=...)").at(args.span))
+        }
+        (Some(l), Some(m)) => {
+            let spec = spec_arg(&l.value, l.span)?;
+            let mesh = mesh_arg(&m.value, m.span)?;
+            let lay = spec
+                .layout(shape.len(), &mesh)
+                .map_err(|d| d.or_at(l.span))?;
+            // on a named system, a shard must fit one GPU's memory
+            if let Some(sys) = session.system.get() {
+                let local = lay.local_shape(&shape, &mesh.shape);
+                let bytes =
+                    local.iter().map(|&d| d as f64).product::<f64>() * dt.size_bytes() as f64;
+                if bytes > sys.hbm_bytes as f64 {
+                    return Err(e400(format!(
+                        "a shard of {} {} needs {:.1} GB, over the {:.0} GB of one GPU ({}, {})",
+                        shape_list(&local),
+                        dt.name(),
+                        bytes / 1e9,
+                        sys.hbm_bytes as f64 / 1e9,
+                        sys.spec.gpu,
+                        sys.name
+                    ))
+                    .at(args.span)
+                    .with_help("split it over more devices (another mesh axis in the ShardSpec)"));
+                }
+            }
+            Sharded::abstract_of(&shape, dt, lay, mesh)
+                .map(|s| new_sharded(session, s))
+                .map_err(|e| rt_at(e, args.span))
+        }
+    }
+}
+
 /// Builds the `dist` module.
 pub fn module(session: Rc<Session>) -> Module {
     let m = Module::new("dist", "device meshes and sharded tensors");
     m.set(
         "Mesh",
-        Value::native("Mesh", FUNCTIONS[0].1, |it, args| {
-            let a = args.bind("Mesh", &["axes"], &["shape", "devices"])?;
-            let axes_a = need(&a, 0, args.span)?;
-            let axes = str_items(&axes_a.value, axes_a.span, "axes")?;
-            let shape = match arg(&a, 1) {
-                Some(sh) if !matches!(sh.value, Value::None) => {
-                    Some(shape_arg(&sh.value, sh.span)?)
-                }
-                _ => None,
-            };
-            let devices = match arg(&a, 2) {
-                Some(d) => {
-                    let v = match &d.value {
-                        Value::Range(..) => Value::list(it.iterate(&d.value, d.span)?),
-                        other => other.clone(),
-                    };
-                    Some(device_ids(&v, d.span)?)
-                }
-                None => None,
-            };
-            // without a shape: the most balanced factorisation of the devices (SPEC §7)
-            let shape = match (shape, &devices) {
-                (Some(s), _) => s,
-                (None, Some(d)) => tessera_runtime::mesh::balanced_shape(d.len(), axes.len()),
-                (None, None) => {
-                    return Err(
-                        e400("dist.Mesh needs a shape or a device list (devices=range(N))")
-                            .at(args.span),
-                    )
-                }
-            };
-            Mesh::new(axes, shape, devices)
-                .map(|m| Value::host(MeshObj(Arc::new(m))))
-                .map_err(|e| rt_at(e, args.span))
-        }),
+        Value::native("Mesh", FUNCTIONS[0].1, |it, args| make_mesh(it, args)),
     );
     m.set("pipeline", {
         let session = session.clone();
@@ -210,95 +349,12 @@ pub fn module(session: Rc<Session>) -> Module {
     });
     m.set(
         "ShardSpec",
-        Value::native("ShardSpec", FUNCTIONS[1].1, |_, args| {
-            let a = args.bind("ShardSpec", &["partition", "mesh_axes"], &[])?;
-            let p = need(&a, 0, args.span)?;
-            let items = p.value.items().unwrap_or_else(|| vec![p.value.clone()]);
-            let mut partition = Vec::new();
-            for x in items {
-                partition.push(match x {
-                    Value::Str(s) if &*s == "row" => PDim::Row,
-                    Value::Str(s) if &*s == "col" => PDim::Col,
-                    Value::Int(i) => PDim::Index(i),
-                    other => {
-                        return Err(Diagnostic::new(
-                            Code::E0400,
-                            format!(
-                                "partition entries are 'row', 'col' or a dimension index, not {}",
-                                other.repr()
-                            ),
-                        )
-                        .at(p.span))
-                    }
-                });
-            }
-            let ax = need(&a, 1, args.span)?;
-            let mesh_axes = str_items(&ax.value, ax.span, "mesh_axes")?;
-            if mesh_axes.len() != partition.len() {
-                return Err(e400(format!(
-                    "partition names {} dimension(s) but mesh_axes names {} axis(es)",
-                    partition.len(),
-                    mesh_axes.len()
-                ))
-                .at(args.span));
-            }
-            Ok(Value::host(SpecObj {
-                partition,
-                mesh_axes,
-                partial: None,
-            }))
-        }),
+        Value::native("ShardSpec", FUNCTIONS[1].1, |_, args| make_shard_spec(args)),
     );
     m.set("shard", {
         let session = session.clone();
         Value::native("shard", FUNCTIONS[2].1, move |_, args| {
-            let a = args.bind("shard", &["t", "spec"], &["mesh"])?;
-            let t = need(&a, 0, args.span)?;
-            let sp = need(&a, 1, args.span)?;
-            let spec = spec_arg(&sp.value, sp.span)?;
-            if crate::trace::as_sym(&t.value).is_some() {
-                return Err(Diagnostic::new(
-                    Code::E0201,
-                    "dist.shard cannot split a traced tensor inside a kernel",
-                )
-                .at(t.span)
-                .with_label("traced here: only its shape and dtype are known")
-                .with_help("shard the arguments before calling the kernel: called with sharded arguments, it runs on each device's shards"));
-            }
-            if let Some(x) = sv_of(&t.value) {
-                let mesh = match arg(&a, 2) {
-                    Some(m) => mesh_arg(&m.value, m.span)?,
-                    None => x.s.mesh.clone(),
-                };
-                if *mesh != *x.s.mesh {
-                    return Err(e400(
-                        "resharding onto another mesh: gather the tensor first (dist.gather)",
-                    )
-                    .at(args.span));
-                }
-                let to = spec
-                    .layout(x.s.shape.len(), &mesh)
-                    .map_err(|d| d.or_at(sp.span))?;
-                tessera_runtime::mesh::check_layout(&x.s.shape, &to, &mesh)
-                    .map_err(|e| rt_at(e, args.span))?;
-                return bring(&x, &to).map(value_of).map_err(|d| d.or_at(args.span));
-            }
-            let Some(m) = arg(&a, 2) else {
-                return Err(Diagnostic::new(
-                    Code::E0101,
-                    "dist.shard() of an unsharded tensor needs a mesh",
-                )
-                .at(args.span)
-                .with_help("pass it: dist.shard(t, spec, mesh)"));
-            };
-            let mesh = mesh_arg(&m.value, m.span)?;
-            let tt = tensor_arg(&t.value, t.span)?;
-            let l = spec
-                .layout(tt.ndim(), &mesh)
-                .map_err(|d| d.or_at(sp.span))?;
-            Sharded::split(&tt, l, mesh)
-                .map(|s| new_sharded(&session, s))
-                .map_err(|e| rt_at(e, args.span))
+            shard(&session, args)
         })
     });
     m.set(
@@ -315,50 +371,7 @@ pub fn module(session: Rc<Session>) -> Module {
     m.set("tensor", {
         let session = session.clone();
         Value::native("tensor", FUNCTIONS[4].1, move |_, args| {
-            let a = args.bind("tensor", &["shape"], &["dtype", "layout", "mesh"])?;
-            let s = need(&a, 0, args.span)?;
-            let shape = shape_arg(&s.value, s.span)?;
-            let dt = match arg(&a, 1) {
-                Some(d) => dtype_arg(&d.value, d.span)?,
-                None => DType::F32,
-            };
-            match (arg(&a, 2), arg(&a, 3)) {
-                (None, _) => Tensor::abstract_tensor(&shape, dt)
-                    .map(tensor_value)
-                    .map_err(|e| rt_at(e, args.span)),
-                (Some(_), None) => {
-                    Err(e400("a layout needs a mesh: dist.tensor(..., mesh=...)").at(args.span))
-                }
-                (Some(l), Some(m)) => {
-                    let spec = spec_arg(&l.value, l.span)?;
-                    let mesh = mesh_arg(&m.value, m.span)?;
-                    let lay = spec
-                        .layout(shape.len(), &mesh)
-                        .map_err(|d| d.or_at(l.span))?;
-                    // on a named system, a shard must fit one GPU's memory
-                    if let Some(sys) = session.system.get() {
-                        let local = lay.local_shape(&shape, &mesh.shape);
-                        let bytes = local.iter().map(|&d| d as f64).product::<f64>()
-                            * dt.size_bytes() as f64;
-                        if bytes > sys.hbm_bytes as f64 {
-                            return Err(e400(format!(
-                                "a shard of {} {} needs {:.1} GB, over the {:.0} GB of one GPU ({}, {})",
-                                shape_list(&local),
-                                dt.name(),
-                                bytes / 1e9,
-                                sys.hbm_bytes as f64 / 1e9,
-                                sys.spec.gpu,
-                                sys.name
-                            ))
-                            .at(args.span)
-                            .with_help("split it over more devices (another mesh axis in the ShardSpec)"));
-                        }
-                    }
-                    Sharded::abstract_of(&shape, dt, lay, mesh)
-                        .map(|s| new_sharded(&session, s))
-                        .map_err(|e| rt_at(e, args.span))
-                }
-            }
+            dist_tensor(&session, args)
         })
     });
     m.set(

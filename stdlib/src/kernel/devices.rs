@@ -184,18 +184,7 @@ pub(super) fn run_device(
                 Checked::Emu => crate::crosscheck::compare(&l.program.graph, &ki, r, o),
                 Checked::Cuda => crate::crosscheck::compare_device(&ki, r, o),
                 Checked::Vulkan => {
-                    let g = &l.program.graph;
-                    let work = if !ki.ty.dtype.is_float() {
-                        ki.ty.dtype
-                    } else {
-                        ki.inputs
-                            .iter()
-                            .filter_map(|&v| g.ty(v).map(|t| t.dtype))
-                            .chain([ki.ty.dtype])
-                            .filter(|d| d.is_float() && d.precision().is_some())
-                            .min_by_key(|d| d.precision())
-                            .unwrap_or(ki.ty.dtype)
-                    };
+                    let work = working_dtype(&l.program.graph, &ki);
                     crate::crosscheck::compare_on(&ki, r, o, "vulkan", work)
                 }
             }
@@ -305,15 +294,7 @@ pub(super) fn run_device(
             }
             return Some(Err(diag));
         }
-        let mut w = format!(
-            "warning[E0800]: {}; it ran on the cpu (at {})\n",
-            diag.message,
-            sources.describe(k.span)
-        );
-        for n in &diag.notes {
-            w.push_str(&format!("  = note: {n}\n"));
-        }
-        warnings.push(w);
+        warnings.push(ran_on_cpu_warning(&diag, k, sources));
         None
     };
     let r = tessera_runtime::interp::run_with(&c.graph, inputs, &c.captures, &mut hook);
@@ -344,6 +325,41 @@ pub(super) fn run_device(
         }
     }
     r
+}
+
+/// The dtype a cross-checked vulkan kernel computes in: the least precise float among its
+/// operands and result (the result's dtype for an integer result).
+fn working_dtype(
+    g: &Graph,
+    k: &tessera_compiler::schedule::Kernel,
+) -> tessera_compiler::graph::DType {
+    if !k.ty.dtype.is_float() {
+        return k.ty.dtype;
+    }
+    k.inputs
+        .iter()
+        .filter_map(|&v| g.ty(v).map(|t| t.dtype))
+        .chain([k.ty.dtype])
+        .filter(|d| d.is_float() && d.precision().is_some())
+        .min_by_key(|d| d.precision())
+        .unwrap_or(k.ty.dtype)
+}
+
+/// The warning of a kernel whose failed launch fell back to the cpu.
+fn ran_on_cpu_warning(
+    diag: &Diagnostic,
+    k: &tessera_compiler::schedule::Kernel,
+    sources: &tessera_lang::SourceMap,
+) -> String {
+    let mut w = format!(
+        "warning[E0800]: {}; it ran on the cpu (at {})\n",
+        diag.message,
+        sources.describe(k.span)
+    );
+    for n in &diag.notes {
+        w.push_str(&format!("  = note: {n}\n"));
+    }
+    w
 }
 
 /// Whether every result of the op at `id` is empty (a kernel with nothing to compute).
