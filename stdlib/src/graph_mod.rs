@@ -133,9 +133,9 @@ fn fn_lower(s: &Rc<Session>, it: &mut Interp, args: CallArgs) -> Result<Value, D
         }
     }
     if crate::dist::call_is_sharded(&rest) {
-        return lower_on_mesh(it, &s, &f, &rest, &level);
+        return lower_on_mesh(it, s, &f, &rest, &level);
     }
-    let c = compiled(it, &s, &f, &rest)?;
+    let c = compiled(it, s, &f, &rest)?;
     if level == "graph" {
         return Ok(Value::str(print(&c.graph, &it.sources).trim_end()));
     }
@@ -159,7 +159,7 @@ fn fn_fusions(s: &Rc<Session>, it: &mut Interp, args: CallArgs) -> Result<Value,
             }
         }
     }
-    let c = compiled(it, &s, &f, &rest)?;
+    let c = compiled(it, s, &f, &rest)?;
     if !explain {
         return Ok(Value::list(
             c.fired.rules.iter().map(|(r, _)| Value::str(r)).collect(),
@@ -239,7 +239,7 @@ fn fn_profile(s: &Rc<Session>, it: &mut Interp, args: CallArgs) -> Result<Value,
     }
     let notes_before = s.profile.borrow().notes.len();
     let prev = s.profile.borrow_mut().start(repeats, ptxas);
-    let result = run_for_profile(it, &s, &f, rest);
+    let result = run_for_profile(it, s, &f, rest);
     let rows = s.profile.borrow_mut().finish(prev);
     let notes = s.profile.borrow_mut().notes.split_off(notes_before);
     result?;

@@ -333,7 +333,7 @@ pub fn module(session: Rc<Session>) -> Module {
     let m = Module::new("dist", "device meshes and sharded tensors");
     m.set(
         "Mesh",
-        Value::native("Mesh", FUNCTIONS[0].1, |it, args| make_mesh(it, args)),
+        Value::native("Mesh", FUNCTIONS[0].1, make_mesh),
     );
     m.set("pipeline", {
         let session = session.clone();
