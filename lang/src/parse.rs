@@ -127,6 +127,20 @@ fn misplaced_jumps(body: &[crate::ast::Stmt], diags: &mut Vec<Diagnostic>) {
                     todo.push((&f.body, false, true));
                     None
                 }
+                StmtKind::Try {
+                    body,
+                    handlers,
+                    orelse,
+                    finalbody,
+                } => {
+                    todo.push((body, in_loop, in_def));
+                    todo.push((orelse, in_loop, in_def));
+                    todo.push((finalbody, in_loop, in_def));
+                    for h in handlers {
+                        todo.push((&h.body, in_loop, in_def));
+                    }
+                    None
+                }
                 _ => None,
             };
             if let Some((msg, label)) = bad {

@@ -269,6 +269,23 @@ fn walk_stmt(src: &str, s: &Stmt) {
             walk_expr(src, test);
             msg.iter().for_each(|m| walk_expr(src, m));
         }
+        StmtKind::Try {
+            body,
+            handlers,
+            orelse,
+            finalbody,
+        } => {
+            for h in handlers {
+                check_span(src, h.span, "except");
+                h.typ.iter().for_each(|t| walk_expr(src, t));
+                h.body.iter().for_each(|s| walk_stmt(src, s));
+            }
+            body.iter()
+                .chain(orelse)
+                .chain(finalbody)
+                .for_each(|s| walk_stmt(src, s));
+        }
+        StmtKind::Global(names) => names.iter().for_each(|n| check_span(src, n.span, "global")),
         StmtKind::Return(None) | StmtKind::Break | StmtKind::Continue | StmtKind::Pass => {}
     }
 }

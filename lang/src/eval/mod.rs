@@ -6,11 +6,15 @@ mod builtins;
 mod call;
 mod check;
 pub mod dict;
+pub mod exc;
 mod expr;
 pub mod format;
 pub mod host;
 mod methods;
 mod ops;
+mod pybuiltins;
+pub mod pyset;
+pub mod textfile;
 mod stmt;
 pub mod value;
 
