@@ -367,7 +367,7 @@ pub(super) fn install(it: &mut Interp) {
                         .at(x.span));
                     }
                     let r = f.round_ties_even();
-                    if !(-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&r) {
+                    if !(-(2f64.powi(63))..2f64.powi(63)).contains(&r) {
                         return Err(Diagnostic::new(
                             Code::E0500,
                             format!(

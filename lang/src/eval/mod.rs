@@ -14,8 +14,8 @@ mod methods;
 mod ops;
 mod pybuiltins;
 pub mod pyset;
-pub mod textfile;
 mod stmt;
+pub mod textfile;
 pub mod value;
 
 pub use args::{Arg, CallArgs};

@@ -124,60 +124,56 @@ pub(super) fn install(it: &mut Interp) {
     );
     it.set_builtin(
         "open",
-        Value::native(
-            "open",
-            "open(path, mode='r', encoding=None)",
-            |it, args| {
-                let a = args.bind("open", &["path"], &["mode", "encoding"])?;
-                let mut a = a.into_iter();
-                let Some(Some(path)) = a.next() else {
-                    return Ok(Value::None);
+        Value::native("open", "open(path, mode='r', encoding=None)", |it, args| {
+            let a = args.bind("open", &["path"], &["mode", "encoding"])?;
+            let mut a = a.into_iter();
+            let Some(Some(path)) = a.next() else {
+                return Ok(Value::None);
+            };
+            let Value::Str(p) = &path.value else {
+                return Err(Diagnostic::new(
+                    Code::E0101,
+                    format!(
+                        "open() expected a path string, got {}",
+                        path.value.type_name()
+                    ),
+                )
+                .at(path.span));
+            };
+            let mode = match a.next().flatten() {
+                Some(m) => match &m.value {
+                    Value::Str(s) => parse_mode(s).map_err(|d| d.at(m.span))?,
+                    other => {
+                        return Err(Diagnostic::new(
+                            Code::E0101,
+                            format!("open() mode must be a string, not {}", other.type_name()),
+                        )
+                        .at(m.span))
+                    }
+                },
+                None => parse_mode("r")?,
+            };
+            if let Some(enc) = a.next().flatten() {
+                let ok = match &enc.value {
+                    Value::None => true,
+                    Value::Str(s) => {
+                        matches!(s.to_ascii_lowercase().as_str(), "utf-8" | "utf8")
+                    }
+                    _ => false,
                 };
-                let Value::Str(p) = &path.value else {
+                if !ok {
                     return Err(Diagnostic::new(
                         Code::E0101,
                         format!(
-                            "open() expected a path string, got {}",
-                            path.value.type_name()
+                            "open(): encoding {} is not supported; files are UTF-8",
+                            enc.value.repr()
                         ),
                     )
-                    .at(path.span));
-                };
-                let mode = match a.next().flatten() {
-                    Some(m) => match &m.value {
-                        Value::Str(s) => parse_mode(s).map_err(|d| d.at(m.span))?,
-                        other => {
-                            return Err(Diagnostic::new(
-                                Code::E0101,
-                                format!("open() mode must be a string, not {}", other.type_name()),
-                            )
-                            .at(m.span))
-                        }
-                    },
-                    None => parse_mode("r")?,
-                };
-                if let Some(enc) = a.next().flatten() {
-                    let ok = match &enc.value {
-                        Value::None => true,
-                        Value::Str(s) => {
-                            matches!(s.to_ascii_lowercase().as_str(), "utf-8" | "utf8")
-                        }
-                        _ => false,
-                    };
-                    if !ok {
-                        return Err(Diagnostic::new(
-                            Code::E0101,
-                            format!(
-                                "open(): encoding {} is not supported; files are UTF-8",
-                                enc.value.repr()
-                            ),
-                        )
-                        .at(enc.span));
-                    }
+                    .at(enc.span));
                 }
-                TextFile::open(it, p, mode).map_err(|d| d.at(path.span))
-            },
-        ),
+            }
+            TextFile::open(it, p, mode).map_err(|d| d.at(path.span))
+        }),
     );
     it.set_builtin("time", Value::Module(Rc::new(time_module())));
 }
@@ -236,7 +232,14 @@ fn time_module() -> Module {
                         .at(s.span))
                     }
                 };
-                if secs.is_nan() || secs < 0.0 {
+                if secs.is_nan() {
+                    return Err(Diagnostic::new(
+                        Code::E0500,
+                        "time.sleep(): the number of seconds is nan",
+                    )
+                    .at(s.span));
+                }
+                if secs < 0.0 {
                     return Err(Diagnostic::new(
                         Code::E0500,
                         "time.sleep(): the number of seconds must be non-negative",

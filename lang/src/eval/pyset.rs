@@ -36,7 +36,7 @@ impl SetObj {
         let mut d = Dict::new();
         for x in items {
             d.insert(x, Value::None)?;
-            if d.len() % 1024 == 0 {
+            if d.len().is_multiple_of(1024) {
                 it.check_dict_len(d.len())?;
             }
         }
@@ -68,7 +68,11 @@ fn new_set(keys: impl IntoIterator<Item = Value>) -> Result<Value, Diagnostic> {
 }
 
 /// The items of a set operand: another set, or (for the methods) any iterable.
-fn operand_items(it: &mut Interp, v: &Value, span: crate::span::Span) -> Result<Vec<Value>, Diagnostic> {
+fn operand_items(
+    it: &mut Interp,
+    v: &Value,
+    span: crate::span::Span,
+) -> Result<Vec<Value>, Diagnostic> {
     match of(v) {
         Some(s) => Ok(s.keys()),
         None => it.iterate(v, span),
@@ -172,7 +176,10 @@ fn method(it: &mut Interp, s: &SetObj, name: &str, args: CallArgs) -> Result<Val
         let a = args.bind(&fname, &["x"], &[])?;
         match a.into_iter().flatten().next() {
             Some(a) => Ok((a.value, a.span)),
-            None => Err(Diagnostic::new(Code::E0101, format!("{fname}() missing an argument"))),
+            None => Err(Diagnostic::new(
+                Code::E0101,
+                format!("{fname}() missing an argument"),
+            )),
         }
     };
     match name {

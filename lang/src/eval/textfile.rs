@@ -57,11 +57,10 @@ pub fn parse_mode(mode: &str) -> Result<Mode, Diagnostic> {
             .with_help("op.load and op.save read and write tensor files"))
         }
         m => {
-            return Err(Diagnostic::new(
-                Code::E0101,
-                format!("open(): invalid mode {m:?}"),
+            return Err(
+                Diagnostic::new(Code::E0101, format!("open(): invalid mode {m:?}"))
+                    .with_help("the modes are \"r\" (read), \"w\" (write) and \"a\" (append)"),
             )
-            .with_help("the modes are \"r\" (read), \"w\" (write) and \"a\" (append)"))
         }
     };
     Ok(m)
@@ -173,10 +172,7 @@ impl TextFile {
         let old = std::mem::replace(&mut *self.state.borrow_mut(), State::Closed);
         if let State::Writing(mut w) = old {
             w.flush().map_err(|e| {
-                Diagnostic::new(
-                    Code::E0500,
-                    format!("cannot write {:?}: {e}", self.path),
-                )
+                Diagnostic::new(Code::E0500, format!("cannot write {:?}: {e}", self.path))
             })?;
         }
         Ok(())
@@ -223,12 +219,16 @@ impl HostObject for TextFile {
         }
         let this = this.clone();
         let mname: Rc<str> = name.into();
-        Ok(Some(Value::native(name, &format!("file.{name}"), move |it, args| {
-            let Some(f) = this.downcast::<TextFile>() else {
-                return Ok(Value::None);
-            };
-            f.method(it, &mname, args)
-        })))
+        Ok(Some(Value::native(
+            name,
+            &format!("file.{name}"),
+            move |it, args| {
+                let Some(f) = this.downcast::<TextFile>() else {
+                    return Ok(Value::None);
+                };
+                f.method(it, &mname, args)
+            },
+        )))
     }
     fn attr_names(&self) -> Vec<&'static str> {
         let mut v = METHODS.to_vec();
@@ -248,7 +248,11 @@ impl TextFile {
             }
             "readline" => {
                 args.bind(&fname, &[], &[])?;
-                let line = self.take_lines(Some(1))?.into_iter().next().unwrap_or_default();
+                let line = self
+                    .take_lines(Some(1))?
+                    .into_iter()
+                    .next()
+                    .unwrap_or_default();
                 Ok(Value::Str(line.into()))
             }
             "readlines" => {
@@ -267,10 +271,7 @@ impl TextFile {
                 let Value::Str(text) = &s.value else {
                     return Err(Diagnostic::new(
                         Code::E0101,
-                        format!(
-                            "write() argument must be str, not {}",
-                            s.value.type_name()
-                        ),
+                        format!("write() argument must be str, not {}", s.value.type_name()),
                     )
                     .at(s.span)
                     .with_help("convert it first: f.write(str(x))"));
