@@ -179,99 +179,84 @@ pub(super) fn install(it: &mut Interp) {
 }
 
 fn time_module() -> Module {
-    let m = Module::new(
-        "time",
-        "Clocks and sleeping: time.perf_counter(), time.time(), time.sleep(s)",
-    );
+    let m = Module::new("time", "clocks and sleeping");
     let start = Instant::now();
     m.set(
         "perf_counter",
-        Value::native(
-            "perf_counter",
-            "perf_counter() -> float: seconds on a monotonic clock, for measuring intervals",
-            move |_, args| {
-                args.bind("time.perf_counter", &[], &[])?;
-                Ok(Value::Float(start.elapsed().as_secs_f64()))
-            },
-        ),
+        Value::native("perf_counter", "perf_counter()", move |_, args| {
+            args.bind("time.perf_counter", &[], &[])?;
+            Ok(Value::Float(start.elapsed().as_secs_f64()))
+        }),
     );
     m.set(
         "time",
-        Value::native(
-            "time",
-            "time() -> float: seconds since the Unix epoch (wall clock)",
-            |_, args| {
-                args.bind("time.time", &[], &[])?;
-                let t = SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map(|d| d.as_secs_f64())
-                    .unwrap_or(0.0);
-                Ok(Value::Float(t))
-            },
-        ),
+        Value::native("time", "time()", |_, args| {
+            args.bind("time.time", &[], &[])?;
+            let t = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0);
+            Ok(Value::Float(t))
+        }),
     );
     m.set(
         "sleep",
-        Value::native(
-            "sleep",
-            "sleep(s): waits s seconds (0 <= s <= 86400); an interrupt stops it",
-            |it, args| {
-                let s = arg1(&args, "time.sleep", "secs")?;
-                let secs = match &s.value {
-                    Value::Int(i) => *i as f64,
-                    Value::Float(f) => *f,
-                    Value::Bool(b) => f64::from(u8::from(*b)),
-                    other => {
-                        return Err(Diagnostic::new(
-                            Code::E0101,
-                            format!(
-                                "time.sleep() expected a number of seconds, got {}",
-                                other.type_name()
-                            ),
-                        )
-                        .at(s.span))
-                    }
-                };
-                if secs.is_nan() {
+        Value::native("sleep", "sleep(secs)", |it, args| {
+            let s = arg1(&args, "time.sleep", "secs")?;
+            let secs = match &s.value {
+                Value::Int(i) => *i as f64,
+                Value::Float(f) => *f,
+                Value::Bool(b) => f64::from(u8::from(*b)),
+                other => {
                     return Err(Diagnostic::new(
-                        Code::E0500,
-                        "time.sleep(): the number of seconds is nan",
-                    )
-                    .at(s.span));
-                }
-                if secs < 0.0 {
-                    return Err(Diagnostic::new(
-                        Code::E0500,
-                        "time.sleep(): the number of seconds must be non-negative",
-                    )
-                    .at(s.span));
-                }
-                if secs > MAX_SLEEP_S {
-                    return Err(Diagnostic::new(
-                        Code::E0700,
+                        Code::E0101,
                         format!(
-                            "time.sleep({}): over the limit of {MAX_SLEEP_S} seconds (a day)",
-                            super::format::float_repr(secs)
+                            "time.sleep() expected a number of seconds, got {}",
+                            other.type_name()
                         ),
                     )
-                    .at(s.span));
+                    .at(s.span))
                 }
-                let end = Instant::now() + Duration::from_secs_f64(secs);
-                // in slices, so that an interrupt (Ctrl-C, Jupyter) stops it
-                loop {
-                    if it.interrupt.load(Ordering::Relaxed) {
-                        it.interrupt.store(false, Ordering::Relaxed);
-                        return Err(super::interrupted().at(s.span));
-                    }
-                    let now = Instant::now();
-                    if now >= end {
-                        break;
-                    }
-                    std::thread::sleep((end - now).min(Duration::from_millis(20)));
+            };
+            if secs.is_nan() {
+                return Err(Diagnostic::new(
+                    Code::E0500,
+                    "time.sleep(): the number of seconds is nan",
+                )
+                .at(s.span));
+            }
+            if secs < 0.0 {
+                return Err(Diagnostic::new(
+                    Code::E0500,
+                    "time.sleep(): the number of seconds must be non-negative",
+                )
+                .at(s.span));
+            }
+            if secs > MAX_SLEEP_S {
+                return Err(Diagnostic::new(
+                    Code::E0700,
+                    format!(
+                        "time.sleep({}): over the limit of {MAX_SLEEP_S} seconds (a day)",
+                        super::format::float_repr(secs)
+                    ),
+                )
+                .at(s.span));
+            }
+            let end = Instant::now() + Duration::from_secs_f64(secs);
+            // in slices, so that an interrupt (Ctrl-C, Jupyter) stops it
+            loop {
+                if it.interrupt.load(Ordering::Relaxed) {
+                    it.interrupt.store(false, Ordering::Relaxed);
+                    return Err(super::interrupted().at(s.span));
                 }
-                Ok(Value::None)
-            },
-        ),
+                let now = Instant::now();
+                if now >= end {
+                    break;
+                }
+                std::thread::sleep((end - now).min(Duration::from_millis(20)));
+            }
+            Ok(Value::None)
+        }),
     );
     m
 }

@@ -292,3 +292,52 @@ fn method(it: &mut Interp, s: &SetObj, name: &str, args: CallArgs) -> Result<Val
         _ => Ok(Value::None),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::diag::Code;
+    use crate::eval::{Interp, ENTRY_BYTES, ITEM_BYTES};
+
+    fn run(it: &mut Interp, src: &str) -> Result<(), crate::diag::Diagnostic> {
+        let m = crate::parse::parse_module(src, 0).map_err(|mut d| d.remove(0))?;
+        it.exec_module(&m).map(|_| ())
+    }
+
+    #[test]
+    fn sets_are_bounded_like_dicts() {
+        assert!(ENTRY_BYTES > 2 * ITEM_BYTES);
+        let mut it = Interp::new();
+        // a range of 1000 items fits, a set of 1000 entries does not
+        it.max_bytes = (1000 * (ITEM_BYTES + ENTRY_BYTES) / 2) as u64;
+        run(&mut it, "r = list(range(1000))").unwrap();
+        let e = run(&mut it, "s = set(range(1000))").unwrap_err();
+        assert_eq!(e.code, Code::E0700, "{}", e.message);
+        assert!(e.message.contains("dict of 1000 entries"), "{}", e.message);
+        // growing a set one item at a time stops at the limit too
+        let e = run(&mut it, "s = set()\nfor i in range(1000):\n    s.add(i)\n").unwrap_err();
+        assert_eq!(e.code, Code::E0700, "{}", e.message);
+        let e = run(&mut it, "s = set()\ns.update(range(1000))\n").unwrap_err();
+        assert_eq!(e.code, Code::E0700, "{}", e.message);
+        run(&mut it, "s = set(range(100))\nassert len(s) == 100").unwrap();
+    }
+
+    #[test]
+    fn text_files_are_bounded_by_the_host_limit() {
+        let path =
+            std::env::temp_dir().join(format!("tessera-open-limit-{}.txt", std::process::id()));
+        std::fs::write(&path, "x".repeat(2000)).unwrap();
+        let p = path.to_string_lossy().replace('\\', "/");
+        let mut it = Interp::new();
+        it.max_bytes = 1000;
+        let e = run(&mut it, &format!("t = open({p:?}).read()")).unwrap_err();
+        assert_eq!(e.code, Code::E0700, "{}", e.message);
+        assert!(e.span.is_some());
+        it.max_bytes = 4000;
+        run(
+            &mut it,
+            &format!("t = open({p:?}).read()\nassert len(t) == 2000"),
+        )
+        .unwrap();
+        let _ = std::fs::remove_file(&path);
+    }
+}
