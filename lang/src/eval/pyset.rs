@@ -305,7 +305,7 @@ mod tests {
 
     #[test]
     fn sets_are_bounded_like_dicts() {
-        assert!(ENTRY_BYTES > 2 * ITEM_BYTES);
+        const { assert!(ENTRY_BYTES > 2 * ITEM_BYTES) };
         let mut it = Interp::new();
         // a range of 1000 items fits, a set of 1000 entries does not
         it.max_bytes = (1000 * (ITEM_BYTES + ENTRY_BYTES) / 2) as u64;
