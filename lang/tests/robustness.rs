@@ -54,6 +54,12 @@ const FRAGMENTS: &[&str] = &[
     "False",
     "None",
     "lambda",
+    "try",
+    "except",
+    "finally",
+    "global",
+    "as",
+    "match",
     "import",
     "class",
     "0",
@@ -159,6 +165,7 @@ const PROGRAMS: &[&str] = &[
     "a, b = (1, 2)\n(c, d) = [3, 4]\nt = 1,\ne = ()\nx[i] = o.attr = a if b else c\n",
     "s = '''multi\nline''' \"and\" 'more'\nx = (1 +\n     2)\ny = 1 + \\\n    2\n",
     "π = 3.14159\nnaïve = π * 2\nprint(f'{naïve:.2f}')\r\nz = x[::2][-1]\r\n",
+    "def g():\n    global n\n    try:\n        n = 1 // 0\n    except Exception as e:\n        n = {e.code: set([1])}\n    else:\n        pass\n    finally:\n        return n\n",
 ];
 
 fn soup(rng: &mut Rng) -> String {

@@ -45,6 +45,23 @@ impl SetObj {
             items: RefCell::new(d),
         }))
     }
+    /// `repr`, or `None` past `limit` bytes (items hold strings of any size).
+    pub fn repr_within(&self, limit: usize) -> Option<String> {
+        let d = self.items.borrow();
+        if d.is_empty() {
+            return Some("set()".to_string());
+        }
+        let mut out = String::from("{");
+        for (i, (k, _)) in d.entries().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            let t = k.repr_within(limit.checked_sub(out.len())?)?;
+            out.push_str(&t);
+        }
+        out.push('}');
+        (out.len() <= limit).then_some(out)
+    }
     fn keys(&self) -> Vec<Value> {
         self.items.borrow().keys()
     }
@@ -84,12 +101,7 @@ impl HostObject for SetObj {
         "set"
     }
     fn repr(&self) -> String {
-        let d = self.items.borrow();
-        if d.is_empty() {
-            return "set()".to_string();
-        }
-        let items: Vec<String> = d.entries().map(|(k, _)| k.repr()).collect();
-        format!("{{{}}}", items.join(", "))
+        self.repr_within(usize::MAX).unwrap_or_default()
     }
     fn truthy(&self) -> Result<bool, Diagnostic> {
         Ok(!self.items.borrow().is_empty())
@@ -319,6 +331,16 @@ mod tests {
         let e = run(&mut it, "s = set()\ns.update(range(1000))\n").unwrap_err();
         assert_eq!(e.code, Code::E0700, "{}", e.message);
         run(&mut it, "s = set(range(100))\nassert len(s) == 100").unwrap();
+        // the text of a set of long strings is bounded too
+        it.max_bytes = 100_000;
+        let e = run(
+            &mut it,
+            "s = set([str(i) * 20000 for i in range(8)])\nt = repr(s)",
+        )
+        .unwrap_err();
+        assert_eq!(e.code, Code::E0700, "{}", e.message);
+        let e = run(&mut it, "print(s)").unwrap_err();
+        assert_eq!(e.code, Code::E0700, "{}", e.message);
     }
 
     #[test]
