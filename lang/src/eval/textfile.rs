@@ -307,3 +307,56 @@ impl TextFile {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::diag::Code;
+    use crate::eval::Interp;
+
+    fn run(it: &mut Interp, src: &str) -> Result<(), crate::diag::Diagnostic> {
+        let m = crate::parse::parse_module(src, 0).map_err(|mut d| d.remove(0))?;
+        it.exec_module(&m).map(|_| ())
+    }
+
+    /// A file whose size its metadata does not tell (a device, a FIFO, `/proc`) is read up
+    /// to the limit and no further.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_endless_file_stops_at_the_limit() {
+        let mut it = Interp::new();
+        it.max_bytes = 1 << 16;
+        let e = run(&mut it, "t = open('/dev/zero').read()").unwrap_err();
+        assert_eq!(e.code, Code::E0700, "{}", e.message);
+        run(
+            &mut it,
+            "t = open('/proc/self/status').read()\nassert 'Name' in t",
+        )
+        .unwrap();
+    }
+
+    /// Writes reach the file on `close()` and when the file value is dropped; a symlink to a
+    /// file is followed.
+    #[cfg(unix)]
+    #[test]
+    fn writes_are_flushed_on_close_and_on_drop() {
+        let dir = std::env::temp_dir().join(format!("tessera-textfile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("out.txt");
+        let link = dir.join("link.txt");
+        let ps = p.to_string_lossy().to_string();
+        let mut it = Interp::new();
+        run(
+            &mut it,
+            &format!("def w():\n    f = open({ps:?}, 'w')\n    f.write('dropped')\nw()"),
+        )
+        .unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "dropped");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        let ls = link.to_string_lossy().to_string();
+        run(&mut it, &format!("f = open({ls:?}, 'a')\nf.write('+')\nf.close()\nassert open({ps:?}).read() == 'dropped+'")).unwrap();
+        let e = run(&mut it, "f.write('late')").unwrap_err();
+        assert_eq!(e.code, Code::E0500, "{}", e.message);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
