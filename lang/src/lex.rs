@@ -391,7 +391,7 @@ pub fn lex(source: &str, range: Range<usize>, file: FileId, fdepth: u32) -> Lexe
             if imaginary {
                 lexer.bump(1);
                 out.diags.push(
-                    Diagnostic::new(Code::E0001, "imaginary literals are not supported")
+                    Diagnostic::new(Code::E0001, "imaginary literals are not supported in Tessera")
                         .at(Span::new(file, base + r.start, base + r.end + 1))
                         .with_label("an imaginary literal")
                         .with_help("make complex tensors with op.complex(re, im), e.g. op.complex(0.0, 2.0) for 2j"),

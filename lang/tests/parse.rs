@@ -574,7 +574,11 @@ fn rejected_programs() {
         ),
         (
             "def f(**kw): pass\n",
-            &[("E0001", "`**kwargs` parameters are not supported", "1:7")],
+            &[(
+                "E0001",
+                "`**kwargs` parameters are not supported in Tessera",
+                "1:7",
+            )],
         ),
         (
             "@dec\nx = 1\n",
@@ -630,15 +634,27 @@ fn rejected_programs() {
         ),
         (
             "x = a ^ b\n",
-            &[("E0001", "the `^` operator is not supported", "1:7")],
+            &[(
+                "E0001",
+                "the `^` operator is not supported in Tessera",
+                "1:7",
+            )],
         ),
         (
             "x = a << 2\n",
-            &[("E0001", "the `<<` operator is not supported", "1:7")],
+            &[(
+                "E0001",
+                "the `<<` operator is not supported in Tessera",
+                "1:7",
+            )],
         ),
         (
             "x = b'abc'\n",
-            &[("E0001", "bytes literals are not supported", "1:5")],
+            &[(
+                "E0001",
+                "bytes literals are not supported in Tessera",
+                "1:5",
+            )],
         ),
         (
             "x = 10000000000000000000\n",

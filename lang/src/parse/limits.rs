@@ -91,13 +91,13 @@ pub(crate) fn precheck(
                 },
             )),
             Tok::Unsupported(op) => Some(match *op {
-                ":=" => ("assignment expressions (`:=`) are not supported".to_string(), None),
+                ":=" => ("assignment expressions (`:=`) are not supported in Tessera".to_string(), None),
                 "<>" => ("`<>` is not an operator".to_string(), Some("use `!=`")),
                 op if op.ends_with('=') => (
-                    format!("the `{op}` augmented assignment is not supported"),
+                    format!("the `{op}` augmented assignment is not supported in Tessera"),
                     None,
                 ),
-                op => (format!("the `{op}` operator is not supported"), Some(match op {
+                op => (format!("the `{op}` operator is not supported in Tessera"), Some(match op {
                     "^" => "for powers, use `**`; `&`, `|` and `~` are supported",
                     _ => "shifts and `^` are not supported: multiply or floor-divide by a power of two",
                 })),
@@ -141,7 +141,7 @@ pub(crate) fn precheck(
         return Err(Some(Box::new(
             Diagnostic::new(
                 Code::E0001,
-                "variable annotations (`name: type`) are not supported",
+                "variable annotations (`name: type`) are not supported in Tessera",
             )
             .at(sp(colon))
             .with_label("an annotation")
