@@ -218,6 +218,13 @@ pub(super) fn install(it: &mut Interp) {
                         result |= type_of(&x.value) == k
                             || (k == TypeKind::Int && matches!(x.value, Value::Bool(_)));
                     }
+                    // `Exception` and `set` are not `Value::Type`s but are classes to Python
+                    Value::Host(_) if ty.downcast::<super::exc::ExceptionType>().is_some() => {
+                        result |= x.value.downcast::<super::exc::ErrorValue>().is_some();
+                    }
+                    Value::Native(n) if &*n.name == "set" => {
+                        result |= x.value.downcast::<super::pyset::SetObj>().is_some();
+                    }
                     other => {
                         return Err(Diagnostic::new(
                             Code::E0101,
