@@ -64,6 +64,26 @@ pub enum StmtKind {
         test: Expr,
         msg: Option<Expr>,
     },
+    /// `try:` with its `except` clauses, `else` and `finally` blocks (at least one `except`
+    /// or a `finally`).
+    Try {
+        body: Vec<Stmt>,
+        handlers: Vec<Handler>,
+        orelse: Vec<Stmt>,
+        finalbody: Vec<Stmt>,
+    },
+    /// `global a, b`
+    Global(Vec<Ident>),
+}
+
+/// One `except [TYPE] [as NAME]:` clause.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Handler {
+    pub typ: Option<Expr>,
+    pub name: Option<Ident>,
+    pub body: Vec<Stmt>,
+    /// the `except ...:` line
+    pub span: Span,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -40,6 +40,11 @@ pub enum Tok {
     Continue,
     Pass,
     Assert,
+    Try,
+    Except,
+    Finally,
+    Global,
+    As,
     And,
     Or,
     Not,
@@ -162,6 +167,11 @@ impl Tok {
             Tok::Continue => "continue",
             Tok::Pass => "pass",
             Tok::Assert => "assert",
+            Tok::Try => "try",
+            Tok::Except => "except",
+            Tok::Finally => "finally",
+            Tok::Global => "global",
+            Tok::As => "as",
             Tok::And => "and",
             Tok::Or => "or",
             Tok::Not => "not",
@@ -381,7 +391,7 @@ pub fn lex(source: &str, range: Range<usize>, file: FileId, fdepth: u32) -> Lexe
             if imaginary {
                 lexer.bump(1);
                 out.diags.push(
-                    Diagnostic::new(Code::E0001, "imaginary literals are not supported")
+                    Diagnostic::new(Code::E0001, "imaginary literals are not supported in Tessera")
                         .at(Span::new(file, base + r.start, base + r.end + 1))
                         .with_label("an imaginary literal")
                         .with_help("make complex tensors with op.complex(re, im), e.g. op.complex(0.0, 2.0) for 2j"),
@@ -599,13 +609,13 @@ fn keyword(s: &str) -> Tok {
         "class" => Tok::Reserved("class"),
         "import" => Tok::Reserved("import"),
         "from" => Tok::Reserved("from"),
-        "as" => Tok::Reserved("as"),
+        "as" => Tok::As,
         "with" => Tok::Reserved("with"),
-        "try" => Tok::Reserved("try"),
-        "except" => Tok::Reserved("except"),
-        "finally" => Tok::Reserved("finally"),
+        "try" => Tok::Try,
+        "except" => Tok::Except,
+        "finally" => Tok::Finally,
         "raise" => Tok::Reserved("raise"),
-        "global" => Tok::Reserved("global"),
+        "global" => Tok::Global,
         "nonlocal" => Tok::Reserved("nonlocal"),
         "yield" => Tok::Reserved("yield"),
         "del" => Tok::Reserved("del"),

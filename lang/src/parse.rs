@@ -82,6 +82,7 @@ fn parse_all(source: &str, file: FileId) -> Parsed {
     let body = builder.module();
     diags.extend(builder.diags);
     misplaced_jumps(&body, &mut diags);
+    global_params(&body, &mut diags);
     let eof_diags = builder.eof_diags;
     let end = builder.end;
     diags.sort_by_key(|d| d.span.map(|s| (s.lo, s.hi)).unwrap_or((u32::MAX, u32::MAX)));
@@ -127,6 +128,20 @@ fn misplaced_jumps(body: &[crate::ast::Stmt], diags: &mut Vec<Diagnostic>) {
                     todo.push((&f.body, false, true));
                     None
                 }
+                StmtKind::Try {
+                    body,
+                    handlers,
+                    orelse,
+                    finalbody,
+                } => {
+                    todo.push((body, in_loop, in_def));
+                    todo.push((orelse, in_loop, in_def));
+                    todo.push((finalbody, in_loop, in_def));
+                    for h in handlers {
+                        todo.push((&h.body, in_loop, in_def));
+                    }
+                    None
+                }
                 _ => None,
             };
             if let Some((msg, label)) = bad {
@@ -135,6 +150,56 @@ fn misplaced_jumps(body: &[crate::ast::Stmt], diags: &mut Vec<Diagnostic>) {
                         .at(st.span)
                         .with_label(label),
                 );
+            }
+        }
+    }
+}
+
+/// `global x` in a function whose parameter is `x` is E0001, as Python's SyntaxError ("name 'x'
+/// is parameter and global").
+fn global_params(body: &[crate::ast::Stmt], diags: &mut Vec<Diagnostic>) {
+    use crate::ast::StmtKind;
+    // (statements, the parameters of the function they are in)
+    let mut todo: Vec<(&[crate::ast::Stmt], Vec<&str>)> = vec![(body, Vec::new())];
+    while let Some((stmts, params)) = todo.pop() {
+        for st in stmts {
+            match &st.kind {
+                StmtKind::Global(names) => {
+                    for n in names.iter().filter(|n| params.contains(&&*n.name)) {
+                        diags.push(
+                            Diagnostic::new(
+                                Code::E0001,
+                                format!("name '{}' is parameter and global", n.name),
+                            )
+                            .at(n.span)
+                            .with_label("a parameter of this function"),
+                        );
+                    }
+                }
+                StmtKind::FunctionDef(f) => {
+                    let ps = f.params.iter().map(|p| &*p.name.name).collect();
+                    todo.push((&f.body, ps));
+                }
+                StmtKind::If { body, orelse, .. }
+                | StmtKind::For { body, orelse, .. }
+                | StmtKind::While { body, orelse, .. } => {
+                    todo.push((body, params.clone()));
+                    todo.push((orelse, params.clone()));
+                }
+                StmtKind::Try {
+                    body,
+                    handlers,
+                    orelse,
+                    finalbody,
+                } => {
+                    todo.push((body, params.clone()));
+                    todo.push((orelse, params.clone()));
+                    todo.push((finalbody, params.clone()));
+                    for h in handlers {
+                        todo.push((&h.body, params.clone()));
+                    }
+                }
+                _ => {}
             }
         }
     }

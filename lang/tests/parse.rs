@@ -289,9 +289,105 @@ fn compound_statements() {
         ),
         ("if x:\r\n    y = 2\r\n", "(if x (block (= y 2)))"),
         ("if x:\n    y", "(if x (block y))"),
+        (
+            "try:\n    a\nexcept Exception as e:\n    b\nexcept:\n    c\nelse:\n    d\nfinally:\n    f\n",
+            "(try (block a) (except Exception as e (block b)) (except (block c)) (else (block d)) (finally (block f)))",
+        ),
+        ("try: a\nfinally: b\n", "(try (block a) (finally (block b)))"),
+        (
+            "try:\n    a\nexcept (Exception,):\n    pass\n",
+            "(try (block a) (except (tuple Exception) (block pass)))",
+        ),
+        (
+            "def f():\n    global a, b\n    a = 1\n",
+            "(def f (params) (block (global a b) (= a 1)))",
+        ),
+        ("match = 1\n", "(= match 1)"),
+        ("match(x)\n", "(call match x)"),
+        ("d = {1: 2}\n", "(= d (dict (1 2)))"),
     ];
     for (src, want) in cases {
         assert_eq!(module(src), want, "{src:?}");
+    }
+}
+
+#[test]
+fn outside_the_subset_is_not_supported_in_tessera() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "import time\n",
+            "`import` is not supported in Tessera",
+            "1:1",
+        ),
+        (
+            "with f as g:\n    pass\n",
+            "`with` statements are not supported in Tessera",
+            "1:1",
+        ),
+        (
+            "d = {k: 1 for k in x}\n",
+            "dict comprehensions are not supported in Tessera",
+            "1:5",
+        ),
+        (
+            "s = {k for k in x}\n",
+            "set comprehensions are not supported in Tessera",
+            "1:5",
+        ),
+        (
+            "s = {1, 2}\n",
+            "set literals are not supported in Tessera",
+            "1:5",
+        ),
+        (
+            "f({1})\n",
+            "set literals are not supported in Tessera",
+            "1:3",
+        ),
+        (
+            "match x:\n    case 1:\n        pass\n",
+            "`match` statements are not supported in Tessera",
+            "1:1",
+        ),
+        (
+            "raise x\n",
+            "`raise` statements are not supported in Tessera",
+            "1:1",
+        ),
+        (
+            "try:\n    pass\nx = 1\n",
+            "expected `except` or `finally` block after `try`",
+            "3:1",
+        ),
+        (
+            "except:\n    pass\n",
+            "`except` without a matching `try`",
+            "1:1",
+        ),
+        (
+            "finally:\n    pass\n",
+            "`finally` without a matching `try`",
+            "1:1",
+        ),
+        (
+            "try:\n    pass\nexcept:\n    pass\nexcept Exception:\n    pass\n",
+            "default 'except:' must be last",
+            "3:1",
+        ),
+        (
+            "for i in x:\n    try:\n        pass\n    finally:\n        break\nbreak\n",
+            "'break' outside loop",
+            "6:1",
+        ),
+    ];
+    for (src, msg, at) in cases {
+        let errs = errors(src);
+        assert_eq!(errs.len(), 1, "{src:?}: {errs:?}");
+        assert_eq!(
+            errs[0],
+            ("E0001".to_string(), msg.to_string(), at.to_string()),
+            "{src:?}"
+        );
     }
 }
 
@@ -478,7 +574,11 @@ fn rejected_programs() {
         ),
         (
             "def f(**kw): pass\n",
-            &[("E0001", "`**kwargs` parameters are not supported", "1:7")],
+            &[(
+                "E0001",
+                "`**kwargs` parameters are not supported in Tessera",
+                "1:7",
+            )],
         ),
         (
             "@dec\nx = 1\n",
@@ -498,13 +598,13 @@ fn rejected_programs() {
         ),
         (
             "f(**k)\n",
-            &[("E0001", "`**` unpacking is not supported", "1:3")],
+            &[("E0001", "`**` unpacking is not supported in Tessera", "1:3")],
         ),
         (
             "x = [i for i in a for j in b]\n",
             &[(
                 "E0001",
-                "only one `for` clause is supported in a list comprehension",
+                "only one `for` clause in a list comprehension is supported in Tessera",
                 "1:19",
             )],
         ),
@@ -522,27 +622,39 @@ fn rejected_programs() {
         ),
         (
             "import os\n",
-            &[("E0001", "`import` is not supported", "1:1")],
+            &[("E0001", "`import` is not supported in Tessera", "1:1")],
         ),
         (
             "class A:\n    pass\n",
-            &[("E0001", "classes are not supported", "1:1")],
+            &[("E0001", "classes are not supported in Tessera", "1:1")],
         ),
         (
             "x = lambda: 1\n",
-            &[("E0001", "`lambda` is not supported", "1:5")],
+            &[("E0001", "`lambda` is not supported in Tessera", "1:5")],
         ),
         (
             "x = a ^ b\n",
-            &[("E0001", "the `^` operator is not supported", "1:7")],
+            &[(
+                "E0001",
+                "the `^` operator is not supported in Tessera",
+                "1:7",
+            )],
         ),
         (
             "x = a << 2\n",
-            &[("E0001", "the `<<` operator is not supported", "1:7")],
+            &[(
+                "E0001",
+                "the `<<` operator is not supported in Tessera",
+                "1:7",
+            )],
         ),
         (
             "x = b'abc'\n",
-            &[("E0001", "bytes literals are not supported", "1:5")],
+            &[(
+                "E0001",
+                "bytes literals are not supported in Tessera",
+                "1:5",
+            )],
         ),
         (
             "x = 10000000000000000000\n",
@@ -756,6 +868,9 @@ fn completeness() {
         ("@dec", Incomplete),
         ("@dec\n", Incomplete),
         ("if x:\n  pass\nx = 1\n", Complete),
+        ("try:\n    x\n", Incomplete),
+        ("try:\n    x\nexcept Exception as e:\n    y\n", Incomplete),
+        ("try:\n    x\nexcept Exception as e:\n    y\n\n", Complete),
         ("x = 1 +", Invalid),
         ("x = )", Invalid),
         ("x = 'abc", Invalid),

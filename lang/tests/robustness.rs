@@ -55,6 +55,12 @@ const FRAGMENTS: &[&str] = &[
     "False",
     "None",
     "lambda",
+    "try",
+    "except",
+    "finally",
+    "global",
+    "as",
+    "match",
     "import",
     "class",
     "0",
@@ -160,6 +166,7 @@ const PROGRAMS: &[&str] = &[
     "a, b = (1, 2)\n(c, d) = [3, 4]\nt = 1,\ne = ()\nx[i] = o.attr = a if b else c\n",
     "s = '''multi\nline''' \"and\" 'more'\nx = (1 +\n     2)\ny = 1 + \\\n    2\n",
     "π = 3.14159\nnaïve = π * 2\nprint(f'{naïve:.2f}')\r\nz = x[::2][-1]\r\n",
+    "def g():\n    global n\n    try:\n        n = 1 // 0\n    except Exception as e:\n        n = {e.code: set([1])}\n    else:\n        pass\n    finally:\n        return n\n",
 ];
 
 fn soup(rng: &mut Rng) -> String {
@@ -270,6 +277,23 @@ fn walk_stmt(src: &str, s: &Stmt) {
             walk_expr(src, test);
             msg.iter().for_each(|m| walk_expr(src, m));
         }
+        StmtKind::Try {
+            body,
+            handlers,
+            orelse,
+            finalbody,
+        } => {
+            for h in handlers {
+                check_span(src, h.span, "except");
+                h.typ.iter().for_each(|t| walk_expr(src, t));
+                h.body.iter().for_each(|s| walk_stmt(src, s));
+            }
+            body.iter()
+                .chain(orelse)
+                .chain(finalbody)
+                .for_each(|s| walk_stmt(src, s));
+        }
+        StmtKind::Global(names) => names.iter().for_each(|n| check_span(src, n.span, "global")),
         StmtKind::Return(None) | StmtKind::Break | StmtKind::Continue | StmtKind::Pass => {}
     }
 }

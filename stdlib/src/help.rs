@@ -12,8 +12,8 @@ use tessera_lang::diag::Diagnostic;
 use tessera_lang::eval::{CallArgs, Interp, Value};
 
 /// The modules the reference documents, in its order.
-pub const MODULES: [&str; 8] = [
-    "op", "dist", "graph", "schedule", "target", "autotune", "optim", "plot",
+pub const MODULES: [&str; 9] = [
+    "op", "dist", "graph", "schedule", "target", "autotune", "optim", "plot", "time",
 ];
 
 /// One member of a builtin module.

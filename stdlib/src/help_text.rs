@@ -825,4 +825,19 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
         "A figure with one scatter series of the points `(x[i], y[i])`: lists, ranges or 1-D real \
         tensors of one length. Options and errors as `plot.line`.",
     ),
+    (
+        "time.perf_counter",
+        "Seconds on a monotonic clock with the finest resolution there is, as a float: the \
+        difference of two calls is the time between them (its zero is arbitrary). Time a training \
+        step with it.",
+    ),
+    (
+        "time.sleep",
+        "Waits `secs` seconds (an int or float). A negative or NaN time is E0500, one over a day \
+        (86400 s) E0700. An interrupt (Ctrl-C, Jupyter's stop button) ends the wait.",
+    ),
+    (
+        "time.time",
+        "The wall clock: seconds since the Unix epoch (1970-01-01 UTC), as a float.",
+    ),
 ];

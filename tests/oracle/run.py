@@ -8,6 +8,7 @@ as `tessera run` does when a file does not parse).
 
 import os
 import sys
+import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -58,10 +59,16 @@ def main(argv):
     except SyntaxError:
         traceback.print_exc(limit=0)
         return 2
+    # as a golden run: in the script's directory, so relative paths (open) mean the same
+    here = os.path.dirname(os.path.abspath(path))
+    os.chdir(here)
+    path = os.path.basename(path)
     g = {"__name__": "__main__", "__file__": path, "op": tessera_np.op}
     for m in ("dist", "schedule", "graph", "autotune"):
         g[m] = _Unavailable(m)
     g["target"] = _Target()
+    # `time` is a builtin module in Tessera (no `import`)
+    g["time"] = time
     try:
         exec(code, g)
     except SystemExit:

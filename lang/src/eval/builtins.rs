@@ -25,6 +25,8 @@ pub(super) fn install(it: &mut Interp) {
     let ellipsis = Value::host(EllipsisObj);
     it.set_builtin("...", ellipsis.clone());
     it.set_builtin("Ellipsis", ellipsis);
+    it.set_builtin("Exception", Value::host(super::exc::ExceptionType));
+    super::pybuiltins::install(it);
     for t in [
         TypeKind::Int,
         TypeKind::Float,
@@ -224,6 +226,13 @@ pub(super) fn install(it: &mut Interp) {
                         result |= type_of(&x.value) == k
                             || (k == TypeKind::Int && matches!(x.value, Value::Bool(_)));
                     }
+                    // `Exception` and `set` are not `Value::Type`s but are classes to Python
+                    Value::Host(_) if ty.downcast::<super::exc::ExceptionType>().is_some() => {
+                        result |= x.value.downcast::<super::exc::ErrorValue>().is_some();
+                    }
+                    Value::Native(n) if &*n.name == "set" => {
+                        result |= x.value.downcast::<super::pyset::SetObj>().is_some();
+                    }
                     other => {
                         return Err(Diagnostic::new(
                             Code::E0101,
@@ -351,6 +360,14 @@ pub(super) fn install(it: &mut Interp) {
                 _ => None,
             };
             match (&x.value, nd) {
+                (Value::Int(i), Some(n)) if n < 0 => match round_int(*i, n) {
+                    Some(r) => Ok(Value::Int(r)),
+                    None => Err(Diagnostic::new(
+                        Code::E0500,
+                        format!("round({i}, {n}) does not fit in a 64-bit int"),
+                    )
+                    .at(x.span)),
+                },
                 (Value::Int(i), _) => Ok(Value::Int(*i)),
                 (Value::Bool(b), _) => Ok(Value::Int(i64::from(*b))),
                 (Value::Float(f), None) => {
@@ -364,7 +381,19 @@ pub(super) fn install(it: &mut Interp) {
                         )
                         .at(x.span));
                     }
-                    Ok(Value::Int(f.round_ties_even() as i64))
+                    let r = f.round_ties_even();
+                    if !(-(2f64.powi(63))..2f64.powi(63)).contains(&r) {
+                        return Err(Diagnostic::new(
+                            Code::E0500,
+                            format!(
+                                "round({}) does not fit in a 64-bit int",
+                                super::format::float_repr(*f)
+                            ),
+                        )
+                        .at(x.span)
+                        .with_help("pass `ndigits` (`round(x, 0)`) to keep a float"));
+                    }
+                    Ok(Value::Int(r as i64))
                 }
                 (Value::Float(f), Some(n)) => {
                     // Round through the decimal text, as Python does (correctly rounded).
@@ -385,6 +414,24 @@ pub(super) fn install(it: &mut Interp) {
             }
         }),
     );
+}
+
+/// `round(i, n)` of an int for `n < 0`: to a multiple of `10**-n`, ties to even; `None` when
+/// that does not fit in 64 bits.
+fn round_int(i: i64, n: i64) -> Option<i64> {
+    if n < -19 {
+        return Some(0);
+    }
+    let p = 10i128.pow((-n) as u32);
+    let x = i128::from(i);
+    let q = x.div_euclid(p);
+    let r = x.rem_euclid(p);
+    let q = match (2 * r).cmp(&p) {
+        std::cmp::Ordering::Greater => q + 1,
+        std::cmp::Ordering::Equal if q % 2 != 0 => q + 1,
+        _ => q,
+    };
+    i64::try_from(q * p).ok()
 }
 
 pub(super) fn one(args: &CallArgs, name: &str) -> Result<Value, Diagnostic> {

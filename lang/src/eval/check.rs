@@ -26,6 +26,12 @@ impl Interp {
                 }
                 StmtKind::AugAssign { target, .. } => bind(target, &mut bound),
                 StmtKind::For { target, .. } => bind(target, &mut bound),
+                StmtKind::Try { handlers, .. } => bound.extend(
+                    handlers
+                        .iter()
+                        .filter_map(|h| h.name.as_ref())
+                        .map(|n| n.name.clone()),
+                ),
                 StmtKind::FunctionDef(f) => {
                     bound.insert(f.name.name.clone());
                     bound.extend(f.params.iter().map(|p| p.name.name.clone()));
@@ -120,6 +126,17 @@ fn children(s: &Stmt) -> Vec<&Stmt> {
         | StmtKind::For { body, orelse, .. }
         | StmtKind::While { body, orelse, .. } => body.iter().chain(orelse).collect(),
         StmtKind::FunctionDef(f) => f.body.iter().collect(),
+        StmtKind::Try {
+            body,
+            handlers,
+            orelse,
+            finalbody,
+        } => body
+            .iter()
+            .chain(handlers.iter().flat_map(|h| h.body.iter()))
+            .chain(orelse)
+            .chain(finalbody)
+            .collect(),
         _ => Vec::new(),
     }
 }

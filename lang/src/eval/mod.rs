@@ -6,12 +6,16 @@ mod builtins;
 mod call;
 mod check;
 pub mod dict;
+pub mod exc;
 mod expr;
 pub mod format;
 pub mod host;
 mod methods;
 mod ops;
+mod pybuiltins;
+pub mod pyset;
 mod stmt;
+pub mod textfile;
 pub mod value;
 
 pub use args::{Arg, CallArgs};
@@ -223,7 +227,9 @@ impl Interp {
     /// over [`Interp::max_bytes`] (a list holding the same large list many times).
     pub fn text_of(&self, v: &Value, as_str: bool) -> Result<String, Diagnostic> {
         let limit = usize::try_from(self.max_bytes).unwrap_or(usize::MAX);
-        let text = if as_str {
+        let text = if let Some(set) = v.downcast::<pyset::SetObj>() {
+            set.repr_within(limit)
+        } else if as_str {
             v.to_str_within(limit)
         } else {
             v.repr_within(limit)
@@ -243,7 +249,9 @@ impl Interp {
     /// E0700 when the text of `v`, a container, would be over [`Interp::max_bytes`] (checked
     /// before formatting it).
     pub fn check_text(&self, v: &Value) -> Result<(), Diagnostic> {
-        if matches!(v, Value::List(_) | Value::Tuple(_) | Value::Dict(_)) {
+        if matches!(v, Value::List(_) | Value::Tuple(_) | Value::Dict(_))
+            || v.downcast::<pyset::SetObj>().is_some()
+        {
             self.text_of(v, false)?;
         }
         Ok(())

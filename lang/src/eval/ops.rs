@@ -41,10 +41,12 @@ fn as_int(v: &Value) -> Option<i64> {
     }
 }
 
-/// Python's float `%`: the result has the sign of the divisor.
+/// Python's float `%`: the result has the sign of the divisor (a zero result too).
 fn py_fmod(a: f64, b: f64) -> f64 {
     let r = a % b;
-    if r != 0.0 && ((r < 0.0) != (b < 0.0)) {
+    if r == 0.0 {
+        0.0f64.copysign(b)
+    } else if (r < 0.0) != (b < 0.0) {
         r + b
     } else {
         r
@@ -252,6 +254,12 @@ impl Interp {
                 .into()),
             },
             Value::Dict(d) => Ok(d.borrow().contains(item).map_err(|e| e.at(span))?),
+            Value::Host(_) if container.downcast::<super::pyset::SetObj>().is_some() => {
+                match container.downcast::<super::pyset::SetObj>() {
+                    Some(set) => Ok(set.contains(item).map_err(|e| e.at(span))?),
+                    None => Ok(false),
+                }
+            }
             Value::Range(a, b, s) => Ok(match as_int(item) {
                 Some(x) => {
                     let n = range_len(*a, *b, *s);

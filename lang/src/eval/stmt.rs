@@ -129,6 +129,13 @@ impl Interp {
             StmtKind::Break => return Err(Flow::Break),
             StmtKind::Continue => return Err(Flow::Continue),
             StmtKind::Pass => {}
+            StmtKind::Global(_) => {}
+            StmtKind::Try {
+                body,
+                handlers,
+                orelse,
+                finalbody,
+            } => self.exec_try(body, handlers, orelse, finalbody, env)?,
             StmtKind::Assert { test, msg } => {
                 let t = self.eval(test, env)?;
                 if !self.truthy(&t, test.span)? {
@@ -151,6 +158,11 @@ impl Interp {
 
     pub(super) fn store(&mut self, name: &Rc<str>, v: Value, env: &Env) {
         match &env.frame {
+            // a function's assignments bind its locals; any other name it assigns was
+            // declared `global`
+            Some(_) if !env.locals.contains(name) => {
+                self.globals.borrow_mut().insert(name.clone(), v);
+            }
             Some(f) => {
                 f.borrow_mut().vars.insert(name.clone(), v);
             }
@@ -361,7 +373,24 @@ fn local_names(def: &ast::FunctionDef) -> Vec<Rc<str>> {
                     walk(body, out);
                     walk(orelse, out);
                 }
-                StmtKind::Expr(_)
+                StmtKind::Try {
+                    body,
+                    handlers,
+                    orelse,
+                    finalbody,
+                } => {
+                    walk(body, out);
+                    for h in handlers {
+                        if let Some(n) = &h.name {
+                            out.push(n.name.clone());
+                        }
+                        walk(&h.body, out);
+                    }
+                    walk(orelse, out);
+                    walk(finalbody, out);
+                }
+                StmtKind::Global(_)
+                | StmtKind::Expr(_)
                 | StmtKind::Return(_)
                 | StmtKind::Break
                 | StmtKind::Continue
@@ -371,6 +400,35 @@ fn local_names(def: &ast::FunctionDef) -> Vec<Rc<str>> {
         }
     }
     walk(&def.body, &mut out);
+    // names declared `global` anywhere in the body are not locals
+    let mut globals: Vec<Rc<str>> = Vec::new();
+    let mut todo: Vec<&[Stmt]> = vec![&def.body];
+    while let Some(stmts) = todo.pop() {
+        for s in stmts {
+            match &s.kind {
+                StmtKind::Global(names) => globals.extend(names.iter().map(|n| n.name.clone())),
+                StmtKind::If { body, orelse, .. }
+                | StmtKind::While { body, orelse, .. }
+                | StmtKind::For { body, orelse, .. } => {
+                    todo.push(body);
+                    todo.push(orelse);
+                }
+                StmtKind::Try {
+                    body,
+                    handlers,
+                    orelse,
+                    finalbody,
+                } => {
+                    todo.push(body);
+                    todo.push(orelse);
+                    todo.push(finalbody);
+                    todo.extend(handlers.iter().map(|h| h.body.as_slice()));
+                }
+                _ => {}
+            }
+        }
+    }
+    out.retain(|n| !globals.contains(n));
     out.sort();
     out.dedup();
     out

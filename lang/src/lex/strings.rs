@@ -116,7 +116,7 @@ pub(super) fn decode(
     }
     if s.bytes {
         diags.push(
-            Diagnostic::new(Code::E0001, "bytes literals are not supported")
+            Diagnostic::new(Code::E0001, "bytes literals are not supported in Tessera")
                 .at(span)
                 .with_help("use a `str` literal"),
         );

@@ -5,7 +5,7 @@ use super::errors::to_diagnostic;
 use super::grammar::{Grammars, Header, HeaderKind, Line};
 use super::limits::{dismantle_stmt, precheck, stmt_exprs, too_deep, MAX_EXPR_DEPTH};
 use super::params::check_params;
-use crate::ast::{Expr, ExprKind, FunctionDef, Stmt, StmtKind};
+use crate::ast::{Expr, ExprKind, FunctionDef, Handler, Stmt, StmtKind};
 use crate::diag::{Code, Diagnostic};
 use crate::lex::{Tok, TokSpan};
 use crate::span::{FileId, Span};
@@ -135,6 +135,7 @@ impl<'t> Builder<'t> {
                     kind: StmtKind::If { .. }
                         | StmtKind::For { .. }
                         | StmtKind::While { .. }
+                        | StmtKind::Try { .. }
                         | StmtKind::FunctionDef(_),
                     ..
                 })
@@ -185,7 +186,12 @@ impl<'t> Builder<'t> {
                 let mut v: Vec<&Expr> = match &h.kind {
                     HeaderKind::If(e) | HeaderKind::Elif(e) | HeaderKind::While(e) => vec![e],
                     HeaderKind::For(t, i) => vec![t, i],
-                    HeaderKind::Else | HeaderKind::Def(..) => Vec::new(),
+                    HeaderKind::Except(Some(e), _) => vec![e],
+                    HeaderKind::Else
+                    | HeaderKind::Def(..)
+                    | HeaderKind::Try
+                    | HeaderKind::Except(None, _)
+                    | HeaderKind::Finally => Vec::new(),
                 };
                 v.extend(inline.iter().flatten().flat_map(stmt_exprs));
                 v
@@ -281,6 +287,14 @@ impl<'t> Builder<'t> {
         let parsed = self.parse_line(line);
         let Some(parsed) = parsed else {
             decorators.clear();
+            if matches!(line.first(), Some((Tok::Name(n), _)) if &**n == "match") {
+                // the `case` clauses of an unsupported `match`: one error is enough
+                let (n, m) = (self.diags.len(), self.eof_diags.len());
+                self.skip_block(depth);
+                self.diags.truncate(n);
+                self.eof_diags.truncate(m);
+                return;
+            }
             self.skip_block(depth);
             return;
         };
@@ -321,6 +335,9 @@ impl<'t> Builder<'t> {
             HeaderKind::For(..) => "the `for` statement",
             HeaderKind::While(_) => "the `while` statement",
             HeaderKind::Def(..) => "the function definition",
+            HeaderKind::Try => "the `try` statement",
+            HeaderKind::Except(..) => "the `except` clause",
+            HeaderKind::Finally => "the `finally` clause",
         };
         self.suite_of(what, h.span, inline, depth)
     }
@@ -471,6 +488,27 @@ impl<'t> Builder<'t> {
                 body.into_iter().for_each(dismantle_stmt);
                 None
             }
+            HeaderKind::Try => Some(self.try_stmt(h, inline, depth)),
+            HeaderKind::Except(..) | HeaderKind::Finally => {
+                let kw = if matches!(h.kind, HeaderKind::Finally) {
+                    "finally"
+                } else {
+                    "except"
+                };
+                self.diags.push(
+                    Diagnostic::new(Code::E0001, format!("`{kw}` without a matching `try`"))
+                        .at(h.span)
+                        .with_label(format!(
+                            "this `{kw}` follows no `try` block at the same indentation"
+                        )),
+                );
+                let body = self.suite(&h, inline, depth);
+                body.into_iter().for_each(dismantle_stmt);
+                if let HeaderKind::Except(Some(e), _) = h.kind {
+                    super::limits::dismantle(e);
+                }
+                None
+            }
             HeaderKind::While(_) | HeaderKind::For(..) => {
                 let body = self.suite(&h, inline, depth);
                 let orelse = self.else_clause(depth);
@@ -523,6 +561,106 @@ impl<'t> Builder<'t> {
     }
 }
 
+impl Builder<'_> {
+    /// `try:` and the `except`, `else` and `finally` clauses on the lines after its block.
+    fn try_stmt(&mut self, h: Header, inline: Option<Vec<Stmt>>, depth: usize) -> Stmt {
+        let body = self.suite(&h, inline, depth);
+        let mut span = self.end_of(h.span, &body);
+        let mut handlers: Vec<Handler> = Vec::new();
+        let mut bare: Option<Span> = None;
+        while self.next_line_starts_with(&Tok::Except) {
+            let Some(Item::Line(line)) = self.next() else {
+                break;
+            };
+            let Some(Line::Header(eh, inline)) = self.parse_line(line) else {
+                self.skip_block(depth);
+                continue;
+            };
+            let hbody = self.suite(&eh, inline, depth);
+            span = self.end_of(span.to(eh.span), &hbody);
+            if let HeaderKind::Except(typ, name) = eh.kind {
+                if let Some(b) = bare {
+                    self.diags.push(
+                        Diagnostic::new(Code::E0001, "default 'except:' must be last")
+                            .at(b)
+                            .with_label("this `except:` catches every error")
+                            .with_secondary(eh.span, "so this clause is never reached"),
+                    );
+                }
+                if typ.is_none() {
+                    bare = Some(eh.span);
+                }
+                handlers.push(Handler {
+                    typ,
+                    name,
+                    body: hbody,
+                    span: eh.span,
+                });
+            }
+        }
+        let mut orelse = Vec::new();
+        if self.next_line_starts_with(&Tok::Else) {
+            if handlers.is_empty() {
+                if let Some((Item::Line(l), _)) = self.peek() {
+                    let at = l.first().map(|(_, s)| self.sp(*s)).unwrap_or(h.span);
+                    self.diags.push(
+                        Diagnostic::new(Code::E0001, "`else` after `try` needs an `except` clause")
+                            .at(at)
+                            .with_label("no `except` before this `else`"),
+                    );
+                }
+            }
+            orelse = self.else_clause(depth);
+            span = self.end_of(span, &orelse);
+        }
+        let mut finalbody = Vec::new();
+        let mut has_finally = false;
+        if self.next_line_starts_with(&Tok::Finally) {
+            if let Some(Item::Line(line)) = self.next() {
+                match self.parse_line(line) {
+                    Some(Line::Header(fh, inline)) => {
+                        has_finally = true;
+                        finalbody = self.suite(&fh, inline, depth);
+                        span = self.end_of(span.to(fh.span), &finalbody);
+                    }
+                    _ => {
+                        has_finally = true;
+                        self.skip_block(depth);
+                    }
+                }
+            }
+        }
+        if handlers.is_empty() && !has_finally {
+            let at_end = self.peek().is_none();
+            let (at, diags) = match self.next_token_span() {
+                Some(s) => (self.sp(s), &mut self.diags),
+                None => (span, &mut self.eof_diags),
+            };
+            diags.push(
+                Diagnostic::new(
+                    Code::E0001,
+                    "expected `except` or `finally` block after `try`",
+                )
+                .at(at)
+                .with_label("expected `except` or `finally` here")
+                .with_secondary(h.span, "the `try` starts here"),
+            );
+            if at_end {
+                self.end.awaiting_body = true;
+            }
+        }
+        Stmt {
+            kind: StmtKind::Try {
+                body,
+                handlers,
+                orelse,
+                finalbody,
+            },
+            span,
+        }
+    }
+}
+
 fn dismantle_line(line: Line) {
     match line {
         Line::Simple(stmts) => stmts.into_iter().for_each(dismantle_stmt),
@@ -536,7 +674,12 @@ fn dismantle_line(line: Line) {
                     super::limits::dismantle(t);
                     super::limits::dismantle(i);
                 }
-                HeaderKind::Else | HeaderKind::Def(..) => {}
+                HeaderKind::Except(Some(e), _) => super::limits::dismantle(e),
+                HeaderKind::Else
+                | HeaderKind::Def(..)
+                | HeaderKind::Try
+                | HeaderKind::Except(None, _)
+                | HeaderKind::Finally => {}
             }
             inline.into_iter().flatten().for_each(dismantle_stmt);
         }

@@ -16,6 +16,9 @@ fn header_context(first: Option<&Tok>) -> Option<&'static str> {
         Tok::While => "after the `while` condition",
         Tok::For => "after the `for` loop header",
         Tok::Def => "after the function signature",
+        Tok::Try => "after `try`",
+        Tok::Except => "after the `except` clause",
+        Tok::Finally => "after `finally`",
         _ => return None,
     })
 }
@@ -132,16 +135,16 @@ pub(crate) fn to_diagnostic(
     // constructs of Python that `.tsr` leaves out
     let unsupported = match found {
         Some(Tok::For) if toks.contains(&Tok::RBracket) => {
-            Some("only one `for` clause is supported in a list comprehension")
+            Some("only one `for` clause in a list comprehension is supported in Tessera")
         }
         Some(Tok::For) if toks.contains(&Tok::RParen) => {
-            Some("generator expressions are not supported")
+            Some("generator expressions are not supported in Tessera")
         }
         Some(Tok::DStar) if labels.iter().any(|l| l == "an expression") => {
-            Some("`**` unpacking is not supported")
+            Some("`**` unpacking is not supported in Tessera")
         }
         Some(Tok::Star) if labels.iter().any(|l| l == "an expression") => {
-            Some("`*` unpacking is only supported in call arguments")
+            Some("`*` unpacking is only supported in call arguments in Tessera")
         }
         _ => None,
     };

@@ -78,6 +78,10 @@ pub(crate) enum HeaderKind {
     While(Expr),
     /// name, raw parameters, span of `def name(...)`
     Def(Ident, Vec<RawParam>, Span),
+    Try,
+    /// `except [TYPE] [as NAME]`
+    Except(Option<Expr>, Option<Ident>),
+    Finally,
 }
 
 /// A parameter as written; checked by `block.rs` (order, kinds, duplicates).
@@ -110,6 +114,9 @@ struct Lines<'t, Er: GrammarError<'t>> {
     while_: LineParser<'t, Er>,
     for_: LineParser<'t, Er>,
     def: LineParser<'t, Er>,
+    try_: LineParser<'t, Er>,
+    except: LineParser<'t, Er>,
+    finally: LineParser<'t, Er>,
     decorator: LineParser<'t, Er>,
     simple: LineParser<'t, Er>,
 }
@@ -125,6 +132,9 @@ impl<'t, Er: GrammarError<'t>> Grammar<'t, Er> {
             Some(Tok::While) => &l.while_,
             Some(Tok::For) => &l.for_,
             Some(Tok::Def) => &l.def,
+            Some(Tok::Try) => &l.try_,
+            Some(Tok::Except) => &l.except,
+            Some(Tok::Finally) => &l.finally,
             Some(Tok::At) => &l.decorator,
             _ => &l.simple,
         }
@@ -582,6 +592,15 @@ pub(crate) fn grammar<'t, Er: GrammarError<'t>>() -> Grammar<'t, Er> {
         just(Tok::Return)
             .ignore_then(testlist.clone().or_not())
             .map_with(move |v, e| stmt_at(StmtKind::Return(v), sp!(e))),
+        just(Tok::Global)
+            .ignore_then(
+                select! { Tok::Name(n) = e => Ident { name: n, span: sp!(e) } }
+                    .labelled("a name")
+                    .separated_by(just(Tok::Comma))
+                    .at_least(1)
+                    .collect::<Vec<Ident>>(),
+            )
+            .map_with(move |names, e| stmt_at(StmtKind::Global(names), sp!(e))),
         just(Tok::Assert)
             .ignore_then(expr.clone())
             .then(just(Tok::Comma).ignore_then(expr.clone()).or_not())
@@ -669,6 +688,22 @@ pub(crate) fn grammar<'t, Er: GrammarError<'t>>() -> Grammar<'t, Er> {
             (start, HeaderKind::Def(n, ps, span))
         })
         .boxed();
+    let try_h = kw(Tok::Try).map(|s| (s, HeaderKind::Try)).boxed();
+    let finally_h = kw(Tok::Finally).map(|s| (s, HeaderKind::Finally)).boxed();
+    let except_h = kw(Tok::Except)
+        .then(
+            expr.clone()
+                .then(just(Tok::As).ignore_then(name.labelled("a name")).or_not())
+                .or_not(),
+        )
+        .map(|(s, t)| {
+            let kind = match t {
+                None => HeaderKind::Except(None, None),
+                Some((typ, n)) => HeaderKind::Except(Some(typ), n),
+            };
+            (s, kind)
+        })
+        .boxed();
     let decorator = kw(Tok::At)
         .then(expr.clone())
         .map(|(s, e)| Line::Decorator(e, s));
@@ -681,6 +716,9 @@ pub(crate) fn grammar<'t, Er: GrammarError<'t>>() -> Grammar<'t, Er> {
         while_: header(while_h).then_ignore(end()).boxed(),
         for_: header(for_h).then_ignore(end()).boxed(),
         def: header(def_h).then_ignore(end()).boxed(),
+        try_: header(try_h).then_ignore(end()).boxed(),
+        except: header(except_h).then_ignore(end()).boxed(),
+        finally: header(finally_h).then_ignore(end()).boxed(),
         decorator: decorator.then_ignore(end()).boxed(),
         simple: simple.map(Line::Simple).then_ignore(end()).boxed(),
     };

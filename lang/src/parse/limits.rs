@@ -14,6 +14,53 @@ pub const MAX_NESTING: usize = 200;
 /// evaluators and printers that recurse over the tree stay within their stack.
 pub const MAX_EXPR_DEPTH: usize = 1000;
 
+/// Set displays and dict or set comprehensions (`{1, 2}`, `{k: v for ...}`, `{x for ...}`):
+/// the first `{` whose contents, at their own bracket level, hold no `:`, or a `for`.
+fn unsupported_brace(toks: &[(Tok, TokSpan)], file: FileId) -> Option<Diagnostic> {
+    for (i, (tok, open)) in toks.iter().enumerate() {
+        if *tok != Tok::LBrace {
+            continue;
+        }
+        let (mut depth, mut colon, mut items) = (0usize, false, false);
+        let mut close = open.end;
+        let mut comp = false;
+        for (t, s) in toks.get(i + 1..).unwrap_or(&[]) {
+            close = s.end;
+            match t {
+                Tok::LParen | Tok::LBracket | Tok::LBrace => depth += 1,
+                Tok::RParen | Tok::RBracket | Tok::RBrace if depth == 0 => break,
+                Tok::RParen | Tok::RBracket | Tok::RBrace => depth -= 1,
+                Tok::Colon if depth == 0 => colon = true,
+                Tok::For if depth == 0 => comp = true,
+                _ => {}
+            }
+            items = true;
+        }
+        let (msg, help) = match (comp, colon) {
+            (true, true) => (
+                "dict comprehensions are not supported in Tessera",
+                "build the dict in a `for` loop, or with `dict([(k, v) for ...])`",
+            ),
+            (true, false) => (
+                "set comprehensions are not supported in Tessera",
+                "use `set([x for ...])`",
+            ),
+            (false, false) if items => (
+                "set literals are not supported in Tessera",
+                "use `set([...])`",
+            ),
+            _ => continue,
+        };
+        return Some(
+            Diagnostic::new(Code::E0001, msg)
+                .at(Span::new(file, open.start, close))
+                .with_label("not supported")
+                .with_help(help),
+        );
+    }
+    None
+}
+
 /// `Err(None)`: the line has a token already reported by the lexer or layout pass.
 /// `Err(Some(d))`: a construct we reject before parsing.
 pub(crate) fn precheck(
@@ -27,28 +74,30 @@ pub(crate) fn precheck(
             Tok::Error => return Err(None),
             Tok::Reserved(k) => Some((
                 match *k {
-                    "lambda" => "`lambda` is not supported".to_string(),
-                    "class" => "classes are not supported".to_string(),
-                    "import" | "from" => "`import` is not supported".to_string(),
-                    "yield" | "await" | "async" => format!("`{k}` is not supported"),
-                    _ => format!("`{k}` statements are not supported"),
+                    "lambda" => "`lambda` is not supported in Tessera".to_string(),
+                    "class" => "classes are not supported in Tessera".to_string(),
+                    "import" | "from" => "`import` is not supported in Tessera".to_string(),
+                    "yield" | "await" | "async" => format!("`{k}` is not supported in Tessera"),
+                    _ => format!("`{k}` statements are not supported in Tessera"),
                 },
                 match *k {
                     "lambda" => Some("define a function with `def`"),
                     "import" | "from" => Some(
-                        "the modules `op`, `dist`, `schedule`, `graph`, `autotune` and `target` are always available",
+                        "the modules `op`, `dist`, `schedule`, `graph`, `autotune`, `target` and `time` are always available",
                     ),
+                    "class" => Some("use a dict, or functions that take and return values"),
+                    "with" => Some("call `.close()` on the file when done"),
                     _ => None,
                 },
             )),
             Tok::Unsupported(op) => Some(match *op {
-                ":=" => ("assignment expressions (`:=`) are not supported".to_string(), None),
+                ":=" => ("assignment expressions (`:=`) are not supported in Tessera".to_string(), None),
                 "<>" => ("`<>` is not an operator".to_string(), Some("use `!=`")),
                 op if op.ends_with('=') => (
-                    format!("the `{op}` augmented assignment is not supported"),
+                    format!("the `{op}` augmented assignment is not supported in Tessera"),
                     None,
                 ),
-                op => (format!("the `{op}` operator is not supported"), Some(match op {
+                op => (format!("the `{op}` operator is not supported in Tessera"), Some(match op {
                     "^" => "for powers, use `**`; `&`, `|` and `~` are supported",
                     _ => "shifts and `^` are not supported: multiply or floor-divide by a power of two",
                 })),
@@ -65,12 +114,34 @@ pub(crate) fn precheck(
             return Err(Some(Box::new(d)));
         }
     }
+    // `match x:` (a soft keyword: `match` is an ordinary name elsewhere)
+    if let [(Tok::Name(n), at), second, .., (Tok::Colon, _)] = toks {
+        if &**n == "match"
+            && !matches!(
+                second.0,
+                Tok::Colon | Tok::Assign | Tok::AugAssign(_) | Tok::Dot | Tok::Comma
+            )
+        {
+            return Err(Some(Box::new(
+                Diagnostic::new(
+                    Code::E0001,
+                    "`match` statements are not supported in Tessera",
+                )
+                .at(sp(at))
+                .with_label("not supported")
+                .with_help("use `if`/`elif`/`else`"),
+            )));
+        }
+    }
+    if let Some(d) = unsupported_brace(toks, file) {
+        return Err(Some(Box::new(d)));
+    }
     // `x: int = 3`: a variable annotation (a statement starting `name :`)
     if let [(Tok::Name(n), _), (Tok::Colon, colon), ..] = toks {
         return Err(Some(Box::new(
             Diagnostic::new(
                 Code::E0001,
-                "variable annotations (`name: type`) are not supported",
+                "variable annotations (`name: type`) are not supported in Tessera",
             )
             .at(sp(colon))
             .with_label("an annotation")
@@ -252,7 +323,8 @@ pub(crate) fn stmt_exprs(s: &Stmt) -> Vec<&Expr> {
             .iter()
             .chain(f.params.iter().filter_map(|p| p.default.as_ref()))
             .collect(),
-        StmtKind::Break | StmtKind::Continue | StmtKind::Pass => Vec::new(),
+        StmtKind::Try { handlers, .. } => handlers.iter().filter_map(|h| h.typ.as_ref()).collect(),
+        StmtKind::Break | StmtKind::Continue | StmtKind::Pass | StmtKind::Global(_) => Vec::new(),
     }
 }
 
@@ -369,7 +441,23 @@ pub(crate) fn dismantle_stmt(s: Stmt) {
             dismantle(iter);
             body.into_iter().chain(orelse).for_each(dismantle_stmt);
         }
+        StmtKind::Try {
+            body,
+            handlers,
+            orelse,
+            finalbody,
+        } => {
+            for h in handlers {
+                h.typ.into_iter().for_each(dismantle);
+                h.body.into_iter().for_each(dismantle_stmt);
+            }
+            body.into_iter()
+                .chain(orelse)
+                .chain(finalbody)
+                .for_each(dismantle_stmt);
+        }
         StmtKind::FunctionDef(_)
+        | StmtKind::Global(_)
         | StmtKind::Return(None)
         | StmtKind::Break
         | StmtKind::Continue

@@ -16,12 +16,16 @@ pub(crate) fn check_params(
     for p in raw {
         match p {
             RawParam::DoubleStar(s) => {
-                return Err((s, "`**kwargs` parameters are not supported".into(), None))
+                return Err((
+                    s,
+                    "`**kwargs` parameters are not supported in Tessera".into(),
+                    None,
+                ))
             }
             RawParam::Slash(s) => {
                 return Err((
                     s,
-                    "positional-only parameters (`/`) are not supported".into(),
+                    "positional-only parameters (`/`) are not supported in Tessera".into(),
                     None,
                 ))
             }

@@ -193,6 +193,29 @@ pub fn stmt(s: &Stmt) -> String {
         StmtKind::Continue => "continue".into(),
         StmtKind::Pass => "pass".into(),
         StmtKind::Assert { test, msg } => list("assert", [test].into_iter().chain(msg).map(sexpr)),
+        StmtKind::Global(names) => list("global", names.iter().map(|n| n.name.to_string())),
+        StmtKind::Try {
+            body,
+            handlers,
+            orelse,
+            finalbody,
+        } => {
+            let mut v = vec![block(body)];
+            for h in handlers {
+                let mut e = Vec::new();
+                e.extend(h.typ.iter().map(sexpr));
+                e.extend(h.name.iter().map(|n| format!("as {}", n.name)));
+                e.push(block(&h.body));
+                v.push(list("except", e));
+            }
+            if !orelse.is_empty() {
+                v.push(list("else", [block(orelse)]));
+            }
+            if !finalbody.is_empty() {
+                v.push(list("finally", [block(finalbody)]));
+            }
+            list("try", v)
+        }
     }
 }
 
