@@ -250,7 +250,11 @@ fn schedule_blocks(g: &Graph, k: &Kernel) -> u64 {
                 * oh.div_ceil(u64::from(s.tile[0].max(1)))
                 * ow.div_ceil(u64::from(s.tile[1].max(1)))
         }
-        Kind::Softmax | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => {
+        // a row function that writes one value per row: one row per output element
+        Kind::Row(f) if f.row().reduces => {
+            (numel(&k.ty) as u64).div_ceil(u64::from(s.threads / 32).max(1))
+        }
+        Kind::Row(_) | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => {
             let rows = numel(&k.ty) / k.ty.shape.last().map_or(1.0, |&d| d.max(1) as f64);
             (rows as u64).div_ceil(u64::from(s.threads / 32).max(1))
         }
@@ -431,9 +435,9 @@ pub fn estimate(
         _ => {
             let per_elem = match k.kind {
                 Kind::Elementwise => elementwise_ops(op),
-                Kind::Softmax => 5.0,
-                Kind::LayerNorm => 8.0,
-                Kind::RmsNorm => 4.0,
+                Kind::Row(_) | Kind::LayerNorm | Kind::RmsNorm => {
+                    crate::graph::op_def(op).map_or(1.0, |d| d.flops_per_elem(op))
+                }
                 Kind::Reduce => 1.0,
                 // an FFT: 5·log2(n) per complex output (half for the real ones); the
                 // product: a complex multiply-add (8) per channel of the group
@@ -467,7 +471,7 @@ pub fn estimate(
                 _ => 0.0,
             };
             let work = match k.kind {
-                Kind::Reduce | Kind::Softmax | Kind::LayerNorm | Kind::RmsNorm => k
+                Kind::Reduce | Kind::Row(_) | Kind::LayerNorm | Kind::RmsNorm => k
                     .inputs
                     .first()
                     .and_then(|v| g.ty(*v))

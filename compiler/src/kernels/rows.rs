@@ -1,8 +1,8 @@
-//! Row kernels over the last axis: softmax, layernorm, rmsnorm and the sum/mean/max/min
-//! reductions. One warp per row (lane-strided loops, butterfly all-reduces across the warp),
-//! or for few long rows one block per row (thread-strided loops, `tile.reduce_block`; see
-//! `tile::row_block`); loads are coalesced either way. fp32 accumulation, or fp64 when every
-//! tensor is fp64.
+//! Row kernels over the last axis: softmax and logsumexp, layernorm, rmsnorm and the
+//! sum/mean/max/min reductions. One warp per row (lane-strided loops, butterfly all-reduces
+//! across the warp), or for few long rows one block per row (thread-strided loops,
+//! `tile.reduce_block`; see `tile::row_block`); loads are coalesced either way. fp32
+//! accumulation, or fp64 when every tensor is fp64.
 //!
 //! Parameters: x, [weight], [bias], y, rows, cols.
 
@@ -11,7 +11,7 @@ use super::blocks::{
 };
 use super::{no, ParamSet, R};
 use crate::backend::ptx::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
-use crate::graph::{DType, Graph};
+use crate::graph::{DType, Graph, RowOut};
 use crate::tile::build::{fimm, imm, Builder};
 use crate::tile::ir::{Kernel, Layout, MathFn, Operand, ParamRole, SharedBuf, Type, Value};
 use crate::tile::{RowOp, TileKernel};
@@ -173,8 +173,17 @@ fn setup_as(
     })
 }
 
-/// `softmax(x, axis=-1)` of `rows × cols`.
-pub fn softmax(g: &Graph, tk: &TileKernel, rows: u32, cols: u32, row_block: bool) -> R<Kernel> {
+/// A row function of `rows × cols` ([`RowOut`]): the row max `m`, the sum `s` of `e^(x − m)`,
+/// then each `e^(x − m) / s` (softmax), or one `log s + m` per row (logsumexp, with `m` taken
+/// as 0 where it is ±inf; the row's first thread stores it).
+pub fn exp_rows(
+    g: &Graph,
+    tk: &TileKernel,
+    out: RowOut,
+    rows: u32,
+    cols: u32,
+    row_block: bool,
+) -> R<Kernel> {
     let Rows {
         mut b,
         p,
@@ -205,15 +214,19 @@ pub fn softmax(g: &Graph, tk: &TileKernel, rows: u32, cols: u32, row_block: bool
             vec![b.add(ty, c[0], e).into()]
         })[0];
         let s = map.reduce(b, BinOp::Add, ty, s);
-        let inv = b.unary(UnOp::Rcp, ty, s);
-        map.each(b, lane, cols_v, &[], |b, j, _| {
-            let i = b.add(Ty::U32, rowbase, j);
-            let v = load_elem(b, ty, xd, x, i, None);
-            let e = exp_shifted(b, ty, v, m, mb);
-            let r = b.mul(ty, e, inv);
-            store_elem(b, yd, y, i, r, None);
-            vec![]
-        });
+        match out {
+            RowOut::Normalized => {
+                let inv = b.unary(UnOp::Rcp, ty, s);
+                map.each(b, lane, cols_v, &[], |b, j, _| {
+                    let i = b.add(Ty::U32, rowbase, j);
+                    let v = load_elem(b, ty, xd, x, i, None);
+                    let e = exp_shifted(b, ty, v, m, mb);
+                    let r = b.mul(ty, e, inv);
+                    store_elem(b, yd, y, i, r, None);
+                    vec![]
+                });
+            }
+        }
     });
     Ok(b.finish())
 }
