@@ -297,6 +297,15 @@ pub fn build(g: &Graph, tk: &TileKernel, op: AxisOp, len: u32, inner: u32) -> R<
         AxisOp::Exp(out) => {
             let part = cx.rows(&mut b, init_of(init), fold, |_, v| v)?;
             let m = cx.combine(&mut b, part, BinOp::Max);
+            let m = match out {
+                RowOut::Normalized => m,
+                // logsumexp: a max of ±inf is taken as 0 (all -inf gives -inf, +inf gives +inf)
+                RowOut::LogSum => {
+                    let a = b.unary(UnOp::Abs, ty, m);
+                    let inf = b.cmp(Cmp::Eq, ty, a, fconst(ty, f64::INFINITY));
+                    b.select(ty, inf, fconst(ty, 0.0), m)
+                }
+            };
             // every thread has read the partials before they are overwritten
             b.barrier();
             let exp = |b: &mut Builder, v: Value| {
@@ -316,6 +325,15 @@ pub fn build(g: &Graph, tk: &TileKernel, op: AxisOp, len: u32, inner: u32) -> R<
                         let out = b.mul(ty, e, inv);
                         store_elem(b, yd, y, idx, out, Some(col_ok));
                         vec![]
+                    });
+                }
+                RowOut::LogSum => {
+                    let l = b.math(MathFn::Log, ty, &[s.into()]);
+                    let r = b.add(ty, l, m);
+                    let first = b.cmp(Cmp::Eq, Ty::U32, warp, imm(0));
+                    b.when(first, |b| {
+                        let idx = b.fma(Ty::U32, o, inner_v, col);
+                        store_elem(b, yd, y, idx, r, Some(col_ok));
                     });
                 }
             }

@@ -205,6 +205,14 @@ pub fn exp_rows(
             vec![b.bin(BinOp::Max, ty, c[0], v).into()]
         })[0];
         let m = map.reduce(b, BinOp::Max, ty, m);
+        let m = match out {
+            RowOut::Normalized => m,
+            RowOut::LogSum => {
+                let a = b.unary(UnOp::Abs, ty, m);
+                let inf = b.cmp(Cmp::Eq, ty, a, fconst(ty, f64::INFINITY));
+                b.select(ty, inf, fconst(ty, 0.0), m)
+            }
+        };
         let mb = b.mul(ty, m, fconst(ty, -LOG2E));
         let s0 = b.mov(ty, fconst(ty, 0.0));
         let s = map.each(b, lane, cols_v, &[s0], |b, j, c| {
@@ -225,6 +233,12 @@ pub fn exp_rows(
                     store_elem(b, yd, y, i, r, None);
                     vec![]
                 });
+            }
+            RowOut::LogSum => {
+                let l = b.math(MathFn::Log, ty, &[s.into()]);
+                let r = b.add(ty, l, m);
+                let first = b.cmp(Cmp::Eq, Ty::U32, lane, imm(0));
+                b.when(first, |b| store_elem(b, yd, y, row, r, None));
             }
         }
     });

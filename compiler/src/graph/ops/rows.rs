@@ -10,9 +10,9 @@
 //! each element normalised by the sum or one `log(sum) + max` per slice.
 
 use super::{OpDef, ShardRule};
-use crate::graph::autodiff::build::{bin, sum_axis};
+use crate::graph::autodiff::build::{bin, reshape, sum_axis, un};
 use crate::graph::infer::TypeError;
-use crate::graph::{BinaryOp, DType, Graph, Op, TensorType, ValueId};
+use crate::graph::{BinaryOp, DType, Graph, Op, TensorType, UnaryOp, ValueId};
 use crate::schedule::Kind;
 use std::fmt;
 
@@ -20,6 +20,7 @@ use std::fmt;
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum RowFn {
     Softmax,
+    LogSumExp,
 }
 
 /// What a row function writes; it picks the last pass of the kernel templates.
@@ -28,6 +29,9 @@ pub enum RowOut {
     /// `e^(x − m) / Σ e^(x − m)` for each element, `m` the slice's max (NaN where `m` is not
     /// finite).
     Normalized,
+    /// `log Σ e^(x − m) + m` for each slice, with `m` the max, or 0 where the max is ±inf (so
+    /// all -inf gives -inf and a +inf gives +inf, as SciPy and PyTorch; NaN stays NaN).
+    LogSum,
 }
 
 /// One row of the row-function table.
@@ -48,19 +52,36 @@ pub struct RowFnRow {
 }
 
 /// The row functions, in [`RowFn`] declaration order.
-pub const ROW_FNS: [RowFnRow; 1] = [RowFnRow {
-    f: RowFn::Softmax,
-    name: "softmax",
-    signature: "softmax(x, axis=-1)",
-    help: "Softmax along `axis` (default the last): `exp(x - max) / sum(exp(x - max))`. \
+pub const ROW_FNS: [RowFnRow; 2] = [
+    RowFnRow {
+        f: RowFn::Softmax,
+        name: "softmax",
+        signature: "softmax(x, axis=-1)",
+        help: "Softmax along `axis` (default the last): `exp(x - max) / sum(exp(x - max))`. \
             Computed in fp32 (fp64 for fp64) and rounded once; float dtypes are kept, ints give \
             fp32. A row whose maximum is not finite (all -inf, or a +inf or NaN) gives NaN; a \
             0-d tensor is E0200. In a kernel `softmax(Q @ K.T * s) @ V` becomes one \
             `flash_attention`.",
-    out: RowOut::Normalized,
-    flops: 5.0,
-    reduces: false,
-}];
+        out: RowOut::Normalized,
+        flops: 5.0,
+        reduces: false,
+    },
+    RowFnRow {
+        f: RowFn::LogSumExp,
+        name: "logsumexp",
+        signature: "logsumexp(x, axis=-1, keepdim=False)",
+        help: "`log(sum(exp(x)))` along `axis` (default the last), computed stably as \
+            `log(sum(exp(x - max))) + max`; the axis is dropped unless `keepdim=True`. \
+            Computed in fp64 on the cpu (fp32 in a kernel, fp64 for fp64) and rounded once; \
+            float dtypes are kept, ints give fp32. A slice of all -inf gives -inf, one holding \
+            +inf gives +inf, NaN gives NaN (as SciPy and PyTorch); a 0-d tensor is E0200. Its \
+            derivative is `softmax(x)` times the cotangent; in a kernel it is one fused row \
+            kernel, and on a mesh it runs locally when sharded along another axis.",
+        out: RowOut::LogSum,
+        flops: 4.0,
+        reduces: true,
+    },
+];
 
 impl RowFn {
     /// This function's row of [`ROW_FNS`].
@@ -133,7 +154,7 @@ pub fn row_type(
     }
     let a = a as usize;
     let mut out = shape.to_vec();
-    if f.row().reduces {
+    if f.out() == RowOut::LogSum {
         if keepdim {
             out[a] = 1;
         } else {
@@ -164,6 +185,13 @@ pub fn eval_f64(f: RowFn, x: &[f64], out: &mut [f64]) {
             let inv = 1.0 / s;
             for o in out.iter_mut() {
                 *o *= inv;
+            }
+        }
+        RowOut::LogSum => {
+            let m = if m.is_infinite() { 0.0 } else { m };
+            let s: f64 = x.iter().map(|&v| (v - m).exp()).sum();
+            if let Some(o) = out.first_mut() {
+                *o = s.ln() + m;
             }
         }
     }
@@ -216,7 +244,7 @@ impl OpDef for RowFamily {
         y: ValueId,
         dy: ValueId,
     ) -> Result<Vec<Option<ValueId>>, Option<TypeError>> {
-        let (f, _, axis, _) = parts(op)?;
+        let (f, x, axis, keepdim) = parts(op)?;
         let dx = match f.out() {
             RowOut::Normalized => {
                 // dx = y·(dy − Σ dy·y)
@@ -224,6 +252,19 @@ impl OpDef for RowFamily {
                 let s = sum_axis(g, p, axis, true)?;
                 let d = bin(g, BinaryOp::Sub, dy, s)?;
                 bin(g, BinaryOp::Mul, d, y)?
+            }
+            RowOut::LogSum => {
+                // dx = e^(x − y)·dy = softmax(x)·dy, y and dy with the axis kept
+                let (y, dy) = if keepdim {
+                    (y, dy)
+                } else {
+                    let mut s = g.ty(y).ok_or(TypeError::Undefined(y))?.shape.clone();
+                    s.insert(axis.min(s.len()), 1);
+                    (reshape(g, y, &s)?, reshape(g, dy, &s)?)
+                };
+                let d = bin(g, BinaryOp::Sub, x, y)?;
+                let p = un(g, UnaryOp::Exp, d)?;
+                bin(g, BinaryOp::Mul, p, dy)?
             }
         };
         Ok(vec![Some(dx)])
