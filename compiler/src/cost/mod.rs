@@ -285,6 +285,48 @@ fn elementwise_ops(op: &Op) -> f64 {
     }
 }
 
+/// Arithmetic per element of the kernel's work (its input for a row kernel, else its output):
+/// from the op's definition where it has one ([`crate::graph::ops`]).
+fn flops_per_elem(g: &Graph, k: &Kernel, op: &Op) -> f64 {
+    if let Some(d) = crate::graph::op_def(op) {
+        return d.flops_per_elem(op);
+    }
+    match k.kind {
+        Kind::Elementwise => elementwise_ops(op),
+        Kind::Reduce => 1.0,
+        // an FFT: 5·log2(n) per complex output (half for the real ones); the
+        // product: a complex multiply-add (8) per channel of the group
+        Kind::Spectral => match op {
+            Op::Fft { n, kind, .. } => {
+                let lg = (*n).max(1) as f64;
+                let real = matches!(
+                    kind,
+                    crate::graph::FftKind::RealForward
+                        | crate::graph::FftKind::RealInverse
+                        | crate::graph::FftKind::RealInverseAdjoint
+                );
+                if real {
+                    2.5 * lg.log2()
+                } else {
+                    5.0 * lg.log2()
+                }
+            }
+            Op::SpectralMul { w, .. } => g
+                .ty(*w)
+                .map_or(8.0, |t| 8.0 * t.shape.get(1).copied().unwrap_or(1) as f64),
+            _ => 1.0,
+        },
+        // a multiply-add per input channel of the group and kernel tap
+        Kind::Conv => match op {
+            Op::Conv { w, .. } => g.ty(*w).map_or(1.0, |t| {
+                2.0 * t.shape.iter().skip(1).product::<usize>() as f64
+            }),
+            _ => 1.0,
+        },
+        _ => 0.0,
+    }
+}
+
 /// The model's estimate of kernel `index` of `l` on `target`.
 pub fn estimate(
     l: &Lowered,
@@ -433,43 +475,7 @@ pub fn estimate(
             (flops, bytes, busiest * per_block / peak_sm, in_flight)
         }
         _ => {
-            let per_elem = match k.kind {
-                Kind::Elementwise => elementwise_ops(op),
-                Kind::Row(_) | Kind::LayerNorm | Kind::RmsNorm => {
-                    crate::graph::op_def(op).map_or(1.0, |d| d.flops_per_elem(op))
-                }
-                Kind::Reduce => 1.0,
-                // an FFT: 5·log2(n) per complex output (half for the real ones); the
-                // product: a complex multiply-add (8) per channel of the group
-                Kind::Spectral => match op {
-                    Op::Fft { n, kind, .. } => {
-                        let lg = (*n).max(1) as f64;
-                        let real = matches!(
-                            kind,
-                            crate::graph::FftKind::RealForward
-                                | crate::graph::FftKind::RealInverse
-                                | crate::graph::FftKind::RealInverseAdjoint
-                        );
-                        if real {
-                            2.5 * lg.log2()
-                        } else {
-                            5.0 * lg.log2()
-                        }
-                    }
-                    Op::SpectralMul { w, .. } => g
-                        .ty(*w)
-                        .map_or(8.0, |t| 8.0 * t.shape.get(1).copied().unwrap_or(1) as f64),
-                    _ => 1.0,
-                },
-                // a multiply-add per input channel of the group and kernel tap
-                Kind::Conv => match op {
-                    Op::Conv { w, .. } => g.ty(*w).map_or(1.0, |t| {
-                        2.0 * t.shape.iter().skip(1).product::<usize>() as f64
-                    }),
-                    _ => 1.0,
-                },
-                _ => 0.0,
-            };
+            let per_elem = flops_per_elem(g, k, op);
             let work = match k.kind {
                 Kind::Reduce | Kind::Row(_) | Kind::LayerNorm | Kind::RmsNorm => k
                     .inputs
