@@ -56,7 +56,16 @@ fn loss(flash: bool, causal: bool, span: Span) -> Graph {
             t(&[2, SQ, SK]),
             span,
         );
-        let p = g.push(Op::Softmax { x: s, axis: 2 }, t(&[2, SQ, SK]), span);
+        let p = g.push(
+            Op::Row {
+                f: tessera_compiler::graph::RowFn::Softmax,
+                x: s,
+                axis: 2,
+                keepdim: false,
+            },
+            t(&[2, SQ, SK]),
+            span,
+        );
         g.push(
             Op::Matmul {
                 a: p,

@@ -300,6 +300,34 @@ fn eval_op(
 }
 
 /// [`eval_op`] of an op with one result.
+/// The row functions and the norms (the families of `tessera_compiler::graph::ops`) on the
+/// cpu: the runtime's kernels of each.
+fn rows_cpu(vals: &[Option<Val>], op: &Op) -> crate::Result<Tensor> {
+    match op {
+        Op::Row {
+            f,
+            x,
+            axis,
+            keepdim,
+        } => rtm::row_fn(&tens(vals, *x)?, *f, *axis as isize, *keepdim),
+        Op::LayerNorm {
+            x,
+            weight,
+            bias,
+            eps,
+        } => {
+            let w = weight.map(|w| tens(vals, w)).transpose()?;
+            let b = bias.map(|b| tens(vals, b)).transpose()?;
+            rtm::layernorm(&tens(vals, *x)?, w.as_ref(), b.as_ref(), *eps)
+        }
+        Op::RmsNorm { x, weight, eps } => {
+            let w = weight.map(|w| tens(vals, w)).transpose()?;
+            rtm::rmsnorm(&tens(vals, *x)?, w.as_ref(), *eps)
+        }
+        _ => Err(internal("not a row function or norm")),
+    }
+}
+
 fn eval_one(
     op: &Op,
     ty: &tessera_compiler::graph::TensorType,
@@ -387,26 +415,7 @@ fn eval_one(
             axis.map(|a| a as isize),
             *keepdim,
         )?),
-        Op::Softmax { x, axis } => Val::T(rtm::softmax(&tens(vals, *x)?, *axis as isize)?),
-        Op::LayerNorm {
-            x,
-            weight,
-            bias,
-            eps,
-        } => {
-            let w = weight.map(|w| tens(vals, w)).transpose()?;
-            let b = bias.map(|b| tens(vals, b)).transpose()?;
-            Val::T(rtm::layernorm(
-                &tens(vals, *x)?,
-                w.as_ref(),
-                b.as_ref(),
-                *eps,
-            )?)
-        }
-        Op::RmsNorm { x, weight, eps } => {
-            let w = weight.map(|w| tens(vals, w)).transpose()?;
-            Val::T(rtm::rmsnorm(&tens(vals, *x)?, w.as_ref(), *eps)?)
-        }
+        Op::Row { .. } | Op::LayerNorm { .. } | Op::RmsNorm { .. } => Val::T(rows_cpu(vals, op)?),
         Op::Transpose { x, perm } => Val::T(tens(vals, *x)?.transpose(Some(perm))?),
         Op::Reshape { x } => {
             let dims: Vec<i64> = ty.shape.iter().map(|d| *d as i64).collect();

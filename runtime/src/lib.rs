@@ -105,7 +105,7 @@ pub use ops::fft::{
     Kind2 as Fft2Kind, Norm as FftNorm,
 };
 pub use ops::matmul::{infer_matmul, matmul};
-pub use ops::nn::{flash_attention, layernorm, rmsnorm, softmax};
+pub use ops::nn::{flash_attention, layernorm, rmsnorm, row_fn, softmax};
 pub use ops::order::{arg_extreme, cumsum, scatter_add, sort, stack, take, take_at, topk};
 pub use ops::reduce::{infer_reduce, reduce, ReduceOp};
 pub use ops::shape_ops::{concat, IndexItem};

@@ -141,7 +141,16 @@ fn cases() -> Vec<Case> {
         let (mut g, s) = graph("rows");
         let t = ty(&[6, 50, 33], DType::F32);
         let x = g.add_param(t.clone(), s);
-        let sm = g.push(Op::Softmax { x, axis: 2 }, t, s);
+        let sm = g.push(
+            Op::Row {
+                f: tessera_compiler::graph::RowFn::Softmax,
+                x,
+                axis: 2,
+                keepdim: false,
+            },
+            t,
+            s,
+        );
         let o = g.push(
             Op::Reduce {
                 op: ReduceOp::Sum,

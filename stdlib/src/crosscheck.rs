@@ -197,8 +197,9 @@ pub fn reduction_length(g: &Graph, root: ValueId) -> u64 {
                 None => s.iter().map(|&d| d as u64).product(),
             }
         }
-        Some(Op::Softmax { x, axis }) => shape(*x).get(*axis).map(|&d| d as u64).unwrap_or(1),
-        Some(Op::LayerNorm { x, .. }) | Some(Op::RmsNorm { x, .. }) => last(*x),
+        Some(op @ (Op::Row { .. } | Op::LayerNorm { .. } | Op::RmsNorm { .. })) => {
+            tessera_compiler::graph::op_def(op).map_or(1, |d| d.reduced_len(g, op))
+        }
         Some(Op::FlashAttention { q, k, .. }) => {
             let sk = shape(*k);
             let sk = sk.get(sk.len().saturating_sub(2)).copied().unwrap_or(1) as u64;

@@ -29,7 +29,14 @@ pub struct Member {
 }
 
 /// The description of `module.name`.
+/// The row functions' descriptions are in their definitions (the compiler's `ROW_FNS`).
 pub fn describe(path: &str) -> Option<&'static str> {
+    let row = path
+        .strip_prefix("op.")
+        .and_then(tessera_compiler::graph::RowFn::from_name);
+    if let Some(f) = row {
+        return Some(f.row().help);
+    }
     DESCRIPTIONS
         .iter()
         .find(|(p, _)| *p == path)

@@ -440,13 +440,6 @@ pub const DESCRIPTIONS: &[(&str, &str)] = &[
         "Sine (radians), elementwise. Float and complex dtypes stay, ints and bool give fp32.",
     ),
     (
-        "op.softmax",
-        "Softmax along `axis` (default the last): `exp(x - max) / sum(exp(x - max))`. Computed in \
-        fp32 (fp64 for fp64) and rounded once; float dtypes are kept, ints give fp32. A row whose \
-        maximum is not finite (all -inf, or a +inf or NaN) gives NaN; a 0-d tensor is E0200. In a \
-        kernel `softmax(Q @ K.T * s) @ V` becomes one `flash_attention`.",
-    ),
-    (
         "op.sort",
         "The values sorted along `axis` (default the last). Ascending, or descending with \
         `descending=True`; stable, with NaNs last (first when descending), as NumPy; the dtype is \

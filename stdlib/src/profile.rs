@@ -196,7 +196,7 @@ pub fn tile_text(k: &Kernel) -> String {
         Kind::FlashAttention | Kind::Conv => format!("{}x{}", s.tile[0], s.tile[1]),
         Kind::Elementwise | Kind::Copy => format!("{}/block", s.tile[0]),
         Kind::Spectral => format!("line {}", s.tile[0]),
-        Kind::Softmax | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => {
+        Kind::Row(_) | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => {
             format!("{} rows/block", s.tile[0])
         }
     }

@@ -1183,6 +1183,22 @@ def softmax(x, axis=-1):
     return _finish_float(r, _norm_dtype(x))
 
 
+def logsumexp(x, axis=-1, keepdim=False):
+    """log(sum(exp(x))) along axis: max-shifted, a max of +-inf taken as 0 (PyTorch's rule)."""
+    _check_tensor(x)
+    if x.ndim == 0:
+        _err("E0200", "logsumexp: needs a tensor with at least 1 dimension, got a 0-d tensor")
+    (ax,) = _axes(x, axis)
+    v = x._f64()
+    m = np.max(v, axis=ax, keepdims=True, initial=-np.inf)
+    m = np.where(np.isinf(m), 0.0, m)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        r = np.log(np.sum(np.exp(v - m), axis=ax, keepdims=True)) + m
+    if not keepdim:
+        r = np.squeeze(r, axis=ax)
+    return _finish_float(r, _norm_dtype(x))
+
+
 def layernorm(x, weight=None, bias=None, eps=1e-5):
     _check_tensor(x)
     v = x._f64()
@@ -1700,6 +1716,7 @@ class _OpModule:
                  "flash_attention", "conv1d", "conv2d", "allclose", "max_abs_diff", "kernel",
                  "complex", "real", "imag", "conj", "angle", "fft", "ifft", "rfft", "irfft",
                  "fft2", "ifft2", "rfft2", "irfft2"]
+        names += ["logsumexp"]
         for n in names:
             object.__setattr__(self, n, g[n])
         for n, d in _CANON.items():

@@ -250,7 +250,11 @@ fn schedule_blocks(g: &Graph, k: &Kernel) -> u64 {
                 * oh.div_ceil(u64::from(s.tile[0].max(1)))
                 * ow.div_ceil(u64::from(s.tile[1].max(1)))
         }
-        Kind::Softmax | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => {
+        // a row function that writes one value per row: one row per output element
+        Kind::Row(f) if f.row().reduces => {
+            (numel(&k.ty) as u64).div_ceil(u64::from(s.threads / 32).max(1))
+        }
+        Kind::Row(_) | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => {
             let rows = numel(&k.ty) / k.ty.shape.last().map_or(1.0, |&d| d.max(1) as f64);
             (rows as u64).div_ceil(u64::from(s.threads / 32).max(1))
         }
@@ -278,6 +282,48 @@ fn elementwise_ops(op: &Op) -> f64 {
             n.max(1) as f64
         }
         _ => 1.0,
+    }
+}
+
+/// Arithmetic per element of the kernel's work (its input for a row kernel, else its output):
+/// from the op's definition where it has one ([`crate::graph::ops`]).
+fn flops_per_elem(g: &Graph, k: &Kernel, op: &Op) -> f64 {
+    if let Some(d) = crate::graph::op_def(op) {
+        return d.flops_per_elem(op);
+    }
+    match k.kind {
+        Kind::Elementwise => elementwise_ops(op),
+        Kind::Reduce => 1.0,
+        // an FFT: 5·log2(n) per complex output (half for the real ones); the
+        // product: a complex multiply-add (8) per channel of the group
+        Kind::Spectral => match op {
+            Op::Fft { n, kind, .. } => {
+                let lg = (*n).max(1) as f64;
+                let real = matches!(
+                    kind,
+                    crate::graph::FftKind::RealForward
+                        | crate::graph::FftKind::RealInverse
+                        | crate::graph::FftKind::RealInverseAdjoint
+                );
+                if real {
+                    2.5 * lg.log2()
+                } else {
+                    5.0 * lg.log2()
+                }
+            }
+            Op::SpectralMul { w, .. } => g
+                .ty(*w)
+                .map_or(8.0, |t| 8.0 * t.shape.get(1).copied().unwrap_or(1) as f64),
+            _ => 1.0,
+        },
+        // a multiply-add per input channel of the group and kernel tap
+        Kind::Conv => match op {
+            Op::Conv { w, .. } => g.ty(*w).map_or(1.0, |t| {
+                2.0 * t.shape.iter().skip(1).product::<usize>() as f64
+            }),
+            _ => 1.0,
+        },
+        _ => 0.0,
     }
 }
 
@@ -429,45 +475,9 @@ pub fn estimate(
             (flops, bytes, busiest * per_block / peak_sm, in_flight)
         }
         _ => {
-            let per_elem = match k.kind {
-                Kind::Elementwise => elementwise_ops(op),
-                Kind::Softmax => 5.0,
-                Kind::LayerNorm => 8.0,
-                Kind::RmsNorm => 4.0,
-                Kind::Reduce => 1.0,
-                // an FFT: 5·log2(n) per complex output (half for the real ones); the
-                // product: a complex multiply-add (8) per channel of the group
-                Kind::Spectral => match op {
-                    Op::Fft { n, kind, .. } => {
-                        let lg = (*n).max(1) as f64;
-                        let real = matches!(
-                            kind,
-                            crate::graph::FftKind::RealForward
-                                | crate::graph::FftKind::RealInverse
-                                | crate::graph::FftKind::RealInverseAdjoint
-                        );
-                        if real {
-                            2.5 * lg.log2()
-                        } else {
-                            5.0 * lg.log2()
-                        }
-                    }
-                    Op::SpectralMul { w, .. } => g
-                        .ty(*w)
-                        .map_or(8.0, |t| 8.0 * t.shape.get(1).copied().unwrap_or(1) as f64),
-                    _ => 1.0,
-                },
-                // a multiply-add per input channel of the group and kernel tap
-                Kind::Conv => match op {
-                    Op::Conv { w, .. } => g.ty(*w).map_or(1.0, |t| {
-                        2.0 * t.shape.iter().skip(1).product::<usize>() as f64
-                    }),
-                    _ => 1.0,
-                },
-                _ => 0.0,
-            };
+            let per_elem = flops_per_elem(g, k, op);
             let work = match k.kind {
-                Kind::Reduce | Kind::Softmax | Kind::LayerNorm | Kind::RmsNorm => k
+                Kind::Reduce | Kind::Row(_) | Kind::LayerNorm | Kind::RmsNorm => k
                     .inputs
                     .first()
                     .and_then(|v| g.ty(*v))

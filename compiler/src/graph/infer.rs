@@ -350,6 +350,9 @@ pub fn slice_shape(shape: &[usize], items: &[SliceItem]) -> R<Vec<usize>> {
 /// op carries (for ops whose attributes live in the type: param, capture, const, cast,
 /// reshape, broadcast).
 pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
+    if let Some(d) = super::ops::def(op) {
+        return d.infer(g, op);
+    }
     Ok(match op {
         Op::Param { .. } | Op::Capture { .. } => declared.clone(),
         Op::Const { .. } => {
@@ -427,40 +430,8 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             };
             TensorType::new(shape, op.result_dtype(t.dtype))
         }
-        Op::Softmax { x, axis } => {
-            let t = ty(g, *x)?;
-            if *axis >= t.shape.len() {
-                return Err(TypeError::AxisOutOfRange(*axis));
-            }
-            TensorType::new(t.shape.clone(), float_or_f32(t.dtype))
-        }
-        Op::LayerNorm {
-            x, weight, bias, ..
-        } => {
-            let t = ty(g, *x)?;
-            let d = *t.shape.last().ok_or(TypeError::NormOf0d("layernorm"))?;
-            for p in [weight, bias].into_iter().flatten() {
-                if ty(g, *p)?.shape != [d] {
-                    return Err(TypeError::NormParam {
-                        what: "layernorm parameter",
-                        d,
-                    });
-                }
-            }
-            TensorType::new(t.shape.clone(), float_or_f32(t.dtype))
-        }
-        Op::RmsNorm { x, weight, .. } => {
-            let t = ty(g, *x)?;
-            let d = *t.shape.last().ok_or(TypeError::NormOf0d("rmsnorm"))?;
-            if let Some(w) = weight {
-                if ty(g, *w)?.shape != [d] {
-                    return Err(TypeError::NormParam {
-                        what: "rmsnorm weight",
-                        d,
-                    });
-                }
-            }
-            TensorType::new(t.shape.clone(), float_or_f32(t.dtype))
+        Op::Row { .. } | Op::LayerNorm { .. } | Op::RmsNorm { .. } => {
+            return Err(TypeError::Undefined(ValueId(0)))
         }
         Op::Transpose { x, perm } => {
             let t = ty(g, *x)?;

@@ -25,6 +25,7 @@ mod op;
 pub use op::{AttnWrt, Epilogue, EpilogueStep, Op};
 pub mod error;
 pub mod infer;
+pub mod ops;
 pub mod passes;
 pub mod pipeline;
 pub mod print;
@@ -64,6 +65,8 @@ pub(crate) fn bf16_matmul(m: usize, n: usize, k: usize) -> Graph {
     g
 }
 
+pub use ops::rows::{RowFn, RowOut, ROW_FNS};
+pub use ops::{def as op_def, OpDef, ShardRule};
 pub use types::{
     BinaryOp, BinaryResult, BinaryRow, BinaryVjp, DType, OpVjp, ReduceOp, ReduceResult, ReduceRow,
     ReduceVjp, Scalar, SliceItem, TensorType, UnaryOp, UnaryResult, UnaryRow, UnaryVjp, BINARY_OPS,

@@ -79,9 +79,13 @@ pub enum Op {
         axis: Option<usize>,
         keepdim: bool,
     },
-    Softmax {
+    /// A row function of the slices along `axis` ([`super::ops::rows`]); `keepdim` for the
+    /// ones that write one value per slice.
+    Row {
+        f: super::ops::rows::RowFn,
         x: ValueId,
         axis: usize,
+        keepdim: bool,
     },
     LayerNorm {
         x: ValueId,
@@ -235,7 +239,7 @@ impl Op {
             Op::Cast { .. } => "cast",
             Op::Matmul { .. } => "matmul",
             Op::Reduce { op, .. } => op.name(),
-            Op::Softmax { .. } => "softmax",
+            Op::Row { .. } => super::ops::def(self).map_or("row", |d| d.name(self)),
             Op::LayerNorm { .. } => "layernorm",
             Op::RmsNorm { .. } => "rmsnorm",
             Op::Transpose { .. } => "transpose",
@@ -281,7 +285,7 @@ impl Op {
             Op::Unary { x, .. }
             | Op::Cast { x }
             | Op::Reduce { x, .. }
-            | Op::Softmax { x, .. }
+            | Op::Row { x, .. }
             | Op::Transpose { x, .. }
             | Op::Reshape { x }
             | Op::Broadcast { x }
@@ -383,7 +387,7 @@ impl Op {
             Op::Unary { x, .. }
             | Op::Cast { x }
             | Op::Reduce { x, .. }
-            | Op::Softmax { x, .. }
+            | Op::Row { x, .. }
             | Op::Transpose { x, .. }
             | Op::Reshape { x }
             | Op::Broadcast { x }

@@ -158,7 +158,11 @@ impl Printer<'_> {
         names: &HashMap<ValueId, usize>,
         spans: &mut Vec<Span>,
     ) -> Vec<String> {
+        if let Some(d) = super::ops::def(op) {
+            return d.attrs(op);
+        }
         match op {
+            Op::Row { .. } | Op::LayerNorm { .. } | Op::RmsNorm { .. } => vec![],
             // Inputs, elementwise ops and shape changes: the operands and types say it all.
             Op::Param { .. } | Op::Const { .. } => vec![],
             Op::Unary { .. }
@@ -241,10 +245,9 @@ impl Printer<'_> {
                 v.push(format!("keepdim = {keepdim}"));
                 v
             }
-            Op::Softmax { axis, .. } | Op::Take { axis, .. } | Op::ScatterAdd { axis, .. } => {
+            Op::Take { axis, .. } | Op::ScatterAdd { axis, .. } => {
                 vec![format!("axis = {axis}")]
             }
-            Op::LayerNorm { eps, .. } | Op::RmsNorm { eps, .. } => vec![format!("eps = {eps:?}")],
             Op::Transpose { perm, .. } => vec![format!("perm = {perm:?}")],
             Op::Concat { axis, .. } => vec![format!("axis = {axis}")],
             Op::Slice { items, .. } => {

@@ -238,7 +238,16 @@ fn attention(scale: impl Fn(&mut Graph, ValueId) -> ValueId, axis: usize) -> Gra
     );
     let s = mm(&mut g, q, kt, f32t(&[16, 16]), 2);
     let s = scale(&mut g, s);
-    let p = g.push(Op::Softmax { x: s, axis }, f32t(&[16, 16]), at(3));
+    let p = g.push(
+        Op::Row {
+            f: crate::graph::RowFn::Softmax,
+            x: s,
+            axis,
+            keepdim: false,
+        },
+        f32t(&[16, 16]),
+        at(3),
+    );
     let o = mm(&mut g, p, v, f32t(&[16, 8]), 4);
     g.outputs.push(o);
     g

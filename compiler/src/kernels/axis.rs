@@ -1,5 +1,5 @@
 //! Kernels over an axis that is not the last: the input is `[outer, len, inner]` and the
-//! reduction or softmax runs along `len`.
+//! reduction or row function (softmax, logsumexp) runs along `len`.
 //!
 //! A block of 256 threads takes 32 consecutive columns of one `outer` index: lane ↔ column
 //! (a warp's loads are 32 consecutive elements: coalesced), warp `w` of 8 folds rows
@@ -8,7 +8,8 @@
 //!
 //! - `sum mean max min` (`[outer, inner]` out): warp 0 folds the partials and stores.
 //! - `softmax` (same shape out): every thread folds the partials of the column max, then of
-//!   the sum of `e^(x − max)`, and writes its rows of `e^(x − max) / sum`.
+//!   the sum of `e^(x − max)`, and writes its rows of `e^(x − max) / sum`; `logsumexp`
+//!   (`[outer, inner]` out) folds the same and warp 0 stores `log(sum) + max`.
 //!
 //! Accumulation in fp32, or fp64 when input and output are fp64. Integer inputs (reductions
 //! only), as the cpu: `sum` in int64 (wrapping), `max`/`min` in int64 stored in the input's
@@ -24,7 +25,7 @@ use super::blocks::{compute_ty, divmod, fconst, load_as, load_elem, store_elem, 
 use super::elementwise::{eval_body, index_val, load_val, needs_status, store_val};
 use super::values::{conv, Val};
 use super::{no, ParamSet, R};
-use crate::graph::{DType, Graph, Op};
+use crate::graph::{DType, Graph, Op, RowOut};
 use crate::kernels::index::{index_of, Index};
 use crate::kernels::reduce_axis::{COLS, SLICES};
 use crate::scalar::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
@@ -36,7 +37,8 @@ use crate::tile::{RowOp, TileKernel};
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum AxisOp {
     Reduce(RowOp),
-    Softmax,
+    /// A row function: the max and the sum of `e^(x − max)`, then what [`RowOut`] says.
+    Exp(RowOut),
 }
 
 /// Where the folded values come from: the input tensor, or (a fused reduction) an elementwise
@@ -153,7 +155,7 @@ pub fn build(g: &Graph, tk: &TileKernel, op: AxisOp, len: u32, inner: u32) -> R<
         AxisOp::Reduce(RowOp::Max) => (f64::NEG_INFINITY, BinOp::Max),
         AxisOp::Reduce(RowOp::Min) => (f64::INFINITY, BinOp::Min),
         AxisOp::Reduce(RowOp::Sum | RowOp::Mean) => (0.0, BinOp::Add),
-        AxisOp::Softmax => (f64::NEG_INFINITY, BinOp::Max),
+        AxisOp::Exp(_) => (f64::NEG_INFINITY, BinOp::Max),
         AxisOp::Reduce(other) => return no(format!("{} over an axis", other.name())),
     };
     let threads = COLS * SLICES;
@@ -292,9 +294,18 @@ pub fn build(g: &Graph, tk: &TileKernel, op: AxisOp, len: u32, inner: u32) -> R<
                 store_int_or(b, ty, yd, y, out, res, Some(col_ok));
             });
         }
-        AxisOp::Softmax => {
+        AxisOp::Exp(out) => {
             let part = cx.rows(&mut b, init_of(init), fold, |_, v| v)?;
             let m = cx.combine(&mut b, part, BinOp::Max);
+            let m = match out {
+                RowOut::Normalized => m,
+                // logsumexp: a max of ±inf is taken as 0 (all -inf gives -inf, +inf gives +inf)
+                RowOut::LogSum => {
+                    let a = b.unary(UnOp::Abs, ty, m);
+                    let inf = b.cmp(Cmp::Eq, ty, a, fconst(ty, f64::INFINITY));
+                    b.select(ty, inf, fconst(ty, 0.0), m)
+                }
+            };
             // every thread has read the partials before they are overwritten
             b.barrier();
             let exp = |b: &mut Builder, v: Value| {
@@ -303,16 +314,29 @@ pub fn build(g: &Graph, tk: &TileKernel, op: AxisOp, len: u32, inner: u32) -> R<
             };
             let part = cx.rows(&mut b, init_of(0.0), BinOp::Add, exp)?;
             let s = cx.combine(&mut b, part, BinOp::Add);
-            let inv = b.unary(UnOp::Rcp, ty, s);
-            b.for_(warp, len_v, imm(i64::from(SLICES)), &[], None, |b, r, _| {
-                let row = b.add(Ty::U32, orow, r);
-                let idx = b.fma(Ty::U32, row, inner_v, col);
-                let v = load_elem(b, ty, xd, x, idx, Some(col_ok));
-                let e = exp(b, v);
-                let out = b.mul(ty, e, inv);
-                store_elem(b, yd, y, idx, out, Some(col_ok));
-                vec![]
-            });
+            match out {
+                RowOut::Normalized => {
+                    let inv = b.unary(UnOp::Rcp, ty, s);
+                    b.for_(warp, len_v, imm(i64::from(SLICES)), &[], None, |b, r, _| {
+                        let row = b.add(Ty::U32, orow, r);
+                        let idx = b.fma(Ty::U32, row, inner_v, col);
+                        let v = load_elem(b, ty, xd, x, idx, Some(col_ok));
+                        let e = exp(b, v);
+                        let out = b.mul(ty, e, inv);
+                        store_elem(b, yd, y, idx, out, Some(col_ok));
+                        vec![]
+                    });
+                }
+                RowOut::LogSum => {
+                    let l = b.math(MathFn::Log, ty, &[s.into()]);
+                    let r = b.add(ty, l, m);
+                    let first = b.cmp(Cmp::Eq, Ty::U32, warp, imm(0));
+                    b.when(first, |b| {
+                        let idx = b.fma(Ty::U32, o, inner_v, col);
+                        store_elem(b, yd, y, idx, r, Some(col_ok));
+                    });
+                }
+            }
         }
     }
     Ok(b.finish())

@@ -111,53 +111,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
                 vector: s.vector,
             };
         }
-        Kind::Softmax => {
-            let axis = match op {
-                Op::Softmax { axis, .. } => *axis,
-                _ => return Err(nl(k, "not a softmax")),
-            };
-            if !(any_float(k.ty.dtype) || k.ty.dtype == DType::F64) {
-                return Err(nl(k, format!("{} softmax", k.ty.dtype)));
-            }
-            let shape = &k.ty.shape;
-            let inner: u64 = shape.iter().skip(axis + 1).map(|&d| d as u64).product();
-            if inner > 1 {
-                // a middle axis: [outer, len, inner]
-                let outer: u64 = shape[..axis].iter().map(|&d| d as u64).product();
-                let len = shape.get(axis).map(|&d| d as u64).unwrap_or(1);
-                if outer * len * inner > u64::from(u32::MAX) {
-                    return Err(nl(k, "a softmax of more than 2^32 elements"));
-                }
-                if outer * len * inner == 0 {
-                    return Err(nl(k, "empty softmax"));
-                }
-                super::reduce_axis::tile(k, RowOp::Max, outer, len, inner, &mut tk)?;
-                tk.shape = Shape::SoftmaxAxis {
-                    outer: u32_of(k, outer as usize)?,
-                    len: u32_of(k, len as usize)?,
-                    inner: u32_of(k, inner as usize)?,
-                };
-                return Ok(tk);
-            }
-            let cols = *shape.get(axis).unwrap_or(&1);
-            let rows = if cols == 0 {
-                0
-            } else {
-                numel(&k.ty) / cols as u64
-            };
-            if rows == 0 {
-                return Err(nl(k, "empty softmax"));
-            }
-            let warps = s.threads / 32;
-            let row_block = crate::tile::row_block(rows, cols as u64);
-            tk.grid = [row_grid(k, rows, warps, row_block)?, 1, 1];
-            tk.shape = Shape::RowSoftmax {
-                rows: u32::try_from(rows).map_err(|_| nl(k, "too many rows"))?,
-                cols: u32_of(k, cols)?,
-                warps,
-                row_block,
-            };
-        }
+        Kind::Row(f) => row_fn_tile(g, k, op, f, &mut tk)?,
         Kind::Matmul => {
             let (a, b, accum) = match op {
                 Op::Matmul { a, b, accum, .. } => (*a, *b, *accum),
@@ -374,97 +328,7 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
             }
             middle_axis(k, row_op(*r), &xt.shape, *axis, &mut tk)?;
         }
-        Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => {
-            let x = *k.inputs.first().ok_or_else(|| nl(k, "no input"))?;
-            let xt = g.ty(x).ok_or_else(|| nl(k, "untyped input"))?;
-            let (row_op, reduce_all) = match op {
-                Op::LayerNorm {
-                    weight, bias, eps, ..
-                } => (
-                    RowOp::LayerNorm {
-                        eps: *eps,
-                        weight: weight.is_some(),
-                        bias: bias.is_some(),
-                    },
-                    false,
-                ),
-                Op::RmsNorm { weight, eps, .. } => (
-                    RowOp::RmsNorm {
-                        eps: *eps,
-                        weight: weight.is_some(),
-                    },
-                    false,
-                ),
-                Op::Reduce { op: r, axis, .. } => {
-                    let ro = row_op(*r);
-                    let inner: u64 = match axis {
-                        Some(a) => xt.shape.iter().skip(a + 1).map(|&d| d as u64).product(),
-                        None => 1,
-                    };
-                    match axis {
-                        None => (ro, true),
-                        Some(_) if inner == 1 => (ro, false),
-                        Some(a) => {
-                            // A middle axis: [outer, len, inner] -> [outer, inner].
-                            let both64 = k.ty.dtype == DType::F64 && xt.dtype == DType::F64;
-                            let int = matches!(
-                                xt.dtype,
-                                DType::I32 | DType::I64 | DType::I8 | DType::Bool
-                            );
-                            if !both64 && !int && (!any_float(k.ty.dtype) || !any_float(xt.dtype)) {
-                                return Err(nl(k, format!("{} reductions", xt.dtype)));
-                            }
-                            middle_axis(k, ro, &xt.shape, *a, &mut tk)?;
-                            return Ok(tk);
-                        }
-                    }
-                }
-                _ => return Err(nl(k, "not a row kernel")),
-            };
-            // fp32 and narrower floats, or fp64 throughout (accumulating in fp64).
-            // fp32 and narrower floats, fp64, or a mix (computed in x's dtype); integer
-            // reductions
-            let int_red = matches!(xt.dtype, DType::I32 | DType::I64 | DType::I8 | DType::Bool)
-                && matches!(row_op, RowOp::Sum | RowOp::Mean | RowOp::Max | RowOp::Min);
-            // Row kernels read integer and bool inputs converted (softmax and norms of them
-            // compute in fp32, as the cpu does); reductions of them keep their integer result.
-            let int_in = |d: DType| matches!(d, DType::I32 | DType::I64 | DType::I8 | DType::Bool);
-            let io = |d: DType| any_float(d) || d == DType::F64 || int_red && int_in(d);
-            let io_in = |d: DType| io(d) || int_in(d);
-            if !io(k.ty.dtype) {
-                return Err(nl(k, format!("{} results", k.ty.dtype)));
-            }
-            for v in &k.inputs {
-                let t = g.ty(*v).ok_or_else(|| nl(k, "untyped input"))?;
-                if !io_in(t.dtype) {
-                    return Err(nl(k, format!("{} operands", t.dtype)));
-                }
-            }
-            let n = numel(xt);
-            let cols = match op {
-                _ if reduce_all => n,
-                // Over an axis followed by unit dims only: rows of `shape[axis..]`.
-                Op::Reduce { axis: Some(a), .. } => {
-                    xt.shape.iter().skip(*a).map(|&c| c as u64).product()
-                }
-                _ => xt.shape.last().map(|&c| c as u64).unwrap_or(1),
-            };
-            if cols == 0 || n == 0 || n > u64::from(u32::MAX) {
-                return Err(nl(k, "an empty or too large (>2^32 elements) row kernel"));
-            }
-            let rows = n / cols;
-            let warps = (s.threads / 32).max(1);
-            let row_block = crate::tile::row_block(rows, cols);
-            tk.block = [warps * 32, 1, 1];
-            tk.grid = [row_grid(k, rows, warps, row_block)?, 1, 1];
-            tk.shape = Shape::Rows {
-                op: row_op,
-                rows: rows as u32,
-                cols: cols as u32,
-                warps,
-                row_block,
-            };
-        }
+        Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => rows_tile(g, k, op, &mut tk)?,
         Kind::FlashAttention => attention::tile(g, k, op, &mut tk)?,
         Kind::Copy => match op {
             Op::Take { x, index, axis } => take_tile(g, k, *x, *index, *axis, false, &mut tk)?,
@@ -475,6 +339,156 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
         },
     }
     Ok(tk)
+}
+
+/// The tile mapping of a norm or a reduction: the row template over the last axis (or the
+/// whole tensor), the axis template for a reduction over a middle axis.
+fn rows_tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Result<(), NotLowered> {
+    let s = &k.schedule;
+    let x = *k.inputs.first().ok_or_else(|| nl(k, "no input"))?;
+    let xt = g.ty(x).ok_or_else(|| nl(k, "untyped input"))?;
+    let (row_op, reduce_all) = match op {
+        Op::LayerNorm {
+            weight, bias, eps, ..
+        } => (
+            RowOp::LayerNorm {
+                eps: *eps,
+                weight: weight.is_some(),
+                bias: bias.is_some(),
+            },
+            false,
+        ),
+        Op::RmsNorm { weight, eps, .. } => (
+            RowOp::RmsNorm {
+                eps: *eps,
+                weight: weight.is_some(),
+            },
+            false,
+        ),
+        Op::Reduce { op: r, axis, .. } => {
+            let ro = row_op(*r);
+            let inner: u64 = match axis {
+                Some(a) => xt.shape.iter().skip(a + 1).map(|&d| d as u64).product(),
+                None => 1,
+            };
+            match axis {
+                None => (ro, true),
+                Some(_) if inner == 1 => (ro, false),
+                Some(a) => {
+                    // A middle axis: [outer, len, inner] -> [outer, inner].
+                    let both64 = k.ty.dtype == DType::F64 && xt.dtype == DType::F64;
+                    let int = matches!(xt.dtype, DType::I32 | DType::I64 | DType::I8 | DType::Bool);
+                    if !both64 && !int && (!any_float(k.ty.dtype) || !any_float(xt.dtype)) {
+                        return Err(nl(k, format!("{} reductions", xt.dtype)));
+                    }
+                    middle_axis(k, ro, &xt.shape, *a, tk)?;
+                    return Ok(());
+                }
+            }
+        }
+        _ => return Err(nl(k, "not a row kernel")),
+    };
+    // fp32 and narrower floats, or fp64 throughout (accumulating in fp64).
+    // fp32 and narrower floats, fp64, or a mix (computed in x's dtype); integer
+    // reductions
+    let int_red = matches!(xt.dtype, DType::I32 | DType::I64 | DType::I8 | DType::Bool)
+        && matches!(row_op, RowOp::Sum | RowOp::Mean | RowOp::Max | RowOp::Min);
+    // Row kernels read integer and bool inputs converted (softmax and norms of them
+    // compute in fp32, as the cpu does); reductions of them keep their integer result.
+    let int_in = |d: DType| matches!(d, DType::I32 | DType::I64 | DType::I8 | DType::Bool);
+    let io = |d: DType| any_float(d) || d == DType::F64 || int_red && int_in(d);
+    let io_in = |d: DType| io(d) || int_in(d);
+    if !io(k.ty.dtype) {
+        return Err(nl(k, format!("{} results", k.ty.dtype)));
+    }
+    for v in &k.inputs {
+        let t = g.ty(*v).ok_or_else(|| nl(k, "untyped input"))?;
+        if !io_in(t.dtype) {
+            return Err(nl(k, format!("{} operands", t.dtype)));
+        }
+    }
+    let n = numel(xt);
+    let cols = match op {
+        _ if reduce_all => n,
+        // Over an axis followed by unit dims only: rows of `shape[axis..]`.
+        Op::Reduce { axis: Some(a), .. } => xt.shape.iter().skip(*a).map(|&c| c as u64).product(),
+        _ => xt.shape.last().map(|&c| c as u64).unwrap_or(1),
+    };
+    if cols == 0 || n == 0 || n > u64::from(u32::MAX) {
+        return Err(nl(k, "an empty or too large (>2^32 elements) row kernel"));
+    }
+    let rows = n / cols;
+    let warps = (s.threads / 32).max(1);
+    let row_block = crate::tile::row_block(rows, cols);
+    tk.block = [warps * 32, 1, 1];
+    tk.grid = [row_grid(k, rows, warps, row_block)?, 1, 1];
+    tk.shape = Shape::Rows {
+        op: row_op,
+        rows: rows as u32,
+        cols: cols as u32,
+        warps,
+        row_block,
+    };
+    Ok(())
+}
+
+/// The tile mapping of a row function ([`crate::graph::ops::rows`]): the row template over
+/// the last axis (one warp, or one block, per row), the axis template over a middle one.
+fn row_fn_tile(
+    g: &Graph,
+    k: &Kernel,
+    op: &Op,
+    f: crate::graph::RowFn,
+    tk: &mut TileKernel,
+) -> Result<(), NotLowered> {
+    let s = &k.schedule;
+    let (x, axis) = match op {
+        Op::Row { x, axis, .. } => (*x, *axis),
+        _ => return Err(nl(k, "not a row function")),
+    };
+    let name = f.name();
+    if !(any_float(k.ty.dtype) || k.ty.dtype == DType::F64) {
+        return Err(nl(k, format!("{} {name}", k.ty.dtype)));
+    }
+    let out = f.out();
+    let shape = &g.ty(x).ok_or_else(|| nl(k, "untyped operand"))?.shape;
+    let inner: u64 = shape.iter().skip(axis + 1).map(|&d| d as u64).product();
+    let len = shape.get(axis).map(|&d| d as u64).unwrap_or(1);
+    let total: u64 = shape.iter().map(|&d| d as u64).product();
+    if inner > 1 {
+        // a middle axis: [outer, len, inner]
+        let outer: u64 = shape[..axis].iter().map(|&d| d as u64).product();
+        if outer * len * inner > u64::from(u32::MAX) {
+            return Err(nl(k, format!("a {name} of more than 2^32 elements")));
+        }
+        if outer * len * inner == 0 {
+            return Err(nl(k, format!("empty {name}")));
+        }
+        super::reduce_axis::tile(k, RowOp::Max, outer, len, inner, tk)?;
+        tk.shape = Shape::ExpAxis {
+            out,
+            outer: u32_of(k, outer as usize)?,
+            len: u32_of(k, len as usize)?,
+            inner: u32_of(k, inner as usize)?,
+        };
+        return Ok(());
+    }
+    let cols = len as usize;
+    let rows = if cols == 0 { 0 } else { total / cols as u64 };
+    if rows == 0 {
+        return Err(nl(k, format!("empty {name}")));
+    }
+    let warps = s.threads / 32;
+    let row_block = crate::tile::row_block(rows, cols as u64);
+    tk.grid = [row_grid(k, rows, warps, row_block)?, 1, 1];
+    tk.shape = Shape::RowExp {
+        out,
+        rows: u32::try_from(rows).map_err(|_| nl(k, "too many rows"))?,
+        cols: u32_of(k, cols)?,
+        warps,
+        row_block,
+    };
+    Ok(())
 }
 
 /// The Tile IR shape of a `take` (`data` = x) or a `scatter_add` (`data` = src) along `axis`.

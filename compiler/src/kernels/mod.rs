@@ -68,12 +68,13 @@ pub fn build(g: &Graph, tk: &TileKernel) -> R<Kernel> {
             bins,
             wide,
         } => fft::spectral_mul(tk, [batch, cin, cout, groups, bins], wide),
-        Shape::RowSoftmax {
+        Shape::RowExp {
+            out,
             rows,
             cols,
             row_block,
             ..
-        } => rows::softmax(g, tk, *rows, *cols, *row_block),
+        } => rows::exp_rows(g, tk, *out, *rows, *cols, *row_block),
         Shape::Rows {
             op,
             rows,
@@ -84,9 +85,9 @@ pub fn build(g: &Graph, tk: &TileKernel) -> R<Kernel> {
         Shape::ReduceAxis { op, len, inner, .. } => {
             axis::build(g, tk, axis::AxisOp::Reduce(*op), *len, *inner)
         }
-        Shape::SoftmaxAxis { len, inner, .. } => {
-            axis::build(g, tk, axis::AxisOp::Softmax, *len, *inner)
-        }
+        Shape::ExpAxis {
+            out, len, inner, ..
+        } => axis::build(g, tk, axis::AxisOp::Exp(*out), *len, *inner),
         Shape::FlashAttention {
             sq,
             sk,

@@ -1,8 +1,8 @@
-//! Row kernels over the last axis: softmax, layernorm, rmsnorm and the sum/mean/max/min
-//! reductions. One warp per row (lane-strided loops, butterfly all-reduces across the warp),
-//! or for few long rows one block per row (thread-strided loops, `tile.reduce_block`; see
-//! `tile::row_block`); loads are coalesced either way. fp32 accumulation, or fp64 when every
-//! tensor is fp64.
+//! Row kernels over the last axis: softmax and logsumexp, layernorm, rmsnorm and the
+//! sum/mean/max/min reductions. One warp per row (lane-strided loops, butterfly all-reduces
+//! across the warp), or for few long rows one block per row (thread-strided loops,
+//! `tile.reduce_block`; see `tile::row_block`); loads are coalesced either way. fp32
+//! accumulation, or fp64 when every tensor is fp64.
 //!
 //! Parameters: x, [weight], [bias], y, rows, cols.
 
@@ -10,7 +10,7 @@ use super::blocks::{
     compute_ty, fconst, lane_loop, load_as, load_elem, store_elem, store_int_or, warp_row,
 };
 use super::{no, ParamSet, R};
-use crate::graph::{DType, Graph};
+use crate::graph::{DType, Graph, RowOut};
 use crate::scalar::{BinOp, Cmp, Dim, Rnd, SReg, Ty, UnOp};
 use crate::tile::build::{fimm, imm, Builder};
 use crate::tile::ir::{Kernel, Layout, MathFn, Operand, ParamRole, SharedBuf, Type, Value};
@@ -173,8 +173,17 @@ fn setup_as(
     })
 }
 
-/// `softmax(x, axis=-1)` of `rows × cols`.
-pub fn softmax(g: &Graph, tk: &TileKernel, rows: u32, cols: u32, row_block: bool) -> R<Kernel> {
+/// A row function of `rows × cols` ([`RowOut`]): the row max `m`, the sum `s` of `e^(x − m)`,
+/// then each `e^(x − m) / s` (softmax), or one `log s + m` per row (logsumexp, with `m` taken
+/// as 0 where it is ±inf; the row's first thread stores it).
+pub fn exp_rows(
+    g: &Graph,
+    tk: &TileKernel,
+    out: RowOut,
+    rows: u32,
+    cols: u32,
+    row_block: bool,
+) -> R<Kernel> {
     let Rows {
         mut b,
         p,
@@ -196,6 +205,14 @@ pub fn softmax(g: &Graph, tk: &TileKernel, rows: u32, cols: u32, row_block: bool
             vec![b.bin(BinOp::Max, ty, c[0], v).into()]
         })[0];
         let m = map.reduce(b, BinOp::Max, ty, m);
+        let m = match out {
+            RowOut::Normalized => m,
+            RowOut::LogSum => {
+                let a = b.unary(UnOp::Abs, ty, m);
+                let inf = b.cmp(Cmp::Eq, ty, a, fconst(ty, f64::INFINITY));
+                b.select(ty, inf, fconst(ty, 0.0), m)
+            }
+        };
         let mb = b.mul(ty, m, fconst(ty, -LOG2E));
         let s0 = b.mov(ty, fconst(ty, 0.0));
         let s = map.each(b, lane, cols_v, &[s0], |b, j, c| {
@@ -205,15 +222,25 @@ pub fn softmax(g: &Graph, tk: &TileKernel, rows: u32, cols: u32, row_block: bool
             vec![b.add(ty, c[0], e).into()]
         })[0];
         let s = map.reduce(b, BinOp::Add, ty, s);
-        let inv = b.unary(UnOp::Rcp, ty, s);
-        map.each(b, lane, cols_v, &[], |b, j, _| {
-            let i = b.add(Ty::U32, rowbase, j);
-            let v = load_elem(b, ty, xd, x, i, None);
-            let e = exp_shifted(b, ty, v, m, mb);
-            let r = b.mul(ty, e, inv);
-            store_elem(b, yd, y, i, r, None);
-            vec![]
-        });
+        match out {
+            RowOut::Normalized => {
+                let inv = b.unary(UnOp::Rcp, ty, s);
+                map.each(b, lane, cols_v, &[], |b, j, _| {
+                    let i = b.add(Ty::U32, rowbase, j);
+                    let v = load_elem(b, ty, xd, x, i, None);
+                    let e = exp_shifted(b, ty, v, m, mb);
+                    let r = b.mul(ty, e, inv);
+                    store_elem(b, yd, y, i, r, None);
+                    vec![]
+                });
+            }
+            RowOut::LogSum => {
+                let l = b.math(MathFn::Log, ty, &[s.into()]);
+                let r = b.add(ty, l, m);
+                let first = b.cmp(Cmp::Eq, Ty::U32, lane, imm(0));
+                b.when(first, |b| store_elem(b, yd, y, row, r, None));
+            }
+        }
     });
     Ok(b.finish())
 }

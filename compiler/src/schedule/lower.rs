@@ -250,7 +250,7 @@ fn schedule_for(
                 elem_bytes: (ty.dtype.size_bytes() as u32),
             }
         }
-        Kind::Softmax | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => Schedule {
+        Kind::Row(_) | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => Schedule {
             tile: [4, 1, 1],
             warp: [1, 1],
             stages: 1,

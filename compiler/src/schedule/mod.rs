@@ -30,8 +30,8 @@ pub enum Kind {
     Elementwise,
     /// `a @ b` with its epilogue.
     Matmul,
-    /// Row softmax over the last axis.
-    Softmax,
+    /// A row function along an axis (`softmax`, `logsumexp`: [`crate::graph::ops::rows`]).
+    Row(crate::graph::RowFn),
     LayerNorm,
     RmsNorm,
     /// `sum mean max min` over an axis or all.
@@ -51,7 +51,7 @@ impl Kind {
         match self {
             Kind::Elementwise => "elementwise",
             Kind::Matmul => "matmul",
-            Kind::Softmax => "softmax",
+            Kind::Row(f) => f.name(),
             Kind::LayerNorm => "layernorm",
             Kind::RmsNorm => "rmsnorm",
             Kind::Reduce => "reduce",
@@ -113,7 +113,7 @@ impl Schedule {
                     .saturating_mul(u64::from(self.elem_bytes))
             }
             Kind::Elementwise
-            | Kind::Softmax
+            | Kind::Row(_)
             | Kind::LayerNorm
             | Kind::RmsNorm
             | Kind::Reduce
@@ -170,6 +170,9 @@ pub struct ScheduleError {
 
 /// The kind of kernel a graph op becomes (`None`: glue, no kernel).
 pub fn kind_of(op: &Op) -> Option<Kind> {
+    if let Some(d) = crate::graph::op_def(op) {
+        return Some(d.kernel_kind(op));
+    }
     Some(match op {
         Op::Param { .. }
         | Op::Capture { .. }
@@ -186,9 +189,7 @@ pub fn kind_of(op: &Op) -> Option<Kind> {
         Op::Conv { .. } => Kind::Conv,
         Op::Fft { .. } | Op::SpectralMul { .. } => Kind::Spectral,
         Op::Reduce { .. } | Op::FusedReduce { .. } => Kind::Reduce,
-        Op::Softmax { .. } => Kind::Softmax,
-        Op::LayerNorm { .. } => Kind::LayerNorm,
-        Op::RmsNorm { .. } => Kind::RmsNorm,
+        Op::Row { .. } | Op::LayerNorm { .. } | Op::RmsNorm { .. } => return None,
         Op::FlashAttention { .. } | Op::AttentionLse { .. } | Op::AttentionGrad { .. } => {
             Kind::FlashAttention
         }
@@ -286,7 +287,7 @@ pub fn print(p: &Program, sources: &SourceMap) -> String {
                 attrs.push(format!("block_q = {}", s.tile[0]));
                 attrs.push(format!("block_k = {}", s.tile[1]));
             }
-            Kind::Softmax | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => {
+            Kind::Row(_) | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => {
                 attrs.push(format!("rows_per_block = {}", s.tile[0]));
                 attrs.push("warp_per_row".to_string());
             }

@@ -223,20 +223,28 @@ pub enum Shape {
         len: u32,
         inner: u32,
     },
-    /// A softmax of `[outer, len, inner]` over the middle axis (`len`): the block mapping of
-    /// [`Shape::ReduceAxis`], the max and the sum of exponentials folded through shared memory.
-    SoftmaxAxis { outer: u32, len: u32, inner: u32 },
+    /// A row function of `[outer, len, inner]` over the middle axis (`len`): the block mapping
+    /// of [`Shape::ReduceAxis`], the max and the sum of exponentials folded through shared
+    /// memory, then `out` written.
+    ExpAxis {
+        out: crate::graph::RowOut,
+        outer: u32,
+        len: u32,
+        inner: u32,
+    },
     /// `n` elements, `vector` per thread.
     Elementwise { n: u64, vector: u32 },
     /// `rows × cols`, one warp per row, `warps` rows per block; or, `row_block`, one block
     /// of `warps` warps per row (few long rows: [`row_block`]).
-    RowSoftmax {
+    /// The max and the sum of exponentials of each row, then `out` written.
+    RowExp {
+        out: crate::graph::RowOut,
         rows: u32,
         cols: u32,
         warps: u32,
         row_block: bool,
     },
-    /// A normalisation or reduction of `rows × cols`, mapped as [`Shape::RowSoftmax`] (a
+    /// A normalisation or reduction of `rows × cols`, mapped as [`Shape::RowExp`] (a
     /// reduction writes one value per row).
     Rows {
         op: RowOp,

@@ -38,7 +38,7 @@ pub fn exp_f32(x: f32) -> f32 {
     }
 }
 
-/// Softmax of one row in f32, written to `out` (same length).
+/// The softmax of one row in f32, written to `out` (same length).
 #[inline(always)]
 fn softmax_row_impl(x: &[f32], out: &mut [f32]) {
     let mut mx = [f32::NEG_INFINITY; 8];
@@ -94,7 +94,7 @@ fn softmax_rows_impl(x: &[f32], out: &mut [f32], d: usize) {
 }
 
 crate::isa_versions! {
-    /// Softmax of consecutive rows of length `d` (`x.len()` a multiple of `d`, `d > 0`),
+    /// The softmax of consecutive rows of length `d` (`x.len()` a multiple of `d`, `d > 0`),
     /// vectorised for `isa` (the same bits on every one).
     pub fn softmax_rows(x: &[f32], out: &mut [f32], d: usize) => softmax_rows_impl
 }

@@ -1,5 +1,6 @@
-//! `softmax`, `layernorm`, `rmsnorm` over an axis (computed in fp32, fp64 for fp64, and rounded
-//! once to the input dtype) and the `flash_attention` reference.
+//! The row functions (`softmax`, `logsumexp`), `layernorm`, `rmsnorm` over an axis (computed
+//! in fp32, fp64 for fp64, and rounded once to the input dtype) and the `flash_attention`
+//! reference.
 
 use rayon::prelude::*;
 
@@ -7,74 +8,53 @@ use crate::dtype::DType;
 use crate::error::{Result, RuntimeError};
 use crate::memory;
 use crate::ops::fastmath;
-use crate::shape::{fmt_shape, normalize_axis};
+use crate::shape::fmt_shape;
 use crate::storage::{buffer, Storage};
 use crate::tensor::Tensor;
+use tessera_compiler::graph::ops::rows::{self, RowError};
+use tessera_compiler::graph::{RowFn, RowOut};
 
 /// Rows per rayon task: enough work per task (~16K elements) to pay for the split.
 fn min_rows(d: usize) -> usize {
     (16384 / d.max(1)).max(1)
 }
 
-fn softmax_f64_row(x: &[f64], out: &mut [f64]) {
-    let m = x.iter().fold(
-        f64::NEG_INFINITY,
-        |m, &v| if v > m || v.is_nan() { v } else { m },
-    );
-    if !m.is_finite() {
-        out.fill(f64::NAN);
-        return;
-    }
-    let mut s = 0.0;
-    for (o, &v) in out.iter_mut().zip(x) {
-        *o = (v - m).exp();
-        s += *o;
-    }
-    let inv = 1.0 / s;
-    for o in out.iter_mut() {
-        *o *= inv;
-    }
+/// `softmax(x, axis)`: [`row_fn`] of the compiler's softmax.
+pub fn softmax(x: &Tensor, axis: isize) -> Result<Tensor> {
+    row_fn(x, RowFn::Softmax, axis, false)
 }
 
-/// `softmax(x, axis)`: one fused pass per row (max, exp and sum, scale), rows in parallel.
-pub fn softmax(x: &Tensor, axis: isize) -> Result<Tensor> {
-    crate::ops::complex::real_only("op.softmax", x.dtype())?;
-    let nd = x.ndim();
-    if nd == 0 {
-        return Err(RuntimeError::shape(
-            "softmax: needs a tensor with at least 1 dimension, got a 0-d tensor",
-        ));
-    }
-    let ax = normalize_axis(axis, nd, "softmax")?;
-    let dtype = if x.dtype().is_float() {
-        x.dtype()
-    } else {
-        DType::F32
-    };
+/// `f(x, axis, keepdim)` of a row function (`softmax`, `logsumexp`): the compiler's shape and
+/// dtype rule ([`rows::row_type`]), then one pass per slice along `axis`, slices in parallel.
+/// A normalising function of fp32 and narrower runs the vectorised f32 pass; every other one
+/// runs the compiler's f64 definition ([`rows::eval_f64`]) and rounds once.
+pub fn row_fn(x: &Tensor, f: RowFn, axis: isize, keepdim: bool) -> Result<Tensor> {
+    crate::ops::complex::real_only(&format!("op.{}", f.name()), x.dtype())?;
+    let (ax, oshape, dtype) =
+        rows::row_type(f, x.shape(), x.dtype(), axis, keepdim).map_err(|e| match e {
+            RowError::ZeroD(_) => RuntimeError::shape(e.to_string()),
+            RowError::Axis { .. } => RuntimeError::runtime(e.to_string()),
+        })?;
     if x.is_abstract() {
-        return Tensor::abstract_tensor(x.shape(), dtype);
+        return Tensor::abstract_tensor(&oshape, dtype);
     }
+    let nd = x.ndim();
+    let per_row = f.out() == RowOut::Normalized;
     if ax != nd - 1 {
         let mut perm: Vec<usize> = (0..nd).collect();
         perm.swap(ax, nd - 1);
         let moved = x.transpose(Some(&perm))?;
-        return softmax(&moved, -1)?.transpose(Some(&perm));
-    }
-    let n = memory::check_shape_alloc(x.shape(), dtype)?;
-    let d = x.shape().last().copied().unwrap_or(1);
-    let st = x.storage("softmax")?;
-    let storage = if dtype == DType::F64 {
-        memory::check_alloc(n, DType::F64)?;
-        let v = st.to_f64(x.dtype());
-        let mut out = buffer::<f64>(n);
-        if d > 0 {
-            out.par_chunks_mut(d)
-                .with_min_len(min_rows(d))
-                .zip(v.par_chunks(d))
-                .for_each(|(o, xr)| softmax_f64_row(xr, o));
+        let r = row_fn(&moved, f, -1, true)?.transpose(Some(&perm))?;
+        if per_row || keepdim {
+            return Ok(r);
         }
-        Storage::F64(out)
-    } else {
+        let shape: Vec<i64> = oshape.iter().map(|&d| d as i64).collect();
+        return r.reshape(&shape);
+    }
+    let n = memory::check_shape_alloc(&oshape, dtype)?;
+    let d = x.shape().last().copied().unwrap_or(1);
+    let st = x.storage(f.name())?;
+    let storage = if per_row && dtype != DType::F64 {
         memory::check_alloc(n, DType::F32)?;
         let v = st.to_f32(x.dtype());
         let mut out = buffer::<f32>(n);
@@ -86,8 +66,28 @@ pub fn softmax(x: &Tensor, axis: isize) -> Result<Tensor> {
                 .for_each(|(o, xr)| fastmath::softmax_rows(isa, xr, o, d));
         }
         Storage::from_f32(out, dtype)
+    } else {
+        memory::check_alloc(n, DType::F64)?;
+        let v = st.to_f64(x.dtype());
+        let mut out = buffer::<f64>(n);
+        let od = if per_row { d } else { 1 };
+        if n > 0 && d > 0 {
+            out.par_chunks_mut(od)
+                .with_min_len(min_rows(d))
+                .zip(v.par_chunks(d))
+                .for_each(|(o, xr)| rows::eval_f64(f, xr, o));
+        } else if n > 0 {
+            // slices of length 0
+            out.par_chunks_mut(od)
+                .for_each(|o| rows::eval_f64(f, &[], o));
+        }
+        if dtype == DType::F64 {
+            Storage::F64(out)
+        } else {
+            Storage::from_f32(out.iter().map(|&v| v as f32).collect(), dtype)
+        }
     };
-    Ok(Tensor::from_storage(x.shape().to_vec(), dtype, storage))
+    Ok(Tensor::from_storage(oshape, dtype, storage))
 }
 
 /// Checks an optional per-feature parameter (shape `[d]`) and reads it as f64.

@@ -87,12 +87,15 @@ pub fn m_cast(_: &mut Interp, c: &Call) -> R {
     map_unary("cast", &x.value, c.span, move |t| t.cast(dt))
 }
 
-pub fn m_softmax(_: &mut Interp, c: &Call) -> R {
+/// A row function (`softmax`, `logsumexp`): whole slices along `axis` on each device.
+pub fn m_row_fn(_: &mut Interp, c: &Call) -> R {
+    let Family::Row(f) = c.row.family else {
+        return Err(c.not_in_family());
+    };
     let axis = int_arg(&c.a, 1, "axis")?.unwrap_or(-1);
+    let keep = f.row().reduces && bool_arg(&c.a, 2, "keepdim")?;
     let x = need(&c.a, 0, c.span)?;
-    along_axis("softmax", &x.value, axis, c.span, move |t| {
-        rtm::softmax(t, axis as isize)
-    })
+    row_fn(f, &x.value, axis, keep, c.span)
 }
 
 /// `layernorm` and `rmsnorm`: the last axis gathered, the norm run locally.

@@ -2,6 +2,7 @@
 //! over a mesh (elementwise, matmul in every split position, reductions, attention).
 
 use super::*;
+use tessera_compiler::graph::{RowFn, RowOut};
 
 // ----- execution --------------------------------------------------------------------------------
 
@@ -688,6 +689,34 @@ pub(super) fn along_axis(
         id: r.id,
         cx: r.cx,
     }))
+}
+
+/// A row function on a sharded tensor, by its rule ([`ShardRule::WholeAxis`]): the slices
+/// along `axis` whole on each device (gathered along it first; a tensor sharded along another
+/// axis moves nothing), run locally. One that writes a value per slice drops the axis from
+/// the layout (or keeps it as 1).
+pub(super) fn row_fn(
+    f: RowFn,
+    x: &Value,
+    axis: i64,
+    keepdim: bool,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    let run = move |t: &Tensor| rtm::row_fn(t, f, axis as isize, keepdim);
+    if f.out() == RowOut::Normalized {
+        return along_axis(f.name(), x, axis, span, run);
+    }
+    let x = settled(x, span)?;
+    let a = norm_axis(axis, x.s.shape.len(), span)?;
+    let t = rules::gathered(&x.s.layout, a);
+    let x = bring(&x, &t).map_err(|d| d.or_at(span))?;
+    let (out, _) = rules::reduce(&t, &[a], keepdim);
+    let probe = Tensor::abstract_tensor(&x.s.shape, x.s.dtype).map_err(rt)?;
+    let dt = run(&probe).map_err(|e| rt_at(e, span))?.dtype();
+    let flops = f.row().flops;
+    let r =
+        kernel(f.name(), &[x], out, dt, flops, 0.0, |t| run(&t[0])).map_err(|d| d.or_at(span))?;
+    Ok(value_of(r))
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -539,11 +539,17 @@ fn on_mesh_rule<'a>(
             *keepdim,
             span,
         )?,
-        Op::Softmax { x, axis } => {
-            let a = *axis as isize;
-            super::exec::along_axis("softmax", &get(*x)?.value()?, a as i64, span, move |t| {
-                rtm::softmax(t, a)
-            })?
+        Op::Row {
+            f,
+            x,
+            axis,
+            keepdim,
+        } => {
+            let a = match tessera_compiler::graph::op_def(op).map(|d| d.shard_rule(op)) {
+                Some(tessera_compiler::graph::ShardRule::WholeAxis(a)) => a,
+                _ => *axis,
+            };
+            super::exec::row_fn(*f, &get(*x)?.value()?, a as i64, *keepdim, span)?
         }
         Op::LayerNorm {
             x,

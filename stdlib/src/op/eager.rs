@@ -251,11 +251,14 @@ pub(super) fn matmul(_: &mut Interp, c: &Call) -> R {
     ok(rtm::matmul(&x, &y, acc))
 }
 
-pub(super) fn softmax(_: &mut Interp, c: &Call) -> R {
-    ok(rtm::softmax(
-        &tens(&c.a, 0)?,
-        axis_opt(&c.a, 1)?.unwrap_or(-1),
-    ))
+/// A row function (`softmax`, `logsumexp`): `f(x, axis=-1[, keepdim=False])`.
+pub(super) fn row_fn(_: &mut Interp, c: &Call) -> R {
+    let Family::Row(f) = c.row.family else {
+        return Err(c.not_in_family());
+    };
+    let keep = f.row().reduces && bool_opt(&c.a, 2, "keepdim", false)?;
+    let axis = axis_opt(&c.a, 1)?.unwrap_or(-1);
+    ok(rtm::row_fn(&tens(&c.a, 0)?, f, axis, keep))
 }
 
 pub(super) fn layernorm(_: &mut Interp, c: &Call) -> R {

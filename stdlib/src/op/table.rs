@@ -8,8 +8,8 @@
 //! the tracer runs it on shape-only tensors, so traced and eager ops agree on every shape and
 //! dtype error.
 //!
-//! The elementwise and reduction rows are made from the compiler's tables ([`UNARY_OPS`],
-//! [`BINARY_OPS`], [`REDUCE_OPS`]), which carry their dtype rules, lowerings and derivatives:
+//! The elementwise, reduction and row-function rows are made from the compiler's tables
+//! ([`UNARY_OPS`], [`BINARY_OPS`], [`REDUCE_OPS`], [`ROW_FNS`]), which carry their dtype rules, lowerings and derivatives:
 //! a new unary op is a row there, its eager kernel and its lowering.
 //!
 //! [`call`] binds the arguments once and picks the form: sharded when an argument is a sharded
@@ -20,7 +20,7 @@ use crate::trace::TraceCtx;
 use crate::{dist, trace};
 use std::rc::Rc;
 use std::sync::LazyLock;
-use tessera_compiler::graph::{OpVjp, BINARY_OPS, REDUCE_OPS, UNARY_OPS};
+use tessera_compiler::graph::{OpVjp, RowFn, BINARY_OPS, REDUCE_OPS, ROW_FNS, UNARY_OPS};
 use tessera_lang::diag::{Code, Diagnostic};
 use tessera_lang::eval::{Arg, CallArgs, Interp, Value};
 use tessera_lang::Span;
@@ -109,6 +109,8 @@ pub enum Family {
     Unary(UnaryOp),
     Binary(BinaryOp),
     Reduce(ReduceOp),
+    /// A row function ([`ROW_FNS`]).
+    Row(RowFn),
     Other,
 }
 
@@ -169,6 +171,19 @@ static ROWS: LazyLock<Vec<OpRow>> = LazyLock::new(|| {
         .iter()
         .map(|&(sig, eager, trace, mesh)| OpRow::new(sig, eager, trace, mesh))
         .collect();
+    // the row functions after matmul
+    let at = rows
+        .iter()
+        .position(|r| r.name == "matmul")
+        .map_or(0, |i| i + 1);
+    for (i, r) in ROW_FNS.iter().enumerate() {
+        let (t, m) = (
+            InTrace::Record(trace::t_row_fn),
+            OnMesh::Rule(dist::m_row_fn),
+        );
+        let row = OpRow::new(r.signature, eager::row_fn, t, m).of(Family::Row(r.f));
+        rows.insert(at + i, row);
+    }
     for r in &REDUCE_OPS {
         let sig = leak(format!("{}(x, axis=None, keepdim=False)", r.name));
         let (t, m) = (
@@ -199,7 +214,7 @@ static ROWS: LazyLock<Vec<OpRow>> = LazyLock::new(|| {
 /// The rows that are not elementwise or reductions: signature, eager form, traced form and
 /// sharded form.
 #[rustfmt::skip]
-const OTHER: [(&str, EagerFn, InTrace, OnMesh); 46] = {
+const OTHER: [(&str, EagerFn, InTrace, OnMesh); 45] = {
     use crate::{dist as m, trace as t};
     use InTrace::{ReadsValues, Record as R, Refused};
     use OnMesh::{Gathered, Rule};
@@ -217,7 +232,6 @@ const OTHER: [(&str, EagerFn, InTrace, OnMesh); 46] = {
         ("where(cond, a, b)", eager::where_, R(t::t_where), Gathered),
         ("cast(x, dtype)", eager::cast, R(t::t_tensor), Rule(m::m_cast)),
         ("matmul(A, B, accum_dtype=None, tile_shape=None)", eager::matmul, R(t::t_matmul_call), Rule(m::m_matmul)),
-        ("softmax(x, axis=-1)", eager::softmax, R(t::t_softmax), Rule(m::m_softmax)),
         ("layernorm(x, weight=None, bias=None, eps=1e-5)", eager::layernorm, R(t::t_norm), Rule(m::m_norm)),
         ("rmsnorm(x, weight=None, eps=1e-6)", eager::rmsnorm, R(t::t_norm), Rule(m::m_norm)),
         ("transpose(x, perm=None)", eager::transpose, R(t::t_transpose_call), Gathered),

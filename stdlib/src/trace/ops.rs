@@ -529,14 +529,26 @@ pub fn t_matmul_call(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
     t_matmul(ctx, &a, &b, acc, c.span)
 }
 
-pub fn t_softmax(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
+/// A row function (`softmax`, `logsumexp`): the eager form on the shape-only tensor gives
+/// the type (the compiler's rule), then one `Op::Row`.
+pub fn t_row_fn(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
+    let Family::Row(f) = c.row.family else {
+        return Err(c.not_in_family());
+    };
     let x = tensor_at(ctx, &c.a, 0)?;
     let xa = x.need_tensor()?.clone();
     let ax = int_opt(&c.a, 1, "axis")?.unwrap_or(-1);
-    let aval = rtm::softmax(&xa, ax as isize).map_err(rt)?;
+    let keepdim = f.row().reduces && bool_opt(&c.a, 2, "keepdim")?.unwrap_or(false);
+    let aval = rtm::row_fn(&xa, f, ax as isize, keepdim).map_err(rt)?;
     let axis = norm_axis(ax, xa.ndim())?;
     let xi = ctx.id_of(&x, xa.dtype(), c.span);
-    Ok(ctx.record(Op::Softmax { x: xi, axis }, aval, c.span))
+    let op = Op::Row {
+        f,
+        x: xi,
+        axis,
+        keepdim,
+    };
+    Ok(ctx.record(op, aval, c.span))
 }
 
 /// `layernorm(x, weight, bias, eps)` and `rmsnorm(x, weight, eps)`.

@@ -13,9 +13,8 @@
 //! PyTorch's convention ([`spectral`]).
 
 mod attention;
-mod build;
+pub(crate) mod build;
 mod conv;
-mod norms;
 mod ops;
 mod slices;
 mod spectral;

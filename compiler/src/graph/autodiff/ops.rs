@@ -1,8 +1,7 @@
 //! The derivatives of the ops without a table row: where, cast, reshape, broadcast,
-//! transpose, softmax, layernorm, rmsnorm, concat, slice, take (integer-array indexing) and
+//! transpose, concat, slice, take (integer-array indexing) and
 //! its adjoint scatter_add, flash_attention and matmul.
 
-use super::norms::{norm_rest, normalized, sum_leading};
 use super::slices::{full_range, unslice};
 use super::*;
 use crate::graph::infer::TypeError;
@@ -18,6 +17,9 @@ pub(super) fn op_vjp(
 ) -> Result<Vec<Option<ValueId>>, Option<TypeError>> {
     let ok = |v: Vec<Option<ValueId>>| Ok(v);
     let complex = |g: &Graph, v: ValueId| g.ty(v).is_some_and(|t| t.dtype.is_complex());
+    if let Some(d) = crate::graph::ops::def(op) {
+        return d.vjp(g, op, y, dy);
+    }
     match op {
         // on complex values the real ops' derivatives hold for the linear ones with real
         // coefficients only (negation, + and −); the others need the conjugate (not written)
@@ -84,43 +86,6 @@ pub(super) fn op_vjp(
                 },
             )?;
             ok(vec![Some(t)])
-        }
-        Op::Softmax { axis, .. } => {
-            // dx = y·(dy − Σ dy·y)
-            let p = bin(g, BinaryOp::Mul, dy, y)?;
-            let s = sum_axis(g, p, *axis, true)?;
-            let d = bin(g, BinaryOp::Sub, dy, s)?;
-            ok(vec![Some(bin(g, BinaryOp::Mul, d, y)?)])
-        }
-        Op::LayerNorm {
-            x,
-            weight,
-            bias,
-            eps,
-        } => {
-            let (xhat, r) = normalized(g, *x, *eps, true)?;
-            let n = norm_rest(g, *x, xhat, r, *weight, dy, true)?;
-            let db = match bias {
-                Some(_) => Some(sum_leading(g, dy)?),
-                None => None,
-            };
-            let mut v = vec![Some(n.dx)];
-            if weight.is_some() {
-                v.push(n.dw);
-            }
-            if bias.is_some() {
-                v.push(db);
-            }
-            ok(v)
-        }
-        Op::RmsNorm { x, weight, eps } => {
-            let (xhat, r) = normalized(g, *x, *eps, false)?;
-            let n = norm_rest(g, *x, xhat, r, *weight, dy, false)?;
-            let mut v = vec![Some(n.dx)];
-            if weight.is_some() {
-                v.push(n.dw);
-            }
-            ok(v)
         }
         Op::Concat { xs, axis } => {
             let rank = ty(g, dy)?.shape.len();

@@ -93,7 +93,7 @@ pub fn run(g: &mut Graph, _cx: &PassCx) -> Fired {
         if !epilogue.is_empty() {
             continue;
         }
-        let Some(Op::Softmax { x: scores, axis }) = g.op(probs).cloned() else {
+        let Some((scores, axis)) = g.op(probs).and_then(crate::graph::ops::rows::softmax_of) else {
             continue;
         };
         // Counted per candidate (the graph changes as patterns are rewritten), not per op.

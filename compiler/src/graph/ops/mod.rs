@@ -1,0 +1,64 @@
+//! Op definitions: one per op family, each in its own file, holding everything about its
+//! ops: the shape and dtype rule, the attributes Graph IR prints, the derivative, the kernel
+//! kind, the cost, the CPU evaluation, the sharding rule and the help text. Every concern
+//! dispatches through [`def`]; an op [`def`] does not know yet is handled by the older
+//! `match` of each concern (`infer`, `print`, `autodiff`, `schedule`, `cost`).
+//!
+//! | family | file | ops |
+//! | --- | --- | --- |
+//! | row functions | [`rows`] | `softmax`, `logsumexp` |
+//! | norms | [`norms`] | `layernorm`, `rmsnorm` |
+
+pub mod norms;
+pub mod rows;
+
+use super::infer::TypeError;
+use super::{Graph, Op, TensorType, ValueId};
+use crate::schedule::Kind;
+
+/// How a sharded operand of an op runs on a mesh.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ShardRule {
+    /// The op reads whole slices along `axis` (of the input): a tensor sharded along another
+    /// axis runs locally, one sharded along `axis` is gathered along it first.
+    WholeAxis(usize),
+    /// [`ShardRule::WholeAxis`] of the last axis.
+    WholeLast,
+}
+
+/// Everything the compiler and the runtime know about one family of Graph IR ops.
+pub trait OpDef: Sync {
+    /// The name Graph IR prints and `op.<name>` binds.
+    fn name(&self, op: &Op) -> &'static str;
+    /// The result type (the verifier's rule; the eager form and the tracer run the same rule
+    /// through the family's shape function).
+    fn infer(&self, g: &Graph, op: &Op) -> Result<TensorType, TypeError>;
+    /// The attributes Graph IR prints after the operands (`axis = 1`).
+    fn attrs(&self, op: &Op) -> Vec<String>;
+    /// The cotangents of the operands (one per [`Op::operands`]) given the result `y` and its
+    /// cotangent `dy`; `Err(None)`: no derivative.
+    fn vjp(
+        &self,
+        g: &mut Graph,
+        op: &Op,
+        y: ValueId,
+        dy: ValueId,
+    ) -> Result<Vec<Option<ValueId>>, Option<TypeError>>;
+    /// The kernel kind a group rooted at this op compiles to.
+    fn kernel_kind(&self, op: &Op) -> Kind;
+    /// Arithmetic per input element (the cost model's roofline).
+    fn flops_per_elem(&self, op: &Op) -> f64;
+    /// How the op runs on a sharded operand.
+    fn shard_rule(&self, op: &Op) -> ShardRule;
+    /// The length of the dimension one result element reads (the crosscheck's tolerance).
+    fn reduced_len(&self, g: &Graph, op: &Op) -> u64;
+}
+
+/// The definition of `op`'s family, if it has one.
+pub fn def(op: &Op) -> Option<&'static dyn OpDef> {
+    match op {
+        Op::Row { .. } => Some(&rows::RowFamily),
+        Op::LayerNorm { .. } | Op::RmsNorm { .. } => Some(&norms::NormFamily),
+        _ => None,
+    }
+}
