@@ -1,10 +1,9 @@
 //! `op.log_softmax`, `op.one_hot`, `op.cross_entropy` and `op.embedding` (SPEC §4), composed of
-//! the table's ops (max, sub, exp, sum, log, mul, cast, transpose, reshape, indexing). Each step
+//! the table's ops (logsumexp, sub, mul, cast, transpose, reshape, indexing). Each step
 //! is an ordinary op call, so the composite runs eagerly, inside a kernel's trace, under
 //! `graph.grad` (its derivative is the chain of the steps' derivatives) and on a mesh alike.
 //!
-//! The row normaliser `x - max - log(sum(exp(x - max)))` is in one place,
-//! [`log_sum_exp_shifted`], where an `op.logsumexp` Graph IR op can replace it.
+//! The row normaliser is `x - logsumexp(x)`, in one place, [`log_sum_exp_shifted`].
 
 use super::table;
 use crate::tensor::{as_tensor, kind_name, tensor_value};
@@ -108,23 +107,18 @@ fn need_int(d: DType, fname: &str, what: &str, span: Span) -> Result<(), Diagnos
     .at(span))
 }
 
-/// `x - m - log(sum(exp(x - m), axis))` with `m = max(x, axis)`, kept dimensions: the
-/// max-shifted log-softmax. The one place a `logsumexp` op replaces.
+/// `x - logsumexp(x, axis)` with kept dimensions: the log-softmax (`op.logsumexp` is
+/// max-shifted, and one fused row kernel inside a kernel).
 fn log_sum_exp_shifted(it: &mut Interp, x: Value, axis: usize, span: Span) -> R {
     let ax = Value::Int(axis as i64);
-    let keep = || ("keepdim", Value::Bool(true));
-    let m = op(
+    let lse = op(
         it,
-        "max",
+        "logsumexp",
         vec![x.clone()],
-        vec![("axis", ax.clone()), keep()],
+        vec![("axis", ax), ("keepdim", Value::Bool(true))],
         span,
     )?;
-    let s = op(it, "sub", vec![x, m], vec![], span)?;
-    let e = op(it, "exp", vec![s.clone()], vec![], span)?;
-    let z = op(it, "sum", vec![e], vec![("axis", ax), keep()], span)?;
-    let lz = op(it, "log", vec![z], vec![], span)?;
-    op(it, "sub", vec![s, lz], vec![], span)
+    op(it, "sub", vec![x, lse], vec![], span)
 }
 
 /// Log-softmax of `x` along `axis` in its dtype (fp32 arithmetic for narrow floats).
