@@ -32,7 +32,6 @@ use std::collections::HashMap;
 
 mod cast;
 mod control;
-mod math64;
 mod mem;
 mod scalar;
 mod warps;
@@ -176,6 +175,8 @@ pub fn translate(k: &Kernel) -> R<Spirv> {
 
 /// Translates a Tile IR kernel with its warps' lanes exchanging values as `lanes` says.
 pub fn translate_with(k: &Kernel, lanes: Lanes) -> R<Spirv> {
+    let expanded = crate::tile::math::expand(k, crate::tile::math::MathTarget::Spirv);
+    let k: &Kernel = &expanded;
     let mut b = Builder::new();
     b.set_version(1, 6);
     b.capability(Capability::Shader);

@@ -20,6 +20,7 @@ use crate::backend::ptx::{
 };
 use crate::backend::Error;
 use crate::tile::ir::*;
+use crate::tile::math::{self, MathTarget};
 
 mod control;
 mod expand;
@@ -54,8 +55,12 @@ struct Cx<'k> {
     owned: Vec<bool>,
 }
 
-/// Translates a Tile IR kernel.
+/// Translates a Tile IR kernel (its math functions expanded first: [`crate::tile::math`]).
 pub fn translate(k: &Kernel) -> R<Lowered> {
+    // f64 registers ask for one block per SM; an f32 `sin` computed in f64 does not
+    let f64_values = k.values.iter().any(|t| matches!(t, Type::Scalar(Ty::F64)));
+    let expanded = math::expand(k, MathTarget::Ptx);
+    let k: &Kernel = &expanded;
     let mut uses = vec![0u32; k.values.len()];
     for op in &k.ops {
         for v in op.operands.iter().filter_map(|o| o.value()) {
@@ -73,7 +78,7 @@ pub fn translate(k: &Kernel) -> R<Lowered> {
     };
     let threads = k.threads();
     cx.b.max_threads(threads.min(u64::from(u32::MAX)) as u32);
-    if k.values.iter().any(|t| matches!(t, Type::Scalar(Ty::F64))) {
+    if f64_values {
         cx.b.min_blocks(1);
     }
     for p in &k.params {
@@ -402,8 +407,11 @@ impl Cx<'_> {
                 single(self, dst);
             }
             OpKind::Math { f, ty } => {
-                let r = self.math(*f, *ty, o)?;
-                single(self, r);
+                return Err(Error::NotLowered(format!(
+                    "{} in {}",
+                    math::fn_name(*f),
+                    ty.name()
+                )))
             }
             OpKind::Load { ty, n } => self.load(op, *ty, *n)?,
             OpKind::Store { ty, n } => {
