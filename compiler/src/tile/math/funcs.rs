@@ -1,378 +1,13 @@
-//! Math functions written once: a Tile → Tile pass that rewrites every `tile.math` op a
-//! back end does not compute natively into scalar Tile ops (`mul`, `fma`, `cmp`, `select`,
-//! `cast`, `bitcast`, `ex2.approx`, …), the same expansion for PTX and SPIR-V.
-//!
-//! [`form`] is the one place that decides, per (function, type, target), whether a back end
-//! gets the `tile.math` op itself (its native instruction) or its expansion:
-//!
-//! | function | f32 on PTX | f32 on SPIR-V | f64 (both) |
-//! | --- | --- | --- | --- |
-//! | exp | `ex2.approx(x·log2 e)` | native `Exp` | range reduction, degree-13 Taylor, 2^k from bits |
-//! | log | `lg2.approx(x)·ln 2` | native `Log` | exponent from bits, atanh series to s^23 |
-//! | tanh | `tanh.approx` | native `Tanh` | sinh series below 0.625, else `1 − 2/(e^2|x| + 1)` |
-//! | sigmoid, silu | `rcp(1 + ex2(−x·log2 e))` | same | `1/(1 + e^−x)` |
-//! | gelu | A&S 7.1.26 erf | same | `(0.5·x)·(1 + erf(x/√2))` |
-//! | erf | Maclaurin below 1, erfcx interpolant above | same | same, with a double-double e^(−z²) |
-//! | pow | `ex2(y·lg2|x|)` and C's rules | same | double-double `ln`, `y·ln` exact, `e^` of both parts |
-//! | sin, cos | computed in f64 | same | k = rint(x·2/π), exact reduction, Taylor, quadrant |
-//!
-//! fp16 and bf16 arguments are widened to f32, expanded, and rounded back once. Expansions
-//! that need an exact product use `fma` where it rounds once (PTX's `fma.rn`); Vulkan lets
-//! `Fma` round twice (lavapipe's does), so there the product is split (Dekker) and the
-//! reduction by π/2 uses parts whose products are exact.
-//!
-//! The pass visits each op once (the expansion of one op is bounded), so it is linear in the
-//! kernel. The expanded op keeps its id and result value (its last op takes them), so a
-//! kernel without math is returned as it is.
+//! The expansions: each math function as scalar Tile ops on f32 or f64 values (the dispatch
+//! is `Em::func`; the one per-target step, an exact product, is `Em::two_prod_err`).
 
-use super::build::{dimm, fimm, imm};
-use super::ir::{Kernel, MathFn, OpData, OpId, OpKind, Operand, Region, Type, Value};
+use super::{fc, Em, LN2_HI, LN2_LO, LOG2E};
 use crate::scalar::{BinOp, Cmp, Rnd, Ty, UnOp};
-use std::borrow::Cow;
-use tessera_lang::Span;
-
-/// The back end a kernel is expanded for.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum MathTarget {
-    Ptx,
-    Spirv,
-}
-
-impl MathTarget {
-    /// Whether `fma` rounds once.
-    fn fused_fma(self) -> bool {
-        self == MathTarget::Ptx
-    }
-}
-
-/// How a back end computes one math function.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Form {
-    /// The back end translates `tile.math` itself, to one native instruction.
-    Native,
-    /// The pass rewrites it into scalar Tile ops.
-    Expanded,
-}
-
-/// Native or expanded, per (function, type, target): the one place that decides. SPIR-V's
-/// GLSL.std.450 `Exp`, `Log` and `Tanh` are used in f32 (Vulkan bounds them within a few
-/// ulps, as `ex2.approx`/`lg2.approx` are on PTX); GLSL.std.450 has no fp64 transcendentals,
-/// and its f32 `Sin`/`Cos` are only accurate in [−π, π]. Everything else is expanded.
-pub fn form(f: MathFn, ty: Ty, target: MathTarget) -> Form {
-    match (target, f, ty) {
-        (MathTarget::Spirv, MathFn::Exp | MathFn::Log | MathFn::Tanh, Ty::F32) => Form::Native,
-        _ => Form::Expanded,
-    }
-}
-
-/// A math function's name, as Tile IR text spells it (`exp`, `pow`).
-pub fn fn_name(f: MathFn) -> String {
-    format!("{f:?}").to_lowercase()
-}
-
-/// `k` with every math op that [`form`] expands for `target` rewritten into scalar ops
-/// (borrowed when there is none).
-pub fn expand(k: &Kernel, target: MathTarget) -> Cow<'_, Kernel> {
-    let needed = k.ops.iter().any(|o| match o.kind {
-        OpKind::Math { f, ty } => form(f, ty, target) == Form::Expanded,
-        _ => false,
-    });
-    if !needed {
-        return Cow::Borrowed(k);
-    }
-    let mut k = k.clone();
-    let body = std::mem::take(&mut k.body);
-    let body = region(&mut k, target, body);
-    k.body = body;
-    Cow::Owned(k)
-}
-
-fn region(k: &mut Kernel, target: MathTarget, mut r: Region) -> Region {
-    let mut ops = Vec::with_capacity(r.ops.len());
-    for id in std::mem::take(&mut r.ops) {
-        let Some(op) = k.ops.get_mut(id.0 as usize) else {
-            ops.push(id);
-            continue;
-        };
-        let inner = std::mem::take(&mut op.regions);
-        let kind = op.kind.clone();
-        let inner: Vec<Region> = inner.into_iter().map(|r| region(k, target, r)).collect();
-        if let Some(op) = k.ops.get_mut(id.0 as usize) {
-            op.regions = inner;
-        }
-        match kind {
-            OpKind::Math { f, ty } if form(f, ty, target) == Form::Expanded => {
-                expand_op(k, target, id, f, ty, &mut ops)
-            }
-            _ => ops.push(id),
-        }
-    }
-    r.ops = ops;
-    r
-}
-
-/// Replaces op `id` by its expansion, appending the op ids to `ops` in order (the last one is
-/// `id`, which keeps the result value). An op the pass cannot expand (an operand missing, a
-/// type with no float arithmetic) is kept for the back end to refuse.
-fn expand_op(k: &mut Kernel, target: MathTarget, id: OpId, f: MathFn, ty: Ty, ops: &mut Vec<OpId>) {
-    let Some(op) = k.ops.get(id.0 as usize) else {
-        ops.push(id);
-        return;
-    };
-    let (operands, span) = (op.operands.clone(), op.span);
-    let Some(&res) = op.results.first() else {
-        ops.push(id);
-        return;
-    };
-    let arity = if f == MathFn::Pow { 2 } else { 1 };
-    let wide = match ty {
-        Ty::F32 | Ty::F64 => ty,
-        Ty::F16 | Ty::BF16 => Ty::F32,
-        _ => {
-            ops.push(id);
-            return;
-        }
-    };
-    if operands.len() < arity {
-        ops.push(id);
-        return;
-    }
-    let mut e = Em {
-        k,
-        out: vec![],
-        span,
-        fused: target.fused_fma(),
-    };
-    let args: Vec<Value> = operands[..arity]
-        .iter()
-        .map(|&o| match o {
-            // an immediate of a narrow op is an f32 one
-            Operand::Value(v) if wide != ty => e.cvt(wide, ty, None, v),
-            o => e.arg(o, wide),
-        })
-        .collect();
-    let (x, y) = (args[0], args.get(1).copied().unwrap_or(args[0]));
-    let mut r = e.func(f, wide, x, y);
-    if wide != ty {
-        r = e.cvt(ty, wide, Some(Rnd::Rn), r);
-    }
-    let Em { k, mut out, .. } = e;
-    // the last op computes `r`: it takes over `id` and the result value
-    let last_is_r = out.last().is_some_and(|&l| {
-        l.0 as usize + 1 == k.ops.len()
-            && r.0 as usize + 1 == k.values.len()
-            && k.op(l).is_some_and(|o| o.results == [r])
-    });
-    let data = if last_is_r {
-        out.pop();
-        k.values.pop();
-        k.ops.pop().map(|mut d| {
-            d.results = vec![res];
-            d
-        })
-    } else {
-        Some(OpData {
-            kind: OpKind::Mov { ty },
-            operands: vec![r.into()],
-            results: vec![res],
-            regions: vec![],
-            span,
-        })
-    };
-    if let (Some(d), Some(slot)) = (data, k.ops.get_mut(id.0 as usize)) {
-        *slot = d;
-    }
-    ops.extend(out);
-    ops.push(id);
-}
-
-/// Appends scalar ops to a kernel, recording their ids (the builder's vocabulary, PTX's
-/// argument order for `sel`).
-struct Em<'k> {
-    k: &'k mut Kernel,
-    out: Vec<OpId>,
-    span: Span,
-    fused: bool,
-}
-
-/// The float immediate `v` of type `ty` (f32 or f64).
-fn fc(ty: Ty, v: f64) -> Operand {
-    if ty == Ty::F64 {
-        dimm(v)
-    } else {
-        fimm(v as f32)
-    }
-}
-
-const LOG2E: f32 = std::f32::consts::LOG2_E;
-const LN2_HI: f64 = 6.931_471_803_691_238e-1;
-const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+use crate::tile::build::{dimm, fimm, imm};
+use crate::tile::ir::Value;
 
 impl Em<'_> {
-    fn one(&mut self, kind: OpKind, operands: Vec<Operand>, ty: Ty) -> Value {
-        self.k.values.push(Type::Scalar(ty));
-        let v = Value(self.k.values.len() as u32 - 1);
-        self.out.push(OpId(self.k.ops.len() as u32));
-        self.k.ops.push(OpData {
-            kind,
-            operands,
-            results: vec![v],
-            regions: vec![],
-            span: self.span,
-        });
-        v
-    }
-    /// An argument in a register (an immediate is moved into one first).
-    fn arg(&mut self, o: Operand, ty: Ty) -> Value {
-        match o {
-            Operand::Value(v) => v,
-            other => self.mov(ty, other),
-        }
-    }
-    fn mov(&mut self, ty: Ty, a: impl Into<Operand>) -> Value {
-        self.one(OpKind::Mov { ty }, vec![a.into()], ty)
-    }
-    fn un(&mut self, op: UnOp, ty: Ty, a: impl Into<Operand>) -> Value {
-        self.one(OpKind::Unary { op, ty }, vec![a.into()], ty)
-    }
-    fn bin(&mut self, op: BinOp, ty: Ty, a: impl Into<Operand>, b: impl Into<Operand>) -> Value {
-        self.one(OpKind::Binary { op, ty }, vec![a.into(), b.into()], ty)
-    }
-    fn add(&mut self, ty: Ty, a: impl Into<Operand>, b: impl Into<Operand>) -> Value {
-        self.bin(BinOp::Add, ty, a, b)
-    }
-    fn sub(&mut self, ty: Ty, a: impl Into<Operand>, b: impl Into<Operand>) -> Value {
-        self.bin(BinOp::Sub, ty, a, b)
-    }
-    fn mul(&mut self, ty: Ty, a: impl Into<Operand>, b: impl Into<Operand>) -> Value {
-        self.bin(BinOp::Mul, ty, a, b)
-    }
-    fn div(&mut self, ty: Ty, a: impl Into<Operand>, b: impl Into<Operand>) -> Value {
-        self.bin(BinOp::Div, ty, a, b)
-    }
-    fn fma(
-        &mut self,
-        ty: Ty,
-        a: impl Into<Operand>,
-        b: impl Into<Operand>,
-        c: impl Into<Operand>,
-    ) -> Value {
-        self.one(OpKind::Fma { ty }, vec![a.into(), b.into(), c.into()], ty)
-    }
-    fn cmp(&mut self, c: Cmp, ty: Ty, a: impl Into<Operand>, b: impl Into<Operand>) -> Value {
-        self.one(
-            OpKind::Cmp { cmp: c, ty },
-            vec![a.into(), b.into()],
-            Ty::Pred,
-        )
-    }
-    /// `p ? a : b`.
-    fn sel(&mut self, ty: Ty, a: impl Into<Operand>, b: impl Into<Operand>, p: Value) -> Value {
-        self.one(
-            OpKind::Select { ty },
-            vec![p.into(), a.into(), b.into()],
-            ty,
-        )
-    }
-    fn cvt(&mut self, to: Ty, from: Ty, rnd: Option<Rnd>, a: Value) -> Value {
-        let kind = OpKind::Cast {
-            to,
-            from,
-            rnd,
-            sat: false,
-        };
-        self.one(kind, vec![a.into()], to)
-    }
-    /// The same bits as `to` (`f64` ↔ `b64`, `f32` ↔ `b32`).
-    fn bits(&mut self, to: Ty, a: Value) -> Value {
-        self.one(OpKind::Bitcast { to }, vec![a.into()], to)
-    }
-
-    /// `p·c` and `p_lo = (a·b − p)` exactly, `p = a·b` rounded (`p` given): one `fma` where it
-    /// rounds once; else Dekker's product of Veltkamp halves (0 where a split overflows, as
-    /// for |a| > 2^996, where the caller's result does not need it).
-    fn two_prod_err(&mut self, ty: Ty, a: Value, b: Value, p: Value) -> Value {
-        if self.fused {
-            let np = self.un(UnOp::Neg, ty, p);
-            return self.fma(ty, a, b, np);
-        }
-        let split = |e: &mut Self, x: Value| {
-            let t = e.mul(ty, x, dimm(134_217_729.0));
-            let d = e.sub(ty, t, x);
-            let hi = e.sub(ty, t, d);
-            let lo = e.sub(ty, x, hi);
-            (hi, lo)
-        };
-        let (ah, al) = split(self, a);
-        let (bh, bl) = split(self, b);
-        let t = self.mul(ty, ah, bh);
-        let err = self.sub(ty, t, p);
-        let t = self.mul(ty, ah, bl);
-        let err = self.add(ty, err, t);
-        let t = self.mul(ty, al, bh);
-        let err = self.add(ty, err, t);
-        let t = self.mul(ty, al, bl);
-        let err = self.add(ty, err, t);
-        let nan = self.cmp(Cmp::Nan, ty, err, err);
-        self.sel(ty, dimm(0.0), err, nan)
-    }
-
-    fn func(&mut self, f: MathFn, ty: Ty, x: Value, y: Value) -> Value {
-        let d = dimm;
-        match (f, ty) {
-            (MathFn::Exp, Ty::F64) => self.exp_dd(x, None),
-            (MathFn::Log, Ty::F64) => self.log_f64(x),
-            (MathFn::Tanh, Ty::F64) => self.tanh_f64(x),
-            (MathFn::Erf, _) => self.erf(ty, x),
-            (MathFn::Sin, _) => self.sin_cos(ty, x, false),
-            (MathFn::Cos, _) => self.sin_cos(ty, x, true),
-            (MathFn::Gelu, Ty::F64) => {
-                // the cpu's order: (0.5·x)·(1 + erf(x·(1/√2)))
-                let xs = self.mul(ty, x, d(std::f64::consts::FRAC_1_SQRT_2));
-                let e = self.erf(ty, xs);
-                let h = self.mul(ty, x, d(0.5));
-                let o = self.add(ty, e, d(1.0));
-                self.mul(ty, h, o)
-            }
-            (MathFn::Sigmoid, Ty::F64) => {
-                let nx = self.un(UnOp::Neg, ty, x);
-                let e = self.exp_dd(nx, None);
-                let dn = self.add(ty, e, d(1.0));
-                self.div(ty, d(1.0), dn)
-            }
-            (MathFn::Silu, Ty::F64) => {
-                let nx = self.un(UnOp::Neg, ty, x);
-                let e = self.exp_dd(nx, None);
-                let dn = self.add(ty, e, d(1.0));
-                self.div(ty, x, dn)
-            }
-            (MathFn::Pow, Ty::F64) => self.pow_f64(x, y),
-            (MathFn::Exp, _) => {
-                let t = self.mul(Ty::F32, x, fimm(LOG2E));
-                self.un(UnOp::Ex2Approx, Ty::F32, t)
-            }
-            (MathFn::Log, _) => {
-                let l = self.un(UnOp::Lg2Approx, Ty::F32, x);
-                self.mul(Ty::F32, l, fimm(std::f32::consts::LN_2))
-            }
-            (MathFn::Tanh, _) => self.un(UnOp::TanhApprox, Ty::F32, x),
-            (MathFn::Sigmoid, _) => self.sigmoid_f32(x),
-            (MathFn::Silu, _) => {
-                let s = self.sigmoid_f32(x);
-                self.mul(Ty::F32, x, s)
-            }
-            (MathFn::Gelu, _) => self.gelu_f32(x),
-            (MathFn::Pow, _) => {
-                let ax = self.un(UnOp::Abs, Ty::F32, x);
-                let l = self.un(UnOp::Lg2Approx, Ty::F32, ax);
-                let t = self.mul(Ty::F32, y, l);
-                let r = self.un(UnOp::Ex2Approx, Ty::F32, t);
-                self.pow_rules(Ty::F32, x, y, r)
-            }
-        }
-    }
-
-    fn sigmoid_f32(&mut self, x: Value) -> Value {
+    pub(super) fn sigmoid_f32(&mut self, x: Value) -> Value {
         let t = self.mul(Ty::F32, x, fimm(-LOG2E));
         let e = self.un(UnOp::Ex2Approx, Ty::F32, t);
         let d = self.add(Ty::F32, e, fimm(1.0));
@@ -380,7 +15,7 @@ impl Em<'_> {
     }
 
     /// `0.5·x·(1 + erf(x/√2))` with erf by Abramowitz–Stegun 7.1.26 (|error| < 1.5e-7).
-    fn gelu_f32(&mut self, x: Value) -> Value {
+    pub(super) fn gelu_f32(&mut self, x: Value) -> Value {
         let f = Ty::F32;
         let ax = self.un(UnOp::Abs, f, x);
         let z = self.mul(f, ax, fimm(std::f32::consts::FRAC_1_SQRT_2));
@@ -409,7 +44,7 @@ impl Em<'_> {
     /// degree 13 (truncation below 2^-60 relative), scaled by 2^k as two powers of two built
     /// from their exponent bits (so that results near the subnormal range are scaled in
     /// range). Overflow gives inf, underflow 0, NaN stays NaN.
-    fn exp_dd(&mut self, x: Value, lo: Option<Value>) -> Value {
+    pub(super) fn exp_dd(&mut self, x: Value, lo: Option<Value>) -> Value {
         let f = Ty::F64;
         let t = self.mul(f, x, dimm(std::f64::consts::LOG2_E));
         let k = self.cvt(f, f, Some(Rnd::Rni), t);
@@ -447,7 +82,7 @@ impl Em<'_> {
     }
 
     /// `Σ_{k=lo}^{11} z^(k−lo) / (2k + 1)` by Horner: the series of `atanh(s)/s` in `z = s²`.
-    fn atanh_series(&mut self, z: Value, lo: u32) -> Value {
+    pub(super) fn atanh_series(&mut self, z: Value, lo: u32) -> Value {
         let mut p = self.mov(Ty::F64, dimm(1.0 / 23.0));
         for k in (lo..11).rev() {
             p = self.fma(Ty::F64, p, z, dimm(1.0 / f64::from(2 * k + 1)));
@@ -460,7 +95,7 @@ impl Em<'_> {
     /// s^23 (truncation below 2^-55 relative); `e·ln 2` added with ln 2 split in two. 0 gives
     /// −inf, a negative or NaN argument NaN, +inf +inf. Within about 2 ulp
     /// (`tests/golden/lower_f64_math_emu`).
-    fn log_f64(&mut self, x: Value) -> Value {
+    pub(super) fn log_f64(&mut self, x: Value) -> Value {
         let f = Ty::F64;
         let (ef, m) = self.log_reduce(x);
         let fm = self.sub(f, m, dimm(1.0));
@@ -477,7 +112,7 @@ impl Em<'_> {
 
     /// The argument reduction of `ln x`: (`e` as f64, `m`) with `x = 2^e · m`, `m` in [√½, √2)
     /// (subnormals scaled by 2^54 first). Special values are fixed by `log_specials`.
-    fn log_reduce(&mut self, x: Value) -> (Value, Value) {
+    pub(super) fn log_reduce(&mut self, x: Value) -> (Value, Value) {
         let f = Ty::F64;
         let sub = self.cmp(Cmp::Lt, f, x, dimm(f64::MIN_POSITIVE));
         let scaled = self.mul(f, x, dimm(2f64.powi(54)));
@@ -501,7 +136,7 @@ impl Em<'_> {
     }
 
     /// `ln`'s special values over `r`: +inf for +inf, −inf for 0, NaN for negatives and NaN.
-    fn log_specials(&mut self, x: Value, r: Value) -> Value {
+    pub(super) fn log_specials(&mut self, x: Value, r: Value) -> Value {
         let f = Ty::F64;
         let inf = self.cmp(Cmp::Eq, f, x, dimm(f64::INFINITY));
         let r = self.sel(f, dimm(f64::INFINITY), r, inf);
@@ -519,7 +154,7 @@ impl Em<'_> {
     /// `e·ln2_hi` (exact products) are summed without rounding away the low bits, and the
     /// series tail (under 1% of `2s`) is added to the low part. Used by `pow`, where `y·ln x`
     /// needs the low bits (plain `ln` keeps the shorter `log_f64`: fewer registers).
-    fn log_dd(&mut self, x: Value) -> (Value, Value) {
+    pub(super) fn log_dd(&mut self, x: Value) -> (Value, Value) {
         let f = Ty::F64;
         let (ef, m) = self.log_reduce(x);
         // fm = m − 1 is exact (Sterbenz); d + dl = m + 1 exactly.
@@ -562,7 +197,7 @@ impl Em<'_> {
     /// (`log_dd`), the product kept exact to about 2^-100, and `exp_dd` of both parts, so
     /// the result is within a few ulps even where `y·ln|x|` is near ±700; the special cases
     /// are `pow_rules`.
-    fn pow_f64(&mut self, x: Value, y: Value) -> Value {
+    pub(super) fn pow_f64(&mut self, x: Value, y: Value) -> Value {
         let f = Ty::F64;
         let ax = self.un(UnOp::Abs, f, x);
         let (h, l) = self.log_dd(ax);
@@ -577,7 +212,7 @@ impl Em<'_> {
     /// unless `y` is an integer; a base with its sign bit set (−0 and −inf too) and an odd
     /// integer `y` negates; `x ** 0`, `1 ** y` and `(±1) ** ±inf` are 1 (`0 ** y` is already 0
     /// or inf: `ln 0` is −inf).
-    fn pow_rules(&mut self, ty: Ty, x: Value, y: Value, r: Value) -> Value {
+    pub(super) fn pow_rules(&mut self, ty: Ty, x: Value, y: Value, r: Value) -> Value {
         let c = |v: f64| fc(ty, v);
         let (bits_ty, sty) = if ty == Ty::F64 {
             (Ty::B64, Ty::S64)
@@ -620,7 +255,7 @@ impl Em<'_> {
     /// [`ERFCX_F32`], `z = min(|x|, 6)` (erf is 1 in both types beyond) and `e^(−z²)` of the
     /// exact square (f64: a double-double through `exp_dd`; f32: `ex2.approx`). NaN stays
     /// NaN. f64 within a few ulps of 1 in absolute terms (`tests/golden/lower_f64_math_emu`).
-    fn erf(&mut self, ty: Ty, x: Value) -> Value {
+    pub(super) fn erf(&mut self, ty: Ty, x: Value) -> Value {
         let f64_ = ty == Ty::F64;
         let c = |v: f64| fc(ty, v);
         let z = self.un(UnOp::Abs, ty, x);
@@ -682,7 +317,7 @@ impl Em<'_> {
     /// relative) and `sinh / √(1 + sinh²)`, with no cancellation near 0; beyond,
     /// `1 − 2/(e^2|x| + 1)` (1 once e^2|x| overflows). The sign is x's (±0 stays ±0); NaN
     /// stays NaN.
-    fn tanh_f64(&mut self, x: Value) -> Value {
+    pub(super) fn tanh_f64(&mut self, x: Value) -> Value {
         let f = Ty::F64;
         let ax = self.un(UnOp::Abs, f, x);
         let z = self.mul(f, ax, ax);
@@ -721,7 +356,7 @@ impl Em<'_> {
     /// (`cos x = sin(x + π/2)`: quadrant `k + 1`). NaN and ±inf give NaN; −0 keeps its sign
     /// in `sin`. Beyond |x| ≈ 2^52·π/2 the reduction loses `k`'s low bits and the result is
     /// not the cpu's (libm reduces exactly at any size).
-    fn sin_cos(&mut self, ty: Ty, x: Value, cos: bool) -> Value {
+    pub(super) fn sin_cos(&mut self, ty: Ty, x: Value, cos: bool) -> Value {
         let (f, d) = (Ty::F64, dimm);
         let xd = if ty == f { x } else { self.cvt(f, ty, None, x) };
         let t = self.mul(f, xd, d(std::f64::consts::FRAC_2_PI));
@@ -834,147 +469,3 @@ const ERFCX_F32: [f32; 9] = [
     1.543_611_7e-1,
     2.079_832_9e-1,
 ];
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::graph::DType;
-    use crate::tile::build::Builder;
-    use crate::tile::ir::ParamRole;
-    use tessera_lang::SourceMap;
-
-    const MATH_FNS: [MathFn; 10] = [
-        MathFn::Exp,
-        MathFn::Log,
-        MathFn::Tanh,
-        MathFn::Sigmoid,
-        MathFn::Silu,
-        MathFn::Gelu,
-        MathFn::Pow,
-        MathFn::Erf,
-        MathFn::Sin,
-        MathFn::Cos,
-    ];
-
-    /// A kernel applying every math function, in `ty`, `chain` times over, inside a `tile.if`
-    /// (so that nested regions are expanded too).
-    fn kernel(ty: Ty, dt: DType, chain: usize) -> Kernel {
-        let mut sm = SourceMap::new();
-        let span = Span::new(sm.add("t.tsr", "x\n"), 0, 1);
-        let mut b = Builder::new("m", span, [1, 1, 1], [32, 1, 1]);
-        let x = b.param("x", Type::Global(dt), ParamRole::Input);
-        let y = b.param("y", Type::Global(dt), ParamRole::Output);
-        let t = b.tid_x();
-        let v = b.load(ty, x, t, None, &[])[0];
-        let ok = b.cmp(Cmp::Lt, Ty::U32, t, imm(16));
-        let r = b.if_(
-            ok,
-            &[Type::Scalar(ty)],
-            |b| {
-                let mut a = v;
-                for _ in 0..chain {
-                    for f in MATH_FNS {
-                        let args: Vec<Operand> = if f == MathFn::Pow {
-                            vec![a.into(), fc(ty, 0.5)]
-                        } else {
-                            vec![a.into()]
-                        };
-                        a = b.math(f, ty, &args);
-                    }
-                }
-                vec![a.into()]
-            },
-            |_| vec![v.into()],
-        );
-        b.store(ty, y, t, &[r[0].into()], None);
-        b.finish()
-    }
-
-    fn math_ops(k: &Kernel, r: &Region) -> usize {
-        r.ops
-            .iter()
-            .filter_map(|&id| k.op(id))
-            .map(|o| {
-                let own = usize::from(matches!(o.kind, OpKind::Math { .. }));
-                own + o.regions.iter().map(|r| math_ops(k, r)).sum::<usize>()
-            })
-            .sum()
-    }
-
-    fn reachable(k: &Kernel, r: &Region) -> usize {
-        r.ops
-            .iter()
-            .filter_map(|&id| k.op(id))
-            .map(|o| 1 + o.regions.iter().map(|r| reachable(k, r)).sum::<usize>())
-            .sum()
-    }
-
-    #[test]
-    fn only_spirv_f32_exp_log_tanh_are_native() {
-        for f in MATH_FNS {
-            for ty in [Ty::F16, Ty::BF16, Ty::F32, Ty::F64] {
-                assert_eq!(form(f, ty, MathTarget::Ptx), Form::Expanded, "{f:?} {ty:?}");
-                let native = ty == Ty::F32 && matches!(f, MathFn::Exp | MathFn::Log | MathFn::Tanh);
-                let want = if native { Form::Native } else { Form::Expanded };
-                assert_eq!(form(f, ty, MathTarget::Spirv), want, "{f:?} {ty:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn expanded_kernels_are_valid_tile_ir_with_only_native_math_left() {
-        for (ty, dt) in [
-            (Ty::F32, DType::F32),
-            (Ty::F64, DType::F64),
-            (Ty::F16, DType::F16),
-            (Ty::BF16, DType::BF16),
-        ] {
-            let k = kernel(ty, dt, 1);
-            for target in [MathTarget::Ptx, MathTarget::Spirv] {
-                let e = expand(&k, target);
-                assert!(matches!(e, Cow::Owned(_)));
-                crate::tile::check::check(&e)
-                    .unwrap_or_else(|err| panic!("{ty:?} {target:?}: {err}"));
-                // every op is reachable once: none left dead in the arena
-                assert_eq!(reachable(&e, &e.body), e.ops.len(), "{ty:?} {target:?}");
-                let left = math_ops(&e, &e.body);
-                let native = if target == MathTarget::Spirv && ty == Ty::F32 {
-                    3
-                } else {
-                    0
-                };
-                assert_eq!(left, native, "{ty:?} {target:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn a_kernel_without_expanded_math_is_borrowed() {
-        let mut k = kernel(Ty::F32, DType::F32, 1);
-        for op in &mut k.ops {
-            if let OpKind::Math { f, .. } = op.kind {
-                if !matches!(f, MathFn::Exp | MathFn::Log | MathFn::Tanh) {
-                    op.kind = OpKind::Math {
-                        f: MathFn::Exp,
-                        ty: Ty::F32,
-                    };
-                    op.operands.truncate(1);
-                }
-            }
-        }
-        assert!(matches!(expand(&k, MathTarget::Spirv), Cow::Borrowed(_)));
-        assert!(matches!(expand(&k, MathTarget::Ptx), Cow::Owned(_)));
-    }
-
-    #[test]
-    fn the_expansion_grows_linearly() {
-        let one = expand(&kernel(Ty::F64, DType::F64, 1), MathTarget::Spirv)
-            .ops
-            .len();
-        let eight = expand(&kernel(Ty::F64, DType::F64, 8), MathTarget::Spirv)
-            .ops
-            .len();
-        let base = kernel(Ty::F64, DType::F64, 0).ops.len();
-        assert_eq!(eight - base, 8 * (one - base));
-    }
-}
