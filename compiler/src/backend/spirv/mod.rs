@@ -164,9 +164,10 @@ struct Cx<'k> {
 /// Translates a Tile IR kernel to a SPIR-V compute module (and, when it has warp operations,
 /// its [`Lanes::Shared`] form too).
 pub fn translate(k: &Kernel) -> R<Spirv> {
-    let mut s = translate_with(k, Lanes::Subgroup)?;
+    let expanded = crate::tile::math::expand(k, crate::tile::math::MathTarget::Spirv);
+    let mut s = translate_expanded(&expanded, Lanes::Subgroup)?;
     if s.subgroup {
-        let w = translate_with(k, Lanes::Shared)?;
+        let w = translate_expanded(&expanded, Lanes::Shared)?;
         s.shared_warps = Some(w.words);
         s.shared_warps_bytes = w.shared_bytes;
     }
@@ -176,7 +177,11 @@ pub fn translate(k: &Kernel) -> R<Spirv> {
 /// Translates a Tile IR kernel with its warps' lanes exchanging values as `lanes` says.
 pub fn translate_with(k: &Kernel, lanes: Lanes) -> R<Spirv> {
     let expanded = crate::tile::math::expand(k, crate::tile::math::MathTarget::Spirv);
-    let k: &Kernel = &expanded;
+    translate_expanded(&expanded, lanes)
+}
+
+/// [`translate_with`] of a kernel whose math functions are expanded already.
+fn translate_expanded(k: &Kernel, lanes: Lanes) -> R<Spirv> {
     let mut b = Builder::new();
     b.set_version(1, 6);
     b.capability(Capability::Shader);
