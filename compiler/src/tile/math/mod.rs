@@ -96,17 +96,20 @@ fn region(k: &mut Kernel, target: MathTarget, mut r: Region) -> Region {
             ops.push(id);
             continue;
         };
-        let inner = std::mem::take(&mut op.regions);
-        let kind = op.kind.clone();
-        let inner: Vec<Region> = inner.into_iter().map(|r| region(k, target, r)).collect();
-        if let Some(op) = k.ops.get_mut(id.0 as usize) {
-            op.regions = inner;
-        }
-        match kind {
-            OpKind::Math { f, ty } if form(f, ty, target) == Form::Expanded => {
-                expand_op(k, target, id, f, ty, &mut ops)
+        let math = match op.kind {
+            OpKind::Math { f, ty } if form(f, ty, target) == Form::Expanded => Some((f, ty)),
+            _ => None,
+        };
+        if !op.regions.is_empty() {
+            let inner = std::mem::take(&mut op.regions);
+            let inner: Vec<Region> = inner.into_iter().map(|r| region(k, target, r)).collect();
+            if let Some(op) = k.ops.get_mut(id.0 as usize) {
+                op.regions = inner;
             }
-            _ => ops.push(id),
+        }
+        match math {
+            Some((f, ty)) => expand_op(k, target, id, f, ty, &mut ops),
+            None => ops.push(id),
         }
     }
     r.ops = ops;

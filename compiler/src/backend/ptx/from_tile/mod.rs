@@ -37,6 +37,8 @@ fn bug<T>(k: &Kernel, what: impl std::fmt::Display) -> R<T> {
 /// What a Tile value is in Target IR.
 #[derive(Clone, Debug)]
 enum Slot {
+    /// A scalar's register (no allocation: most values are scalars).
+    Reg(Reg),
     Regs(Vec<Reg>),
     /// A global view: its address register and element size.
     View(Reg, i64),
@@ -137,7 +139,7 @@ impl Cx<'_> {
     fn regs(&self, v: Value) -> R<Vec<Reg>> {
         match self.slot(v)? {
             Slot::Regs(r) => Ok(r.clone()),
-            Slot::View(r, _) => Ok(vec![*r]),
+            Slot::Reg(r) | Slot::View(r, _) => Ok(vec![*r]),
             Slot::Shared(_) => bug(self.k, format!("%{} is a shared buffer", v.0)),
         }
     }
@@ -145,7 +147,7 @@ impl Cx<'_> {
     fn reg(&self, v: Value) -> R<Reg> {
         match self.slot(v)? {
             Slot::Regs(r) if r.len() == 1 => Ok(r[0]),
-            Slot::View(r, _) => Ok(*r),
+            Slot::Reg(r) | Slot::View(r, _) => Ok(*r),
             _ => bug(self.k, format!("%{} is not a scalar", v.0)),
         }
     }
@@ -283,7 +285,7 @@ impl Cx<'_> {
         let res = |i: usize| op.results.get(i).copied();
         let single = |cx: &mut Cx, r: Reg| {
             if let Some(v) = res(0) {
-                cx.set(v, Slot::Regs(vec![r]));
+                cx.set(v, Slot::Reg(r));
             }
         };
         match &op.kind {
