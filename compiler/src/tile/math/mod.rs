@@ -23,7 +23,7 @@
 //!
 //! The pass visits each op once (the expansion of one op is bounded), so it is linear in the
 //! kernel. The expanded op keeps its id and result value (its last op takes them), so a
-//! kernel without math is returned as it is. The functions themselves are in [`funcs`].
+//! kernel without math is returned as it is. The functions themselves are in `funcs.rs`.
 
 mod funcs;
 
