@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Coefficients of the erf/erfc sequences in compiler/src/lower/math.rs (needs mpmath).
+"""Coefficients of the erf/erfc sequences in compiler/src/tile/math.rs (needs mpmath).
 
 For z >= 1, erfc(z) = exp(-z^2) * P(u) with t = 3/(3+z), u = (t - tm)/th mapping z in
 [1, 6] onto u in [-1, 1], and P the Chebyshev interpolant of erfcx(z) = exp(z^2) erfc(z)

@@ -173,7 +173,7 @@ impl Operand {
     }
 }
 
-/// Math functions lowered to instruction sequences by Tile → Target (`f32` and `f64`).
+/// Math functions, expanded into scalar ops before the back ends ([`super::math`]).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum MathFn {
     /// `e^x` (`ex2.approx` of `x·log2 e` in f32; a range-reduced polynomial in f64).

@@ -13,6 +13,7 @@
 pub mod build;
 pub mod check;
 pub mod ir;
+pub mod math;
 pub mod text;
 
 use crate::graph::{TensorType, ValueId};

@@ -1,5 +1,5 @@
-//! The PTX back end. Tile IR becomes Target IR ([`from_tile`], with the math functions'
-//! PTX fast paths in `math`), which is printed as PTX ([`print`]) and assembled by ptxas
+//! The PTX back end. Tile IR becomes Target IR ([`from_tile`], after the math functions are
+//! expanded into scalar ops by [`crate::tile::math`]), which is printed as PTX ([`print`]) and assembled by ptxas
 //! ([`ptxas`]) where a test asks for it.
 //!
 //! Target IR: one PTX function as data — typed virtual registers, basic blocks, predicates.
@@ -33,7 +33,6 @@
 pub mod builder;
 pub mod error;
 pub mod from_tile;
-pub(crate) mod math;
 mod ops;
 pub mod print;
 pub mod ptxas;

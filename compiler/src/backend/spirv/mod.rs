@@ -33,7 +33,6 @@ use std::collections::HashMap;
 
 mod cast;
 mod control;
-mod math64;
 mod mem;
 mod scalar;
 mod warps;
@@ -166,10 +165,10 @@ struct Cx<'k> {
 /// Translates a Tile IR kernel to a SPIR-V compute module (and, when it has warp operations,
 /// its [`Lanes::Shared`] form too).
 pub fn translate(k: Checked<'_>) -> R<Spirv> {
-    let k: &Kernel = &k;
-    let mut s = translate_with(k, Lanes::Subgroup)?;
+    let expanded = crate::tile::math::expand(&k, crate::tile::math::MathTarget::Spirv);
+    let mut s = translate_expanded(&expanded, Lanes::Subgroup)?;
     if s.subgroup {
-        let w = translate_with(k, Lanes::Shared)?;
+        let w = translate_expanded(&expanded, Lanes::Shared)?;
         s.shared_warps = Some(w.words);
         s.shared_warps_bytes = w.shared_bytes;
     }
@@ -177,7 +176,9 @@ pub fn translate(k: Checked<'_>) -> R<Spirv> {
 }
 
 /// Translates a Tile IR kernel with its warps' lanes exchanging values as `lanes` says.
-fn translate_with(k: &Kernel, lanes: Lanes) -> R<Spirv> {
+/// Translates a kernel whose math functions are expanded already, its warps' lanes exchanging
+/// values as `lanes` says.
+fn translate_expanded(k: &Kernel, lanes: Lanes) -> R<Spirv> {
     let mut b = Builder::new();
     b.set_version(1, 6);
     b.capability(Capability::Shader);

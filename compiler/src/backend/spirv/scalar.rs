@@ -1,4 +1,4 @@
-//! Scalar ops, conversions, math functions and warp operations in SPIR-V.
+//! Scalar ops, conversions, the native math functions and warp operations in SPIR-V.
 
 use super::{bug, unsupported, Cx, Lanes, Val, R};
 use crate::scalar::{BinOp, Cmp, Pack, ShflMode, Ty, UnOp};
@@ -142,11 +142,7 @@ impl Cx<'_> {
             OpKind::Tf32 => return unsupported("tf32 rounding (tensor cores)"),
             OpKind::Math { f, ty } => {
                 let x = self.opnd(get(0)?, *ty)?;
-                let y = match o.get(1) {
-                    Some(&y) => Some(self.opnd(y, *ty)?),
-                    None => None,
-                };
-                let r = self.math(*f, *ty, x, y)?;
+                let r = self.math(*f, *ty, x)?;
                 result(self, r, *ty);
             }
             OpKind::Mma { .. } | OpKind::FragGet { .. } | OpKind::FragMake => {
@@ -569,113 +565,19 @@ impl Cx<'_> {
         Ok(acc)
     }
 
-    fn math(&mut self, f: MathFn, ty: Ty, x: Word, y: Option<Word>) -> R<Word> {
-        if ty == Ty::F64 {
-            return self.math64(f, x, y);
-        }
-        if ty != Ty::F32 {
-            return unsupported(format!("{f:?} in {ty:?}"));
-        }
+    /// The math functions [`crate::tile::math::form`] leaves to the back end: GLSL.std.450's
+    /// f32 `Exp`, `Log` and `Tanh` (every other one arrives expanded).
+    fn math(&mut self, f: MathFn, ty: Ty, x: Word) -> R<Word> {
+        let g = match (f, ty) {
+            (MathFn::Exp, Ty::F32) => GlslStd450Op::Exp,
+            (MathFn::Log, Ty::F32) => GlslStd450Op::Log,
+            (MathFn::Tanh, Ty::F32) => GlslStd450Op::Tanh,
+            _ => {
+                let name = crate::tile::math::fn_name(f);
+                return unsupported(format!("{name} in {}", ty.name()));
+            }
+        };
         let ft = self.t.f32_;
-        let one = self.const_f32(1.0);
-        Ok(match f {
-            MathFn::Exp => self.glsl(GlslStd450Op::Exp, ft, &[x]),
-            MathFn::Log => self.glsl(GlslStd450Op::Log, ft, &[x]),
-            MathFn::Tanh => self.glsl(GlslStd450Op::Tanh, ft, &[x]),
-            // through fp64: GLSL.std.450's fp32 sin/cos are only accurate in [−π, π]
-            MathFn::Sin | MathFn::Cos => {
-                let f64t = self.sty(Ty::F64);
-                let xd = self.ins(Op::FConvert, f64t, &[x]);
-                let r = self.math64(f, xd, None)?;
-                self.ins(Op::FConvert, ft, &[r])
-            }
-            MathFn::Sigmoid => self.sigmoid(x),
-            MathFn::Silu => {
-                let s = self.sigmoid(x);
-                self.ins(Op::FMul, ft, &[x, s])
-            }
-            MathFn::Erf => self.erf(x),
-            MathFn::Gelu => {
-                let c = self.const_f32(std::f32::consts::FRAC_1_SQRT_2);
-                let xs = self.ins(Op::FMul, ft, &[x, c]);
-                let e = self.erf(xs);
-                let half = self.const_f32(0.5);
-                let h = self.ins(Op::FMul, ft, &[x, half]);
-                let o = self.ins(Op::FAdd, ft, &[e, one]);
-                self.ins(Op::FMul, ft, &[h, o])
-            }
-            MathFn::Pow => {
-                let Some(y) = y else {
-                    return bug(self.k, "pow takes two operands");
-                };
-                let ax = self.glsl(GlslStd450Op::FAbs, ft, &[x]);
-                let l = self.glsl(GlslStd450Op::Log2, ft, &[ax]);
-                let p = self.ins(Op::FMul, ft, &[y, l]);
-                let r = self.glsl(GlslStd450Op::Exp2, ft, &[p]);
-                self.pow_rules(Ty::F32, x, y, r)
-            }
-        })
-    }
-
-    fn sigmoid(&mut self, x: Word) -> Word {
-        let ft = self.t.f32_;
-        let one = self.const_f32(1.0);
-        let nx = self.ins(Op::FNegate, ft, &[x]);
-        let e = self.glsl(GlslStd450Op::Exp, ft, &[nx]);
-        let d = self.ins(Op::FAdd, ft, &[e, one]);
-        self.ins(Op::FDiv, ft, &[one, d])
-    }
-
-    /// erf in f32: the Maclaurin series below 1 in magnitude (relative accuracy near 0),
-    /// Abramowitz–Stegun 7.1.26 beyond (|error| < 1.5e-7); NaN stays NaN.
-    fn erf(&mut self, x: Word) -> Word {
-        let ft = self.t.f32_;
-        let bt = self.t.bool_;
-        let x2 = self.ins(Op::FMul, ft, &[x, x]);
-        // Σ (−x²)^n / (n!·(2n+1)), Horner from n = 10 down
-        let mut coef = vec![];
-        let mut fact = 1f64;
-        for n in 0..=10u32 {
-            if n > 0 {
-                fact *= f64::from(n);
-            }
-            let s = if n % 2 == 0 { 1.0 } else { -1.0 };
-            coef.push(s / (fact * f64::from(2 * n + 1)));
-        }
-        let mut acc = self.const_f32(coef[10] as f32);
-        for &c in coef[..10].iter().rev() {
-            let cc = self.const_f32(c as f32);
-            acc = self.glsl(GlslStd450Op::Fma, ft, &[acc, x2, cc]);
-        }
-        let k = self.const_f32((2.0 / std::f64::consts::PI.sqrt()) as f32);
-        let kx = self.ins(Op::FMul, ft, &[x, k]);
-        let small = self.ins(Op::FMul, ft, &[kx, acc]);
-        // A&S 7.1.26 on |x|
-        let ax = self.glsl(GlslStd450Op::FAbs, ft, &[x]);
-        let p = self.const_f32(0.327_591_1);
-        let one = self.const_f32(1.0);
-        let d = self.glsl(GlslStd450Op::Fma, ft, &[p, ax, one]);
-        let t = self.ins(Op::FDiv, ft, &[one, d]);
-        let a = [
-            0.254_829_6f32,
-            -0.284_496_74,
-            1.421_413_8,
-            -1.453_152_1,
-            1.061_405_4,
-        ];
-        let mut poly = self.const_f32(a[4]);
-        for &c in a[..4].iter().rev() {
-            let cc = self.const_f32(c);
-            poly = self.glsl(GlslStd450Op::Fma, ft, &[poly, t, cc]);
-        }
-        poly = self.ins(Op::FMul, ft, &[poly, t]);
-        let nx2 = self.ins(Op::FNegate, ft, &[x2]);
-        let e = self.glsl(GlslStd450Op::Exp, ft, &[nx2]);
-        let pe = self.ins(Op::FMul, ft, &[poly, e]);
-        let mag = self.ins(Op::FSub, ft, &[one, pe]);
-        let sign = self.glsl(GlslStd450Op::FSign, ft, &[x]);
-        let signed_big = self.ins(Op::FMul, ft, &[sign, mag]);
-        let lt1 = self.ins(Op::FOrdLessThan, bt, &[ax, one]);
-        self.ins(Op::Select, ft, &[lt1, small, signed_big])
+        Ok(self.glsl(g, ft, &[x]))
     }
 }

@@ -1,14 +1,13 @@
 //! Ops of Tile → Target that expand to instruction sequences: `tile.offset` (an address
 //! under a buffer's layout), `tile.reduce_warp` (butterfly shuffles), `tile.reduce_block`
-//! (through shared memory) and `tile.math`.
+//! (through shared memory).
 
 use super::{bug, Cx, R};
 use crate::backend::ptx::builder::imm;
-use crate::backend::ptx::math;
 use crate::backend::ptx::{
-    BinOp, Cmp, Dim, Op as TOp, Operand as TOperand, Reg, SReg, SharedId, ShflMode, Space, Ty, UnOp,
+    BinOp, Cmp, Dim, Op as TOp, Operand as TOperand, Reg, SReg, SharedId, ShflMode, Space, Ty,
 };
-use crate::tile::ir::{MathFn, Operand};
+use crate::tile::ir::Operand;
 
 impl Cx<'_> {
     /// `base + stage·stage_bytes + row·pitch + swizzled(col·elem_bytes)`.
@@ -131,72 +130,5 @@ impl Cx<'_> {
         }
         b.bar_sync();
         acc
-    }
-
-    pub(super) fn math(&mut self, f: MathFn, ty: Ty, o: &[Operand]) -> R<Reg> {
-        let x = match o.first() {
-            Some(&x) => self.reg_of(x, ty)?,
-            None => return bug(self.k, "a math op without an argument"),
-        };
-        let b = &mut self.b;
-        Ok(match (f, ty) {
-            (MathFn::Exp, Ty::F64) => math::exp_f64(b, x),
-            (MathFn::Log, Ty::F64) => math::log_f64(b, x),
-            (MathFn::Tanh, Ty::F64) => math::tanh_f64(b, x),
-            (MathFn::Erf, _) => math::erf(b, ty, x),
-            (MathFn::Sin, _) => math::sin_cos(b, ty, x, false),
-            (MathFn::Cos, _) => math::sin_cos(b, ty, x, true),
-            (MathFn::Gelu, Ty::F64) => {
-                // The cpu's order: (0.5·x)·(1 + erf(x·(1/√2))).
-                let xs = b.mul(Ty::F64, x, TOperand::f64(std::f64::consts::FRAC_1_SQRT_2));
-                let e = math::erf(b, Ty::F64, xs);
-                let h = b.mul(Ty::F64, x, TOperand::f64(0.5));
-                let o = b.add(Ty::F64, e, TOperand::f64(1.0));
-                b.mul(Ty::F64, h, o)
-            }
-            (MathFn::Sigmoid, Ty::F64) => {
-                let one = TOperand::f64(1.0);
-                let nx = b.unary(UnOp::Neg, Ty::F64, x);
-                let e = math::exp_f64(b, nx);
-                let d = b.add(Ty::F64, e, one);
-                b.bin(BinOp::Div, Ty::F64, one, d)
-            }
-            (MathFn::Silu, Ty::F64) => {
-                let nx = b.unary(UnOp::Neg, Ty::F64, x);
-                let e = math::exp_f64(b, nx);
-                let d = b.add(Ty::F64, e, TOperand::f64(1.0));
-                b.bin(BinOp::Div, Ty::F64, x, d)
-            }
-            (MathFn::Pow, Ty::F64) => {
-                let y = match o.get(1) {
-                    Some(&y) => self.reg_of(y, Ty::F64)?,
-                    None => return bug(self.k, "pow without an exponent"),
-                };
-                math::pow_f64(&mut self.b, x, y)
-            }
-            (MathFn::Exp, _) => math::exp(b, x),
-            (MathFn::Log, _) => {
-                let l = b.unary(UnOp::Lg2Approx, Ty::F32, x);
-                b.mul(
-                    Ty::F32,
-                    l,
-                    crate::backend::ptx::builder::fimm(std::f32::consts::LN_2),
-                )
-            }
-            (MathFn::Tanh, _) => b.unary(UnOp::TanhApprox, Ty::F32, x),
-            (MathFn::Sigmoid, _) => math::sigmoid(b, x),
-            (MathFn::Silu, _) => {
-                let s = math::sigmoid(b, x);
-                b.mul(Ty::F32, x, s)
-            }
-            (MathFn::Gelu, _) => math::gelu(b, x),
-            (MathFn::Pow, _) => {
-                let y = match o.get(1) {
-                    Some(&y) => self.reg_of(y, Ty::F32)?,
-                    None => return bug(self.k, "pow without an exponent"),
-                };
-                math::pow_f32(&mut self.b, x, y)
-            }
-        })
     }
 }

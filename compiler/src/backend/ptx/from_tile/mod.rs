@@ -21,6 +21,7 @@ use crate::backend::ptx::{
 use crate::backend::Error;
 use crate::tile::check::Checked;
 use crate::tile::ir::*;
+use crate::tile::math::{self, MathTarget};
 
 mod control;
 mod expand;
@@ -37,6 +38,8 @@ fn bug<T>(k: &Kernel, what: impl std::fmt::Display) -> R<T> {
 /// What a Tile value is in Target IR.
 #[derive(Clone, Debug)]
 enum Slot {
+    /// A scalar's register (no allocation: most values are scalars).
+    Reg(Reg),
     Regs(Vec<Reg>),
     /// A global view: its address register and element size.
     View(Reg, i64),
@@ -55,9 +58,13 @@ struct Cx<'k> {
     owned: Vec<bool>,
 }
 
-/// Translates a checked Tile IR kernel.
+/// Translates a checked Tile IR kernel (its math functions expanded first: [`crate::tile::math`]).
 pub fn translate(k: Checked<'_>) -> R<Lowered> {
     let k: &Kernel = &k;
+    // f64 registers ask for one block per SM; an f32 `sin` computed in f64 does not
+    let f64_values = k.values.iter().any(|t| matches!(t, Type::Scalar(Ty::F64)));
+    let expanded = math::expand(k, MathTarget::Ptx);
+    let k: &Kernel = &expanded;
     let mut uses = vec![0u32; k.values.len()];
     for op in &k.ops {
         for v in op.operands.iter().filter_map(|o| o.value()) {
@@ -75,7 +82,7 @@ pub fn translate(k: Checked<'_>) -> R<Lowered> {
     };
     let threads = k.threads();
     cx.b.max_threads(threads.min(u64::from(u32::MAX)) as u32);
-    if k.values.iter().any(|t| matches!(t, Type::Scalar(Ty::F64))) {
+    if f64_values {
         cx.b.min_blocks(1);
     }
     for p in &k.params {
@@ -134,7 +141,7 @@ impl Cx<'_> {
     fn regs(&self, v: Value) -> R<Vec<Reg>> {
         match self.slot(v)? {
             Slot::Regs(r) => Ok(r.clone()),
-            Slot::View(r, _) => Ok(vec![*r]),
+            Slot::Reg(r) | Slot::View(r, _) => Ok(vec![*r]),
             Slot::Shared(_) => bug(self.k, format!("%{} is a shared buffer", v.0)),
         }
     }
@@ -142,7 +149,7 @@ impl Cx<'_> {
     fn reg(&self, v: Value) -> R<Reg> {
         match self.slot(v)? {
             Slot::Regs(r) if r.len() == 1 => Ok(r[0]),
-            Slot::View(r, _) => Ok(*r),
+            Slot::Reg(r) | Slot::View(r, _) => Ok(*r),
             _ => bug(self.k, format!("%{} is not a scalar", v.0)),
         }
     }
@@ -280,7 +287,7 @@ impl Cx<'_> {
         let res = |i: usize| op.results.get(i).copied();
         let single = |cx: &mut Cx, r: Reg| {
             if let Some(v) = res(0) {
-                cx.set(v, Slot::Regs(vec![r]));
+                cx.set(v, Slot::Reg(r));
             }
         };
         match &op.kind {
@@ -404,8 +411,11 @@ impl Cx<'_> {
                 single(self, dst);
             }
             OpKind::Math { f, ty } => {
-                let r = self.math(*f, *ty, o)?;
-                single(self, r);
+                return Err(Error::NotLowered(format!(
+                    "{} in {}",
+                    math::fn_name(*f),
+                    ty.name()
+                )))
             }
             OpKind::Load { ty, n } => self.load(op, *ty, *n)?,
             OpKind::Store { ty, n } => {
