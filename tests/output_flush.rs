@@ -1,5 +1,6 @@
 //! `tessera run` with stdout to a pipe: output is line-buffered, so a long run shows its
 //! progress while it runs, and `print(..., flush=True)` pushes out a partial line.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! `tessera run --profile`: the table of a whole run, aggregated per kernel, shapes and `.tsr`
 //! line, with totals, stays short for a training loop.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 mod common;
 
