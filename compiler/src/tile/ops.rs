@@ -103,6 +103,12 @@ tile_ops! {
     /// Every thread of the block must reach it.
     ReduceBlock { op: BinOp, ty: Ty } = "reduce_block.{op}.{ty}", List, |c| c.reduce_block(*ty);
 
+    // ---- Hopper (sm_90) ----
+    /// `()`: `fence.proxy.async.shared::cta`: makes this thread's generic-proxy writes to
+    /// shared memory visible to later async-proxy operations (TMA, wgmma). sm_90 and later
+    /// only: refused on sm_80 and SPIR-V targets.
+    FenceProxyAsync = "fence.proxy.async", List, |c| c.sig(&[], &[]);
+
     // ---- structure ----
     /// `(lb: u32, ub: u32, step: u32, inits…) -> carried…`; one region whose arguments are
     /// the induction variable and the carried values; `pipeline`: the number of stages of

@@ -482,7 +482,7 @@ impl Checker<'_> {
                 }
                 Ok(())
             }
-            Op::CpAsyncCommit | Op::BarSync => Ok(()),
+            Op::CpAsyncCommit | Op::BarSync | Op::FenceProxyAsync => Ok(()),
             Op::CpAsyncWait { n } => self.ensure(*n < 64, "cp.async.wait_group takes a small n"),
             Op::Shfl {
                 mode,
