@@ -5,31 +5,63 @@
 use super::lex::Tok;
 use super::parse::{ParseError, Parser, R};
 use crate::tile::ir::*;
-use crate::tile::opdef::{Given, Part, Row, Syntax};
+use crate::tile::opdef::{FieldDecl, Given, Part, Row, Syntax};
 use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// A row with its mnemonic split and its attributes listed, once.
+struct Entry {
+    row: &'static Row,
+    parts: Vec<Part>,
+    attrs: Vec<&'static FieldDecl>,
+}
+
+/// The rows by the first word of their mnemonic; `open`: those that start with a field.
+struct Table {
+    fixed: HashMap<&'static str, Vec<Entry>>,
+    open: Vec<Entry>,
+}
+
+fn table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Table {
+            fixed: HashMap::new(),
+            open: Vec::new(),
+        };
+        for row in ROWS.iter().filter(|r| r.syntax != Syntax::Structured) {
+            let e = Entry {
+                row,
+                parts: row.parts().collect(),
+                attrs: row.attrs().collect(),
+            };
+            match e.parts.first() {
+                Some(Part::Lit(l)) => t.fixed.entry(*l).or_default().push(e),
+                _ => t.open.push(e),
+            }
+        }
+        t
+    })
+}
 
 /// The row whose mnemonic spells `m` (the words after `tile.`), with the words of its
 /// fields. Rows that start with a fixed word are tried before those that start with a field
 /// (`tile.fma.f32` is `fma`, not a binary op).
-fn find_row(m: &str) -> Option<(&'static Row, Vec<(&'static str, String)>)> {
+fn find_row(m: &str) -> Option<(&'static Entry, Vec<(&'static str, String)>)> {
     let words: Vec<&str> = m.split('.').collect();
-    let fixed = |r: &&Row| matches!(r.parts().next(), Some(Part::Lit(_)));
-    let rows = ROWS
-        .iter()
-        .filter(fixed)
-        .chain(ROWS.iter().filter(|r| !fixed(r)));
-    for row in rows.filter(|r| r.syntax != Syntax::Structured) {
-        let parts: Vec<Part> = row.parts().collect();
+    let t = table();
+    let fixed = words.first().and_then(|w| t.fixed.get(*w));
+    for e in fixed.into_iter().flatten().chain(&t.open) {
         let mut found = Vec::new();
-        if matches(row, &parts, &words, &mut found) {
-            return Some((row, found));
+        if matches(e.row, &e.parts, &words, &mut found) {
+            return Some((e, found));
         }
     }
     None
 }
 
 /// Whether `words` spell `parts` of `row`; a field takes zero or more words (it is left out
-/// when empty), tried shortest first.
+/// when empty), tried shortest first; the last takes the rest.
 fn matches(
     row: &Row,
     parts: &[Part],
@@ -42,7 +74,9 @@ fn matches(
             words.first() == Some(l) && matches(row, rest, &words[1..], found)
         }
         Some((Part::Field(f), rest)) => {
-            for n in 0..=words.len() {
+            // the last field takes every word left
+            let from = if rest.is_empty() { words.len() } else { 0 };
+            for n in from..=words.len() {
                 let w = words[..n].join(".");
                 if OpKind::word_ok(row.variant, f, &w) {
                     found.push((f, w));
@@ -61,7 +95,7 @@ impl Parser {
     /// The kind and operands of the op whose mnemonic (after `tile.`) is `m`, just read.
     pub(super) fn body(&mut self, m: &str) -> R<(OpKind, Vec<Operand>)> {
         let at = self.pos.saturating_sub(1);
-        let Some((row, mut words)) = find_row(m) else {
+        let Some((entry, mut words)) = find_row(m) else {
             let t = &self.toks[at];
             return Err(ParseError {
                 line: t.line,
@@ -69,14 +103,15 @@ impl Parser {
                 message: format!("unknown op `tile.{m}`"),
             });
         };
+        let row = entry.row;
         let operands = self.syntax(row, &mut words)?;
-        let names: Vec<&str> = row.attrs().map(|f| f.name).collect();
+        let names: Vec<&str> = entry.attrs.iter().map(|f| f.name).collect();
         let attrs = if names.is_empty() {
             HashMap::new()
         } else {
             self.attrs(&names)?
         };
-        for f in row.attrs() {
+        for f in &entry.attrs {
             if !attrs.contains_key(f.name) && f.default.is_none() {
                 return self.err(format!("missing attribute `{}`", f.name));
             }
