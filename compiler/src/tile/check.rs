@@ -19,7 +19,7 @@ use std::fmt;
 use tessera_lang::Span;
 
 mod flow;
-mod types;
+pub(crate) mod types;
 
 #[cfg(test)]
 mod tests;
@@ -233,47 +233,21 @@ fn type_name(t: &Type) -> String {
 
 /// The op's name in messages (`tile.add`, `tile.load_shared`, …).
 pub fn op_name(kind: &OpKind) -> String {
-    let s = match kind {
-        OpKind::Special(_) => "special",
-        OpKind::Mov { .. } => "mov",
-        OpKind::Bitcast { .. } => "bitcast",
-        OpKind::Unary { op, .. } => return format!("tile.{}", unop_name(*op)),
-        OpKind::Binary { op, .. } => return format!("tile.{}", binop_name(*op)),
-        OpKind::Fma { .. } => "fma",
-        OpKind::MulWide { .. } => "mul_wide",
-        OpKind::MadWide { .. } => "mad_wide",
-        OpKind::Cmp { .. } => "cmp",
-        OpKind::Select { .. } => "select",
-        OpKind::Cast { .. } => "cast",
-        OpKind::Tf32 => "tf32",
-        OpKind::Pack(_) => "pack",
-        OpKind::Unpack(_) => "unpack",
-        OpKind::Math { .. } => "math",
-        OpKind::Load { .. } => "load",
-        OpKind::Store { .. } => "store",
-        OpKind::Advance => "advance",
-        OpKind::RedAdd => "red_add",
-        OpKind::AtomAdd => "atom_add",
-        OpKind::SharedAddr => "shared_addr",
-        OpKind::Offset => "offset",
-        OpKind::LoadShared { .. } => "load_shared",
-        OpKind::StoreShared { .. } => "store_shared",
-        OpKind::CopyAsync { .. } => "copy_async",
-        OpKind::Commit => "commit",
-        OpKind::Wait { .. } => "wait",
-        OpKind::Barrier => "barrier",
-        OpKind::Ldmatrix { .. } => "ldmatrix",
-        OpKind::Mma { .. } => "mma",
-        OpKind::FragGet { .. } => "frag_get",
-        OpKind::FragMake => "frag_make",
-        OpKind::Shfl { .. } => "shfl",
-        OpKind::ReduceWarp { .. } => "reduce_warp",
-        OpKind::ReduceBlock { .. } => "reduce_block",
-        OpKind::For { .. } => "for",
-        OpKind::If => "if",
-        OpKind::Yield => "yield",
-    };
-    format!("tile.{s}")
+    match kind {
+        OpKind::Unary { op, .. } => format!("tile.{}", unop_name(*op)),
+        OpKind::Binary { op, .. } => format!("tile.{}", binop_name(*op)),
+        _ => {
+            // the variant's name in snake case: `LoadShared` is `tile.load_shared`
+            let mut s = "tile.".to_string();
+            for (i, ch) in kind.row().variant.chars().enumerate() {
+                if ch.is_ascii_uppercase() && i > 0 {
+                    s.push('_');
+                }
+                s.push(ch.to_ascii_lowercase());
+            }
+            s
+        }
+    }
 }
 
 fn unop_name(op: UnOp) -> &'static str {

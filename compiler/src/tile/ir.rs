@@ -19,7 +19,7 @@
 //!
 //! Invariants (checked by [`super::verify`]):
 //! - every value is defined once, before its uses, in an enclosing region (dominance);
-//! - operand types match each op's signature ([`OpKind`] documents them);
+//! - operand types match each op's signature (its row in [`super::ops`]);
 //! - a region of `tile.for` has `1 + carried` arguments and ends in a `tile.yield` of the
 //!   carried types; a region of `tile.if` ends in a `tile.yield` of the op's result types;
 //! - constant shared-memory offsets lie inside their buffer;
@@ -29,7 +29,7 @@
 //! - every op has a real span (`Span::default()` is not one).
 
 use crate::graph::DType;
-use crate::scalar::{BinOp, CacheOp, Cmp, MmaKind, Pack, Rnd, SReg, ShflMode, Ty, UnOp, Unpack};
+use crate::scalar::{MmaKind, Ty};
 use tessera_lang::Span;
 
 /// An SSA value: an index into [`Kernel::values`].
@@ -197,175 +197,7 @@ pub enum MathFn {
     Cos,
 }
 
-/// What an op does. Operands and results are listed per variant as `(operands) -> results`;
-/// `[mask]` is an optional trailing predicate.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum OpKind {
-    // ---- index space and scalar arithmetic (scalars of type `ty`) ----
-    /// `() -> u32`: a thread/block coordinate, the lane or warp id.
-    Special(SReg),
-    /// `(a) -> ty`: a copy or a constant (`tile.mov 0f3F800000 : f32`).
-    Mov {
-        ty: Ty,
-    },
-    /// `(a) -> to`: reinterpret the bits of a value of the same size (`b16` ↔ `bf16`).
-    Bitcast {
-        to: Ty,
-    },
-    Unary {
-        op: UnOp,
-        ty: Ty,
-    },
-    Binary {
-        op: BinOp,
-        ty: Ty,
-    },
-    /// `(a, b, c) -> ty`: `a·b + c` (`fma.rn` on floats, `mad.lo` on integers).
-    Fma {
-        ty: Ty,
-    },
-    /// `(a, b) -> u64|s64`: the 64-bit product of two 32-bit values (`ty` is `u32`/`s32`).
-    MulWide {
-        ty: Ty,
-    },
-    /// `(a, b, c64) -> u64|s64`: `a·b + c` in 64 bits.
-    MadWide {
-        ty: Ty,
-    },
-    /// `(a, b) -> pred`.
-    Cmp {
-        cmp: Cmp,
-        ty: Ty,
-    },
-    /// `(p, a, b) -> ty`: `p ? a : b`.
-    Select {
-        ty: Ty,
-    },
-    /// `(a) -> to`: a conversion from `from` with rounding `rnd` (`sat`: saturate).
-    Cast {
-        to: Ty,
-        from: Ty,
-        rnd: Option<Rnd>,
-        sat: bool,
-    },
-    /// `(a: f32) -> b32`: round to tf32 (`cvt.rna.tf32.f32`).
-    Tf32,
-    /// `(hi: f32, lo: f32) -> packed`.
-    Pack(Pack),
-    /// `(a: b16) -> f16x2`.
-    Unpack(Unpack),
-    /// `(x[, y]) -> ty`: a math function ([`MathFn`]).
-    Math {
-        f: MathFn,
-        ty: Ty,
-    },
-
-    // ---- global memory (tensor views, element indices) ----
-    /// `(view, index: u32[, mask][, defaults…]) -> n × result`: `n` consecutive elements from
-    /// element `index`, with instruction type `ty` (`u8` loads into `u32` registers). Masked
-    /// off, the results are the defaults (or 0).
-    Load {
-        ty: Ty,
-        n: u8,
-    },
-    /// `(view, index: u32, values…[, mask])`.
-    Store {
-        ty: Ty,
-        n: u8,
-    },
-    /// `(view, count: u32) -> view`: the view starting `count` elements further.
-    Advance,
-    /// `(view, index: u32, value: f32)`: `red.global.add.f32`.
-    RedAdd,
-    /// `(view, index: u32, value: f32) -> f32`: `atom.global.add.f32`, the old value.
-    AtomAdd,
-
-    // ---- shared memory (byte addresses in the shared window, u32) ----
-    /// `(buffer) -> u32`: the buffer's base address.
-    SharedAddr,
-    /// `(buffer, stage: u32, row: u32, col: u32) -> u32`: the address of element
-    /// `[stage, row, col]` under the buffer's layout (pitch and swizzle).
-    Offset,
-    /// `(addr: u32[, mask][, defaults…]) -> n × result`: `ld.shared`, at `addr + offset`.
-    LoadShared {
-        ty: Ty,
-        n: u8,
-        offset: i32,
-    },
-    /// `(addr: u32, values…[, mask])`: `st.shared`, at `addr + offset`.
-    StoreShared {
-        ty: Ty,
-        n: u8,
-        offset: i32,
-    },
-    /// `(dst: u32, view, index: u32[, src_bytes: u32][, mask])`: `cp.async` of `bytes` from
-    /// element `index` of the view to shared address `dst`; bytes past `src_bytes` are zero.
-    CopyAsync {
-        cache: CacheOp,
-        bytes: u32,
-    },
-    /// `()`: closes the group of async copies issued since the last commit.
-    Commit,
-    /// `()`: waits until at most `n` committed groups are pending.
-    Wait {
-        n: u32,
-    },
-    /// `()`: block-wide barrier.
-    Barrier,
-    /// `(addr: u32) -> fragments`: `ldmatrix.x4{.trans}`; the results are one A fragment,
-    /// two B fragments or four `b32` scalars.
-    Ldmatrix {
-        trans: bool,
-    },
-
-    // ---- warps and tensor cores ----
-    /// `(a: frag A, b: frag B, c: frag C) -> frag C`: `d = a·b + c`.
-    Mma {
-        kind: MmaKind,
-    },
-    /// `(frag) -> scalar`: register `index` of a fragment.
-    FragGet {
-        index: u8,
-    },
-    /// `(scalars…) -> frag`: a fragment from its registers.
-    FragMake,
-    /// `(src: b32, lane, clamp) -> b32`: `shfl.sync`.
-    Shfl {
-        mode: ShflMode,
-        mask: u32,
-    },
-    /// `(v) -> ty`: the butterfly all-reduce of `v` across the 32 lanes (`shfl.bfly` 16, 8,
-    /// 4, 2, 1; an `f64` moves as two halves).
-    ReduceWarp {
-        op: BinOp,
-        ty: Ty,
-    },
-    /// `(v, scratch) -> ty`: the all-reduce of `v` across the block: each warp's butterfly
-    /// all-reduce, lane 0 of warp `w` writes it to word `w` of `scratch` (a shared buffer of
-    /// at least one `ty` per warp), a barrier, every thread folds the partials in warp order
-    /// (the same result everywhere, deterministic), a barrier (the scratch may be reused).
-    /// Every thread of the block must reach it.
-    ReduceBlock {
-        op: BinOp,
-        ty: Ty,
-    },
-
-    // ---- structure ----
-    /// `(lb: u32, ub: u32, step: u32, inits…) -> carried…`; one region whose arguments are
-    /// the induction variable and the carried values; `pipeline`: the number of stages of
-    /// the async-copy pipeline this loop feeds (printed, checked, not interpreted).
-    For {
-        pipeline: Option<u32>,
-        /// `{unroll = 1}`: the loop stays a loop in the assembler (PTX `.pragma "nounroll"`);
-        /// ptxas otherwise unrolls short constant-trip loops, keeping every iteration's loads
-        /// in flight at once.
-        rolled: bool,
-    },
-    /// `(cond: pred) -> results…`; two regions (then, else), each ending in `tile.yield`.
-    If,
-    /// `(values…)`: ends a region of `tile.for`/`tile.if`.
-    Yield,
-}
+pub use super::ops::{OpKind, ROWS};
 
 /// A region: arguments (defined by the op that owns it) and a list of ops.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]

@@ -14,6 +14,8 @@ pub mod build;
 pub mod check;
 pub mod ir;
 pub mod math;
+pub mod opdef;
+pub mod ops;
 pub mod text;
 
 use crate::graph::{TensorType, ValueId};

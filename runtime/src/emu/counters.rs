@@ -323,7 +323,7 @@ pub fn class_of(op: &Op) -> InstClass {
         },
         Op::AtomAddF32 { .. } | Op::RedAddF32 { .. } => InstClass::Global,
         Op::CpAsync { .. } | Op::CpAsyncCommit | Op::CpAsyncWait { .. } => InstClass::AsyncCopy,
-        Op::BarSync => InstClass::Barrier,
+        Op::BarSync | Op::FenceProxyAsync => InstClass::Barrier,
         Op::Shfl { .. } => InstClass::Shuffle,
         Op::Ldmatrix { .. } | Op::Mma { .. } => InstClass::Tensor,
     }

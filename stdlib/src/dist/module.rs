@@ -331,10 +331,7 @@ fn dist_tensor(session: &Rc<Session>, args: CallArgs) -> Result<Value, Diagnosti
 /// Builds the `dist` module.
 pub fn module(session: Rc<Session>) -> Module {
     let m = Module::new("dist", "device meshes and sharded tensors");
-    m.set(
-        "Mesh",
-        Value::native("Mesh", FUNCTIONS[0].1, make_mesh),
-    );
+    m.set("Mesh", Value::native("Mesh", FUNCTIONS[0].1, make_mesh));
     m.set("pipeline", {
         let session = session.clone();
         Value::native("pipeline", FUNCTIONS[8].1, move |_, args| {

@@ -142,6 +142,8 @@ pub enum Op {
     },
     /// `bar.sync 0`
     BarSync,
+    /// `fence.proxy.async.shared::cta` (sm_90+)
+    FenceProxyAsync,
     /// `shfl.sync.mode.b32 d, a, b, c, mask`
     Shfl {
         mode: ShflMode,
@@ -208,6 +210,7 @@ impl Op {
             | Op::CpAsyncCommit
             | Op::CpAsyncWait { .. }
             | Op::BarSync
+            | Op::FenceProxyAsync
             | Op::RedAddF32 { .. } => vec![],
         }
     }
@@ -228,7 +231,8 @@ impl Op {
             | Op::SharedAddr { .. }
             | Op::CpAsyncCommit
             | Op::CpAsyncWait { .. }
-            | Op::BarSync => vec![],
+            | Op::BarSync
+            | Op::FenceProxyAsync => vec![],
             Op::Mov { src, .. } | Op::Unary { src, .. } => regs(&[*src]),
             Op::Binary { a, b, .. } | Op::MulWide { a, b, .. } | Op::Setp { a, b, .. } => {
                 regs(&[*a, *b])

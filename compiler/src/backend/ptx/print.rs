@@ -407,6 +407,7 @@ fn write_op(w: &mut Line, k: &Kernel, op: &Op) {
             src_size,
         } => write_cp_async(w, cache, dst, src, bytes, src_size),
         Op::CpAsyncCommit => w.op(&["cp.async.commit_group"]),
+        Op::FenceProxyAsync => w.op(&["fence.proxy.async.shared::cta"]),
         Op::CpAsyncWait { n } => {
             w.op(&["cp.async.wait_group"]);
             w.num(i64::from(*n));
@@ -624,6 +625,13 @@ fn check_target(k: &Kernel, target: Target) -> Result<(), TargetError> {
             if fp8 && !target.has_fp8_cvt() {
                 return Err(TargetError::Unsupported {
                     what: "fp8 conversion (cvt ... e4m3x2/e5m2x2, sm_89+)",
+                    target,
+                    span: *span,
+                });
+            }
+            if i.op == Op::FenceProxyAsync && target.sm() < 90 {
+                return Err(TargetError::Unsupported {
+                    what: "fence.proxy.async (sm_90+)",
                     target,
                     span: *span,
                 });

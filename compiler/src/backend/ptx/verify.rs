@@ -392,7 +392,7 @@ impl Checker<'_> {
                 bytes,
                 src_size,
             } => self.check_cp_async(cache, dst, src, bytes, src_size),
-            Op::CpAsyncCommit | Op::BarSync => Ok(()),
+            Op::CpAsyncCommit | Op::BarSync | Op::FenceProxyAsync => Ok(()),
             Op::CpAsyncWait { n } => self.ensure(*n < 64, "cp.async.wait_group takes a small n"),
             Op::Shfl {
                 mode,

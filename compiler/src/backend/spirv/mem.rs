@@ -361,6 +361,8 @@ impl Cx<'_> {
             // copies are synchronous here: nothing is pending
             OpKind::Commit | OpKind::Wait { .. } => {}
             OpKind::Barrier => self.barrier(),
+            // Vulkan has no async proxy (TMA, wgmma) for the fence to order
+            OpKind::FenceProxyAsync => return unsupported("fence.proxy.async (sm_90+)"),
             other => return unsupported(format!("the Tile op {other:?}")),
         }
         Ok(())

@@ -8,10 +8,11 @@
 //! operands are told apart by type: a mask is a `pred` value.
 
 use super::{op_err, type_name, widened, CheckError};
-use crate::scalar::{CacheOp, Pack, Ty, TyClass};
+use crate::scalar::BinOp;
+use crate::scalar::{CacheOp, MmaKind, Pack, Ty, TyClass};
 use crate::tile::ir::*;
 
-/// Checks the signature of op `id`.
+/// Checks the signature of op `id` (its row's check in [`crate::tile::ops`]).
 pub(super) fn op(k: &Kernel, id: OpId) -> Result<(), CheckError> {
     let c = Ctx {
         k,
@@ -21,279 +22,11 @@ pub(super) fn op(k: &Kernel, id: OpId) -> Result<(), CheckError> {
     if !matches!(c.d.kind, OpKind::For { .. } | OpKind::If) && !c.d.regions.is_empty() {
         return Err(c.err("the op has regions; only tile.for and tile.if have them"));
     }
-    match &c.d.kind {
-        OpKind::Special(_) => {
-            c.count(0)?;
-            c.res(&[Ty::U32])
-        }
-        OpKind::Mov { ty } | OpKind::Unary { ty, .. } => c.same(&[*ty], *ty),
-        OpKind::Bitcast { to } => {
-            c.count(1)?;
-            if let Some(Type::Scalar(t)) = c.value_ty(0)? {
-                if t.bits() != to.bits() || *t == Ty::Pred || *to == Ty::Pred {
-                    return Err(c.err(format!(
-                        "operand 0 is {}, not a {}-bit value",
-                        t.name(),
-                        to.bits()
-                    )));
-                }
-            } else if c.value_ty(0)?.is_some() {
-                c.scalar(0, *to)?;
-            }
-            c.res(&[*to])
-        }
-        OpKind::Binary { op, ty } => {
-            use crate::scalar::BinOp::{Shl, Shr};
-            let b = if matches!(op, Shl | Shr) {
-                Ty::U32
-            } else {
-                *ty
-            };
-            c.same(&[*ty, b], *ty)
-        }
-        OpKind::Fma { ty } => c.same(&[*ty; 3], *ty),
-        OpKind::MulWide { ty } => c.same(&[*ty; 2], wide(*ty)),
-        OpKind::MadWide { ty } => c.same(&[*ty, *ty, wide(*ty)], wide(*ty)),
-        OpKind::Cmp { ty, .. } => c.same(&[*ty; 2], Ty::Pred),
-        OpKind::Select { ty } => match c.value_ty(1)? {
-            // a select of two global views of one dtype is a view (a `selp.u64` of addresses)
-            Some(g @ Type::Global(_)) => {
-                c.count(3)?;
-                c.scalar(0, Ty::Pred)?;
-                let same = c.value_ty(2)? == Some(g)
-                    && c.d.results.len() == 1
-                    && c.d.results.first().and_then(|&r| c.k.ty(r)) == Some(g);
-                if *ty != Ty::U64 || !same {
-                    return Err(c.err(
-                        "a select of views takes two views of one dtype, gives one, and is u64",
-                    ));
-                }
-                Ok(())
-            }
-            _ => c.same(&[Ty::Pred, *ty, *ty], *ty),
-        },
-        OpKind::Cast { to, from, .. } => {
-            c.count(1)?;
-            let half_in_b32 = matches!(from, Ty::F16 | Ty::BF16)
-                && matches!(c.value_ty(0)?, Some(Type::Scalar(Ty::B32)));
-            if !half_in_b32 {
-                c.scalar(0, *from)?;
-            }
-            c.res(&[*to])
-        }
-        OpKind::Tf32 => c.same(&[Ty::F32], Ty::B32),
-        OpKind::Pack(p) => {
-            let to = match p {
-                Pack::F16x2 => Ty::F16x2,
-                Pack::BF16x2 => Ty::BF16x2,
-                Pack::E4m3x2 | Pack::E5m2x2 => Ty::B16,
-            };
-            c.same(&[Ty::F32; 2], to)
-        }
-        OpKind::Unpack(_) => c.same(&[Ty::B16], Ty::F16x2),
-        OpKind::Math { f, ty } => {
-            if !matches!(ty, Ty::F32 | Ty::F64) {
-                return Err(c.err(format!("{f:?} of {} (math takes f32 or f64)", ty.name())));
-            }
-            let n = if *f == MathFn::Pow { 2 } else { 1 };
-            c.same(&vec![*ty; n], *ty)
-        }
-        OpKind::Load { ty, n } => {
-            c.at_least(2)?;
-            c.view(0)?;
-            c.scalar(1, Ty::U32)?;
-            c.loaded(2, *ty, *n)
-        }
-        OpKind::Store { ty, n } => {
-            c.at_least(2)?;
-            c.view(0)?;
-            c.scalar(1, Ty::U32)?;
-            c.stored(2, *ty, *n)?;
-            c.res(&[])
-        }
-        OpKind::Advance => {
-            c.count(2)?;
-            let d = c.view(0)?;
-            c.scalar(1, Ty::U32)?;
-            c.res_types(&[Type::Global(d)])
-        }
-        OpKind::RedAdd | OpKind::AtomAdd => {
-            c.count(3)?;
-            c.view(0)?;
-            c.scalar(1, Ty::U32)?;
-            c.scalar(2, Ty::F32)?;
-            c.res(if c.d.kind == OpKind::AtomAdd {
-                &[Ty::F32]
-            } else {
-                &[]
-            })
-        }
-        OpKind::SharedAddr => {
-            c.count(1)?;
-            c.buffer(0)?;
-            c.res(&[Ty::U32])
-        }
-        OpKind::Offset => {
-            c.count(4)?;
-            let b = c.buffer(0)?;
-            let r = b.shape.len();
-            let lead: u64 = b.shape[..r.saturating_sub(2)]
-                .iter()
-                .map(|&d| u64::from(d))
-                .product();
-            let rows = if r >= 2 { u64::from(b.shape[r - 2]) } else { 1 };
-            let cols = b.shape.last().map_or(1, |&d| u64::from(d));
-            for (j, (what, dim)) in [("stage", lead), ("row", rows), ("column", cols)]
-                .into_iter()
-                .enumerate()
-            {
-                c.scalar(j + 1, Ty::U32)?;
-                if let Operand::Imm(i) = c.d.operands[j + 1] {
-                    if i < 0 || i as u64 >= dim {
-                        return Err(c.err(format!(
-                            "{what} index {i} is outside the buffer's shape {:?}",
-                            b.shape
-                        )));
-                    }
-                }
-            }
-            c.res(&[Ty::U32])
-        }
-        OpKind::LoadShared { ty, n, .. } => {
-            c.at_least(1)?;
-            c.scalar(0, Ty::U32)?;
-            c.loaded(1, *ty, *n)
-        }
-        OpKind::StoreShared { ty, n, .. } => {
-            c.at_least(1)?;
-            c.scalar(0, Ty::U32)?;
-            c.stored(1, *ty, *n)?;
-            c.res(&[])
-        }
-        OpKind::CopyAsync { cache, bytes } => {
-            let ok = match cache {
-                CacheOp::Ca => matches!(bytes, 4 | 8 | 16),
-                CacheOp::Cg => *bytes == 16,
-            };
-            if !ok {
-                return Err(c.err(format!(
-                    "copies {bytes} bytes; cp.async.ca copies 4, 8 or 16, .cg 16"
-                )));
-            }
-            let n = c.d.operands.len();
-            if !(3..=5).contains(&n) {
-                return Err(c.err(format!(
-                    "takes dst, view, index[, src_bytes][, mask]: 3 to 5 operands, it has {n}"
-                )));
-            }
-            c.scalar(0, Ty::U32)?;
-            c.view(1)?;
-            c.scalar(2, Ty::U32)?;
-            match n {
-                4 if c.is_pred(3) => {}
-                4 => c.scalar(3, Ty::U32)?,
-                5 => {
-                    c.scalar(3, Ty::U32)?;
-                    c.mask(4)?;
-                }
-                _ => {}
-            }
-            c.res(&[])
-        }
-        OpKind::Commit | OpKind::Wait { .. } | OpKind::Barrier => {
-            c.count(0)?;
-            c.res(&[])
-        }
-        OpKind::Ldmatrix { .. } => {
-            c.count(1)?;
-            c.scalar(0, Ty::U32)?;
-            let tys: Vec<Option<&Type>> = c.d.results.iter().map(|&v| k.ty(v)).collect();
-            let ok = match tys.as_slice() {
-                [Some(Type::Frag(a))] => a.role == Role::A,
-                [Some(Type::Frag(a)), Some(Type::Frag(b))] => {
-                    a.role == Role::B && b.role == Role::B && a.kind == b.kind
-                }
-                [_, _, _, _] => tys.iter().all(|t| match t {
-                    Some(Type::Scalar(t)) => *t != Ty::U8 && Ty::B32.accepts(*t),
-                    _ => false,
-                }),
-                _ => false,
-            };
-            if ok {
-                Ok(())
-            } else {
-                let names: Vec<String> = tys
-                    .iter()
-                    .map(|t| t.map_or("?".into(), type_name))
-                    .collect();
-                Err(c.err(format!(
-                    "results are [{}]; ldmatrix.x4 gives one A fragment, two B fragments or four b32",
-                    names.join(", ")
-                )))
-            }
-        }
-        OpKind::Mma { kind } => {
-            c.count(3)?;
-            for (j, role) in [Role::A, Role::B, Role::C].into_iter().enumerate() {
-                c.frag(j, Frag { kind: *kind, role })?;
-            }
-            c.res_types(&[Type::Frag(Frag {
-                kind: *kind,
-                role: Role::C,
-            })])
-        }
-        OpKind::FragGet { index } => {
-            c.count(1)?;
-            let Some(Type::Frag(f)) = c.value_ty(0)? else {
-                return Err(c.err(format!("operand 0 is {}, not a fragment", c.describe(0))));
-            };
-            if usize::from(*index) >= f.regs() {
-                return Err(c.err(format!(
-                    "register {index} of a {:?} fragment, which has {}",
-                    f.role,
-                    f.regs()
-                )));
-            }
-            c.res(&[f.reg_ty()])
-        }
-        OpKind::FragMake => {
-            let f = match c.d.results.as_slice() {
-                [v] => match k.ty(*v) {
-                    Some(Type::Frag(f)) => *f,
-                    _ => return Err(c.err(format!("result %{} is not a fragment", v.0))),
-                },
-                r => return Err(c.err(format!("has {} results, not 1", r.len()))),
-            };
-            c.count(f.regs())?;
-            for j in 0..f.regs() {
-                c.scalar(j, f.reg_ty())?;
-            }
-            Ok(())
-        }
-        OpKind::Shfl { .. } => c.same(&[Ty::B32, Ty::U32, Ty::U32], Ty::B32),
-        OpKind::ReduceWarp { ty, .. } => c.same(&[*ty], *ty),
-        OpKind::ReduceBlock { ty, .. } => {
-            c.count(2)?;
-            c.scalar(0, *ty)?;
-            let buf = c.buffer(1)?;
-            let need = u64::from(c.k.threads().div_ceil(32) as u32) * u64::from(ty.bits() / 8);
-            if buf.bytes() < need {
-                return Err(c.err(format!(
-                    "its scratch buffer has {} bytes, one {} per warp needs {need}",
-                    buf.bytes(),
-                    ty.name()
-                )));
-            }
-            c.res(&[*ty])
-        }
-        OpKind::For { .. } => c.for_(),
-        OpKind::If => c.if_(),
-        OpKind::Yield => Ok(()),
-    }
+    c.d.kind.check_signature(&c)
 }
 
 /// The 64-bit product type of a 32-bit `ty`.
-fn wide(ty: Ty) -> Ty {
+pub(crate) fn wide(ty: Ty) -> Ty {
     if ty == Ty::S32 {
         Ty::S64
     } else {
@@ -301,7 +34,17 @@ fn wide(ty: Ty) -> Ty {
     }
 }
 
-struct Ctx<'a> {
+/// The register type of a pair packed by `p`.
+pub(crate) fn packed(p: Pack) -> Ty {
+    match p {
+        Pack::F16x2 => Ty::F16x2,
+        Pack::BF16x2 => Ty::BF16x2,
+        Pack::E4m3x2 | Pack::E5m2x2 => Ty::B16,
+    }
+}
+
+/// The checks of one op (its row's check calls these).
+pub(crate) struct Ctx<'a> {
     k: &'a Kernel,
     id: OpId,
     d: &'a OpData,
@@ -394,7 +137,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Operands of `tys` and one scalar result of `res`.
-    fn same(&self, tys: &[Ty], res: Ty) -> Result<(), CheckError> {
+    pub(crate) fn same(&self, tys: &[Ty], res: Ty) -> Result<(), CheckError> {
         self.count(tys.len())?;
         for (j, &t) in tys.iter().enumerate() {
             self.scalar(j, t)?;
@@ -566,7 +309,7 @@ impl<'a> Ctx<'a> {
         Ok(())
     }
 
-    fn for_(&self) -> Result<(), CheckError> {
+    pub(crate) fn for_(&self) -> Result<(), CheckError> {
         self.at_least(3)?;
         for j in 0..3 {
             self.scalar(j, Ty::U32)?;
@@ -623,7 +366,7 @@ impl<'a> Ctx<'a> {
         self.yields(0, &tys, "carries")
     }
 
-    fn if_(&self) -> Result<(), CheckError> {
+    pub(crate) fn if_(&self) -> Result<(), CheckError> {
         self.count(1)?;
         self.mask(0)?;
         if self.d.regions.len() != 2 {
@@ -644,5 +387,274 @@ impl<'a> Ctx<'a> {
             self.yields(ri, &tys, "gives")?;
         }
         Ok(())
+    }
+}
+
+/// The signatures of the ops whose rows need more than [`Ctx::same`] or [`Ctx::sig`].
+impl Ctx<'_> {
+    /// No operands but `tys`'s scalars and scalar results of `res`.
+    pub(crate) fn sig(&self, tys: &[Ty], res: &[Ty]) -> Result<(), CheckError> {
+        self.count(tys.len())?;
+        for (j, &t) in tys.iter().enumerate() {
+            self.scalar(j, t)?;
+        }
+        self.res(res)
+    }
+
+    pub(crate) fn bitcast(&self, to: Ty) -> Result<(), CheckError> {
+        self.count(1)?;
+        if let Some(Type::Scalar(t)) = self.value_ty(0)? {
+            if t.bits() != to.bits() || *t == Ty::Pred || to == Ty::Pred {
+                return Err(self.err(format!(
+                    "operand 0 is {}, not a {}-bit value",
+                    t.name(),
+                    to.bits()
+                )));
+            }
+        } else if self.value_ty(0)?.is_some() {
+            self.scalar(0, to)?;
+        }
+        self.res(&[to])
+    }
+
+    /// A shift's amount is `u32`.
+    pub(crate) fn binary(&self, op: BinOp, ty: Ty) -> Result<(), CheckError> {
+        let b = if matches!(op, BinOp::Shl | BinOp::Shr) {
+            Ty::U32
+        } else {
+            ty
+        };
+        self.same(&[ty, b], ty)
+    }
+
+    pub(crate) fn select(&self, ty: Ty) -> Result<(), CheckError> {
+        match self.value_ty(1)? {
+            // a select of two global views of one dtype is a view (a `selp.u64` of addresses)
+            Some(g @ Type::Global(_)) => {
+                self.count(3)?;
+                self.scalar(0, Ty::Pred)?;
+                let same = self.value_ty(2)? == Some(g)
+                    && self.d.results.len() == 1
+                    && self.d.results.first().and_then(|&r| self.k.ty(r)) == Some(g);
+                if ty != Ty::U64 || !same {
+                    return Err(self.err(
+                        "a select of views takes two views of one dtype, gives one, and is u64",
+                    ));
+                }
+                Ok(())
+            }
+            _ => self.same(&[Ty::Pred, ty, ty], ty),
+        }
+    }
+
+    pub(crate) fn cast(&self, to: Ty, from: Ty) -> Result<(), CheckError> {
+        self.count(1)?;
+        let half_in_b32 = matches!(from, Ty::F16 | Ty::BF16)
+            && matches!(self.value_ty(0)?, Some(Type::Scalar(Ty::B32)));
+        if !half_in_b32 {
+            self.scalar(0, from)?;
+        }
+        self.res(&[to])
+    }
+
+    pub(crate) fn math(&self, f: MathFn, ty: Ty) -> Result<(), CheckError> {
+        if !matches!(ty, Ty::F32 | Ty::F64) {
+            return Err(self.err(format!("{f:?} of {} (math takes f32 or f64)", ty.name())));
+        }
+        let n = if f == MathFn::Pow { 2 } else { 1 };
+        self.same(&vec![ty; n], ty)
+    }
+
+    pub(crate) fn load(&self, ty: Ty, n: u8) -> Result<(), CheckError> {
+        self.at_least(2)?;
+        self.view(0)?;
+        self.scalar(1, Ty::U32)?;
+        self.loaded(2, ty, n)
+    }
+
+    pub(crate) fn store(&self, ty: Ty, n: u8) -> Result<(), CheckError> {
+        self.at_least(2)?;
+        self.view(0)?;
+        self.scalar(1, Ty::U32)?;
+        self.stored(2, ty, n)?;
+        self.res(&[])
+    }
+
+    pub(crate) fn advance(&self) -> Result<(), CheckError> {
+        self.count(2)?;
+        let d = self.view(0)?;
+        self.scalar(1, Ty::U32)?;
+        self.res_types(&[Type::Global(d)])
+    }
+
+    /// `red.add`/`atom.add` (`res`: the old value's type, or none).
+    pub(crate) fn red_add(&self, res: &[Ty]) -> Result<(), CheckError> {
+        self.count(3)?;
+        self.view(0)?;
+        self.scalar(1, Ty::U32)?;
+        self.scalar(2, Ty::F32)?;
+        self.res(res)
+    }
+
+    pub(crate) fn shared_addr(&self) -> Result<(), CheckError> {
+        self.count(1)?;
+        self.buffer(0)?;
+        self.res(&[Ty::U32])
+    }
+
+    pub(crate) fn offset(&self) -> Result<(), CheckError> {
+        self.count(4)?;
+        let b = self.buffer(0)?;
+        let r = b.shape.len();
+        let lead: u64 = b.shape[..r.saturating_sub(2)]
+            .iter()
+            .map(|&d| u64::from(d))
+            .product();
+        let rows = if r >= 2 { u64::from(b.shape[r - 2]) } else { 1 };
+        let cols = b.shape.last().map_or(1, |&d| u64::from(d));
+        for (j, (what, dim)) in [("stage", lead), ("row", rows), ("column", cols)]
+            .into_iter()
+            .enumerate()
+        {
+            self.scalar(j + 1, Ty::U32)?;
+            if let Operand::Imm(i) = self.d.operands[j + 1] {
+                if i < 0 || i as u64 >= dim {
+                    return Err(self.err(format!(
+                        "{what} index {i} is outside the buffer's shape {:?}",
+                        b.shape
+                    )));
+                }
+            }
+        }
+        self.res(&[Ty::U32])
+    }
+
+    pub(crate) fn load_shared(&self, ty: Ty, n: u8) -> Result<(), CheckError> {
+        self.at_least(1)?;
+        self.scalar(0, Ty::U32)?;
+        self.loaded(1, ty, n)
+    }
+
+    pub(crate) fn store_shared(&self, ty: Ty, n: u8) -> Result<(), CheckError> {
+        self.at_least(1)?;
+        self.scalar(0, Ty::U32)?;
+        self.stored(1, ty, n)?;
+        self.res(&[])
+    }
+
+    pub(crate) fn copy_async(&self, cache: CacheOp, bytes: u32) -> Result<(), CheckError> {
+        let ok = match cache {
+            CacheOp::Ca => matches!(bytes, 4 | 8 | 16),
+            CacheOp::Cg => bytes == 16,
+        };
+        if !ok {
+            return Err(self.err(format!(
+                "copies {bytes} bytes; cp.async.ca copies 4, 8 or 16, .cg 16"
+            )));
+        }
+        let n = self.d.operands.len();
+        if !(3..=5).contains(&n) {
+            return Err(self.err(format!(
+                "takes dst, view, index[, src_bytes][, mask]: 3 to 5 operands, it has {n}"
+            )));
+        }
+        self.scalar(0, Ty::U32)?;
+        self.view(1)?;
+        self.scalar(2, Ty::U32)?;
+        match n {
+            4 if self.is_pred(3) => {}
+            4 => self.scalar(3, Ty::U32)?,
+            5 => {
+                self.scalar(3, Ty::U32)?;
+                self.mask(4)?;
+            }
+            _ => {}
+        }
+        self.res(&[])
+    }
+
+    pub(crate) fn ldmatrix(&self) -> Result<(), CheckError> {
+        self.count(1)?;
+        self.scalar(0, Ty::U32)?;
+        let tys: Vec<Option<&Type>> = self.d.results.iter().map(|&v| self.k.ty(v)).collect();
+        let ok = match tys.as_slice() {
+            [Some(Type::Frag(a))] => a.role == Role::A,
+            [Some(Type::Frag(a)), Some(Type::Frag(b))] => {
+                a.role == Role::B && b.role == Role::B && a.kind == b.kind
+            }
+            [_, _, _, _] => tys.iter().all(|t| match t {
+                Some(Type::Scalar(t)) => *t != Ty::U8 && Ty::B32.accepts(*t),
+                _ => false,
+            }),
+            _ => false,
+        };
+        if ok {
+            Ok(())
+        } else {
+            let names: Vec<String> = tys
+                .iter()
+                .map(|t| t.map_or("?".into(), type_name))
+                .collect();
+            Err(self.err(format!(
+                "results are [{}]; ldmatrix.x4 gives one A fragment, two B fragments or four b32",
+                names.join(", ")
+            )))
+        }
+    }
+
+    pub(crate) fn mma(&self, kind: MmaKind) -> Result<(), CheckError> {
+        self.count(3)?;
+        for (j, role) in [Role::A, Role::B, Role::C].into_iter().enumerate() {
+            self.frag(j, Frag { kind, role })?;
+        }
+        self.res_types(&[Type::Frag(Frag {
+            kind,
+            role: Role::C,
+        })])
+    }
+
+    pub(crate) fn frag_get(&self, index: u8) -> Result<(), CheckError> {
+        self.count(1)?;
+        let Some(Type::Frag(f)) = self.value_ty(0)? else {
+            return Err(self.err(format!("operand 0 is {}, not a fragment", self.describe(0))));
+        };
+        if usize::from(index) >= f.regs() {
+            return Err(self.err(format!(
+                "register {index} of a {:?} fragment, which has {}",
+                f.role,
+                f.regs()
+            )));
+        }
+        self.res(&[f.reg_ty()])
+    }
+
+    pub(crate) fn frag_make(&self) -> Result<(), CheckError> {
+        let f = match self.d.results.as_slice() {
+            [v] => match self.k.ty(*v) {
+                Some(Type::Frag(f)) => *f,
+                _ => return Err(self.err(format!("result %{} is not a fragment", v.0))),
+            },
+            r => return Err(self.err(format!("has {} results, not 1", r.len()))),
+        };
+        self.count(f.regs())?;
+        for j in 0..f.regs() {
+            self.scalar(j, f.reg_ty())?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn reduce_block(&self, ty: Ty) -> Result<(), CheckError> {
+        self.count(2)?;
+        self.scalar(0, ty)?;
+        let buf = self.buffer(1)?;
+        let need = u64::from(self.k.threads().div_ceil(32) as u32) * u64::from(ty.bits() / 8);
+        if buf.bytes() < need {
+            return Err(self.err(format!(
+                "its scratch buffer has {} bytes, one {} per warp needs {need}",
+                buf.bytes(),
+                ty.name()
+            )));
+        }
+        self.res(&[ty])
     }
 }

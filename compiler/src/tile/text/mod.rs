@@ -67,6 +67,7 @@
 //! in order of first appearance, lines of spaces) at line `L`, column `C`; `loc(unknown)` is
 //! a span whose file is [`crate::scalar::NO_FILE`] (`u32::MAX`). Malformed text is a [`ParseError`], never a panic.
 
+mod field;
 mod lex;
 mod names;
 mod parse;

@@ -8,15 +8,15 @@ use crate::scalar::{
 };
 use crate::tile::ir::{MathFn, Role};
 
-fn find<T: Copy>(all: &[T], name: impl Fn(T) -> String, s: &str) -> Option<T> {
-    all.iter().copied().find(|&x| name(x) == s)
+fn find<T: Copy, S: AsRef<str>>(all: &[T], name: impl Fn(T) -> S, s: &str) -> Option<T> {
+    all.iter().copied().find(|&x| name(x).as_ref() == s)
 }
 
 pub fn parse_ty(s: &str) -> Option<Ty> {
     if s == "u8" {
         return Some(Ty::U8);
     }
-    find(&ALL_TYS, |t| t.name().to_string(), s)
+    find(&ALL_TYS, |t| t.name(), s)
 }
 
 /// Every dtype (the text form spells each).
@@ -37,7 +37,7 @@ pub(crate) const ALL_DTYPES: [DType; 13] = [
 ];
 
 pub fn parse_dtype(s: &str) -> Option<DType> {
-    find(&ALL_DTYPES, |d| d.name().to_string(), s)
+    find(&ALL_DTYPES, |d| d.name(), s)
 }
 
 fn dim_name(d: Dim) -> &'static str {
@@ -99,7 +99,7 @@ pub const ALL_UNOPS: [UnOp; 11] = [
 ];
 
 pub fn parse_unop(s: &str) -> Option<UnOp> {
-    find(&ALL_UNOPS, |o| unop_name(o).to_string(), s)
+    find(&ALL_UNOPS, unop_name, s)
 }
 
 pub fn binop_name(op: BinOp) -> &'static str {
@@ -139,7 +139,7 @@ pub const ALL_BINOPS: [BinOp; 14] = [
 ];
 
 pub fn parse_binop(s: &str) -> Option<BinOp> {
-    find(&ALL_BINOPS, |o| binop_name(o).to_string(), s)
+    find(&ALL_BINOPS, binop_name, s)
 }
 
 pub fn cmp_name(c: Cmp) -> &'static str {
@@ -166,7 +166,7 @@ pub const CMPS: [Cmp; 7] = [
 ];
 
 pub fn parse_cmp(s: &str) -> Option<Cmp> {
-    find(&CMPS, |c| cmp_name(c).to_string(), s)
+    find(&CMPS, cmp_name, s)
 }
 
 pub fn rnd_name(r: Rnd) -> &'static str {
@@ -195,7 +195,7 @@ pub const RNDS: [Rnd; 8] = [
 ];
 
 pub fn parse_rnd(s: &str) -> Option<Rnd> {
-    find(&RNDS, |r| rnd_name(r).to_string(), s)
+    find(&RNDS, rnd_name, s)
 }
 
 pub fn pack_name(p: Pack) -> &'static str {
@@ -209,7 +209,7 @@ pub fn pack_name(p: Pack) -> &'static str {
 
 pub fn parse_pack(s: &str) -> Option<Pack> {
     let all = [Pack::F16x2, Pack::BF16x2, Pack::E4m3x2, Pack::E5m2x2];
-    find(&all, |p| pack_name(p).to_string(), s)
+    find(&all, pack_name, s)
 }
 
 pub fn unpack_name(u: Unpack) -> &'static str {
@@ -221,7 +221,7 @@ pub fn unpack_name(u: Unpack) -> &'static str {
 
 pub fn parse_unpack(s: &str) -> Option<Unpack> {
     let all = [Unpack::E4m3x2, Unpack::E5m2x2];
-    find(&all, |u| unpack_name(u).to_string(), s)
+    find(&all, unpack_name, s)
 }
 
 pub fn cache_name(c: CacheOp) -> &'static str {
@@ -232,11 +232,7 @@ pub fn cache_name(c: CacheOp) -> &'static str {
 }
 
 pub fn parse_cache(s: &str) -> Option<CacheOp> {
-    find(
-        &[CacheOp::Ca, CacheOp::Cg],
-        |c| cache_name(c).to_string(),
-        s,
-    )
+    find(&[CacheOp::Ca, CacheOp::Cg], cache_name, s)
 }
 
 pub fn shfl_name(m: ShflMode) -> &'static str {
@@ -250,7 +246,7 @@ pub fn shfl_name(m: ShflMode) -> &'static str {
 
 pub fn parse_shfl(s: &str) -> Option<ShflMode> {
     let all = [ShflMode::Up, ShflMode::Down, ShflMode::Bfly, ShflMode::Idx];
-    find(&all, |m| shfl_name(m).to_string(), s)
+    find(&all, shfl_name, s)
 }
 
 /// `m16n8k16.bf16`, …
@@ -268,7 +264,7 @@ pub fn parse_mma(s: &str) -> Option<MmaKind> {
         MmaKind::M16n8k16F16,
         MmaKind::M16n8k8Tf32,
     ];
-    find(&all, |k| mma_name(k).to_string(), s)
+    find(&all, mma_name, s)
 }
 
 pub fn math_name(f: MathFn) -> &'static str {
@@ -301,7 +297,7 @@ pub const MATH_FNS: [MathFn; 10] = [
 ];
 
 pub fn parse_math(s: &str) -> Option<MathFn> {
-    find(&MATH_FNS, |f| math_name(f).to_string(), s)
+    find(&MATH_FNS, math_name, s)
 }
 
 pub fn role_name(r: Role) -> &'static str {
@@ -313,11 +309,7 @@ pub fn role_name(r: Role) -> &'static str {
 }
 
 pub fn parse_role(s: &str) -> Option<Role> {
-    find(
-        &[Role::A, Role::B, Role::C],
-        |r| role_name(r).to_string(),
-        s,
-    )
+    find(&[Role::A, Role::B, Role::C], role_name, s)
 }
 
 /// Whether a name prints bare after `@` (otherwise it is quoted).

@@ -1,23 +1,93 @@
-//! The parser of a non-structured op's mnemonic, operands and attributes.
+//! The parser of a non-structured op: its mnemonic is matched against the rows of the op
+//! table ([`crate::tile::ops`]), then its operands are read by the row's [`Syntax`] and its
+//! attributes by the row's fields.
 
 use super::lex::Tok;
-use super::names::*;
 use super::parse::{ParseError, Parser, R};
-use crate::scalar::Ty;
 use crate::tile::ir::*;
+use crate::tile::opdef::{FieldDecl, Given, Part, Row, Syntax};
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
-/// `vN` as a vector width.
-fn vec_width(s: &str) -> Option<u8> {
-    let n: u8 = s.strip_prefix('v')?.parse().ok()?;
-    (n > 1 && s == format!("v{n}")).then_some(n)
+/// A row with its mnemonic split and its attributes listed, once.
+struct Entry {
+    row: &'static Row,
+    parts: Vec<Part>,
+    attrs: Vec<&'static FieldDecl>,
 }
 
-/// `[vN.]ty`: the width (1 without `vN`) and the type.
-fn vec_ty(parts: &[&str]) -> Option<(u8, Ty)> {
-    match parts {
-        [t] => Some((1, parse_ty(t)?)),
-        [v, t] => Some((vec_width(v)?, parse_ty(t)?)),
-        _ => None,
+/// The rows by the first word of their mnemonic; `open`: those that start with a field.
+struct Table {
+    fixed: HashMap<&'static str, Vec<Entry>>,
+    open: Vec<Entry>,
+}
+
+fn table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = Table {
+            fixed: HashMap::new(),
+            open: Vec::new(),
+        };
+        for row in ROWS.iter().filter(|r| r.syntax != Syntax::Structured) {
+            let e = Entry {
+                row,
+                parts: row.parts().collect(),
+                attrs: row.attrs().collect(),
+            };
+            match e.parts.first() {
+                Some(Part::Lit(l)) => t.fixed.entry(*l).or_default().push(e),
+                _ => t.open.push(e),
+            }
+        }
+        t
+    })
+}
+
+/// The row whose mnemonic spells `m` (the words after `tile.`), with the words of its
+/// fields. Rows that start with a fixed word are tried before those that start with a field
+/// (`tile.fma.f32` is `fma`, not a binary op).
+fn find_row(m: &str) -> Option<(&'static Entry, Vec<(&'static str, String)>)> {
+    let words: Vec<&str> = m.split('.').collect();
+    let t = table();
+    let fixed = words.first().and_then(|w| t.fixed.get(*w));
+    for e in fixed.into_iter().flatten().chain(&t.open) {
+        let mut found = Vec::new();
+        if matches(e.row, &e.parts, &words, &mut found) {
+            return Some((e, found));
+        }
+    }
+    None
+}
+
+/// Whether `words` spell `parts` of `row`; a field takes zero or more words (it is left out
+/// when empty), tried shortest first; the last takes the rest.
+fn matches(
+    row: &Row,
+    parts: &[Part],
+    words: &[&str],
+    found: &mut Vec<(&'static str, String)>,
+) -> bool {
+    match parts.split_first() {
+        None => words.is_empty(),
+        Some((Part::Lit(l), rest)) => {
+            words.first() == Some(l) && matches(row, rest, &words[1..], found)
+        }
+        Some((Part::Field(f), rest)) => {
+            // the last field takes every word left
+            let from = if rest.is_empty() { words.len() } else { 0 };
+            for n in from..=words.len() {
+                let w = words[..n].join(".");
+                if OpKind::word_ok(row.variant, f, &w) {
+                    found.push((f, w));
+                    if matches(row, rest, &words[n..], found) {
+                        return true;
+                    }
+                    found.pop();
+                }
+            }
+            false
+        }
     }
 }
 
@@ -25,224 +95,99 @@ impl Parser {
     /// The kind and operands of the op whose mnemonic (after `tile.`) is `m`, just read.
     pub(super) fn body(&mut self, m: &str) -> R<(OpKind, Vec<Operand>)> {
         let at = self.pos.saturating_sub(1);
-        let bad = |p: &Parser| -> R<(OpKind, Vec<Operand>)> {
-            let t = &p.toks[at];
-            Err(ParseError {
+        let Some((entry, mut words)) = find_row(m) else {
+            let t = &self.toks[at];
+            return Err(ParseError {
                 line: t.line,
                 col: t.col,
                 message: format!("unknown op `tile.{m}`"),
-            })
+            });
         };
-        let parts: Vec<&str> = m.split('.').collect();
-        let ty1 = |s: &str| parse_ty(s);
-        let (kind, operands) = match parts.as_slice() {
-            ["special"] => {
+        let row = entry.row;
+        let operands = self.syntax(row, &mut words)?;
+        let names: Vec<&str> = entry.attrs.iter().map(|f| f.name).collect();
+        let attrs = if names.is_empty() {
+            HashMap::new()
+        } else {
+            self.attrs(&names)?
+        };
+        for f in &entry.attrs {
+            if !attrs.contains_key(f.name) && f.default.is_none() {
+                return self.err(format!("missing attribute `{}`", f.name));
+            }
+        }
+        let given = |name: &str| -> Option<Given> {
+            if let Some((_, w)) = words.iter().find(|(f, _)| *f == name) {
+                return Some(Given::Word(w.clone()));
+            }
+            let decl = row.fields.iter().find(|f| f.name == name)?;
+            attrs.get(name).copied().or(decl.default).map(Given::Int)
+        };
+        match OpKind::build(row.variant, &mut |f| given(f)) {
+            Ok(kind) => Ok((kind, operands)),
+            Err(f) => {
+                let v = attrs.get(f).copied().unwrap_or_default();
+                self.err(format!("`{f} = {v}` is out of range"))
+            }
+        }
+    }
+
+    /// The operands of an op of `row`, written as its syntax says (a special register goes
+    /// to `words`).
+    fn syntax(&mut self, row: &Row, words: &mut Vec<(&'static str, String)>) -> R<Vec<Operand>> {
+        let mut o = Vec::new();
+        match row.syntax {
+            Syntax::List | Syntax::Structured => o = self.operands()?,
+            Syntax::Reg => {
                 let s = match self.tok().clone() {
                     Tok::Reg(s) => s,
                     _ => return self.expected("a special register `%tid.x`"),
                 };
-                match parse_sreg(&s) {
-                    Some(r) => {
-                        self.next();
-                        (OpKind::Special(r), vec![])
-                    }
-                    None => return self.err(format!("unknown special register `%{s}`")),
+                let field = row.fields.first().map_or("", |f| f.name);
+                if !OpKind::word_ok(row.variant, field, &s) {
+                    return self.err(format!("unknown special register `%{s}`"));
                 }
+                self.next();
+                words.push((field, s));
             }
-            ["tf32"] => (OpKind::Tf32, self.operands()?),
-            ["advance"] => (OpKind::Advance, self.operands()?),
-            ["shared_addr"] => (OpKind::SharedAddr, self.operands()?),
-            ["commit"] => (OpKind::Commit, self.operands()?),
-            ["barrier"] => (OpKind::Barrier, self.operands()?),
-            ["frag_make"] => (OpKind::FragMake, self.operands()?),
-            ["yield"] => (OpKind::Yield, self.operands()?),
-            ["offset"] => (OpKind::Offset, self.indexed()?),
-            ["wait"] => {
-                let o = self.operands()?;
-                let a = self.attrs(&["n"])?;
-                let n = self.attr(&a, "n", None)?;
-                (OpKind::Wait { n }, o)
+            Syntax::LoadGlobal => {
+                o = self.indexed()?;
+                self.load_tail(&mut o)?;
             }
-            ["frag_get"] => {
-                let o = self.operands()?;
-                let a = self.attrs(&["index"])?;
-                let index = self.attr(&a, "index", None)?;
-                (OpKind::FragGet { index }, o)
+            Syntax::StoreGlobal => {
+                o = self.indexed()?;
+                self.store_tail(&mut o)?;
             }
-            ["red" | "atom", "add", "f32"] => {
-                let mut o = self.indexed()?;
+            Syntax::LoadAt => {
+                o.push(self.operand()?);
+                self.load_tail(&mut o)?;
+            }
+            Syntax::StoreAt => {
+                o.push(self.operand()?);
+                self.store_tail(&mut o)?;
+            }
+            Syntax::IndexedList => {
+                o = self.indexed()?;
                 self.punct(',')?;
                 o.extend(self.operands()?);
-                let k = if parts[0] == "red" {
-                    OpKind::RedAdd
-                } else {
-                    OpKind::AtomAdd
-                };
-                (k, o)
             }
-            ["mov", t] if ty1(t).is_some() => (
-                OpKind::Mov {
-                    ty: parse_ty(t).unwrap_or(Ty::U32),
-                },
-                self.operands()?,
-            ),
-            ["bitcast", t] if ty1(t).is_some() => (
-                OpKind::Bitcast {
-                    to: parse_ty(t).unwrap_or(Ty::U32),
-                },
-                self.operands()?,
-            ),
-            ["fma", t] if ty1(t).is_some() => (
-                OpKind::Fma {
-                    ty: parse_ty(t).unwrap_or(Ty::U32),
-                },
-                self.operands()?,
-            ),
-            ["selp", t] if ty1(t).is_some() => (
-                OpKind::Select {
-                    ty: parse_ty(t).unwrap_or(Ty::U32),
-                },
-                self.operands()?,
-            ),
-            ["mul", "wide", t] if ty1(t).is_some() => (
-                OpKind::MulWide {
-                    ty: parse_ty(t).unwrap_or(Ty::U32),
-                },
-                self.operands()?,
-            ),
-            ["mad", "wide", t] if ty1(t).is_some() => (
-                OpKind::MadWide {
-                    ty: parse_ty(t).unwrap_or(Ty::U32),
-                },
-                self.operands()?,
-            ),
-            ["setp", c, t] => match (parse_cmp(c), parse_ty(t)) {
-                (Some(cmp), Some(ty)) => (OpKind::Cmp { cmp, ty }, self.operands()?),
-                _ => return bad(self),
-            },
-            ["cvt", mid @ .., to, from] => {
-                let (rnd, sat) = match mid {
-                    [] => (None, false),
-                    ["sat"] => (None, true),
-                    [r] => match parse_rnd(r) {
-                        Some(r) => (Some(r), false),
-                        None => return bad(self),
-                    },
-                    [r, "sat"] => match parse_rnd(r) {
-                        Some(r) => (Some(r), true),
-                        None => return bad(self),
-                    },
-                    _ => return bad(self),
-                };
-                match (parse_ty(to), parse_ty(from)) {
-                    (Some(to), Some(from)) => {
-                        (OpKind::Cast { to, from, rnd, sat }, self.operands()?)
+            Syntax::Subscript => o = self.indexed()?,
+            Syntax::CopyAsync => {
+                o.push(self.operand()?);
+                self.punct(',')?;
+                o.extend(self.indexed()?);
+                if self.eat_word("src_bytes") {
+                    o.push(self.operand()?);
+                }
+                if self.eat_word("mask") {
+                    let m = self.operands()?;
+                    if m.is_empty() {
+                        return self.expected("an operand");
                     }
-                    _ => return bad(self),
+                    o.extend(m);
                 }
             }
-            ["pack", p] => match parse_pack(p) {
-                Some(p) => (OpKind::Pack(p), self.operands()?),
-                None => return bad(self),
-            },
-            ["unpack", u] => match parse_unpack(u) {
-                Some(u) => (OpKind::Unpack(u), self.operands()?),
-                None => return bad(self),
-            },
-            ["math", f, t] => match (parse_math(f), parse_ty(t)) {
-                (Some(f), Some(ty)) => (OpKind::Math { f, ty }, self.operands()?),
-                _ => return bad(self),
-            },
-            ["load", rest @ ..] => match vec_ty(rest) {
-                Some((n, ty)) => {
-                    let mut o = self.indexed()?;
-                    self.load_tail(&mut o)?;
-                    (OpKind::Load { ty, n }, o)
-                }
-                None => return bad(self),
-            },
-            ["store", rest @ ..] => match vec_ty(rest) {
-                Some((n, ty)) => {
-                    let mut o = self.indexed()?;
-                    self.store_tail(&mut o)?;
-                    (OpKind::Store { ty, n }, o)
-                }
-                None => return bad(self),
-            },
-            ["ld", "shared", rest @ ..] => match vec_ty(rest) {
-                Some((n, ty)) => {
-                    let mut o = vec![self.operand()?];
-                    self.load_tail(&mut o)?;
-                    let a = self.attrs(&["offset"])?;
-                    let offset = self.attr(&a, "offset", Some(0))?;
-                    (OpKind::LoadShared { ty, n, offset }, o)
-                }
-                None => return bad(self),
-            },
-            ["st", "shared", rest @ ..] => match vec_ty(rest) {
-                Some((n, ty)) => {
-                    let mut o = vec![self.operand()?];
-                    self.store_tail(&mut o)?;
-                    let a = self.attrs(&["offset"])?;
-                    let offset = self.attr(&a, "offset", Some(0))?;
-                    (OpKind::StoreShared { ty, n, offset }, o)
-                }
-                None => return bad(self),
-            },
-            ["cp", "async", c] => match parse_cache(c) {
-                Some(cache) => {
-                    let mut o = vec![self.operand()?];
-                    self.punct(',')?;
-                    o.extend(self.indexed()?);
-                    if self.eat_word("src_bytes") {
-                        o.push(self.operand()?);
-                    }
-                    if self.eat_word("mask") {
-                        let m = self.operands()?;
-                        if m.is_empty() {
-                            return self.expected("an operand");
-                        }
-                        o.extend(m);
-                    }
-                    let a = self.attrs(&["bytes"])?;
-                    let bytes = self.attr(&a, "bytes", None)?;
-                    (OpKind::CopyAsync { cache, bytes }, o)
-                }
-                None => return bad(self),
-            },
-            ["ldmatrix", "x4"] => (OpKind::Ldmatrix { trans: false }, self.operands()?),
-            ["ldmatrix", "x4", "trans"] => (OpKind::Ldmatrix { trans: true }, self.operands()?),
-            ["mma", ..] => match m.strip_prefix("mma.").and_then(parse_mma) {
-                Some(kind) => (OpKind::Mma { kind }, self.operands()?),
-                None => return bad(self),
-            },
-            ["shfl", md] => match parse_shfl(md) {
-                Some(mode) => {
-                    let o = self.operands()?;
-                    let a = self.attrs(&["mask"])?;
-                    let mask = self.attr(&a, "mask", None)?;
-                    (OpKind::Shfl { mode, mask }, o)
-                }
-                None => return bad(self),
-            },
-            ["reduce_warp", op @ .., t] => match (parse_binop(&op.join(".")), parse_ty(t)) {
-                (Some(op), Some(ty)) => (OpKind::ReduceWarp { op, ty }, self.operands()?),
-                _ => return bad(self),
-            },
-            ["reduce_block", op @ .., t] => match (parse_binop(&op.join(".")), parse_ty(t)) {
-                (Some(op), Some(ty)) => (OpKind::ReduceBlock { op, ty }, self.operands()?),
-                _ => return bad(self),
-            },
-            [op @ .., t] => {
-                let name = op.join(".");
-                match (parse_unop(&name), parse_binop(&name), parse_ty(t)) {
-                    (Some(op), _, Some(ty)) => (OpKind::Unary { op, ty }, self.operands()?),
-                    (_, Some(op), Some(ty)) => (OpKind::Binary { op, ty }, self.operands()?),
-                    _ => return bad(self),
-                }
-            }
-            [] => return bad(self),
-        };
-        Ok((kind, operands))
+        }
+        Ok(o)
     }
 }

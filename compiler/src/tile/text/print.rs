@@ -2,6 +2,7 @@
 
 use super::names::*;
 use crate::tile::ir::*;
+use crate::tile::opdef::{Part, Row, Syntax};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use tessera_lang::{SourceMap, Span};
@@ -73,15 +74,6 @@ fn types_text(tys: &[Type]) -> String {
     }
     let v: Vec<String> = tys.iter().map(type_text).collect();
     v.join(", ")
-}
-
-/// `.vN` for `n > 1`.
-fn vec_part(n: u8) -> String {
-    if n == 1 {
-        String::new()
-    } else {
-        format!(".v{n}")
-    }
 }
 
 struct Printer<'a> {
@@ -296,148 +288,96 @@ impl Printer<'_> {
         s
     }
 
-    /// The mnemonic, operands and attributes of a non-structured op.
+    /// The mnemonic, operands and attributes of a non-structured op, as its row in the op
+    /// table says.
     fn body(&mut self, kind: &OpKind, o: &[Operand]) -> String {
+        let row = kind.row();
         let tail = |i: usize| o.get(i..).unwrap_or(&[]);
-        match kind {
-            OpKind::Special(s) => format!("tile.special %{}", sreg_name(*s)),
-            OpKind::Mov { ty } => format!("tile.mov.{} {}", ty.name(), self.list(o)),
-            OpKind::Bitcast { to } => format!("tile.bitcast.{} {}", to.name(), self.list(o)),
-            OpKind::Unary { op, ty } => {
-                format!("tile.{}.{} {}", unop_name(*op), ty.name(), self.list(o))
+        let operands = match row.syntax {
+            Syntax::List | Syntax::Structured => self.list(o),
+            Syntax::Reg => {
+                let field = row.fields.first().map_or("", |f| f.name);
+                format!("%{}", kind.field_word(field).unwrap_or_default())
             }
-            OpKind::Binary { op, ty } => {
-                format!("tile.{}.{} {}", binop_name(*op), ty.name(), self.list(o))
-            }
-            OpKind::Fma { ty } => format!("tile.fma.{} {}", ty.name(), self.list(o)),
-            OpKind::MulWide { ty } => format!("tile.mul.wide.{} {}", ty.name(), self.list(o)),
-            OpKind::MadWide { ty } => format!("tile.mad.wide.{} {}", ty.name(), self.list(o)),
-            OpKind::Cmp { cmp, ty } => {
-                format!(
-                    "tile.setp.{}.{} {}",
-                    cmp_name(*cmp),
-                    ty.name(),
-                    self.list(o)
-                )
-            }
-            OpKind::Select { ty } => format!("tile.selp.{} {}", ty.name(), self.list(o)),
-            OpKind::Cast { to, from, rnd, sat } => {
-                let mut m = "tile.cvt".to_string();
-                if let Some(r) = rnd {
-                    let _ = write!(m, ".{}", rnd_name(*r));
-                }
-                if *sat {
-                    m.push_str(".sat");
-                }
-                format!("{m}.{}.{} {}", to.name(), from.name(), self.list(o))
-            }
-            OpKind::Tf32 => format!("tile.tf32 {}", self.list(o)),
-            OpKind::Pack(p) => format!("tile.pack.{} {}", pack_name(*p), self.list(o)),
-            OpKind::Unpack(u) => format!("tile.unpack.{} {}", unpack_name(*u), self.list(o)),
-            OpKind::Math { f, ty } => {
-                format!("tile.math.{}.{} {}", math_name(*f), ty.name(), self.list(o))
-            }
-            OpKind::Load { ty, n } => {
+            Syntax::LoadGlobal => {
                 let head = self.indexed(o);
-                let t = self.load_tail(tail(2));
-                format!("tile.load{}.{} {head}{t}", vec_part(*n), ty.name())
+                format!("{head}{}", self.load_tail(tail(2)))
             }
-            OpKind::Store { ty, n } => {
+            Syntax::StoreGlobal => {
                 let head = self.indexed(o);
-                let t = self.store_tail(tail(2), *n);
-                format!("tile.store{}.{} {head}{t}", vec_part(*n), ty.name())
+                format!("{head}{}", self.store_tail(tail(2), stored(kind)))
             }
-            OpKind::Advance => format!("tile.advance {}", self.list(o)),
-            OpKind::RedAdd | OpKind::AtomAdd => {
-                let m = if *kind == OpKind::RedAdd {
-                    "tile.red.add.f32"
-                } else {
-                    "tile.atom.add.f32"
-                };
+            Syntax::LoadAt => {
+                let a = self.opnd(o.first());
+                format!("{a}{}", self.load_tail(tail(1)))
+            }
+            Syntax::StoreAt => {
+                let a = self.opnd(o.first());
+                format!("{a}{}", self.store_tail(tail(1), stored(kind)))
+            }
+            Syntax::IndexedList => {
                 let head = self.indexed(o);
-                let rest = self.list(tail(2));
-                format!("{m} {head}, {rest}")
+                format!("{head}, {}", self.list(tail(2)))
             }
-            OpKind::SharedAddr => format!("tile.shared_addr {}", self.list(o)),
-            OpKind::Offset => {
+            Syntax::Subscript => {
                 let b = self.opnd(o.first());
-                let idx = self.list(tail(1));
-                format!("tile.offset {b}[{idx}]")
+                format!("{b}[{}]", self.list(tail(1)))
             }
-            OpKind::LoadShared { ty, n, offset } => {
-                let a = self.opnd(o.first());
-                let t = self.load_tail(tail(1));
-                let attr = offset_attr(*offset);
-                format!("tile.ld.shared{}.{} {a}{t}{attr}", vec_part(*n), ty.name())
-            }
-            OpKind::StoreShared { ty, n, offset } => {
-                let a = self.opnd(o.first());
-                let t = self.store_tail(tail(1), *n);
-                let attr = offset_attr(*offset);
-                format!("tile.st.shared{}.{} {a}{t}{attr}", vec_part(*n), ty.name())
-            }
-            OpKind::CopyAsync { cache, bytes } => {
-                let dst = self.opnd(o.first());
-                let src = self.indexed(tail(1));
-                let mut s = format!("tile.cp.async.{} {dst}, {src}", cache_name(*cache));
-                let rest = tail(3);
-                let mask_at = if rest.len() == 1 && self.is_mask(rest.first()) {
-                    0
-                } else {
-                    1
-                };
-                if mask_at == 1 && !rest.is_empty() {
-                    let sb = self.opnd(rest.first());
-                    let _ = write!(s, " src_bytes {sb}");
-                }
-                if rest.len() > mask_at {
-                    let _ = write!(s, " mask {}", self.list(&rest[mask_at..]));
-                }
-                let _ = write!(s, " {{bytes = {bytes}}}");
-                s
-            }
-            OpKind::Commit => format!("tile.commit {}", self.list(o)),
-            OpKind::Wait { n } => format!("tile.wait {} {{n = {n}}}", self.list(o)),
-            OpKind::Barrier => format!("tile.barrier {}", self.list(o)),
-            OpKind::Ldmatrix { trans } => {
-                let t = if *trans { ".trans" } else { "" };
-                format!("tile.ldmatrix.x4{t} {}", self.list(o))
-            }
-            OpKind::Mma { kind } => format!("tile.mma.{} {}", mma_name(*kind), self.list(o)),
-            OpKind::FragGet { index } => {
-                format!("tile.frag_get {} {{index = {index}}}", self.list(o))
-            }
-            OpKind::FragMake => format!("tile.frag_make {}", self.list(o)),
-            OpKind::Shfl { mode, mask } => format!(
-                "tile.shfl.{} {} {{mask = {mask}}}",
-                shfl_name(*mode),
-                self.list(o)
-            ),
-            OpKind::ReduceWarp { op, ty } => format!(
-                "tile.reduce_warp.{}.{} {}",
-                binop_name(*op),
-                ty.name(),
-                self.list(o)
-            ),
-            OpKind::ReduceBlock { op, ty } => format!(
-                "tile.reduce_block.{}.{} {}",
-                binop_name(*op),
-                ty.name(),
-                self.list(o)
-            ),
-            OpKind::Yield => format!("tile.yield {}", self.list(o)),
-            OpKind::For { .. } | OpKind::If => String::new(),
+            Syntax::CopyAsync => self.copy_operands(o),
+        };
+        let mut s = format!("tile.{} {operands}", mnemonic(kind, row));
+        let attrs: Vec<String> = row
+            .attrs()
+            .filter_map(|f| {
+                let v = kind.field_int(f.name)?;
+                (Some(v) != f.default).then(|| format!("{} = {v}", f.name))
+            })
+            .collect();
+        if !attrs.is_empty() {
+            let _ = write!(s, " {{{}}}", attrs.join(", "));
         }
-        .trim_end()
-        .replace("  {", " {")
+        s.trim_end().replace("  {", " {")
+    }
+
+    /// `dst, view[index] [src_bytes s] [mask m…]` of `tile.cp.async`.
+    fn copy_operands(&mut self, o: &[Operand]) -> String {
+        let dst = self.opnd(o.first());
+        let src = self.indexed(o.get(1..).unwrap_or(&[]));
+        let mut s = format!("{dst}, {src}");
+        let rest = o.get(3..).unwrap_or(&[]);
+        let mask_at = if rest.len() == 1 && self.is_mask(rest.first()) {
+            0
+        } else {
+            1
+        };
+        if mask_at == 1 && !rest.is_empty() {
+            let sb = self.opnd(rest.first());
+            let _ = write!(s, " src_bytes {sb}");
+        }
+        if rest.len() > mask_at {
+            let _ = write!(s, " mask {}", self.list(&rest[mask_at..]));
+        }
+        s
     }
 }
 
-/// ` {offset = k}` when `k` is not 0.
-fn offset_attr(offset: i32) -> String {
-    if offset == 0 {
-        String::new()
-    } else {
-        format!(" {{offset = {offset}}}")
-    }
+/// The mnemonic of `kind` after `tile.`: its row's words with the fields spelled, empty ones
+/// left out.
+fn mnemonic(kind: &OpKind, row: &Row) -> String {
+    let words: Vec<String> = row
+        .parts()
+        .map(|p| match p {
+            Part::Lit(l) => l.to_string(),
+            Part::Field(f) => kind.field_word(f).unwrap_or_default(),
+        })
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.join(".")
+}
+
+/// The number of values a store writes (its `n`).
+fn stored(kind: &OpKind) -> u8 {
+    kind.field_int("n")
+        .and_then(|n| u8::try_from(n).ok())
+        .unwrap_or(1)
 }

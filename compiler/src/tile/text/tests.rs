@@ -6,6 +6,7 @@ use crate::scalar::{
 };
 use crate::tile::build::{dimm, fimm, frag, global, imm, Builder};
 use crate::tile::ir::*;
+use crate::tile::opdef::Row;
 use std::collections::HashSet;
 use tessera_lang::{SourceMap, Span};
 
@@ -111,6 +112,7 @@ fn big() -> Kernel {
     b.commit();
     b.wait(1);
     b.barrier();
+    b.op(OpKind::FenceProxyAsync, vec![], vec![]);
     let kind = MmaKind::M16n8k16Bf16;
     let fa = b.ldmatrix(false, off, vec![frag(kind, Role::A)])[0];
     let fb = b.ldmatrix(true, off, vec![frag(kind, Role::B); 2]);
@@ -262,8 +264,15 @@ fn kind_set(k: &Kernel) -> HashSet<std::mem::Discriminant<OpKind>> {
 fn big_kernel_roundtrips_and_covers_every_op_kind() {
     let k = big();
     let (text, k2, _) = roundtrip(&k, &sources());
-    assert_eq!(kind_set(&k).len(), 37, "{text}");
-    assert_eq!(kind_set(&k2).len(), 37);
+    // every row of the op table but `tile.reduce_block` (its checker tests cover it)
+    let missing: Vec<&str> = ROWS
+        .iter()
+        .filter(|r| !k.ops.iter().any(|o| o.kind.row().variant == r.variant))
+        .map(|r| r.variant)
+        .collect();
+    assert_eq!(missing, ["ReduceBlock"], "{text}");
+    assert_eq!(kind_set(&k).len(), ROWS.len() - missing.len(), "{text}");
+    assert_eq!(kind_set(&k2).len(), ROWS.len() - missing.len());
     for want in [
         "tile.kernel @gemm_all(%0 @x: !tile.global<fp32> in, %1 @\"w\\\"eird name\": ",
         "%3 @n: u32 = 64, %4 @status: !tile.global<int32> status) grid = [16, 2, 1] block = [128, 1, 1] {   loc(\"t.tsr\":1:5)",
@@ -505,4 +514,65 @@ fn unknown_locs_lower_to_ptx() {
     }
     // the same text round-trips with its `loc(unknown)`s
     assert_eq!(print(&k, &sm), text);
+}
+
+/// `tile.fence.proxy.async`, declared by its row in the op table alone: the text form parses,
+/// prints back and checks with no code of its own; Tile → Target gives
+/// `fence.proxy.async.shared::cta`, printed for sm_90 and refused (E0300, at the op) for
+/// sm_80; the SPIR-V back end refuses it.
+#[test]
+fn fence_proxy_async_is_declared_by_its_row() {
+    let text = "tile.kernel @fence(%0 @x: !tile.global<fp32> in, %1 @y: !tile.global<fp32> out) grid = [1, 1, 1] block = [32, 1, 1] {   loc(\"f.tsr\":1:1)
+  %2 = tile.special %tid.x : u32   loc(\"f.tsr\":2:1)
+  %3 = tile.load.f32 %0[%2] : f32   loc(\"f.tsr\":3:1)
+  tile.fence.proxy.async   loc(\"f.tsr\":4:3)
+  tile.store.f32 %1[%2], (%3)   loc(\"f.tsr\":5:1)
+}
+";
+    let rows: Vec<&Row> = ROWS
+        .iter()
+        .filter(|r| r.mnemonic == "fence.proxy.async")
+        .collect();
+    assert_eq!(rows.len(), 1);
+    let mut sm = SourceMap::new();
+    let k = parse(text, &mut sm).unwrap();
+    assert_eq!(k.ops[2].kind, OpKind::FenceProxyAsync);
+    assert_eq!(print(&k, &sm), text);
+    crate::tile::check::check(&k).unwrap();
+    // operands or results are refused by the row's signature
+    let bad = text.replace("tile.fence.proxy.async ", "tile.fence.proxy.async %2");
+    let kb = parse(&bad, &mut SourceMap::new()).unwrap();
+    let e = crate::tile::check::check(&kb).unwrap_err();
+    assert!(
+        e.message.contains("takes 0 operands, it has 1"),
+        "{}",
+        e.message
+    );
+    let e = parse(
+        &text.replace("fence.proxy.async", "fence.proxy"),
+        &mut SourceMap::new(),
+    );
+    assert_eq!(e.unwrap_err().message, "unknown op `tile.fence.proxy`");
+
+    let checked = crate::tile::check::check(&k).unwrap();
+    let l = crate::backend::ptx::from_tile::translate(checked).unwrap();
+    let ptx = crate::backend::ptx::print::print(&l.kernel, crate::arch::Target::Sm90, &sm).unwrap();
+    assert!(ptx.contains("\tfence.proxy.async.shared::cta;\n"), "{ptx}");
+    let e =
+        crate::backend::ptx::print::print(&l.kernel, crate::arch::Target::Sm80, &sm).unwrap_err();
+    let d = e.to_diagnostic();
+    assert_eq!(d.code, tessera_lang::Code::E0300);
+    assert!(
+        d.message.contains("fence.proxy.async (sm_90+)"),
+        "{}",
+        d.message
+    );
+    assert_eq!(e.span(), Some(k.ops[2].span));
+
+    match crate::backend::spirv::translate(checked) {
+        Err(crate::backend::Error::NotLowered(why)) => {
+            assert!(why.contains("fence.proxy.async"), "{why}")
+        }
+        other => panic!("{:?}", other.map(|_| ())),
+    }
 }

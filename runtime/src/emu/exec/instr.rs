@@ -161,6 +161,10 @@ impl Machine<'_> {
                 }
             }
             Op::CpAsyncWait { n } => self.cp_async_wait(w, eff, sm, queues, *n)?,
+            // orders generic-proxy shared writes before async-proxy accesses (TMA, wgmma);
+            // the emulator has no async proxy and runs each lane's accesses in program
+            // order, so there is nothing to order: a no-op here is exact
+            Op::FenceProxyAsync => {}
             Op::BarSync => {
                 for l in lanes(eff) {
                     w.state[l as usize] = LaneState::Barrier;

@@ -526,6 +526,7 @@ impl Cx<'_> {
             OpKind::Commit => self.b.push(TOp::CpAsyncCommit),
             OpKind::Wait { n } => self.b.push(TOp::CpAsyncWait { n: *n }),
             OpKind::Barrier => self.b.bar_sync(),
+            OpKind::FenceProxyAsync => self.b.push(TOp::FenceProxyAsync),
             OpKind::Ldmatrix { trans } => {
                 let addr = self.reg_of(get(0)?, Ty::U32)?;
                 let dsts = [0; 4].map(|_| self.b.reg(Ty::B32));
