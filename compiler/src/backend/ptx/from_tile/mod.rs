@@ -279,97 +279,58 @@ impl Cx<'_> {
 
     fn op(&mut self, op: &OpData) -> R<()> {
         let o = &op.operands;
-        let get = |i: usize| -> R<Operand> {
-            o.get(i).copied().ok_or_else(|| {
-                Error::NotLowered(format!("Tile IR: {:?} lacks operand {i}", op.kind))
-            })
-        };
-        let res = |i: usize| op.results.get(i).copied();
-        let single = |cx: &mut Cx, r: Reg| {
-            if let Some(v) = res(0) {
-                cx.set(v, Slot::Reg(r));
-            }
-        };
         match &op.kind {
             OpKind::Special(s) => {
                 let r = self.b.special(*s);
-                single(self, r);
+                self.single(op, r);
             }
             OpKind::Mov { ty } => {
-                let a = self.opnd(get(0)?)?;
+                let a = self.opnd(get(op, 0)?)?;
                 let r = self.b.mov(*ty, a);
-                single(self, r);
+                self.single(op, r);
             }
-            OpKind::Bitcast { to } => {
-                let a = self.opnd(get(0)?)?;
-                let bits = match to.bits() {
-                    16 => Ty::B16,
-                    64 => Ty::B64,
-                    _ => Ty::B32,
-                };
-                let r = self.b.reg(*to);
-                self.b.push(TOp::Mov {
-                    ty: bits,
-                    dst: r,
-                    src: a,
-                });
-                single(self, r);
-            }
+            OpKind::Bitcast { .. } => self.op_bitcast(op)?,
             OpKind::Unary { op: u, ty } => {
-                let a = self.opnd(get(0)?)?;
+                let a = self.opnd(get(op, 0)?)?;
                 let r = self.b.unary(*u, *ty, a);
-                single(self, r);
+                self.single(op, r);
             }
             OpKind::Binary { op: bo, ty } => {
-                let (a, c) = (self.opnd(get(0)?)?, self.opnd(get(1)?)?);
+                let (a, c) = (self.opnd(get(op, 0)?)?, self.opnd(get(op, 1)?)?);
                 let r = self.b.bin(*bo, *ty, a, c);
-                single(self, r);
+                self.single(op, r);
             }
             OpKind::Fma { ty } => {
                 let (a, c, d) = (
-                    self.opnd(get(0)?)?,
-                    self.opnd(get(1)?)?,
-                    self.opnd(get(2)?)?,
+                    self.opnd(get(op, 0)?)?,
+                    self.opnd(get(op, 1)?)?,
+                    self.opnd(get(op, 2)?)?,
                 );
                 let r = self.b.fma(*ty, a, c, d);
-                single(self, r);
+                self.single(op, r);
             }
             OpKind::MulWide { ty } => {
-                let (a, c) = (self.opnd(get(0)?)?, self.opnd(get(1)?)?);
+                let (a, c) = (self.opnd(get(op, 0)?)?, self.opnd(get(op, 1)?)?);
                 let r = self.b.mul_wide(*ty, a, c);
-                single(self, r);
+                self.single(op, r);
             }
             OpKind::MadWide { ty } => {
                 let (a, c, d) = (
-                    self.opnd(get(0)?)?,
-                    self.opnd(get(1)?)?,
-                    self.opnd(get(2)?)?,
+                    self.opnd(get(op, 0)?)?,
+                    self.opnd(get(op, 1)?)?,
+                    self.opnd(get(op, 2)?)?,
                 );
                 let r = self.b.mad_wide(*ty, a, c, d);
-                single(self, r);
+                self.single(op, r);
             }
             OpKind::Cmp { cmp, ty } => {
-                let (a, c) = (self.opnd(get(0)?)?, self.opnd(get(1)?)?);
+                let (a, c) = (self.opnd(get(op, 0)?)?, self.opnd(get(op, 1)?)?);
                 let r = self.b.setp(*cmp, *ty, a, c);
-                single(self, r);
+                self.single(op, r);
             }
-            OpKind::Select { ty } => {
-                let p = self.reg_of(get(0)?, Ty::Pred)?;
-                let (a, c) = (self.opnd(get(1)?)?, self.opnd(get(2)?)?);
-                let r = self.b.selp(*ty, a, c, p);
-                // a select of two global views (`u64`) is a view
-                match res(0).and_then(|v| self.k.ty(v)) {
-                    Some(Type::Global(d)) => {
-                        let size = d.size_bytes() as i64;
-                        if let Some(v) = res(0) {
-                            self.set(v, Slot::View(r, size));
-                        }
-                    }
-                    _ => single(self, r),
-                }
-            }
+            OpKind::Select { .. } => self.op_select(op)?,
             OpKind::Cast { to, from, rnd, sat } => {
-                let a = self.reg_of(get(0)?, *from)?;
+                let a = self.reg_of(get(op, 0)?, *from)?;
                 let dst = self.b.reg(*to);
                 self.b.push(TOp::Cvt {
                     dty: *to,
@@ -379,17 +340,17 @@ impl Cx<'_> {
                     dst,
                     src: a,
                 });
-                single(self, dst);
+                self.single(op, dst);
             }
             OpKind::Tf32 => {
-                let a = self.reg_of(get(0)?, Ty::F32)?;
+                let a = self.reg_of(get(op, 0)?, Ty::F32)?;
                 let dst = self.b.reg(Ty::B32);
                 self.b.push(TOp::CvtTf32 { dst, src: a });
-                single(self, dst);
+                self.single(op, dst);
             }
             OpKind::Pack(p) => {
-                let hi = self.reg_of(get(0)?, Ty::F32)?;
-                let lo = self.reg_of(get(1)?, Ty::F32)?;
+                let hi = self.reg_of(get(op, 0)?, Ty::F32)?;
+                let lo = self.reg_of(get(op, 1)?, Ty::F32)?;
                 let ty = op.results.first().map(|&v| self.result_ty(v));
                 let dst = self.b.reg(ty.unwrap_or(Ty::B32));
                 self.b.push(TOp::CvtPack {
@@ -398,17 +359,17 @@ impl Cx<'_> {
                     hi,
                     lo,
                 });
-                single(self, dst);
+                self.single(op, dst);
             }
             OpKind::Unpack(u) => {
-                let a = self.reg_of(get(0)?, Ty::B16)?;
+                let a = self.reg_of(get(op, 0)?, Ty::B16)?;
                 let dst = self.b.reg(Ty::F16x2);
                 self.b.push(TOp::CvtUnpack {
                     unpack: *u,
                     dst,
                     src: a,
                 });
-                single(self, dst);
+                self.single(op, dst);
             }
             OpKind::Math { f, ty } => {
                 return Err(Error::NotLowered(format!(
@@ -418,58 +379,27 @@ impl Cx<'_> {
                 )))
             }
             OpKind::Load { ty, n } => self.load(op, *ty, *n)?,
-            OpKind::Store { ty, n } => {
-                let (base, size) = self.view(get(0)?)?;
-                let idx = self.opnd(get(1)?)?;
-                let n = usize::from(*n);
-                let vals: Vec<TOperand> =
-                    (0..n).map(|i| self.opnd(get(2 + i)?)).collect::<R<_>>()?;
-                let mask = match o.get(2 + n) {
-                    Some(&m) => Some(self.reg_of(m, Ty::Pred)?),
-                    None => None,
-                };
-                let addr = self.b.mad_wide(Ty::U32, idx, imm(size), base);
-                if let Some(m) = mask {
-                    self.b.when(m);
-                }
-                self.b.st(Space::Global, *ty, addr, 0, &vals);
-            }
+            OpKind::Store { .. } => self.op_store(op)?,
             OpKind::Advance => {
-                let (base, size) = self.view(get(0)?)?;
-                let c = self.opnd(get(1)?)?;
+                let (base, size) = self.view(get(op, 0)?)?;
+                let c = self.opnd(get(op, 1)?)?;
                 let r = self.b.mad_wide(Ty::U32, c, imm(size), base);
-                if let Some(v) = res(0) {
+                if let Some(v) = res(op, 0) {
                     self.set(v, Slot::View(r, size));
                 }
             }
-            OpKind::RedAdd | OpKind::AtomAdd => {
-                let (base, size) = self.view(get(0)?)?;
-                let idx = self.opnd(get(1)?)?;
-                let val = self.opnd(get(2)?)?;
-                let addr = self.b.mad_wide(Ty::U32, idx, imm(size), base);
-                if op.kind == OpKind::RedAdd {
-                    self.b.push(TOp::RedAddF32 { addr, src: val });
-                } else {
-                    let dst = self.b.reg(Ty::F32);
-                    self.b.push(TOp::AtomAddF32 {
-                        dst,
-                        addr,
-                        src: val,
-                    });
-                    single(self, dst);
-                }
-            }
+            OpKind::RedAdd | OpKind::AtomAdd => self.op_red_add(op)?,
             OpKind::SharedAddr => {
-                let (id, _) = self.shared(get(0)?)?;
+                let (id, _) = self.shared(get(op, 0)?)?;
                 let r = self.b.shared_addr(id);
-                single(self, r);
+                self.single(op, r);
             }
             OpKind::Offset => {
                 let r = self.offset(o)?;
-                single(self, r);
+                self.single(op, r);
             }
             OpKind::LoadShared { ty, offset, .. } => {
-                let addr = self.reg_of(get(0)?, Ty::U32)?;
+                let addr = self.reg_of(get(op, 0)?, Ty::U32)?;
                 let (mask, defaults) = match o.get(1) {
                     Some(&m) if self.is_pred(m) => (Some(self.reg_of(m, Ty::Pred)?), &o[2..]),
                     _ => (None, &o[1..]),
@@ -482,10 +412,11 @@ impl Cx<'_> {
                 self.bind(&op.results, &dsts);
             }
             OpKind::StoreShared { ty, n, offset } => {
-                let addr = self.reg_of(get(0)?, Ty::U32)?;
+                let addr = self.reg_of(get(op, 0)?, Ty::U32)?;
                 let n = usize::from(*n);
-                let vals: Vec<TOperand> =
-                    (0..n).map(|i| self.opnd(get(1 + i)?)).collect::<R<_>>()?;
+                let vals: Vec<TOperand> = (0..n)
+                    .map(|i| self.opnd(get(op, 1 + i)?))
+                    .collect::<R<_>>()?;
                 let mask = match o.get(1 + n) {
                     Some(&m) => Some(self.reg_of(m, Ty::Pred)?),
                     None => None,
@@ -495,40 +426,13 @@ impl Cx<'_> {
                 }
                 self.b.st(Space::Shared, *ty, addr, *offset, &vals);
             }
-            OpKind::CopyAsync { cache, bytes } => {
-                let dst = self.reg_of(get(0)?, Ty::U32)?;
-                let (base, size) = self.view(get(1)?)?;
-                let idx = self.opnd(get(2)?)?;
-                let mut src_size = None;
-                let mut mask = None;
-                for &extra in o.iter().skip(3) {
-                    if self.is_pred(extra) {
-                        mask = Some(self.reg_of(extra, Ty::Pred)?);
-                    } else {
-                        src_size = Some(self.opnd(extra)?);
-                    }
-                }
-                let src = match idx {
-                    TOperand::Imm(0) => base,
-                    idx => self.b.mad_wide(Ty::U32, idx, imm(size), base),
-                };
-                if let Some(m) = mask {
-                    self.b.when(m);
-                }
-                self.b.push(TOp::CpAsync {
-                    cache: *cache,
-                    dst,
-                    src,
-                    bytes: *bytes,
-                    src_size,
-                });
-            }
+            OpKind::CopyAsync { .. } => self.op_copy_async(op)?,
             OpKind::Commit => self.b.push(TOp::CpAsyncCommit),
             OpKind::Wait { n } => self.b.push(TOp::CpAsyncWait { n: *n }),
             OpKind::Barrier => self.b.bar_sync(),
             OpKind::FenceProxyAsync => self.b.push(TOp::FenceProxyAsync),
             OpKind::Ldmatrix { trans } => {
-                let addr = self.reg_of(get(0)?, Ty::U32)?;
+                let addr = self.reg_of(get(op, 0)?, Ty::U32)?;
                 let dsts = [0; 4].map(|_| self.b.reg(Ty::B32));
                 self.b.push(TOp::Ldmatrix {
                     trans: *trans,
@@ -537,95 +441,252 @@ impl Cx<'_> {
                 });
                 self.bind(&op.results, &dsts);
             }
-            OpKind::Mma { kind } => {
-                let a = self.regs(get(0)?.value().unwrap_or(Value(u32::MAX)))?;
-                let bb = self.regs(get(1)?.value().unwrap_or(Value(u32::MAX)))?;
-                let c = self.regs(get(2)?.value().unwrap_or(Value(u32::MAX)))?;
-                let (Ok(a), Ok(bb), Ok(c)) = (
-                    <[Reg; 4]>::try_from(a),
-                    <[Reg; 2]>::try_from(bb),
-                    <[Reg; 4]>::try_from(c),
-                ) else {
-                    return bug(self.k, "mma operands are not fragments");
-                };
-                // accumulate in place when the accumulator dies here
-                let d = match get(2)?.value() {
-                    Some(cv) if self.consumable(cv) => c,
-                    _ => [0; 4].map(|_| self.b.reg(Ty::F32)),
-                };
-                self.own(&op.results);
-                self.b.push(TOp::Mma {
-                    kind: *kind,
-                    d,
-                    a,
-                    b: bb,
-                    c,
-                });
-                self.bind(&op.results, &d);
-            }
+            OpKind::Mma { .. } => self.op_mma(op)?,
             OpKind::FragGet { index } => {
-                let f = self.regs(get(0)?.value().unwrap_or(Value(u32::MAX)))?;
+                let f = self.regs(get(op, 0)?.value().unwrap_or(Value(u32::MAX)))?;
                 let Some(&r) = f.get(usize::from(*index)) else {
                     return bug(self.k, "tile.frag_get index out of range");
                 };
-                single(self, r);
+                self.single(op, r);
             }
-            OpKind::FragMake => {
-                let ty = op
-                    .results
-                    .first()
-                    .map(|&v| self.result_ty(v))
-                    .unwrap_or(Ty::B32);
-                // values are never rewritten while live: a fragment of registers shares them
-                if o.iter().all(|x| x.value().is_none()) {
-                    self.own(&op.results);
-                }
-                let regs: Vec<Reg> = o
-                    .iter()
-                    .map(|&x| match x {
-                        Operand::Value(v) if self.result_ty(v) == ty => self.reg(v),
-                        other => {
-                            let x = self.opnd(other)?;
-                            Ok(self.b.mov(ty, x))
-                        }
-                    })
-                    .collect::<R<_>>()?;
-                self.bind(&op.results, &regs);
-            }
-            OpKind::Shfl { mode, mask } => {
-                let (s, l, c) = (
-                    self.opnd(get(0)?)?,
-                    self.opnd(get(1)?)?,
-                    self.opnd(get(2)?)?,
-                );
-                let dst = self.b.reg(Ty::B32);
-                self.b.push(TOp::Shfl {
-                    mode: *mode,
-                    dst,
-                    src: s,
-                    lane: l,
-                    clamp: c,
-                    mask: *mask,
-                });
-                single(self, dst);
-            }
+            OpKind::FragMake => self.op_frag_make(op)?,
+            OpKind::Shfl { .. } => self.op_shfl(op)?,
             OpKind::ReduceWarp { op: bo, ty } => {
-                let v = self.opnd(get(0)?)?;
+                let v = self.opnd(get(op, 0)?)?;
                 let r = self.b.mov(*ty, v);
                 self.reduce_warp(r, *bo, *ty);
-                single(self, r);
+                self.single(op, r);
             }
             OpKind::ReduceBlock { op: bo, ty } => {
-                let v = self.opnd(get(0)?)?;
-                let (id, _) = self.shared(get(1)?)?;
+                let v = self.opnd(get(op, 0)?)?;
+                let (id, _) = self.shared(get(op, 1)?)?;
                 let r = self.b.mov(*ty, v);
                 let r = self.reduce_block(r, *bo, *ty, id);
-                single(self, r);
+                self.single(op, r);
             }
             OpKind::For { .. } => self.for_loop(op)?,
             OpKind::If => self.if_op(op)?,
             OpKind::Yield => {}
         }
+        Ok(())
+    }
+
+    /// Sets the op's first result to the register `r`.
+    fn single(&mut self, op: &OpData, r: Reg) {
+        if let Some(v) = res(op, 0) {
+            self.set(v, Slot::Reg(r));
+        }
+    }
+
+    fn op_bitcast(&mut self, op: &OpData) -> R<()> {
+        let OpKind::Bitcast { to } = &op.kind else {
+            return Err(Error::NotLowered(format!(
+                "Tile IR: {:?} is not Bitcast",
+                op.kind
+            )));
+        };
+        let a = self.opnd(get(op, 0)?)?;
+        let bits = match to.bits() {
+            16 => Ty::B16,
+            64 => Ty::B64,
+            _ => Ty::B32,
+        };
+        let r = self.b.reg(*to);
+        self.b.push(TOp::Mov {
+            ty: bits,
+            dst: r,
+            src: a,
+        });
+        self.single(op, r);
+        Ok(())
+    }
+
+    fn op_select(&mut self, op: &OpData) -> R<()> {
+        let OpKind::Select { ty } = &op.kind else {
+            return Err(Error::NotLowered(format!(
+                "Tile IR: {:?} is not Select",
+                op.kind
+            )));
+        };
+        let p = self.reg_of(get(op, 0)?, Ty::Pred)?;
+        let (a, c) = (self.opnd(get(op, 1)?)?, self.opnd(get(op, 2)?)?);
+        let r = self.b.selp(*ty, a, c, p);
+        // a select of two global views (`u64`) is a view
+        match res(op, 0).and_then(|v| self.k.ty(v)) {
+            Some(Type::Global(d)) => {
+                let size = d.size_bytes() as i64;
+                if let Some(v) = res(op, 0) {
+                    self.set(v, Slot::View(r, size));
+                }
+            }
+            _ => self.single(op, r),
+        }
+        Ok(())
+    }
+
+    fn op_store(&mut self, op: &OpData) -> R<()> {
+        let o = &op.operands;
+        let OpKind::Store { ty, n } = &op.kind else {
+            return Err(Error::NotLowered(format!(
+                "Tile IR: {:?} is not Store",
+                op.kind
+            )));
+        };
+        let (base, size) = self.view(get(op, 0)?)?;
+        let idx = self.opnd(get(op, 1)?)?;
+        let n = usize::from(*n);
+        let vals: Vec<TOperand> = (0..n)
+            .map(|i| self.opnd(get(op, 2 + i)?))
+            .collect::<R<_>>()?;
+        let mask = match o.get(2 + n) {
+            Some(&m) => Some(self.reg_of(m, Ty::Pred)?),
+            None => None,
+        };
+        let addr = self.b.mad_wide(Ty::U32, idx, imm(size), base);
+        if let Some(m) = mask {
+            self.b.when(m);
+        }
+        self.b.st(Space::Global, *ty, addr, 0, &vals);
+        Ok(())
+    }
+
+    fn op_red_add(&mut self, op: &OpData) -> R<()> {
+        let (base, size) = self.view(get(op, 0)?)?;
+        let idx = self.opnd(get(op, 1)?)?;
+        let val = self.opnd(get(op, 2)?)?;
+        let addr = self.b.mad_wide(Ty::U32, idx, imm(size), base);
+        if op.kind == OpKind::RedAdd {
+            self.b.push(TOp::RedAddF32 { addr, src: val });
+        } else {
+            let dst = self.b.reg(Ty::F32);
+            self.b.push(TOp::AtomAddF32 {
+                dst,
+                addr,
+                src: val,
+            });
+            self.single(op, dst);
+        }
+        Ok(())
+    }
+
+    fn op_copy_async(&mut self, op: &OpData) -> R<()> {
+        let o = &op.operands;
+        let OpKind::CopyAsync { cache, bytes } = &op.kind else {
+            return Err(Error::NotLowered(format!(
+                "Tile IR: {:?} is not CopyAsync",
+                op.kind
+            )));
+        };
+        let dst = self.reg_of(get(op, 0)?, Ty::U32)?;
+        let (base, size) = self.view(get(op, 1)?)?;
+        let idx = self.opnd(get(op, 2)?)?;
+        let mut src_size = None;
+        let mut mask = None;
+        for &extra in o.iter().skip(3) {
+            if self.is_pred(extra) {
+                mask = Some(self.reg_of(extra, Ty::Pred)?);
+            } else {
+                src_size = Some(self.opnd(extra)?);
+            }
+        }
+        let src = match idx {
+            TOperand::Imm(0) => base,
+            idx => self.b.mad_wide(Ty::U32, idx, imm(size), base),
+        };
+        if let Some(m) = mask {
+            self.b.when(m);
+        }
+        self.b.push(TOp::CpAsync {
+            cache: *cache,
+            dst,
+            src,
+            bytes: *bytes,
+            src_size,
+        });
+        Ok(())
+    }
+
+    fn op_mma(&mut self, op: &OpData) -> R<()> {
+        let OpKind::Mma { kind } = &op.kind else {
+            return Err(Error::NotLowered(format!(
+                "Tile IR: {:?} is not Mma",
+                op.kind
+            )));
+        };
+        let a = self.regs(get(op, 0)?.value().unwrap_or(Value(u32::MAX)))?;
+        let bb = self.regs(get(op, 1)?.value().unwrap_or(Value(u32::MAX)))?;
+        let c = self.regs(get(op, 2)?.value().unwrap_or(Value(u32::MAX)))?;
+        let (Ok(a), Ok(bb), Ok(c)) = (
+            <[Reg; 4]>::try_from(a),
+            <[Reg; 2]>::try_from(bb),
+            <[Reg; 4]>::try_from(c),
+        ) else {
+            return bug(self.k, "mma operands are not fragments");
+        };
+        // accumulate in place when the accumulator dies here
+        let d = match get(op, 2)?.value() {
+            Some(cv) if self.consumable(cv) => c,
+            _ => [0; 4].map(|_| self.b.reg(Ty::F32)),
+        };
+        self.own(&op.results);
+        self.b.push(TOp::Mma {
+            kind: *kind,
+            d,
+            a,
+            b: bb,
+            c,
+        });
+        self.bind(&op.results, &d);
+        Ok(())
+    }
+
+    fn op_frag_make(&mut self, op: &OpData) -> R<()> {
+        let o = &op.operands;
+        let ty = op
+            .results
+            .first()
+            .map(|&v| self.result_ty(v))
+            .unwrap_or(Ty::B32);
+        // values are never rewritten while live: a fragment of registers shares them
+        if o.iter().all(|x| x.value().is_none()) {
+            self.own(&op.results);
+        }
+        let regs: Vec<Reg> = o
+            .iter()
+            .map(|&x| match x {
+                Operand::Value(v) if self.result_ty(v) == ty => self.reg(v),
+                other => {
+                    let x = self.opnd(other)?;
+                    Ok(self.b.mov(ty, x))
+                }
+            })
+            .collect::<R<_>>()?;
+        self.bind(&op.results, &regs);
+        Ok(())
+    }
+
+    fn op_shfl(&mut self, op: &OpData) -> R<()> {
+        let OpKind::Shfl { mode, mask } = &op.kind else {
+            return Err(Error::NotLowered(format!(
+                "Tile IR: {:?} is not Shfl",
+                op.kind
+            )));
+        };
+        let (s, l, c) = (
+            self.opnd(get(op, 0)?)?,
+            self.opnd(get(op, 1)?)?,
+            self.opnd(get(op, 2)?)?,
+        );
+        let dst = self.b.reg(Ty::B32);
+        self.b.push(TOp::Shfl {
+            mode: *mode,
+            dst,
+            src: s,
+            lane: l,
+            clamp: c,
+            mask: *mask,
+        });
+        self.single(op, dst);
         Ok(())
     }
 
@@ -675,4 +736,17 @@ impl Cx<'_> {
         self.bind(&op.results, &dsts);
         Ok(())
     }
+}
+
+/// The op's `i`th operand.
+fn get(op: &OpData, i: usize) -> R<Operand> {
+    op.operands
+        .get(i)
+        .copied()
+        .ok_or_else(|| Error::NotLowered(format!("Tile IR: {:?} lacks operand {i}", op.kind)))
+}
+
+/// The op's `i`th result.
+fn res(op: &OpData, i: usize) -> Option<Value> {
+    op.results.get(i).copied()
 }
