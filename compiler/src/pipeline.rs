@@ -93,9 +93,14 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Lowered, Diagn
                 tile::verify(&tk).map_err(|e| internal(&k.name, e.to_string()))?;
                 let lowered = match kernels::build(&program.graph, &tk) {
                     Ok(prog) => {
-                        // the back ends take a checked program only
-                        let checked = tile::check::check(&prog)
-                            .map_err(|e| internal(&k.name, format!("invalid Tile IR: {e}")))?;
+                        // the back ends take a checked program only: the checker runs in
+                        // debug builds (every test); release builds trust the templates
+                        let checked = if cfg!(debug_assertions) {
+                            tile::check::check(&prog)
+                                .map_err(|e| internal(&k.name, format!("invalid Tile IR: {e}")))?
+                        } else {
+                            tile::check::trusted(&prog)
+                        };
                         let mut l = ptx::from_tile::translate(checked);
                         if target.is_spirv() && l.is_ok() {
                             match spirv::translate(checked) {
