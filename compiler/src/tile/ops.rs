@@ -3,7 +3,8 @@
 //! parser and printer and the checker derive from these rows ([`super::opdef`] says how);
 //! the back ends give each op its meaning (`backend/ptx/from_tile`, `backend/spirv`).
 //!
-//! Adding an op: a row here, its translation in each back end, and nothing else.
+//! Adding an op: a row here and nothing else in Tile IR; then its translation in each back end
+//! (a new Target IR instruction also needs its verifier, printer and emulator arms there).
 
 use super::check::types::{packed, wide, Ctx};
 use super::check::CheckError;
