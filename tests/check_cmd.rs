@@ -83,3 +83,23 @@ fn every_script_that_runs_cleanly_checks_cleanly() {
     }
     assert!(checked > 50, "only {checked} scripts checked");
 }
+
+#[test]
+fn a_name_read_inside_a_try_with_a_handler_is_not_reported() {
+    // the script may expect that error and catch it; outside the `try`, or in a `try` with only
+    // `finally`, the same read is reported
+    let text = "try:\n    missing_a\nexcept Exception as e:\n    print(e.code)\n";
+    let (code, stderr) = check(&script("try_caught.tsr", text));
+    assert_eq!(code, 0, "{stderr}");
+    let text = "try:\n    missing_b\nfinally:\n    print(1)\nmissing_c\n";
+    let (code, stderr) = check(&script("try_finally.tsr", text));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("name 'missing_b' is not defined"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("name 'missing_c' is not defined"),
+        "{stderr}"
+    );
+}

@@ -4,7 +4,10 @@
 //! a `for` or comprehension target, a `def` or a parameter, anywhere in the file) and that is
 //! not a global or builtin of the session is E0100, as running it would be. So is an unknown
 //! member of a module the script does not rebind (`op.softmaxx`). Conservative: a name bound
-//! anywhere counts as bound everywhere, so the check never reports what would run.
+//! anywhere counts as bound everywhere, and a name read inside a `try` statement that has an
+//! `except` clause is not reported (the script may expect that error and catch it), so the
+//! check never reports what would run, with one exception: a function, defined outside any
+//! `try`, that reads an unbound name and is only ever called inside one.
 
 use super::{Interp, Value};
 use crate::ast::{Expr, ExprKind, Module, Stmt, StmtKind};
@@ -17,6 +20,8 @@ impl Interp {
     /// The names `module` reads that nothing defines, and unknown members of modules.
     pub fn check_names(&self, module: &Module) -> Vec<Diagnostic> {
         let mut bound: HashSet<Rc<str>> = HashSet::new();
+        // `try` statements with a handler: an error raised inside may be the one it expects
+        let mut guarded: Vec<crate::Span> = Vec::new();
         let mut stmts: Vec<&Stmt> = module.body.iter().collect();
         let mut exprs: Vec<&Expr> = Vec::new();
         while let Some(s) = stmts.pop() {
@@ -26,12 +31,17 @@ impl Interp {
                 }
                 StmtKind::AugAssign { target, .. } => bind(target, &mut bound),
                 StmtKind::For { target, .. } => bind(target, &mut bound),
-                StmtKind::Try { handlers, .. } => bound.extend(
-                    handlers
-                        .iter()
-                        .filter_map(|h| h.name.as_ref())
-                        .map(|n| n.name.clone()),
-                ),
+                StmtKind::Try { handlers, .. } => {
+                    if !handlers.is_empty() {
+                        guarded.push(s.span);
+                    }
+                    bound.extend(
+                        handlers
+                            .iter()
+                            .filter_map(|h| h.name.as_ref())
+                            .map(|n| n.name.clone()),
+                    )
+                }
                 StmtKind::FunctionDef(f) => {
                     bound.insert(f.name.name.clone());
                     bound.extend(f.params.iter().map(|p| p.name.name.clone()));
@@ -60,7 +70,10 @@ impl Interp {
         reads.sort_by_key(|e| (e.span.lo, e.span.hi));
         for e in reads {
             let ExprKind::Name(n) = &e.kind else { continue };
-            if known(n) || !seen.insert(n.clone()) {
+            let caught = guarded
+                .iter()
+                .any(|g| g.file == e.span.file && g.lo <= e.span.lo && e.span.hi <= g.hi);
+            if known(n) || caught || !seen.insert(n.clone()) {
                 continue;
             }
             let mut d = Diagnostic::new(Code::E0100, format!("name '{n}' is not defined"))
