@@ -18,7 +18,19 @@ use std::time::Instant;
 
 /// Scripts whose only cross-check failure is a kernel a generator does not lower yet, at the
 /// end of the script (everything before it is cross-checked): (script, reason).
-const NOT_LOWERED_YET: &[(&str, &str)] = &[];
+const NOT_LOWERED_YET: &[(&str, &str)] = &[(
+    "tests/golden/grad_logsumexp_mid.tsr",
+    "broadcasting [2, 1, 4] to [2, 3, 4]",
+)];
+
+/// Scripts not run here, each with the reason: too slow on the emulator for this test, their
+/// kernels' kinds and dtypes cross-checked by other scripts of the list.
+const TOO_SLOW_ON_EMU: &[(&str, &str)] = &[(
+    "examples/gpt.tsr",
+    "3 training steps of a 2-block GPT take over 300 s on the emulator; its kernels (matmul, \
+     softmax, layernorm, cross_entropy, embedding and their gradients) are those of \
+     examples/train.tsr, grad_check_losses, losses and the attention goldens",
+)];
 
 /// Scripts that show the cpu fallback of the `emu` device on purpose, with a kernel kind that
 /// has no generator: (script, reason).
@@ -147,7 +159,17 @@ fn check(exe: &Path, root: &Path, tsr: &Path, log_dir: &Path, i: usize) -> Resul
 fn every_golden_kernel_agrees_on_cpu_and_emu() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let exe = PathBuf::from(env!("CARGO_BIN_EXE_tessera"));
-    let list = scripts(root);
+    let mut list = scripts(root);
+    for (s, why) in TOO_SLOW_ON_EMU {
+        let before = list.len();
+        list.retain(|p| p.strip_prefix(root).map_or(true, |q| q != Path::new(s)));
+        assert_eq!(
+            list.len() + 1,
+            before,
+            "{s} is listed but is not a golden script that makes a kernel"
+        );
+        println!("{s}: not run ({why})");
+    }
     assert!(
         list.len() >= 20,
         "only {} golden scripts make kernels",
