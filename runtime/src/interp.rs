@@ -9,7 +9,8 @@
 
 use crate::{self as rtm, Code, DType, IndexItem, Operand, RuntimeError, Scalar, Tensor};
 use tessera_compiler::graph::{
-    AttnWrt, Epilogue, FftEmbed, FftKind, FftNorm, Graph, NormKind, Op, SliceItem, ValueId,
+    AttnWrt, ComplexOp, Epilogue, EpilogueStep, FftEmbed, FftKind, FftNorm, Graph, NormKind, Op,
+    SliceItem, ValueId,
 };
 
 /// A computed value: a tensor, or a scalar const (applied as the eager scalar operand).
@@ -365,45 +366,7 @@ fn eval_one(
             b,
             accum,
             epilogue,
-        } => {
-            // a norm prologue first: A normalised as the norm op computes it
-            let (prologue, epilogue) = tessera_compiler::graph::split_steps(epilogue);
-            let mut a = tens(vals, *a)?;
-            if let Some(p) = prologue {
-                let w = p.weight.map(|w| tens(vals, w)).transpose()?;
-                let bias = p.bias.map(|b| tens(vals, b)).transpose()?;
-                a = match p.norm {
-                    NormKind::LayerNorm => rtm::layernorm(&a, w.as_ref(), bias.as_ref(), p.eps)?,
-                    NormKind::RmsNorm => rtm::rmsnorm(&a, w.as_ref(), p.eps)?,
-                };
-            }
-            let mut acc = rtm::matmul(&a, &tens(vals, *b)?, *accum)?;
-            for s in epilogue {
-                acc = match &s.step {
-                    Epilogue::Binary { op, operand } => {
-                        let o = get(vals, *operand)?;
-                        rtm::binary(*op, &acc, o.operand())?
-                    }
-                    Epilogue::Scalar { op, value } => rtm::binary(*op, &acc, *value)?,
-                    Epilogue::Unary(u) => rtm::unary(*u, &acc)?,
-                    Epilogue::Cast(d) => acc.cast(*d)?,
-                    Epilogue::Body { inputs, body } => {
-                        let mut ins = vec![acc];
-                        for x in inputs {
-                            ins.push(tens(vals, *x)?);
-                        }
-                        run_body(body, &ins, captures)?
-                            .into_iter()
-                            .next()
-                            .ok_or_else(|| internal("an epilogue body returned nothing"))?
-                    }
-                    Epilogue::Prologue(_) => {
-                        return Err(internal("a prologue after the first step"))
-                    }
-                };
-            }
-            Val::T(acc)
-        }
+        } => Val::T(matmul_cpu(vals, captures, *a, *b, *accum, epilogue)?),
         Op::Reduce {
             op,
             x,
@@ -433,22 +396,7 @@ fn eval_one(
                 .collect::<Result<Vec<_>, _>>()?;
             Val::T(rtm::concat(&ts, *axis as isize)?)
         }
-        Op::Slice { x, items } => {
-            let items: Vec<IndexItem> = items
-                .iter()
-                .map(|i| match i {
-                    SliceItem::Index(i) => IndexItem::Int(*i),
-                    SliceItem::Range { start, stop, step } => IndexItem::Slice {
-                        start: *start,
-                        stop: *stop,
-                        step: *step,
-                    },
-                    SliceItem::NewAxis => IndexItem::NewAxis,
-                    SliceItem::Ellipsis => IndexItem::Ellipsis,
-                })
-                .collect();
-            Val::T(tens(vals, *x)?.index(&items)?)
-        }
+        Op::Slice { x, items } => Val::T(tens(vals, *x)?.index(&slice_items(items))?),
         Op::Conv { x, w, bias, attrs } => {
             let b = bias.map(|b| tens(vals, b)).transpose()?;
             Val::T(rtm::conv(
@@ -465,54 +413,8 @@ fn eval_one(
             n,
             norm,
             embed,
-        } => {
-            let mut t = tens(vals, *x)?;
-            if *embed != FftEmbed::default() && *kind != FftKind::RealInverse {
-                t = rtm::fft_embed(&t, *axis, *n, embed.lo, embed.step)?;
-            }
-            let norm = match norm {
-                FftNorm::Backward => rtm::FftNorm::Backward,
-                FftNorm::Ortho => rtm::FftNorm::Ortho,
-                FftNorm::Forward => rtm::FftNorm::Forward,
-            };
-            let (n, axis) = (Some(*n as i64), *axis as isize);
-            Val::T(match kind {
-                FftKind::Forward => rtm::fft(&t, n, axis, norm)?,
-                FftKind::Inverse => rtm::ifft(&t, n, axis, norm)?,
-                FftKind::RealForward => rtm::rfft(&t, n, axis, norm)?,
-                FftKind::RealInverse => rtm::irfft(&t, n, axis, norm)?,
-                FftKind::RealInverseAdjoint => rtm::double_interior_bins(
-                    &rtm::rfft(&t, n, axis, norm)?,
-                    axis as usize,
-                    n.unwrap_or(1) as usize,
-                )?,
-            })
-        }
-        Op::Complex { op, a, b } => {
-            use tessera_compiler::graph::ComplexOp as C;
-            Val::T(match (op, b) {
-                (C::Real, None) => rtm::real(&tens(vals, *a)?)?,
-                (C::Imag, None) => rtm::imag(&tens(vals, *a)?)?,
-                (C::Conj, None) => rtm::conj(&tens(vals, *a)?)?,
-                (C::Angle, None) => rtm::angle(&tens(vals, *a)?)?,
-                (C::Abs, None) => rtm::unary(rtm::UnaryOp::Abs, &tens(vals, *a)?)?,
-                (C::Neg, None) => rtm::unary(rtm::UnaryOp::Neg, &tens(vals, *a)?)?,
-                (C::Make, Some(b)) => {
-                    let [x, y] = typed_if_all_consts([get(vals, *a)?, get(vals, *b)?])?;
-                    rtm::complex(x.operand(), y.operand())?
-                }
-                (C::Add | C::Sub | C::Mul, Some(b)) => {
-                    let bop = match op {
-                        C::Add => rtm::BinaryOp::Add,
-                        C::Sub => rtm::BinaryOp::Sub,
-                        _ => rtm::BinaryOp::Mul,
-                    };
-                    let [x, y] = typed_if_all_consts([get(vals, *a)?, get(vals, *b)?])?;
-                    rtm::binary(bop, x.operand(), y.operand())?
-                }
-                _ => return Err(internal("a complex op with the wrong number of operands")),
-            })
-        }
+        } => Val::T(fft_cpu(vals, *x, *kind, *axis, *n, *norm, *embed)?),
+        Op::Complex { op, a, b } => Val::T(complex_cpu(vals, *op, *a, *b)?),
         Op::SpectralMul { x, w, groups } => Val::T(rtm::spectral_mul(
             &tens(vals, *x)?,
             &tens(vals, *w)?,
@@ -579,6 +481,134 @@ fn eval_one(
         Op::FusedElementwise { .. } | Op::FusedReduce { .. } | Op::Result { .. } => {
             return Err(internal("a multi-output op evaluated as one result"))
         }
+    })
+}
+
+/// A matmul with its fused norm prologue and epilogue steps.
+fn matmul_cpu(
+    vals: &[Option<Val>],
+    captures: &[Tensor],
+    a: ValueId,
+    b: ValueId,
+    accum: Option<DType>,
+    epilogue: &[EpilogueStep],
+) -> crate::Result<Tensor> {
+    // a norm prologue first: A normalised as the norm op computes it
+    let (prologue, epilogue) = tessera_compiler::graph::split_steps(epilogue);
+    let mut a = tens(vals, a)?;
+    if let Some(p) = prologue {
+        let w = p.weight.map(|w| tens(vals, w)).transpose()?;
+        let bias = p.bias.map(|b| tens(vals, b)).transpose()?;
+        a = match p.norm {
+            NormKind::LayerNorm => rtm::layernorm(&a, w.as_ref(), bias.as_ref(), p.eps)?,
+            NormKind::RmsNorm => rtm::rmsnorm(&a, w.as_ref(), p.eps)?,
+        };
+    }
+    let mut acc = rtm::matmul(&a, &tens(vals, b)?, accum)?;
+    for s in epilogue {
+        acc = match &s.step {
+            Epilogue::Binary { op, operand } => {
+                let o = get(vals, *operand)?;
+                rtm::binary(*op, &acc, o.operand())?
+            }
+            Epilogue::Scalar { op, value } => rtm::binary(*op, &acc, *value)?,
+            Epilogue::Unary(u) => rtm::unary(*u, &acc)?,
+            Epilogue::Cast(d) => acc.cast(*d)?,
+            Epilogue::Body { inputs, body } => {
+                let mut ins = vec![acc];
+                for x in inputs {
+                    ins.push(tens(vals, *x)?);
+                }
+                run_body(body, &ins, captures)?
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| internal("an epilogue body returned nothing"))?
+            }
+            Epilogue::Prologue(_) => return Err(internal("a prologue after the first step")),
+        };
+    }
+    Ok(acc)
+}
+
+/// Graph IR slice items as the eager indexing's.
+fn slice_items(items: &[SliceItem]) -> Vec<IndexItem> {
+    items
+        .iter()
+        .map(|i| match i {
+            SliceItem::Index(i) => IndexItem::Int(*i),
+            SliceItem::Range { start, stop, step } => IndexItem::Slice {
+                start: *start,
+                stop: *stop,
+                step: *step,
+            },
+            SliceItem::NewAxis => IndexItem::NewAxis,
+            SliceItem::Ellipsis => IndexItem::Ellipsis,
+        })
+        .collect()
+}
+
+/// An FFT along `axis`, its input first embedded in the length-`n` line.
+fn fft_cpu(
+    vals: &[Option<Val>],
+    x: ValueId,
+    kind: FftKind,
+    axis: usize,
+    n: usize,
+    norm: FftNorm,
+    embed: FftEmbed,
+) -> crate::Result<Tensor> {
+    let mut t = tens(vals, x)?;
+    if embed != FftEmbed::default() && kind != FftKind::RealInverse {
+        t = rtm::fft_embed(&t, axis, n, embed.lo, embed.step)?;
+    }
+    let norm = match norm {
+        FftNorm::Backward => rtm::FftNorm::Backward,
+        FftNorm::Ortho => rtm::FftNorm::Ortho,
+        FftNorm::Forward => rtm::FftNorm::Forward,
+    };
+    let (n, axis) = (Some(n as i64), axis as isize);
+    Ok(match kind {
+        FftKind::Forward => rtm::fft(&t, n, axis, norm)?,
+        FftKind::Inverse => rtm::ifft(&t, n, axis, norm)?,
+        FftKind::RealForward => rtm::rfft(&t, n, axis, norm)?,
+        FftKind::RealInverse => rtm::irfft(&t, n, axis, norm)?,
+        FftKind::RealInverseAdjoint => rtm::double_interior_bins(
+            &rtm::rfft(&t, n, axis, norm)?,
+            axis as usize,
+            n.unwrap_or(1) as usize,
+        )?,
+    })
+}
+
+/// An elementwise complex op: unary (`real`, `conj`, …) or binary (`complex(re, im)`, `+`, …).
+fn complex_cpu(
+    vals: &[Option<Val>],
+    op: ComplexOp,
+    a: ValueId,
+    b: Option<ValueId>,
+) -> crate::Result<Tensor> {
+    use tessera_compiler::graph::ComplexOp as C;
+    Ok(match (op, b) {
+        (C::Real, None) => rtm::real(&tens(vals, a)?)?,
+        (C::Imag, None) => rtm::imag(&tens(vals, a)?)?,
+        (C::Conj, None) => rtm::conj(&tens(vals, a)?)?,
+        (C::Angle, None) => rtm::angle(&tens(vals, a)?)?,
+        (C::Abs, None) => rtm::unary(rtm::UnaryOp::Abs, &tens(vals, a)?)?,
+        (C::Neg, None) => rtm::unary(rtm::UnaryOp::Neg, &tens(vals, a)?)?,
+        (C::Make, Some(b)) => {
+            let [x, y] = typed_if_all_consts([get(vals, a)?, get(vals, b)?])?;
+            rtm::complex(x.operand(), y.operand())?
+        }
+        (C::Add | C::Sub | C::Mul, Some(b)) => {
+            let bop = match op {
+                C::Add => rtm::BinaryOp::Add,
+                C::Sub => rtm::BinaryOp::Sub,
+                _ => rtm::BinaryOp::Mul,
+            };
+            let [x, y] = typed_if_all_consts([get(vals, a)?, get(vals, b)?])?;
+            rtm::binary(bop, x.operand(), y.operand())?
+        }
+        _ => return Err(internal("a complex op with the wrong number of operands")),
     })
 }
 

@@ -340,7 +340,6 @@ pub fn estimate(
     let shape = launch_shape(l, index, ptxas_regs)?;
     let occ = occupancy(&spec, shape.threads, shape.regs, shape.smem);
     let op = g.op(k.root)?;
-    let s = &k.schedule;
     // every result the kernel writes (a multi-output fused kernel's several)
     let out_bytes: f64 = g.result_types(k.root).iter().map(tbytes).sum();
     let in_bytes: f64 = k.inputs.iter().filter_map(|v| g.ty(*v)).map(tbytes).sum();
@@ -350,168 +349,22 @@ pub fn estimate(
     let hbm = spec.hbm_gbps * 1e9;
     let need_in_flight = hbm * DRAM_LATENCY_NS * 1e-9 / sms;
     let blocks = shape.blocks.max(1);
+    let c = Ctx {
+        spec: &spec,
+        g,
+        k,
+        op,
+        occ: &occ,
+        out_bytes,
+        min_bytes,
+        sms,
+        bps,
+        blocks,
+    };
     let (flops, bytes, compute_s, in_flight) = match k.kind {
-        Kind::Matmul => {
-            let (batch, m, n, kd) = mnk(g, k).unwrap_or((1.0, 1, 1, 1));
-            let [bm, bn, bk] = s.tile.map(|v| u64::from(v.max(1)));
-            let (norm, steps) = match op {
-                Op::Matmul { epilogue, .. } => crate::graph::split_steps(epilogue),
-                _ => (None, &[][..]),
-            };
-            let epi = steps.len() as f64;
-            // at least one tile each way: an empty matmul is one (idle) wave, not a division
-            // by zero column tiles
-            let tm = m.div_ceil(bm).max(1);
-            let tn = n.div_ceil(bn).max(1);
-            // A norm prologue: every block computes its rows' statistics over K (layernorm:
-            // a sum, then a sum of squared deviations, 4 FLOPs an element; rmsnorm 2) and
-            // normalises each A tile it loads (4 or 2), so each row panel's work is done once
-            // per block of its row, on the CUDA cores.
-            let norm_per_elem = match norm.map(|p| p.norm) {
-                Some(crate::graph::NormKind::LayerNorm) => 8.0,
-                Some(crate::graph::NormKind::RmsNorm) => 4.0,
-                None => 0.0,
-            };
-            let norm_flops = batch * (tn * m * kd) as f64 * norm_per_elem;
-            let flops = 2.0 * batch * (m * n * kd) as f64 + epi * numel(&k.ty) + norm_flops;
-            let (ad, bd) = match op {
-                Op::Matmul { a, b, .. } => (
-                    g.ty(*a).map_or(k.ty.dtype, |t| t.dtype),
-                    g.ty(*b).map_or(k.ty.dtype, |t| t.dtype),
-                ),
-                _ => (k.ty.dtype, k.ty.dtype),
-            };
-            let (sa, sb) = ((ad.size_bytes() as f64), (bd.size_bytes() as f64));
-            let per_batch = tm * tn;
-            // Panels: one A row panel is BM×K, one B column panel K×BN; with a norm prologue
-            // A's panel is read twice (the statistics, then the k loop) and the normalised A
-            // is never written.
-            let a_reads = if norm.is_some() { 2.0 } else { 1.0 };
-            let a_panel = (bm.min(m) * kd) as f64 * sa * a_reads;
-            let b_panel = (kd * bn.min(n)) as f64 * sb;
-            let wave = (f64::from(spec.sm_count) * bps) as u64;
-            let mut panel_bytes = 0.0;
-            let total = per_batch.max(1);
-            let mut start = 0u64;
-            while start < total {
-                let end = (start + wave.max(1)).min(total);
-                let rows = (end - 1) / tn - start / tn + 1;
-                let cols = if rows > 1 { tn } else { end - start };
-                panel_bytes += rows as f64 * a_panel + cols as f64 * b_panel;
-                start = end;
-            }
-            let epi_bytes: f64 = k
-                .inputs
-                .iter()
-                .skip(2)
-                .filter_map(|v| g.ty(*v))
-                .map(tbytes)
-                .sum();
-            let bytes = batch * panel_bytes + out_bytes + epi_bytes;
-            // Compute: the busiest SM's tiles at its share of the peak.
-            let kpad = kd.div_ceil(bk) * bk;
-            let tile_flops = 2.0 * (bm * bn * kpad) as f64;
-            let dt = if s.tensor_cores { ad } else { DType::F32 };
-            let peak_sm = peak(&spec, s.tensor_cores, dt) * 1e12 / sms;
-            let busiest = (blocks as f64 / sms).ceil();
-            let norm_s =
-                busiest * (bm * kd) as f64 * norm_per_elem / (spec.peak_tflops.fp32 * 1e12 / sms);
-            let ideal = busiest * tile_flops / peak_sm;
-            // Pipeline: one k-step of one block at the SM's peak, against the load latency.
-            let t_step = 2.0 * (bm * bn * bk) as f64 / peak_sm;
-            let resident = busiest.min(bps).max(1.0);
-            let lat = DRAM_LATENCY_NS * 1e-9;
-            let round = (resident * t_step).max((lat + t_step) / f64::from(s.stages.max(1)));
-            let eff = (resident * t_step / round).min(1.0);
-            let stage_bytes = ((bm * bk) as f64 * sa + (bk * bn) as f64 * sb)
-                * f64::from(s.stages.saturating_sub(1).max(1));
-            (flops, bytes, ideal / eff + norm_s, resident * stage_bytes)
-        }
-        Kind::FlashAttention => {
-            let (q, kv) = match op {
-                Op::FlashAttention { q, k, .. }
-                | Op::AttentionLse { q, k, .. }
-                | Op::AttentionGrad { q, k, .. } => (g.ty(*q), g.ty(*k)),
-                _ => (None, None),
-            };
-            // multiply-adds per (query, key) pair and head column: the scores and P·V; the
-            // scores alone; dq and dk also recompute dP = dO·Vᵀ
-            let pair_flops = match op {
-                Op::AttentionLse { .. } => 2.0,
-                Op::AttentionGrad {
-                    wrt: AttnWrt::Q | AttnWrt::K,
-                    ..
-                } => 6.0,
-                _ => 4.0,
-            };
-            let (q, kv) = match (q, kv) {
-                (Some(q), Some(kv)) => (q, kv),
-                _ => (&k.ty, &k.ty),
-            };
-            let d = *q.shape.last().unwrap_or(&1) as f64;
-            let sq = q.shape.len().checked_sub(2).map_or(1, |i| q.shape[i]) as f64;
-            let skv = kv.shape.len().checked_sub(2).map_or(1, |i| kv.shape[i]) as f64;
-            let bh = numel(q) / (sq * d).max(1.0);
-            let causal = matches!(
-                op,
-                Op::FlashAttention { causal: true, .. }
-                    | Op::AttentionLse { causal: true, .. }
-                    | Op::AttentionGrad { causal: true, .. }
-            );
-            let flops = pair_flops * bh * sq * skv * d * if causal { 0.5 } else { 1.0 };
-            let q_blocks = (sq / f64::from(s.tile[0].max(1))).ceil();
-            let kv_bytes: f64 = k
-                .inputs
-                .iter()
-                .skip(1)
-                .filter_map(|v| g.ty(*v))
-                .map(tbytes)
-                .sum();
-            let bytes = tbytes(q) + out_bytes + kv_bytes * q_blocks;
-            let peak_sm = spec.peak_tflops.fp32 * 1e12 / sms;
-            let busiest = (blocks as f64 / sms).ceil();
-            let per_block = flops / blocks as f64;
-            let in_flight = f64::from(occ.active_warps) * 32.0 * 4.0;
-            (flops, bytes, busiest * per_block / peak_sm, in_flight)
-        }
-        _ => {
-            let per_elem = flops_per_elem(g, k, op);
-            let work = match k.kind {
-                Kind::Reduce | Kind::Row(_) | Kind::LayerNorm | Kind::RmsNorm => k
-                    .inputs
-                    .first()
-                    .and_then(|v| g.ty(*v))
-                    .map_or(numel(&k.ty), numel),
-                _ => numel(&k.ty),
-            };
-            let flops = per_elem * work;
-            // the implicit-GEMM convolution at the tensor cores' peak for its operands
-            let peak_all = match (k.kind, op) {
-                (Kind::Conv, Op::Conv { x, .. }) if s.tensor_cores => {
-                    peak(&spec, true, g.ty(*x).map_or(DType::BF16, |t| t.dtype)) * 1e12
-                }
-                _ => spec.peak_tflops.fp32 * 1e12,
-            };
-            let waves_exact = blocks as f64 / (sms * bps);
-            let quant = if waves_exact > 0.0 {
-                waves_exact.ceil() / waves_exact
-            } else {
-                1.0
-            };
-            let vec = f64::from(s.vector.max(1));
-            let streams = (k.inputs.len() as f64).max(1.0);
-            let in_flight = f64::from(occ.active_warps)
-                * 32.0
-                * vec
-                * (k.ty.dtype.size_bytes() as f64)
-                * streams;
-            (
-                flops,
-                min_bytes,
-                flops / peak_all * quant.min(2.0),
-                in_flight,
-            )
-        }
+        Kind::Matmul => matmul_cost(&c),
+        Kind::FlashAttention => attention_cost(&c),
+        _ => streaming_cost(&c),
     };
     let mem_eff = (in_flight / need_in_flight).clamp(0.05, 1.0);
     let memory_s = bytes / hbm / mem_eff;
@@ -542,6 +395,226 @@ pub fn estimate(
         blocks,
         waves: blocks as f64 / (sms * bps),
     })
+}
+
+/// What the estimate of one kernel starts from: the target, the kernel and its root op, the
+/// occupancy, the bytes every result and input take, the SM count, the resident blocks per SM
+/// and the blocks launched.
+#[derive(Clone, Copy)]
+struct Ctx<'a> {
+    spec: &'a Spec,
+    g: &'a Graph,
+    k: &'a Kernel,
+    op: &'a Op,
+    occ: &'a Occupancy,
+    out_bytes: f64,
+    min_bytes: f64,
+    sms: f64,
+    bps: f64,
+    blocks: u64,
+}
+
+/// A matmul's `(flops, bytes, compute seconds, bytes in flight)`: its panels read per wave, its
+/// tiles at the SM's peak against the pipeline's load latency.
+fn matmul_cost(c: &Ctx) -> (f64, f64, f64, f64) {
+    let Ctx {
+        spec,
+        g,
+        k,
+        op,
+        out_bytes,
+        sms,
+        bps,
+        blocks,
+        ..
+    } = *c;
+    let s = &k.schedule;
+    let (batch, m, n, kd) = mnk(g, k).unwrap_or((1.0, 1, 1, 1));
+    let [bm, bn, bk] = s.tile.map(|v| u64::from(v.max(1)));
+    let (norm, steps) = match op {
+        Op::Matmul { epilogue, .. } => crate::graph::split_steps(epilogue),
+        _ => (None, &[][..]),
+    };
+    let epi = steps.len() as f64;
+    // at least one tile each way: an empty matmul is one (idle) wave, not a division
+    // by zero column tiles
+    let tm = m.div_ceil(bm).max(1);
+    let tn = n.div_ceil(bn).max(1);
+    // A norm prologue: every block computes its rows' statistics over K (layernorm:
+    // a sum, then a sum of squared deviations, 4 FLOPs an element; rmsnorm 2) and
+    // normalises each A tile it loads (4 or 2), so each row panel's work is done once
+    // per block of its row, on the CUDA cores.
+    let norm_per_elem = match norm.map(|p| p.norm) {
+        Some(crate::graph::NormKind::LayerNorm) => 8.0,
+        Some(crate::graph::NormKind::RmsNorm) => 4.0,
+        None => 0.0,
+    };
+    let norm_flops = batch * (tn * m * kd) as f64 * norm_per_elem;
+    let flops = 2.0 * batch * (m * n * kd) as f64 + epi * numel(&k.ty) + norm_flops;
+    let (ad, bd) = match op {
+        Op::Matmul { a, b, .. } => (
+            g.ty(*a).map_or(k.ty.dtype, |t| t.dtype),
+            g.ty(*b).map_or(k.ty.dtype, |t| t.dtype),
+        ),
+        _ => (k.ty.dtype, k.ty.dtype),
+    };
+    let (sa, sb) = ((ad.size_bytes() as f64), (bd.size_bytes() as f64));
+    let per_batch = tm * tn;
+    // Panels: one A row panel is BM×K, one B column panel K×BN; with a norm prologue
+    // A's panel is read twice (the statistics, then the k loop) and the normalised A
+    // is never written.
+    let a_reads = if norm.is_some() { 2.0 } else { 1.0 };
+    let a_panel = (bm.min(m) * kd) as f64 * sa * a_reads;
+    let b_panel = (kd * bn.min(n)) as f64 * sb;
+    let wave = (f64::from(spec.sm_count) * bps) as u64;
+    let mut panel_bytes = 0.0;
+    let total = per_batch.max(1);
+    let mut start = 0u64;
+    while start < total {
+        let end = (start + wave.max(1)).min(total);
+        let rows = (end - 1) / tn - start / tn + 1;
+        let cols = if rows > 1 { tn } else { end - start };
+        panel_bytes += rows as f64 * a_panel + cols as f64 * b_panel;
+        start = end;
+    }
+    let epi_bytes: f64 = k
+        .inputs
+        .iter()
+        .skip(2)
+        .filter_map(|v| g.ty(*v))
+        .map(tbytes)
+        .sum();
+    let bytes = batch * panel_bytes + out_bytes + epi_bytes;
+    // Compute: the busiest SM's tiles at its share of the peak.
+    let kpad = kd.div_ceil(bk) * bk;
+    let tile_flops = 2.0 * (bm * bn * kpad) as f64;
+    let dt = if s.tensor_cores { ad } else { DType::F32 };
+    let peak_sm = peak(spec, s.tensor_cores, dt) * 1e12 / sms;
+    let busiest = (blocks as f64 / sms).ceil();
+    let norm_s = busiest * (bm * kd) as f64 * norm_per_elem / (spec.peak_tflops.fp32 * 1e12 / sms);
+    let ideal = busiest * tile_flops / peak_sm;
+    // Pipeline: one k-step of one block at the SM's peak, against the load latency.
+    let t_step = 2.0 * (bm * bn * bk) as f64 / peak_sm;
+    let resident = busiest.min(bps).max(1.0);
+    let lat = DRAM_LATENCY_NS * 1e-9;
+    let round = (resident * t_step).max((lat + t_step) / f64::from(s.stages.max(1)));
+    let eff = (resident * t_step / round).min(1.0);
+    let stage_bytes = ((bm * bk) as f64 * sa + (bk * bn) as f64 * sb)
+        * f64::from(s.stages.saturating_sub(1).max(1));
+    (flops, bytes, ideal / eff + norm_s, resident * stage_bytes)
+}
+
+/// A flash attention kernel's `(flops, bytes, compute seconds, bytes in flight)`: K and V read
+/// once per query block.
+fn attention_cost(c: &Ctx) -> (f64, f64, f64, f64) {
+    let Ctx {
+        spec,
+        g,
+        k,
+        op,
+        occ,
+        out_bytes,
+        sms,
+        blocks,
+        ..
+    } = *c;
+    let s = &k.schedule;
+    let (q, kv) = match op {
+        Op::FlashAttention { q, k, .. }
+        | Op::AttentionLse { q, k, .. }
+        | Op::AttentionGrad { q, k, .. } => (g.ty(*q), g.ty(*k)),
+        _ => (None, None),
+    };
+    // multiply-adds per (query, key) pair and head column: the scores and P·V; the
+    // scores alone; dq and dk also recompute dP = dO·Vᵀ
+    let pair_flops = match op {
+        Op::AttentionLse { .. } => 2.0,
+        Op::AttentionGrad {
+            wrt: AttnWrt::Q | AttnWrt::K,
+            ..
+        } => 6.0,
+        _ => 4.0,
+    };
+    let (q, kv) = match (q, kv) {
+        (Some(q), Some(kv)) => (q, kv),
+        _ => (&k.ty, &k.ty),
+    };
+    let d = *q.shape.last().unwrap_or(&1) as f64;
+    let sq = q.shape.len().checked_sub(2).map_or(1, |i| q.shape[i]) as f64;
+    let skv = kv.shape.len().checked_sub(2).map_or(1, |i| kv.shape[i]) as f64;
+    let bh = numel(q) / (sq * d).max(1.0);
+    let causal = matches!(
+        op,
+        Op::FlashAttention { causal: true, .. }
+            | Op::AttentionLse { causal: true, .. }
+            | Op::AttentionGrad { causal: true, .. }
+    );
+    let flops = pair_flops * bh * sq * skv * d * if causal { 0.5 } else { 1.0 };
+    let q_blocks = (sq / f64::from(s.tile[0].max(1))).ceil();
+    let kv_bytes: f64 = k
+        .inputs
+        .iter()
+        .skip(1)
+        .filter_map(|v| g.ty(*v))
+        .map(tbytes)
+        .sum();
+    let bytes = tbytes(q) + out_bytes + kv_bytes * q_blocks;
+    let peak_sm = spec.peak_tflops.fp32 * 1e12 / sms;
+    let busiest = (blocks as f64 / sms).ceil();
+    let per_block = flops / blocks as f64;
+    let in_flight = f64::from(occ.active_warps) * 32.0 * 4.0;
+    (flops, bytes, busiest * per_block / peak_sm, in_flight)
+}
+
+/// Any other kernel's `(flops, bytes, compute seconds, bytes in flight)`: its per-element
+/// arithmetic over the minimum traffic, quantised to whole waves.
+fn streaming_cost(c: &Ctx) -> (f64, f64, f64, f64) {
+    let Ctx {
+        spec,
+        g,
+        k,
+        op,
+        occ,
+        min_bytes,
+        sms,
+        bps,
+        blocks,
+        ..
+    } = *c;
+    let s = &k.schedule;
+    let per_elem = flops_per_elem(g, k, op);
+    let work = match k.kind {
+        Kind::Reduce | Kind::Row(_) | Kind::LayerNorm | Kind::RmsNorm => k
+            .inputs
+            .first()
+            .and_then(|v| g.ty(*v))
+            .map_or(numel(&k.ty), numel),
+        _ => numel(&k.ty),
+    };
+    let flops = per_elem * work;
+    // the implicit-GEMM convolution at the tensor cores' peak for its operands
+    let peak_all = match (k.kind, op) {
+        (Kind::Conv, Op::Conv { x, .. }) if s.tensor_cores => {
+            peak(spec, true, g.ty(*x).map_or(DType::BF16, |t| t.dtype)) * 1e12
+        }
+        _ => spec.peak_tflops.fp32 * 1e12,
+    };
+    let waves_exact = blocks as f64 / (sms * bps);
+    let quant = if waves_exact > 0.0 {
+        waves_exact.ceil() / waves_exact
+    } else {
+        1.0
+    };
+    let vec = f64::from(s.vector.max(1));
+    let streams = (k.inputs.len() as f64).max(1.0);
+    let in_flight =
+        f64::from(occ.active_warps) * 32.0 * vec * (k.ty.dtype.size_bytes() as f64) * streams;
+    (
+        flops,
+        min_bytes,
+        flops / peak_all * quant.min(2.0),
+        in_flight,
+    )
 }
 
 /// The sum of the model latencies of every kernel of `l` (µs): the autotuner's objective.

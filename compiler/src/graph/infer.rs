@@ -2,7 +2,10 @@
 //! They mirror the eager ops (SPEC §4, docs/decisions.md); the verifier checks every op with
 //! them and passes use them to type the ops they build.
 
-use super::{AttnWrt, DType, FftKind, Graph, Op, SliceItem, TensorType, ValueId};
+use super::{
+    AttnWrt, ComplexOp, ConvAttrs, DType, FftKind, Graph, Op, ReduceOp, SliceItem, TensorType,
+    ValueId,
+};
 
 mod steps;
 pub use steps::epilogue_step;
@@ -353,102 +356,51 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
     if let Some(d) = super::ops::def(op) {
         return d.infer(g, op);
     }
-    Ok(match op {
-        Op::Param { .. } | Op::Capture { .. } => declared.clone(),
+    match op {
+        Op::Param { .. } | Op::Capture { .. } => Ok(declared.clone()),
         Op::Const { .. } => {
             if !declared.shape.is_empty() {
                 return Err(TypeError::ConstNot0d);
             }
-            declared.clone()
+            Ok(declared.clone())
         }
         Op::Unary { op, x } => {
             let t = ty(g, *x)?;
-            TensorType::new(t.shape.clone(), op.result_dtype(t.dtype))
+            Ok(TensorType::new(t.shape.clone(), op.result_dtype(t.dtype)))
         }
         Op::Binary { op, a, b } => {
             let (ta, tb) = (ty(g, *a)?, ty(g, *b)?);
-            TensorType::new(
+            Ok(TensorType::new(
                 broadcast(&ta.shape, &tb.shape)?,
                 op.result_dtype(ta.dtype, tb.dtype),
-            )
+            ))
         }
-        Op::Complex { op, a, b } => {
-            let ta = ty(g, *a)?;
-            let tb = match b {
-                Some(b) => Some(ty(g, *b)?),
-                None => None,
-            };
-            if op.binary() != tb.is_some() {
-                return Err(TypeError::Complex);
-            }
-            let d = op
-                .result_dtype(ta.dtype, tb.as_ref().map(|t| t.dtype))
-                .ok_or(TypeError::Complex)?;
-            let shape = match tb {
-                Some(tb) => broadcast(&ta.shape, &tb.shape)?,
-                None => ta.shape.clone(),
-            };
-            TensorType::new(shape, d)
-        }
+        Op::Complex { op, a, b } => complex_type(g, *op, *a, *b),
         Op::Where { cond, a, b } => {
             let (tc, ta, tb) = (ty(g, *cond)?, ty(g, *a)?, ty(g, *b)?);
             let s = broadcast(&tc.shape, &ta.shape)?;
-            TensorType::new(
+            Ok(TensorType::new(
                 broadcast(&s, &tb.shape)?,
                 DType::promote(ta.dtype, tb.dtype),
-            )
+            ))
         }
-        Op::Cast { x } => TensorType::new(ty(g, *x)?.shape.clone(), declared.dtype),
+        Op::Cast { x } => Ok(TensorType::new(ty(g, *x)?.shape.clone(), declared.dtype)),
         Op::Matmul {
             a,
             b,
             accum,
             epilogue,
-        } => steps::matmul_steps(g, *a, *b, *accum, epilogue)?,
+        } => steps::matmul_steps(g, *a, *b, *accum, epilogue),
         Op::Reduce {
             op,
             x,
             axis,
             keepdim,
-        } => {
-            let t = ty(g, *x)?;
-            let shape = match axis {
-                None if *keepdim => vec![1; t.shape.len()],
-                None => vec![],
-                Some(ax) => {
-                    if *ax >= t.shape.len() {
-                        return Err(TypeError::AxisOutOfRange(*ax));
-                    }
-                    let mut s = t.shape.clone();
-                    if *keepdim {
-                        s[*ax] = 1;
-                    } else {
-                        s.remove(*ax);
-                    }
-                    s
-                }
-            };
-            TensorType::new(shape, op.result_dtype(t.dtype))
-        }
+        } => reduce_type(ty(g, *x)?, *op, *axis, *keepdim),
         Op::Row { .. } | Op::LayerNorm { .. } | Op::RmsNorm { .. } => {
-            return Err(TypeError::Undefined(ValueId(0)))
+            Err(TypeError::Undefined(ValueId(0)))
         }
-        Op::Transpose { x, perm } => {
-            let t = ty(g, *x)?;
-            let mut seen = vec![false; t.shape.len()];
-            let mut shape = Vec::with_capacity(perm.len());
-            for &p in perm {
-                match seen.get_mut(p) {
-                    Some(s) if !*s => *s = true,
-                    _ => return Err(TypeError::NotPermutation(perm.clone())),
-                }
-                shape.push(t.shape[p]);
-            }
-            if perm.len() != t.shape.len() {
-                return Err(TypeError::NotPermutation(perm.clone()));
-            }
-            TensorType::new(shape, t.dtype)
-        }
+        Op::Transpose { x, perm } => transpose_type(ty(g, *x)?, perm),
         Op::Reshape { x } => {
             let t = ty(g, *x)?;
             let (n, m): (usize, usize) =
@@ -456,7 +408,7 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             if n != m {
                 return Err(TypeError::Reshape { from: n, to: m });
             }
-            TensorType::new(declared.shape.clone(), t.dtype)
+            Ok(TensorType::new(declared.shape.clone(), t.dtype))
         }
         Op::Broadcast { x } => {
             let t = ty(g, *x)?;
@@ -466,64 +418,15 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
                     to: declared.shape.clone(),
                 });
             }
-            TensorType::new(declared.shape.clone(), t.dtype)
+            Ok(TensorType::new(declared.shape.clone(), t.dtype))
         }
-        Op::Concat { xs, axis } => {
-            let first = ty(g, *xs.first().ok_or(TypeError::EmptyConcat)?)?;
-            let mut shape = first.shape.clone();
-            if *axis >= shape.len() {
-                return Err(TypeError::AxisOutOfRange(*axis));
-            }
-            shape[*axis] = 0;
-            let mut dtype = first.dtype;
-            for x in xs {
-                let t = ty(g, *x)?;
-                let same = t.shape.len() == shape.len()
-                    && t.shape
-                        .iter()
-                        .zip(&first.shape)
-                        .enumerate()
-                        .all(|(i, (a, b))| i == *axis || a == b);
-                if !same {
-                    return Err(TypeError::ConcatShapes);
-                }
-                shape[*axis] += t.shape[*axis];
-                dtype = DType::promote(dtype, t.dtype);
-            }
-            TensorType::new(shape, dtype)
-        }
+        Op::Concat { xs, axis } => concat_type(g, xs, *axis),
         Op::Slice { x, items } => {
             let t = ty(g, *x)?;
-            TensorType::new(slice_shape(&t.shape, items)?, t.dtype)
+            Ok(TensorType::new(slice_shape(&t.shape, items)?, t.dtype))
         }
-        Op::FlashAttention { q, k, v, .. } => {
-            let (tq, tk, tv) = (ty(g, *q)?, ty(g, *k)?, ty(g, *v)?);
-            let split = |t: &TensorType| -> R<(Vec<usize>, usize, usize)> {
-                match t.shape.as_slice() {
-                    [b @ .., s, d] => Ok((b.to_vec(), *s, *d)),
-                    _ => Err(TypeError::AttentionRank),
-                }
-            };
-            let ((qb, sq, dq), (kb, sk, dk), (vb, sv, dv)) = (split(tq)?, split(tk)?, split(tv)?);
-            if dq != dk || sk != sv {
-                return Err(TypeError::AttentionShapes);
-            }
-            let mut shape = broadcast(&broadcast(&qb, &kb)?, &vb)?;
-            shape.extend([sq, dv]);
-            let d = DType::promote(DType::promote(tq.dtype, tk.dtype), tv.dtype);
-            TensorType::new(shape, float_or_f32(d))
-        }
-        Op::AttentionLse { q, k, .. } => {
-            let (tq, tk) = (ty(g, *q)?, ty(g, *k)?);
-            let ((qb, _, dq), (kb, _, dk)) = (attn_split(tq)?, attn_split(tk)?);
-            if dq != dk || qb != kb {
-                return Err(TypeError::AttentionShapes);
-            }
-            let d = DType::promote(tq.dtype, tk.dtype);
-            let mut shape = qb;
-            shape.push(tq.shape[tq.shape.len() - 2]);
-            TensorType::new(shape, if d == DType::F64 { d } else { DType::F32 })
-        }
+        Op::FlashAttention { q, k, v, .. } => attention_type(g, *q, *k, *v),
+        Op::AttentionLse { q, k, .. } => attention_lse_type(g, *q, *k),
         Op::AttentionGrad {
             wrt,
             q,
@@ -533,68 +436,9 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             lse,
             delta,
             ..
-        } => {
-            let (tq, tk, tv, to) = (ty(g, *q)?, ty(g, *k)?, ty(g, *v)?, ty(g, *dout)?);
-            let (qb, sq, dq) = attn_split(tq)?;
-            let (kb, sk, dk) = attn_split(tk)?;
-            let (vb, sv, dv) = attn_split(tv)?;
-            let (ob, so, dov) = attn_split(to)?;
-            if qb != kb || qb != vb || qb != ob || dq != dk || sk != sv || so != sq || dov != dv {
-                return Err(TypeError::AttentionShapes);
-            }
-            let mut rows = qb;
-            rows.push(sq);
-            for t in [ty(g, *lse)?, ty(g, *delta)?] {
-                if t.shape != rows || !t.dtype.is_float() {
-                    return Err(TypeError::AttentionShapes);
-                }
-            }
-            if !to.dtype.is_float() {
-                return Err(TypeError::AttentionShapes);
-            }
-            let of = match wrt {
-                AttnWrt::Q => tq,
-                AttnWrt::K => tk,
-                AttnWrt::V => tv,
-            };
-            TensorType::new(of.shape.clone(), to.dtype)
-        }
-        Op::FusedElementwise { inputs, body } => fused_type(g, inputs, body)?,
-        Op::Conv { x, w, bias, attrs } => {
-            let (tx, tw) = (ty(g, *x)?, ty(g, *w)?);
-            let d = usize::from(attrs.dims);
-            if !(d == 1 || d == 2) || tw.shape.len() != d + 2 {
-                return Err(TypeError::Conv);
-            }
-            let batched = match tx.shape.len() {
-                n if n == d + 2 => true,
-                n if n == d + 1 => false,
-                _ => return Err(TypeError::Conv),
-            };
-            let xs = &tx.shape[usize::from(batched)..];
-            let (cin, cout, g_) = (xs[0], tw.shape[0], attrs.groups);
-            if g_ == 0 || cin % g_ != 0 || cout % g_ != 0 || tw.shape[1] * g_ != cin {
-                return Err(TypeError::Conv);
-            }
-            let mut dtype = DType::promote(tx.dtype, tw.dtype);
-            if let Some(b) = bias {
-                let tb = ty(g, *b)?;
-                if tb.shape != [cout] {
-                    return Err(TypeError::Conv);
-                }
-                dtype = DType::promote(dtype, tb.dtype);
-            }
-            let mut shape = tx.shape[..usize::from(batched)].to_vec();
-            shape.push(cout);
-            for i in 0..d {
-                let sp = 2 - d + i;
-                let o = attrs
-                    .out_len(sp, xs[1 + i], tw.shape[2 + i])
-                    .ok_or(TypeError::Conv)?;
-                shape.push(o);
-            }
-            TensorType::new(shape, float_or_f32(dtype))
-        }
+        } => attention_grad_type(g, *wrt, [*q, *k, *v, *dout], [*lse, *delta]),
+        Op::FusedElementwise { inputs, body } => fused_type(g, inputs, body),
+        Op::Conv { x, w, bias, attrs } => conv_type(g, *x, *w, *bias, attrs),
         Op::Fft {
             x,
             kind,
@@ -602,54 +446,8 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             n,
             embed,
             ..
-        } => {
-            let tx = ty(g, *x)?;
-            if *axis >= tx.shape.len() || *n == 0 || embed.step == 0 {
-                return Err(TypeError::Fft);
-            }
-            let mut shape = tx.shape.clone();
-            let dtype = match kind {
-                FftKind::Forward
-                | FftKind::Inverse
-                | FftKind::RealForward
-                | FftKind::RealInverseAdjoint => {
-                    let real_in =
-                        matches!(kind, FftKind::RealForward | FftKind::RealInverseAdjoint);
-                    if real_in && tx.dtype.is_complex() {
-                        return Err(TypeError::Fft);
-                    }
-                    shape[*axis] = if real_in { n / 2 + 1 } else { *n };
-                    tx.dtype.to_complex()
-                }
-                FftKind::RealInverse => {
-                    if !tx.dtype.is_complex() || tx.shape[*axis] != n / 2 + 1 {
-                        return Err(TypeError::Fft);
-                    }
-                    shape[*axis] = *n;
-                    tx.dtype.real_part()
-                }
-            };
-            TensorType::new(shape, dtype)
-        }
-        Op::SpectralMul { x, w, groups } => {
-            let (tx, tw) = (ty(g, *x)?, ty(g, *w)?);
-            let r = tx.shape.len();
-            let fits = r >= 3
-                && tw.shape.len() == r
-                && tx.dtype.is_complex()
-                && tx.dtype == tw.dtype
-                && *groups > 0
-                && tx.shape[1] % groups == 0
-                && tw.shape[0] % groups == 0
-                && tw.shape[1] * groups == tx.shape[1]
-                && tx.shape[2..] == tw.shape[2..];
-            if !fits {
-                return Err(TypeError::SpectralMul);
-            }
-            let mut shape = tx.shape.clone();
-            shape[1] = tw.shape[0];
-            TensorType::new(shape, tx.dtype)
-        }
+        } => fft_type(ty(g, *x)?, *kind, *axis, *n, embed.step),
+        Op::SpectralMul { x, w, groups } => spectral_mul_type(ty(g, *x)?, ty(g, *w)?, *groups),
         Op::Take { x, index, axis } => {
             let (tx, ti) = (ty(g, *x)?, ty(g, *index)?);
             if !ti.dtype.is_int() || *axis >= tx.shape.len() {
@@ -658,21 +456,10 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             let mut shape = tx.shape[..*axis].to_vec();
             shape.extend(&ti.shape);
             shape.extend(&tx.shape[axis + 1..]);
-            TensorType::new(shape, tx.dtype)
+            Ok(TensorType::new(shape, tx.dtype))
         }
         Op::ScatterAdd { index, src, axis } => {
-            let (ti, ts) = (ty(g, *index)?, ty(g, *src)?);
-            let d = &declared.shape;
-            if !ti.dtype.is_int() || *axis >= d.len() {
-                return Err(TypeError::Take);
-            }
-            let mut want = d[..*axis].to_vec();
-            want.extend(&ti.shape);
-            want.extend(&d[axis + 1..]);
-            if want != ts.shape {
-                return Err(TypeError::Take);
-            }
-            TensorType::new(d.clone(), ts.dtype)
+            scatter_add_type(ty(g, *index)?, ty(g, *src)?, *axis, &declared.shape)
         }
         Op::FusedReduce {
             inputs,
@@ -680,37 +467,283 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             op,
             axis,
             keepdim,
-        } => {
-            let t = &fused_type(g, inputs, body)?;
-            if *axis >= t.shape.len() {
-                return Err(TypeError::AxisOutOfRange(*axis));
+        } => reduce_type(&fused_type(g, inputs, body)?, *op, Some(*axis), *keepdim),
+        Op::Result { of, index } => result_type(g, *of, *index),
+    }
+}
+
+/// An elementwise complex op: unary (`real`, `conj`, …) or binary (`complex(re, im)`).
+fn complex_type(g: &Graph, op: ComplexOp, a: ValueId, b: Option<ValueId>) -> R<TensorType> {
+    let ta = ty(g, a)?;
+    let tb = match b {
+        Some(b) => Some(ty(g, b)?),
+        None => None,
+    };
+    if op.binary() != tb.is_some() {
+        return Err(TypeError::Complex);
+    }
+    let d = op
+        .result_dtype(ta.dtype, tb.as_ref().map(|t| t.dtype))
+        .ok_or(TypeError::Complex)?;
+    let shape = match tb {
+        Some(tb) => broadcast(&ta.shape, &tb.shape)?,
+        None => ta.shape.clone(),
+    };
+    Ok(TensorType::new(shape, d))
+}
+
+/// A reduction of `t` along `axis` (`None`: all of it), or a fused reduction's along its axis.
+fn reduce_type(t: &TensorType, op: ReduceOp, axis: Option<usize>, keepdim: bool) -> R<TensorType> {
+    let shape = match axis {
+        None if keepdim => vec![1; t.shape.len()],
+        None => vec![],
+        Some(ax) => {
+            if ax >= t.shape.len() {
+                return Err(TypeError::AxisOutOfRange(ax));
             }
             let mut s = t.shape.clone();
-            if *keepdim {
-                s[*axis] = 1;
+            if keepdim {
+                s[ax] = 1;
             } else {
-                s.remove(*axis);
+                s.remove(ax);
             }
-            TensorType::new(s, op.result_dtype(t.dtype))
+            s
         }
-        Op::Result { of, index } => match g.op(*of) {
-            Some(Op::FusedElementwise { body, .. } | Op::FusedReduce { body, .. })
-                if *index >= 1 =>
-            {
-                match body.outputs.get(*index) {
-                    Some(o) => ty(body, *o)?.clone(),
-                    None => {
-                        return Err(TypeError::FusedBody(
-                            "a result past the fused body's outputs",
-                        ))
-                    }
-                }
+    };
+    Ok(TensorType::new(shape, op.result_dtype(t.dtype)))
+}
+
+fn transpose_type(t: &TensorType, perm: &[usize]) -> R<TensorType> {
+    let mut seen = vec![false; t.shape.len()];
+    let mut shape = Vec::with_capacity(perm.len());
+    for &p in perm {
+        match seen.get_mut(p) {
+            Some(s) if !*s => *s = true,
+            _ => return Err(TypeError::NotPermutation(perm.to_vec())),
+        }
+        shape.push(t.shape[p]);
+    }
+    if perm.len() != t.shape.len() {
+        return Err(TypeError::NotPermutation(perm.to_vec()));
+    }
+    Ok(TensorType::new(shape, t.dtype))
+}
+
+fn concat_type(g: &Graph, xs: &[ValueId], axis: usize) -> R<TensorType> {
+    let first = ty(g, *xs.first().ok_or(TypeError::EmptyConcat)?)?;
+    let mut shape = first.shape.clone();
+    if axis >= shape.len() {
+        return Err(TypeError::AxisOutOfRange(axis));
+    }
+    shape[axis] = 0;
+    let mut dtype = first.dtype;
+    for x in xs {
+        let t = ty(g, *x)?;
+        let same = t.shape.len() == shape.len()
+            && t.shape
+                .iter()
+                .zip(&first.shape)
+                .enumerate()
+                .all(|(i, (a, b))| i == axis || a == b);
+        if !same {
+            return Err(TypeError::ConcatShapes);
+        }
+        shape[axis] += t.shape[axis];
+        dtype = DType::promote(dtype, t.dtype);
+    }
+    Ok(TensorType::new(shape, dtype))
+}
+
+/// `flash_attention(q, k, v)`: batch dims broadcast, result `[.., sq, dv]`.
+fn attention_type(g: &Graph, q: ValueId, k: ValueId, v: ValueId) -> R<TensorType> {
+    let (tq, tk, tv) = (ty(g, q)?, ty(g, k)?, ty(g, v)?);
+    let split = |t: &TensorType| -> R<(Vec<usize>, usize, usize)> {
+        match t.shape.as_slice() {
+            [b @ .., s, d] => Ok((b.to_vec(), *s, *d)),
+            _ => Err(TypeError::AttentionRank),
+        }
+    };
+    let ((qb, sq, dq), (kb, sk, dk), (vb, sv, dv)) = (split(tq)?, split(tk)?, split(tv)?);
+    if dq != dk || sk != sv {
+        return Err(TypeError::AttentionShapes);
+    }
+    let mut shape = broadcast(&broadcast(&qb, &kb)?, &vb)?;
+    shape.extend([sq, dv]);
+    let d = DType::promote(DType::promote(tq.dtype, tk.dtype), tv.dtype);
+    Ok(TensorType::new(shape, float_or_f32(d)))
+}
+
+/// The row log-sum-exp a flash attention forward keeps for its backward.
+fn attention_lse_type(g: &Graph, q: ValueId, k: ValueId) -> R<TensorType> {
+    let (tq, tk) = (ty(g, q)?, ty(g, k)?);
+    let ((qb, _, dq), (kb, _, dk)) = (attn_split(tq)?, attn_split(tk)?);
+    if dq != dk || qb != kb {
+        return Err(TypeError::AttentionShapes);
+    }
+    let d = DType::promote(tq.dtype, tk.dtype);
+    let mut shape = qb;
+    shape.push(tq.shape[tq.shape.len() - 2]);
+    Ok(TensorType::new(
+        shape,
+        if d == DType::F64 { d } else { DType::F32 },
+    ))
+}
+
+/// One of the flash attention backward's gradients; `qkvo` are `q, k, v, dout` and `rows` the
+/// forward's `lse` and `delta`.
+fn attention_grad_type(
+    g: &Graph,
+    wrt: AttnWrt,
+    qkvo: [ValueId; 4],
+    rows: [ValueId; 2],
+) -> R<TensorType> {
+    let [q, k, v, dout] = qkvo;
+    let [lse, delta] = rows;
+    let (tq, tk, tv, to) = (ty(g, q)?, ty(g, k)?, ty(g, v)?, ty(g, dout)?);
+    let (qb, sq, dq) = attn_split(tq)?;
+    let (kb, sk, dk) = attn_split(tk)?;
+    let (vb, sv, dv) = attn_split(tv)?;
+    let (ob, so, dov) = attn_split(to)?;
+    if qb != kb || qb != vb || qb != ob || dq != dk || sk != sv || so != sq || dov != dv {
+        return Err(TypeError::AttentionShapes);
+    }
+    let mut rows = qb;
+    rows.push(sq);
+    for t in [ty(g, lse)?, ty(g, delta)?] {
+        if t.shape != rows || !t.dtype.is_float() {
+            return Err(TypeError::AttentionShapes);
+        }
+    }
+    if !to.dtype.is_float() {
+        return Err(TypeError::AttentionShapes);
+    }
+    let of = match wrt {
+        AttnWrt::Q => tq,
+        AttnWrt::K => tk,
+        AttnWrt::V => tv,
+    };
+    Ok(TensorType::new(of.shape.clone(), to.dtype))
+}
+
+/// A 1-d or 2-d convolution, batched or not, with optional bias.
+fn conv_type(
+    g: &Graph,
+    x: ValueId,
+    w: ValueId,
+    bias: Option<ValueId>,
+    attrs: &ConvAttrs,
+) -> R<TensorType> {
+    let (tx, tw) = (ty(g, x)?, ty(g, w)?);
+    let d = usize::from(attrs.dims);
+    if !(d == 1 || d == 2) || tw.shape.len() != d + 2 {
+        return Err(TypeError::Conv);
+    }
+    let batched = match tx.shape.len() {
+        n if n == d + 2 => true,
+        n if n == d + 1 => false,
+        _ => return Err(TypeError::Conv),
+    };
+    let xs = &tx.shape[usize::from(batched)..];
+    let (cin, cout, g_) = (xs[0], tw.shape[0], attrs.groups);
+    if g_ == 0 || cin % g_ != 0 || cout % g_ != 0 || tw.shape[1] * g_ != cin {
+        return Err(TypeError::Conv);
+    }
+    let mut dtype = DType::promote(tx.dtype, tw.dtype);
+    if let Some(b) = bias {
+        let tb = ty(g, b)?;
+        if tb.shape != [cout] {
+            return Err(TypeError::Conv);
+        }
+        dtype = DType::promote(dtype, tb.dtype);
+    }
+    let mut shape = tx.shape[..usize::from(batched)].to_vec();
+    shape.push(cout);
+    for i in 0..d {
+        let sp = 2 - d + i;
+        let o = attrs
+            .out_len(sp, xs[1 + i], tw.shape[2 + i])
+            .ok_or(TypeError::Conv)?;
+        shape.push(o);
+    }
+    Ok(TensorType::new(shape, float_or_f32(dtype)))
+}
+
+/// A length-`n` FFT of `tx` along `axis` (`step`: the input embedding's stride).
+fn fft_type(tx: &TensorType, kind: FftKind, axis: usize, n: usize, step: usize) -> R<TensorType> {
+    if axis >= tx.shape.len() || n == 0 || step == 0 {
+        return Err(TypeError::Fft);
+    }
+    let mut shape = tx.shape.clone();
+    let dtype = match kind {
+        FftKind::Forward
+        | FftKind::Inverse
+        | FftKind::RealForward
+        | FftKind::RealInverseAdjoint => {
+            let real_in = matches!(kind, FftKind::RealForward | FftKind::RealInverseAdjoint);
+            if real_in && tx.dtype.is_complex() {
+                return Err(TypeError::Fft);
             }
-            _ => {
-                return Err(TypeError::FusedBody(
-                    "a result (index ≥ 1) of an op that is not a multi-output fused op",
-                ))
+            shape[axis] = if real_in { n / 2 + 1 } else { n };
+            tx.dtype.to_complex()
+        }
+        FftKind::RealInverse => {
+            if !tx.dtype.is_complex() || tx.shape[axis] != n / 2 + 1 {
+                return Err(TypeError::Fft);
             }
-        },
-    })
+            shape[axis] = n;
+            tx.dtype.real_part()
+        }
+    };
+    Ok(TensorType::new(shape, dtype))
+}
+
+/// The per-frequency grouped channel mix of a spectral convolution.
+fn spectral_mul_type(tx: &TensorType, tw: &TensorType, groups: usize) -> R<TensorType> {
+    let r = tx.shape.len();
+    let fits = r >= 3
+        && tw.shape.len() == r
+        && tx.dtype.is_complex()
+        && tx.dtype == tw.dtype
+        && groups > 0
+        && tx.shape[1].is_multiple_of(groups)
+        && tw.shape[0].is_multiple_of(groups)
+        && tw.shape[1] * groups == tx.shape[1]
+        && tx.shape[2..] == tw.shape[2..];
+    if !fits {
+        return Err(TypeError::SpectralMul);
+    }
+    let mut shape = tx.shape.clone();
+    shape[1] = tw.shape[0];
+    Ok(TensorType::new(shape, tx.dtype))
+}
+
+/// `scatter_add` into a tensor of the declared shape `d`.
+fn scatter_add_type(ti: &TensorType, ts: &TensorType, axis: usize, d: &[usize]) -> R<TensorType> {
+    if !ti.dtype.is_int() || axis >= d.len() {
+        return Err(TypeError::Take);
+    }
+    let mut want = d[..axis].to_vec();
+    want.extend(&ti.shape);
+    want.extend(&d[axis + 1..]);
+    if want != ts.shape {
+        return Err(TypeError::Take);
+    }
+    Ok(TensorType::new(d.to_vec(), ts.dtype))
+}
+
+/// Result `index` (≥ 1) of a multi-output fused op `of`.
+fn result_type(g: &Graph, of: ValueId, index: usize) -> R<TensorType> {
+    match g.op(of) {
+        Some(Op::FusedElementwise { body, .. } | Op::FusedReduce { body, .. }) if index >= 1 => {
+            match body.outputs.get(index) {
+                Some(o) => Ok(ty(body, *o)?.clone()),
+                None => Err(TypeError::FusedBody(
+                    "a result past the fused body's outputs",
+                )),
+            }
+        }
+        _ => Err(TypeError::FusedBody(
+            "a result (index ≥ 1) of an op that is not a multi-output fused op",
+        )),
+    }
 }
