@@ -40,6 +40,14 @@ pub(super) fn install(it: &mut Interp) {
         it.set_builtin(t.name(), Value::Type(t));
     }
     it.set_builtin("range", Value::Type(TypeKind::Range));
+    install_print(it);
+    install_introspection(it);
+    install_numeric(it);
+    install_iteration(it);
+}
+
+/// `print`, the one builtin that writes.
+fn install_print(it: &mut Interp) {
     it.set_builtin(
         "print",
         Value::native(
@@ -99,6 +107,10 @@ pub(super) fn install(it: &mut Interp) {
             Ok(Value::None)
         }),
     );
+}
+
+/// `len repr isinstance`: what a value is and how it reads.
+fn install_introspection(it: &mut Interp) {
     it.set_builtin(
         "len",
         Value::native("len", "len(x)", |_, args| {
@@ -140,6 +152,51 @@ pub(super) fn install(it: &mut Interp) {
             Ok(Value::Str(it.text_of(&a, false)?.into()))
         }),
     );
+    it.set_builtin(
+        "isinstance",
+        Value::native("isinstance", "isinstance(x, type_or_tuple)", |_, args| {
+            let a = args.bind("isinstance", &["obj", "classinfo"], &[])?;
+            let mut a = a.into_iter().flatten();
+            let (Some(x), Some(t)) = (a.next(), a.next()) else {
+                return Ok(Value::None);
+            };
+            let types: Vec<Value> = match &t.value {
+                Value::Tuple(ts) => ts.as_ref().clone(),
+                other => vec![other.clone()],
+            };
+            let mut result = false;
+            for ty in types {
+                match ty {
+                    Value::Type(k) => {
+                        result |= type_of(&x.value) == k
+                            || (k == TypeKind::Int && matches!(x.value, Value::Bool(_)));
+                    }
+                    // `Exception` and `set` are not `Value::Type`s but are classes to Python
+                    Value::Host(_) if ty.downcast::<super::exc::ExceptionType>().is_some() => {
+                        result |= x.value.downcast::<super::exc::ErrorValue>().is_some();
+                    }
+                    Value::Native(n) if &*n.name == "set" => {
+                        result |= x.value.downcast::<super::pyset::SetObj>().is_some();
+                    }
+                    other => {
+                        return Err(Diagnostic::new(
+                            Code::E0101,
+                            format!(
+                                "isinstance() arg 2 must be a type or tuple of types, not {}",
+                                other.type_name()
+                            ),
+                        )
+                        .at(t.span))
+                    }
+                }
+            }
+            Ok(Value::Bool(result))
+        }),
+    );
+}
+
+/// `abs min max sum round`.
+fn install_numeric(it: &mut Interp) {
     it.set_builtin(
         "abs",
         Value::native("abs", "abs(x)", |it, args| {
@@ -208,46 +265,78 @@ pub(super) fn install(it: &mut Interp) {
         }),
     );
     it.set_builtin(
-        "isinstance",
-        Value::native("isinstance", "isinstance(x, type_or_tuple)", |_, args| {
-            let a = args.bind("isinstance", &["obj", "classinfo"], &[])?;
-            let mut a = a.into_iter().flatten();
-            let (Some(x), Some(t)) = (a.next(), a.next()) else {
+        "round",
+        Value::native("round", "round(x, ndigits=None)", |_, args| {
+            let a = args.bind("round", &["number"], &["ndigits"])?;
+            let mut a = a.into_iter();
+            let Some(Some(x)) = a.next() else {
                 return Ok(Value::None);
             };
-            let types: Vec<Value> = match &t.value {
-                Value::Tuple(ts) => ts.as_ref().clone(),
-                other => vec![other.clone()],
+            let nd = match a.next().flatten() {
+                Some(n) if !matches!(n.value, Value::None) => {
+                    Some(int_arg(&n.value, "round").map_err(|d| d.at(n.span))?)
+                }
+                _ => None,
             };
-            let mut result = false;
-            for ty in types {
-                match ty {
-                    Value::Type(k) => {
-                        result |= type_of(&x.value) == k
-                            || (k == TypeKind::Int && matches!(x.value, Value::Bool(_)));
-                    }
-                    // `Exception` and `set` are not `Value::Type`s but are classes to Python
-                    Value::Host(_) if ty.downcast::<super::exc::ExceptionType>().is_some() => {
-                        result |= x.value.downcast::<super::exc::ErrorValue>().is_some();
-                    }
-                    Value::Native(n) if &*n.name == "set" => {
-                        result |= x.value.downcast::<super::pyset::SetObj>().is_some();
-                    }
-                    other => {
+            match (&x.value, nd) {
+                (Value::Int(i), Some(n)) if n < 0 => match round_int(*i, n) {
+                    Some(r) => Ok(Value::Int(r)),
+                    None => Err(Diagnostic::new(
+                        Code::E0500,
+                        format!("round({i}, {n}) does not fit in a 64-bit int"),
+                    )
+                    .at(x.span)),
+                },
+                (Value::Int(i), _) => Ok(Value::Int(*i)),
+                (Value::Bool(b), _) => Ok(Value::Int(i64::from(*b))),
+                (Value::Float(f), None) => {
+                    if !f.is_finite() {
                         return Err(Diagnostic::new(
-                            Code::E0101,
+                            Code::E0500,
                             format!(
-                                "isinstance() arg 2 must be a type or tuple of types, not {}",
-                                other.type_name()
+                                "cannot convert float {} to integer",
+                                super::format::float_repr(*f)
                             ),
                         )
-                        .at(t.span))
+                        .at(x.span));
+                    }
+                    let r = f.round_ties_even();
+                    if !(-(2f64.powi(63))..2f64.powi(63)).contains(&r) {
+                        return Err(Diagnostic::new(
+                            Code::E0500,
+                            format!(
+                                "round({}) does not fit in a 64-bit int",
+                                super::format::float_repr(*f)
+                            ),
+                        )
+                        .at(x.span)
+                        .with_help("pass `ndigits` (`round(x, 0)`) to keep a float"));
+                    }
+                    Ok(Value::Int(r as i64))
+                }
+                (Value::Float(f), Some(n)) => {
+                    // Round through the decimal text, as Python does (correctly rounded).
+                    let n = n.clamp(-300, 300);
+                    if n >= 0 {
+                        let s = format!("{:.*}", n as usize, f);
+                        Ok(Value::Float(s.parse().unwrap_or(*f)))
+                    } else {
+                        let p = 10f64.powi((-n) as i32);
+                        Ok(Value::Float((f / p).round_ties_even() * p))
                     }
                 }
+                (other, _) => Err(Diagnostic::new(
+                    Code::E0101,
+                    format!("type {} doesn't define __round__", other.type_name()),
+                )
+                .at(x.span)),
             }
-            Ok(Value::Bool(result))
         }),
     );
+}
+
+/// `sorted reversed enumerate zip any all`: builtins over an iterable.
+fn install_iteration(it: &mut Interp) {
     it.set_builtin(
         "sorted",
         Value::native("sorted", "sorted(iterable, reverse=False)", |it, args| {
@@ -343,75 +432,6 @@ pub(super) fn install(it: &mut Interp) {
                 }
             }
             Ok(Value::Bool(true))
-        }),
-    );
-    it.set_builtin(
-        "round",
-        Value::native("round", "round(x, ndigits=None)", |_, args| {
-            let a = args.bind("round", &["number"], &["ndigits"])?;
-            let mut a = a.into_iter();
-            let Some(Some(x)) = a.next() else {
-                return Ok(Value::None);
-            };
-            let nd = match a.next().flatten() {
-                Some(n) if !matches!(n.value, Value::None) => {
-                    Some(int_arg(&n.value, "round").map_err(|d| d.at(n.span))?)
-                }
-                _ => None,
-            };
-            match (&x.value, nd) {
-                (Value::Int(i), Some(n)) if n < 0 => match round_int(*i, n) {
-                    Some(r) => Ok(Value::Int(r)),
-                    None => Err(Diagnostic::new(
-                        Code::E0500,
-                        format!("round({i}, {n}) does not fit in a 64-bit int"),
-                    )
-                    .at(x.span)),
-                },
-                (Value::Int(i), _) => Ok(Value::Int(*i)),
-                (Value::Bool(b), _) => Ok(Value::Int(i64::from(*b))),
-                (Value::Float(f), None) => {
-                    if !f.is_finite() {
-                        return Err(Diagnostic::new(
-                            Code::E0500,
-                            format!(
-                                "cannot convert float {} to integer",
-                                super::format::float_repr(*f)
-                            ),
-                        )
-                        .at(x.span));
-                    }
-                    let r = f.round_ties_even();
-                    if !(-(2f64.powi(63))..2f64.powi(63)).contains(&r) {
-                        return Err(Diagnostic::new(
-                            Code::E0500,
-                            format!(
-                                "round({}) does not fit in a 64-bit int",
-                                super::format::float_repr(*f)
-                            ),
-                        )
-                        .at(x.span)
-                        .with_help("pass `ndigits` (`round(x, 0)`) to keep a float"));
-                    }
-                    Ok(Value::Int(r as i64))
-                }
-                (Value::Float(f), Some(n)) => {
-                    // Round through the decimal text, as Python does (correctly rounded).
-                    let n = n.clamp(-300, 300);
-                    if n >= 0 {
-                        let s = format!("{:.*}", n as usize, f);
-                        Ok(Value::Float(s.parse().unwrap_or(*f)))
-                    } else {
-                        let p = 10f64.powi((-n) as i32);
-                        Ok(Value::Float((f / p).round_ties_even() * p))
-                    }
-                }
-                (other, _) => Err(Diagnostic::new(
-                    Code::E0101,
-                    format!("type {} doesn't define __round__", other.type_name()),
-                )
-                .at(x.span)),
-            }
         }),
     );
 }
