@@ -538,10 +538,11 @@ fn wellformed_scripts_run_under_ulimit_v_and_a_timeout() {
         let name = format!("wf{k}.tsr");
         let file = dir.join(&name);
         std::fs::write(&file, src).expect("write case");
-        // 180 s: a well-formed mutation may be real work for a debug build (a shape given
-        // 100000 rows made a bf16 [100000, 512] @ [512, 256] profile take 94 s on 2 cores)
+        // 600 s: a well-formed mutation may be real work for a debug build (a shape given
+        // 100000 rows makes a bf16 [100000, 512] @ [512, 256] profile take 94 s alone on 2
+        // cores, over 180 s beside the other tests)
         let script = format!(
-            "ulimit -v 3000000 && exec timeout -s KILL 180 '{exe}' run '{}'",
+            "ulimit -v 3000000 && exec timeout -s KILL 600 '{exe}' run '{}'",
             file.display()
         );
         let out = Command::new("sh")
