@@ -51,17 +51,17 @@ pub fn description_problems() -> Result<Vec<String>, String> {
         for x in help::members(&interp, m) {
             if x.description.is_none() {
                 problems.push(format!(
-                    "{} has no description in stdlib/src/help_text.rs",
+                    "{} has no description in stdlib/src/help_text/",
                     x.path
                 ));
             }
             seen.push(x.path);
         }
     }
-    for (p, _) in tessera_stdlib::help_text::DESCRIPTIONS {
+    for (p, _) in tessera_stdlib::help_text::descriptions() {
         if !seen.iter().any(|s| s == p) {
             problems.push(format!(
-                "stdlib/src/help_text.rs describes {p}, which is not a member"
+                "stdlib/src/help_text/ describes {p}, which is not a member"
             ));
         }
     }

@@ -4,10 +4,10 @@
 //!
 //! A member's signature is the one its native function carries (for `op.` functions, the op
 //! table's row, which also binds the arguments); its description is a line of
-//! [`crate::help_text::DESCRIPTIONS`]. The guide's tests fail when a member has no description
+//! [`crate::help_text::descriptions`]. The guide's tests fail when a member has no description
 //! or a description names no member.
 
-use crate::help_text::DESCRIPTIONS;
+use crate::help_text::descriptions;
 use tessera_lang::diag::Diagnostic;
 use tessera_lang::eval::{CallArgs, Interp, Value};
 
@@ -37,10 +37,7 @@ pub fn describe(path: &str) -> Option<&'static str> {
     if let Some(f) = row {
         return Some(f.row().help);
     }
-    DESCRIPTIONS
-        .iter()
-        .find(|(p, _)| *p == path)
-        .map(|(_, d)| *d)
+    descriptions().find(|(p, _)| *p == path).map(|(_, d)| *d)
 }
 
 /// A native function's signature as `help` shows it (`name(...)` when its doc has none).
