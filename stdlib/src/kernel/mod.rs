@@ -454,12 +454,12 @@ pub(crate) fn run_compiled(
         };
         let run = devices::Run::Check { checked, keep };
         let outs = devices::run_device(session, it, c, inputs, run);
-        // A profiled run still gets its rows: on emu the checked launches recorded their
-        // counters; elsewhere the call runs again as the profiler times it (the
-        // cross-check is a testing aid; it costs a second run).
+        // A profiled run still gets its rows: on emu checked by the emulator the checked
+        // launches recorded their counters; elsewhere the call runs again as the profiler
+        // times it (the cross-check is a testing aid; it costs a second run).
         match outs {
-            Ok(outs) if profiling && on_emu => Ok(outs),
-            Ok(_) if profiling && on_cuda => {
+            Ok(outs) if profiling && on_emu && keep == Keep::Checked => Ok(outs),
+            Ok(_) if profiling && (on_cuda || on_emu) => {
                 devices::run_device(session, it, c, inputs, devices::Run::Device)
             }
             Ok(_) if profiling => crate::profile::run_cpu(session, c, inputs, &it.sources),
