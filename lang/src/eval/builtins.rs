@@ -3,6 +3,7 @@
 
 use super::args::CallArgs;
 use super::ops::order;
+use super::textfile::TextFile;
 use super::value::{range_len, TypeKind, Value};
 use super::Interp;
 use crate::diag::{Code, Diagnostic};
@@ -52,11 +53,12 @@ fn install_print(it: &mut Interp) {
         "print",
         Value::native(
             "print",
-            "print(*args, sep=' ', end='\\n', flush=False)",
+            "print(*args, sep=' ', end='\\n', file=None, flush=False)",
             |it, args| {
             let mut sep = " ".to_string();
             let mut end = "\n".to_string();
             let mut flush = false;
+            let mut file = None;
             for (k, v, s) in &args.keywords {
                 match (&**k, v) {
                     ("sep" | "end" | "file", Value::None) => {}
@@ -71,16 +73,19 @@ fn install_print(it: &mut Interp) {
                     }
                     // As in Python, any value: its truth decides.
                     ("flush", v) => flush = it.truthy(v, *s)?,
+                    ("file", v @ Value::Host(_)) if v.downcast::<TextFile>().is_some() => {
+                        file = Some((v.clone(), *s));
+                    }
                     ("file", other) => {
                         return Err(Diagnostic::new(
                             Code::E0101,
                             format!(
-                                "print() writes to the standard output only: file={} is not supported",
+                                "print() writes to the standard output or to a file from open(): file={} is not supported",
                                 other.type_name()
                             ),
                         )
                         .at(*s)
-                        .with_help("leave `file` out (or None)"))
+                        .with_help("leave `file` out (or None), or pass a file: open(path, \"w\")"))
                     }
                     _ => {
                         return Err(Diagnostic::new(
@@ -100,6 +105,15 @@ fn install_print(it: &mut Interp) {
                 out.push_str(&it.text_of(v, true).map_err(|d| d.at(*span))?);
             }
             out.push_str(&end);
+            if let Some((f, span)) = file {
+                if let Some(f) = f.downcast::<TextFile>() {
+                    f.write_str(&out).map_err(|d| d.or_at(span))?;
+                    if flush {
+                        f.flush().map_err(|d| d.or_at(span))?;
+                    }
+                }
+                return Ok(Value::None);
+            }
             it.write_out(&out);
             if flush {
                 it.flush_out();

@@ -168,6 +168,36 @@ impl TextFile {
         }
     }
 
+    /// Writes `text` (`f.write(s)`, `print(..., file=f)`).
+    pub fn write_str(&self, text: &str) -> Result<(), Diagnostic> {
+        let mut st = self.state.borrow_mut();
+        match &mut *st {
+            State::Writing(w) => w.write_all(text.as_bytes()).map_err(|e| {
+                Diagnostic::new(Code::E0500, format!("cannot write {:?}: {e}", self.path))
+            }),
+            State::Reading(..) => Err(Diagnostic::new(
+                Code::E0500,
+                format!(
+                    "write: {:?} was opened with mode \"r\", not for writing",
+                    self.path
+                ),
+            )
+            .with_help("open(path, \"w\") writes, open(path, \"a\") appends")),
+            State::Closed => Err(self.closed()),
+        }
+    }
+
+    /// Pushes what was written to the file (`print(..., file=f, flush=True)`).
+    pub fn flush(&self) -> Result<(), Diagnostic> {
+        match &mut *self.state.borrow_mut() {
+            State::Writing(w) => w.flush().map_err(|e| {
+                Diagnostic::new(Code::E0500, format!("cannot write {:?}: {e}", self.path))
+            }),
+            State::Reading(..) => Ok(()),
+            State::Closed => Err(self.closed()),
+        }
+    }
+
     fn close(&self) -> Result<(), Diagnostic> {
         let old = std::mem::replace(&mut *self.state.borrow_mut(), State::Closed);
         if let State::Writing(mut w) = old {
@@ -276,27 +306,8 @@ impl TextFile {
                     .at(s.span)
                     .with_help("convert it first: f.write(str(x))"));
                 };
-                let mut st = self.state.borrow_mut();
-                match &mut *st {
-                    State::Writing(w) => {
-                        w.write_all(text.as_bytes()).map_err(|e| {
-                            Diagnostic::new(
-                                Code::E0500,
-                                format!("cannot write {:?}: {e}", self.path),
-                            )
-                        })?;
-                        Ok(Value::Int(text.chars().count() as i64))
-                    }
-                    State::Reading(..) => Err(Diagnostic::new(
-                        Code::E0500,
-                        format!(
-                            "write: {:?} was opened with mode \"r\", not for writing",
-                            self.path
-                        ),
-                    )
-                    .with_help("open(path, \"w\") writes, open(path, \"a\") appends")),
-                    State::Closed => Err(self.closed()),
-                }
+                self.write_str(text)?;
+                Ok(Value::Int(text.chars().count() as i64))
             }
             "close" => {
                 args.bind(&fname, &[], &[])?;
