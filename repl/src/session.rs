@@ -188,8 +188,9 @@ impl Session {
         self.execution_count += 1;
         let name = format!("<cell {}>", self.execution_count);
         let file = self.interp.sources.add(name, cell.to_string());
-        let outcome = match command_line(cell) {
-            Some(line) => match crate::commands::run(self, cell, file, line.clone()) {
+        let outcome = match (cell_magic(cell), command_line(cell)) {
+            (Some(rest), _) => self.time_cell(&rest, file),
+            (None, Some(line)) => match crate::commands::run(self, cell, file, line.clone()) {
                 Ok(crate::commands::After::Quit) => CellOutcome::Quit,
                 Ok(crate::commands::After::Continue) => {
                     // the rest of the cell: the same text with everything up to the end of the
@@ -205,7 +206,7 @@ impl Session {
                 }
                 Err(d) => self.error(&d),
             },
-            None => self.run_code(cell, file),
+            (None, None) => self.run_code(cell, file),
         };
         self.interp.interrupt.store(false, Ordering::SeqCst);
         outcome
@@ -226,6 +227,29 @@ impl Session {
         }
     }
 
+    /// `%%time` (IPython's cell magic): runs the rest of the cell once, then shows its wall
+    /// time and, after it, the value of a trailing expression (an error shows only the error).
+    fn time_cell(&mut self, text: &str, file: FileId) -> CellOutcome {
+        let module = match parse::parse_module(text, file) {
+            Err(diags) => return self.error(&diags[0]),
+            Ok(m) => m,
+        };
+        let t = std::time::Instant::now();
+        let r = match self.interp.exec_module(&module) {
+            Ok(r) => r,
+            Err(d) => return self.error(&d),
+        };
+        let wall = t.elapsed();
+        self.emit(Output::Display(crate::render::message(format!(
+            "Wall time: {}",
+            crate::commands::fmt_sig3(wall.as_secs_f64())
+        ))));
+        if let Some(v) = r.filter(|v| !matches!(v, Value::None)) {
+            self.emit(Output::Result(rich_value(&v)));
+        }
+        CellOutcome::Ok
+    }
+
     /// The outcome of a failed cell: `Interrupted` for the interrupt's error, else `Error` with
     /// the rendered diagnostic.
     pub(crate) fn error(&self, d: &Diagnostic) -> CellOutcome {
@@ -243,6 +267,15 @@ impl Session {
     /// Whether `code` is a complete cell; an incomplete one gets the indentation its next line
     /// should have (one level deeper after a line ending in `:`).
     pub fn is_complete(&self, code: &str) -> IsComplete {
+        if let Some(rest) = cell_magic(code) {
+            // `%%time` alone opens the cell: its body follows
+            if rest.trim().is_empty() {
+                return IsComplete::Incomplete {
+                    indent: String::new(),
+                };
+            }
+            return self.is_complete(&rest);
+        }
         if command_line(code).is_some() {
             return IsComplete::Complete;
         }
@@ -409,6 +442,20 @@ impl Session {
             }
         }
     }
+}
+
+/// A cell whose first non-blank line is `%%time`: the cell with that line blanked (spans stay
+/// offsets into the cell).
+pub(crate) fn cell_magic(cell: &str) -> Option<String> {
+    let start = cell.len() - cell.trim_start().len();
+    let first = cell[start..].split('\n').next()?;
+    if first.trim_end() != "%%time" {
+        return None;
+    }
+    let end = start + first.len();
+    let mut rest = cell[..end].replace(|c: char| c != '\n', " ");
+    rest.push_str(&cell[end..]);
+    Some(rest)
 }
 
 /// The byte range of the command line when the cell's first non-blank line starts with `:`.

@@ -342,6 +342,41 @@ fn time_runs_once_and_shows_the_value() {
 }
 
 #[test]
+fn time_cell_magic_runs_the_cell_once() {
+    let (mut s, got) = session();
+    ok(&mut s, &got, "calls = [0]\n");
+    // IPython's %%time: the rest of the cell runs once; its prints, then the wall time, then
+    // the trailing expression's value
+    let outs = ok(
+        &mut s,
+        &got,
+        "%%time\ncalls[0] += 1\nprint('body')\ncalls[0] * 10\n",
+    );
+    match outs.as_slice() {
+        [Output::Stdout(p), Output::Display(t), Output::Result(v)] => {
+            assert_eq!(p, "body\n");
+            let words: Vec<&str> = t.text.split_whitespace().collect();
+            assert_eq!(words[..2], ["Wall", "time:"], "{}", t.text);
+            assert!(words[2].parse::<f64>().is_ok(), "{}", t.text);
+            assert_eq!(v.text, "10");
+        }
+        other => panic!("expected the print, a time and a value, got {other:?}"),
+    }
+    assert_eq!(value(&mut s, &got, "calls[0]"), "1");
+    // an error in the body keeps its line in the cell (line 3) and the session's state
+    let (code, _, rendered) = err(&mut s, &got, "%%time\ncalls[0] += 1\nnope + 1\n");
+    assert_eq!(code, "E0100");
+    assert!(rendered.contains(":3:"), "{rendered}");
+    assert_eq!(value(&mut s, &got, "calls[0]"), "2");
+    // `%%time` alone opens a cell whose body follows
+    assert!(matches!(
+        s.is_complete("%%time\n"),
+        IsComplete::Incomplete { .. }
+    ));
+    assert_eq!(s.is_complete("%%time\nx = 1\n"), IsComplete::Complete);
+}
+
+#[test]
 fn timeit_repeats_and_reports_mean_and_std() {
     let (mut s, got) = session();
     ok(
