@@ -1,17 +1,14 @@
 //! The cpu's FlashAttention backward pieces (`graph.grad` of `op.flash_attention`): the
 //! scores' row log-sum-exp and each operand's gradient given it. Like the GPU kernels they
-//! recompute the probabilities from the log-sum-exp, here in blocks of [`BLOCK`] query rows
-//! with the fast matmul (a block's `[BLOCK, sk]` scores at a time, never `sq × sk`), in fp32
-//! (fp64 for fp64 operands), rounding once to the result dtype. Operands share their batch
-//! dims (the derivative broadcasts them first); `[..., sq, dq]`, `[..., sk, dq]`, `[..., sk, dv]`.
+//! recompute the probabilities from the log-sum-exp, never holding `sq × sk` scores: the
+//! log-sum-exp and the gradients one query row at a time per head, heads in parallel
+//! ([`lse_direct`], [`grad_direct`]). In fp32 (fp64 for fp64
+//! operands), rounding once to the result dtype. Operands share their batch dims (the
+//! derivative broadcasts them first); `[..., sq, dq]`, `[..., sk, dq]`, `[..., sk, dv]`.
 
 use crate::dtype::DType;
 use crate::error::{Result, RuntimeError};
 use crate::memory;
-use crate::ops::elementwise::{binary, unary, where_, BinaryOp, UnaryOp};
-use crate::ops::matmul::matmul;
-use crate::ops::reduce::{reduce, ReduceOp};
-use crate::ops::shape_ops::{concat, IndexItem};
 use crate::shape::fmt_shape;
 use crate::tensor::Tensor;
 
@@ -22,9 +19,6 @@ pub enum AttnWrt {
     K,
     V,
 }
-
-/// Query rows per block.
-const BLOCK: usize = 256;
 
 /// `[batch, s, d]` of an attention operand of shape `[..., s, d]`.
 fn dims(t: &Tensor, what: &str) -> Result<(usize, usize, usize)> {
@@ -45,41 +39,6 @@ fn as3(t: &Tensor, d: DType, b: usize, rows: usize, cols: usize) -> Result<Tenso
         vec![b as i64, rows as i64, cols as i64]
     };
     t.cast(d)?.reshape(&shape)
-}
-
-fn rows(t: &Tensor, r0: usize, r1: usize) -> Result<Tensor> {
-    t.index(&[IndexItem::Slice {
-        start: Some(r0 as i64),
-        stop: Some(r1 as i64),
-        step: None,
-    }])
-}
-
-fn transpose2(t: &Tensor) -> Result<Tensor> {
-    t.transpose(Some(&[1, 0]))
-}
-
-/// `scale·q[r0..r1]·kᵀ` with keys past each query masked to −∞ when causal (`kt` is `kᵀ`).
-fn scores(
-    q: &Tensor,
-    kt: &Tensor,
-    r0: usize,
-    r1: usize,
-    causal: bool,
-    scale: f64,
-) -> Result<Tensor> {
-    let s = matmul(&rows(q, r0, r1)?, kt, None)?;
-    let s = binary(BinaryOp::Mul, &s, scale)?;
-    if !causal {
-        return Ok(s);
-    }
-    let sk = kt.shape()[1];
-    let mask: Vec<bool> = (r0..r1).flat_map(|i| (0..sk).map(move |j| j > i)).collect();
-    where_(
-        &Tensor::from_bool(&[r1 - r0, sk], mask)?,
-        f64::NEG_INFINITY,
-        &s,
-    )
 }
 
 fn compute_dtype(ts: &[&Tensor]) -> DType {
@@ -113,23 +72,20 @@ pub fn attention_lse(q: &Tensor, k: &Tensor, causal: bool, scale: f64) -> Result
         return Tensor::from_f64(&shape, vec![f64::NEG_INFINITY; b * sq], dtype);
     }
     let (q3, k3) = (as3(q, dtype, b, sq, d)?, as3(k, dtype, b, sk, d)?);
-    let mut out = Vec::with_capacity(b);
-    for bi in 0..b {
-        let qb = q3.index(&[IndexItem::Int(bi as i64)])?;
-        let kt = transpose2(&k3.index(&[IndexItem::Int(bi as i64)])?)?;
-        let mut parts = Vec::new();
-        for r0 in (0..sq).step_by(BLOCK) {
-            let r1 = (r0 + BLOCK).min(sq);
-            let s = scores(&qb, &kt, r0, r1, causal, scale)?;
-            let m = reduce(&s, ReduceOp::Max, Some(-1), true)?;
-            let e = unary(UnaryOp::Exp, &binary(BinaryOp::Sub, &s, &m)?)?;
-            let l = unary(UnaryOp::Log, &reduce(&e, ReduceOp::Sum, Some(-1), true)?)?;
-            parts.push(binary(BinaryOp::Add, &l, &m)?.reshape(&[(r1 - r0) as i64])?);
-        }
-        out.push(concat(&parts, 0)?);
+    let n = Dims {
+        sq,
+        sk,
+        d,
+        dv: 0,
+        causal,
+        scale,
+    };
+    if dtype == DType::F64 {
+        let l = lse_direct::<f64>(b, n, &q3.to_f64_vec()?, &k3.to_f64_vec()?);
+        return Tensor::from_f64(&shape, l, dtype);
     }
-    let shape_i: Vec<i64> = shape.iter().map(|&x| x as i64).collect();
-    concat(&out, 0)?.reshape(&shape_i)
+    let l = lse_direct::<f32>(b, n, &q3.to_f32_vec()?, &k3.to_f32_vec()?);
+    Tensor::from_f32(&shape, l, dtype)
 }
 
 /// The gradient of `flash_attention(q, k, v)` with respect to `wrt`, given the output's
@@ -191,58 +147,226 @@ pub fn attention_grad(
         as3(lse, cd, b, sq, 0)?,
         as3(delta, cd, b, sq, 0)?,
     );
-    let shape_i: Vec<i64> = shape.iter().map(|&x| x as i64).collect();
     if b == 0 || sq == 0 || sk == 0 {
         return Tensor::from_f64(&shape, vec![0.0; shape.iter().product()], dtype);
     }
-    let mut out = Vec::with_capacity(b);
-    for bi in 0..b {
-        let at = |t: &Tensor| t.index(&[IndexItem::Int(bi as i64)]);
-        let (qb, kb, vb, ob, lb, db) = (at(&q3)?, at(&k3)?, at(&v3)?, at(&o3)?, at(&l2)?, at(&d2)?);
-        let kt = transpose2(&kb)?;
-        let vt = transpose2(&vb)?;
-        let mut dq_parts = Vec::new();
-        let mut acc: Option<Tensor> = None;
-        for r0 in (0..sq).step_by(BLOCK) {
-            let r1 = (r0 + BLOCK).min(sq);
-            let n = (r1 - r0) as i64;
-            let s = scores(&qb, &kt, r0, r1, causal, scale)?;
-            let l = rows(&lb, r0, r1)?.reshape(&[n, 1])?;
-            // P = exp(S − lse); masked scores are −∞, so their P is 0
-            let p = unary(UnaryOp::Exp, &binary(BinaryOp::Sub, &s, &l)?)?;
-            let o_blk = rows(&ob, r0, r1)?;
-            let term = if wrt == AttnWrt::V {
-                // dv += Pᵀ·dO
-                matmul(&transpose2(&p)?, &o_blk, None)?
-            } else {
-                let dp = matmul(&o_blk, &vt, None)?;
-                let dl = rows(&db, r0, r1)?.reshape(&[n, 1])?;
-                let ds = binary(BinaryOp::Mul, &p, &binary(BinaryOp::Sub, &dp, &dl)?)?;
-                if wrt == AttnWrt::Q {
-                    // dq = scale·dS·k, block by block
-                    dq_parts.push(binary(BinaryOp::Mul, &matmul(&ds, &kb, None)?, scale)?);
+    let dims = Dims {
+        sq,
+        sk,
+        d,
+        dv,
+        causal,
+        scale,
+    };
+    if cd == DType::F64 {
+        let data = [&q3, &k3, &v3, &o3, &l2, &d2].map(|t| t.to_f64_vec());
+        let [q, k, v, o, l, dl] = data;
+        let g = grad_direct::<f64>(wrt, b, dims, [&q?, &k?, &v?, &o?, &l?, &dl?]);
+        return Tensor::from_f64(&shape, g, dtype);
+    }
+    let data = [&q3, &k3, &v3, &o3, &l2, &d2].map(|t| t.to_f32_vec());
+    let [q, k, v, o, l, dl] = data;
+    let g = grad_direct::<f32>(wrt, b, dims, [&q?, &k?, &v?, &o?, &l?, &dl?]);
+    Tensor::from_f32(&shape, g, dtype)
+}
+
+/// The sizes of one attention head's backward.
+#[derive(Copy, Clone)]
+struct Dims {
+    sq: usize,
+    sk: usize,
+    d: usize,
+    dv: usize,
+    causal: bool,
+    scale: f64,
+}
+
+/// The compute dtypes of the direct backward.
+trait Real:
+    Copy
+    + Send
+    + Sync
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::AddAssign
+{
+    const ZERO: Self;
+    const NEG_INF: Self;
+    fn of(x: f64) -> Self;
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    fn max(self, other: Self) -> Self;
+}
+
+impl Real for f32 {
+    const ZERO: Self = 0.0;
+    const NEG_INF: Self = f32::NEG_INFINITY;
+    fn of(x: f64) -> Self {
+        x as f32
+    }
+    fn exp(self) -> Self {
+        f32::exp(self)
+    }
+    fn ln(self) -> Self {
+        f32::ln(self)
+    }
+    fn max(self, other: Self) -> Self {
+        f32::max(self, other)
+    }
+}
+
+impl Real for f64 {
+    const ZERO: Self = 0.0;
+    const NEG_INF: Self = f64::NEG_INFINITY;
+    fn of(x: f64) -> Self {
+        x
+    }
+    fn exp(self) -> Self {
+        f64::exp(self)
+    }
+    fn ln(self) -> Self {
+        f64::ln(self)
+    }
+    fn max(self, other: Self) -> Self {
+        f64::max(self, other)
+    }
+}
+
+/// `y += a·x`, the loop every product below is made of (it vectorises).
+#[inline]
+fn axpy<T: Real>(y: &mut [T], a: T, x: &[T]) {
+    for (y, x) in y.iter_mut().zip(x) {
+        *y += a * *x;
+    }
+}
+
+/// `kᵀ` of one head's `[s, d]` rows: a query row's scores are then `axpy`s over the keys.
+fn transposed<T: Real>(k: &[T], s: usize, d: usize) -> Vec<T> {
+    let mut kt = vec![T::ZERO; d * s];
+    for j in 0..s {
+        for c in 0..d {
+            kt[c * s + j] = k[j * d + c];
+        }
+    }
+    kt
+}
+
+/// `scale·q_i·kⱼ` for the keys query row `i` sees, into `p` (`kt`: the head's `kᵀ`).
+fn row_scores<T: Real>(p: &mut [T], qi: &[T], kt: &[T], sk: usize, scale: T) {
+    p.fill(T::ZERO);
+    for (c, &x) in qi.iter().enumerate() {
+        axpy(p, x, &kt[c * sk..][..p.len()]);
+    }
+    for x in p.iter_mut() {
+        *x = *x * scale;
+    }
+}
+
+/// The row log-sum-exp of every head's scores (`[b, s, d]` data), one head per task.
+fn lse_direct<T: Real>(b: usize, n: Dims, q: &[T], k: &[T]) -> Vec<T> {
+    use rayon::prelude::*;
+    let Dims {
+        sq, sk, d, causal, ..
+    } = n;
+    let scale = T::of(n.scale);
+    let mut out = vec![T::ZERO; b * sq];
+    out.par_chunks_mut(sq.max(1))
+        .enumerate()
+        .for_each(|(h, l)| {
+            let (q, k) = (&q[h * sq * d..][..sq * d], &k[h * sk * d..][..sk * d]);
+            let kt = transposed(k, sk, d);
+            let mut p = vec![T::ZERO; sk];
+            for (i, li) in l.iter_mut().enumerate() {
+                let keys = if causal { (i + 1).min(sk) } else { sk };
+                let p = &mut p[..keys];
+                row_scores(p, &q[i * d..][..d], &kt, sk, scale);
+                let m = p.iter().copied().fold(T::NEG_INF, T::max);
+                let mut z = T::ZERO;
+                for &x in p.iter() {
+                    z += (x - m).exp();
+                }
+                *li = z.ln() + m;
+            }
+        });
+    out
+}
+
+/// The gradient with respect to `wrt` of every head (`[q, k, v, dout, lse, delta]` as
+/// `[b, s, ·]` row-major data), one head per task, in the compute dtype `T`: for each query row
+/// its scores `scale·q_i·kⱼ` (keys past it −∞ when causal), `P = exp(S − lse)`, and for dq/dk
+/// `dS = P·(dO·vⱼ − delta_i)`. Each product is a sum of `axpy`s over contiguous rows; a head's
+/// rows are summed in order, so the result does not depend on the number of threads.
+fn grad_direct<T: Real>(wrt: AttnWrt, b: usize, n: Dims, x: [&[T]; 6]) -> Vec<T> {
+    use rayon::prelude::*;
+    let Dims {
+        sq,
+        sk,
+        d,
+        dv,
+        causal,
+        scale,
+    } = n;
+    let [q, k, v, o, lse, delta] = x;
+    let rows = if wrt == AttnWrt::Q { sq } else { sk };
+    let width = if wrt == AttnWrt::V { dv } else { d };
+    let mut out = vec![T::ZERO; b * rows * width];
+    let scale = T::of(scale);
+    out.par_chunks_mut((rows * width).max(1))
+        .enumerate()
+        .for_each(|(h, g)| {
+            let (q, k) = (&q[h * sq * d..][..sq * d], &k[h * sk * d..][..sk * d]);
+            let (v, o) = (&v[h * sk * dv..][..sk * dv], &o[h * sq * dv..][..sq * dv]);
+            let (lse, delta) = (&lse[h * sq..][..sq], &delta[h * sq..][..sq]);
+            // kᵀ and vᵀ: a query row's scores and dO·vⱼ are axpys over the keys
+            let (kt, vt) = (transposed(k, sk, d), transposed(v, sk, dv));
+            let mut p = vec![T::ZERO; sk];
+            let mut dp = vec![T::ZERO; sk];
+            for i in 0..sq {
+                let keys = if causal { (i + 1).min(sk) } else { sk };
+                let p = &mut p[..keys];
+                row_scores(p, &q[i * d..][..d], &kt, sk, scale);
+                let l = lse[i];
+                for x in p.iter_mut() {
+                    *x = (*x - l).exp();
+                }
+                let oi = &o[i * dv..][..dv];
+                if wrt == AttnWrt::V {
+                    for (j, &pj) in p.iter().enumerate() {
+                        axpy(&mut g[j * dv..][..dv], pj, oi);
+                    }
                     continue;
                 }
-                // dk += scale·dSᵀ·q
-                let t = matmul(&transpose2(&ds)?, &rows(&qb, r0, r1)?, None)?;
-                binary(BinaryOp::Mul, &t, scale)?
-            };
-            acc = Some(match acc {
-                Some(a) => binary(BinaryOp::Add, &a, &term)?,
-                None => term,
-            });
-        }
-        out.push(match wrt {
-            AttnWrt::Q => concat(&dq_parts, 0)?,
-            _ => acc.ok_or_else(|| RuntimeError::shape("flash_attention backward: no rows"))?,
+                let dp = &mut dp[..keys];
+                dp.fill(T::ZERO);
+                for c in 0..dv {
+                    axpy(dp, oi[c], &vt[c * sk..][..keys]);
+                }
+                let di = delta[i];
+                for (x, &pj) in dp.iter_mut().zip(p.iter()) {
+                    *x = pj * (*x - di) * scale;
+                }
+                if wrt == AttnWrt::Q {
+                    let gi = &mut g[i * d..][..d];
+                    for (j, &ds) in dp.iter().enumerate() {
+                        axpy(gi, ds, &k[j * d..][..d]);
+                    }
+                } else {
+                    let qi = &q[i * d..][..d];
+                    for (j, &ds) in dp.iter().enumerate() {
+                        axpy(&mut g[j * d..][..d], ds, qi);
+                    }
+                }
+            }
         });
-    }
-    concat(&out, 0)?.reshape(&shape_i)?.cast(dtype)
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::elementwise::{binary, BinaryOp};
+    use crate::ops::reduce::{reduce, ReduceOp};
 
     /// The backward by its definition, in fp64, one (query, key) pair at a time.
     fn naive(
@@ -280,8 +404,8 @@ mod tests {
     }
 
     #[test]
-    fn blocked_backward_equals_the_definition_across_blocks() {
-        let (sq, sk, d) = (BLOCK + 44, BLOCK + 24, 4);
+    fn backward_equals_the_definition() {
+        let (sq, sk, d) = (300, 280, 4);
         let gen = |n: usize, seed: u64| -> Vec<f64> {
             (0..n)
                 .map(|i| (((i as u64 * 2654435761 + seed * 40503) % 1000) as f64 / 500.0) - 1.0)
