@@ -216,12 +216,10 @@ fn cycles(edges: &Edges) -> Vec<Vec<String>> {
             if !s.index.contains_key(w) {
                 visit(s, w);
                 let lw = s.low[w];
-                let lv = s.low.get_mut(v).expect("visited");
-                *lv = (*lv).min(lw);
+                s.low.entry(v).and_modify(|l| *l = (*l).min(lw));
             } else if s.on.contains(w) {
                 let iw = s.index[w];
-                let lv = s.low.get_mut(v).expect("visited");
-                *lv = (*lv).min(iw);
+                s.low.entry(v).and_modify(|l| *l = (*l).min(iw));
             }
         }
         if s.low[v] == s.index[v] {
