@@ -375,3 +375,19 @@ fn references_are_read_through_groups_and_super_paths() {
     // two levels deep, `super::kernels` is a sibling
     assert!(referenced("use super::kernels::R;", 2).is_empty());
 }
+
+#[test]
+fn a_known_back_edge_that_is_gone_is_reported() {
+    let mut e = Edges::new();
+    e.entry("schedule".to_string())
+        .or_default()
+        .insert("graph".to_string(), "schedule/mod.rs".to_string());
+    e.entry("graph".to_string()).or_default();
+    let f = check("compiler/src", &["graph", "schedule", "kernels"], e);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(
+        f[0].contains("known back edge schedule -> kernels is gone"),
+        "{}",
+        f[0]
+    );
+}
