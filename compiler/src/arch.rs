@@ -166,6 +166,10 @@ pub struct Spec {
     pub nvlink_gbps: f64,
 }
 
+/// Fixed cost of one kernel launch (µs), an assumption (CUDA launch overhead is 2–5 µs): the
+/// cost model's and the spectral rewrite's.
+pub const LAUNCH_US: f64 = 2.0;
+
 const KIB: u32 = 1024;
 const MIB: u64 = 1024 * 1024;
 

@@ -13,6 +13,18 @@
 //! | [`arch`] | targets and their limits |
 //! | [`cost`], [`tune`] | the cost model and the autotuner's search and cache |
 //! | [`pipeline`] | the stages chained |
+//!
+//! # Layers
+//!
+//! A module imports only modules below it: `dtype`, `scalar`, `arch` < `graph` < `schedule` <
+//! `tile` < `kernels` < `backend` < `pipeline` < `cost` < `tune` (`tests/module_layers.rs`
+//! fails on an import up the layers or a cycle). What two levels share lives in the lower one:
+//! the kernel [`graph::Kind`] a fusion group becomes ([`graph::kind_of`], re-exported by
+//! `schedule`), the conv cost model the spectral rewrite consults
+//! (`graph::passes::spectral_conv::cost`, re-exported as [`cost::conv`]), the launch overhead
+//! ([`arch::LAUNCH_US`]), the templates' own error ([`kernels::Error`], which
+//! [`backend::Error`] takes in). One edge up remains, `schedule::lower` reading the kernel
+//! templates' limits, and is listed in the test as known.
 
 // `Diagnostic` is the one error type shared with host code; it is returned by value on purpose.
 

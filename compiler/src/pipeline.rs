@@ -111,7 +111,7 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Lowered, Diagn
                         c.program = Some(prog);
                         l
                     }
-                    Err(e) => Err(e),
+                    Err(e) => Err(e.into()),
                 };
                 match lowered {
                     Ok(l) => c.target = Some(l),

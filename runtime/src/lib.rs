@@ -57,6 +57,14 @@
 //!
 //! Every materialisation is checked against `TESSERA_MAX_BYTES` ([`memory::max_bytes`]) before
 //! allocating: too large is E0700, never an out-of-memory abort.
+//!
+//! # Layers
+//!
+//! A module imports only modules below it (`tests/module_layers.rs` checks it): `dtype`,
+//! `error`, `isa` and the device bindings `cuda`, `vulkan` < `cast`, `shape` < `emu`, `interp`,
+//! `memory`, `rng`, `storage` < `tensor` < `device` < `print`, `ops` < `npy`,
+//! `safetensors_file`, `mesh`. Python's float `repr`, which storage's cast errors and printing
+//! both use, is [`dtype::python_float`].
 
 // No panics reachable from user input: no unwrap/expect/panic outside tests.
 #![cfg_attr(

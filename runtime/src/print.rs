@@ -1,5 +1,6 @@
 //! Printing (docs/decisions.md "Tensor printing"): one line, `'%.4f'` floats, dimensions longer
-//! than 6 summarised as first 3, `...`, last 3; and Python's float `repr` for messages.
+//! than 6 summarised as first 3, `...`, last 3. Python's float `repr` for messages is
+//! [`crate::dtype::python_float`].
 
 use std::fmt;
 
@@ -15,49 +16,6 @@ pub fn format_4f(x: f64) -> String {
         if x > 0.0 { "inf" } else { "-inf" }.to_string()
     } else {
         format!("{x:.4}")
-    }
-}
-
-/// Python's `repr(float)`: shortest round-trip digits; scientific below 1e-4 or from 1e16.
-pub fn python_float(x: f64) -> String {
-    if x.is_nan() {
-        return "nan".into();
-    }
-    if x.is_infinite() {
-        return if x > 0.0 { "inf" } else { "-inf" }.into();
-    }
-    if x == 0.0 {
-        return if x.is_sign_negative() { "-0.0" } else { "0.0" }.into();
-    }
-    // `{:e}` gives the shortest round-trip digits: "-1.2345e-5".
-    let s = format!("{x:e}");
-    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let (sign, mant) = match mant.strip_prefix('-') {
-        Some(m) => ("-", m),
-        None => ("", mant),
-    };
-    let digits: String = mant.chars().filter(|c| *c != '.').collect();
-    if (-4..16).contains(&exp) {
-        let body = if exp >= 0 {
-            let int_len = (exp + 1) as usize;
-            if digits.len() <= int_len {
-                format!("{digits}{}.0", "0".repeat(int_len - digits.len()))
-            } else {
-                format!("{}.{}", &digits[..int_len], &digits[int_len..])
-            }
-        } else {
-            format!("0.{}{digits}", "0".repeat((-exp - 1) as usize))
-        };
-        format!("{sign}{body}")
-    } else {
-        let m = if digits.len() > 1 {
-            format!("{}.{}", &digits[..1], &digits[1..])
-        } else {
-            digits
-        };
-        let es = if exp < 0 { "-" } else { "+" };
-        format!("{sign}{m}e{es}{:02}", exp.abs())
     }
 }
 
@@ -273,30 +231,6 @@ mod tests {
         assert!(!use_scientific(&[12345678.0]));
         let t = Tensor::from_f64(&[2], vec![1e308, -1.0], DType::F64).unwrap();
         assert_eq!(t.repr(), "tensor([1.0000e+308, -1.0000e+00], dtype=fp64)");
-    }
-
-    #[test]
-    fn python_float_repr() {
-        let cases = [
-            (0.1, "0.1"),
-            (7.0, "7.0"),
-            (1e-5, "1e-05"),
-            (1e16, "1e+16"),
-            (1.5e16, "1.5e+16"),
-            (123456789012345.0, "123456789012345.0"),
-            (0.0001, "0.0001"),
-            (0.00012, "0.00012"),
-            (-2.5, "-2.5"),
-            (-0.0, "-0.0"),
-            (1e300, "1e+300"),
-            (5e-324, "5e-324"),
-            (f64::INFINITY, "inf"),
-            (100.0, "100.0"),
-            (0.3333333333333333, "0.3333333333333333"),
-        ];
-        for (x, s) in cases {
-            assert_eq!(python_float(x), s);
-        }
     }
 
     #[test]

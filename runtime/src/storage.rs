@@ -345,7 +345,7 @@ impl Storage {
         {
             return Err(RuntimeError::runtime(format!(
                 "cannot cast {} to {}: {}",
-                crate::print::python_float(*bad),
+                crate::dtype::python_float(*bad),
                 dtype.name(),
                 if bad.is_nan() {
                     "NaN has no integer value"

@@ -16,6 +16,14 @@ pub enum Error {
     Target(TargetError),
 }
 
+impl From<crate::kernels::Error> for Error {
+    fn from(e: crate::kernels::Error) -> Error {
+        match e {
+            crate::kernels::Error::NotLowered(why) => Error::NotLowered(why),
+        }
+    }
+}
+
 impl From<TargetError> for Error {
     fn from(e: TargetError) -> Error {
         Error::Target(e)

@@ -20,13 +20,14 @@
 //!   `max(blocks·t, (latency + t) / stages)` where `t` is one block's k-step at the SM's peak;
 //! - latency = launch overhead + max(compute, memory); `bound` says which term won.
 
-pub mod conv;
 pub mod occupancy;
 pub mod regs;
 pub mod system;
 
 use crate::arch::Spec;
 use crate::arch::Target;
+pub use crate::arch::LAUNCH_US;
+pub use crate::graph::passes::spectral_conv::cost as conv;
 use crate::graph::{AttnWrt, DType, Graph, Op, TensorType};
 use crate::pipeline::Lowered;
 use crate::schedule::{Kernel, Kind};
@@ -35,8 +36,6 @@ pub use occupancy::{occupancy, Limiter, Occupancy, RegSource};
 /// DRAM access latency the bytes-in-flight and pipeline terms assume (ns). An assumption:
 /// microbenchmarks of A100 and H100 measure 450–650 ns for a DRAM miss.
 pub const DRAM_LATENCY_NS: f64 = 500.0;
-/// Fixed cost of one kernel launch (µs), an assumption (CUDA launch overhead is 2–5 µs).
-pub const LAUNCH_US: f64 = 2.0;
 /// Latency of one hop of a collective over NVLink (µs), an assumption.
 pub const LINK_LATENCY_US: f64 = 2.0;
 

@@ -25,6 +25,7 @@ mod op;
 pub use op::{AttnWrt, Epilogue, EpilogueStep, Op};
 pub mod error;
 pub mod infer;
+pub mod kind;
 pub mod ops;
 pub mod passes;
 pub mod pipeline;
@@ -65,6 +66,7 @@ pub(crate) fn bf16_matmul(m: usize, n: usize, k: usize) -> Graph {
     g
 }
 
+pub use kind::{kind_of, Kind};
 pub use ops::rows::{RowFn, RowOut, ROW_FNS};
 pub use ops::{def as op_def, OpDef, ShardRule};
 pub use types::{

@@ -155,7 +155,7 @@ mod tests {
 
     fn kernels(g: &Graph) -> usize {
         g.ids()
-            .filter(|id| crate::schedule::kind_of(g.op(*id).unwrap()).is_some())
+            .filter(|id| crate::graph::kind_of(g.op(*id).unwrap()).is_some())
             .count()
     }
 

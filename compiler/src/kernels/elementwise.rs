@@ -16,8 +16,8 @@ use super::values::{
     binary_val, cast_to_int, conv, int_divmod, int_pair, int_pow, int_val, is_float, is_int,
     unary_val, wrap8, Val,
 };
+use super::Error;
 use super::{no, R};
-use crate::backend::Error;
 use crate::graph::{BinaryOp, DType, Graph, Op, ValueId};
 use crate::kernels::index::{index_of, Index};
 use crate::scalar::{BinOp, Cmp, Pack, Ty, UnOp};

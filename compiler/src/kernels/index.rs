@@ -1,7 +1,7 @@
 //! Two small pieces the Schedule → Tile builders share: how an epilogue operand is indexed from
 //! the output's flat index, and the instruction of a float binary op.
 
-use crate::backend::Error;
+use super::Error;
 use crate::graph::BinaryOp;
 use crate::scalar::{BinOp, Ty};
 

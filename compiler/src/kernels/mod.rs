@@ -27,11 +27,18 @@ pub mod rows;
 pub mod take;
 pub mod values;
 
-use crate::backend::Error;
 use crate::graph::{DType, Graph, Op};
 use crate::tile::build::Builder;
 use crate::tile::ir::{Kernel, ParamRole, Type, Value};
 use crate::tile::{AttnPart, Shape, TileKernel};
+
+/// Why a kernel template built no Tile IR program. The back ends' error carries it on
+/// (`backend::Error::NotLowered`), so the pipeline reports both alike.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Error {
+    /// Not supported yet (the caller falls back): the reason.
+    NotLowered(String),
+}
 
 pub type R<T> = Result<T, Error>;
 

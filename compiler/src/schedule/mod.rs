@@ -18,50 +18,11 @@ pub mod lower;
 pub mod mesh;
 
 use crate::arch::Target;
+pub use crate::graph::kind::{conv_tensor_cores, kind_of, tensor_core_dtype, Kind};
 use crate::graph::print::loc;
 use crate::graph::{DType, Graph, Op, TensorType, ValueId};
 use std::fmt::Write as _;
 use tessera_lang::{SourceMap, Span};
-
-/// What a kernel computes (one per kind of fused group).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Kind {
-    /// A fused chain of elementwise ops (or one elementwise op).
-    Elementwise,
-    /// `a @ b` with its epilogue.
-    Matmul,
-    /// A row function along an axis (`softmax`, `logsumexp`: [`crate::graph::ops::rows`]).
-    Row(crate::graph::RowFn),
-    LayerNorm,
-    RmsNorm,
-    /// `sum mean max min` over an axis or all.
-    Reduce,
-    FlashAttention,
-    /// Data movement: transpose, broadcast, concat, slice.
-    Copy,
-    /// `conv1d`/`conv2d`: a 2-D tile `(BM, BN)` of an output plane per block.
-    Conv,
-    /// The spectral rewrite's ops: an FFT along an axis (one line per block) or the
-    /// frequency-domain product.
-    Spectral,
-}
-
-impl Kind {
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Elementwise => "elementwise",
-            Kind::Matmul => "matmul",
-            Kind::Row(f) => f.name(),
-            Kind::LayerNorm => "layernorm",
-            Kind::RmsNorm => "rmsnorm",
-            Kind::Reduce => "reduce",
-            Kind::FlashAttention => "flash_attention",
-            Kind::Copy => "copy",
-            Kind::Conv => "conv",
-            Kind::Spectral => "spectral",
-        }
-    }
-}
 
 /// The schedule directives of a kernel body (`schedule.*`), as the compiler sees them.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -166,53 +127,6 @@ pub struct ScheduleError {
     pub user: bool,
     /// The kernel call, when the primary span is the directive that breaks the limit.
     pub call: Option<Span>,
-}
-
-/// The kind of kernel a graph op becomes (`None`: glue, no kernel).
-pub fn kind_of(op: &Op) -> Option<Kind> {
-    if let Some(d) = crate::graph::op_def(op) {
-        return Some(d.kernel_kind(op));
-    }
-    Some(match op {
-        Op::Param { .. }
-        | Op::Capture { .. }
-        | Op::Const { .. }
-        | Op::Reshape { .. }
-        | Op::Result { .. } => return None,
-        Op::Unary { .. }
-        | Op::Binary { .. }
-        | Op::Where { .. }
-        | Op::Cast { .. }
-        | Op::FusedElementwise { .. }
-        | Op::Complex { .. } => Kind::Elementwise,
-        Op::Matmul { .. } => Kind::Matmul,
-        Op::Conv { .. } => Kind::Conv,
-        Op::Fft { .. } | Op::SpectralMul { .. } => Kind::Spectral,
-        Op::Reduce { .. } | Op::FusedReduce { .. } => Kind::Reduce,
-        Op::Row { .. } | Op::LayerNorm { .. } | Op::RmsNorm { .. } => return None,
-        Op::FlashAttention { .. } | Op::AttentionLse { .. } | Op::AttentionGrad { .. } => {
-            Kind::FlashAttention
-        }
-        Op::Transpose { .. }
-        | Op::Broadcast { .. }
-        | Op::Concat { .. }
-        | Op::Slice { .. }
-        | Op::Take { .. }
-        | Op::ScatterAdd { .. } => Kind::Copy,
-    })
-}
-
-/// Whether a matmul of these operand dtypes runs on tensor cores by default.
-pub fn tensor_core_dtype(a: DType, b: DType) -> bool {
-    a == b && matches!(a, DType::BF16 | DType::F16)
-}
-
-/// Whether a convolution of `x`, `w` dtypes with `cin_g` input and `cout_g` output channels
-/// per group can run as the implicit GEMM on tensor cores: bf16/fp16 pairs, at least 8 input
-/// and 16 output channels per group (a depthwise or nearly depthwise convolution would leave
-/// most of each MMA empty; it keeps the direct kernel).
-pub fn conv_tensor_cores(x: DType, w: DType, cin_g: usize, cout_g: usize) -> bool {
-    tensor_core_dtype(x, w) && cin_g >= 8 && cout_g >= 16
 }
 
 /// Whether a matmul asks for tf32 tensor cores: fp32-stored operands that are both tf32, or a

@@ -14,7 +14,7 @@ pub mod rows;
 
 use super::infer::TypeError;
 use super::{Graph, Op, TensorType, ValueId};
-use crate::schedule::Kind;
+use crate::graph::Kind;
 
 /// How a sharded operand of an op runs on a mesh.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

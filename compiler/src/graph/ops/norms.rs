@@ -8,8 +8,8 @@ use super::{OpDef, ShardRule};
 use crate::graph::autodiff::build::{bin, bin_c, cast, cot_dtype, emit, sum_to, ty, un};
 use crate::graph::autodiff::R;
 use crate::graph::infer::TypeError;
+use crate::graph::Kind;
 use crate::graph::{BinaryOp, Graph, Op, ReduceOp, TensorType, UnaryOp, ValueId};
-use crate::schedule::Kind;
 
 /// The family's [`OpDef`].
 pub struct NormFamily;

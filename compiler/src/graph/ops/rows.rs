@@ -12,8 +12,8 @@
 use super::{OpDef, ShardRule};
 use crate::graph::autodiff::build::{bin, reshape, sum_axis, un};
 use crate::graph::infer::TypeError;
+use crate::graph::Kind;
 use crate::graph::{BinaryOp, DType, Graph, Op, TensorType, UnaryOp, ValueId};
-use crate::schedule::Kind;
 use std::fmt;
 
 /// A row function.

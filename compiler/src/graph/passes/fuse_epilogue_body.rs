@@ -231,7 +231,7 @@ mod tests {
         // a matmul is the only kernel left
         let kernels = g
             .ids()
-            .filter(|id| crate::schedule::kind_of(g.op(*id).unwrap()).is_some())
+            .filter(|id| crate::graph::kind_of(g.op(*id).unwrap()).is_some())
             .count();
         assert_eq!(kernels, 1);
     }

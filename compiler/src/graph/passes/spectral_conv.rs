@@ -1,6 +1,6 @@
 //! `conv1d`/`conv2d` → transforms, a frequency-domain product and the inverse transforms (the
 //! spectral rewrite, SPEC §5), when `algorithm="fft"` or, for `algorithm="auto"`, when the
-//! cost model ([`crate::cost::conv`]) predicts it faster on the target than the direct kernel.
+//! cost model ([`cost`], the model of the two ways) predicts it faster on the target than the direct kernel.
 //!
 //! ```text
 //! %2 = conv %0, %1 {stride = 1, padding = 15, dilation = 1, groups = 1} : fp32[8,16,64,64]
@@ -27,13 +27,15 @@
 //! Near misses: `algorithm="auto"` with the direct kernel cheaper in the model (both latencies
 //! given), a plane past [`MAX_PLANE`] (the FFT kernel's longest line).
 
+pub mod cost;
+
 use super::{copy_op, finish_rebuild, PassCx};
-use crate::cost::conv::{conv_cost, ConvShape};
 use crate::graph::infer::infer;
 use crate::graph::{
     BinaryOp, ConvAlgorithm, ConvAttrs, ConvSizes, DType, FftEmbed, FftKind, FftNorm, Fired, Graph,
     Op, SliceItem, TensorType, ValueId,
 };
+use cost::{conv_cost, ConvShape};
 use tessera_lang::Span;
 
 pub const RULE: &str = "spectral_conv";
@@ -88,7 +90,7 @@ fn plan(g: &Graph, x: ValueId, w: ValueId, out: ValueId, attrs: &ConvAttrs) -> O
             plane,
             elem_bytes: to.dtype.size_bytes(),
             complex_bytes: complex.size_bytes(),
-            tensor_cores: crate::schedule::conv_tensor_cores(
+            tensor_cores: crate::graph::kind::conv_tensor_cores(
                 tx.dtype,
                 tw.dtype,
                 cin / attrs.groups.max(1),

@@ -1,15 +1,15 @@
 //! The model's latency of a convolution computed directly (one direct convolution kernel) and
-//! through the FFT (the kernels of the spectral rewrite, `graph::passes::spectral_conv`): the
-//! choice that rewrite makes for `algorithm="auto"`.
+//! through the FFT (the kernels of the spectral rewrite, [`super`]): the choice that rewrite
+//! makes for `algorithm="auto"`. It sits beside the rewrite, below Graph IR's passes, and the
+//! cost model re-exports it as `cost::conv`.
 //!
 //! Each kernel is a roofline stage on the target's [`Spec`]: `LAUNCH_US + max(FLOPs at the
 //! fp32 peak, bytes at the HBM bandwidth) / efficiency`, the efficiency each path's kernels
 //! were measured to reach ([`DIRECT_EFFICIENCY`], [`FFT_EFFICIENCY`]). A complex transform of
 //! length `n` costs `5·n·log2 n` FLOPs, a real one half that; the frequency-domain product `8`
-//! FLOPs per complex multiply-add. Model figures, like everything in [`super`].
+//! FLOPs per complex multiply-add. Model figures, like everything in [`crate::cost`].
 
-use super::LAUNCH_US;
-use crate::arch::Spec;
+use crate::arch::{Spec, LAUNCH_US};
 use crate::graph::ConvSizes;
 
 /// A convolution as the model sees it, in its 2-D form (a 1-D one has `h = kh = oh = 1` and
