@@ -15,8 +15,8 @@
 //! written to the cache, nothing is measured. `autotune.enable(False)` turns tuning off for
 //! the session (kernels keep their body's schedule).
 
+use crate::device::DeviceTimer;
 use crate::kernel::{Compiled, Session};
-use crate::profile::DeviceTimer;
 use crate::table::{Table, TableObj};
 use std::collections::HashSet;
 use std::io::IsTerminal;

@@ -263,7 +263,10 @@ pub fn module(session: Rc<Session>) -> Module {
                 return Ok(Value::None);
             };
             let name = str_arg(&x.value, "name", x.span)?;
-            let want = match (name.as_str(), crate::kernel::DeviceKind::parse(&name)) {
+            let want = match (
+                name.as_str(),
+                tessera_runtime::device::DeviceKind::parse(&name),
+            ) {
                 ("auto", _) => None,
                 (_, Some(d)) => Some(d),
                 (_, None) => {

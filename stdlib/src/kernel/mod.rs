@@ -284,7 +284,7 @@ impl KernelObj {
         if let Some((k, flat, _)) = self.flat_gradient(args)? {
             return k.compiled(it, &flat);
         }
-        let (t, param_of) = trace_body(it, &self.session, &self.func, args, self.grad.is_some())?;
+        let (t, param_of) = trace_body(it, &self.func, args, self.grad.is_some())?;
         self.compiled_trace(it, args, t, &param_of)
     }
 
@@ -406,7 +406,7 @@ impl KernelObj {
             }
             return self.invoke_on_mesh(it, args, true);
         }
-        let (t, param_of) = trace_body(it, &self.session, &self.func, &args, self.grad.is_some())?;
+        let (t, param_of) = trace_body(it, &self.func, &args, self.grad.is_some())?;
         if !t.sharded.is_empty() {
             // The body reads sharded tensors it captured: the call runs on their mesh, as if
             // they had been passed (SPEC §8).
@@ -531,7 +531,7 @@ impl KernelObj {
         for (k, v, s) in &args.keywords {
             inner.keywords.push((k.clone(), stand_in(v), *s));
         }
-        let t = trace_call(it, &self.session, &self.func, &inner, self.grad.as_ref())?;
+        let t = trace_call(it, &self.func, &inner, self.grad.as_ref())?;
         let outs = crate::trace::inline_graph(&outer, &t.graph, &t.captures, &feeds, args.span)?;
         Ok(t.shape_result(outs))
     }
@@ -542,7 +542,7 @@ impl KernelObj {
     fn gradient_on_mesh(&self, it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
         let s = &self.session;
         let global = crate::dist::plain_args(&args, false)?;
-        let t = trace_call(it, s, &self.func, &global, self.grad.as_ref())?;
+        let t = trace_call(it, &self.func, &global, self.grad.as_ref())?;
         // the graph's params: the tensor arguments, then the sharded tensors the body captured
         let params: Vec<Value> = args
             .positional

@@ -85,7 +85,7 @@ impl KernelObj {
         }
         // the global trace: what the body reads now
         let global = crate::dist::plain_args(args, false)?;
-        let Ok(t) = trace_call(it, &s, &self.func, &global, None) else {
+        let Ok(t) = trace_call(it, &self.func, &global, None) else {
             return Ok(None);
         };
         // the sharded arguments' signature, the trace, the source and the target

@@ -18,7 +18,7 @@
 //!   reports it: 4 for a coalesced warp of 4-byte loads, 32 when every lane is in its own
 //!   32-byte sector) and `emu instruction mix` (warp instructions by class). Kernels that run
 //!   on the cpu (not lowered to Target IR) have no measured row.
-//! - On `cuda` a [`DeviceTimer`] (device events) provides the measured rows; none is installed
+//! - On `cuda` a [`crate::device::DeviceTimer`] (device events) provides the measured rows; none is installed
 //!   in this build.
 //!
 //! A measured row's GB/s and TFLOP/s are the kernel's input + output bytes and its FLOPs over
@@ -43,53 +43,6 @@ mod table;
 
 pub use mesh::*;
 pub use table::*;
-
-/// Times kernels on a GPU with device events: the interface the CUDA device implements (none
-/// is installed in this build). `time_us` launches kernel `index` of `l` on inputs of its
-/// operand types (the timer makes them) and returns the median time of repeated launches, µs.
-pub trait DeviceTimer {
-    fn device(&self) -> String;
-    fn time_us(
-        &self,
-        l: &tessera_compiler::pipeline::Lowered,
-        index: usize,
-    ) -> Result<f64, TimeError>;
-}
-
-/// Why a kernel could not be timed on a device.
-#[derive(Debug)]
-pub enum TimeError {
-    /// The program has no kernel of that index.
-    NoKernel(usize),
-    /// The kernel (named) has no Target IR.
-    NotLowered(String),
-    /// Operand `index` of kernel `kernel` has no type.
-    Untyped { kernel: String, index: usize },
-    /// The sample inputs could not be made.
-    Input(tessera_runtime::RuntimeError),
-    /// The device was closed (after a failed rebuild).
-    Closed,
-    /// The PTX could not be printed, or the inputs passed.
-    Kernel(Diagnostic),
-    /// The driver failed.
-    Driver(tessera_runtime::cuda::CudaError),
-}
-
-impl std::fmt::Display for TimeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            TimeError::NoKernel(i) => write!(f, "no kernel {i}"),
-            TimeError::NotLowered(k) => write!(f, "kernel '{k}' has no Target IR"),
-            TimeError::Untyped { kernel, index } => {
-                write!(f, "kernel '{kernel}': operand {index} has no type")
-            }
-            TimeError::Input(e) => f.write_str(&e.message),
-            TimeError::Closed => f.write_str("the CUDA device is closed"),
-            TimeError::Kernel(d) => f.write_str(&d.message),
-            TimeError::Driver(e) => e.fmt(f),
-        }
-    }
-}
 
 /// One kernel as the table shows it: launches of the same kernel (the traced function and op
 /// kind, without the kernel's index in its program), shapes and `.tsr` line are merged.

@@ -50,6 +50,27 @@ pub fn tracing() -> bool {
     TRACING.with(|d| d.get() > 0)
 }
 
+thread_local! {
+    /// The kernel traces in progress on this thread, innermost last (`schedule.*` calls record
+    /// their directives on the innermost).
+    static TRACES: RefCell<Vec<Rc<TraceCtx>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Opens `ctx` as the innermost trace in progress.
+pub(crate) fn push_trace(ctx: Rc<TraceCtx>) {
+    TRACES.with(|t| t.borrow_mut().push(ctx));
+}
+
+/// Closes the innermost trace in progress.
+pub(crate) fn pop_trace() {
+    TRACES.with(|t| t.borrow_mut().pop());
+}
+
+/// The innermost trace in progress.
+pub fn current_trace() -> Option<Rc<TraceCtx>> {
+    TRACES.with(|t| t.borrow().last().cloned())
+}
+
 /// Marks a trace in progress until dropped.
 pub(crate) struct TracingGuard;
 
