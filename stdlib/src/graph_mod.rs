@@ -27,7 +27,8 @@
 #[path = "run_tile.rs"]
 mod run_tile;
 
-use crate::kernel::{compile, Compiled, KernelObj, Session};
+use crate::kernel::{compile, Compiled, KernelObj};
+use crate::session::Session;
 use std::rc::Rc;
 use tessera_compiler::graph::print::print;
 use tessera_lang::diag::{Code, Diagnostic};

@@ -7,6 +7,7 @@ pub mod autotune;
 pub mod crosscheck;
 pub mod cuda;
 pub mod device;
+pub mod directives;
 pub mod dist;
 pub mod env;
 pub mod graph_mod;
@@ -19,6 +20,7 @@ pub mod plot;
 pub mod profile;
 pub mod pytree;
 pub mod schedule;
+pub mod session;
 pub mod table;
 pub mod target_mod;
 pub mod tensor;
@@ -57,7 +59,7 @@ pub fn install(interp: &mut Interp, cfg: &Config) -> Result<(), Diagnostic> {
 pub fn install_session(
     interp: &mut Interp,
     cfg: &Config,
-) -> Result<Rc<kernel::Session>, Diagnostic> {
+) -> Result<Rc<session::Session>, Diagnostic> {
     let sys = Module::new("sys", "the script's arguments");
     sys.set(
         "argv",
@@ -66,14 +68,14 @@ pub fn install_session(
     interp.set_builtin("sys", Value::Module(Rc::new(sys)));
     // strings, lists and tuples are bounded like tensors (E0700)
     interp.max_bytes = tessera_runtime::memory::max_bytes();
-    let session = kernel::Session::open(
+    let session = session::Session::open(
         cfg.dump.clone(),
         cfg.target.clone(),
         cfg.device.clone(),
         cfg.emit_ptx.clone(),
     )?;
     if let Some(dir) = &cfg.emit_spirv {
-        kernel::writable_dir(dir, "--emit-spirv")?;
+        session::writable_dir(dir, "--emit-spirv")?;
         *session.emit_spirv.borrow_mut() = Some(dir.clone());
     }
     let op = op::module();
@@ -90,7 +92,7 @@ pub fn install_session(
     );
     interp.set_builtin(
         "autotune",
-        Value::Module(Rc::new(autotune::module(session.clone()))),
+        Value::Module(Rc::new(autotune::module(session.tune.clone()))),
     );
     interp.set_builtin(
         "dist",

@@ -276,7 +276,7 @@ fn finish(
         l.steps.push(Step::Wait { out: id });
     }
     if p.packed.cx.profile.borrow().active {
-        crate::profile::record_mesh_step(&p.packed.cx, &s.mesh.shape, &step);
+        crate::profile::record_mesh_step(&p.packed.cx.profile_sink(), &s.mesh.shape, &step);
     }
     let all = Sv {
         s,

@@ -18,7 +18,7 @@
 //! the profiler records. Ops without a rule (shape ops, `concat`, ...) gather their sharded
 //! operands and run on the full tensors; the result is an ordinary tensor.
 
-use crate::kernel::Session;
+use crate::session::Session;
 use crate::tensor::*;
 use std::any::Any;
 use std::rc::Rc;
@@ -87,7 +87,7 @@ fn note(cx: &Session, mesh: &Mesh, step: Step) {
         p.steps.push(step.clone());
     }
     if cx.profile.borrow().active {
-        crate::profile::record_mesh_step(cx, &mesh.shape, &step);
+        crate::profile::record_mesh_step(&cx.profile_sink(), &mesh.shape, &step);
     }
 }
 

@@ -348,7 +348,7 @@ impl PipelineObj {
         let ax = &self.mesh.shape.axes[self.axis];
         for (i, busy) in s.busy_us.iter().enumerate() {
             crate::profile::record_pipeline_stage(
-                &self.session,
+                &self.session.profile_sink(),
                 &format!("stage {i} {} [{ax}={i}]", self.names[i]),
                 &format!("{m} micro-batches of {:?}", shapes[0]),
                 busy,

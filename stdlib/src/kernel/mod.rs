@@ -11,7 +11,7 @@
 //!
 //! Called with traced tensors (from inside another kernel), a kernel is inlined.
 
-use crate::schedule::Directives;
+use crate::directives::Directives;
 use crate::tensor::as_tensor;
 use crate::trace::{as_sym, TraceCtx};
 use std::cell::{Cell, RefCell};
@@ -35,12 +35,11 @@ mod compile;
 mod decorators;
 mod devices;
 mod per_device;
-mod session;
 mod tree_grad;
 pub use compile::*;
 pub use decorators::*;
 
-pub use session::{parse_target, writable_dir, DeviceKind, Session, DEFAULT_TARGET};
+use crate::session::{DeviceKind, Session};
 
 /// How the kernel's result is shaped.
 #[derive(Clone, Debug, PartialEq, Hash)]
@@ -379,9 +378,19 @@ impl KernelObj {
         if self.session.tune.borrow().timer.is_some() {
             *self.session.cuda_sources.borrow_mut() = it.sources.clone();
         }
-        let r = crate::autotune::tune(&self.session, sig, cache.as_deref(), &base, c, args.span);
+        let code = crate::autotune::Tunable {
+            graph: &c.graph,
+            directives: &c.directives,
+            lowered: &c.lowered,
+        };
+        let target = self.session.target.get();
+        let st = &self.session.tune;
+        let r = crate::autotune::tune(st, target, sig, cache.as_deref(), &base, code, args.span);
         crate::autotune::flush_warnings(it);
-        r
+        if let Some(l) = r? {
+            c.set_lowered(l);
+        }
+        Ok(())
     }
 
     fn invoke(&self, it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
@@ -462,13 +471,23 @@ pub(crate) fn run_compiled(
             Ok(_) if profiling && (on_cuda || on_emu) => {
                 devices::run_device(session, it, c, inputs, devices::Run::Device)
             }
-            Ok(_) if profiling => crate::profile::run_cpu(session, c, inputs, &it.sources),
+            Ok(_) if profiling => crate::profile::run_cpu(
+                &session.profile_sink(),
+                (&c.graph, &c.captures, &c.lowered),
+                inputs,
+                &it.sources,
+            ),
             other => other,
         }
     } else if on_cuda || on_emu {
         devices::run_device(session, it, c, inputs, devices::Run::Device)
     } else if profiling {
-        crate::profile::run_cpu(session, c, inputs, &it.sources)
+        crate::profile::run_cpu(
+            &session.profile_sink(),
+            (&c.graph, &c.captures, &c.lowered),
+            inputs,
+            &it.sources,
+        )
     } else {
         tessera_runtime::interp::run(&c.graph, inputs, &c.captures).map_err(Diagnostic::from)
     }

@@ -41,13 +41,13 @@ pub struct Session {
     /// The Vulkan device, once opened (`vulkan`).
     pub vulkan: RefCell<Option<tessera_runtime::vulkan::Device>>,
     /// Kernels already reported as falling back to the CPU.
-    pub(super) warned: RefCell<std::collections::HashSet<String>>,
+    pub(crate) warned: RefCell<std::collections::HashSet<String>>,
     pub hits: Cell<u64>,
     pub misses: Cell<u64>,
     /// The profiler (`graph.profile`, `--profile`).
     pub profile: RefCell<crate::profile::Recorder>,
     /// The autotuner (`@op.autotune`, the `autotune` module).
-    pub tune: RefCell<crate::autotune::State>,
+    pub tune: Rc<RefCell<crate::autotune::State>>,
     /// Kernel bodies running on a mesh (sharded arguments), innermost count: their schedule
     /// directives are checked but the body runs op by op.
     pub on_mesh: Cell<u32>,
@@ -63,9 +63,16 @@ pub struct Session {
 impl Session {
     /// The system the mesh cost model describes.
     pub fn system(&self) -> tessera_compiler::cost::system::System {
-        self.system
-            .get()
-            .unwrap_or_else(|| tessera_compiler::cost::system::System::of_target(self.target.get()))
+        self.profile_sink().system()
+    }
+
+    /// Where this session's launches are recorded.
+    pub fn profile_sink(&self) -> crate::profile::Sink<'_> {
+        crate::profile::Sink {
+            rec: &self.profile,
+            target: self.target.get(),
+            system: self.system.get(),
+        }
     }
 
     pub fn new(dump: Vec<String>, target: Option<Target>) -> Rc<Session> {
@@ -189,7 +196,7 @@ impl Session {
             hits: Cell::new(0),
             misses: Cell::new(0),
             profile: RefCell::new(crate::profile::Recorder::default()),
-            tune: RefCell::new(crate::autotune::State::default()),
+            tune: Rc::new(RefCell::new(crate::autotune::State::default())),
             on_mesh: Cell::new(0),
             mesh_logs: RefCell::new(Vec::new()),
             next_sharded: Cell::new(0),
