@@ -364,7 +364,8 @@ fn run_for_profile(
     f: &Value,
     args: CallArgs,
 ) -> Result<(), Diagnostic> {
-    if f.downcast::<KernelObj>().is_some() || f.downcast::<crate::dist::PipelineObj>().is_some() {
+    if f.downcast::<KernelObj>().is_some() || f.downcast::<crate::pipeline::PipelineObj>().is_some()
+    {
         it.call(f, args)?;
         return Ok(());
     }

@@ -16,6 +16,7 @@ pub mod help_text;
 pub mod kernel;
 pub mod op;
 pub mod optim;
+pub mod pipeline;
 pub mod plot;
 pub mod profile;
 pub mod pytree;
@@ -94,10 +95,9 @@ pub fn install_session(
         "autotune",
         Value::Module(Rc::new(autotune::module(session.tune.clone()))),
     );
-    interp.set_builtin(
-        "dist",
-        Value::Module(Rc::new(dist::module(session.clone()))),
-    );
+    let dist = dist::module(session.clone());
+    dist.set("pipeline", pipeline::function(session.clone()));
+    interp.set_builtin("dist", Value::Module(Rc::new(dist)));
     interp.set_builtin(
         "graph",
         Value::Module(Rc::new(graph_mod::module(session.clone()))),

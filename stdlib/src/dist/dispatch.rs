@@ -21,7 +21,7 @@ pub(super) fn has_sharded(args: &CallArgs) -> bool {
 pub(super) use tessera_lang::eval::args::given as arg;
 
 /// Required slot `i` (E0101 at the call when missing).
-pub(super) fn need(a: &[Option<Arg>], i: usize, span: Span) -> Result<&Arg, Diagnostic> {
+pub(crate) fn need(a: &[Option<Arg>], i: usize, span: Span) -> Result<&Arg, Diagnostic> {
     tessera_lang::eval::args::required(a, i).map_err(|d| d.or_at(span))
 }
 
@@ -40,7 +40,7 @@ pub(super) fn float_arg(
 }
 
 /// Optional int slot `i`, E0101 naming parameter `what`.
-pub(super) fn int_arg(a: &[Option<Arg>], i: usize, what: &str) -> Result<Option<i64>, Diagnostic> {
+pub(crate) fn int_arg(a: &[Option<Arg>], i: usize, what: &str) -> Result<Option<i64>, Diagnostic> {
     arg(a, i).map(|x| x.int(what)).transpose()
 }
 

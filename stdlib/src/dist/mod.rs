@@ -41,15 +41,14 @@ mod dispatch;
 mod exec;
 mod grad;
 mod module;
-mod pipeline;
 mod plan;
 mod spectral;
 mod update;
 pub use dispatch::*;
+pub(crate) use exec::gather_full;
 use exec::*;
 pub use grad::{overlap_note, run_gradient, Buckets, Overlap, GRAD_BUCKET_BYTES};
 pub use module::*;
-pub use pipeline::{formula_bubble, PipelineObj};
 pub use spectral::{m_fft1, m_fft2, m_part};
 pub use update::{whole_gradient, MeshUpdate};
 
@@ -97,11 +96,11 @@ fn sequential() -> bool {
     std::env::var("TESSERA_MESH_THREADS").is_ok_and(|v| v.trim() == "1")
 }
 
-fn rt_at(e: rtm::RuntimeError, span: Span) -> Diagnostic {
+pub(crate) fn rt_at(e: rtm::RuntimeError, span: Span) -> Diagnostic {
     rt(e).at(span)
 }
 
-fn e400(msg: impl Into<String>) -> Diagnostic {
+pub(crate) fn e400(msg: impl Into<String>) -> Diagnostic {
     Diagnostic::new(Code::E0400, msg)
 }
 
