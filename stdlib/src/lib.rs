@@ -14,7 +14,6 @@ pub mod graph_mod;
 pub mod help;
 pub mod help_text;
 pub mod kernel;
-pub mod op;
 pub mod optim;
 pub mod pipeline;
 pub mod plot;
@@ -25,7 +24,6 @@ pub mod session;
 pub mod table;
 pub mod target_mod;
 pub mod tensor;
-pub mod trace;
 pub mod vulkan;
 
 #[cfg(test)]
@@ -79,7 +77,7 @@ pub fn install_session(
         session::writable_dir(dir, "--emit-spirv")?;
         *session.emit_spirv.borrow_mut() = Some(dir.clone());
     }
-    let op = op::module();
+    let op = tensor::op::module();
     op.set("kernel", kernel::kernel_decorator(session.clone()));
     op.set("autotune", kernel::autotune_decorator(session.clone()));
     interp.set_builtin("op", Value::Module(Rc::new(op)));

@@ -233,7 +233,7 @@ impl PipelineObj {
             .at(span));
         }
         let (xv, xs) = &args.positional[0];
-        if crate::trace::as_sym(xv).is_some() {
+        if crate::tensor::trace::as_sym(xv).is_some() {
             return Err(Diagnostic::new(
                 Code::E0201,
                 "a pipeline cannot be called inside a kernel or a pipeline stage",

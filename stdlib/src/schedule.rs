@@ -354,7 +354,7 @@ pub fn module(session: Rc<Session>) -> Module {
         m.set(
             name,
             Value::native(name, doc, move |_, args| {
-                let Some(ctx) = crate::trace::current_trace() else {
+                let Some(ctx) = crate::tensor::trace::current_trace() else {
                     if s.on_mesh.get() > 0 {
                         // A kernel body running on a mesh: the directive is checked and
                         // applies to no compiled kernel (its ops run one by one per device).

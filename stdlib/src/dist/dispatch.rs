@@ -2,7 +2,7 @@
 //! or gathers and runs the plain op.
 
 use super::*;
-use crate::op::table::{Call, Family};
+use crate::tensor::op::table::{Call, Family};
 
 // ----- op dispatch ------------------------------------------------------------------------------
 

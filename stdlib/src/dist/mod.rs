@@ -519,7 +519,7 @@ fn sharded_method(it: &mut Interp, call: MethodCall) -> Result<Value, Diagnostic
             }
         }
         _ => {
-            let f = crate::op::function(name).ok_or_else(|| {
+            let f = crate::tensor::op::function(name).ok_or_else(|| {
                 Diagnostic::new(Code::E0100, format!("tensor has no method '{name}'"))
             })?;
             it.call(&f, full)

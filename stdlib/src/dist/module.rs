@@ -235,7 +235,7 @@ fn shard(session: &Rc<Session>, args: CallArgs) -> Result<Value, Diagnostic> {
     let t = need(&a, 0, args.span)?;
     let sp = need(&a, 1, args.span)?;
     let spec = spec_arg(&sp.value, sp.span)?;
-    if crate::trace::as_sym(&t.value).is_some() {
+    if crate::tensor::trace::as_sym(&t.value).is_some() {
         return Err(Diagnostic::new(
             Code::E0201,
             "dist.shard cannot split a traced tensor inside a kernel",

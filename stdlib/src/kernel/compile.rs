@@ -175,12 +175,12 @@ pub(super) fn trace_body(
             targs.keywords.push((k.clone(), v.clone(), *s));
         }
     }
-    crate::trace::push_trace(ctx.clone());
+    crate::tensor::trace::push_trace(ctx.clone());
     let result = {
-        let _tracing = crate::trace::TracingGuard::enter();
+        let _tracing = crate::tensor::trace::TracingGuard::enter();
         it.call(f, targs)
     };
-    crate::trace::pop_trace();
+    crate::tensor::trace::pop_trace();
     ctx.active.set(false);
     let ret = result?;
     let (items, out) = match &ret {
@@ -202,7 +202,7 @@ pub(super) fn trace_body(
         }
         if crate::dist::as_sharded(v).is_some() {
             // A sharded tensor computed from captured ones: the call runs on their mesh.
-            if let crate::trace::TArg::Sym(id, _) = ctx.sharded_param(v, op_span)? {
+            if let crate::tensor::trace::TArg::Sym(id, _) = ctx.sharded_param(v, op_span)? {
                 outputs.push(id);
                 continue;
             }

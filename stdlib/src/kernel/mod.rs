@@ -1,6 +1,6 @@
 //! `@op.kernel` and `@op.autotune`: kernel objects, their compile cache and their CPU run.
 //!
-//! Every call traces the body (see [`crate::trace`]): what the body reads besides its
+//! Every call traces the body (see [`crate::tensor::trace`]): what the body reads besides its
 //! arguments — captured tensors, scalars, dict entries, a helper's globals — may have changed
 //! since the last call, and a kernel equals its eager body on every call (SPEC §5). The compile
 //! cache is keyed by the trace (a fingerprint of its graph, directives and result shape, then
@@ -13,7 +13,7 @@
 
 use crate::directives::Directives;
 use crate::tensor::as_tensor;
-use crate::trace::{as_sym, TraceCtx};
+use crate::tensor::trace::{as_sym, TraceCtx};
 use std::cell::{Cell, RefCell};
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
@@ -551,7 +551,8 @@ impl KernelObj {
             inner.keywords.push((k.clone(), stand_in(v), *s));
         }
         let t = trace_call(it, &self.func, &inner, self.grad.as_ref())?;
-        let outs = crate::trace::inline_graph(&outer, &t.graph, &t.captures, &feeds, args.span)?;
+        let outs =
+            crate::tensor::trace::inline_graph(&outer, &t.graph, &t.captures, &feeds, args.span)?;
         Ok(t.shape_result(outs))
     }
 

@@ -17,6 +17,8 @@ use tessera_runtime::{
 mod dtype;
 mod index;
 mod methods;
+pub mod op;
+pub mod trace;
 
 pub use dtype::*;
 pub(crate) use index::*;
@@ -113,7 +115,7 @@ pub fn check_logical(op: BinOp, mine: DType, other: &Value) -> Result<(), Diagno
         Value::Float(_) => Some(DType::F32),
         v => as_tensor(v)
             .map(|t| t.dtype())
-            .or_else(|| crate::trace::as_sym(v).map(|s| s.aval.dtype()))
+            .or_else(|| crate::tensor::trace::as_sym(v).map(|s| s.aval.dtype()))
             .or_else(|| crate::dist::as_sharded(v).map(|s| s.s.dtype)),
     };
     match theirs {
@@ -306,7 +308,7 @@ pub fn tensor_arg(v: &Value, span: Span) -> Result<Tensor, Diagnostic> {
 /// What kind of value `v` is, telling the tensors an eager op cannot take (a traced or a
 /// sharded tensor, whose type name is `tensor`) from the others.
 pub fn kind_name(v: &Value) -> String {
-    if crate::trace::as_sym(v).is_some() {
+    if crate::tensor::trace::as_sym(v).is_some() {
         "traced tensor".into()
     } else if crate::dist::as_sharded(v).is_some() {
         "sharded tensor".into()
@@ -318,7 +320,7 @@ pub fn kind_name(v: &Value) -> String {
 /// The error for a value that is not an ordinary tensor where one is needed: a traced tensor
 /// (inside a kernel or a function under `graph.grad`) and a sharded one say so.
 pub fn not_a_tensor(v: &Value) -> Diagnostic {
-    if crate::trace::as_sym(v).is_some() {
+    if crate::tensor::trace::as_sym(v).is_some() {
         Diagnostic::new(
             Code::E0201,
             "this needs a tensor's values, but this tensor is traced (inside a kernel or a function under graph.grad, only its shape and dtype are known)",
@@ -451,13 +453,13 @@ impl HostObject for TensorObj {
     }
     fn getitem(&self, index: &Value) -> HostResult {
         let t = self.get();
-        if let Some(r) = crate::trace::index_concrete(&t, index) {
+        if let Some(r) = crate::tensor::trace::index_concrete(&t, index) {
             return Some(r);
         }
         Some(getitem(&t, index))
     }
     fn setitem(&self, index: &Value, value: Value) -> Option<Result<(), Diagnostic>> {
-        if crate::trace::tracing() {
+        if crate::tensor::trace::tracing() {
             return Some(Err(Diagnostic::new(
                 Code::E0201,
                 "item assignment on a concrete tensor inside a kernel is not supported",

@@ -3,7 +3,7 @@
 //! A row names the op and gives its signature (the text `help` shows; the parameters and which
 //! of them are optional are read from it, so binding and help agree), and its forms: the eager
 //! implementation ([`super::eager`]), the Graph IR builder the tracer runs
-//! ([`crate::trace`]), the sharding rule sharded execution runs ([`crate::dist`]) and, for
+//! ([`crate::tensor::trace`]), the sharding rule sharded execution runs ([`crate::dist`]) and, for
 //! the derivatives work, its derivative. The shape and dtype rule is the eager form itself:
 //! the tracer runs it on shape-only tensors, so traced and eager ops agree on every shape and
 //! dtype error.
@@ -16,8 +16,9 @@
 //! tensor, traced when one is a traced tensor, eager otherwise.
 
 use super::eager;
-use crate::trace::TraceCtx;
-use crate::{dist, trace};
+use crate::dist;
+use crate::tensor::trace;
+use crate::tensor::trace::TraceCtx;
 use std::rc::Rc;
 use std::sync::LazyLock;
 use tessera_compiler::graph::{OpVjp, RowFn, BINARY_OPS, REDUCE_OPS, ROW_FNS, UNARY_OPS};
@@ -54,7 +55,7 @@ impl Call<'_> {
         let mut see = |v: &Value| {
             sharded |= crate::dist::as_sharded(v).is_some();
             if trace.is_none() {
-                trace = crate::trace::as_sym(v).map(|s| s.ctx.clone());
+                trace = crate::tensor::trace::as_sym(v).map(|s| s.ctx.clone());
             }
         };
         for x in self.a.iter().flatten() {
@@ -215,7 +216,8 @@ static ROWS: LazyLock<Vec<OpRow>> = LazyLock::new(|| {
 /// sharded form.
 #[rustfmt::skip]
 const OTHER: [(&str, EagerFn, InTrace, OnMesh); 45] = {
-    use crate::{dist as m, trace as t};
+    use crate::dist as m;
+    use crate::tensor::trace as t;
     use InTrace::{ReadsValues, Record as R, Refused};
     use OnMesh::{Gathered, Rule};
     [
@@ -290,7 +292,7 @@ pub fn call(it: &mut Interp, row: &OpRow, args: &CallArgs) -> Result<Value, Diag
             OnMesh::Rule(f) => f(it, &c),
             OnMesh::Gathered => crate::dist::gathered_call(it, &c),
         },
-        Args::Traced(ctx) => crate::trace::trace_call(it, &ctx, &c),
+        Args::Traced(ctx) => crate::tensor::trace::trace_call(it, &ctx, &c),
         Args::Eager => (row.eager)(it, &c),
     }
 }
