@@ -339,9 +339,9 @@ fn lower_on_mesh(
         // its body op by op; a gradient runs its backward graph on the mesh
         let func = f.clone();
         session.on_mesh.set(session.on_mesh.get() + 1);
-        crate::dist::open_log(session);
+        crate::tensor::sharded::open_log(session);
         let r = it.call(&func, abs).and_then(crate::dist::settle_value);
-        let program = crate::dist::close_log(session);
+        let program = crate::tensor::sharded::close_log(session);
         session.on_mesh.set(session.on_mesh.get().saturating_sub(1));
         r?;
         return Ok(Value::str(program.print().trim_end()));

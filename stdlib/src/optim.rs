@@ -28,10 +28,11 @@ use tessera_lang::eval::{Arg, AttrResult, CallArgs, HostObject, Interp, Module, 
 use tessera_lang::Span;
 use tessera_runtime::{DType, Scalar, Tensor};
 
-use crate::dist::{as_sharded, whole_gradient, MeshUpdate};
+use crate::dist::{whole_gradient, MeshUpdate};
 use crate::kernel::{compile_graph, run_compiled, Compiled};
 use crate::pytree::{self, Tree};
 use crate::session::Session;
+use crate::tensor::sharded::as_sharded;
 use crate::tensor::{as_tensor, rt, tensor_value};
 
 /// An optimizer and its state; its update kernels are kept by the `optim` module of its

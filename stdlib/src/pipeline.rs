@@ -20,9 +20,10 @@
 //! latency, the step `(m + p - 1) × slowest stage`, and the bubble `(p - 1) / (m + p - 1)` of
 //! balanced stages.
 
-use crate::dist::*;
+use crate::dist::mesh_arg;
 use crate::kernel::{Compiled, KernelObj};
 use crate::session::Session;
+use crate::tensor::sharded::*;
 use crate::tensor::*;
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -200,7 +200,7 @@ pub(super) fn trace_body(
                 continue;
             }
         }
-        if crate::dist::as_sharded(v).is_some() {
+        if crate::tensor::sharded::as_sharded(v).is_some() {
             // A sharded tensor computed from captured ones: the call runs on their mesh.
             if let crate::tensor::trace::TArg::Sym(id, _) = ctx.sharded_param(v, op_span)? {
                 outputs.push(id);

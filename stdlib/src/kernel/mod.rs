@@ -569,7 +569,7 @@ impl KernelObj {
             .iter()
             .map(|(v, _)| v)
             .chain(args.keywords.iter().map(|(_, v, _)| v))
-            .filter(|v| crate::dist::as_sharded(v).is_some() || as_tensor(v).is_some())
+            .filter(|v| crate::tensor::sharded::as_sharded(v).is_some() || as_tensor(v).is_some())
             .chain(&t.sharded)
             .cloned()
             .collect();
@@ -579,7 +579,7 @@ impl KernelObj {
             .map_or(crate::dist::GRAD_BUCKET_BYTES, |b| b.max(1) as u64);
         let overlap = t.directives.overlap.unwrap_or(true);
         s.on_mesh.set(s.on_mesh.get() + 1);
-        crate::dist::open_log(s);
+        crate::tensor::sharded::open_log(s);
         let r = crate::dist::run_gradient(
             &t.graph,
             &params,
@@ -591,7 +591,7 @@ impl KernelObj {
             },
             args.span,
         );
-        let program = crate::dist::close_log(s);
+        let program = crate::tensor::sharded::close_log(s);
         s.on_mesh.set(s.on_mesh.get().saturating_sub(1));
         let (outs, ov) = r?;
         if s.profile.borrow().active {
@@ -619,7 +619,7 @@ impl KernelObj {
     ) -> Result<Value, Diagnostic> {
         let s = &self.session.clone();
         s.on_mesh.set(s.on_mesh.get() + 1);
-        crate::dist::open_log(s);
+        crate::tensor::sharded::open_log(s);
         let planned = if per_device {
             self.per_device(it, &args)
         } else {
@@ -632,7 +632,7 @@ impl KernelObj {
                 .and_then(crate::dist::settle_value),
             Err(e) => Err(e),
         };
-        let program = crate::dist::close_log(s);
+        let program = crate::tensor::sharded::close_log(s);
         s.on_mesh.set(s.on_mesh.get().saturating_sub(1));
         if s.dump.iter().any(|d| d == "schedule") {
             let text = format!("// kernel {} on a mesh\n{}", self.name, program.print());

@@ -60,7 +60,7 @@ fn device_inputs(args: &CallArgs, n: usize) -> Vec<Vec<Tensor>> {
     (0..n)
         .map(|r| {
             vals.iter()
-                .filter_map(|v| match crate::dist::as_sharded(v) {
+                .filter_map(|v| match crate::tensor::sharded::as_sharded(v) {
                     Some(o) => Some(o.s.shards[r].clone()),
                     None => as_tensor(v),
                 })

@@ -53,7 +53,7 @@ impl Regroup {
 
 fn is_tensor(v: &Value) -> bool {
     as_tensor(v).is_some()
-        || crate::dist::as_sharded(v).is_some()
+        || crate::tensor::sharded::as_sharded(v).is_some()
         || crate::tensor::trace::as_sym(v).is_some()
 }
 

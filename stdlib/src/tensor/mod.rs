@@ -18,6 +18,7 @@ mod dtype;
 mod index;
 mod methods;
 pub mod op;
+pub mod sharded;
 pub mod trace;
 
 pub use dtype::*;
@@ -116,7 +117,7 @@ pub fn check_logical(op: BinOp, mine: DType, other: &Value) -> Result<(), Diagno
         v => as_tensor(v)
             .map(|t| t.dtype())
             .or_else(|| crate::tensor::trace::as_sym(v).map(|s| s.aval.dtype()))
-            .or_else(|| crate::dist::as_sharded(v).map(|s| s.s.dtype)),
+            .or_else(|| crate::tensor::sharded::as_sharded(v).map(|s| s.s.dtype)),
     };
     match theirs {
         Some(DType::Bool) if mine == DType::Bool => Ok(()),
@@ -310,7 +311,7 @@ pub fn tensor_arg(v: &Value, span: Span) -> Result<Tensor, Diagnostic> {
 pub fn kind_name(v: &Value) -> String {
     if crate::tensor::trace::as_sym(v).is_some() {
         "traced tensor".into()
-    } else if crate::dist::as_sharded(v).is_some() {
+    } else if crate::tensor::sharded::as_sharded(v).is_some() {
         "sharded tensor".into()
     } else {
         v.type_name().to_string()
@@ -327,7 +328,7 @@ pub fn not_a_tensor(v: &Value) -> Diagnostic {
         )
         .with_label("a traced tensor")
         .with_help("do this outside the kernel, on the tensors it is called with or returns")
-    } else if crate::dist::as_sharded(v).is_some() {
+    } else if crate::tensor::sharded::as_sharded(v).is_some() {
         Diagnostic::new(
             Code::E0101,
             "this takes an ordinary tensor, not a sharded one",

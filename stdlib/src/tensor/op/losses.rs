@@ -35,7 +35,7 @@ fn meta(v: &Value) -> Option<(Vec<usize>, DType)> {
     if let Some(s) = crate::tensor::trace::as_sym(v) {
         return Some((s.aval.shape().to_vec(), s.aval.dtype()));
     }
-    crate::dist::as_sharded(v).map(|o| (o.s.shape.clone(), o.s.dtype))
+    crate::tensor::sharded::as_sharded(v).map(|o| (o.s.shape.clone(), o.s.dtype))
 }
 
 /// A tensor argument's shape and dtype, or E0101 naming `what`.

@@ -146,12 +146,12 @@ impl TraceCtx {
         v: &Value,
         span: Span,
     ) -> Result<TArg, Diagnostic> {
-        let Some(o) = crate::dist::as_sharded(v) else {
+        let Some(o) = crate::tensor::sharded::as_sharded(v) else {
             return Err(Diagnostic::new(Code::E0500, "not a sharded tensor").at(span));
         };
         let aval = Tensor::abstract_tensor(&o.s.shape, o.s.dtype).map_err(rt)?;
         let known = self.sharded.borrow().iter().find_map(|(w, id)| {
-            crate::dist::as_sharded(w)
+            crate::tensor::sharded::as_sharded(w)
                 .is_some_and(|w| std::ptr::eq(w, o))
                 .then_some(*id)
         });
@@ -330,7 +330,7 @@ fn targ(ctx: &Rc<TraceCtx>, v: &Value, span: Span) -> Result<TArg, Diagnostic> {
         Value::Int(i) => Ok(TArg::Scalar(Scalar::Int(*i))),
         Value::Float(f) => Ok(TArg::Scalar(Scalar::Float(*f))),
         Value::Bool(b) => Ok(TArg::Scalar(Scalar::Bool(*b))),
-        _ if crate::dist::as_sharded(v).is_some() => ctx.sharded_param(v, span),
+        _ if crate::tensor::sharded::as_sharded(v).is_some() => ctx.sharded_param(v, span),
         _ => {
             let t = tensor_arg(v, span)?;
             let a = Tensor::abstract_tensor(t.shape(), t.dtype()).map_err(rt)?;
@@ -428,7 +428,7 @@ impl SymTensor {
             Value::Int(_) | Value::Float(_) | Value::Bool(_) => targ(ctx, other, span),
             _ if as_sym(other).is_some()
                 || as_tensor(other).is_some()
-                || crate::dist::as_sharded(other).is_some() =>
+                || crate::tensor::sharded::as_sharded(other).is_some() =>
             {
                 targ(ctx, other, span)
             }
@@ -457,7 +457,7 @@ impl SymTensor {
         if !matches!(other, Value::Int(_) | Value::Float(_) | Value::Bool(_))
             && as_sym(other).is_none()
             && as_tensor(other).is_none()
-            && crate::dist::as_sharded(other).is_none()
+            && crate::tensor::sharded::as_sharded(other).is_none()
         {
             return None;
         }

@@ -6,7 +6,7 @@ use crate::tensor::op::table::{Call, Family};
 
 // ----- op dispatch ------------------------------------------------------------------------------
 
-pub(super) fn has_sharded(args: &CallArgs) -> bool {
+pub(crate) fn has_sharded(args: &CallArgs) -> bool {
     let is = |v: &Value| {
         as_sharded(v).is_some()
             || match v {
@@ -18,7 +18,7 @@ pub(super) fn has_sharded(args: &CallArgs) -> bool {
     args.positional.iter().any(|(v, _)| is(v)) || args.keywords.iter().any(|(_, v, _)| is(v))
 }
 
-pub(super) use tessera_lang::eval::args::given as arg;
+pub(crate) use tessera_lang::eval::args::given as arg;
 
 /// Required slot `i` (E0101 at the call when missing).
 pub(crate) fn need(a: &[Option<Arg>], i: usize, span: Span) -> Result<&Arg, Diagnostic> {
@@ -26,12 +26,12 @@ pub(crate) fn need(a: &[Option<Arg>], i: usize, span: Span) -> Result<&Arg, Diag
 }
 
 /// Optional bool slot `i` (false when not given), E0101 naming parameter `what`.
-pub(super) fn bool_arg(a: &[Option<Arg>], i: usize, what: &str) -> Result<bool, Diagnostic> {
+pub(crate) fn bool_arg(a: &[Option<Arg>], i: usize, what: &str) -> Result<bool, Diagnostic> {
     arg(a, i).map_or(Ok(false), |x| x.bool(what))
 }
 
 /// Optional number slot `i`, E0101 naming parameter `what`.
-pub(super) fn float_arg(
+pub(crate) fn float_arg(
     a: &[Option<Arg>],
     i: usize,
     what: &str,
