@@ -1,6 +1,12 @@
-//! Tensors as host objects of the evaluator (values, operators, item assignment), and the
-//! conversions between `.tsr` values and runtime types. Dtype values are in `dtype`, indexing
-//! in `index`, tensor methods in `methods`.
+//! Tensors of each kind and the ops over them. A tensor is eager (this module), traced
+//! ([`trace`]: a kernel body's symbolic tensor) or sharded ([`sharded`]: split over a device
+//! mesh); the `op` functions are the op table ([`op`]), which calls the eager, traced or
+//! sharded form of an op by what its arguments are. The parts call each other by nature: a
+//! tensor method or operator of any kind is an `op` function.
+//!
+//! Here: eager tensors as host objects of the evaluator (values, operators, item assignment),
+//! and the conversions between `.tsr` values and runtime types. Dtype values are in `dtype`,
+//! indexing in `index`, tensor methods in `methods`.
 
 use std::any::Any;
 use std::cell::RefCell;
