@@ -1,6 +1,7 @@
 //! No import cycle between the top-level modules of `stdlib/src` (the layering in
 //! `stdlib/src/lib.rs`'s module doc). A module's edges are its `crate::X` paths outside tests
 //! and comments, as `scripts/module-cycles` reads them.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support code
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -170,7 +171,7 @@ fn stdlib_top_level_modules_have_no_import_cycle() {
     let g = module_graph(&root);
     // the walk found the crate's modules and their edges
     assert!(g.len() > 10, "{g:?}");
-    assert!(g["kernel"].contains_key("session"), "{:?}", g["kernel"]);
+    assert!(g["kernel"].contains_key("tensor"), "{:?}", g["kernel"]);
     let cs = cycles(&g);
     assert!(
         cs.is_empty(),
