@@ -7,18 +7,19 @@
 //! 1. [`table`], [`help_text`], [`device`] (launch diagnostics, the [`device::DeviceTimer`]
 //!    interface), [`vulkan`], [`crosscheck`], [`directives`] (what a trace's `schedule.*` calls
 //!    gave);
-//! 2. [`env`], [`cuda`], [`profile`] (records into a [`profile::Sink`]), [`help`];
+//! 2. [`env`](mod@env), [`cuda`], [`profile`] (records into a [`profile::Sink`]), [`help`];
 //! 3. [`autotune`]: its state, and [`autotune::tune`] of a [`autotune::Tunable`];
 //! 4. [`session`]: the [`session::Session`] the modules share;
 //! 5. [`tensor`]: tensors of each kind and the ops over them, one concept whose parts call each
 //!    other (a tensor method is an `op` function; the op table calls the eager form,
 //!    [`tensor::trace`] or [`tensor::sharded`] by its arguments): eager tensors,
 //!    [`tensor::op`], traced and sharded tensors;
-//! 6. [`pytree`], [`plot`], [`run_tile`], [`schedule`], [`target_mod`], [`dist`] (the `dist`
-//!    module, the planner, the mesh programs);
+//! 6. [`pytree`], [`plot`], [`schedule`], [`target_mod`], [`dist`] (the `dist` module, the
+//!    planner, the mesh programs);
 //! 7. [`kernel`]: `@op.kernel` and `@op.autotune`, compiled kernels on a session's device;
 //! 8. [`pipeline`] (`dist.pipeline`), [`optim`];
-//! 9. [`graph_mod`].
+//! 9. [`graph_mod`] (with `graph.run_tile`, `run_tile.rs`, which reads only the session and
+//!    tensors).
 //!
 //! [`install`] builds the modules and puts what a higher layer defines into a lower module's
 //! namespace (`op.kernel`, `op.autotune`, `dist.pipeline`).

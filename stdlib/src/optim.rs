@@ -36,7 +36,7 @@ use crate::tensor::sharded::as_sharded;
 use crate::tensor::{as_tensor, rt, tensor_value};
 
 /// An optimizer and its state; its update kernels are kept by the `optim` module of its
-/// session ([`Updates`]).
+/// session (`Updates`).
 pub struct Optimizer {
     rule: Rule,
     state: RefCell<State>,

@@ -1,5 +1,5 @@
 //! Sharded tensors (SPEC §7): a tensor split over a device mesh, its operators and methods,
-//! and the op table's forms on a mesh (the sharding rules of [`dispatch`] and [`spectral`];
+//! and the op table's forms on a mesh (the sharding rules of `dispatch.rs` and `spectral.rs`;
 //! ops without a rule gather their operands). The `dist` module that makes them, and the
 //! mesh programs built on them (gradients, compiled kernels per device), are [`crate::dist`].
 //!
