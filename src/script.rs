@@ -67,7 +67,7 @@ pub fn new_interp(opts: &RunOptions, script_name: &str) -> Result<Interp, Diagno
 pub fn new_session(
     opts: &RunOptions,
     script_name: &str,
-) -> Result<(Interp, Rc<tessera_stdlib::kernel::Session>), Diagnostic> {
+) -> Result<(Interp, Rc<tessera_stdlib::session::Session>), Diagnostic> {
     let mut interp = Interp::new();
     let mut argv = vec![script_name.to_string()];
     argv.extend(opts.args.iter().cloned());

@@ -15,16 +15,18 @@
 //! written to the cache, nothing is measured. `autotune.enable(False)` turns tuning off for
 //! the session (kernels keep their body's schedule).
 
-use crate::kernel::{Compiled, Session};
-use crate::profile::DeviceTimer;
+use crate::device::DeviceTimer;
+use crate::directives::Directives;
 use crate::table::{Table, TableObj};
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 use tessera_compiler::backend::ptx::Target;
-use tessera_compiler::pipeline::lower;
+use tessera_compiler::graph::Graph;
+use tessera_compiler::pipeline::{lower, Lowered};
 use tessera_compiler::schedule::Directives as SchedDirectives;
 use tessera_compiler::tune::cache::{self, CacheError, Entry, Key};
 use tessera_compiler::tune::{self, Config, Space};
@@ -206,8 +208,15 @@ pub fn valid_cache_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
+/// A kernel's code as the tuner reads it: its graph, its traced directives and its lowering.
+pub struct Tunable<'a> {
+    pub graph: &'a Graph,
+    pub directives: &'a Directives,
+    pub lowered: &'a Lowered,
+}
+
 /// The search space of a kernel: its `schedule.search_space`, else the default one.
-fn space_of(c: &Compiled, target: Target) -> Space {
+fn space_of(c: &Tunable, target: Target) -> Space {
     let u = |v: i64| u32::try_from(v).unwrap_or(u32::MAX);
     match &c.directives.search_space {
         Some(s) => Space {
@@ -217,7 +226,7 @@ fn space_of(c: &Compiled, target: Target) -> Space {
         },
         None => {
             let kinds: Vec<_> = c.lowered.program.kernels.iter().map(|k| k.kind).collect();
-            tune::default_space(&c.graph, target, &kinds)
+            tune::default_space(c.graph, target, &kinds)
         }
     }
 }
@@ -230,20 +239,21 @@ pub struct Sig {
     pub source: String,
 }
 
-/// Tunes `c` (see the module docs): replaces its lowering with the chosen config's.
+/// Tunes `c` for `target` (see the module docs): the chosen config's lowering, to replace
+/// `c`'s (`None`: tuning is off, `c` keeps its lowering). `state` is the session's autotuner.
 pub fn tune(
-    session: &Session,
+    state: &RefCell<State>,
+    target: Target,
     sig: Sig,
     cache_name: Option<&str>,
     base: &SchedDirectives,
-    c: &mut Compiled,
+    c: Tunable,
     span: Span,
-) -> Result<(), Diagnostic> {
-    if !session.tune.borrow().enabled {
-        return Ok(());
+) -> Result<Option<Lowered>, Diagnostic> {
+    if !state.borrow().enabled {
+        return Ok(None);
     }
     let started = Instant::now();
-    let target = session.target.get();
     let key = Key {
         op: sig.op,
         shapes: sig.shapes,
@@ -254,17 +264,16 @@ pub fn tune(
     };
     let off = env_off();
     let path = cache_path(cache_name);
-    let timer = session.tune.borrow().timer.clone();
+    let timer = state.borrow().timer.clone();
     if !off {
-        let mut st = session.tune.borrow_mut();
+        let mut st = state.borrow_mut();
         st.ensure_loaded(&path);
         let hit = st.entries.iter().find(|e| e.key == key).cloned();
         if let Some(e) = hit {
             let retune = e.source == "model" && timer.is_some();
             if !retune {
-                match lower(&c.graph, &e.config.apply(base), target) {
+                match lower(c.graph, &e.config.apply(base), target) {
                     Ok(l) => {
-                        c.set_lowered(l);
                         st.events.push(Event {
                             entry: e,
                             origin: Origin::Cache,
@@ -273,7 +282,7 @@ pub fn tune(
                             trials: 0,
                             elapsed: started.elapsed(),
                         });
-                        return Ok(());
+                        return Ok(Some(l));
                     }
                     Err(d) => warn(&format!(
                         "autotune cache {}: the cached config {} of '{}' is invalid ({}); tuning again",
@@ -292,9 +301,9 @@ pub fn tune(
         .as_ref()
         .and_then(|o| o.budget_ms)
         .map(|ms| Duration::from_millis(ms.max(0) as u64));
-    let candidates = space_of(c, target).candidates();
+    let candidates = space_of(&c, target).candidates();
     let bar = progress(candidates.len() as u64, &key.op);
-    let ranking = tune::rank(&c.graph, base, target, &candidates, budget, &mut || {
+    let ranking = tune::rank(c.graph, base, target, &candidates, budget, &mut || {
         if let Some(b) = &bar {
             b.inc(1);
         }
@@ -324,7 +333,7 @@ pub fn tune(
     let mut measured_us = None;
     let mut trials = 0u32;
     let first = {
-        let mut st = session.tune.borrow_mut();
+        let mut st = state.borrow_mut();
         let first = st.candidates.len();
         let shapes = shapes_text(&key);
         for (i, r) in ranking.ranked.iter().enumerate() {
@@ -358,7 +367,7 @@ pub fn tune(
                 continue;
             }
             trials += 1;
-            let mut st = session.tune.borrow_mut();
+            let mut st = state.borrow_mut();
             st.measured.push(Measured {
                 op: key.op.clone(),
                 config: r.config.clone(),
@@ -380,7 +389,6 @@ pub fn tune(
             measured_us = Some(us);
         }
     }
-    c.set_lowered(chosen.lowered.clone());
     let entry = Entry {
         key,
         config: chosen.config.clone(),
@@ -395,7 +403,7 @@ pub fn tune(
         candidates: ranking.ranked.len() as u32,
         trials,
     };
-    let mut st = session.tune.borrow_mut();
+    let mut st = state.borrow_mut();
     if let Some(c) = st.candidates.get_mut(first + chosen_at) {
         c.chosen = true;
     }
@@ -411,7 +419,7 @@ pub fn tune(
         trials,
         elapsed: started.elapsed(),
     });
-    Ok(())
+    Ok(Some(chosen.lowered))
 }
 
 /// A progress bar on stderr when it is a terminal and the search is long enough to watch.
@@ -609,10 +617,10 @@ fn path_arg(args: &CallArgs, fname: &str) -> Result<(PathBuf, Span), Diagnostic>
     }
 }
 
-/// Builds the `autotune` module.
-pub fn module(session: Rc<Session>) -> Module {
+/// Builds the `autotune` module over a session's autotuner `state`.
+pub fn module(state: Rc<RefCell<State>>) -> Module {
     let m = Module::new("autotune", "the autotuner and its cache");
-    let s = session.clone();
+    let s = state.clone();
     m.set(
         "enable",
         Value::native("enable", "enable(on=True)", move |_, args| {
@@ -630,16 +638,16 @@ pub fn module(session: Rc<Session>) -> Module {
                 },
                 None => true,
             };
-            s.tune.borrow_mut().enabled = on;
+            s.borrow_mut().enabled = on;
             Ok(Value::None)
         }),
     );
-    let s = session.clone();
+    let s = state.clone();
     m.set(
         "save_cache",
         Value::native("save_cache", "save_cache(path)", move |_, args| {
             let (path, span) = path_arg(&args, "save_cache")?;
-            let entries = s.tune.borrow().entries.clone();
+            let entries = s.borrow().entries.clone();
             let n = cache::save_merged(&path, &entries).map_err(|e| {
                 Diagnostic::new(
                     Code::E0500,
@@ -650,7 +658,7 @@ pub fn module(session: Rc<Session>) -> Module {
             Ok(Value::Int(n as i64))
         }),
     );
-    let s = session.clone();
+    let s = state.clone();
     m.set(
         "load_cache",
         Value::native("load_cache", "load_cache(path)", move |it, args| {
@@ -659,12 +667,12 @@ pub fn module(session: Rc<Session>) -> Module {
             r
         }),
     );
-    let s = session.clone();
+    let s = state.clone();
     m.set(
         "clear",
         Value::native("clear", "clear()", move |_, args| {
             args.bind("clear", &[], &[])?;
-            let mut st = s.tune.borrow_mut();
+            let mut st = s.borrow_mut();
             st.entries.clear();
             st.events.clear();
             st.measured.clear();
@@ -676,20 +684,20 @@ pub fn module(session: Rc<Session>) -> Module {
             Ok(Value::None)
         }),
     );
-    let s = session.clone();
+    let s = state.clone();
     m.set(
         "candidates",
         Value::native("candidates", "candidates()", move |_, args| {
             args.bind("candidates", &[], &[])?;
-            candidates(&s.tune.borrow())
+            candidates(&s.borrow())
         }),
     );
-    let s = session;
+    let s = state;
     m.set(
         "report",
         Value::native("report", "report()", move |_, args| {
             args.bind("report", &[], &[])?;
-            Ok(Value::host(report(&s.tune.borrow())))
+            Ok(Value::host(report(&s.borrow())))
         }),
     );
     m
@@ -697,7 +705,7 @@ pub fn module(session: Rc<Session>) -> Module {
 
 /// `autotune.load_cache(path)`: the number of entries read (0, with a warning, for a missing or
 /// corrupt file).
-fn load_cache(s: &Session, args: &CallArgs) -> Result<Value, Diagnostic> {
+fn load_cache(s: &RefCell<State>, args: &CallArgs) -> Result<Value, Diagnostic> {
     let (path, _) = path_arg(args, "load_cache")?;
     if !path.exists() {
         warn(&format!("autotune cache {}: no such file", path.display()));
@@ -706,7 +714,7 @@ fn load_cache(s: &Session, args: &CallArgs) -> Result<Value, Diagnostic> {
     match cache::load(&path) {
         Ok(es) => {
             let n = es.len();
-            let mut st = s.tune.borrow_mut();
+            let mut st = s.borrow_mut();
             for e in es {
                 st.upsert(e);
             }

@@ -7,7 +7,6 @@
 //! `TESSERA_CROSSCHECK_LOG=FILE` appends one line per checked launch to `FILE`:
 //! `checked<TAB>kernel<TAB>kind<TAB>elements<TAB>worst |diff| / tolerance`.
 
-use crate::tensor::rt;
 use tessera_compiler::graph::{DType, Graph, Op, ValueId};
 use tessera_compiler::schedule::Kernel;
 use tessera_lang::diag::{Code, Diagnostic};
@@ -32,11 +31,11 @@ pub enum Checked {
 
 impl Checked {
     /// The device it is.
-    pub fn kind(self) -> crate::kernel::DeviceKind {
+    pub fn kind(self) -> tessera_runtime::device::DeviceKind {
         match self {
-            Checked::Emu => crate::kernel::DeviceKind::Emu,
-            Checked::Cuda => crate::kernel::DeviceKind::Cuda,
-            Checked::Vulkan => crate::kernel::DeviceKind::Vulkan,
+            Checked::Emu => tessera_runtime::device::DeviceKind::Emu,
+            Checked::Cuda => tessera_runtime::device::DeviceKind::Cuda,
+            Checked::Vulkan => tessera_runtime::device::DeviceKind::Vulkan,
         }
     }
     pub fn name(self) -> &'static str {
@@ -59,10 +58,10 @@ pub fn mode() -> Result<Option<Checked>, Diagnostic> {
     match std::env::var(VAR) {
         Err(std::env::VarError::NotPresent) => Ok(None),
         Ok(v) if v.is_empty() => Ok(None),
-        Ok(v) => match crate::kernel::DeviceKind::parse(&v) {
-            Some(crate::kernel::DeviceKind::Emu) => Ok(Some(Checked::Emu)),
-            Some(crate::kernel::DeviceKind::Cuda) => Ok(Some(Checked::Cuda)),
-            Some(crate::kernel::DeviceKind::Vulkan) => Ok(Some(Checked::Vulkan)),
+        Ok(v) => match tessera_runtime::device::DeviceKind::parse(&v) {
+            Some(tessera_runtime::device::DeviceKind::Emu) => Ok(Some(Checked::Emu)),
+            Some(tessera_runtime::device::DeviceKind::Cuda) => Ok(Some(Checked::Cuda)),
+            Some(tessera_runtime::device::DeviceKind::Vulkan) => Ok(Some(Checked::Vulkan)),
             _ => Err(Diagnostic::new(
                 Code::E0101,
                 format!("{VAR}={v:?}: the cross-check devices are `emu`, `cuda` and `vulkan`"),
@@ -230,12 +229,12 @@ pub fn reduction_length(g: &Graph, root: ValueId) -> u64 {
 fn values(t: &Tensor) -> Result<Vec<f64>, Diagnostic> {
     if t.dtype().is_complex() {
         Ok(t.to_c128_vec()
-            .map_err(rt)?
+            .map_err(Diagnostic::from)?
             .into_iter()
             .flat_map(|c| [c.re, c.im])
             .collect())
     } else {
-        t.to_f64_vec().map_err(rt)
+        t.to_f64_vec().map_err(Diagnostic::from)
     }
 }
 

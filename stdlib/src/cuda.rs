@@ -10,7 +10,7 @@
 //!   the session loses no value.
 //! - [`CudaTimer`] times kernels with CUDA events for the autotuner.
 
-use crate::profile::{DeviceTimer, TimeError};
+use crate::device::{DeviceTimer, TimeError};
 use std::cell::RefCell;
 use std::rc::Rc;
 use tessera_compiler::graph::DType;

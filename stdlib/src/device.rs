@@ -1,7 +1,8 @@
 //! The diagnostics of kernel launches on a device ([`tessera_runtime::device`]): a launch that
 //! failed on the GPU is E0800 at the kernel's `.tsr` line, and a fault carries the emulator's
 //! replay of the launch ([`replay`]), which names the block (the tile's coordinates), the
-//! thread, the instruction and the element index that went out of bounds.
+//! thread, the instruction and the element index that went out of bounds. [`DeviceTimer`] is
+//! the interface that times kernels on a GPU (the profiler's and the autotuner's measurements).
 
 use tessera_compiler::backend::ptx::Lowered;
 use tessera_lang::diag::{Code, Diagnostic};
@@ -33,6 +34,53 @@ pub fn failure_diagnostic(
         d.with_note(replay(l, inputs, outs))
     } else {
         d
+    }
+}
+
+/// Times kernels on a GPU with device events: the interface the CUDA device implements (none
+/// is installed in this build). `time_us` launches kernel `index` of `l` on inputs of its
+/// operand types (the timer makes them) and returns the median time of repeated launches, µs.
+pub trait DeviceTimer {
+    fn device(&self) -> String;
+    fn time_us(
+        &self,
+        l: &tessera_compiler::pipeline::Lowered,
+        index: usize,
+    ) -> Result<f64, TimeError>;
+}
+
+/// Why a kernel could not be timed on a device.
+#[derive(Debug)]
+pub enum TimeError {
+    /// The program has no kernel of that index.
+    NoKernel(usize),
+    /// The kernel (named) has no Target IR.
+    NotLowered(String),
+    /// Operand `index` of kernel `kernel` has no type.
+    Untyped { kernel: String, index: usize },
+    /// The sample inputs could not be made.
+    Input(tessera_runtime::RuntimeError),
+    /// The device was closed (after a failed rebuild).
+    Closed,
+    /// The PTX could not be printed, or the inputs passed.
+    Kernel(Diagnostic),
+    /// The driver failed.
+    Driver(tessera_runtime::cuda::CudaError),
+}
+
+impl std::fmt::Display for TimeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TimeError::NoKernel(i) => write!(f, "no kernel {i}"),
+            TimeError::NotLowered(k) => write!(f, "kernel '{k}' has no Target IR"),
+            TimeError::Untyped { kernel, index } => {
+                write!(f, "kernel '{kernel}': operand {index} has no type")
+            }
+            TimeError::Input(e) => f.write_str(&e.message),
+            TimeError::Closed => f.write_str("the CUDA device is closed"),
+            TimeError::Kernel(d) => f.write_str(&d.message),
+            TimeError::Driver(e) => e.fmt(f),
+        }
     }
 }
 

@@ -27,7 +27,8 @@
 #[path = "run_tile.rs"]
 mod run_tile;
 
-use crate::kernel::{compile, Compiled, KernelObj, Session};
+use crate::kernel::{compile, Compiled, KernelObj};
+use crate::session::Session;
 use std::rc::Rc;
 use tessera_compiler::graph::print::print;
 use tessera_lang::diag::{Code, Diagnostic};
@@ -338,9 +339,9 @@ fn lower_on_mesh(
         // its body op by op; a gradient runs its backward graph on the mesh
         let func = f.clone();
         session.on_mesh.set(session.on_mesh.get() + 1);
-        crate::dist::open_log(session);
+        crate::tensor::sharded::open_log(session);
         let r = it.call(&func, abs).and_then(crate::dist::settle_value);
-        let program = crate::dist::close_log(session);
+        let program = crate::tensor::sharded::close_log(session);
         session.on_mesh.set(session.on_mesh.get().saturating_sub(1));
         r?;
         return Ok(Value::str(program.print().trim_end()));
@@ -363,7 +364,8 @@ fn run_for_profile(
     f: &Value,
     args: CallArgs,
 ) -> Result<(), Diagnostic> {
-    if f.downcast::<KernelObj>().is_some() || f.downcast::<crate::dist::PipelineObj>().is_some() {
+    if f.downcast::<KernelObj>().is_some() || f.downcast::<crate::pipeline::PipelineObj>().is_some()
+    {
         it.call(f, args)?;
         return Ok(());
     }

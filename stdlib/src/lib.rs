@@ -1,5 +1,28 @@
 //! The builtin modules of `.tsr` scripts: `op`, `dist`, `schedule`, `graph`, `autotune`,
 //! `target`, `optim`, `plot`, as native functions over `tessera-runtime`.
+//!
+//! The top-level modules are layered; each uses only modules of the layers below it (no
+//! import cycle: `tests/stdlib_module_cycles.rs`). From the bottom:
+//!
+//! 1. [`table`], [`help_text`], [`device`] (launch diagnostics, the [`device::DeviceTimer`]
+//!    interface), [`vulkan`], [`crosscheck`], [`directives`] (what a trace's `schedule.*` calls
+//!    gave);
+//! 2. [`env`](mod@env), [`cuda`], [`profile`] (records into a [`profile::Sink`]), [`help`];
+//! 3. [`autotune`]: its state, and [`autotune::tune`] of a [`autotune::Tunable`];
+//! 4. [`session`]: the [`session::Session`] the modules share;
+//! 5. [`tensor`]: tensors of each kind and the ops over them, one concept whose parts call each
+//!    other (a tensor method is an `op` function; the op table calls the eager form,
+//!    [`tensor::trace`] or [`tensor::sharded`] by its arguments): eager tensors,
+//!    [`tensor::op`], traced and sharded tensors;
+//! 6. [`pytree`], [`plot`], [`schedule`], [`target_mod`], [`dist`] (the `dist` module, the
+//!    planner, the mesh programs);
+//! 7. [`kernel`]: `@op.kernel` and `@op.autotune`, compiled kernels on a session's device;
+//! 8. [`pipeline`] (`dist.pipeline`), [`optim`];
+//! 9. [`graph_mod`] (with `graph.run_tile`, `run_tile.rs`, which reads only the session and
+//!    tensors).
+//!
+//! [`install`] builds the modules and puts what a higher layer defines into a lower module's
+//! namespace (`op.kernel`, `op.autotune`, `dist.pipeline`).
 
 // `Diagnostic` is the one error type of host code; it is returned by value on purpose.
 
@@ -7,22 +30,23 @@ pub mod autotune;
 pub mod crosscheck;
 pub mod cuda;
 pub mod device;
+pub mod directives;
 pub mod dist;
 pub mod env;
 pub mod graph_mod;
 pub mod help;
 pub mod help_text;
 pub mod kernel;
-pub mod op;
 pub mod optim;
+pub mod pipeline;
 pub mod plot;
 pub mod profile;
 pub mod pytree;
 pub mod schedule;
+pub mod session;
 pub mod table;
 pub mod target_mod;
 pub mod tensor;
-pub mod trace;
 pub mod vulkan;
 
 #[cfg(test)]
@@ -57,7 +81,7 @@ pub fn install(interp: &mut Interp, cfg: &Config) -> Result<(), Diagnostic> {
 pub fn install_session(
     interp: &mut Interp,
     cfg: &Config,
-) -> Result<Rc<kernel::Session>, Diagnostic> {
+) -> Result<Rc<session::Session>, Diagnostic> {
     let sys = Module::new("sys", "the script's arguments");
     sys.set(
         "argv",
@@ -66,17 +90,17 @@ pub fn install_session(
     interp.set_builtin("sys", Value::Module(Rc::new(sys)));
     // strings, lists and tuples are bounded like tensors (E0700)
     interp.max_bytes = tessera_runtime::memory::max_bytes();
-    let session = kernel::Session::open(
+    let session = session::Session::open(
         cfg.dump.clone(),
         cfg.target.clone(),
         cfg.device.clone(),
         cfg.emit_ptx.clone(),
     )?;
     if let Some(dir) = &cfg.emit_spirv {
-        kernel::writable_dir(dir, "--emit-spirv")?;
+        session::writable_dir(dir, "--emit-spirv")?;
         *session.emit_spirv.borrow_mut() = Some(dir.clone());
     }
-    let op = op::module();
+    let op = tensor::op::module();
     op.set("kernel", kernel::kernel_decorator(session.clone()));
     op.set("autotune", kernel::autotune_decorator(session.clone()));
     interp.set_builtin("op", Value::Module(Rc::new(op)));
@@ -90,12 +114,11 @@ pub fn install_session(
     );
     interp.set_builtin(
         "autotune",
-        Value::Module(Rc::new(autotune::module(session.clone()))),
+        Value::Module(Rc::new(autotune::module(session.tune.clone()))),
     );
-    interp.set_builtin(
-        "dist",
-        Value::Module(Rc::new(dist::module(session.clone()))),
-    );
+    let dist = dist::module(session.clone());
+    dist.set("pipeline", pipeline::function(session.clone()));
+    interp.set_builtin("dist", Value::Module(Rc::new(dist)));
     interp.set_builtin(
         "graph",
         Value::Module(Rc::new(graph_mod::module(session.clone()))),

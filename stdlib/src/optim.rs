@@ -28,17 +28,25 @@ use tessera_lang::eval::{Arg, AttrResult, CallArgs, HostObject, Interp, Module, 
 use tessera_lang::Span;
 use tessera_runtime::{DType, Scalar, Tensor};
 
-use crate::dist::{as_sharded, whole_gradient, MeshUpdate};
-use crate::kernel::{compile_graph, run_compiled, Compiled, Session};
+use crate::dist::{whole_gradient, MeshUpdate};
+use crate::kernel::{compile_graph, run_compiled, Compiled};
 use crate::pytree::{self, Tree};
+use crate::session::Session;
+use crate::tensor::sharded::as_sharded;
 use crate::tensor::{as_tensor, rt, tensor_value};
 
-/// An optimizer and its state; its update kernels are kept by the session.
+/// An optimizer and its state; its update kernels are kept by the `optim` module of its
+/// session (`Updates`).
 pub struct Optimizer {
     rule: Rule,
     state: RefCell<State>,
     session: Rc<Session>,
+    updates: Updates,
 }
+
+/// Optimizer update kernels, by rule and parameter signature: shared by every optimizer of a
+/// session (made by its one `optim` module) with the same hyperparameters.
+type Updates = Rc<RefCell<std::collections::HashMap<String, Rc<Compiled>>>>;
 
 #[derive(Default)]
 struct State {
@@ -73,7 +81,7 @@ impl Optimizer {
             self.session.target.get().name()
         );
         let s = &self.session;
-        if let Some(c) = s.updates.borrow().get(&key) {
+        if let Some(c) = self.updates.borrow().get(&key) {
             s.hits.set(s.hits.get() + 1);
             return Ok(c.clone());
         }
@@ -87,7 +95,7 @@ impl Optimizer {
             .at(span)
         })?;
         let c = Rc::new(compile_graph(it, s, graph, span)?);
-        s.updates.borrow_mut().insert(key, c.clone());
+        self.updates.borrow_mut().insert(key, c.clone());
         Ok(c)
     }
 
@@ -521,7 +529,7 @@ fn number_in(a: Option<Arg>, name: &str, default: f64, lo: f64, hi: f64, hi_open
     Ok(x)
 }
 
-fn sgd(session: &Rc<Session>, args: CallArgs) -> R<Value> {
+fn sgd(session: &Rc<Session>, updates: &Updates, args: CallArgs) -> R<Value> {
     let a = args.bind("sgd", &["lr"], &["momentum"])?;
     let mut a = a.into_iter();
     let lr = number(a.next().flatten(), "lr", 0.0, 0.0, f64::MAX)?;
@@ -530,10 +538,11 @@ fn sgd(session: &Rc<Session>, args: CallArgs) -> R<Value> {
         rule: Rule::Sgd { lr, momentum },
         state: RefCell::default(),
         session: session.clone(),
+        updates: updates.clone(),
     }))
 }
 
-fn adam(session: &Rc<Session>, args: CallArgs) -> R<Value> {
+fn adam(session: &Rc<Session>, updates: &Updates, args: CallArgs) -> R<Value> {
     let a = args.bind("adam", &["lr"], &["betas", "eps", "weight_decay"])?;
     let mut a = a.into_iter();
     let lr = number(a.next().flatten(), "lr", 0.0, 0.0, f64::MAX)?;
@@ -581,23 +590,27 @@ fn adam(session: &Rc<Session>, args: CallArgs) -> R<Value> {
         },
         state: RefCell::default(),
         session: session.clone(),
+        updates: updates.clone(),
     }))
 }
 
 /// Builds the `optim` module; its optimizers compile their updates in `session`.
 pub fn module(session: Rc<Session>) -> Module {
     let m = Module::new("optim", "optimizers: sgd and adam");
-    let s = session.clone();
+    let updates = Updates::default();
+    let (s, u) = (session.clone(), updates.clone());
     m.set(
         "sgd",
-        Value::native("sgd", "sgd(lr, momentum=0.0)", move |_, args| sgd(&s, args)),
+        Value::native("sgd", "sgd(lr, momentum=0.0)", move |_, args| {
+            sgd(&s, &u, args)
+        }),
     );
     m.set(
         "adam",
         Value::native(
             "adam",
             "adam(lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)",
-            move |_, args| adam(&session, args),
+            move |_, args| adam(&session, &updates, args),
         ),
     );
     m

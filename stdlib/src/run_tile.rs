@@ -39,7 +39,7 @@ use tessera_runtime::device::Buffers;
 use tessera_runtime::emu::{self, Arg, EmuError, EmuErrorKind, Launch, Options};
 use tessera_runtime::Tensor;
 
-use crate::kernel::Session;
+use crate::session::Session;
 use crate::tensor::{rt, tensor_value};
 
 /// The file name the relocated `loc`s name.

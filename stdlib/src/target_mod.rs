@@ -4,7 +4,7 @@
 //! and the device kernels run on: `target.set_device("auto"|"cpu"|"emu"|"cuda"|"vulkan")`, `target.device()`
 //! (the script form of `--device` and the REPL's `:device`; docs/decisions.md).
 
-use crate::kernel::Session;
+use crate::session::Session;
 use std::rc::Rc;
 use tessera_compiler::backend::ptx::Target;
 use tessera_lang::diag::{Code, Diagnostic};
@@ -189,7 +189,7 @@ pub fn module(session: Rc<Session>) -> Module {
                 return Ok(Value::None);
             };
             let name = str_arg(&x.value, "name", x.span)?;
-            let t = crate::kernel::parse_target(&name).map_err(|d| d.at(x.span))?;
+            let t = crate::session::parse_target(&name).map_err(|d| d.at(x.span))?;
             s.target.set(t);
             // a named system keeps its GPUs' target
             if s.system.get().is_some_and(|sys| sys.target != t) {
@@ -263,7 +263,10 @@ pub fn module(session: Rc<Session>) -> Module {
                 return Ok(Value::None);
             };
             let name = str_arg(&x.value, "name", x.span)?;
-            let want = match (name.as_str(), crate::kernel::DeviceKind::parse(&name)) {
+            let want = match (
+                name.as_str(),
+                tessera_runtime::device::DeviceKind::parse(&name),
+            ) {
                 ("auto", _) => None,
                 (_, Some(d)) => Some(d),
                 (_, None) => {

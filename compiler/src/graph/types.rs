@@ -380,7 +380,7 @@ pub enum ReduceResult {
 /// reverse mode: given the graph, the op, its result and the cotangent of the result, adds the
 /// ops of its operands' cotangents and returns one per operand of [`super::Op::operands`]
 /// (`None`: that operand gets none). The slot sits in the `op.` table's rows
-/// (`tessera_stdlib::op::table`) but is not read yet: the derivatives of these ops are one
+/// (`tessera_stdlib::tensor::op::table`) but is not read yet: the derivatives of these ops are one
 /// match in [`super::autodiff`] (the compiler cannot see the `op.` table).
 pub type OpVjp = fn(
     &mut super::Graph,

@@ -9,8 +9,10 @@
 //! the rest of the backward pass in the mesh Schedule IR and its overlap plan shows what it
 //! can hide behind. Ops without a partitioning rule gather their operands and run whole.
 
-use super::exec::{common_mesh, elementwise_binary, kernel, on_mesh, value_of, Sv};
 use super::*;
+use crate::tensor::sharded::exec::{
+    common_mesh, elementwise_binary, kernel, on_mesh, value_of, Sv,
+};
 use tessera_compiler::cost::system::System;
 use tessera_compiler::graph::{Graph, Op, ReduceOp, ValueId};
 
@@ -224,7 +226,7 @@ fn issue(b: Bucket, span: Span) -> Result<Pending, Diagnostic> {
     let data = packed.s.clone();
     let run = move || -> rtm::Result<(Sharded, f64)> {
         let t0 = Instant::now();
-        let s = super::exec::reduce_on_local(&data, comm)?;
+        let s = crate::tensor::sharded::exec::reduce_on_local(&data, comm)?;
         Ok((s, t0.elapsed().as_secs_f64() * 1e6))
     };
     let job = std::thread::Builder::new()
@@ -276,7 +278,7 @@ fn finish(
         l.steps.push(Step::Wait { out: id });
     }
     if p.packed.cx.profile.borrow().active {
-        crate::profile::record_mesh_step(&p.packed.cx, &s.mesh.shape, &step);
+        crate::profile::record_mesh_step(&p.packed.cx.profile_sink(), &s.mesh.shape, &step);
     }
     let all = Sv {
         s,
@@ -391,7 +393,7 @@ pub fn overlap_note(p: &Program, ov: &Overlap, sys: &System) -> Option<String> {
 }
 
 fn settle_sv(x: &Sv) -> Result<Sv, Diagnostic> {
-    super::exec::settle(x)
+    crate::tensor::sharded::exec::settle(x)
 }
 
 fn internal(msg: &str) -> Diagnostic {
@@ -524,15 +526,18 @@ fn on_mesh_rule<'a>(
             b,
             accum,
             epilogue,
-        } if epilogue.is_empty() => {
-            super::exec::matmul(&get(*a)?.value()?, &get(*b)?.value()?, *accum, span)?
-        }
+        } if epilogue.is_empty() => crate::tensor::sharded::exec::matmul(
+            &get(*a)?.value()?,
+            &get(*b)?.value()?,
+            *accum,
+            span,
+        )?,
         Op::Reduce {
             op: r,
             x,
             axis,
             keepdim,
-        } => super::exec::reduce(
+        } => crate::tensor::sharded::exec::reduce(
             r.name(),
             &get(*x)?.value()?,
             axis.map(|a| a as i64),
@@ -549,7 +554,7 @@ fn on_mesh_rule<'a>(
                 Some(tessera_compiler::graph::ShardRule::WholeAxis(a)) => a,
                 _ => *axis,
             };
-            super::exec::row_fn(*f, &get(*x)?.value()?, a as i64, *keepdim, span)?
+            crate::tensor::sharded::exec::row_fn(*f, &get(*x)?.value()?, a as i64, *keepdim, span)?
         }
         Op::LayerNorm {
             x,
@@ -560,25 +565,38 @@ fn on_mesh_rule<'a>(
             // the last axis whole on every device, weight and bias whole
             let whole = |v: &Option<ValueId>| -> Result<Option<Tensor>, Diagnostic> {
                 v.map(|w| match get(w)? {
-                    Rv::Mesh(m) => super::exec::full_of(m, span),
-                    other => other.value().and_then(|v| super::exec::full_of(&v, span)),
+                    Rv::Mesh(m) => crate::tensor::sharded::exec::full_of(m, span),
+                    other => other
+                        .value()
+                        .and_then(|v| crate::tensor::sharded::exec::full_of(&v, span)),
                 })
                 .transpose()
             };
             let (w, b, eps) = (whole(weight)?, whole(bias)?, *eps);
-            super::exec::along_axis("layernorm", &get(*x)?.value()?, -1, span, move |t| {
-                rtm::layernorm(t, w.as_ref(), b.as_ref(), eps)
-            })?
+            crate::tensor::sharded::exec::along_axis(
+                "layernorm",
+                &get(*x)?.value()?,
+                -1,
+                span,
+                move |t| rtm::layernorm(t, w.as_ref(), b.as_ref(), eps),
+            )?
         }
         Op::RmsNorm { x, weight, eps } => {
             let w = match weight {
-                Some(w) => Some(super::exec::full_of(&get(*w)?.value()?, span)?),
+                Some(w) => Some(crate::tensor::sharded::exec::full_of(
+                    &get(*w)?.value()?,
+                    span,
+                )?),
                 None => None,
             };
             let eps = *eps;
-            super::exec::along_axis("rmsnorm", &get(*x)?.value()?, -1, span, move |t| {
-                rtm::rmsnorm(t, w.as_ref(), eps)
-            })?
+            crate::tensor::sharded::exec::along_axis(
+                "rmsnorm",
+                &get(*x)?.value()?,
+                -1,
+                span,
+                move |t| rtm::rmsnorm(t, w.as_ref(), eps),
+            )?
         }
         Op::Transpose { x, perm } => match get(*x)? {
             Rv::Mesh(v) => transpose(v, perm, span)?,
@@ -594,7 +612,7 @@ fn on_mesh_rule<'a>(
             v,
             causal,
             scale,
-        } => super::exec::attention(
+        } => crate::tensor::sharded::exec::attention(
             &get(*q)?.value()?,
             &get(*k)?.value()?,
             &get(*v)?.value()?,
@@ -628,7 +646,7 @@ fn where_on_mesh(c: &Rv, a: &Rv, b: &Rv, span: Span) -> Result<Value, Diagnostic
         out_shape = rtm::shape::broadcast_shapes(&out_shape, &x.s.shape, "where")
             .map_err(|e| rt_at(e, span))?;
     }
-    let (ins, out) = super::exec::elementwise_layouts(&ins, &out_shape, span)?;
+    let (ins, out) = crate::tensor::sharded::exec::elementwise_layouts(&ins, &out_shape, span)?;
     let dt = {
         let probe = |i: usize| Tensor::abstract_tensor(&[], ins[i].s.dtype).map_err(rt);
         let pc = probe(0)?;

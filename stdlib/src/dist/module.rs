@@ -29,7 +29,7 @@ pub(super) fn str_items(v: &Value, span: Span, what: &str) -> Result<Vec<String>
         .collect()
 }
 
-pub(super) fn mesh_arg(v: &Value, span: Span) -> Result<Arc<Mesh>, Diagnostic> {
+pub(crate) fn mesh_arg(v: &Value, span: Span) -> Result<Arc<Mesh>, Diagnostic> {
     v.downcast::<MeshObj>().map(|m| m.0.clone()).ok_or_else(|| {
         Diagnostic::new(
             Code::E0101,
@@ -235,7 +235,7 @@ fn shard(session: &Rc<Session>, args: CallArgs) -> Result<Value, Diagnostic> {
     let t = need(&a, 0, args.span)?;
     let sp = need(&a, 1, args.span)?;
     let spec = spec_arg(&sp.value, sp.span)?;
-    if crate::trace::as_sym(&t.value).is_some() {
+    if crate::tensor::trace::as_sym(&t.value).is_some() {
         return Err(Diagnostic::new(
             Code::E0201,
             "dist.shard cannot split a traced tensor inside a kernel",
@@ -332,12 +332,6 @@ fn dist_tensor(session: &Rc<Session>, args: CallArgs) -> Result<Value, Diagnosti
 pub fn module(session: Rc<Session>) -> Module {
     let m = Module::new("dist", "device meshes and sharded tensors");
     m.set("Mesh", Value::native("Mesh", FUNCTIONS[0].1, make_mesh));
-    m.set("pipeline", {
-        let session = session.clone();
-        Value::native("pipeline", FUNCTIONS[8].1, move |_, args| {
-            super::pipeline::make_pipeline(&session, &args)
-        })
-    });
     m.set("plan", {
         let session = session.clone();
         Value::native("plan", FUNCTIONS[9].1, move |it, args| {

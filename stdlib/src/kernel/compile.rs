@@ -38,7 +38,7 @@ pub fn compile(
     args: &CallArgs,
     grad: Option<&GradSpec>,
 ) -> Result<Compiled, Diagnostic> {
-    let t = trace_call(it, session, f, args, grad)?;
+    let t = trace_call(it, f, args, grad)?;
     compile_traced(it, session, t, args.span)
 }
 
@@ -128,12 +128,11 @@ pub fn compile_graph(
 /// gradient, differentiates the traced graph.
 pub fn trace_call(
     it: &mut Interp,
-    session: &Rc<Session>,
     f: &Value,
     args: &CallArgs,
     grad: Option<&GradSpec>,
 ) -> Result<Traced, Diagnostic> {
-    let (t, param_of) = trace_body(it, session, f, args, grad.is_some())?;
+    let (t, param_of) = trace_body(it, f, args, grad.is_some())?;
     match grad {
         Some(spec) => differentiate(t, &param_of, args, spec),
         None => Ok(t),
@@ -144,7 +143,6 @@ pub fn trace_call(
 /// param of each positional argument that is a tensor.
 pub(super) fn trace_body(
     it: &mut Interp,
-    session: &Rc<Session>,
     f: &Value,
     args: &CallArgs,
     grad: bool,
@@ -177,12 +175,12 @@ pub(super) fn trace_body(
             targs.keywords.push((k.clone(), v.clone(), *s));
         }
     }
-    session.traces.borrow_mut().push(ctx.clone());
+    crate::tensor::trace::push_trace(ctx.clone());
     let result = {
-        let _tracing = crate::trace::TracingGuard::enter();
+        let _tracing = crate::tensor::trace::TracingGuard::enter();
         it.call(f, targs)
     };
-    session.traces.borrow_mut().pop();
+    crate::tensor::trace::pop_trace();
     ctx.active.set(false);
     let ret = result?;
     let (items, out) = match &ret {
@@ -202,9 +200,9 @@ pub(super) fn trace_body(
                 continue;
             }
         }
-        if crate::dist::as_sharded(v).is_some() {
+        if crate::tensor::sharded::as_sharded(v).is_some() {
             // A sharded tensor computed from captured ones: the call runs on their mesh.
-            if let crate::trace::TArg::Sym(id, _) = ctx.sharded_param(v, op_span)? {
+            if let crate::tensor::trace::TArg::Sym(id, _) = ctx.sharded_param(v, op_span)? {
                 outputs.push(id);
                 continue;
             }

@@ -316,10 +316,16 @@ pub(super) fn run_device(
     }
     if profiling {
         match (kind, check) {
-            (DeviceKind::Emu, None | Some((_, Keep::Checked))) => {
-                crate::profile::record_emu(session, c, &counted, &it.sources)
+            (DeviceKind::Emu, None | Some((_, Keep::Checked))) => crate::profile::record_emu(
+                &session.profile_sink(),
+                &c.lowered,
+                &counted,
+                &it.sources,
+            ),
+            (_, None) => {
+                let sink = session.profile_sink();
+                crate::profile::record(&sink, &c.lowered, &times, Some(kind.name()), &it.sources)
             }
-            (_, None) => crate::profile::record(session, c, &times, Some(kind.name()), &it.sources),
             // the caller profiles a cross-checked run that kept the cpu's results
             _ => {}
         }

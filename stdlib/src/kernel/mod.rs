@@ -1,6 +1,6 @@
 //! `@op.kernel` and `@op.autotune`: kernel objects, their compile cache and their CPU run.
 //!
-//! Every call traces the body (see [`crate::trace`]): what the body reads besides its
+//! Every call traces the body (see [`crate::tensor::trace`]): what the body reads besides its
 //! arguments — captured tensors, scalars, dict entries, a helper's globals — may have changed
 //! since the last call, and a kernel equals its eager body on every call (SPEC §5). The compile
 //! cache is keyed by the trace (a fingerprint of its graph, directives and result shape, then
@@ -11,9 +11,9 @@
 //!
 //! Called with traced tensors (from inside another kernel), a kernel is inlined.
 
-use crate::schedule::Directives;
+use crate::directives::Directives;
 use crate::tensor::as_tensor;
-use crate::trace::{as_sym, TraceCtx};
+use crate::tensor::trace::{as_sym, TraceCtx};
 use std::cell::{Cell, RefCell};
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
@@ -35,12 +35,11 @@ mod compile;
 mod decorators;
 mod devices;
 mod per_device;
-mod session;
 mod tree_grad;
 pub use compile::*;
 pub use decorators::*;
 
-pub use session::{parse_target, writable_dir, DeviceKind, Session, DEFAULT_TARGET};
+use crate::session::{DeviceKind, Session};
 
 /// How the kernel's result is shaped.
 #[derive(Clone, Debug, PartialEq, Hash)]
@@ -284,7 +283,7 @@ impl KernelObj {
         if let Some((k, flat, _)) = self.flat_gradient(args)? {
             return k.compiled(it, &flat);
         }
-        let (t, param_of) = trace_body(it, &self.session, &self.func, args, self.grad.is_some())?;
+        let (t, param_of) = trace_body(it, &self.func, args, self.grad.is_some())?;
         self.compiled_trace(it, args, t, &param_of)
     }
 
@@ -379,9 +378,19 @@ impl KernelObj {
         if self.session.tune.borrow().timer.is_some() {
             *self.session.cuda_sources.borrow_mut() = it.sources.clone();
         }
-        let r = crate::autotune::tune(&self.session, sig, cache.as_deref(), &base, c, args.span);
+        let code = crate::autotune::Tunable {
+            graph: &c.graph,
+            directives: &c.directives,
+            lowered: &c.lowered,
+        };
+        let target = self.session.target.get();
+        let st = &self.session.tune;
+        let r = crate::autotune::tune(st, target, sig, cache.as_deref(), &base, code, args.span);
         crate::autotune::flush_warnings(it);
-        r
+        if let Some(l) = r? {
+            c.set_lowered(l);
+        }
+        Ok(())
     }
 
     fn invoke(&self, it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
@@ -406,7 +415,7 @@ impl KernelObj {
             }
             return self.invoke_on_mesh(it, args, true);
         }
-        let (t, param_of) = trace_body(it, &self.session, &self.func, &args, self.grad.is_some())?;
+        let (t, param_of) = trace_body(it, &self.func, &args, self.grad.is_some())?;
         if !t.sharded.is_empty() {
             // The body reads sharded tensors it captured: the call runs on their mesh, as if
             // they had been passed (SPEC §8).
@@ -462,13 +471,23 @@ pub(crate) fn run_compiled(
             Ok(_) if profiling && (on_cuda || on_emu) => {
                 devices::run_device(session, it, c, inputs, devices::Run::Device)
             }
-            Ok(_) if profiling => crate::profile::run_cpu(session, c, inputs, &it.sources),
+            Ok(_) if profiling => crate::profile::run_cpu(
+                &session.profile_sink(),
+                (&c.graph, &c.captures, &c.lowered),
+                inputs,
+                &it.sources,
+            ),
             other => other,
         }
     } else if on_cuda || on_emu {
         devices::run_device(session, it, c, inputs, devices::Run::Device)
     } else if profiling {
-        crate::profile::run_cpu(session, c, inputs, &it.sources)
+        crate::profile::run_cpu(
+            &session.profile_sink(),
+            (&c.graph, &c.captures, &c.lowered),
+            inputs,
+            &it.sources,
+        )
     } else {
         tessera_runtime::interp::run(&c.graph, inputs, &c.captures).map_err(Diagnostic::from)
     }
@@ -531,8 +550,9 @@ impl KernelObj {
         for (k, v, s) in &args.keywords {
             inner.keywords.push((k.clone(), stand_in(v), *s));
         }
-        let t = trace_call(it, &self.session, &self.func, &inner, self.grad.as_ref())?;
-        let outs = crate::trace::inline_graph(&outer, &t.graph, &t.captures, &feeds, args.span)?;
+        let t = trace_call(it, &self.func, &inner, self.grad.as_ref())?;
+        let outs =
+            crate::tensor::trace::inline_graph(&outer, &t.graph, &t.captures, &feeds, args.span)?;
         Ok(t.shape_result(outs))
     }
 
@@ -542,14 +562,14 @@ impl KernelObj {
     fn gradient_on_mesh(&self, it: &mut Interp, args: CallArgs) -> Result<Value, Diagnostic> {
         let s = &self.session;
         let global = crate::dist::plain_args(&args, false)?;
-        let t = trace_call(it, s, &self.func, &global, self.grad.as_ref())?;
+        let t = trace_call(it, &self.func, &global, self.grad.as_ref())?;
         // the graph's params: the tensor arguments, then the sharded tensors the body captured
         let params: Vec<Value> = args
             .positional
             .iter()
             .map(|(v, _)| v)
             .chain(args.keywords.iter().map(|(_, v, _)| v))
-            .filter(|v| crate::dist::as_sharded(v).is_some() || as_tensor(v).is_some())
+            .filter(|v| crate::tensor::sharded::as_sharded(v).is_some() || as_tensor(v).is_some())
             .chain(&t.sharded)
             .cloned()
             .collect();
@@ -559,7 +579,7 @@ impl KernelObj {
             .map_or(crate::dist::GRAD_BUCKET_BYTES, |b| b.max(1) as u64);
         let overlap = t.directives.overlap.unwrap_or(true);
         s.on_mesh.set(s.on_mesh.get() + 1);
-        crate::dist::open_log(s);
+        crate::tensor::sharded::open_log(s);
         let r = crate::dist::run_gradient(
             &t.graph,
             &params,
@@ -571,7 +591,7 @@ impl KernelObj {
             },
             args.span,
         );
-        let program = crate::dist::close_log(s);
+        let program = crate::tensor::sharded::close_log(s);
         s.on_mesh.set(s.on_mesh.get().saturating_sub(1));
         let (outs, ov) = r?;
         if s.profile.borrow().active {
@@ -599,7 +619,7 @@ impl KernelObj {
     ) -> Result<Value, Diagnostic> {
         let s = &self.session.clone();
         s.on_mesh.set(s.on_mesh.get() + 1);
-        crate::dist::open_log(s);
+        crate::tensor::sharded::open_log(s);
         let planned = if per_device {
             self.per_device(it, &args)
         } else {
@@ -612,7 +632,7 @@ impl KernelObj {
                 .and_then(crate::dist::settle_value),
             Err(e) => Err(e),
         };
-        let program = crate::dist::close_log(s);
+        let program = crate::tensor::sharded::close_log(s);
         s.on_mesh.set(s.on_mesh.get().saturating_sub(1));
         if s.dump.iter().any(|d| d == "schedule") {
             let text = format!("// kernel {} on a mesh\n{}", self.name, program.print());

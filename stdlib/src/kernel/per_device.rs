@@ -60,7 +60,7 @@ fn device_inputs(args: &CallArgs, n: usize) -> Vec<Vec<Tensor>> {
     (0..n)
         .map(|r| {
             vals.iter()
-                .filter_map(|v| match crate::dist::as_sharded(v) {
+                .filter_map(|v| match crate::tensor::sharded::as_sharded(v) {
                     Some(o) => Some(o.s.shards[r].clone()),
                     None => as_tensor(v),
                 })
@@ -85,7 +85,7 @@ impl KernelObj {
         }
         // the global trace: what the body reads now
         let global = crate::dist::plain_args(args, false)?;
-        let Ok(t) = trace_call(it, &s, &self.func, &global, None) else {
+        let Ok(t) = trace_call(it, &self.func, &global, None) else {
             return Ok(None);
         };
         // the sharded arguments' signature, the trace, the source and the target

@@ -53,8 +53,8 @@ impl Regroup {
 
 fn is_tensor(v: &Value) -> bool {
     as_tensor(v).is_some()
-        || crate::dist::as_sharded(v).is_some()
-        || crate::trace::as_sym(v).is_some()
+        || crate::tensor::sharded::as_sharded(v).is_some()
+        || crate::tensor::trace::as_sym(v).is_some()
 }
 
 impl KernelObj {

@@ -82,7 +82,7 @@ pub fn mesh_step_model_us(
 
 /// Records one step on a mesh: the measured row (when it ran on data) and the model's row.
 pub fn record_mesh_step(
-    session: &Session,
+    sink: &Sink,
     mesh: &tessera_compiler::schedule::mesh::MeshShape,
     step: &tessera_compiler::schedule::mesh::Step,
 ) {
@@ -90,9 +90,9 @@ pub fn record_mesh_step(
     if matches!(step, Step::Wait { .. }) {
         return;
     }
-    let target = session.target.get();
-    let sys = session.system();
-    let dev = match session.system.get() {
+    let target = sink.target;
+    let sys = sink.system();
+    let dev = match sink.system {
         Some(s) => s.name,
         None => target.name(),
     };
@@ -172,7 +172,7 @@ pub fn record_mesh_step(
         mesh: Some(model),
         counters: None,
     };
-    let mut rec = session.profile.borrow_mut();
+    let mut rec = sink.rec.borrow_mut();
     merge(&mut rec.rows, row);
     // where the mesh's axes sit, when a system is named or an axis leaves its NVLink domain
     let mut inside = Vec::new();
@@ -185,7 +185,7 @@ pub fn record_mesh_step(
             }
         }
     }
-    if n > 1 && (session.system.get().is_some() || !across.is_empty()) {
+    if n > 1 && (sink.system.is_some() || !across.is_empty()) {
         let names = |v: &[&str]| match v.is_empty() {
             true => "none".to_string(),
             false => v.join(", "),
@@ -207,14 +207,8 @@ pub fn record_mesh_step(
 
 /// Records one stage of a pipeline: its measured busy time per micro-batch (µs) on its
 /// worker thread, beside the model's time per micro-batch for the target.
-pub fn record_pipeline_stage(
-    session: &Session,
-    name: &str,
-    tile: &str,
-    busy_us: &[f64],
-    model_us: f64,
-) {
-    let target = session.target.get();
+pub fn record_pipeline_stage(sink: &Sink, name: &str, tile: &str, busy_us: &[f64], model_us: f64) {
+    let target = sink.target;
     let row = Row {
         name: name.to_string(),
         line: "-".to_string(),
@@ -235,5 +229,5 @@ pub fn record_pipeline_stage(
         }),
         counters: None,
     };
-    merge(&mut session.profile.borrow_mut().rows, row);
+    merge(&mut sink.rec.borrow_mut().rows, row);
 }

@@ -18,20 +18,21 @@
 //!   reports it: 4 for a coalesced warp of 4-byte loads, 32 when every lane is in its own
 //!   32-byte sector) and `emu instruction mix` (warp instructions by class). Kernels that run
 //!   on the cpu (not lowered to Target IR) have no measured row.
-//! - On `cuda` a [`DeviceTimer`] (device events) provides the measured rows; none is installed
+//! - On `cuda` a [`crate::device::DeviceTimer`] (device events) provides the measured rows; none is installed
 //!   in this build.
 //!
 //! A measured row's GB/s and TFLOP/s are the kernel's input + output bytes and its FLOPs over
 //! the measured time; its occupancy and bound are `-` (a CPU has neither).
 
-use crate::kernel::{Compiled, Session};
 use crate::table::{Table, TableObj};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::time::Duration;
 use tessera_compiler::backend::ptx::Target;
 use tessera_compiler::cost::system::System;
 use tessera_compiler::cost::{self, Estimate, RegSource};
-use tessera_compiler::graph::ValueId;
+use tessera_compiler::graph::{Graph, ValueId};
+use tessera_compiler::pipeline::Lowered;
 use tessera_compiler::schedule::{Kernel, Kind};
 use tessera_lang::diag::Diagnostic;
 use tessera_lang::SourceMap;
@@ -43,53 +44,6 @@ mod table;
 
 pub use mesh::*;
 pub use table::*;
-
-/// Times kernels on a GPU with device events: the interface the CUDA device implements (none
-/// is installed in this build). `time_us` launches kernel `index` of `l` on inputs of its
-/// operand types (the timer makes them) and returns the median time of repeated launches, µs.
-pub trait DeviceTimer {
-    fn device(&self) -> String;
-    fn time_us(
-        &self,
-        l: &tessera_compiler::pipeline::Lowered,
-        index: usize,
-    ) -> Result<f64, TimeError>;
-}
-
-/// Why a kernel could not be timed on a device.
-#[derive(Debug)]
-pub enum TimeError {
-    /// The program has no kernel of that index.
-    NoKernel(usize),
-    /// The kernel (named) has no Target IR.
-    NotLowered(String),
-    /// Operand `index` of kernel `kernel` has no type.
-    Untyped { kernel: String, index: usize },
-    /// The sample inputs could not be made.
-    Input(tessera_runtime::RuntimeError),
-    /// The device was closed (after a failed rebuild).
-    Closed,
-    /// The PTX could not be printed, or the inputs passed.
-    Kernel(Diagnostic),
-    /// The driver failed.
-    Driver(tessera_runtime::cuda::CudaError),
-}
-
-impl std::fmt::Display for TimeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            TimeError::NoKernel(i) => write!(f, "no kernel {i}"),
-            TimeError::NotLowered(k) => write!(f, "kernel '{k}' has no Target IR"),
-            TimeError::Untyped { kernel, index } => {
-                write!(f, "kernel '{kernel}': operand {index} has no type")
-            }
-            TimeError::Input(e) => f.write_str(&e.message),
-            TimeError::Closed => f.write_str("the CUDA device is closed"),
-            TimeError::Kernel(d) => f.write_str(&d.message),
-            TimeError::Driver(e) => e.fmt(f),
-        }
-    }
-}
 
 /// One kernel as the table shows it: launches of the same kernel (the traced function and op
 /// kind, without the kernel's index in its program), shapes and `.tsr` line are merged.
@@ -170,6 +124,22 @@ impl Recorder {
     }
 }
 
+/// Where a launch is recorded: a session's profile, its GPU target and the multi-GPU system
+/// named for the mesh cost model (`None`: the target's own).
+pub struct Sink<'a> {
+    pub rec: &'a RefCell<Recorder>,
+    pub target: Target,
+    pub system: Option<System>,
+}
+
+impl Sink<'_> {
+    /// The system the mesh cost model describes.
+    pub fn system(&self) -> System {
+        self.system
+            .unwrap_or_else(|| System::of_target(self.target))
+    }
+}
+
 fn merge(rows: &mut Vec<Row>, r: Row) {
     match rows.iter_mut().find(|x| {
         x.name == r.name
@@ -225,7 +195,7 @@ fn median(v: &[f64]) -> Option<f64> {
 /// ptxas' register count of kernel `index`, when ptxas is present (cached per PTX text).
 fn ptxas_regs(
     rec: &mut Recorder,
-    c: &Compiled,
+    l: &Lowered,
     index: usize,
     target: Target,
     sources: &SourceMap,
@@ -233,7 +203,7 @@ fn ptxas_regs(
     if !rec.ptxas {
         return None;
     }
-    let t = c.lowered.kernels.get(index)?.target.as_ref()?;
+    let t = l.kernels.get(index)?.target.as_ref()?;
     let ptx =
         tessera_compiler::backend::ptx::print::print_verified(&t.kernel, target, sources).ok()?;
     let key = format!(
@@ -251,27 +221,27 @@ fn ptxas_regs(
     r
 }
 
-/// Records one launch of `c`: `times` holds each kernel's measured µs (by its root value),
-/// empty when nothing was measured.
+/// Records one launch of the kernels `l`: `times` holds each kernel's measured µs (by its root
+/// value), empty when nothing was measured.
 pub fn record(
-    session: &Session,
-    c: &Compiled,
+    sink: &Sink,
+    l: &Lowered,
     times: &HashMap<ValueId, f64>,
     device: Option<&str>,
     sources: &SourceMap,
 ) {
-    record_counted(session, c, times, &HashMap::new(), device, sources);
+    record_counted(sink, l, times, &HashMap::new(), device, sources);
 }
 
-/// Records one launch of `c` on `emu`: `counted` holds what the emulator counted for each
-/// kernel it ran (by root value); those kernels get a measured row.
+/// Records one launch of the kernels `l` on `emu`: `counted` holds what the emulator counted
+/// for each kernel it ran (by root value); those kernels get a measured row.
 pub fn record_emu(
-    session: &Session,
-    c: &Compiled,
+    sink: &Sink,
+    l: &Lowered,
     counted: &HashMap<ValueId, Counters>,
     sources: &SourceMap,
 ) {
-    record_counted(session, c, &HashMap::new(), counted, Some("emu"), sources);
+    record_counted(sink, l, &HashMap::new(), counted, Some("emu"), sources);
 }
 
 /// A kernel's name without its index in the program: `step_matmul_3` → `step_matmul`.
@@ -299,18 +269,18 @@ pub fn line_text(sources: &SourceMap, span: tessera_lang::Span) -> String {
 }
 
 fn record_counted(
-    session: &Session,
-    c: &Compiled,
+    sink: &Sink,
+    l: &Lowered,
     times: &HashMap<ValueId, f64>,
     counted: &HashMap<ValueId, Counters>,
     device: Option<&str>,
     sources: &SourceMap,
 ) {
-    let target = session.target.get();
-    let mut rec = session.profile.borrow_mut();
-    for (i, k) in c.lowered.program.kernels.iter().enumerate() {
-        let regs = ptxas_regs(&mut rec, c, i, target, sources);
-        let estimate = cost::estimate(&c.lowered, i, target, regs);
+    let target = sink.target;
+    let mut rec = sink.rec.borrow_mut();
+    for (i, k) in l.program.kernels.iter().enumerate() {
+        let regs = ptxas_regs(&mut rec, l, i, target, sources);
+        let estimate = cost::estimate(l, i, target, regs);
         let row = Row {
             name: base_name(&k.name).to_string(),
             line: line_text(sources, k.span),
@@ -329,15 +299,16 @@ fn record_counted(
     }
 }
 
-/// Runs `c` on the CPU `repeats` times, timing each kernel, and records the launch.
+/// Runs `graph` (its kernels `l`, reading the captured tensors `captures`) on the CPU `repeats`
+/// times, timing each kernel, and records the launch.
 pub fn run_cpu(
-    session: &Session,
-    c: &Compiled,
+    sink: &Sink,
+    (graph, captures, l): (&Graph, &[Tensor], &Lowered),
     inputs: &[Tensor],
     sources: &SourceMap,
 ) -> Result<Vec<Tensor>, Diagnostic> {
-    let repeats = session.profile.borrow().repeats.max(1);
-    let roots: Vec<ValueId> = c.lowered.program.kernels.iter().map(|k| k.root).collect();
+    let repeats = sink.rec.borrow().repeats.max(1);
+    let roots: Vec<ValueId> = l.program.kernels.iter().map(|k| k.root).collect();
     let mut samples: HashMap<ValueId, Vec<f64>> = HashMap::new();
     let mut outs = Vec::new();
     for _ in 0..repeats {
@@ -347,9 +318,9 @@ pub fn run_cpu(
             }
         };
         outs = tessera_runtime::interp::run_timed(
-            &c.graph,
+            graph,
             inputs,
-            &c.captures,
+            captures,
             &mut |_, _| None::<Result<Vec<Tensor>, Diagnostic>>,
             &mut timer,
         )?;
@@ -364,6 +335,6 @@ pub fn run_cpu(
             .filter_map(|(k, v)| median(v).map(|m| (*k, m)))
             .collect()
     };
-    record(session, c, &times, Some("cpu"), sources);
+    record(sink, l, &times, Some("cpu"), sources);
     Ok(outs)
 }

@@ -150,7 +150,7 @@ pub(crate) fn tensor_method(it: &mut Interp, call: MethodCall) -> Result<Value, 
         }
         _ => {
             // The method form of an `op` function: `t.sum(axis=0)` is `op.sum(t, axis=0)`.
-            let f = crate::op::function(name).ok_or_else(|| {
+            let f = crate::tensor::op::function(name).ok_or_else(|| {
                 Diagnostic::new(Code::E0100, format!("tensor has no method '{name}'"))
             })?;
             it.call(&f, full)

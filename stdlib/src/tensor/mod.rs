@@ -1,6 +1,12 @@
-//! Tensors as host objects of the evaluator (values, operators, item assignment), and the
-//! conversions between `.tsr` values and runtime types. Dtype values are in `dtype`, indexing
-//! in `index`, tensor methods in `methods`.
+//! Tensors of each kind and the ops over them. A tensor is eager (this module), traced
+//! ([`trace`]: a kernel body's symbolic tensor) or sharded ([`sharded`]: split over a device
+//! mesh); the `op` functions are the op table ([`op`]), which calls the eager, traced or
+//! sharded form of an op by what its arguments are. The parts call each other by nature: a
+//! tensor method or operator of any kind is an `op` function.
+//!
+//! Here: eager tensors as host objects of the evaluator (values, operators, item assignment),
+//! and the conversions between `.tsr` values and runtime types. Dtype values are in `dtype`,
+//! indexing in `index`, tensor methods in `methods`.
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -17,6 +23,9 @@ use tessera_runtime::{
 mod dtype;
 mod index;
 mod methods;
+pub mod op;
+pub mod sharded;
+pub mod trace;
 
 pub use dtype::*;
 pub(crate) use index::*;
@@ -113,8 +122,8 @@ pub fn check_logical(op: BinOp, mine: DType, other: &Value) -> Result<(), Diagno
         Value::Float(_) => Some(DType::F32),
         v => as_tensor(v)
             .map(|t| t.dtype())
-            .or_else(|| crate::trace::as_sym(v).map(|s| s.aval.dtype()))
-            .or_else(|| crate::dist::as_sharded(v).map(|s| s.s.dtype)),
+            .or_else(|| crate::tensor::trace::as_sym(v).map(|s| s.aval.dtype()))
+            .or_else(|| crate::tensor::sharded::as_sharded(v).map(|s| s.s.dtype)),
     };
     match theirs {
         Some(DType::Bool) if mine == DType::Bool => Ok(()),
@@ -306,9 +315,9 @@ pub fn tensor_arg(v: &Value, span: Span) -> Result<Tensor, Diagnostic> {
 /// What kind of value `v` is, telling the tensors an eager op cannot take (a traced or a
 /// sharded tensor, whose type name is `tensor`) from the others.
 pub fn kind_name(v: &Value) -> String {
-    if crate::trace::as_sym(v).is_some() {
+    if crate::tensor::trace::as_sym(v).is_some() {
         "traced tensor".into()
-    } else if crate::dist::as_sharded(v).is_some() {
+    } else if crate::tensor::sharded::as_sharded(v).is_some() {
         "sharded tensor".into()
     } else {
         v.type_name().to_string()
@@ -318,14 +327,14 @@ pub fn kind_name(v: &Value) -> String {
 /// The error for a value that is not an ordinary tensor where one is needed: a traced tensor
 /// (inside a kernel or a function under `graph.grad`) and a sharded one say so.
 pub fn not_a_tensor(v: &Value) -> Diagnostic {
-    if crate::trace::as_sym(v).is_some() {
+    if crate::tensor::trace::as_sym(v).is_some() {
         Diagnostic::new(
             Code::E0201,
             "this needs a tensor's values, but this tensor is traced (inside a kernel or a function under graph.grad, only its shape and dtype are known)",
         )
         .with_label("a traced tensor")
         .with_help("do this outside the kernel, on the tensors it is called with or returns")
-    } else if crate::dist::as_sharded(v).is_some() {
+    } else if crate::tensor::sharded::as_sharded(v).is_some() {
         Diagnostic::new(
             Code::E0101,
             "this takes an ordinary tensor, not a sharded one",
@@ -451,13 +460,13 @@ impl HostObject for TensorObj {
     }
     fn getitem(&self, index: &Value) -> HostResult {
         let t = self.get();
-        if let Some(r) = crate::trace::index_concrete(&t, index) {
+        if let Some(r) = crate::tensor::trace::index_concrete(&t, index) {
             return Some(r);
         }
         Some(getitem(&t, index))
     }
     fn setitem(&self, index: &Value, value: Value) -> Option<Result<(), Diagnostic>> {
-        if crate::trace::tracing() {
+        if crate::tensor::trace::tracing() {
             return Some(Err(Diagnostic::new(
                 Code::E0201,
                 "item assignment on a concrete tensor inside a kernel is not supported",

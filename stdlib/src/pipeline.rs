@@ -20,10 +20,21 @@
 //! latency, the step `(m + p - 1) × slowest stage`, and the bubble `(p - 1) / (m + p - 1)` of
 //! balanced stages.
 
-use super::*;
+use crate::dist::mesh_arg;
 use crate::kernel::{Compiled, KernelObj};
+use crate::session::Session;
+use crate::tensor::sharded::*;
+use crate::tensor::*;
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Instant;
+use tessera_lang::diag::{Code, Diagnostic};
+use tessera_lang::eval::args::given as arg;
+use tessera_lang::eval::{AttrResult, CallArgs, HostObject, HostResult, Interp, Value};
+use tessera_runtime::mesh::Mesh;
+use tessera_runtime::{self as rtm, Tensor};
 
 /// `1f1b` or `gpipe`.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -72,6 +83,18 @@ pub struct PipelineObj {
 /// The bubble of `p` balanced stages over `m` micro-batches: `(p - 1) / (m + p - 1)`.
 pub fn formula_bubble(p: usize, m: usize) -> f64 {
     (p as f64 - 1.0) / (m as f64 + p as f64 - 1.0)
+}
+
+/// The native function `dist.pipeline` of a session (its signature is in
+/// [`crate::dist::FUNCTIONS`] with the `dist` module's others).
+pub fn function(session: Rc<Session>) -> Value {
+    let sig = crate::dist::FUNCTIONS
+        .iter()
+        .find(|(n, _)| *n == "pipeline")
+        .map_or("pipeline", |(_, s)| s);
+    Value::native("pipeline", sig, move |_, args| {
+        make_pipeline(&session, &args)
+    })
 }
 
 /// `dist.pipeline(stages, mesh=None, mesh_axis="pp", microbatches=8, schedule="1f1b")`.
@@ -211,7 +234,7 @@ impl PipelineObj {
             .at(span));
         }
         let (xv, xs) = &args.positional[0];
-        if crate::trace::as_sym(xv).is_some() {
+        if crate::tensor::trace::as_sym(xv).is_some() {
             return Err(Diagnostic::new(
                 Code::E0201,
                 "a pipeline cannot be called inside a kernel or a pipeline stage",
@@ -348,7 +371,7 @@ impl PipelineObj {
         let ax = &self.mesh.shape.axes[self.axis];
         for (i, busy) in s.busy_us.iter().enumerate() {
             crate::profile::record_pipeline_stage(
-                &self.session,
+                &self.session.profile_sink(),
                 &format!("stage {i} {} [{ax}={i}]", self.names[i]),
                 &format!("{m} micro-batches of {:?}", shapes[0]),
                 busy,

@@ -3,7 +3,7 @@
 //! A row names the op and gives its signature (the text `help` shows; the parameters and which
 //! of them are optional are read from it, so binding and help agree), and its forms: the eager
 //! implementation ([`super::eager`]), the Graph IR builder the tracer runs
-//! ([`crate::trace`]), the sharding rule sharded execution runs ([`crate::dist`]) and, for
+//! ([`crate::tensor::trace`]), the sharding rule sharded execution runs ([`crate::tensor::sharded`]) and, for
 //! the derivatives work, its derivative. The shape and dtype rule is the eager form itself:
 //! the tracer runs it on shape-only tensors, so traced and eager ops agree on every shape and
 //! dtype error.
@@ -16,8 +16,9 @@
 //! tensor, traced when one is a traced tensor, eager otherwise.
 
 use super::eager;
-use crate::trace::TraceCtx;
-use crate::{dist, trace};
+use crate::tensor::sharded;
+use crate::tensor::trace;
+use crate::tensor::trace::TraceCtx;
 use std::rc::Rc;
 use std::sync::LazyLock;
 use tessera_compiler::graph::{OpVjp, RowFn, BINARY_OPS, REDUCE_OPS, ROW_FNS, UNARY_OPS};
@@ -52,9 +53,9 @@ impl Call<'_> {
         let mut trace = None;
         let mut sharded = false;
         let mut see = |v: &Value| {
-            sharded |= crate::dist::as_sharded(v).is_some();
+            sharded |= crate::tensor::sharded::as_sharded(v).is_some();
             if trace.is_none() {
-                trace = crate::trace::as_sym(v).map(|s| s.ctx.clone());
+                trace = crate::tensor::trace::as_sym(v).map(|s| s.ctx.clone());
             }
         };
         for x in self.a.iter().flatten() {
@@ -179,7 +180,7 @@ static ROWS: LazyLock<Vec<OpRow>> = LazyLock::new(|| {
     for (i, r) in ROW_FNS.iter().enumerate() {
         let (t, m) = (
             InTrace::Record(trace::t_row_fn),
-            OnMesh::Rule(dist::m_row_fn),
+            OnMesh::Rule(sharded::m_row_fn),
         );
         let row = OpRow::new(r.signature, eager::row_fn, t, m).of(Family::Row(r.f));
         rows.insert(at + i, row);
@@ -188,7 +189,7 @@ static ROWS: LazyLock<Vec<OpRow>> = LazyLock::new(|| {
         let sig = leak(format!("{}(x, axis=None, keepdim=False)", r.name));
         let (t, m) = (
             InTrace::Record(trace::t_reduce_call),
-            OnMesh::Rule(dist::m_reduce),
+            OnMesh::Rule(sharded::m_reduce),
         );
         rows.push(OpRow::new(sig, eager::reduce, t, m).of(Family::Reduce(r.op)));
     }
@@ -196,7 +197,7 @@ static ROWS: LazyLock<Vec<OpRow>> = LazyLock::new(|| {
         let sig = leak(format!("{}(x)", u.name));
         let (t, m) = (
             InTrace::Record(trace::t_unary_call),
-            OnMesh::Rule(dist::m_unary),
+            OnMesh::Rule(sharded::m_unary),
         );
         rows.push(OpRow::new(sig, eager::unary, t, m).of(Family::Unary(u.op)));
     }
@@ -204,7 +205,7 @@ static ROWS: LazyLock<Vec<OpRow>> = LazyLock::new(|| {
         let sig = leak(format!("{}(a, b)", b.name));
         let (t, m) = (
             InTrace::Record(trace::t_binary_call),
-            OnMesh::Rule(dist::m_binary),
+            OnMesh::Rule(sharded::m_binary),
         );
         rows.push(OpRow::new(sig, eager::binary, t, m).of(Family::Binary(b.op)));
     }
@@ -215,7 +216,8 @@ static ROWS: LazyLock<Vec<OpRow>> = LazyLock::new(|| {
 /// sharded form.
 #[rustfmt::skip]
 const OTHER: [(&str, EagerFn, InTrace, OnMesh); 45] = {
-    use crate::{dist as m, trace as t};
+    use crate::tensor::sharded as m;
+    use crate::tensor::trace as t;
     use InTrace::{ReadsValues, Record as R, Refused};
     use OnMesh::{Gathered, Rule};
     [
@@ -288,9 +290,9 @@ pub fn call(it: &mut Interp, row: &OpRow, args: &CallArgs) -> Result<Value, Diag
     match c.kind_of_args() {
         Args::Sharded => match row.mesh {
             OnMesh::Rule(f) => f(it, &c),
-            OnMesh::Gathered => crate::dist::gathered_call(it, &c),
+            OnMesh::Gathered => crate::tensor::sharded::gathered_call(it, &c),
         },
-        Args::Traced(ctx) => crate::trace::trace_call(it, &ctx, &c),
+        Args::Traced(ctx) => crate::tensor::trace::trace_call(it, &ctx, &c),
         Args::Eager => (row.eager)(it, &c),
     }
 }

@@ -8,13 +8,13 @@ use tessera_compiler::graph::{RowFn, RowOut};
 
 /// A sharded operand of an op: the sharded tensor and its value number.
 #[derive(Clone)]
-pub(super) struct Sv {
-    pub(super) s: Sharded,
-    pub(super) id: usize,
-    pub(super) cx: Rc<Session>,
+pub(crate) struct Sv {
+    pub(crate) s: Sharded,
+    pub(crate) id: usize,
+    pub(crate) cx: Rc<Session>,
 }
 
-pub(super) fn sv_of(v: &Value) -> Option<Sv> {
+pub(crate) fn sv_of(v: &Value) -> Option<Sv> {
     as_sharded(v).map(|o| Sv {
         s: o.s.clone(),
         id: o.id,
@@ -23,12 +23,12 @@ pub(super) fn sv_of(v: &Value) -> Option<Sv> {
 }
 
 /// The mesh of an op's sharded operands and the session they belong to.
-pub(super) struct OnMesh {
-    pub(super) mesh: Arc<Mesh>,
-    pub(super) cx: Rc<Session>,
+pub(crate) struct OnMesh {
+    pub(crate) mesh: Arc<Mesh>,
+    pub(crate) cx: Rc<Session>,
     /// Some sharded operand is abstract: the result is, so an ordinary operand is replicated
     /// as an abstract copy (shapes only, on a mesh of any size).
-    pub(super) shapes_only: bool,
+    pub(crate) shapes_only: bool,
 }
 
 impl std::ops::Deref for OnMesh {
@@ -39,7 +39,7 @@ impl std::ops::Deref for OnMesh {
 }
 
 /// Applies the collectives that bring `x` to `to`, then slices locally to it.
-pub(super) fn bring(x: &Sv, to: &Layout) -> Result<Sv, Diagnostic> {
+pub(crate) fn bring(x: &Sv, to: &Layout) -> Result<Sv, Diagnostic> {
     let mut cur = x.clone();
     for c in rules::reshard(&x.s.layout, to) {
         cur = collective(&cur, c)?;
@@ -54,7 +54,7 @@ pub(super) fn bring(x: &Sv, to: &Layout) -> Result<Sv, Diagnostic> {
 
 /// Runs collective `c` on the local mesh. Partial sums accumulated wider than the tensor's
 /// dtype are rounded once, after the reduction.
-pub(super) fn reduce_on_local(x: &Sharded, c: Comm) -> rtm::Result<Sharded> {
+pub(crate) fn reduce_on_local(x: &Sharded, c: Comm) -> rtm::Result<Sharded> {
     let mut s = x.apply(c, &Local)?;
     if matches!(c.kind, CommKind::AllReduce(_) | CommKind::ReduceScatter(..))
         && s.shard_dtype() != s.dtype
@@ -74,7 +74,7 @@ pub(super) fn reduce_on_local(x: &Sharded, c: Comm) -> rtm::Result<Sharded> {
 }
 
 /// Runs one collective and records it.
-pub(super) fn collective(x: &Sv, c: Comm) -> Result<Sv, Diagnostic> {
+pub(crate) fn collective(x: &Sv, c: Comm) -> Result<Sv, Diagnostic> {
     let t0 = Instant::now();
     let s = reduce_on_local(&x.s, c).map_err(rt)?;
     if x.s.mesh.shape.shape.get(c.axis).copied().unwrap_or(1) <= 1 {
@@ -119,7 +119,7 @@ fn settled(v: &Value, span: Span) -> Result<Sv, Diagnostic> {
     settle(&x)
 }
 
-pub(super) fn settle(x: &Sv) -> Result<Sv, Diagnostic> {
+pub(crate) fn settle(x: &Sv) -> Result<Sv, Diagnostic> {
     match x.s.layout.partial {
         Some(p) => collective(
             x,
@@ -135,7 +135,7 @@ pub(super) fn settle(x: &Sv) -> Result<Sv, Diagnostic> {
 /// Runs `f` on every device's shards of `ins` (all on `layouts` already), one thread per
 /// device, and records the kernel.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn kernel(
+pub(crate) fn kernel(
     op: &str,
     ins: &[Sv],
     out_layout: Layout,
@@ -240,7 +240,7 @@ fn abstract_kernel(
 
 /// The global shape of a tensor laid out as `l` from its shards (indexed by rank): a split
 /// dimension is the sum of the shards along its mesh axis (uneven shards included).
-pub(super) fn global_shape(mesh: &Mesh, l: &Layout, shards: &[Tensor]) -> Vec<usize> {
+pub(crate) fn global_shape(mesh: &Mesh, l: &Layout, shards: &[Tensor]) -> Vec<usize> {
     let Some(first) = shards.first() else {
         return Vec::new();
     };
@@ -314,7 +314,7 @@ fn local_reduce(
 }
 
 /// The mesh of the sharded operands (E0400 when they differ).
-pub(super) fn common_mesh(vals: &[&Value]) -> Result<OnMesh, Diagnostic> {
+pub(crate) fn common_mesh(vals: &[&Value]) -> Result<OnMesh, Diagnostic> {
     let mut m: Option<OnMesh> = None;
     for v in vals {
         if let Some(o) = as_sharded(v) {
@@ -346,7 +346,7 @@ pub(super) fn common_mesh(vals: &[&Value]) -> Result<OnMesh, Diagnostic> {
 
 /// A tensor operand on `mesh`: sharded as it is, or an ordinary tensor replicated (every
 /// device shares its buffer).
-pub(super) fn on_mesh(v: &Value, mesh: &OnMesh, span: Span) -> Result<Sv, Diagnostic> {
+pub(crate) fn on_mesh(v: &Value, mesh: &OnMesh, span: Span) -> Result<Sv, Diagnostic> {
     if let Some(x) = sv_of(v) {
         return Ok(x);
     }
@@ -369,7 +369,7 @@ pub(super) fn on_mesh(v: &Value, mesh: &OnMesh, span: Span) -> Result<Sv, Diagno
     })
 }
 
-pub(super) fn value_of(x: Sv) -> Value {
+pub(crate) fn value_of(x: Sv) -> Value {
     with_id(&x.cx, x.s, x.id)
 }
 
@@ -411,7 +411,7 @@ fn settle_elementwise(x: &Sv) -> Result<Sv, Diagnostic> {
     }
 }
 
-pub(super) fn map_unary(
+pub(crate) fn map_unary(
     name: &str,
     x: &Value,
     span: Span,
@@ -429,7 +429,7 @@ pub(super) fn map_unary(
 }
 
 /// `a op b` with NumPy broadcasting; either side may be a scalar or an ordinary tensor.
-pub(super) fn elementwise_binary(
+pub(crate) fn elementwise_binary(
     op: BinaryOp,
     a: &Value,
     b: &Value,
@@ -486,7 +486,7 @@ pub(super) fn elementwise_binary(
 
 /// Elementwise operands brought to the layouts the partitioning rule gives for a result of
 /// `out_shape`, and the result's layout.
-pub(super) fn elementwise_layouts(
+pub(crate) fn elementwise_layouts(
     ins: &[Sv],
     out_shape: &[usize],
     span: Span,
@@ -505,7 +505,7 @@ pub(super) fn elementwise_layouts(
     Ok((ins, out))
 }
 
-pub(super) fn matmul(
+pub(crate) fn matmul(
     a: &Value,
     b: &Value,
     acc: Option<DType>,
@@ -550,7 +550,7 @@ pub(super) fn matmul(
 }
 
 /// An op without a partitioning rule: gathers, then runs on the full tensors.
-pub(super) fn fallback_binary(
+pub(crate) fn fallback_binary(
     a: &Value,
     b: &Value,
     span: Span,
@@ -561,7 +561,7 @@ pub(super) fn fallback_binary(
 }
 
 /// The full tensor of a value (sharded tensors are gathered, with the collectives recorded).
-pub(super) fn full_of(v: &Value, span: Span) -> Result<Tensor, Diagnostic> {
+pub(crate) fn full_of(v: &Value, span: Span) -> Result<Tensor, Diagnostic> {
     match as_sharded(v) {
         Some(o) => gather_full(o, span),
         None => tensor_arg(v, span),
@@ -584,7 +584,7 @@ pub fn gather_full(o: &ShardedObj, span: Span) -> Result<Tensor, Diagnostic> {
         .ok_or_else(|| e400("a mesh without devices").at(span))
 }
 
-pub(super) fn norm_axis(axis: i64, nd: usize, span: Span) -> Result<usize, Diagnostic> {
+pub(crate) fn norm_axis(axis: i64, nd: usize, span: Span) -> Result<usize, Diagnostic> {
     let a = if axis < 0 { axis + nd as i64 } else { axis };
     if a < 0 || a as usize >= nd.max(1) {
         return Err(Diagnostic::new(
@@ -597,7 +597,7 @@ pub(super) fn norm_axis(axis: i64, nd: usize, span: Span) -> Result<usize, Diagn
 }
 
 /// `sum mean max min` of a sharded tensor over one axis or all.
-pub(super) fn reduce(
+pub(crate) fn reduce(
     name: &str,
     x: &Value,
     axis: Option<i64>,
@@ -669,7 +669,7 @@ pub(super) fn reduce(
 
 /// An op that needs `axis` whole on each device (softmax, layernorm, rmsnorm): gathered along
 /// it, run locally, sliced back to the input's layout.
-pub(super) fn along_axis(
+pub(crate) fn along_axis(
     name: &str,
     x: &Value,
     axis: i64,
@@ -695,7 +695,7 @@ pub(super) fn along_axis(
 /// along `axis` whole on each device (gathered along it first; a tensor sharded along another
 /// axis moves nothing), run locally. One that writes a value per slice drops the axis from
 /// the layout (or keeps it as 1).
-pub(super) fn row_fn(
+pub(crate) fn row_fn(
     f: RowFn,
     x: &Value,
     axis: i64,
@@ -720,7 +720,7 @@ pub(super) fn row_fn(
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(super) fn attention(
+pub(crate) fn attention(
     q: &Value,
     k: &Value,
     v: &Value,

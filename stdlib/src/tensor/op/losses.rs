@@ -32,10 +32,10 @@ fn meta(v: &Value) -> Option<(Vec<usize>, DType)> {
     if let Some(t) = as_tensor(v) {
         return Some((t.shape().to_vec(), t.dtype()));
     }
-    if let Some(s) = crate::trace::as_sym(v) {
+    if let Some(s) = crate::tensor::trace::as_sym(v) {
         return Some((s.aval.shape().to_vec(), s.aval.dtype()));
     }
-    crate::dist::as_sharded(v).map(|o| (o.s.shape.clone(), o.s.dtype))
+    crate::tensor::sharded::as_sharded(v).map(|o| (o.s.shape.clone(), o.s.dtype))
 }
 
 /// A tensor argument's shape and dtype, or E0101 naming `what`.

@@ -1,8 +1,6 @@
 //! The session a script's kernels share: its target and device (typed), the open GPU, the
-//! dump and PTX options, the compile-cache counters, the traces in progress, the profiler and
-//! the autotuner.
+//! dump and PTX options, the compile-cache counters, the profiler and the autotuner.
 
-use super::TraceCtx;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use tessera_compiler::backend::ptx::Target;
@@ -43,14 +41,13 @@ pub struct Session {
     /// The Vulkan device, once opened (`vulkan`).
     pub vulkan: RefCell<Option<tessera_runtime::vulkan::Device>>,
     /// Kernels already reported as falling back to the CPU.
-    pub(super) warned: RefCell<std::collections::HashSet<String>>,
+    pub(crate) warned: RefCell<std::collections::HashSet<String>>,
     pub hits: Cell<u64>,
     pub misses: Cell<u64>,
-    pub(super) traces: RefCell<Vec<Rc<TraceCtx>>>,
     /// The profiler (`graph.profile`, `--profile`).
     pub profile: RefCell<crate::profile::Recorder>,
     /// The autotuner (`@op.autotune`, the `autotune` module).
-    pub tune: RefCell<crate::autotune::State>,
+    pub tune: Rc<RefCell<crate::autotune::State>>,
     /// Kernel bodies running on a mesh (sharded arguments), innermost count: their schedule
     /// directives are checked but the body runs op by op.
     pub on_mesh: Cell<u32>,
@@ -58,9 +55,6 @@ pub struct Session {
     pub mesh_logs: RefCell<Vec<tessera_runtime::mesh::Program>>,
     /// The next value number of a sharded tensor (the mesh Schedule IR names values by it).
     pub next_sharded: Cell<usize>,
-    /// Optimizer update kernels ([`crate::optim`]), by rule and parameter signature: shared
-    /// by every optimizer of the session with the same hyperparameters.
-    pub updates: RefCell<std::collections::HashMap<String, Rc<super::Compiled>>>,
     /// `target.set_system(...)`: the multi-GPU system the mesh cost model describes (none:
     /// the target's GPUs eight to an NVLink domain).
     pub system: Cell<Option<tessera_compiler::cost::system::System>>,
@@ -69,9 +63,16 @@ pub struct Session {
 impl Session {
     /// The system the mesh cost model describes.
     pub fn system(&self) -> tessera_compiler::cost::system::System {
-        self.system
-            .get()
-            .unwrap_or_else(|| tessera_compiler::cost::system::System::of_target(self.target.get()))
+        self.profile_sink().system()
+    }
+
+    /// Where this session's launches are recorded.
+    pub fn profile_sink(&self) -> crate::profile::Sink<'_> {
+        crate::profile::Sink {
+            rec: &self.profile,
+            target: self.target.get(),
+            system: self.system.get(),
+        }
     }
 
     pub fn new(dump: Vec<String>, target: Option<Target>) -> Rc<Session> {
@@ -194,14 +195,12 @@ impl Session {
             warned: RefCell::new(std::collections::HashSet::new()),
             hits: Cell::new(0),
             misses: Cell::new(0),
-            traces: RefCell::new(Vec::new()),
             profile: RefCell::new(crate::profile::Recorder::default()),
-            tune: RefCell::new(crate::autotune::State::default()),
+            tune: Rc::new(RefCell::new(crate::autotune::State::default())),
             on_mesh: Cell::new(0),
             mesh_logs: RefCell::new(Vec::new()),
             next_sharded: Cell::new(0),
             system: Cell::new(None),
-            updates: RefCell::default(),
         })
     }
     /// The autotuner measures on the GPU while the session runs on `cuda`.
@@ -211,7 +210,7 @@ impl Session {
             Rc::new(crate::cuda::CudaTimer {
                 slot: self.cuda.clone(),
                 sources: self.cuda_sources.clone(),
-            }) as Rc<dyn crate::profile::DeviceTimer>
+            }) as Rc<dyn crate::device::DeviceTimer>
         });
     }
     /// Switches the device (`target.set_device`, `:device`; `None` is `auto`): `cuda` opens
@@ -254,10 +253,6 @@ impl Session {
         self.cuda_explicit.set(explicit);
         self.install_timer();
         Ok(())
-    }
-    /// The innermost trace in progress.
-    pub fn current_trace(&self) -> Option<Rc<TraceCtx>> {
-        self.traces.borrow().last().cloned()
     }
 }
 

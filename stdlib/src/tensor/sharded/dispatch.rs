@@ -2,11 +2,11 @@
 //! or gathers and runs the plain op.
 
 use super::*;
-use crate::op::table::{Call, Family};
+use crate::tensor::op::table::{Call, Family};
 
 // ----- op dispatch ------------------------------------------------------------------------------
 
-pub(super) fn has_sharded(args: &CallArgs) -> bool {
+pub(crate) fn has_sharded(args: &CallArgs) -> bool {
     let is = |v: &Value| {
         as_sharded(v).is_some()
             || match v {
@@ -18,20 +18,20 @@ pub(super) fn has_sharded(args: &CallArgs) -> bool {
     args.positional.iter().any(|(v, _)| is(v)) || args.keywords.iter().any(|(_, v, _)| is(v))
 }
 
-pub(super) use tessera_lang::eval::args::given as arg;
+pub(crate) use tessera_lang::eval::args::given as arg;
 
 /// Required slot `i` (E0101 at the call when missing).
-pub(super) fn need(a: &[Option<Arg>], i: usize, span: Span) -> Result<&Arg, Diagnostic> {
+pub(crate) fn need(a: &[Option<Arg>], i: usize, span: Span) -> Result<&Arg, Diagnostic> {
     tessera_lang::eval::args::required(a, i).map_err(|d| d.or_at(span))
 }
 
 /// Optional bool slot `i` (false when not given), E0101 naming parameter `what`.
-pub(super) fn bool_arg(a: &[Option<Arg>], i: usize, what: &str) -> Result<bool, Diagnostic> {
+pub(crate) fn bool_arg(a: &[Option<Arg>], i: usize, what: &str) -> Result<bool, Diagnostic> {
     arg(a, i).map_or(Ok(false), |x| x.bool(what))
 }
 
 /// Optional number slot `i`, E0101 naming parameter `what`.
-pub(super) fn float_arg(
+pub(crate) fn float_arg(
     a: &[Option<Arg>],
     i: usize,
     what: &str,
@@ -40,7 +40,7 @@ pub(super) fn float_arg(
 }
 
 /// Optional int slot `i`, E0101 naming parameter `what`.
-pub(super) fn int_arg(a: &[Option<Arg>], i: usize, what: &str) -> Result<Option<i64>, Diagnostic> {
+pub(crate) fn int_arg(a: &[Option<Arg>], i: usize, what: &str) -> Result<Option<i64>, Diagnostic> {
     arg(a, i).map(|x| x.int(what)).transpose()
 }
 

@@ -8,8 +8,8 @@
 //! its input line is cropped or zero-padded to `n/2 + 1` bins before the op (NumPy's `n=`).
 
 use super::*;
-use crate::op::eager::{fft1_args, fft1_on, fft2_args, fft2_on};
-use crate::op::table::Call;
+use crate::tensor::op::eager::{fft1_args, fft1_on, fft2_args, fft2_on};
+use crate::tensor::op::table::Call;
 use tessera_compiler::graph::{ComplexOp, FftEmbed, FftKind, FftNorm, SliceItem};
 
 type R = Result<Value, Diagnostic>;

@@ -2,7 +2,7 @@
 //! the Graph IR op.
 
 use super::*;
-use crate::op::table::{Call, Family, InTrace};
+use crate::tensor::op::table::{Call, Family, InTrace};
 
 // ----- recording each op --------------------------------------------------------------------
 
@@ -360,8 +360,8 @@ pub fn trace_op(
     name: &str,
     args: CallArgs,
 ) -> Result<Value, Diagnostic> {
-    match crate::op::table::row(name) {
-        Some(row) => crate::op::table::call(it, row, &args),
+    match crate::tensor::op::table::row(name) {
+        Some(row) => crate::tensor::op::table::call(it, row, &args),
         None if !ctx.active.get() => Err(escaped().at(args.span)),
         None => Err(no_trace(ctx, name).at(args.span)),
     }
@@ -663,8 +663,8 @@ pub fn t_attention(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
 /// `conv` op with its padding resolved.
 fn t_conv(ctx: &Rc<TraceCtx>, c: &Call, dims: usize) -> R {
     let span = c.span;
-    let spec = crate::op::eager::conv_spec(c, dims)?;
-    let algorithm = crate::op::eager::conv_algorithm(c)?;
+    let spec = crate::tensor::op::eager::conv_spec(c, dims)?;
+    let algorithm = crate::tensor::op::eager::conv_algorithm(c)?;
     let x = tensor_at(ctx, &c.a, 0)?;
     let w = tensor_at(ctx, &c.a, 1)?;
     let b = match opt(&c.a, 2) {

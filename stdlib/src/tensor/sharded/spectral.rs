@@ -13,8 +13,8 @@
 //! unsharded op transforms it, so the result is bit-identical to the unsharded one.
 
 use super::*;
-use crate::op::eager::{fft1_args, fft1_on, fft2_args, fft2_on};
-use crate::op::table::Call;
+use crate::tensor::op::eager::{fft1_args, fft1_on, fft2_args, fft2_on};
+use crate::tensor::op::table::Call;
 
 type R = Result<Value, Diagnostic>;
 type Transform = fn(&Tensor, Option<i64>, isize, rtm::FftNorm) -> rtm::Result<Tensor>;

@@ -50,6 +50,27 @@ pub fn tracing() -> bool {
     TRACING.with(|d| d.get() > 0)
 }
 
+thread_local! {
+    /// The kernel traces in progress on this thread, innermost last (`schedule.*` calls record
+    /// their directives on the innermost).
+    static TRACES: RefCell<Vec<Rc<TraceCtx>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Opens `ctx` as the innermost trace in progress.
+pub(crate) fn push_trace(ctx: Rc<TraceCtx>) {
+    TRACES.with(|t| t.borrow_mut().push(ctx));
+}
+
+/// Closes the innermost trace in progress.
+pub(crate) fn pop_trace() {
+    TRACES.with(|t| t.borrow_mut().pop());
+}
+
+/// The innermost trace in progress.
+pub fn current_trace() -> Option<Rc<TraceCtx>> {
+    TRACES.with(|t| t.borrow().last().cloned())
+}
+
 /// Marks a trace in progress until dropped.
 pub(crate) struct TracingGuard;
 
@@ -75,7 +96,7 @@ pub struct TraceCtx {
     /// Sharded tensors the body read from outside (captured): each is a graph param after the
     /// arguments' ones, so that the call runs on their mesh as if they had been passed.
     pub sharded: RefCell<Vec<(Value, ValueId)>>,
-    pub directives: RefCell<crate::schedule::Directives>,
+    pub directives: RefCell<crate::directives::Directives>,
     /// False once the trace has ended: a traced tensor that escaped cannot be used.
     pub active: Cell<bool>,
     /// The trace is differentiated (`graph.grad`): an op without a derivative says so.
@@ -125,12 +146,12 @@ impl TraceCtx {
         v: &Value,
         span: Span,
     ) -> Result<TArg, Diagnostic> {
-        let Some(o) = crate::dist::as_sharded(v) else {
+        let Some(o) = crate::tensor::sharded::as_sharded(v) else {
             return Err(Diagnostic::new(Code::E0500, "not a sharded tensor").at(span));
         };
         let aval = Tensor::abstract_tensor(&o.s.shape, o.s.dtype).map_err(rt)?;
         let known = self.sharded.borrow().iter().find_map(|(w, id)| {
-            crate::dist::as_sharded(w)
+            crate::tensor::sharded::as_sharded(w)
                 .is_some_and(|w| std::ptr::eq(w, o))
                 .then_some(*id)
         });
@@ -309,7 +330,7 @@ fn targ(ctx: &Rc<TraceCtx>, v: &Value, span: Span) -> Result<TArg, Diagnostic> {
         Value::Int(i) => Ok(TArg::Scalar(Scalar::Int(*i))),
         Value::Float(f) => Ok(TArg::Scalar(Scalar::Float(*f))),
         Value::Bool(b) => Ok(TArg::Scalar(Scalar::Bool(*b))),
-        _ if crate::dist::as_sharded(v).is_some() => ctx.sharded_param(v, span),
+        _ if crate::tensor::sharded::as_sharded(v).is_some() => ctx.sharded_param(v, span),
         _ => {
             let t = tensor_arg(v, span)?;
             let a = Tensor::abstract_tensor(t.shape(), t.dtype()).map_err(rt)?;
@@ -407,7 +428,7 @@ impl SymTensor {
             Value::Int(_) | Value::Float(_) | Value::Bool(_) => targ(ctx, other, span),
             _ if as_sym(other).is_some()
                 || as_tensor(other).is_some()
-                || crate::dist::as_sharded(other).is_some() =>
+                || crate::tensor::sharded::as_sharded(other).is_some() =>
             {
                 targ(ctx, other, span)
             }
@@ -436,7 +457,7 @@ impl SymTensor {
         if !matches!(other, Value::Int(_) | Value::Float(_) | Value::Bool(_))
             && as_sym(other).is_none()
             && as_tensor(other).is_none()
-            && crate::dist::as_sharded(other).is_none()
+            && crate::tensor::sharded::as_sharded(other).is_none()
         {
             return None;
         }
