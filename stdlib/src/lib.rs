@@ -2,7 +2,7 @@
 //! `target`, `optim`, `plot`, as native functions over `tessera-runtime`.
 //!
 //! The top-level modules are layered; each uses only modules of the layers below it (no
-//! import cycle: `tests/stdlib_module_cycles.rs`). From the bottom:
+//! import cycle: `tests/module_layers.rs`). From the bottom:
 //!
 //! 1. [`table`], [`help_text`], [`device`] (launch diagnostics, the [`device::DeviceTimer`]
 //!    interface), [`vulkan`], [`crosscheck`], [`directives`] (what a trace's `schedule.*` calls
