@@ -182,6 +182,15 @@ impl Machine<'_> {
                 self.ldmatrix(w, eff, sm, pc, *trans, dsts, *addr)?
             }
             Op::Mma { kind, d, a, b, c } => self.mma_sync(w, eff, *kind, d, a, b, c)?,
+            Op::MbarInit { .. }
+            | Op::MbarArrive { .. }
+            | Op::MbarCompleteTx { .. }
+            | Op::MbarTryWait { .. }
+            | Op::MbarWait { .. }
+            | Op::WgmmaFence
+            | Op::WgmmaCommit
+            | Op::WgmmaWait { .. }
+            | Op::Wgmma { .. } => self.exec_hopper(op, w, eff, sm, pc)?,
             Op::AtomAddF32 { dst, addr, src } => {
                 for l in lanes(eff) {
                     let a = reg(w, *addr, l);

@@ -8,7 +8,7 @@ use super::numeric::{
 };
 use super::{Arg, EmuError, EmuErrorKind, Launch, Options, Stats};
 use crate::DType;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use tessera_compiler::backend::ptx::print::{instr_text, RegNames};
 use tessera_compiler::backend::ptx::verify::verify;
 use tessera_compiler::backend::ptx::{
@@ -22,8 +22,11 @@ type Pc = (u32, u32);
 type Fault = (EmuErrorKind, u32);
 
 mod alu;
+mod hopper;
 mod instr;
 mod memory;
+
+use hopper::Mbar;
 
 use alu::{binary, mma, opnd, present, reg, setp, unary};
 
@@ -31,6 +34,12 @@ use alu::{binary, mma, opnd, present, reg, setp, unary};
 enum LaneState {
     Running,
     Barrier,
+    /// In an `mbarrier.wait.parity` loop until the phase of that parity of the barrier at
+    /// `addr` completes.
+    MbarWait {
+        addr: u32,
+        parity: u32,
+    },
     Exited,
 }
 
@@ -73,6 +82,8 @@ struct SharedMem {
     /// Thread id + 1 of a pending cp.async to each byte.
     pending: Vec<u32>,
     epoch: u32,
+    /// The mbarriers initialised in this block, by shared address.
+    mbars: BTreeMap<u32, Mbar>,
 }
 
 struct Machine<'a> {
@@ -179,6 +190,7 @@ pub(super) fn run(
         shadow: vec![Shadow::default(); shared_size as usize],
         pending: vec![0; shared_size as usize],
         epoch: 0,
+        mbars: BTreeMap::new(),
     };
     for z in 0..launch.grid[2] {
         for y in 0..launch.grid[1] {
@@ -188,6 +200,7 @@ pub(super) fn run(
                 smem.bytes.fill(0);
                 smem.shadow.fill(Shadow::default());
                 smem.pending.fill(0);
+                smem.mbars.clear();
                 smem.epoch = 1;
                 m.run_block(threads as u32, &mut smem)?;
             }
@@ -256,6 +269,9 @@ impl Machine<'_> {
             for w in warps.iter_mut() {
                 self.run_warp(w, smem, &mut queues)?;
             }
+            if self.wake_mbarrier_waits(&mut warps, smem)? {
+                continue;
+            }
             self.check_barrier(&warps, threads)?;
             let mut waiting = false;
             for w in warps.iter_mut() {
@@ -312,7 +328,7 @@ impl Machine<'_> {
                             other = Some((tid, None));
                         }
                     }
-                    LaneState::Running => {}
+                    LaneState::Running | LaneState::MbarWait { .. } => {}
                 }
             }
         }

@@ -25,6 +25,7 @@ use crate::tile::math::{self, MathTarget};
 
 mod control;
 mod expand;
+mod hopper;
 
 type R<T> = Result<T, Error>;
 
@@ -56,6 +57,8 @@ struct Cx<'k> {
     /// constants, a loop's carried values): one used once can give its registers to the op
     /// that consumes it, so accumulator chains and loop-carried fragments need no copies.
     owned: Vec<bool>,
+    /// `mbarrier.wait.parity` loops so far (each loop's label is its number).
+    waits: u32,
 }
 
 /// Translates a checked Tile IR kernel (its math functions expanded first: [`crate::tile::math`]).
@@ -79,6 +82,7 @@ pub fn translate(k: Checked<'_>) -> R<Lowered> {
         slots: vec![None; k.values.len()],
         uses,
         owned: vec![false; k.values.len()],
+        waits: 0,
     };
     let threads = k.threads();
     cx.b.max_threads(threads.min(u64::from(u32::MAX)) as u32);
@@ -431,6 +435,17 @@ impl Cx<'_> {
             OpKind::Wait { n } => self.b.push(TOp::CpAsyncWait { n: *n }),
             OpKind::Barrier => self.b.bar_sync(),
             OpKind::FenceProxyAsync => self.b.push(TOp::FenceProxyAsync),
+            OpKind::MbarInit
+            | OpKind::MbarArrive
+            | OpKind::MbarArriveExpectTx
+            | OpKind::MbarCompleteTx
+            | OpKind::MbarTryWait
+            | OpKind::MbarWait
+            | OpKind::WgmmaDesc { .. }
+            | OpKind::WgmmaFence
+            | OpKind::WgmmaCommit
+            | OpKind::WgmmaWait { .. }
+            | OpKind::Wgmma { .. } => self.op_hopper(op)?,
             OpKind::Ldmatrix { trans } => {
                 let addr = self.reg_of(get(op, 0)?, Ty::U32)?;
                 let dsts = [0; 4].map(|_| self.b.reg(Ty::B32));
