@@ -637,6 +637,12 @@ impl Ctx<'_> {
                 ab.name()
             )));
         }
+        let threads = self.k.threads();
+        if !threads.is_multiple_of(128) {
+            return Err(self.err(format!(
+                "wgmma runs on warpgroups of 128 threads; the block has {threads}"
+            )));
+        }
         let regs = (n / 2) as usize;
         let have = self.d.operands.len();
         if have != 2 && have != 2 + regs {

@@ -191,24 +191,29 @@ impl Machine<'_> {
             | Op::WgmmaCommit
             | Op::WgmmaWait { .. }
             | Op::Wgmma { .. } => self.exec_hopper(op, w, eff, sm, pc)?,
-            Op::AtomAddF32 { dst, addr, src } => {
-                for l in lanes(eff) {
-                    let a = reg(w, *addr, l);
-                    let old = self.read_global(a, 4, 4).map_err(|e| (e, l))?;
-                    let v = f32::from_bits(old as u32) + f32::from_bits(opnd(w, *src, l) as u32);
-                    self.write_global(a, 4, 4, u64::from(v.to_bits()))
-                        .map_err(|e| (e, l))?;
-                    self.set(w, *dst, l, old);
-                }
-            }
-            Op::RedAddF32 { addr, src } => {
-                for l in lanes(eff) {
-                    let a = reg(w, *addr, l);
-                    let old = self.read_global(a, 4, 4).map_err(|e| (e, l))?;
-                    let v = f32::from_bits(old as u32) + f32::from_bits(opnd(w, *src, l) as u32);
-                    self.write_global(a, 4, 4, u64::from(v.to_bits()))
-                        .map_err(|e| (e, l))?;
-                }
+            Op::AtomAddF32 { dst, addr, src } => self.add_f32(w, eff, Some(*dst), *addr, *src)?,
+            Op::RedAddF32 { addr, src } => self.add_f32(w, eff, None, *addr, *src)?,
+        }
+        Ok(())
+    }
+
+    /// `atom.global.add.f32` (the old value into `dst`) and `red.global.add.f32` (`dst` none).
+    fn add_f32(
+        &mut self,
+        w: &mut Warp,
+        eff: u32,
+        dst: Option<Reg>,
+        addr: Reg,
+        src: Operand,
+    ) -> Result<(), Fault> {
+        for l in lanes(eff) {
+            let a = reg(w, addr, l);
+            let old = self.read_global(a, 4, 4).map_err(|e| (e, l))?;
+            let v = f32::from_bits(old as u32) + f32::from_bits(opnd(w, src, l) as u32);
+            self.write_global(a, 4, 4, u64::from(v.to_bits()))
+                .map_err(|e| (e, l))?;
+            if let Some(d) = dst {
+                self.set(w, d, l, old);
             }
         }
         Ok(())

@@ -402,19 +402,7 @@ impl Cx<'_> {
                 let r = self.offset(o)?;
                 self.single(op, r);
             }
-            OpKind::LoadShared { ty, offset, .. } => {
-                let addr = self.reg_of(get(op, 0)?, Ty::U32)?;
-                let (mask, defaults) = match o.get(1) {
-                    Some(&m) if self.is_pred(m) => (Some(self.reg_of(m, Ty::Pred)?), &o[2..]),
-                    _ => (None, &o[1..]),
-                };
-                let dsts = self.defaults(&op.results, mask.is_some(), defaults)?;
-                if let Some(m) = mask {
-                    self.b.when(m);
-                }
-                self.b.ld_to(Space::Shared, *ty, &dsts, addr, *offset);
-                self.bind(&op.results, &dsts);
-            }
+            OpKind::LoadShared { ty, offset, .. } => self.load_shared(op, *ty, *offset)?,
             OpKind::StoreShared { ty, n, offset } => {
                 let addr = self.reg_of(get(op, 0)?, Ty::U32)?;
                 let n = usize::from(*n);
@@ -483,6 +471,23 @@ impl Cx<'_> {
             OpKind::If => self.if_op(op)?,
             OpKind::Yield => {}
         }
+        Ok(())
+    }
+
+    /// `ld.shared` of the op's results at `addr + offset`, masked or not.
+    fn load_shared(&mut self, op: &OpData, ty: Ty, offset: i32) -> R<()> {
+        let o = &op.operands;
+        let addr = self.reg_of(get(op, 0)?, Ty::U32)?;
+        let (mask, defaults) = match o.get(1) {
+            Some(&m) if self.is_pred(m) => (Some(self.reg_of(m, Ty::Pred)?), &o[2..]),
+            _ => (None, &o[1..]),
+        };
+        let dsts = self.defaults(&op.results, mask.is_some(), defaults)?;
+        if let Some(m) = mask {
+            self.b.when(m);
+        }
+        self.b.ld_to(Space::Shared, ty, &dsts, addr, offset);
+        self.bind(&op.results, &dsts);
         Ok(())
     }
 
