@@ -255,6 +255,16 @@ pub enum EmuErrorKind {
     WgmmaWarpgroup {
         threads: u32,
     },
+    /// An instruction other than a wgmma touches an accumulator register of a wgmma still in
+    /// flight (before the `wgmma.wait_group` that retires it).
+    WgmmaPendingRegister {
+        reg: String,
+        wgmma: String,
+    },
+    /// A shared byte written while an in-flight wgmma reads it.
+    WgmmaPendingShared {
+        addr: u32,
+    },
 }
 
 /// An emulator error: what, and where (the instruction as printed PTX, its span, the block and
@@ -303,7 +313,9 @@ impl EmuError {
             | EmuErrorKind::MbarrierOverArrive { .. }
             | EmuErrorKind::MbarrierDeadlock { .. }
             | EmuErrorKind::WgmmaDescriptor { .. }
-            | EmuErrorKind::WgmmaWarpgroup { .. } => Code::E0500,
+            | EmuErrorKind::WgmmaWarpgroup { .. }
+            | EmuErrorKind::WgmmaPendingRegister { .. }
+            | EmuErrorKind::WgmmaPendingShared { .. } => Code::E0500,
         }
     }
 
@@ -446,6 +458,14 @@ impl fmt::Display for EmuError {
             EmuErrorKind::WgmmaWarpgroup { threads } => write!(
                 f,
                 "wgmma needs whole warpgroups of 128 threads; the block has {threads}"
+            )?,
+            EmuErrorKind::WgmmaPendingRegister { reg, wgmma } => write!(
+                f,
+                "wgmma race: register {reg} is an accumulator of `{wgmma}`, still in flight (no wgmma.wait_group has retired it)"
+            )?,
+            EmuErrorKind::WgmmaPendingShared { addr } => write!(
+                f,
+                "wgmma race: shared address {addr} is written while a wgmma.mma_async that reads it is in flight (before its wgmma.wait_group)"
             )?,
         }
         if let Some(i) = &self.inst {

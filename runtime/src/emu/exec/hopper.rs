@@ -5,9 +5,10 @@
 //!
 //! wgmma is asynchronous on the GPU: its operands are read and its accumulators written at
 //! some point between `wgmma.mma_async` and the `wgmma.wait_group` that retires its group.
-//! The emulator completes each one when the warp issues it (one legal order), so
-//! `commit_group` and `wait_group` have nothing left to do; a chain of wgmmas on the same
-//! accumulators accumulates in issue order as on the GPU.
+//! The emulator computes each one when the warp issues it (one legal order) and keeps it in
+//! flight until then: another instruction touching its accumulator registers, or a write to
+//! the shared bytes it reads, is a race (the result would depend on when the GPU did it). A
+//! chain of wgmmas on the same accumulators accumulates in issue order as on the GPU.
 
 use super::*;
 
@@ -37,6 +38,32 @@ impl Mbar {
     fn done(&self, parity: u32) -> bool {
         (self.phase & 1) != u64::from(parity & 1)
     }
+}
+
+/// A wgmma in flight: its accumulator registers, the shared bytes it read (2 per element)
+/// and where it was issued.
+pub(super) struct InFlight {
+    regs: Vec<Reg>,
+    smem: Vec<u32>,
+    pc: Pc,
+}
+
+/// An accumulator register of an in-flight wgmma that `op` touches (wgmmas and their fence,
+/// commit and wait excepted), and the wgmma's pc.
+pub(super) fn in_flight_hazard(op: &Op, w: &Warp) -> Result<(), (Reg, Pc)> {
+    if matches!(
+        op,
+        Op::Wgmma { .. } | Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait { .. }
+    ) {
+        return Ok(());
+    }
+    let touched: Vec<Reg> = op.uses().into_iter().chain(op.defs()).collect();
+    for f in w.wgmma_open.iter().chain(w.wgmma_groups.iter().flatten()) {
+        if let Some(r) = touched.iter().find(|r| f.regs.contains(r)) {
+            return Err((*r, f.pc));
+        }
+    }
+    Ok(())
 }
 
 /// The barrier at `addr`, which must be initialised.
@@ -152,7 +179,24 @@ impl Machine<'_> {
                     self.set(w, *pred, l, 1);
                 }
             }
-            Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait { .. } => full(eff)?,
+            Op::WgmmaFence => full(eff)?,
+            Op::WgmmaCommit => {
+                full(eff)?;
+                let group = std::mem::take(&mut w.wgmma_open);
+                w.wgmma_groups.push_back(group);
+            }
+            Op::WgmmaWait { n } => {
+                full(eff)?;
+                while w.wgmma_groups.len() > *n as usize {
+                    for f in w.wgmma_groups.pop_front().into_iter().flatten() {
+                        for b in f.smem.iter().flat_map(|&a| a..a + 2) {
+                            if let Some(c) = sm.wgmma_reads.get_mut(b as usize) {
+                                *c = c.saturating_sub(1);
+                            }
+                        }
+                    }
+                }
+            }
             Op::Wgmma {
                 n,
                 ab,
@@ -207,9 +251,11 @@ impl Machine<'_> {
             }
         }
         let tid = w.index * 32;
+        let mut read = vec![];
         let mut elem = |desc: u64, row: u32, k: u32| -> Result<f32, Fault> {
             let a = desc_addr(desc, row, k, 2).map_err(|e| (e, 0))?;
             let v = self.read_shared(sm, a, 2, 2, tid, pc).map_err(|e| (e, 0))?;
+            read.push(a);
             Ok(half_elem(v as u16, bf))
         };
         let row0 = 16 * (w.index % 4);
@@ -241,7 +287,26 @@ impl Machine<'_> {
                 self.set(w, *r, l, u64::from(acc.to_bits()));
             }
         }
+        for b in read.iter().flat_map(|&a| a..a + 2) {
+            if let Some(c) = sm.wgmma_reads.get_mut(b as usize) {
+                *c = c.saturating_add(1);
+            }
+        }
+        w.wgmma_open.push(InFlight {
+            regs: d.to_vec(),
+            smem: read,
+            pc,
+        });
         Ok(())
+    }
+
+    /// The race of an instruction touching register `r` of the wgmma at `at`.
+    pub(super) fn wgmma_hazard(&self, (r, at): (Reg, Pc), pc: Pc, tid: u32) -> EmuError {
+        let kind = EmuErrorKind::WgmmaPendingRegister {
+            reg: self.names.get(r).to_string(),
+            wgmma: self.text(at),
+        };
+        self.error(kind, pc, tid)
     }
 
     /// Wakes the threads whose mbarrier phase completed; `true` when any woke. With none

@@ -169,6 +169,9 @@ impl Machine<'_> {
                     });
                 }
             }
+            if write && sm.wgmma_reads.get(a).is_some_and(|&n| n > 0) {
+                return Err(EmuErrorKind::WgmmaPendingShared { addr: a as u32 });
+            }
             let Some(s) = sm.shadow.get_mut(a) else {
                 continue;
             };

@@ -26,7 +26,7 @@ mod hopper;
 mod instr;
 mod memory;
 
-use hopper::Mbar;
+use hopper::{InFlight, Mbar};
 
 use alu::{binary, mma, opnd, present, reg, setp, unary};
 
@@ -48,6 +48,10 @@ struct Warp {
     regs: Vec<u64>,
     pc: [Pc; 32],
     state: [LaneState; 32],
+    /// wgmmas issued since the last `wgmma.commit_group`, and the committed groups not yet
+    /// retired by a `wgmma.wait_group`.
+    wgmma_open: Vec<InFlight>,
+    wgmma_groups: VecDeque<Vec<InFlight>>,
 }
 
 struct Copy {
@@ -84,6 +88,8 @@ struct SharedMem {
     epoch: u32,
     /// The mbarriers initialised in this block, by shared address.
     mbars: BTreeMap<u32, Mbar>,
+    /// In-flight wgmmas reading each byte (a write to it is a race).
+    wgmma_reads: Vec<u16>,
 }
 
 struct Machine<'a> {
@@ -191,6 +197,7 @@ pub(super) fn run(
         pending: vec![0; shared_size as usize],
         epoch: 0,
         mbars: BTreeMap::new(),
+        wgmma_reads: vec![0; shared_size as usize],
     };
     for z in 0..launch.grid[2] {
         for y in 0..launch.grid[1] {
@@ -201,6 +208,7 @@ pub(super) fn run(
                 smem.shadow.fill(Shadow::default());
                 smem.pending.fill(0);
                 smem.mbars.clear();
+                smem.wgmma_reads.fill(0);
                 smem.epoch = 1;
                 m.run_block(threads as u32, &mut smem)?;
             }
@@ -261,6 +269,8 @@ impl Machine<'_> {
                     regs: vec![0; nregs * 32],
                     pc: [(0, 0); 32],
                     state,
+                    wgmma_open: vec![],
+                    wgmma_groups: VecDeque::new(),
                 }
             })
             .collect();
@@ -388,6 +398,11 @@ impl Machine<'_> {
                 self.stats
                     .counters
                     .count(&instr.op, eff, &|o, l| opnd(w, o, l));
+                if eff != 0 && !(w.wgmma_open.is_empty() && w.wgmma_groups.is_empty()) {
+                    hopper::in_flight_hazard(&instr.op, w).map_err(|r| {
+                        self.wgmma_hazard(r, pc, w.index * 32 + eff.trailing_zeros())
+                    })?;
+                }
                 if eff != 0 {
                     self.exec(&instr.op, w, eff, smem, queues, pc)
                         .map_err(|(kind, lane)| self.error(kind, pc, w.index * 32 + lane))?;
