@@ -325,18 +325,18 @@ pub fn class_of(op: &Op) -> InstClass {
         Op::CpAsync { .. } | Op::CpAsyncCommit | Op::CpAsyncWait { .. } => InstClass::AsyncCopy,
         Op::BarSync
         | Op::FenceProxyAsync
-        | Op::MbarInit { .. }
-        | Op::MbarArrive { .. }
-        | Op::MbarCompleteTx { .. }
-        | Op::MbarTryWait { .. }
-        | Op::MbarWait { .. } => InstClass::Barrier,
+        | Op::MbarrierInit { .. }
+        | Op::MbarrierArrive { .. }
+        | Op::MbarrierCompleteTx { .. }
+        | Op::MbarrierTryWait { .. }
+        | Op::MbarrierWait { .. } => InstClass::Barrier,
         Op::Shfl { .. } => InstClass::Shuffle,
         Op::Ldmatrix { .. }
         | Op::Mma { .. }
         | Op::WgmmaFence
         | Op::WgmmaCommit
         | Op::WgmmaWait { .. }
-        | Op::Wgmma { .. } => InstClass::Tensor,
+        | Op::WgmmaMmaAsync { .. } => InstClass::Tensor,
     }
 }
 

@@ -145,24 +145,24 @@ pub enum Op {
     /// `fence.proxy.async.shared::cta` (sm_90+)
     FenceProxyAsync,
     /// `mbarrier.init.shared::cta.b64 [addr], count` (sm_90+ here)
-    MbarInit {
+    MbarrierInit {
         addr: Reg,
         count: Operand,
     },
     /// `mbarrier.arrive{.expect_tx}.shared::cta.b64 state, [addr]{, tx}`: `state` (b64) is
     /// the token of the phase arrived at
-    MbarArrive {
+    MbarrierArrive {
         dst: Reg,
         addr: Reg,
         tx: Option<Operand>,
     },
     /// `mbarrier.complete_tx.shared::cta.b64 [addr], tx`
-    MbarCompleteTx {
+    MbarrierCompleteTx {
         addr: Reg,
         tx: Operand,
     },
     /// `mbarrier.try_wait.parity.shared::cta.b64 p, [addr], parity`
-    MbarTryWait {
+    MbarrierTryWait {
         dst: Reg,
         addr: Reg,
         parity: Operand,
@@ -170,7 +170,7 @@ pub enum Op {
     /// A `try_wait.parity` loop: `$Lmbar_wait_{label}: mbarrier.try_wait.parity... p, [addr],
     /// parity; @!p bra $Lmbar_wait_{label}` (`p` a scratch predicate; `label` unique in the
     /// kernel)
-    MbarWait {
+    MbarrierWait {
         pred: Reg,
         addr: Reg,
         parity: Operand,
@@ -187,7 +187,7 @@ pub enum Op {
     /// `wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab} {d..}, a_desc, b_desc, scale_d,
     /// 1, 1, 0, 0`: d (n/2 f32, read when `scale_d`) = A·B (+ d); A and B K-major in shared
     /// memory through 64-bit descriptors
-    Wgmma {
+    WgmmaMmaAsync {
         n: u32,
         ab: Ty,
         d: Vec<Reg>,
@@ -252,11 +252,11 @@ impl Op {
             | Op::CvtUnpack { dst, .. }
             | Op::CvtaGlobal { dst, .. }
             | Op::Shfl { dst, .. }
-            | Op::MbarArrive { dst, .. }
-            | Op::MbarTryWait { dst, .. }
+            | Op::MbarrierArrive { dst, .. }
+            | Op::MbarrierTryWait { dst, .. }
             | Op::AtomAddF32 { dst, .. } => vec![*dst],
-            Op::MbarWait { pred, .. } => vec![*pred],
-            Op::Wgmma { d, .. } => d.clone(),
+            Op::MbarrierWait { pred, .. } => vec![*pred],
+            Op::WgmmaMmaAsync { d, .. } => d.clone(),
             Op::Ld { dsts, .. } => dsts.clone(),
             Op::Ldmatrix { dsts, .. } => dsts.to_vec(),
             Op::Mma { d, .. } => d.to_vec(),
@@ -266,8 +266,8 @@ impl Op {
             | Op::CpAsyncWait { .. }
             | Op::BarSync
             | Op::FenceProxyAsync
-            | Op::MbarInit { .. }
-            | Op::MbarCompleteTx { .. }
+            | Op::MbarrierInit { .. }
+            | Op::MbarrierCompleteTx { .. }
             | Op::WgmmaFence
             | Op::WgmmaCommit
             | Op::WgmmaWait { .. }
@@ -296,24 +296,24 @@ impl Op {
             | Op::WgmmaFence
             | Op::WgmmaCommit
             | Op::WgmmaWait { .. } => vec![],
-            Op::MbarInit { addr, count: o }
-            | Op::MbarCompleteTx { addr, tx: o }
-            | Op::MbarTryWait {
+            Op::MbarrierInit { addr, count: o }
+            | Op::MbarrierCompleteTx { addr, tx: o }
+            | Op::MbarrierTryWait {
                 addr, parity: o, ..
             }
-            | Op::MbarWait {
+            | Op::MbarrierWait {
                 addr, parity: o, ..
             } => {
                 let mut v = regs(&[*o]);
                 v.push(*addr);
                 v
             }
-            Op::MbarArrive { addr, tx, .. } => {
+            Op::MbarrierArrive { addr, tx, .. } => {
                 let mut v = regs(&tx.iter().copied().collect::<Vec<_>>());
                 v.push(*addr);
                 v
             }
-            Op::Wgmma {
+            Op::WgmmaMmaAsync {
                 d,
                 a_desc,
                 b_desc,

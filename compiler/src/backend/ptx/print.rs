@@ -441,15 +441,15 @@ fn write_op(w: &mut Line, k: &Kernel, op: &Op) {
             w.regs(b);
             w.regs(c);
         }
-        Op::MbarInit { .. }
-        | Op::MbarArrive { .. }
-        | Op::MbarCompleteTx { .. }
-        | Op::MbarTryWait { .. }
-        | Op::MbarWait { .. }
+        Op::MbarrierInit { .. }
+        | Op::MbarrierArrive { .. }
+        | Op::MbarrierCompleteTx { .. }
+        | Op::MbarrierTryWait { .. }
+        | Op::MbarrierWait { .. }
         | Op::WgmmaFence
         | Op::WgmmaCommit
         | Op::WgmmaWait { .. }
-        | Op::Wgmma { .. } => write_hopper(w, op),
+        | Op::WgmmaMmaAsync { .. } => write_hopper(w, op),
         Op::AtomAddF32 { dst, addr, src } => {
             w.op(&["atom.global.add.f32"]);
             w.reg(*dst);
@@ -467,12 +467,12 @@ fn write_op(w: &mut Line, k: &Kernel, op: &Op) {
 /// The sm_90 instructions: mbarrier and wgmma.
 fn write_hopper(w: &mut Line, op: &Op) {
     match op {
-        Op::MbarInit { addr, count } => {
+        Op::MbarrierInit { addr, count } => {
             w.op(&["mbarrier.init.shared::cta.b64"]);
             w.addr(*addr, 0);
             w.opnd(*count);
         }
-        Op::MbarArrive { dst, addr, tx } => {
+        Op::MbarrierArrive { dst, addr, tx } => {
             let expect = if tx.is_some() { ".expect_tx" } else { "" };
             w.op(&["mbarrier.arrive", expect, ".shared::cta.b64"]);
             w.reg(*dst);
@@ -481,18 +481,18 @@ fn write_hopper(w: &mut Line, op: &Op) {
                 w.opnd(*t);
             }
         }
-        Op::MbarCompleteTx { addr, tx } => {
+        Op::MbarrierCompleteTx { addr, tx } => {
             w.op(&["mbarrier.complete_tx.shared::cta.b64"]);
             w.addr(*addr, 0);
             w.opnd(*tx);
         }
-        Op::MbarTryWait { dst, addr, parity } => {
+        Op::MbarrierTryWait { dst, addr, parity } => {
             w.op(&["mbarrier.try_wait.parity.shared::cta.b64"]);
             w.reg(*dst);
             w.addr(*addr, 0);
             w.opnd(*parity);
         }
-        Op::MbarWait {
+        Op::MbarrierWait {
             pred,
             addr,
             parity,
@@ -512,7 +512,7 @@ fn write_hopper(w: &mut Line, op: &Op) {
             w.op(&["wgmma.wait_group.sync.aligned"]);
             w.num(i64::from(*n));
         }
-        Op::Wgmma {
+        Op::WgmmaMmaAsync {
             n,
             ab,
             d,
@@ -677,16 +677,16 @@ pub fn instr_text(k: &Kernel, n: &RegNames, i: &Instr) -> String {
 /// anything but sm_90a (sm_100 has no wgmma).
 fn hopper_only(op: &Op, target: Target) -> Option<&'static str> {
     match op {
-        Op::MbarInit { .. }
-        | Op::MbarArrive { .. }
-        | Op::MbarCompleteTx { .. }
-        | Op::MbarTryWait { .. }
-        | Op::MbarWait { .. }
+        Op::MbarrierInit { .. }
+        | Op::MbarrierArrive { .. }
+        | Op::MbarrierCompleteTx { .. }
+        | Op::MbarrierTryWait { .. }
+        | Op::MbarrierWait { .. }
             if target.sm() < 90 =>
         {
             Some("mbarrier (sm_90+)")
         }
-        Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait { .. } | Op::Wgmma { .. }
+        Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait { .. } | Op::WgmmaMmaAsync { .. }
             if target != Target::Sm90a =>
         {
             Some("wgmma (sm_90a only)")

@@ -422,15 +422,15 @@ impl Checker<'_> {
                 Ok(())
             }
             Op::Mma { kind, d, a, b, c } => self.check_mma(kind, d, a, b, c),
-            Op::MbarInit { .. }
-            | Op::MbarArrive { .. }
-            | Op::MbarCompleteTx { .. }
-            | Op::MbarTryWait { .. }
-            | Op::MbarWait { .. }
+            Op::MbarrierInit { .. }
+            | Op::MbarrierArrive { .. }
+            | Op::MbarrierCompleteTx { .. }
+            | Op::MbarrierTryWait { .. }
+            | Op::MbarrierWait { .. }
             | Op::WgmmaFence
             | Op::WgmmaCommit
             | Op::WgmmaWait { .. }
-            | Op::Wgmma { .. } => self.check_hopper(op),
+            | Op::WgmmaMmaAsync { .. } => self.check_hopper(op),
             Op::AtomAddF32 { dst, addr, src } => {
                 self.addr(Space::Global, *addr)?;
                 self.operand(*src, Ty::F32)?;
@@ -562,19 +562,19 @@ impl Checker<'_> {
     /// pred; wgmma: n/2 f32 accumulators (read when `scale_d`), 64-bit descriptors.
     fn check_hopper(&self, op: &Op) -> Result<(), TargetError> {
         match op {
-            Op::MbarInit { addr, count: o } | Op::MbarCompleteTx { addr, tx: o } => {
+            Op::MbarrierInit { addr, count: o } | Op::MbarrierCompleteTx { addr, tx: o } => {
                 self.addr(Space::Shared, *addr)?;
                 self.operand(*o, Ty::B32)
             }
-            Op::MbarArrive { dst, addr, tx } => {
+            Op::MbarrierArrive { dst, addr, tx } => {
                 self.addr(Space::Shared, *addr)?;
                 if let Some(t) = tx {
                     self.operand(*t, Ty::B32)?;
                 }
                 self.def(*dst, Ty::B64)
             }
-            Op::MbarTryWait { dst, addr, parity }
-            | Op::MbarWait {
+            Op::MbarrierTryWait { dst, addr, parity }
+            | Op::MbarrierWait {
                 pred: dst,
                 addr,
                 parity,
@@ -585,7 +585,7 @@ impl Checker<'_> {
                 self.def(*dst, Ty::Pred)
             }
             Op::WgmmaWait { n } => self.ensure(*n < 8, "wgmma.wait_group takes n from 0 to 7"),
-            Op::Wgmma {
+            Op::WgmmaMmaAsync {
                 n,
                 ab,
                 d,

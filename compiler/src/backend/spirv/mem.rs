@@ -364,17 +364,17 @@ impl Cx<'_> {
             // Vulkan has no async proxy (TMA, wgmma) for the fence to order
             OpKind::FenceProxyAsync => return unsupported("fence.proxy.async (sm_90+)"),
             // Vulkan has no mbarrier (transaction-counted phases) nor warpgroup MMA
-            OpKind::MbarInit
-            | OpKind::MbarArrive
-            | OpKind::MbarArriveExpectTx
-            | OpKind::MbarCompleteTx
-            | OpKind::MbarTryWait
-            | OpKind::MbarWait => return unsupported("mbarrier (sm_90+)"),
+            OpKind::MbarrierInit
+            | OpKind::MbarrierArrive
+            | OpKind::MbarrierArriveExpectTx
+            | OpKind::MbarrierCompleteTx
+            | OpKind::MbarrierTryWait
+            | OpKind::MbarrierWait => return unsupported("mbarrier (sm_90+)"),
             OpKind::WgmmaDesc { .. }
             | OpKind::WgmmaFence
             | OpKind::WgmmaCommit
             | OpKind::WgmmaWait { .. }
-            | OpKind::Wgmma { .. } => return unsupported("wgmma (sm_90a only)"),
+            | OpKind::WgmmaMmaAsync { .. } => return unsupported("wgmma (sm_90a only)"),
             other => return unsupported(format!("the Tile op {other:?}")),
         }
         Ok(())

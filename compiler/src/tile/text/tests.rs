@@ -118,16 +118,24 @@ fn big() -> Kernel {
         Type::Scalar(Ty::Pred),
         Type::Scalar(Ty::U64),
     );
-    b.op(OpKind::MbarInit, vec![base.into(), imm(128)], vec![]);
-    b.op(OpKind::MbarArrive, vec![base.into()], vec![b64.clone()]);
+    b.op(OpKind::MbarrierInit, vec![base.into(), imm(128)], vec![]);
+    b.op(OpKind::MbarrierArrive, vec![base.into()], vec![b64.clone()]);
     b.op(
-        OpKind::MbarArriveExpectTx,
+        OpKind::MbarrierArriveExpectTx,
         vec![base.into(), n.into()],
         vec![b64],
     );
-    b.op(OpKind::MbarCompleteTx, vec![base.into(), imm(256)], vec![]);
-    b.op(OpKind::MbarTryWait, vec![base.into(), imm(0)], vec![pred]);
-    b.op(OpKind::MbarWait, vec![base.into(), i.into()], vec![]);
+    b.op(
+        OpKind::MbarrierCompleteTx,
+        vec![base.into(), imm(256)],
+        vec![],
+    );
+    b.op(
+        OpKind::MbarrierTryWait,
+        vec![base.into(), imm(0)],
+        vec![pred],
+    );
+    b.op(OpKind::MbarrierWait, vec![base.into(), i.into()], vec![]);
     let desc = b.op(
         OpKind::WgmmaDesc { swizzle: 128 },
         vec![base.into(), imm(16), imm(1024)],
@@ -141,13 +149,13 @@ fn big() -> Kernel {
     b.op(OpKind::WgmmaFence, vec![], vec![]);
     let f32s = vec![Type::Scalar(Ty::F32); 4];
     let d = b.op(
-        OpKind::Wgmma { n: 8, ab: Ty::BF16 },
+        OpKind::WgmmaMmaAsync { n: 8, ab: Ty::BF16 },
         vec![desc.into(), plain.into()],
         f32s.clone(),
     );
     let mut acc_ops: Vec<Operand> = vec![desc.into(), desc.into()];
     acc_ops.extend(d.iter().map(|&v| Operand::from(v)));
-    b.op(OpKind::Wgmma { n: 8, ab: Ty::F16 }, acc_ops, f32s);
+    b.op(OpKind::WgmmaMmaAsync { n: 8, ab: Ty::F16 }, acc_ops, f32s);
     b.op(OpKind::WgmmaCommit, vec![], vec![]);
     b.op(OpKind::WgmmaWait { n: 0 }, vec![], vec![]);
     let kind = MmaKind::M16n8k16Bf16;

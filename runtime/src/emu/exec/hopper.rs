@@ -53,7 +53,7 @@ pub(super) struct InFlight {
 pub(super) fn in_flight_hazard(op: &Op, w: &Warp) -> Result<(), (Reg, Pc)> {
     if matches!(
         op,
-        Op::Wgmma { .. } | Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait { .. }
+        Op::WgmmaMmaAsync { .. } | Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait { .. }
     ) {
         return Ok(());
     }
@@ -115,7 +115,7 @@ impl Machine<'_> {
             Ok(a)
         };
         match op {
-            Op::MbarInit { addr, count } => {
+            Op::MbarrierInit { addr, count } => {
                 for l in lanes(eff) {
                     let a = at(w, *addr, l, sm)?;
                     let c = opnd(w, *count, l) & 0xffff_ffff;
@@ -132,7 +132,7 @@ impl Machine<'_> {
                     sm.mbars.insert(a, m);
                 }
             }
-            Op::MbarArrive { dst, addr, tx } => {
+            Op::MbarrierArrive { dst, addr, tx } => {
                 for l in lanes(eff) {
                     let a = at(w, *addr, l, sm)?;
                     let bytes = tx.map(|t| opnd(w, t, l) & 0xffff_ffff);
@@ -149,7 +149,7 @@ impl Machine<'_> {
                     self.set(w, *dst, l, token);
                 }
             }
-            Op::MbarCompleteTx { addr, tx } => {
+            Op::MbarrierCompleteTx { addr, tx } => {
                 for l in lanes(eff) {
                     let a = at(w, *addr, l, sm)?;
                     let bytes = opnd(w, *tx, l) & 0xffff_ffff;
@@ -158,7 +158,7 @@ impl Machine<'_> {
                     m.settle();
                 }
             }
-            Op::MbarTryWait { dst, addr, parity } => {
+            Op::MbarrierTryWait { dst, addr, parity } => {
                 for l in lanes(eff) {
                     let a = at(w, *addr, l, sm)?;
                     let p = opnd(w, *parity, l) as u32;
@@ -166,14 +166,14 @@ impl Machine<'_> {
                     self.set(w, *dst, l, u64::from(done));
                 }
             }
-            Op::MbarWait {
+            Op::MbarrierWait {
                 pred, addr, parity, ..
             } => {
                 for l in lanes(eff) {
                     let a = at(w, *addr, l, sm)?;
                     let p = opnd(w, *parity, l) as u32;
                     if !mbar(sm, a).map_err(|e| (e, l))?.done(p) {
-                        w.state[l as usize] = LaneState::MbarWait { addr: a, parity: p };
+                        w.state[l as usize] = LaneState::MbarrierWait { addr: a, parity: p };
                     }
                     // the loop leaves with its predicate set
                     self.set(w, *pred, l, 1);
@@ -197,7 +197,7 @@ impl Machine<'_> {
                     }
                 }
             }
-            Op::Wgmma {
+            Op::WgmmaMmaAsync {
                 n,
                 ab,
                 d,
@@ -321,7 +321,7 @@ impl Machine<'_> {
         let mut stuck = None;
         for w in warps.iter_mut() {
             for l in 0..32usize {
-                let LaneState::MbarWait { addr, parity } = w.state[l] else {
+                let LaneState::MbarrierWait { addr, parity } = w.state[l] else {
                     continue;
                 };
                 match sm.mbars.get(&addr) {

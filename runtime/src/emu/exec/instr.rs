@@ -182,15 +182,15 @@ impl Machine<'_> {
                 self.ldmatrix(w, eff, sm, pc, *trans, dsts, *addr)?
             }
             Op::Mma { kind, d, a, b, c } => self.mma_sync(w, eff, *kind, d, a, b, c)?,
-            Op::MbarInit { .. }
-            | Op::MbarArrive { .. }
-            | Op::MbarCompleteTx { .. }
-            | Op::MbarTryWait { .. }
-            | Op::MbarWait { .. }
+            Op::MbarrierInit { .. }
+            | Op::MbarrierArrive { .. }
+            | Op::MbarrierCompleteTx { .. }
+            | Op::MbarrierTryWait { .. }
+            | Op::MbarrierWait { .. }
             | Op::WgmmaFence
             | Op::WgmmaCommit
             | Op::WgmmaWait { .. }
-            | Op::Wgmma { .. } => self.exec_hopper(op, w, eff, sm, pc)?,
+            | Op::WgmmaMmaAsync { .. } => self.exec_hopper(op, w, eff, sm, pc)?,
             Op::AtomAddF32 { dst, addr, src } => self.add_f32(w, eff, Some(*dst), *addr, *src)?,
             Op::RedAddF32 { addr, src } => self.add_f32(w, eff, None, *addr, *src)?,
         }

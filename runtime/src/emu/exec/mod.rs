@@ -36,7 +36,7 @@ enum LaneState {
     Barrier,
     /// In an `mbarrier.wait.parity` loop until the phase of that parity of the barrier at
     /// `addr` completes.
-    MbarWait {
+    MbarrierWait {
         addr: u32,
         parity: u32,
     },
@@ -338,7 +338,7 @@ impl Machine<'_> {
                             other = Some((tid, None));
                         }
                     }
-                    LaneState::Running | LaneState::MbarWait { .. } => {}
+                    LaneState::Running | LaneState::MbarrierWait { .. } => {}
                 }
             }
         }

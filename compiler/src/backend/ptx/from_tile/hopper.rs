@@ -9,40 +9,40 @@ use crate::tile::ir::*;
 impl Cx<'_> {
     pub(super) fn op_hopper(&mut self, op: &OpData) -> R<()> {
         match &op.kind {
-            OpKind::MbarInit => {
+            OpKind::MbarrierInit => {
                 let addr = self.reg_of(get(op, 0)?, Ty::U32)?;
                 let count = self.opnd(get(op, 1)?)?;
-                self.b.push(TOp::MbarInit { addr, count });
+                self.b.push(TOp::MbarrierInit { addr, count });
             }
-            OpKind::MbarArrive | OpKind::MbarArriveExpectTx => {
+            OpKind::MbarrierArrive | OpKind::MbarrierArriveExpectTx => {
                 let addr = self.reg_of(get(op, 0)?, Ty::U32)?;
                 let tx = match op.kind {
-                    OpKind::MbarArriveExpectTx => Some(self.opnd(get(op, 1)?)?),
+                    OpKind::MbarrierArriveExpectTx => Some(self.opnd(get(op, 1)?)?),
                     _ => None,
                 };
                 let dst = self.b.reg(Ty::B64);
-                self.b.push(TOp::MbarArrive { dst, addr, tx });
+                self.b.push(TOp::MbarrierArrive { dst, addr, tx });
                 self.single(op, dst);
             }
-            OpKind::MbarCompleteTx => {
+            OpKind::MbarrierCompleteTx => {
                 let addr = self.reg_of(get(op, 0)?, Ty::U32)?;
                 let tx = self.opnd(get(op, 1)?)?;
-                self.b.push(TOp::MbarCompleteTx { addr, tx });
+                self.b.push(TOp::MbarrierCompleteTx { addr, tx });
             }
-            OpKind::MbarTryWait => {
+            OpKind::MbarrierTryWait => {
                 let addr = self.reg_of(get(op, 0)?, Ty::U32)?;
                 let parity = self.opnd(get(op, 1)?)?;
                 let dst = self.b.reg(Ty::Pred);
-                self.b.push(TOp::MbarTryWait { dst, addr, parity });
+                self.b.push(TOp::MbarrierTryWait { dst, addr, parity });
                 self.single(op, dst);
             }
-            OpKind::MbarWait => {
+            OpKind::MbarrierWait => {
                 let addr = self.reg_of(get(op, 0)?, Ty::U32)?;
                 let parity = self.opnd(get(op, 1)?)?;
                 let pred = self.b.reg(Ty::Pred);
                 let label = self.waits;
                 self.waits += 1;
-                self.b.push(TOp::MbarWait {
+                self.b.push(TOp::MbarrierWait {
                     pred,
                     addr,
                     parity,
@@ -56,7 +56,7 @@ impl Cx<'_> {
             OpKind::WgmmaFence => self.b.push(TOp::WgmmaFence),
             OpKind::WgmmaCommit => self.b.push(TOp::WgmmaCommit),
             OpKind::WgmmaWait { n } => self.b.push(TOp::WgmmaWait { n: *n }),
-            OpKind::Wgmma { n, ab } => self.wgmma(op, *n, *ab)?,
+            OpKind::WgmmaMmaAsync { n, ab } => self.wgmma(op, *n, *ab)?,
             other => return bug(self.k, format!("{other:?} is not an sm_90 op")),
         }
         Ok(())
@@ -118,7 +118,7 @@ impl Cx<'_> {
             d = (0..n / 2).map(|_| self.b.reg(Ty::F32)).collect();
         }
         self.own(&op.results);
-        self.b.push(TOp::Wgmma {
+        self.b.push(TOp::WgmmaMmaAsync {
             n,
             ab,
             d: d.clone(),

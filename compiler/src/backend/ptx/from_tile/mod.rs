@@ -423,17 +423,17 @@ impl Cx<'_> {
             OpKind::Wait { n } => self.b.push(TOp::CpAsyncWait { n: *n }),
             OpKind::Barrier => self.b.bar_sync(),
             OpKind::FenceProxyAsync => self.b.push(TOp::FenceProxyAsync),
-            OpKind::MbarInit
-            | OpKind::MbarArrive
-            | OpKind::MbarArriveExpectTx
-            | OpKind::MbarCompleteTx
-            | OpKind::MbarTryWait
-            | OpKind::MbarWait
+            OpKind::MbarrierInit
+            | OpKind::MbarrierArrive
+            | OpKind::MbarrierArriveExpectTx
+            | OpKind::MbarrierCompleteTx
+            | OpKind::MbarrierTryWait
+            | OpKind::MbarrierWait
             | OpKind::WgmmaDesc { .. }
             | OpKind::WgmmaFence
             | OpKind::WgmmaCommit
             | OpKind::WgmmaWait { .. }
-            | OpKind::Wgmma { .. } => self.op_hopper(op)?,
+            | OpKind::WgmmaMmaAsync { .. } => self.op_hopper(op)?,
             OpKind::Ldmatrix { trans } => {
                 let addr = self.reg_of(get(op, 0)?, Ty::U32)?;
                 let dsts = [0; 4].map(|_| self.b.reg(Ty::B32));
