@@ -265,6 +265,12 @@ pub enum EmuErrorKind {
     WgmmaPendingShared {
         addr: u32,
     },
+    /// wgmma (the async proxy) reads a shared byte whose generic-proxy write by thread
+    /// `writer` no `fence.proxy.async` of that thread has ordered.
+    WgmmaUnfenced {
+        addr: u32,
+        writer: u32,
+    },
 }
 
 /// An emulator error: what, and where (the instruction as printed PTX, its span, the block and
@@ -315,7 +321,8 @@ impl EmuError {
             | EmuErrorKind::WgmmaDescriptor { .. }
             | EmuErrorKind::WgmmaWarpgroup { .. }
             | EmuErrorKind::WgmmaPendingRegister { .. }
-            | EmuErrorKind::WgmmaPendingShared { .. } => Code::E0500,
+            | EmuErrorKind::WgmmaPendingShared { .. }
+            | EmuErrorKind::WgmmaUnfenced { .. } => Code::E0500,
         }
     }
 
@@ -466,6 +473,10 @@ impl fmt::Display for EmuError {
             EmuErrorKind::WgmmaPendingShared { addr } => write!(
                 f,
                 "wgmma race: shared address {addr} is written while a wgmma.mma_async that reads it is in flight (before its wgmma.wait_group)"
+            )?,
+            EmuErrorKind::WgmmaUnfenced { addr, writer } => write!(
+                f,
+                "proxy race: wgmma reads shared address {addr}, written by thread {writer} through the generic proxy with no fence.proxy.async of that thread after the write"
             )?,
         }
         if let Some(i) = &self.inst {

@@ -254,6 +254,15 @@ impl Machine<'_> {
         let mut read = vec![];
         let mut elem = |desc: u64, row: u32, k: u32| -> Result<f32, Fault> {
             let a = desc_addr(desc, row, k, 2).map_err(|e| (e, 0))?;
+            for b in [a, a + 1] {
+                if let Some(&u) = sm.unfenced.get(b as usize).filter(|&&u| u != 0) {
+                    let kind = EmuErrorKind::WgmmaUnfenced {
+                        addr: b,
+                        writer: u - 1,
+                    };
+                    return Err((kind, 0));
+                }
+            }
             let v = self.read_shared(sm, a, 2, 2, tid, pc).map_err(|e| (e, 0))?;
             read.push(a);
             Ok(half_elem(v as u16, bf))

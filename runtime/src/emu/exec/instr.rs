@@ -161,10 +161,20 @@ impl Machine<'_> {
                 }
             }
             Op::CpAsyncWait { n } => self.cp_async_wait(w, eff, sm, queues, *n)?,
-            // orders generic-proxy shared writes before async-proxy accesses (TMA, wgmma);
-            // the emulator has no async proxy and runs each lane's accesses in program
-            // order, so there is nothing to order: a no-op here is exact
-            Op::FenceProxyAsync => {}
+            // orders this thread's generic-proxy shared writes before async-proxy reads
+            // (wgmma): the writes it covers are no longer unfenced
+            Op::FenceProxyAsync => {
+                for l in lanes(eff) {
+                    let me = tid0 + l + 1;
+                    for a in sm.unfenced_by.remove(&me).unwrap_or_default() {
+                        if let Some(u) = sm.unfenced.get_mut(a as usize) {
+                            if *u == me {
+                                *u = 0;
+                            }
+                        }
+                    }
+                }
+            }
             Op::BarSync => {
                 for l in lanes(eff) {
                     w.state[l as usize] = LaneState::Barrier;

@@ -90,6 +90,10 @@ struct SharedMem {
     mbars: BTreeMap<u32, Mbar>,
     /// In-flight wgmmas reading each byte (a write to it is a race).
     wgmma_reads: Vec<u16>,
+    /// The thread (id + 1) whose generic-proxy write to each byte its `fence.proxy.async`
+    /// has not yet ordered before async-proxy reads, and each thread's such bytes.
+    unfenced: Vec<u32>,
+    unfenced_by: BTreeMap<u32, Vec<u32>>,
 }
 
 struct Machine<'a> {
@@ -109,6 +113,9 @@ struct Machine<'a> {
     track_writes: bool,
     /// The running block's linear index + 1.
     block_no: u32,
+    /// Whether the kernel has async-proxy readers of shared memory (wgmma): generic writes are
+    /// then tracked until their thread's `fence.proxy.async`.
+    track_proxy: bool,
 }
 
 fn lanes(m: u32) -> impl Iterator<Item = u32> {
@@ -189,6 +196,11 @@ pub(super) fn run(
         ctaid: [0; 3],
         writers: vec![None; nbuffers],
         track_writes: nblocks > 1,
+        track_proxy: k
+            .blocks
+            .iter()
+            .flat_map(|b| &b.insts)
+            .any(|i| matches!(i.op, Op::WgmmaMmaAsync { .. })),
         block_no: 0,
     };
     let mut smem = SharedMem {
@@ -198,6 +210,8 @@ pub(super) fn run(
         epoch: 0,
         mbars: BTreeMap::new(),
         wgmma_reads: vec![0; shared_size as usize],
+        unfenced: vec![0; shared_size as usize],
+        unfenced_by: BTreeMap::new(),
     };
     for z in 0..launch.grid[2] {
         for y in 0..launch.grid[1] {
@@ -209,6 +223,8 @@ pub(super) fn run(
                 smem.pending.fill(0);
                 smem.mbars.clear();
                 smem.wgmma_reads.fill(0);
+                smem.unfenced.fill(0);
+                smem.unfenced_by.clear();
                 smem.epoch = 1;
                 m.run_block(threads as u32, &mut smem)?;
             }
