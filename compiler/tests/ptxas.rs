@@ -68,3 +68,109 @@ fn ptxas_reports_rejected_ptx() {
     .unwrap_err();
     assert!(matches!(e, PtxasError::Rejected { .. }), "{e}");
 }
+
+/// `$TESSERA_NVDISASM`, then `nvdisasm` from the pip package under the workspace's `.venv`
+/// (`scripts/install-nvdisasm`), then on `PATH`.
+fn find_nvdisasm() -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    if let Some(p) = std::env::var_os("TESSERA_NVDISASM").map(PathBuf::from) {
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    let lib = tessera_compiler::backend::ptx::ptxas::workspace_root().join(".venv/lib");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&lib)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    dirs.sort();
+    for d in dirs {
+        let nvidia = d.join("site-packages/nvidia");
+        let mut subs: Vec<PathBuf> = std::fs::read_dir(&nvidia)
+            .map(|rd| rd.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        subs.sort();
+        if let Some(p) = subs
+            .iter()
+            .map(|s| s.join("bin/nvdisasm"))
+            .find(|p| p.is_file())
+        {
+            return Some(p);
+        }
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("nvdisasm"))
+        .find(|p| p.is_file())
+}
+
+/// The Hopper samples (hand-written Tile IR: one warpgroup's wgmma m64n64k16 without swizzle
+/// and m64n128k16 with the 128-byte swizzle, and an mbarrier round trip) assemble for sm_90a
+/// with no spills, their SASS holds HGMMA (wgmma) and SYNCS (mbarrier) instructions, and they
+/// are refused below sm_90a (wgmma) or sm_90 (mbarrier).
+/// Needs ptxas and nvdisasm (`scripts/install-ptxas`, `scripts/install-nvdisasm`).
+#[test]
+fn hopper_samples_assemble_for_sm90a_to_hgmma_and_syncs() {
+    let ptxas = find_ptxas().unwrap_or_else(|| panic!("{}", PtxasError::NotFound));
+    let nvdisasm = find_nvdisasm().unwrap_or_else(|| {
+        panic!("nvdisasm not found: run scripts/install-nvdisasm (or set TESSERA_NVDISASM)")
+    });
+    let mut sources = SourceMap::new();
+    let dir = std::env::temp_dir().join(format!("tessera-hopper-sass-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, want) in [
+        ("wgmma_n64", "HGMMA.64x64x16.F32.BF16"),
+        ("wgmma_sw128_n128", "HGMMA.64x128x16.F32.BF16"),
+        ("mbarrier", "SYNCS.PHASECHK.TRANS64.TRYWAIT"),
+    ] {
+        let k = samples::load(name, &mut sources);
+        let text = ptx::print(&k, Target::Sm90a, &sources).unwrap();
+        let r = run_ptxas(&text, Target::Sm90a)
+            .unwrap_or_else(|e| panic!("{name} for sm_90a: {e}\n{text}"));
+        assert_eq!(
+            (r.spill_stores, r.spill_loads, r.stack_frame),
+            (0, 0, 0),
+            "{name} spills:\n{}",
+            r.log
+        );
+        let (file, cubin) = (
+            dir.join(format!("{name}.ptx")),
+            dir.join(format!("{name}.cubin")),
+        );
+        std::fs::write(&file, &text).unwrap();
+        let out = std::process::Command::new(&ptxas)
+            .args(["-arch=sm_90a", "-o"])
+            .arg(&cubin)
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = std::process::Command::new(&nvdisasm)
+            .arg(&cubin)
+            .output()
+            .unwrap();
+        let sass = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && sass.contains(want),
+            "{name}: no {want} in\n{sass}"
+        );
+        let sync = if name == "mbarrier" {
+            "SYNCS.ARRIVE"
+        } else {
+            "WARPGROUP.ARRIVE"
+        };
+        assert!(sass.contains(sync), "{name}: no {sync} in\n{sass}");
+        assert!(!sass.contains("HMMA"), "{name}: mma.sync's HMMA in\n{sass}");
+        let below = if name == "mbarrier" {
+            Target::Sm80
+        } else {
+            Target::Sm90
+        };
+        let e = ptx::print(&k, below, &sources).unwrap_err().to_string();
+        assert!(e.contains("not supported on"), "{name} on {below}: {e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -109,6 +109,43 @@ tile_ops! {
     /// shared memory visible to later async-proxy operations (TMA, wgmma). sm_90 and later
     /// only: refused on sm_80 and SPIR-V targets.
     FenceProxyAsync = "fence.proxy.async", List, |c| c.sig(&[], &[]);
+    /// `(addr: u32, count: u32)`: `mbarrier.init.shared::cta.b64`: the 64-bit barrier at
+    /// shared address `addr` (8-byte aligned) expects `count` arrivals per phase; its phase is
+    /// 0 and its transaction count 0.
+    MbarrierInit = "mbarrier.init", List, |c| c.sig(&[Ty::U32, Ty::U32], &[]);
+    /// `(addr: u32) -> b64`: one arrival; the result is the state token (the phase arrived
+    /// at). The phase completes when the pending arrivals and the transaction count are both 0.
+    MbarrierArrive = "mbarrier.arrive", List, |c| c.sig(&[Ty::U32], &[Ty::B64]);
+    /// `(addr: u32, tx: u32) -> b64`: adds `tx` bytes to the transaction count, then arrives.
+    MbarrierArriveExpectTx = "mbarrier.arrive.expect_tx", List,
+        |c| c.sig(&[Ty::U32, Ty::U32], &[Ty::B64]);
+    /// `(addr: u32, tx: u32)`: `tx` bytes of the expected transactions completed (what a bulk
+    /// copy signals when it lands).
+    MbarrierCompleteTx = "mbarrier.complete_tx", List, |c| c.sig(&[Ty::U32, Ty::U32], &[]);
+    /// `(addr: u32, parity: u32) -> pred`: whether the phase of parity `parity & 1` completed
+    /// (the barrier's current phase has the other parity).
+    MbarrierTryWait = "mbarrier.try_wait.parity", List, |c| c.sig(&[Ty::U32, Ty::U32], &[Ty::Pred]);
+    /// `(addr: u32, parity: u32)`: waits until the phase of parity `parity & 1` completed (a
+    /// `try_wait.parity` loop).
+    MbarrierWait = "mbarrier.wait.parity", List, |c| c.sig(&[Ty::U32, Ty::U32], &[]);
+    /// `(addr: u32, lbo: u32, sbo: u32) -> u64`: a wgmma shared-memory matrix descriptor:
+    /// start address, leading and stride byte offsets (each a multiple of 16 below 256 KiB)
+    /// and the swizzle (`swizzle` bytes: 0, 32, 64 or 128), base offset 0.
+    WgmmaDesc { swizzle: u32 = 0 } = "wgmma.desc", List, |c| c.wgmma_desc(*swizzle);
+    /// `()`: `wgmma.fence.sync.aligned`: orders this warpgroup's register accesses before the
+    /// next `wgmma.mma_async`.
+    WgmmaFence = "wgmma.fence", List, |c| c.sig(&[], &[]);
+    /// `()`: closes the group of `wgmma.mma_async` issued since the last commit.
+    WgmmaCommit = "wgmma.commit_group", List, |c| c.sig(&[], &[]);
+    /// `()`: waits until at most `n` committed wgmma groups are pending.
+    WgmmaWait { n: u32 } = "wgmma.wait_group", List, |c| c.sig(&[], &[]);
+    /// `(desc_a: u64, desc_b: u64[, acc: n/2 × f32]) -> n/2 × f32`:
+    /// `wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab}` by one warpgroup (128
+    /// threads): D (64×n, f32) = A (64×16, K-major) · B (16×n, K-major: n rows of 16) + acc,
+    /// or without `acc` A · B alone. Each thread holds n/2 values of D in the PTX ISA's
+    /// fragment layout: value i of lane l in warp w (of the group) is D[16w + l/4 +
+    /// 8·(i/2 % 2)][8·(i/4) + 2·(l % 4) + i % 2]. sm_90a only.
+    WgmmaMmaAsync { n: u32, ab: Ty } = "wgmma.mma_async.{ab}", List, |c| c.wgmma(*n, *ab);
 
     // ---- structure ----
     /// `(lb: u32, ub: u32, step: u32, inits…) -> carried…`; one region whose arguments are

@@ -323,9 +323,20 @@ pub fn class_of(op: &Op) -> InstClass {
         },
         Op::AtomAddF32 { .. } | Op::RedAddF32 { .. } => InstClass::Global,
         Op::CpAsync { .. } | Op::CpAsyncCommit | Op::CpAsyncWait { .. } => InstClass::AsyncCopy,
-        Op::BarSync | Op::FenceProxyAsync => InstClass::Barrier,
+        Op::BarSync
+        | Op::FenceProxyAsync
+        | Op::MbarrierInit { .. }
+        | Op::MbarrierArrive { .. }
+        | Op::MbarrierCompleteTx { .. }
+        | Op::MbarrierTryWait { .. }
+        | Op::MbarrierWait { .. } => InstClass::Barrier,
         Op::Shfl { .. } => InstClass::Shuffle,
-        Op::Ldmatrix { .. } | Op::Mma { .. } => InstClass::Tensor,
+        Op::Ldmatrix { .. }
+        | Op::Mma { .. }
+        | Op::WgmmaFence
+        | Op::WgmmaCommit
+        | Op::WgmmaWait { .. }
+        | Op::WgmmaMmaAsync { .. } => InstClass::Tensor,
     }
 }
 

@@ -226,6 +226,51 @@ pub enum EmuErrorKind {
         addr: u64,
         other_block: [u32; 3],
     },
+    /// An mbarrier op on a shared address no `mbarrier.init` set up in this block.
+    MbarrierUninit {
+        addr: u32,
+    },
+    /// `mbarrier.init` with a count outside 1 ..= 2^20 - 1.
+    MbarrierCount {
+        count: u64,
+    },
+    /// An arrival on a phase that expects no more (its arrivals are in, its transactions not).
+    MbarrierOverArrive {
+        addr: u32,
+    },
+    /// A thread waits for a phase that can never complete: every thread of the block waits
+    /// (at an mbarrier or a `bar.sync`) or has finished.
+    MbarrierDeadlock {
+        addr: u32,
+        parity: u32,
+        pending: u32,
+        tx: i64,
+    },
+    /// A wgmma shared-memory descriptor the emulator cannot decode, or descriptors that differ
+    /// across the warp.
+    WgmmaDescriptor {
+        reason: &'static str,
+    },
+    /// wgmma executed by a warp whose warpgroup (4 warps) the block does not have whole.
+    WgmmaWarpgroup {
+        threads: u32,
+    },
+    /// An instruction other than a wgmma touches an accumulator register of a wgmma still in
+    /// flight (before the `wgmma.wait_group` that retires it).
+    WgmmaPendingRegister {
+        reg: String,
+        wgmma: String,
+    },
+    /// A shared byte written while an in-flight wgmma reads it.
+    WgmmaPendingShared {
+        addr: u32,
+    },
+    /// wgmma (the async proxy) reads a shared byte whose generic-proxy write by thread
+    /// `writer` no `fence.proxy.async` of that thread has ordered.
+    WgmmaUnfenced {
+        addr: u32,
+        writer: u32,
+    },
 }
 
 /// An emulator error: what, and where (the instruction as printed PTX, its span, the block and
@@ -268,7 +313,16 @@ impl EmuError {
             | EmuErrorKind::BadSrcSize { .. }
             | EmuErrorKind::StepLimit { .. }
             | EmuErrorKind::DivergentBarrier { .. }
-            | EmuErrorKind::GlobalRace { .. } => Code::E0500,
+            | EmuErrorKind::GlobalRace { .. }
+            | EmuErrorKind::MbarrierUninit { .. }
+            | EmuErrorKind::MbarrierCount { .. }
+            | EmuErrorKind::MbarrierOverArrive { .. }
+            | EmuErrorKind::MbarrierDeadlock { .. }
+            | EmuErrorKind::WgmmaDescriptor { .. }
+            | EmuErrorKind::WgmmaWarpgroup { .. }
+            | EmuErrorKind::WgmmaPendingRegister { .. }
+            | EmuErrorKind::WgmmaPendingShared { .. }
+            | EmuErrorKind::WgmmaUnfenced { .. } => Code::E0500,
         }
     }
 
@@ -383,6 +437,46 @@ impl fmt::Display for EmuError {
                 other_block[0],
                 other_block[1],
                 other_block[2]
+            )?,
+            EmuErrorKind::MbarrierUninit { addr } => write!(
+                f,
+                "mbarrier at shared address {addr} is used before its mbarrier.init"
+            )?,
+            EmuErrorKind::MbarrierCount { count } => write!(
+                f,
+                "mbarrier.init with count {count}: the count is 1 to 1048575"
+            )?,
+            EmuErrorKind::MbarrierOverArrive { addr } => write!(
+                f,
+                "mbarrier at shared address {addr}: an arrival beyond the count of its current phase"
+            )?,
+            EmuErrorKind::MbarrierDeadlock {
+                addr,
+                parity,
+                pending,
+                tx,
+            } => write!(
+                f,
+                "mbarrier wait that can never complete: the phase of parity {parity} of the mbarrier at shared address {addr} still waits for {pending} arrival(s) and {tx} transaction byte(s), and every thread of the block waits or has finished"
+            )?,
+            EmuErrorKind::WgmmaDescriptor { reason } => {
+                write!(f, "wgmma matrix descriptor: {reason}")?
+            }
+            EmuErrorKind::WgmmaWarpgroup { threads } => write!(
+                f,
+                "wgmma needs whole warpgroups of 128 threads; the block has {threads}"
+            )?,
+            EmuErrorKind::WgmmaPendingRegister { reg, wgmma } => write!(
+                f,
+                "wgmma race: register {reg} is an accumulator of `{wgmma}`, still in flight (no wgmma.wait_group has retired it)"
+            )?,
+            EmuErrorKind::WgmmaPendingShared { addr } => write!(
+                f,
+                "wgmma race: shared address {addr} is written while a wgmma.mma_async that reads it is in flight (before its wgmma.wait_group)"
+            )?,
+            EmuErrorKind::WgmmaUnfenced { addr, writer } => write!(
+                f,
+                "proxy race: wgmma reads shared address {addr}, written by thread {writer} through the generic proxy with no fence.proxy.async of that thread after the write"
             )?,
         }
         if let Some(i) = &self.inst {

@@ -144,6 +144,57 @@ pub enum Op {
     BarSync,
     /// `fence.proxy.async.shared::cta` (sm_90+)
     FenceProxyAsync,
+    /// `mbarrier.init.shared::cta.b64 [addr], count` (sm_90+ here)
+    MbarrierInit {
+        addr: Reg,
+        count: Operand,
+    },
+    /// `mbarrier.arrive{.expect_tx}.shared::cta.b64 state, [addr]{, tx}`: `state` (b64) is
+    /// the token of the phase arrived at
+    MbarrierArrive {
+        dst: Reg,
+        addr: Reg,
+        tx: Option<Operand>,
+    },
+    /// `mbarrier.complete_tx.shared::cta.b64 [addr], tx`
+    MbarrierCompleteTx {
+        addr: Reg,
+        tx: Operand,
+    },
+    /// `mbarrier.try_wait.parity.shared::cta.b64 p, [addr], parity`
+    MbarrierTryWait {
+        dst: Reg,
+        addr: Reg,
+        parity: Operand,
+    },
+    /// A `try_wait.parity` loop: `$Lmbar_wait_{label}: mbarrier.try_wait.parity... p, [addr],
+    /// parity; @!p bra $Lmbar_wait_{label}` (`p` a scratch predicate; `label` unique in the
+    /// kernel)
+    MbarrierWait {
+        pred: Reg,
+        addr: Reg,
+        parity: Operand,
+        label: u32,
+    },
+    /// `wgmma.fence.sync.aligned`
+    WgmmaFence,
+    /// `wgmma.commit_group.sync.aligned`
+    WgmmaCommit,
+    /// `wgmma.wait_group.sync.aligned n`
+    WgmmaWait {
+        n: u32,
+    },
+    /// `wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab} {d..}, a_desc, b_desc, scale_d,
+    /// 1, 1, 0, 0`: d (n/2 f32, read when `scale_d`) = A·B (+ d); A and B K-major in shared
+    /// memory through 64-bit descriptors
+    WgmmaMmaAsync {
+        n: u32,
+        ab: Ty,
+        d: Vec<Reg>,
+        a_desc: Reg,
+        b_desc: Reg,
+        scale_d: bool,
+    },
     /// `shfl.sync.mode.b32 d, a, b, c, mask`
     Shfl {
         mode: ShflMode,
@@ -201,7 +252,11 @@ impl Op {
             | Op::CvtUnpack { dst, .. }
             | Op::CvtaGlobal { dst, .. }
             | Op::Shfl { dst, .. }
+            | Op::MbarrierArrive { dst, .. }
+            | Op::MbarrierTryWait { dst, .. }
             | Op::AtomAddF32 { dst, .. } => vec![*dst],
+            Op::MbarrierWait { pred, .. } => vec![*pred],
+            Op::WgmmaMmaAsync { d, .. } => d.clone(),
             Op::Ld { dsts, .. } => dsts.clone(),
             Op::Ldmatrix { dsts, .. } => dsts.to_vec(),
             Op::Mma { d, .. } => d.to_vec(),
@@ -211,6 +266,11 @@ impl Op {
             | Op::CpAsyncWait { .. }
             | Op::BarSync
             | Op::FenceProxyAsync
+            | Op::MbarrierInit { .. }
+            | Op::MbarrierCompleteTx { .. }
+            | Op::WgmmaFence
+            | Op::WgmmaCommit
+            | Op::WgmmaWait { .. }
             | Op::RedAddF32 { .. } => vec![],
         }
     }
@@ -232,7 +292,40 @@ impl Op {
             | Op::CpAsyncCommit
             | Op::CpAsyncWait { .. }
             | Op::BarSync
-            | Op::FenceProxyAsync => vec![],
+            | Op::FenceProxyAsync
+            | Op::WgmmaFence
+            | Op::WgmmaCommit
+            | Op::WgmmaWait { .. } => vec![],
+            Op::MbarrierInit { addr, count: o }
+            | Op::MbarrierCompleteTx { addr, tx: o }
+            | Op::MbarrierTryWait {
+                addr, parity: o, ..
+            }
+            | Op::MbarrierWait {
+                addr, parity: o, ..
+            } => {
+                let mut v = regs(&[*o]);
+                v.push(*addr);
+                v
+            }
+            Op::MbarrierArrive { addr, tx, .. } => {
+                let mut v = regs(&tx.iter().copied().collect::<Vec<_>>());
+                v.push(*addr);
+                v
+            }
+            Op::WgmmaMmaAsync {
+                d,
+                a_desc,
+                b_desc,
+                scale_d,
+                ..
+            } => {
+                let mut v = vec![*a_desc, *b_desc];
+                if *scale_d {
+                    v.extend(d.iter().copied());
+                }
+                v
+            }
             Op::Mov { src, .. } | Op::Unary { src, .. } => regs(&[*src]),
             Op::Binary { a, b, .. } | Op::MulWide { a, b, .. } | Op::Setp { a, b, .. } => {
                 regs(&[*a, *b])

@@ -441,6 +441,15 @@ fn write_op(w: &mut Line, k: &Kernel, op: &Op) {
             w.regs(b);
             w.regs(c);
         }
+        Op::MbarrierInit { .. }
+        | Op::MbarrierArrive { .. }
+        | Op::MbarrierCompleteTx { .. }
+        | Op::MbarrierTryWait { .. }
+        | Op::MbarrierWait { .. }
+        | Op::WgmmaFence
+        | Op::WgmmaCommit
+        | Op::WgmmaWait { .. }
+        | Op::WgmmaMmaAsync { .. } => write_hopper(w, op),
         Op::AtomAddF32 { dst, addr, src } => {
             w.op(&["atom.global.add.f32"]);
             w.reg(*dst);
@@ -452,6 +461,77 @@ fn write_op(w: &mut Line, k: &Kernel, op: &Op) {
             w.addr(*addr, 0);
             w.opnd(*src);
         }
+    }
+}
+
+/// The sm_90 instructions: mbarrier and wgmma.
+fn write_hopper(w: &mut Line, op: &Op) {
+    match op {
+        Op::MbarrierInit { addr, count } => {
+            w.op(&["mbarrier.init.shared::cta.b64"]);
+            w.addr(*addr, 0);
+            w.opnd(*count);
+        }
+        Op::MbarrierArrive { dst, addr, tx } => {
+            let expect = if tx.is_some() { ".expect_tx" } else { "" };
+            w.op(&["mbarrier.arrive", expect, ".shared::cta.b64"]);
+            w.reg(*dst);
+            w.addr(*addr, 0);
+            if let Some(t) = tx {
+                w.opnd(*t);
+            }
+        }
+        Op::MbarrierCompleteTx { addr, tx } => {
+            w.op(&["mbarrier.complete_tx.shared::cta.b64"]);
+            w.addr(*addr, 0);
+            w.opnd(*tx);
+        }
+        Op::MbarrierTryWait { dst, addr, parity } => {
+            w.op(&["mbarrier.try_wait.parity.shared::cta.b64"]);
+            w.reg(*dst);
+            w.addr(*addr, 0);
+            w.opnd(*parity);
+        }
+        Op::MbarrierWait {
+            pred,
+            addr,
+            parity,
+            label,
+        } => {
+            // a loop in one instruction's place: the label, the probe, the branch back
+            let _ = write!(w.out, "$Lmbar_wait_{label}: ");
+            w.op(&["mbarrier.try_wait.parity.shared::cta.b64"]);
+            w.reg(*pred);
+            w.addr(*addr, 0);
+            w.opnd(*parity);
+            let _ = write!(w.out, "; @!{} bra $Lmbar_wait_{label}", w.n.get(*pred));
+        }
+        Op::WgmmaFence => w.op(&["wgmma.fence.sync.aligned"]),
+        Op::WgmmaCommit => w.op(&["wgmma.commit_group.sync.aligned"]),
+        Op::WgmmaWait { n } => {
+            w.op(&["wgmma.wait_group.sync.aligned"]);
+            w.num(i64::from(*n));
+        }
+        Op::WgmmaMmaAsync {
+            n,
+            ab,
+            d,
+            a_desc,
+            b_desc,
+            scale_d,
+        } => {
+            let shape = format!("wgmma.mma_async.sync.aligned.m64n{n}k16.f32.");
+            w.op(&[&shape, ab.name(), ".", ab.name()]);
+            w.regs(d);
+            w.reg(*a_desc);
+            w.reg(*b_desc);
+            // scale-d, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b (both K-major)
+            w.num(i64::from(*scale_d));
+            for v in [1, 1, 0, 0] {
+                w.num(v);
+            }
+        }
+        _ => w.op(&["invalid"]),
     }
 }
 
@@ -593,6 +673,28 @@ pub fn instr_text(k: &Kernel, n: &RegNames, i: &Instr) -> String {
     s
 }
 
+/// What an sm_90 instruction is when `target` lacks it: mbarrier below sm_90, wgmma on
+/// anything but sm_90a (sm_100 has no wgmma).
+fn hopper_only(op: &Op, target: Target) -> Option<&'static str> {
+    match op {
+        Op::MbarrierInit { .. }
+        | Op::MbarrierArrive { .. }
+        | Op::MbarrierCompleteTx { .. }
+        | Op::MbarrierTryWait { .. }
+        | Op::MbarrierWait { .. }
+            if target.sm() < 90 =>
+        {
+            Some("mbarrier (sm_90+)")
+        }
+        Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait { .. } | Op::WgmmaMmaAsync { .. }
+            if target != Target::Sm90a =>
+        {
+            Some("wgmma (sm_90a only)")
+        }
+        _ => None,
+    }
+}
+
 /// Target checks on verified IR: what the target lacks, and its limits.
 fn check_target(k: &Kernel, target: Target) -> Result<(), TargetError> {
     let limits = target.limits();
@@ -625,6 +727,13 @@ fn check_target(k: &Kernel, target: Target) -> Result<(), TargetError> {
             if fp8 && !target.has_fp8_cvt() {
                 return Err(TargetError::Unsupported {
                     what: "fp8 conversion (cvt ... e4m3x2/e5m2x2, sm_89+)",
+                    target,
+                    span: *span,
+                });
+            }
+            if let Some(what) = hopper_only(&i.op, target) {
+                return Err(TargetError::Unsupported {
+                    what,
                     target,
                     span: *span,
                 });

@@ -422,6 +422,15 @@ impl Checker<'_> {
                 Ok(())
             }
             Op::Mma { kind, d, a, b, c } => self.check_mma(kind, d, a, b, c),
+            Op::MbarrierInit { .. }
+            | Op::MbarrierArrive { .. }
+            | Op::MbarrierCompleteTx { .. }
+            | Op::MbarrierTryWait { .. }
+            | Op::MbarrierWait { .. }
+            | Op::WgmmaFence
+            | Op::WgmmaCommit
+            | Op::WgmmaWait { .. }
+            | Op::WgmmaMmaAsync { .. } => self.check_hopper(op),
             Op::AtomAddF32 { dst, addr, src } => {
                 self.addr(Space::Global, *addr)?;
                 self.operand(*src, Ty::F32)?;
@@ -547,6 +556,65 @@ impl Checker<'_> {
             self.operand(*s, Ty::U32)?;
         }
         Ok(())
+    }
+
+    /// mbarrier: a 32-bit shared address, 32-bit count/tx/parity operands, a b64 token, a
+    /// pred; wgmma: n/2 f32 accumulators (read when `scale_d`), 64-bit descriptors.
+    fn check_hopper(&self, op: &Op) -> Result<(), TargetError> {
+        match op {
+            Op::MbarrierInit { addr, count: o } | Op::MbarrierCompleteTx { addr, tx: o } => {
+                self.addr(Space::Shared, *addr)?;
+                self.operand(*o, Ty::B32)
+            }
+            Op::MbarrierArrive { dst, addr, tx } => {
+                self.addr(Space::Shared, *addr)?;
+                if let Some(t) = tx {
+                    self.operand(*t, Ty::B32)?;
+                }
+                self.def(*dst, Ty::B64)
+            }
+            Op::MbarrierTryWait { dst, addr, parity }
+            | Op::MbarrierWait {
+                pred: dst,
+                addr,
+                parity,
+                ..
+            } => {
+                self.addr(Space::Shared, *addr)?;
+                self.operand(*parity, Ty::B32)?;
+                self.def(*dst, Ty::Pred)
+            }
+            Op::WgmmaWait { n } => self.ensure(*n < 8, "wgmma.wait_group takes n from 0 to 7"),
+            Op::WgmmaMmaAsync {
+                n,
+                ab,
+                d,
+                a_desc,
+                b_desc,
+                scale_d,
+            } => {
+                self.ensure(
+                    n.is_multiple_of(8) && (8..=256).contains(n),
+                    "wgmma m64nNk16 takes N a multiple of 8 from 8 to 256",
+                )?;
+                self.one_of(*ab, &[&[Ty::BF16, Ty::F16]], "wgmma takes bf16 or f16")?;
+                self.ensure(
+                    d.len() == (*n / 2) as usize,
+                    "wgmma m64nNk16 has N/2 f32 accumulators per thread",
+                )?;
+                self.use_reg(*a_desc, Ty::B64)?;
+                self.use_reg(*b_desc, Ty::B64)?;
+                for r in d {
+                    if *scale_d {
+                        self.use_reg(*r, Ty::F32)?;
+                    } else {
+                        self.def(*r, Ty::F32)?;
+                    }
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 
     fn check_mma(

@@ -363,6 +363,18 @@ impl Cx<'_> {
             OpKind::Barrier => self.barrier(),
             // Vulkan has no async proxy (TMA, wgmma) for the fence to order
             OpKind::FenceProxyAsync => return unsupported("fence.proxy.async (sm_90+)"),
+            // Vulkan has no mbarrier (transaction-counted phases) nor warpgroup MMA
+            OpKind::MbarrierInit
+            | OpKind::MbarrierArrive
+            | OpKind::MbarrierArriveExpectTx
+            | OpKind::MbarrierCompleteTx
+            | OpKind::MbarrierTryWait
+            | OpKind::MbarrierWait => return unsupported("mbarrier (sm_90+)"),
+            OpKind::WgmmaDesc { .. }
+            | OpKind::WgmmaFence
+            | OpKind::WgmmaCommit
+            | OpKind::WgmmaWait { .. }
+            | OpKind::WgmmaMmaAsync { .. } => return unsupported("wgmma (sm_90a only)"),
             other => return unsupported(format!("the Tile op {other:?}")),
         }
         Ok(())

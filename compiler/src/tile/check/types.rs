@@ -613,6 +613,52 @@ impl Ctx<'_> {
         })])
     }
 
+    /// `(addr, lbo, sbo: u32) -> u64` with a swizzle of 0, 32, 64 or 128 bytes.
+    pub(crate) fn wgmma_desc(&self, swizzle: u32) -> Result<(), CheckError> {
+        if !matches!(swizzle, 0 | 32 | 64 | 128) {
+            return Err(self.err(format!(
+                "swizzle = {swizzle}; a wgmma descriptor's swizzle is 0, 32, 64 or 128 bytes"
+            )));
+        }
+        self.sig(&[Ty::U32; 3], &[Ty::U64])
+    }
+
+    /// `(desc_a, desc_b: u64[, acc: n/2 × f32]) -> n/2 × f32`, `n` a multiple of 8 up to 256,
+    /// `ab` bf16 or f16.
+    pub(crate) fn wgmma(&self, n: u32, ab: Ty) -> Result<(), CheckError> {
+        if !(n.is_multiple_of(8) && (8..=256).contains(&n)) {
+            return Err(self.err(format!(
+                "n = {n}; wgmma m64nNk16 takes N a multiple of 8 from 8 to 256"
+            )));
+        }
+        if !matches!(ab, Ty::BF16 | Ty::F16) {
+            return Err(self.err(format!(
+                "wgmma.mma_async.{} takes bf16 or f16 operands",
+                ab.name()
+            )));
+        }
+        let threads = self.k.threads();
+        if !threads.is_multiple_of(128) {
+            return Err(self.err(format!(
+                "wgmma runs on warpgroups of 128 threads; the block has {threads}"
+            )));
+        }
+        let regs = (n / 2) as usize;
+        let have = self.d.operands.len();
+        if have != 2 && have != 2 + regs {
+            return Err(self.err(format!(
+                "takes 2 descriptors and optionally {regs} f32 accumulators, it has {have} operands"
+            )));
+        }
+        for j in 0..2 {
+            self.scalar(j, Ty::U64)?;
+        }
+        for j in 2..have {
+            self.scalar(j, Ty::F32)?;
+        }
+        self.res(&vec![Ty::F32; regs])
+    }
+
     pub(crate) fn frag_get(&self, index: u8) -> Result<(), CheckError> {
         self.count(1)?;
         let Some(Type::Frag(f)) = self.value_ty(0)? else {

@@ -113,6 +113,51 @@ fn big() -> Kernel {
     b.wait(1);
     b.barrier();
     b.op(OpKind::FenceProxyAsync, vec![], vec![]);
+    let (b64, pred, u64_) = (
+        Type::Scalar(Ty::B64),
+        Type::Scalar(Ty::Pred),
+        Type::Scalar(Ty::U64),
+    );
+    b.op(OpKind::MbarrierInit, vec![base.into(), imm(128)], vec![]);
+    b.op(OpKind::MbarrierArrive, vec![base.into()], vec![b64.clone()]);
+    b.op(
+        OpKind::MbarrierArriveExpectTx,
+        vec![base.into(), n.into()],
+        vec![b64],
+    );
+    b.op(
+        OpKind::MbarrierCompleteTx,
+        vec![base.into(), imm(256)],
+        vec![],
+    );
+    b.op(
+        OpKind::MbarrierTryWait,
+        vec![base.into(), imm(0)],
+        vec![pred],
+    );
+    b.op(OpKind::MbarrierWait, vec![base.into(), i.into()], vec![]);
+    let desc = b.op(
+        OpKind::WgmmaDesc { swizzle: 128 },
+        vec![base.into(), imm(16), imm(1024)],
+        vec![u64_.clone()],
+    )[0];
+    let plain = b.op(
+        OpKind::WgmmaDesc { swizzle: 0 },
+        vec![base.into(), i.into(), imm(256)],
+        vec![u64_],
+    )[0];
+    b.op(OpKind::WgmmaFence, vec![], vec![]);
+    let f32s = vec![Type::Scalar(Ty::F32); 4];
+    let d = b.op(
+        OpKind::WgmmaMmaAsync { n: 8, ab: Ty::BF16 },
+        vec![desc.into(), plain.into()],
+        f32s.clone(),
+    );
+    let mut acc_ops: Vec<Operand> = vec![desc.into(), desc.into()];
+    acc_ops.extend(d.iter().map(|&v| Operand::from(v)));
+    b.op(OpKind::WgmmaMmaAsync { n: 8, ab: Ty::F16 }, acc_ops, f32s);
+    b.op(OpKind::WgmmaCommit, vec![], vec![]);
+    b.op(OpKind::WgmmaWait { n: 0 }, vec![], vec![]);
     let kind = MmaKind::M16n8k16Bf16;
     let fa = b.ldmatrix(false, off, vec![frag(kind, Role::A)])[0];
     let fb = b.ldmatrix(true, off, vec![frag(kind, Role::B); 2]);

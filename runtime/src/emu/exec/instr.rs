@@ -161,10 +161,20 @@ impl Machine<'_> {
                 }
             }
             Op::CpAsyncWait { n } => self.cp_async_wait(w, eff, sm, queues, *n)?,
-            // orders generic-proxy shared writes before async-proxy accesses (TMA, wgmma);
-            // the emulator has no async proxy and runs each lane's accesses in program
-            // order, so there is nothing to order: a no-op here is exact
-            Op::FenceProxyAsync => {}
+            // orders this thread's generic-proxy shared writes before async-proxy reads
+            // (wgmma): the writes it covers are no longer unfenced
+            Op::FenceProxyAsync => {
+                for l in lanes(eff) {
+                    let me = tid0 + l + 1;
+                    for a in sm.unfenced_by.remove(&me).unwrap_or_default() {
+                        if let Some(u) = sm.unfenced.get_mut(a as usize) {
+                            if *u == me {
+                                *u = 0;
+                            }
+                        }
+                    }
+                }
+            }
             Op::BarSync => {
                 for l in lanes(eff) {
                     w.state[l as usize] = LaneState::Barrier;
@@ -182,24 +192,38 @@ impl Machine<'_> {
                 self.ldmatrix(w, eff, sm, pc, *trans, dsts, *addr)?
             }
             Op::Mma { kind, d, a, b, c } => self.mma_sync(w, eff, *kind, d, a, b, c)?,
-            Op::AtomAddF32 { dst, addr, src } => {
-                for l in lanes(eff) {
-                    let a = reg(w, *addr, l);
-                    let old = self.read_global(a, 4, 4).map_err(|e| (e, l))?;
-                    let v = f32::from_bits(old as u32) + f32::from_bits(opnd(w, *src, l) as u32);
-                    self.write_global(a, 4, 4, u64::from(v.to_bits()))
-                        .map_err(|e| (e, l))?;
-                    self.set(w, *dst, l, old);
-                }
-            }
-            Op::RedAddF32 { addr, src } => {
-                for l in lanes(eff) {
-                    let a = reg(w, *addr, l);
-                    let old = self.read_global(a, 4, 4).map_err(|e| (e, l))?;
-                    let v = f32::from_bits(old as u32) + f32::from_bits(opnd(w, *src, l) as u32);
-                    self.write_global(a, 4, 4, u64::from(v.to_bits()))
-                        .map_err(|e| (e, l))?;
-                }
+            Op::MbarrierInit { .. }
+            | Op::MbarrierArrive { .. }
+            | Op::MbarrierCompleteTx { .. }
+            | Op::MbarrierTryWait { .. }
+            | Op::MbarrierWait { .. }
+            | Op::WgmmaFence
+            | Op::WgmmaCommit
+            | Op::WgmmaWait { .. }
+            | Op::WgmmaMmaAsync { .. } => self.exec_hopper(op, w, eff, sm, pc)?,
+            Op::AtomAddF32 { dst, addr, src } => self.add_f32(w, eff, Some(*dst), *addr, *src)?,
+            Op::RedAddF32 { addr, src } => self.add_f32(w, eff, None, *addr, *src)?,
+        }
+        Ok(())
+    }
+
+    /// `atom.global.add.f32` (the old value into `dst`) and `red.global.add.f32` (`dst` none).
+    fn add_f32(
+        &mut self,
+        w: &mut Warp,
+        eff: u32,
+        dst: Option<Reg>,
+        addr: Reg,
+        src: Operand,
+    ) -> Result<(), Fault> {
+        for l in lanes(eff) {
+            let a = reg(w, addr, l);
+            let old = self.read_global(a, 4, 4).map_err(|e| (e, l))?;
+            let v = f32::from_bits(old as u32) + f32::from_bits(opnd(w, src, l) as u32);
+            self.write_global(a, 4, 4, u64::from(v.to_bits()))
+                .map_err(|e| (e, l))?;
+            if let Some(d) = dst {
+                self.set(w, d, l, old);
             }
         }
         Ok(())

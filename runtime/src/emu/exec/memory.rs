@@ -169,6 +169,15 @@ impl Machine<'_> {
                     });
                 }
             }
+            if write && sm.wgmma_reads.get(a).is_some_and(|&n| n > 0) {
+                return Err(EmuErrorKind::WgmmaPendingShared { addr: a as u32 });
+            }
+            if write && self.track_proxy {
+                if let Some(u) = sm.unfenced.get_mut(a) {
+                    *u = me;
+                    sm.unfenced_by.entry(me).or_default().push(a as u32);
+                }
+            }
             let Some(s) = sm.shadow.get_mut(a) else {
                 continue;
             };

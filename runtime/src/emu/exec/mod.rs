@@ -8,7 +8,7 @@ use super::numeric::{
 };
 use super::{Arg, EmuError, EmuErrorKind, Launch, Options, Stats};
 use crate::DType;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use tessera_compiler::backend::ptx::print::{instr_text, RegNames};
 use tessera_compiler::backend::ptx::verify::verify;
 use tessera_compiler::backend::ptx::{
@@ -22,8 +22,11 @@ type Pc = (u32, u32);
 type Fault = (EmuErrorKind, u32);
 
 mod alu;
+mod hopper;
 mod instr;
 mod memory;
+
+use hopper::{InFlight, Mbar};
 
 use alu::{binary, mma, opnd, present, reg, setp, unary};
 
@@ -31,6 +34,12 @@ use alu::{binary, mma, opnd, present, reg, setp, unary};
 enum LaneState {
     Running,
     Barrier,
+    /// In an `mbarrier.wait.parity` loop until the phase of that parity of the barrier at
+    /// `addr` completes.
+    MbarrierWait {
+        addr: u32,
+        parity: u32,
+    },
     Exited,
 }
 
@@ -39,6 +48,10 @@ struct Warp {
     regs: Vec<u64>,
     pc: [Pc; 32],
     state: [LaneState; 32],
+    /// wgmmas issued since the last `wgmma.commit_group`, and the committed groups not yet
+    /// retired by a `wgmma.wait_group`.
+    wgmma_open: Vec<InFlight>,
+    wgmma_groups: VecDeque<Vec<InFlight>>,
 }
 
 struct Copy {
@@ -73,6 +86,14 @@ struct SharedMem {
     /// Thread id + 1 of a pending cp.async to each byte.
     pending: Vec<u32>,
     epoch: u32,
+    /// The mbarriers initialised in this block, by shared address.
+    mbars: BTreeMap<u32, Mbar>,
+    /// In-flight wgmmas reading each byte (a write to it is a race).
+    wgmma_reads: Vec<u16>,
+    /// The thread (id + 1) whose generic-proxy write to each byte its `fence.proxy.async`
+    /// has not yet ordered before async-proxy reads, and each thread's such bytes.
+    unfenced: Vec<u32>,
+    unfenced_by: BTreeMap<u32, Vec<u32>>,
 }
 
 struct Machine<'a> {
@@ -92,6 +113,9 @@ struct Machine<'a> {
     track_writes: bool,
     /// The running block's linear index + 1.
     block_no: u32,
+    /// Whether the kernel has async-proxy readers of shared memory (wgmma): generic writes are
+    /// then tracked until their thread's `fence.proxy.async`.
+    track_proxy: bool,
 }
 
 fn lanes(m: u32) -> impl Iterator<Item = u32> {
@@ -172,6 +196,11 @@ pub(super) fn run(
         ctaid: [0; 3],
         writers: vec![None; nbuffers],
         track_writes: nblocks > 1,
+        track_proxy: k
+            .blocks
+            .iter()
+            .flat_map(|b| &b.insts)
+            .any(|i| matches!(i.op, Op::WgmmaMmaAsync { .. })),
         block_no: 0,
     };
     let mut smem = SharedMem {
@@ -179,6 +208,10 @@ pub(super) fn run(
         shadow: vec![Shadow::default(); shared_size as usize],
         pending: vec![0; shared_size as usize],
         epoch: 0,
+        mbars: BTreeMap::new(),
+        wgmma_reads: vec![0; shared_size as usize],
+        unfenced: vec![0; shared_size as usize],
+        unfenced_by: BTreeMap::new(),
     };
     for z in 0..launch.grid[2] {
         for y in 0..launch.grid[1] {
@@ -188,6 +221,10 @@ pub(super) fn run(
                 smem.bytes.fill(0);
                 smem.shadow.fill(Shadow::default());
                 smem.pending.fill(0);
+                smem.mbars.clear();
+                smem.wgmma_reads.fill(0);
+                smem.unfenced.fill(0);
+                smem.unfenced_by.clear();
                 smem.epoch = 1;
                 m.run_block(threads as u32, &mut smem)?;
             }
@@ -248,6 +285,8 @@ impl Machine<'_> {
                     regs: vec![0; nregs * 32],
                     pc: [(0, 0); 32],
                     state,
+                    wgmma_open: vec![],
+                    wgmma_groups: VecDeque::new(),
                 }
             })
             .collect();
@@ -255,6 +294,9 @@ impl Machine<'_> {
         loop {
             for w in warps.iter_mut() {
                 self.run_warp(w, smem, &mut queues)?;
+            }
+            if self.wake_mbarrier_waits(&mut warps, smem)? {
+                continue;
             }
             self.check_barrier(&warps, threads)?;
             let mut waiting = false;
@@ -312,7 +354,7 @@ impl Machine<'_> {
                             other = Some((tid, None));
                         }
                     }
-                    LaneState::Running => {}
+                    LaneState::Running | LaneState::MbarrierWait { .. } => {}
                 }
             }
         }
@@ -372,6 +414,11 @@ impl Machine<'_> {
                 self.stats
                     .counters
                     .count(&instr.op, eff, &|o, l| opnd(w, o, l));
+                if eff != 0 && !(w.wgmma_open.is_empty() && w.wgmma_groups.is_empty()) {
+                    hopper::in_flight_hazard(&instr.op, w).map_err(|r| {
+                        self.wgmma_hazard(r, pc, w.index * 32 + eff.trailing_zeros())
+                    })?;
+                }
                 if eff != 0 {
                     self.exec(&instr.op, w, eff, smem, queues, pc)
                         .map_err(|(kind, lane)| self.error(kind, pc, w.index * 32 + lane))?;

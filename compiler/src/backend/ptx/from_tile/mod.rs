@@ -25,6 +25,7 @@ use crate::tile::math::{self, MathTarget};
 
 mod control;
 mod expand;
+mod hopper;
 
 type R<T> = Result<T, Error>;
 
@@ -56,6 +57,8 @@ struct Cx<'k> {
     /// constants, a loop's carried values): one used once can give its registers to the op
     /// that consumes it, so accumulator chains and loop-carried fragments need no copies.
     owned: Vec<bool>,
+    /// `mbarrier.wait.parity` loops so far (each loop's label is its number).
+    waits: u32,
 }
 
 /// Translates a checked Tile IR kernel (its math functions expanded first: [`crate::tile::math`]).
@@ -79,6 +82,7 @@ pub fn translate(k: Checked<'_>) -> R<Lowered> {
         slots: vec![None; k.values.len()],
         uses,
         owned: vec![false; k.values.len()],
+        waits: 0,
     };
     let threads = k.threads();
     cx.b.max_threads(threads.min(u64::from(u32::MAX)) as u32);
@@ -398,19 +402,7 @@ impl Cx<'_> {
                 let r = self.offset(o)?;
                 self.single(op, r);
             }
-            OpKind::LoadShared { ty, offset, .. } => {
-                let addr = self.reg_of(get(op, 0)?, Ty::U32)?;
-                let (mask, defaults) = match o.get(1) {
-                    Some(&m) if self.is_pred(m) => (Some(self.reg_of(m, Ty::Pred)?), &o[2..]),
-                    _ => (None, &o[1..]),
-                };
-                let dsts = self.defaults(&op.results, mask.is_some(), defaults)?;
-                if let Some(m) = mask {
-                    self.b.when(m);
-                }
-                self.b.ld_to(Space::Shared, *ty, &dsts, addr, *offset);
-                self.bind(&op.results, &dsts);
-            }
+            OpKind::LoadShared { ty, offset, .. } => self.load_shared(op, *ty, *offset)?,
             OpKind::StoreShared { ty, n, offset } => {
                 let addr = self.reg_of(get(op, 0)?, Ty::U32)?;
                 let n = usize::from(*n);
@@ -431,6 +423,17 @@ impl Cx<'_> {
             OpKind::Wait { n } => self.b.push(TOp::CpAsyncWait { n: *n }),
             OpKind::Barrier => self.b.bar_sync(),
             OpKind::FenceProxyAsync => self.b.push(TOp::FenceProxyAsync),
+            OpKind::MbarrierInit
+            | OpKind::MbarrierArrive
+            | OpKind::MbarrierArriveExpectTx
+            | OpKind::MbarrierCompleteTx
+            | OpKind::MbarrierTryWait
+            | OpKind::MbarrierWait
+            | OpKind::WgmmaDesc { .. }
+            | OpKind::WgmmaFence
+            | OpKind::WgmmaCommit
+            | OpKind::WgmmaWait { .. }
+            | OpKind::WgmmaMmaAsync { .. } => self.op_hopper(op)?,
             OpKind::Ldmatrix { trans } => {
                 let addr = self.reg_of(get(op, 0)?, Ty::U32)?;
                 let dsts = [0; 4].map(|_| self.b.reg(Ty::B32));
@@ -468,6 +471,23 @@ impl Cx<'_> {
             OpKind::If => self.if_op(op)?,
             OpKind::Yield => {}
         }
+        Ok(())
+    }
+
+    /// `ld.shared` of the op's results at `addr + offset`, masked or not.
+    fn load_shared(&mut self, op: &OpData, ty: Ty, offset: i32) -> R<()> {
+        let o = &op.operands;
+        let addr = self.reg_of(get(op, 0)?, Ty::U32)?;
+        let (mask, defaults) = match o.get(1) {
+            Some(&m) if self.is_pred(m) => (Some(self.reg_of(m, Ty::Pred)?), &o[2..]),
+            _ => (None, &o[1..]),
+        };
+        let dsts = self.defaults(&op.results, mask.is_some(), defaults)?;
+        if let Some(m) = mask {
+            self.b.when(m);
+        }
+        self.b.ld_to(Space::Shared, ty, &dsts, addr, offset);
+        self.bind(&op.results, &dsts);
         Ok(())
     }
 
