@@ -25,7 +25,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 use tessera_compiler::backend::ptx::Target;
 use tessera_compiler::pipeline::lower;
-use tessera_compiler::schedule::Directives as SchedDirectives;
+use tessera_compiler::schedule::Directives;
 use tessera_compiler::tune::cache::{self, CacheError, Entry, Key};
 use tessera_compiler::tune::{self, Config, Space};
 use tessera_lang::diag::{Code, Diagnostic};
@@ -208,13 +208,8 @@ pub fn valid_cache_name(name: &str) -> bool {
 
 /// The search space of a kernel: its `schedule.search_space`, else the default one.
 fn space_of(c: &Compiled, target: Target) -> Space {
-    let u = |v: i64| u32::try_from(v).unwrap_or(u32::MAX);
     match &c.directives.search_space {
-        Some(s) => Space {
-            tiles: s.tiles.iter().map(|t| t.map(u)).collect(),
-            stages: s.stages.iter().copied().map(u).collect(),
-            vectorize: s.vectorize.iter().copied().map(u).collect(),
-        },
+        Some(s) => s.clone(),
         None => {
             let kinds: Vec<_> = c.lowered.program.kernels.iter().map(|k| k.kind).collect();
             tune::default_space(&c.graph, target, &kinds)
@@ -235,7 +230,7 @@ pub fn tune(
     session: &Session,
     sig: Sig,
     cache_name: Option<&str>,
-    base: &SchedDirectives,
+    base: &Directives,
     c: &mut Compiled,
     span: Span,
 ) -> Result<(), Diagnostic> {
@@ -291,7 +286,7 @@ pub fn tune(
     let budget = opts
         .as_ref()
         .and_then(|o| o.budget_ms)
-        .map(|ms| Duration::from_millis(ms.max(0) as u64));
+        .map(|ms| Duration::from_millis(u64::from(ms)));
     let candidates = space_of(c, target).candidates();
     let bar = progress(candidates.len() as u64, &key.op);
     let ranking = tune::rank(&c.graph, base, target, &candidates, budget, &mut || {
