@@ -236,11 +236,18 @@ pub fn verify_kernel(k: &Kernel, target: Target, blame: &Blame) -> Result<(), Sc
         return Err(blame.error(
             &[blame.tile],
             format!(
-                "kernel '{}' needs {} threads per block, more than {}'s limit of {}",
+                "kernel '{}' needs {} threads per block, more than {}'s limit of {}{}",
                 k.name,
                 s.threads,
                 target.name(),
-                limits.max_threads_per_block
+                limits.max_threads_per_block,
+                match k.kind {
+                    Kind::Conv if !s.tensor_cores && !target.tensor_cores() => format!(
+                        " ({} has no tensor cores: the convolution runs the direct kernel, whose tile (BM, BN) of an output plane takes BM·BN / vector threads)",
+                        target.name()
+                    ),
+                    _ => String::new(),
+                }
             ),
             "use a smaller tile or a larger warp tile",
         ));
