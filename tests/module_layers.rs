@@ -54,7 +54,6 @@ const CRATES: &[(&str, &[&str])] = &[
             "device",
             "vulkan",
             "crosscheck",
-            "directives",
             "env",
             "cuda",
             "profile",
@@ -75,13 +74,6 @@ const CRATES: &[(&str, &[&str])] = &[
         ],
     ),
     // lang/src: ast, lex and parse import each other
-];
-
-/// Back edges that are known and being removed: (crate, from, to). An entry that no longer
-/// exists fails the test so that it is deleted here.
-const KNOWN: &[(&str, &str, &str)] = &[
-    // the Graph → Schedule lowering reads the kernel templates' limits (moving to schedule/)
-    ("compiler/src", "schedule", "kernels"),
 ];
 
 /// module → module it references → the first file (relative to `src/`) that does.
@@ -281,19 +273,9 @@ fn cycles(edges: &Edges) -> Vec<Vec<String>> {
 }
 
 /// The failures of one crate: each cycle with its edges, each edge up the `layers` (or from or
-/// to a module not in them), and each stale [`KNOWN`] entry.
-fn check(krate: &str, layers: &[&str], mut edges: Edges) -> Vec<String> {
+/// to a module not in them).
+fn check(krate: &str, layers: &[&str], edges: Edges) -> Vec<String> {
     let mut failures = vec![];
-    for &(k, from, to) in KNOWN {
-        if k != krate {
-            continue;
-        }
-        if edges.get_mut(from).and_then(|m| m.remove(to)).is_none() {
-            failures.push(format!(
-                "{krate}: the known back edge {from} -> {to} is gone: delete it from KNOWN"
-            ));
-        }
-    }
     let layer = |m: &str| layers.iter().position(|l| *l == m);
     let up = |a: &str, b: &str| match (layer(a), layer(b)) {
         (Some(la), Some(lb)) => lb > la,
@@ -401,20 +383,4 @@ fn references_are_read_through_groups_and_super_paths() {
     assert!(referenced("use super::super::kernels::R;", 1).is_empty());
     // two levels deep, `super::kernels` is a sibling
     assert!(referenced("use super::kernels::R;", 2).is_empty());
-}
-
-#[test]
-fn a_known_back_edge_that_is_gone_is_reported() {
-    let mut e = Edges::new();
-    e.entry("schedule".to_string())
-        .or_default()
-        .insert("graph".to_string(), "schedule/mod.rs".to_string());
-    e.entry("graph".to_string()).or_default();
-    let f = check("compiler/src", &["graph", "schedule", "kernels"], e);
-    assert_eq!(f.len(), 1, "{f:?}");
-    assert!(
-        f[0].contains("known back edge schedule -> kernels is gone"),
-        "{}",
-        f[0]
-    );
 }

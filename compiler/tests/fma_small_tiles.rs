@@ -2,7 +2,8 @@
 //! each thread computes up to 4×4 outputs, fewer where 4×4 would leave less than one warp, so
 //! every tile of at least 32 outputs lowers to whole warps (it once derived `BM·BN/16` = 16
 //! threads for 16×16 and the launch check reported an internal compiler error). A tile of
-//! fewer than 32 outputs is not lowered (it runs on the cpu) rather than an error. ptxas
+//! fewer than 32 outputs is refused (E0300 at the tile) on every target, spirv included: a
+//! user's tile is never replaced by one that fits. ptxas
 //! assembles the small-tile kernels without spills. The numbers equal the cpu's in
 //! `tests/golden/matmul_fma_small_tiles.tsr` (cpu, emu, spirv).
 //! Needs ptxas: `scripts/install-ptxas` (fails, never skips, when it is missing).
@@ -10,8 +11,8 @@
 use tessera_compiler::backend::ptx::ptxas::{find_ptxas, run_ptxas, PtxasError};
 use tessera_compiler::backend::ptx::{print as ptx, Target};
 use tessera_compiler::graph::{DType, Graph, Op, TensorType};
-use tessera_compiler::kernels::matmul_fma::{thread_tile, threads};
 use tessera_compiler::pipeline::lower;
+use tessera_compiler::schedule::fit::{fma_thread_tile as thread_tile, fma_threads as threads};
 use tessera_compiler::schedule::Directives;
 use tessera_lang::{SourceMap, Span};
 
@@ -83,18 +84,25 @@ fn small_fma_tiles_lower_to_whole_warps() {
                     ..Directives::default()
                 };
                 let what = format!("{dtype} {target} tile {tile:?}");
+                if tile[0] * tile[1] < 32 {
+                    // refused: the FMA kernel runs whole warps of up to 4×4 outputs each
+                    let e = lower(&g, &d, target).expect_err(&what);
+                    assert_eq!(e.code, tessera_lang::Code::E0300, "{what}");
+                    assert!(
+                        e.message
+                            .contains("fewer than the FMA matmul kernel's one warp"),
+                        "{what}: {}",
+                        e.message
+                    );
+                    continue;
+                }
                 let l = lower(&g, &d, target).unwrap_or_else(|e| panic!("{what}: {e:?}"));
                 let k = &l.program.kernels[0];
                 let c = &l.kernels[0];
                 assert!(!k.schedule.tensor_cores, "{what}");
-                // spirv fits the tile to the FMA kernel; the others keep it
-                let [bm, bn, _] = k.schedule.tile;
-                if bm * bn < 32 {
-                    // not lowered: the kernel runs on the cpu
-                    assert!(c.target.is_none(), "{what}");
-                    assert!(c.not_lowered.is_some(), "{what}");
-                    continue;
-                }
+                // every target keeps the tile given (BK 0: the default 16)
+                let bk = if tile[2] == 0 { 16 } else { tile[2] };
+                assert_eq!(k.schedule.tile, [tile[0], tile[1], bk], "{what}");
                 assert!(
                     k.schedule.threads.is_multiple_of(32),
                     "{what}: {:?}",

@@ -16,7 +16,6 @@
 //! the session (kernels keep their body's schedule).
 
 use crate::device::DeviceTimer;
-use crate::directives::Directives;
 use crate::table::{Table, TableObj};
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -27,7 +26,7 @@ use std::time::{Duration, Instant};
 use tessera_compiler::backend::ptx::Target;
 use tessera_compiler::graph::Graph;
 use tessera_compiler::pipeline::{lower, Lowered};
-use tessera_compiler::schedule::Directives as SchedDirectives;
+use tessera_compiler::schedule::Directives;
 use tessera_compiler::tune::cache::{self, CacheError, Entry, Key};
 use tessera_compiler::tune::{self, Config, Space};
 use tessera_lang::diag::{Code, Diagnostic};
@@ -217,13 +216,8 @@ pub struct Tunable<'a> {
 
 /// The search space of a kernel: its `schedule.search_space`, else the default one.
 fn space_of(c: &Tunable, target: Target) -> Space {
-    let u = |v: i64| u32::try_from(v).unwrap_or(u32::MAX);
     match &c.directives.search_space {
-        Some(s) => Space {
-            tiles: s.tiles.iter().map(|t| t.map(u)).collect(),
-            stages: s.stages.iter().copied().map(u).collect(),
-            vectorize: s.vectorize.iter().copied().map(u).collect(),
-        },
+        Some(s) => s.clone(),
         None => {
             let kinds: Vec<_> = c.lowered.program.kernels.iter().map(|k| k.kind).collect();
             tune::default_space(c.graph, target, &kinds)
@@ -246,7 +240,7 @@ pub fn tune(
     target: Target,
     sig: Sig,
     cache_name: Option<&str>,
-    base: &SchedDirectives,
+    base: &Directives,
     c: Tunable,
     span: Span,
 ) -> Result<Option<Lowered>, Diagnostic> {
@@ -300,7 +294,7 @@ pub fn tune(
     let budget = opts
         .as_ref()
         .and_then(|o| o.budget_ms)
-        .map(|ms| Duration::from_millis(ms.max(0) as u64));
+        .map(|ms| Duration::from_millis(u64::from(ms)));
     let candidates = space_of(&c, target).candidates();
     let bar = progress(candidates.len() as u64, &key.op);
     let ranking = tune::rank(c.graph, base, target, &candidates, budget, &mut || {

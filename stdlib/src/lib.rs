@@ -5,8 +5,8 @@
 //! import cycle: `tests/module_layers.rs`). From the bottom:
 //!
 //! 1. [`table`], [`help_text`], [`device`] (launch diagnostics, the [`device::DeviceTimer`]
-//!    interface), [`vulkan`], [`crosscheck`], [`directives`] (what a trace's `schedule.*` calls
-//!    gave);
+//!    interface), [`vulkan`], [`crosscheck`] (a trace's `schedule.*` calls fill the compiler's
+//!    `schedule::Directives`);
 //! 2. [`env`](mod@env), [`cuda`], [`profile`] (records into a [`profile::Sink`]), [`help`];
 //! 3. [`autotune`]: its state, and [`autotune::tune`] of a [`autotune::Tunable`];
 //! 4. [`session`]: the [`session::Session`] the modules share;
@@ -30,7 +30,6 @@ pub mod autotune;
 pub mod crosscheck;
 pub mod cuda;
 pub mod device;
-pub mod directives;
 pub mod dist;
 pub mod env;
 pub mod graph_mod;

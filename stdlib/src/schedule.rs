@@ -2,13 +2,14 @@
 //!
 //! Each call validates its arguments (E0101 for a wrong type, E0300 for a value no schedule can
 //! have) and records the directive on the trace. Outside a kernel body there is nothing to
-//! schedule: E0201. The Graph IR level uses only `fusion`; the others are kept for the
-//! Schedule IR level (tile sizes, stages, ...).
+//! schedule: E0201. The record is the compiler's [`Directives`], read as it is by the Graph
+//! IR passes (`fusion`), Schedule IR lowering (tile sizes, stages, ...), the autotuner and the
+//! data-parallel gradient (`grad_bucket`, `overlap`).
 
-use crate::directives::{AutotuneOpts, Directives, SearchSpace};
 use crate::session::Session;
 use std::rc::Rc;
 use tessera_compiler::graph::pipeline::Fusion;
+pub use tessera_compiler::schedule::{AutotuneOpts, Directive, Directives, SearchSpace};
 use tessera_lang::diag::{Code, Diagnostic};
 use tessera_lang::eval::{Arg, CallArgs, Module, Value};
 use tessera_lang::Span;
@@ -43,6 +44,11 @@ fn bad(span: Span, msg: String) -> Diagnostic {
 /// The largest size a schedule directive takes: no block, warp tile or pipeline comes near
 /// it, and every size computed from such numbers fits in 64 bits.
 const MAX_SIZE: i64 = 65536;
+
+/// A size [`pos_int`] accepted (1..=[`MAX_SIZE`]) as the compiler holds it.
+fn size(v: i64) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
 
 fn pos_int(x: &Arg, what: &str) -> Result<i64, Diagnostic> {
     let v = x.int(what)?;
@@ -150,11 +156,13 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
                             format!("the warp tile ({wm}, {wn}) does not divide the block tile ({bm}, {bn})"),
                         ));
                     }
-                    Some([*wm, *wn])
+                    Some([size(*wm), size(*wn)])
                 }
                 _ => None,
             };
-            d.tile = Some(([bm, bn, bk], warp));
+            // BK 0 (a 2-D tile) stays 0
+            d.tile = Some([size(bm), size(bn), u32::try_from(bk).unwrap_or(u32::MAX)]);
+            d.warp = warp;
         }
         "overlap" => {
             let a = args.bind(name, &[], &["on"])?;
@@ -179,7 +187,7 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
         "pipeline_stages" => {
             let a = args.bind(name, &["n"], &[])?;
             if let Some(x) = get(&a, 0) {
-                d.pipeline_stages = Some(pos_int(x, "the number of stages")?);
+                d.stages = Some(size(pos_int(x, "the number of stages")?));
             }
         }
         "occupancy_target" => {
@@ -194,7 +202,7 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
                     ));
                 }
             }
-            d.occupancy = Some((lo, hi));
+            d.occupancy = Some((lo.map(size), hi.map(size)));
         }
         "vectorize" => {
             let a = args.bind(name, &["n"], &[])?;
@@ -206,7 +214,7 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
                         format!("the vector width must be 1, 2, 4, 8 or 16, got {n}"),
                     ));
                 }
-                d.vectorize = Some(n);
+                d.vectorize = Some(size(n));
             }
         }
         "grad_bucket" => {
@@ -221,7 +229,7 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
                         format!("the gradient bucket size must be at least 1, got {v}"),
                     ));
                 }
-                d.grad_bucket = Some(v);
+                d.grad_bucket = Some(v.unsigned_abs());
             }
         }
         "fusion" => {
@@ -282,9 +290,9 @@ fn search_space(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), D
                 "tile_sizes" => {
                     if matches!(arg.value, Value::Tuple(_) | Value::List(_)) {
                         let t = tile_ints(&arg, "a tile size (BM, BN, BK) or (BM, BN)")?;
-                        space.tiles.push([t[0], t[1], t[2]]);
+                        space.tiles.push([size(t[0]), size(t[1]), size(t[2])]);
                     } else {
-                        let n = pos_int(&arg, key)?;
+                        let n = size(pos_int(&arg, key)?);
                         space.tiles.push([n, n, 32]);
                     }
                 }
@@ -296,9 +304,9 @@ fn search_space(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), D
                             format!("the vector width must be 1, 2, 4, 8 or 16, got {n}"),
                         ));
                     }
-                    space.vectorize.push(n);
+                    space.vectorize.push(size(n));
                 }
-                _ => space.stages.push(pos_int(&arg, key)?),
+                _ => space.stages.push(size(pos_int(&arg, key)?)),
             }
         }
     }
@@ -336,8 +344,8 @@ fn autotune(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagn
     let budget_ms = get(&a, 2).map(|x| pos_int(x, "budget_ms")).transpose()?;
     d.autotune = Some(AutotuneOpts {
         cost_model: model,
-        max_trials: trials,
-        budget_ms,
+        max_trials: size(trials),
+        budget_ms: budget_ms.map(size),
     });
     Ok(())
 }
@@ -373,7 +381,9 @@ pub fn module(session: Rc<Session>) -> Module {
                 };
                 let mut d = ctx.directives.borrow_mut();
                 apply(&mut d, n, &args)?;
-                d.spans.push((n, args.span));
+                if let Some(which) = Directive::from_name(n) {
+                    d.given_at(which, args.span);
+                }
                 Ok(Value::None)
             }),
         );

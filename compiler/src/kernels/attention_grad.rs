@@ -26,22 +26,10 @@ use super::blocks::{fconst, load_elem, store_int_or};
 use super::{no, ParamSet, R};
 use crate::graph::{AttnWrt, Graph};
 use crate::scalar::{BinOp, Cmp, Dim, SReg, Ty};
+use crate::schedule::fit::attention_grad_col_rows;
 use crate::tile::build::{imm, Builder};
 use crate::tile::ir::{Kernel, Operand, ParamRole, Type, Value};
 use crate::tile::TileKernel;
-
-/// Rows of a `[bn, width]` column tile held with pitch `width + 1` (conflict-free lane-strided
-/// reads), plus the rows [`weighted_rows`] may read past the last one (it reads 32 columns per
-/// step, past `width` into the padding; those columns are never stored).
-fn col_tile_rows(bn: u32, width: u32) -> u32 {
-    bn + (width.div_ceil(32) * 32).div_ceil(width + 1)
-}
-
-/// The shared memory, in bytes, of a backward kernel's tiles of `eb`-byte values.
-pub fn smem_bytes(eb: u64, bm: u64, bn: u64, dq: u64, dv: u64) -> u64 {
-    let rows = |w: u64| col_tile_rows(bn as u32, w as u32) as u64;
-    eb * (bm * dq + bm * dv + rows(dq) * (dq + 1) + rows(dv) * (dv + 1))
-}
 
 /// The kernel of `wrt`'s gradient of a `[batch, sq, dq]·[batch, sk, dq]ᵀ·[batch, sk, dv]`
 /// attention.
@@ -100,9 +88,9 @@ pub fn build(
     let (nrows, ncols) = (a.3, bb.3);
     let out_w = if wrt == AttnWrt::V { dv } else { dq };
     let sa = b.shared("smem_a", fbuf(ty, bm, dq));
-    let sb = b.shared("smem_b", fbuf(ty, col_tile_rows(bn, dq), dq + 1));
+    let sb = b.shared("smem_b", fbuf(ty, attention_grad_col_rows(bn, dq), dq + 1));
     let sc = with_dp.then(|| b.shared("smem_c", fbuf(ty, bm, dv)));
-    let sd = b.shared("smem_d", fbuf(ty, col_tile_rows(bn, dv), dv + 1));
+    let sd = b.shared("smem_d", fbuf(ty, attention_grad_col_rows(bn, dv), dv + 1));
     let tid = b.special(SReg::Tid(Dim::X));
     let bx = b.special(SReg::Ctaid(Dim::X));
     let bz = block_batch(&mut b, tk);

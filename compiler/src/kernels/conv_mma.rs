@@ -21,19 +21,13 @@ use super::blocks::{load_elem, store_int_or};
 use super::{no, ParamSet, R};
 use crate::graph::Graph;
 use crate::scalar::{BinOp, Cmp, Dim, SReg, Ty};
+use crate::schedule::fit::conv_mma_tile_ok;
 use crate::tile::build::{fimm, frag, imm, Builder};
 use crate::tile::ir::{Frag, Kernel, Layout, Operand, Role, SharedBuf, Value};
 use crate::tile::{ConvDims, ConvMma, TileKernel};
 
 /// Elements of padding after each shared row.
 const PAD: u32 = 8;
-
-/// Whether the implicit GEMM takes `tile` (BM, BN, BK): BM and BN 32, 64 or 128, BK 16 or
-/// 32, so that the threads split both tiles evenly.
-pub fn tile_ok([bm, bn, bk]: [u32; 3]) -> bool {
-    let side = |v: u32| matches!(v, 32 | 64 | 128);
-    side(bm) && side(bn) && matches!(bk, 16 | 32)
-}
 
 /// `r + v` (u32), or `r` itself when `v` is 0.
 fn add_imm(b: &mut Builder, r: Value, v: i64) -> Value {
@@ -53,7 +47,7 @@ fn and(b: &mut Builder, a: Option<Value>, c: Value) -> Value {
 
 /// The Tile IR of a convolution on tensor cores.
 pub fn build(g: &Graph, tk: &TileKernel, d: &ConvDims, m: &ConvMma) -> R<Kernel> {
-    if !tile_ok(m.tile) {
+    if !conv_mma_tile_ok(m.tile) {
         return no(format!(
             "an implicit-GEMM convolution tile of {:?} (BM and BN 32, 64 or 128; BK 16 or 32)",
             m.tile

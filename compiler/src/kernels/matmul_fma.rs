@@ -1,7 +1,7 @@
 //! Tiled matmul on the FMA units (fp32, fp64, integer and bool, fp8 and mixed operand
 //! dtypes): BM×BN block tile, k-step BK, `BM·BN/(RM·RN)` threads each computing RM×RN outputs
 //! strided by (BM/RM, BN/RN): 4×4 outputs, fewer on a tile too small to give every thread of
-//! one warp 16 ([`thread_tile`]); tiles stream into shared memory with one-element `cp.async.ca`
+//! one warp 16 ([`fma_thread_tile`]); tiles stream into shared memory with one-element `cp.async.ca`
 //! copies (zero-filled past the edges via src-size; operands cp.async cannot move as they are
 //! are loaded and stored by each thread) through `stages` buffers (`commit`/`wait stages-1`, `barrier`). Any M, N, K. The RM·RN
 //! accumulators are values carried through the k loop.
@@ -16,6 +16,7 @@ use super::epilogue::{block_tiles, log2, matmul_params, matmul_parts, stage_of, 
 use super::{no, R};
 use crate::graph::{DType, Graph};
 use crate::scalar::{BinOp, CacheOp, Cmp, Ty};
+use crate::schedule::fit::fma_thread_tile;
 use crate::tile::build::{dimm, fimm, imm, Builder};
 use crate::tile::ir::{Kernel, Operand, Value};
 use crate::tile::{MatmulBatch, TileKernel};
@@ -28,45 +29,6 @@ struct Sources {
     /// A: per slot `row < m` (lean: the first slot's row); B: per slot its tile row.
     rows: Vec<Value>,
     stride: Option<Value>,
-}
-
-/// The outputs one thread computes, `[RM, RN]`, for a BM×BN tile: 4×4, halved (the larger
-/// side first, RM on a tie) while that leaves fewer than 32 threads, so that every tile of at
-/// least 32 outputs runs in whole warps (16×16: 2×4 over 32 threads; 8×8: 1×2), and never
-/// more than the tile's own side. A tile of fewer than 32 outputs ends at 1×1 with fewer
-/// threads than a warp: the kernel does not take it.
-pub fn thread_tile(bm: u32, bn: u32) -> [u32; 2] {
-    let outputs = u64::from(bm) * u64::from(bn);
-    let floor2 = |v: u32| if v == 0 { 1 } else { 1 << v.ilog2() };
-    let (mut rm, mut rn) = (floor2(bm.min(4)), floor2(bn.min(4)));
-    while outputs / u64::from(rm * rn) < 32 && rm * rn > 1 {
-        if rm >= rn {
-            rm /= 2;
-        } else {
-            rn /= 2;
-        }
-    }
-    [rm, rn]
-}
-
-/// Threads per block of the FMA kernel on a BM×BN tile (`BM·BN/(RM·RN)` of [`thread_tile`]),
-/// at least 1; in u64, since a tile from a directive or a cache entry can be anything.
-pub fn threads(bm: u32, bn: u32) -> u64 {
-    let [rm, rn] = thread_tile(bm, bn);
-    (u64::from(bm) * u64::from(bn) / u64::from(rm * rn)).max(1)
-}
-
-/// The threads of a BM×BN×BK tile the kernel takes: whole warps (32..=1024 threads) whose
-/// loads of the A and B tiles divide evenly among them; `None` for any other tile.
-pub fn even_threads(bm: u32, bn: u32, bk: u32) -> Option<u64> {
-    let t = threads(bm, bn);
-    let (bm, bn, bk) = (u64::from(bm), u64::from(bn), u64::from(bk));
-    ((32..=1024).contains(&t)
-        && t.is_multiple_of(bk)
-        && t.is_multiple_of(bn)
-        && (bm * bk).is_multiple_of(t)
-        && (bk * bn).is_multiple_of(t))
-    .then_some(t)
 }
 
 pub fn matmul_fma(
@@ -110,7 +72,7 @@ pub fn matmul_fma(
     let esize: i64 = if f64_mm || fty == Ty::S64 { 8 } else { 4 };
     let [bm_, bn_, bk_] = tile;
     let (bmi, bni, bki) = (i64::from(bm_), i64::from(bn_), i64::from(bk_));
-    let [rm, rn] = thread_tile(bm_, bn_);
+    let [rm, rn] = fma_thread_tile(bm_, bn_);
     let threads = bm_ * bn_ / (rm * rn);
     let ti = i64::from(threads);
     let (rmi, rni) = (i64::from(rm), i64::from(rn));

@@ -11,8 +11,11 @@
 //! | flash attention | 16 query rows per block (4 warps × 4 rows), key tiles of 32, fp32 FMA |
 
 use crate::arch::Target;
-use crate::graph::{DType, Graph, Op, TensorType, ValueId};
-use crate::kernels::matmul_fma::{even_threads, threads as fma_threads};
+use crate::graph::{DType, Graph, Op, TensorType};
+use crate::schedule::fit::{
+    attention_elem_bytes, attention_grad_smem, attention_mma, conv_mma_tile_ok, default_fma_tile,
+    fma_attention_smem, fma_threads, verify_kernel, Blame, FMA_ATTENTION_SMEM,
+};
 use crate::schedule::{
     kind_of, mma_tf32, tensor_core_dtype, verify, Directives, Kernel, Kind, Program, Schedule,
     ScheduleError,
@@ -70,7 +73,7 @@ pub fn conv_mma_tile(g: &Graph, op: &Op, d: &Directives) -> Option<[u32; 3]> {
         Some([m, n, k]) => [m, n, if k == 0 { bk } else { k }],
         None => [64, 64, bk],
     };
-    crate::kernels::conv_mma::tile_ok(tile).then_some(tile)
+    conv_mma_tile_ok(tile).then_some(tile)
 }
 
 fn schedule_for(
@@ -172,9 +175,7 @@ fn schedule_for(
             let (dq, dv) = (dims(0), dims(2));
             let eb = attention_elem_bytes(g, inputs, ty);
             let smem = |bm: u64| match op {
-                Op::AttentionGrad { .. } => {
-                    crate::kernels::attention_grad::smem_bytes(eb, bm, 32, dq, dv)
-                }
+                Op::AttentionGrad { .. } => attention_grad_smem(eb, bm, 32, dq, dv),
                 Op::AttentionLse { .. } => fma_attention_smem(eb, bm, 32, dq, 0),
                 _ => fma_attention_smem(eb, bm, 32, dq, dv),
             };
@@ -267,7 +268,6 @@ fn schedule_for(
 pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Program, ScheduleError> {
     // a target without tensor cores (spirv) schedules every kernel for the CUDA-core kinds
     let no_mma;
-    let given = d;
     let d = if target.tensor_cores() {
         d
     } else {
@@ -287,23 +287,10 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Program, Sched
             .into_iter()
             .filter(|v| !matches!(g.op(*v), Some(Op::Const { .. })))
             .collect();
-        let mut schedule = if !target.tensor_cores()
-            && kind == Kind::Conv
-            && given.tile.is_some()
-            && conv_mma_tile(g, op, given).is_some()
-        {
-            // a tile given for the implicit GEMM on tensor cores (BM, BN, BK) is not the
-            // direct kernel's output-plane tile: that kernel keeps its default
-            let direct = Directives {
-                tile: None,
-                ..d.clone()
-            };
-            schedule_for(g, kind, op, ty, &inputs, &direct)
-        } else {
-            schedule_for(g, kind, op, ty, &inputs, d)
-        };
-        if !target.tensor_cores() && kind == Kind::Matmul {
-            fit_fma_tile(&mut schedule, target);
+        let mut schedule = schedule_for(g, kind, op, ty, &inputs, d);
+        if !target.tensor_cores() && kind == Kind::Matmul && d.tile.is_none() {
+            // a tile the compiler picked; a user's is checked as given (fit::verify_kernel)
+            default_fma_tile(&mut schedule, target, d.stages.is_some());
         }
         kernels.push(Kernel {
             // the attention backward's kernels by their op (flash_attention_dq, ...)
@@ -327,107 +314,11 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Program, Sched
         kernels,
     };
     // A directive the target cannot run is reported at that directive, with the kernel call.
-    if let Some(call) = d.span {
-        let blame = crate::schedule::Blame {
-            call,
-            tile: d.tile_span,
-            stages: d.stages_span,
-            tensor_cores: d.tensor_cores_span,
-        };
-        for k in &p.kernels {
-            crate::schedule::verify_kernel(k, target, &blame)?;
-        }
+    // Without a call (a graph lowered on its own) it is reported at the kernel's op.
+    for k in &p.kernels {
+        let blame = Blame::of(d, d.span.unwrap_or(k.span));
+        verify_kernel(k, target, &blame)?;
     }
     verify(&p)?;
     Ok(p)
-}
-
-/// The bytes of an FMA attention's tile element: 8 when an operand or the result is fp64 (the
-/// kernel computes in fp64), else 4 (fp32).
-pub fn attention_elem_bytes(g: &Graph, inputs: &[ValueId], ty: &TensorType) -> u64 {
-    let f64_in = inputs
-        .iter()
-        .any(|&v| g.ty(v).is_some_and(|t| t.dtype == DType::F64));
-    if f64_in || ty.dtype == DType::F64 {
-        8
-    } else {
-        4
-    }
-}
-
-/// Shared memory of the FMA attention: Q rows, K (padded rows) and V tiles of `eb`-byte
-/// values.
-pub fn fma_attention_smem(eb: u64, bm: u64, bn: u64, dq: u64, dv: u64) -> u64 {
-    eb * (bm * dq + bn * (dq + 1) + (bn + 1) * dv.next_multiple_of(32))
-}
-
-/// The most shared memory an fp32 FMA attention's tiles take: the smallest per-block limit
-/// of the targets (sm_80's 163 KiB), so one schedule serves every target.
-pub const FMA_ATTENTION_SMEM: u64 = 163 * 1024;
-
-/// The MMA of a tensor-core attention of these operands (q, k, v) and result: all bf16 or all
-/// fp16, one head dimension (dq = dv) that is a multiple of 16 up to 128, and the same batch
-/// dims everywhere (no broadcasting).
-pub fn attention_mma(
-    g: &Graph,
-    inputs: &[crate::graph::ValueId],
-    ty: &TensorType,
-) -> Option<crate::scalar::MmaKind> {
-    use crate::scalar::MmaKind;
-    let kind = match ty.dtype {
-        DType::BF16 => MmaKind::M16n8k16Bf16,
-        DType::F16 => MmaKind::M16n8k16F16,
-        _ => return None,
-    };
-    let ts: Vec<&TensorType> = inputs.iter().map(|v| g.ty(*v)).collect::<Option<_>>()?;
-    let [q, k, v] = ts.as_slice() else {
-        return None;
-    };
-    let r = ty.shape.len();
-    let same = [q, k, v].iter().all(|t| {
-        t.dtype == ty.dtype && t.shape.len() == r && t.shape[..r - 2] == ty.shape[..r - 2]
-    });
-    let dq = *q.shape.last()?;
-    let dv = *v.shape.last()?;
-    (r >= 2 && same && dq == dv && dq % 16 == 0 && (16..=128).contains(&dq)).then_some(kind)
-}
-
-/// On a target without tensor cores (spirv), a matmul schedule written for a GPU's tensor
-/// cores runs the FMA kernel: at least 2 stages; a tile its thread mapping cannot take
-/// (whole warps of up to 4×4 outputs per thread, whole rows of A and B per load) becomes the nearest one it can
-/// (BK halved or doubled, then BM and BN together; else the default 64×64×16); a tile that
-/// needs more shared memory than the device has once staged in fp32
-/// (`schedule.tile((128, 128, 64), ...)`) has BK halved, then BM and BN, until it fits. The
-/// Schedule IR shows the tile used; a power-of-two tile that still does not fit is left for
-/// the schedule check to report.
-fn fit_fma_tile(s: &mut Schedule, target: Target) {
-    let limit = u64::from(target.limits().max_dynamic_shared_bytes);
-    let valid = |[bm, bn, bk]: [u32; 3]| {
-        bm >= 4 && bn >= 4 && bk >= 4 && even_threads(bm, bn, bk).is_some()
-    };
-    let pow2 = s.tile.iter().all(|v| v.is_power_of_two());
-    s.stages = s.stages.max(2);
-    if pow2 && !valid(s.tile) {
-        let [bm, bn, bk] = s.tile;
-        let near = [bk, bk / 2, bk * 2, 16, 8, 32]
-            .into_iter()
-            .flat_map(|k| [[bm, bn, k], [bm / 2, bn / 2, k], [bm * 2, bn * 2, k]])
-            .find(|&t| valid(t));
-        s.tile = near.unwrap_or([64, 64, 16]);
-        s.threads = fma_threads(s.tile[0], s.tile[1]) as u32;
-    }
-    while pow2 && s.smem_bytes(Kind::Matmul) > limit {
-        let [bm, bn, bk] = s.tile;
-        let Some(t) = [
-            [bm, bn, bk / 2],
-            [bm / 2, bn / 2, bk],
-            [bm / 2, bn / 2, bk / 2],
-        ]
-        .into_iter()
-        .find(|&t| valid(t)) else {
-            return;
-        };
-        s.tile = t;
-        s.threads = fma_threads(t[0], t[1]) as u32;
-    }
 }

@@ -14,8 +14,13 @@
 //! - shared memory per block, `stages × (BM·BK + BK·BN) × bytes`, is within the target's limit;
 //! - at most 1024 threads per block (the target's limit).
 
+pub mod directives;
+pub mod fit;
 pub mod lower;
 pub mod mesh;
+
+pub use directives::{AutotuneOpts, Directive, Directives, SearchSpace};
+pub use fit::{verify_kernel, Blame};
 
 use crate::arch::Target;
 pub use crate::graph::kind::{conv_tensor_cores, kind_of, tensor_core_dtype, Kind};
@@ -23,26 +28,6 @@ use crate::graph::print::loc;
 use crate::graph::{DType, Graph, Op, TensorType, ValueId};
 use std::fmt::Write as _;
 use tessera_lang::{SourceMap, Span};
-
-/// The schedule directives of a kernel body (`schedule.*`), as the compiler sees them.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Directives {
-    /// (BM, BN, BK).
-    pub tile: Option<[u32; 3]>,
-    /// (WM, WN).
-    pub warp: Option<[u32; 2]>,
-    pub tensor_cores: Option<bool>,
-    pub stages: Option<u32>,
-    pub async_copy: Option<bool>,
-    pub vectorize: Option<u32>,
-    /// Where the kernel was called (for E0300).
-    pub span: Option<Span>,
-    /// Where `schedule.tile`, `schedule.pipeline_stages` and `schedule.use_tensor_cores` were
-    /// given: E0300 points at the directive that breaks the limit.
-    pub tile_span: Option<Span>,
-    pub stages_span: Option<Span>,
-    pub tensor_cores_span: Option<Span>,
-}
 
 /// How one kernel is tiled.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -228,104 +213,6 @@ pub fn print(p: &Program, sources: &SourceMap) -> String {
     let _ = writeln!(out, "  return {}", outs.join(", "));
     out.push_str("}\n");
     out
-}
-
-/// Where a user error about a schedule is reported: at the directive responsible when it was
-/// given, with the kernel call as a secondary label; at the call otherwise.
-#[derive(Copy, Clone, Debug)]
-pub struct Blame {
-    pub call: Span,
-    pub tile: Option<Span>,
-    pub stages: Option<Span>,
-    pub tensor_cores: Option<Span>,
-}
-
-impl Blame {
-    /// Blames the call only.
-    pub fn call(call: Span) -> Blame {
-        Blame {
-            call,
-            tile: None,
-            stages: None,
-            tensor_cores: None,
-        }
-    }
-
-    /// The first directive span of `of` that was given, else the call.
-    fn error(&self, of: &[Option<Span>], message: String, help: &str) -> ScheduleError {
-        let directive = of.iter().flatten().next().copied();
-        ScheduleError {
-            message,
-            help: Some(help.to_string()),
-            span: Some(directive.unwrap_or(self.call)),
-            user: true,
-            call: directive.map(|_| self.call),
-        }
-    }
-}
-
-/// Checks one kernel's schedule against the target (E0300 rules of SPEC §5).
-pub fn verify_kernel(k: &Kernel, target: Target, blame: &Blame) -> Result<(), ScheduleError> {
-    let s = &k.schedule;
-    let limits = target.limits();
-    if s.threads == 0 || s.threads > limits.max_threads_per_block {
-        return Err(blame.error(
-            &[blame.tile],
-            format!(
-                "kernel '{}' needs {} threads per block, more than {}'s limit of {}",
-                k.name,
-                s.threads,
-                target.name(),
-                limits.max_threads_per_block
-            ),
-            "use a smaller tile or a larger warp tile",
-        ));
-    }
-    if k.kind != Kind::Matmul {
-        return Ok(());
-    }
-    let [bm, bn, bk] = s.tile;
-    if s.tensor_cores {
-        for (name, v, m) in [("BM", bm, 16), ("BN", bn, 8), ("BK", bk, 16)] {
-            if v % m != 0 {
-                return Err(blame.error(
-                    &[blame.tile, blame.tensor_cores],
-                    format!(
-                        "tile dimension {name} = {v} is not a multiple of {m}, the MMA shape m16n8k16, with tensor cores on"
-                    ),
-                    "use tile dimensions that are multiples of (16, 8, 16), or schedule.use_tensor_cores(False)",
-                ));
-            }
-        }
-        let [wm, wn] = s.warp;
-        for (name, w, m, t) in [("WM", wm, 16, bm), ("WN", wn, 8, bn)] {
-            if w == 0 || w % m != 0 || t % w != 0 {
-                return Err(blame.error(
-                    &[blame.tile, blame.tensor_cores],
-                    format!(
-                        "warp tile dimension {name} = {w} must be a multiple of {m} (the MMA shape) and divide the block tile ({t})"
-                    ),
-                    "pick a warp tile such as (64, 32) that divides the block tile",
-                ));
-            }
-        }
-    }
-    let smem = s.smem_bytes(k.kind);
-    let limit = u64::from(limits.max_dynamic_shared_bytes);
-    if smem > limit {
-        return Err(blame.error(
-            &[blame.stages, blame.tile],
-            format!(
-                "kernel '{}' needs {smem} bytes of shared memory per block ({} stages × ({bm}·{bk} + {bk}·{bn}) × {} bytes), over {}'s limit of {limit}",
-                k.name,
-                s.stages,
-                s.elem_bytes,
-                target.name()
-            ),
-            "use fewer pipeline stages or a smaller tile",
-        ));
-    }
-    Ok(())
 }
 
 /// Checks the whole program: structure first (a compiler bug if broken), then each schedule.

@@ -1,6 +1,7 @@
 //! The autotuner's search: candidate schedules from a search space (or a default one per kernel
-//! kind and target), pruned by the target's limits (a candidate whose schedule is E0300 is
-//! dropped with the reason), ranked by the cost model. Measuring candidates on a device and
+//! kind and target), each applied to the kernel body's [`Directives`] and pruned where its
+//! tile does not fit (the E0300 of [`crate::schedule::fit`], dropped with the reason), ranked
+//! by the cost model. Measuring candidates on a device and
 //! keeping results across runs are the caller's ([`cache`] holds the results as data).
 
 pub mod cache;
@@ -69,13 +70,9 @@ impl Config {
     }
 }
 
-/// A search space: the values each directive may take (an empty list: keep the body's).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Space {
-    pub tiles: Vec<[u32; 3]>,
-    pub stages: Vec<u32>,
-    pub vectorize: Vec<u32>,
-}
+/// A search space: the values each directive may take (an empty list: keep the body's); the
+/// body's `schedule.search_space` is one.
+pub use crate::schedule::SearchSpace as Space;
 
 impl Space {
     /// Every combination, in order (tiles slowest).
@@ -109,9 +106,6 @@ impl Space {
             }
         }
         out
-    }
-    pub fn is_empty(&self) -> bool {
-        self.tiles.is_empty() && self.stages.is_empty() && self.vectorize.is_empty()
     }
 }
 

@@ -73,7 +73,7 @@ pub fn compile_traced(
             d
         }
     })?;
-    let lowered = lower(&graph, &sched_directives(&directives, span), target)?;
+    let lowered = lower(&graph, &directives.at_call(span), target)?;
     Ok(Compiled::new(
         KernelCode {
             traced,
@@ -102,11 +102,7 @@ pub fn compile_graph(
     let fired = optimize(&mut graph, &Options::default(), &it.sources)
         .map_err(|e| e.to_diagnostic().or_at(span))?;
     let directives = Directives::default();
-    let lowered = lower(
-        &graph,
-        &sched_directives(&directives, span),
-        session.target.get(),
-    )?;
+    let lowered = lower(&graph, &directives.at_call(span), session.target.get())?;
     let out = OutShape::Tuple(graph.outputs.len());
     let c = Compiled::new(
         KernelCode {
@@ -402,23 +398,6 @@ pub(super) fn dump_out(it: &mut Interp, level: &str, text: &str) {
             }
         }
         _ => it.write_err(text),
-    }
-}
-
-/// The compiler's view of the `schedule.*` directives.
-pub(crate) fn sched_directives(d: &Directives, span: Span) -> SchedDirectives {
-    let u = |v: i64| u32::try_from(v).unwrap_or(u32::MAX);
-    SchedDirectives {
-        tile: d.tile.map(|(t, _)| t.map(u)),
-        warp: d.tile.and_then(|(_, w)| w.map(|w| w.map(u))),
-        tensor_cores: d.tensor_cores,
-        stages: d.pipeline_stages.map(u),
-        async_copy: d.async_copy,
-        vectorize: d.vectorize.map(u),
-        span: Some(span),
-        tile_span: d.span_of("tile"),
-        stages_span: d.span_of("pipeline_stages"),
-        tensor_cores_span: d.span_of("use_tensor_cores"),
     }
 }
 

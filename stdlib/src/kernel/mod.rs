@@ -11,7 +11,6 @@
 //!
 //! Called with traced tensors (from inside another kernel), a kernel is inlined.
 
-use crate::directives::Directives;
 use crate::tensor::as_tensor;
 use crate::tensor::trace::{as_sym, TraceCtx};
 use std::cell::{Cell, RefCell};
@@ -24,7 +23,7 @@ use tessera_compiler::graph::pipeline::{optimize, Options};
 use tessera_compiler::graph::print::print;
 use tessera_compiler::graph::{Fired, Graph, Op, TensorType, ValueId};
 use tessera_compiler::pipeline::{lower, Lowered};
-use tessera_compiler::schedule::Directives as SchedDirectives;
+use tessera_compiler::schedule::Directives;
 use tessera_lang::diag::{Code, Diagnostic};
 use tessera_lang::eval::{AttrResult, CallArgs, HostObject, HostResult, Interp, Value};
 use tessera_lang::Span;
@@ -373,7 +372,7 @@ impl KernelObj {
             dtypes,
             source: tessera_compiler::tune::cache::stable_hash(&source),
         };
-        let base = sched_directives(&c.directives, args.span);
+        let base = c.directives.at_call(args.span);
         let cache = self.autotune_cache.borrow().clone();
         if self.session.tune.borrow().timer.is_some() {
             *self.session.cuda_sources.borrow_mut() = it.sources.clone();
@@ -576,7 +575,7 @@ impl KernelObj {
         let bucket = t
             .directives
             .grad_bucket
-            .map_or(crate::dist::GRAD_BUCKET_BYTES, |b| b.max(1) as u64);
+            .map_or(crate::dist::GRAD_BUCKET_BYTES, |b| b.max(1));
         let overlap = t.directives.overlap.unwrap_or(true);
         s.on_mesh.set(s.on_mesh.get() + 1);
         crate::tensor::sharded::open_log(s);

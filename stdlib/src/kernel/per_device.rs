@@ -208,7 +208,7 @@ impl KernelObj {
             };
             let fired = optimize(&mut graph, &opts, &it.sources)
                 .map_err(|e| e.to_diagnostic().or_at(args.span))?;
-            let lowered = lower(&graph, &sched_directives(&t.directives, args.span), target)?;
+            let lowered = lower(&graph, &t.directives.at_call(args.span), target)?;
             let c = Compiled::new(
                 KernelCode {
                     traced: local,

@@ -113,7 +113,7 @@ pub(super) fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Resul
         return Err(nl(k, "too large an attention"));
     }
     let mma = if s.tensor_cores && part == AttnPart::Out {
-        crate::schedule::lower::attention_mma(g, &k.inputs, &k.ty)
+        crate::schedule::fit::attention_mma(g, &k.inputs, &k.ty)
     } else {
         None
     };
@@ -132,18 +132,16 @@ pub(super) fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Resul
             "a query tile that is not 4..32 rows, a multiple of 4",
         ));
     }
-    use crate::schedule::lower::{attention_elem_bytes, fma_attention_smem, FMA_ATTENTION_SMEM};
+    use crate::schedule::fit::{
+        attention_elem_bytes, attention_grad_smem, fma_attention_smem, FMA_ATTENTION_SMEM,
+    };
     let eb = attention_elem_bytes(g, &k.inputs, &k.ty);
     let smem = match part {
         AttnPart::Out => fma_attention_smem(eb, u64::from(bm), u64::from(bn), dq as u64, dv as u64),
         AttnPart::Lse => fma_attention_smem(eb, u64::from(bm), u64::from(bn), dq as u64, 0),
-        AttnPart::Grad(_) => crate::kernels::attention_grad::smem_bytes(
-            eb,
-            u64::from(bm),
-            u64::from(bn),
-            dq as u64,
-            dv as u64,
-        ),
+        AttnPart::Grad(_) => {
+            attention_grad_smem(eb, u64::from(bm), u64::from(bn), dq as u64, dv as u64)
+        }
     };
     if mma.is_none() && smem > FMA_ATTENTION_SMEM {
         return Err(nl(

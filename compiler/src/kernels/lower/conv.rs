@@ -180,7 +180,7 @@ pub(super) fn conv_tile(g: &Graph, k: &Kernel, tk: &mut TileKernel) -> Result<()
             }
         };
         let tile = s.tile;
-        if !crate::kernels::conv_mma::tile_ok(tile) {
+        if !crate::schedule::fit::conv_mma_tile_ok(tile) {
             return Err(nl(
                 k,
                 format!("an implicit-GEMM convolution tile of {tile:?} (BM and BN 32, 64 or 128; BK 16 or 32)"),

@@ -97,14 +97,11 @@ pub(super) fn matmul_tile(
                 ))
             }
         };
-        let [wm, wn] = s.warp;
-        if !(pow2(wm) && pow2(wn)) || bk % 16 != 0 || s.stages == 0 {
-            return Err(nl(k, "warp tiles that are not powers of two"));
-        }
-        let threads = (bm / wm) * (bn / wn) * 32;
-        if (bm * bk) % threads != 0 || (bk * bn) % threads != 0 || threads > 1024 {
-            return Err(nl(k, "a tile the threads cannot load evenly"));
-        }
+        // the schedule check refuses these (schedule::fit); a kernel lowered on its own
+        // still falls back
+        let threads = crate::schedule::fit::mma_threads(s.tile, s.warp)
+            .filter(|_| s.stages > 0)
+            .ok_or_else(|| nl(k, "a warp tile or tile the threads cannot load evenly"))?;
         tk.block = [threads, 1, 1];
         tk.shape = Shape::MatmulMma {
             m,
@@ -122,7 +119,7 @@ pub(super) fn matmul_tile(
         if u64::from(bm) * u64::from(bn) < 32 {
             return Err(nl(k, "a tile of fewer than 32 outputs (one warp)"));
         }
-        let threads = crate::kernels::matmul_fma::even_threads(bm, bn, bk)
+        let threads = crate::schedule::fit::fma_even_threads(bm, bn, bk)
             .filter(|_| s.stages >= 2)
             .ok_or_else(|| nl(k, "a tile the threads cannot load evenly"))?;
         tk.block = [threads as u32, 1, 1];

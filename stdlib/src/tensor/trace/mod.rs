@@ -96,7 +96,7 @@ pub struct TraceCtx {
     /// Sharded tensors the body read from outside (captured): each is a graph param after the
     /// arguments' ones, so that the call runs on their mesh as if they had been passed.
     pub sharded: RefCell<Vec<(Value, ValueId)>>,
-    pub directives: RefCell<crate::directives::Directives>,
+    pub directives: RefCell<tessera_compiler::schedule::Directives>,
     /// False once the trace has ended: a traced tensor that escaped cannot be used.
     pub active: Cell<bool>,
     /// The trace is differentiated (`graph.grad`): an op without a derivative says so.
