@@ -73,7 +73,10 @@ const CRATES: &[(&str, &[&str])] = &[
             "graph_mod",
         ],
     ),
-    // lang/src: ast, lex and parse import each other
+    (
+        "lang/src",
+        &["span", "diag", "read", "ast", "lex", "parse", "eval"],
+    ),
 ];
 
 /// module → module it references → the first file (relative to `src/`) that does.

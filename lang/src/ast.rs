@@ -122,7 +122,72 @@ pub struct Expr {
 impl Expr {
     /// Calls `f` on each direct sub-expression, in source order.
     pub fn for_each_child<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {
-        crate::parse::for_each_child(self, f)
+        match &self.kind {
+            ExprKind::Int(_)
+            | ExprKind::Float(_)
+            | ExprKind::Str(_)
+            | ExprKind::Bool(_)
+            | ExprKind::None
+            | ExprKind::Name(_)
+            | ExprKind::Error => {}
+            ExprKind::FString(parts) => {
+                for p in parts {
+                    if let FStringPart::Expr { expr, .. } = p {
+                        f(expr);
+                    }
+                }
+            }
+            ExprKind::List(v) | ExprKind::Tuple(v) => v.iter().for_each(f),
+            ExprKind::Dict(v) => v.iter().for_each(|(k, x)| {
+                f(k);
+                f(x);
+            }),
+            ExprKind::Unary { operand, .. } => f(operand),
+            ExprKind::Binary { left, right, .. } | ExprKind::BoolOp { left, right, .. } => {
+                f(left);
+                f(right);
+            }
+            ExprKind::Compare { left, ops } => {
+                f(left);
+                for (_, e) in ops {
+                    f(e);
+                }
+            }
+            ExprKind::IfExp { test, body, orelse } => {
+                f(test);
+                f(body);
+                f(orelse);
+            }
+            ExprKind::Call { func, args } => {
+                f(func);
+                for a in args {
+                    match a {
+                        Arg::Positional(e) | Arg::Keyword(_, e) | Arg::Star(e) => f(e),
+                    }
+                }
+            }
+            ExprKind::Attribute { value, .. } => f(value),
+            ExprKind::Subscript { value, index } => {
+                f(value);
+                f(index);
+            }
+            ExprKind::Slice { lo, hi, step } => {
+                for e in [lo, hi, step].into_iter().flatten() {
+                    f(e);
+                }
+            }
+            ExprKind::ListComp {
+                elt,
+                target,
+                iter,
+                conds,
+            } => {
+                f(elt);
+                f(target);
+                f(iter);
+                conds.iter().for_each(f);
+            }
+        }
     }
 }
 

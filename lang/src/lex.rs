@@ -8,7 +8,7 @@ mod strings;
 
 pub use layout::{layout, Layout};
 
-use crate::ast::{BinOp, FStringPart};
+use crate::ast::{BinOp, Expr, FStringPart};
 use crate::diag::{Code, Diagnostic};
 use crate::span::{FileId, Span};
 use chumsky::span::SimpleSpan;
@@ -363,8 +363,21 @@ pub struct Lexed {
 const MAX_FSTRING_DEPTH: u32 = 4;
 
 /// Lexes `source[range]`; spans are offsets into the whole `source`.
-/// `fdepth` counts the f-string replacement fields we are inside of.
-pub fn lex(source: &str, range: Range<usize>, file: FileId, fdepth: u32) -> Lexed {
+/// How the lexer parses the expression of an f-string's replacement field: the parser's
+/// expression entry, passed in so that the lexer sits below the parser. It takes the source, the
+/// field's byte range, the file and the depth of fields inside the expression.
+pub type FieldParser = fn(&str, Range<usize>, FileId, u32) -> Result<Expr, Vec<Diagnostic>>;
+
+/// What the lexer needs for f-strings: the field parser and how many fields deep it is.
+#[derive(Copy, Clone)]
+pub struct Fields {
+    pub parse: FieldParser,
+    pub depth: u32,
+}
+
+/// `fields` parses the expressions of f-string replacement fields and counts the fields we are
+/// inside of.
+pub fn lex(source: &str, range: Range<usize>, file: FileId, fields: Fields) -> Lexed {
     let base = range.start;
     let text = source.get(range).unwrap_or("");
     let mut out = Lexed::default();
@@ -466,7 +479,7 @@ pub fn lex(source: &str, range: Range<usize>, file: FileId, fdepth: u32) -> Lexe
                     );
                     Tok::Error
                 } else {
-                    strings::decode(source, start..base + r.end, file, fdepth, &mut out.diags)
+                    strings::decode(source, start..base + r.end, file, fields, &mut out.diags)
                 }
             }
             Ok(Raw::Dec) => {

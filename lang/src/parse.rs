@@ -12,7 +12,6 @@ mod grammar;
 pub(crate) mod limits;
 mod params;
 
-pub(crate) use limits::for_each_child;
 pub use limits::{MAX_EXPR_DEPTH, MAX_NESTING};
 
 use crate::ast::{Expr, Module};
@@ -61,7 +60,7 @@ struct Parsed {
 }
 
 fn parse_all(source: &str, file: FileId) -> Parsed {
-    let lexed = lex::lex(source, 0..source.len(), file, 0);
+    let lexed = lex::lex(source, 0..source.len(), file, fields(0));
     let mut diags = lexed.diags;
     let layout = lex::layout(source, file, lexed.toks, false);
     diags.extend(layout.diags);
@@ -206,13 +205,21 @@ fn global_params(body: &[crate::ast::Stmt], diags: &mut Vec<Diagnostic>) {
 }
 
 /// Parses `source[range]` as one expression (also the fields of f-strings, at `fdepth`).
+/// The lexer's f-string field parser, [`parse_expr_in`], at `depth` fields deep.
+fn fields(depth: u32) -> lex::Fields {
+    lex::Fields {
+        parse: parse_expr_in,
+        depth,
+    }
+}
+
 pub(crate) fn parse_expr_in(
     source: &str,
     range: Range<usize>,
     file: FileId,
     fdepth: u32,
 ) -> Result<Expr, Vec<Diagnostic>> {
-    let lexed = lex::lex(source, range.clone(), file, fdepth);
+    let lexed = lex::lex(source, range.clone(), file, fields(fdepth));
     let mut diags = lexed.diags;
     let layout = lex::layout(source, file, lexed.toks, true);
     diags.extend(layout.diags);
@@ -310,7 +317,7 @@ fn last_logical_line_start(source: &str) -> usize {
     let mut start = trimmed.rfind(['\n', '\r']).map(|i| i + 1).unwrap_or(0);
     // walk back over lines inside an open bracket or string: take the start of the line
     // holding the first token of the last logical line
-    let lexed = lex::lex(source, 0..source.len(), 0, 0);
+    let lexed = lex::lex(source, 0..source.len(), 0, fields(0));
     let layout = lex::layout(source, 0, lexed.toks, false);
     let toks = layout.toks;
     // the last `Newline` before the final one ends the previous logical line

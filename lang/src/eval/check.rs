@@ -12,7 +12,7 @@
 use super::{Interp, Value};
 use crate::ast::{Expr, ExprKind, Module, Stmt, StmtKind};
 use crate::diag::{suggest, Code, Diagnostic};
-use crate::parse::limits::for_each_child;
+
 use std::collections::HashSet;
 use std::rc::Rc;
 
@@ -62,7 +62,7 @@ impl Interp {
                 ExprKind::Attribute { .. } => attrs.push(e),
                 _ => {}
             }
-            for_each_child(e, &mut |c| stack.push(c));
+            e.for_each_child(&mut |c| stack.push(c));
         }
         let known = |n: &str| bound.contains(n) || self.get_global(n).is_some();
         let mut out = Vec::new();

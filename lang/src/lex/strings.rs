@@ -100,7 +100,7 @@ pub(super) fn decode(
     source: &str,
     range: Range<usize>,
     file: FileId,
-    fdepth: u32,
+    fields: super::Fields,
     diags: &mut Vec<Diagnostic>,
 ) -> Tok {
     let text = source.get(range.clone()).unwrap_or("");
@@ -127,7 +127,7 @@ pub(super) fn decode(
     let body_end = range.end.saturating_sub(close_len).max(body_start);
     let before = diags.len();
     let tok = if s.fstr {
-        let parts = fstring(source, body_start..body_end, s.raw, file, fdepth, diags);
+        let parts = fstring(source, body_start..body_end, s.raw, file, fields, diags);
         Tok::FStr(parts.into())
     } else {
         let body = source.get(body_start..body_end).unwrap_or("");
@@ -244,7 +244,7 @@ fn fstring(
     range: Range<usize>,
     raw: bool,
     file: FileId,
-    fdepth: u32,
+    fields: super::Fields,
     diags: &mut Vec<Diagnostic>,
 ) -> Vec<FStringPart> {
     let body = source.get(range.clone()).unwrap_or("");
@@ -301,7 +301,7 @@ fn fstring(
                     file,
                     diags,
                 ));
-                match field(source, at, body, i, file, fdepth, diags) {
+                match field(source, at, body, i, file, fields, diags) {
                     Some((mut field_parts, next)) => {
                         // `{x=}` puts its own text in front
                         if let Some(FStringPart::Literal(t)) = field_parts.first() {
@@ -334,7 +334,7 @@ fn field(
     body: &str,
     open: usize,
     file: FileId,
-    fdepth: u32,
+    fields: super::Fields,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<(Vec<FStringPart>, usize)> {
     let b = body.as_bytes();
@@ -403,7 +403,7 @@ fn field(
         );
         return None;
     }
-    if fdepth >= super::MAX_FSTRING_DEPTH {
+    if fields.depth >= super::MAX_FSTRING_DEPTH {
         diags.push(
             Diagnostic::new(Code::E0001, "f-strings are nested too deeply").at(Span::new(
                 file,
@@ -413,7 +413,7 @@ fn field(
         );
         return None;
     }
-    let expr = match crate::parse::parse_expr_in(source, expr_range, file, fdepth + 1) {
+    let expr = match (fields.parse)(source, expr_range, file, fields.depth + 1) {
         Ok(e) => e,
         Err(ds) => {
             diags.extend(ds);

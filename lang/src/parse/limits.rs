@@ -226,76 +226,6 @@ fn prefix_position(prev: Option<&Tok>) -> bool {
     )
 }
 
-/// Calls `f` on each direct sub-expression.
-pub(crate) fn for_each_child<'a>(e: &'a Expr, f: &mut impl FnMut(&'a Expr)) {
-    match &e.kind {
-        ExprKind::Int(_)
-        | ExprKind::Float(_)
-        | ExprKind::Str(_)
-        | ExprKind::Bool(_)
-        | ExprKind::None
-        | ExprKind::Name(_)
-        | ExprKind::Error => {}
-        ExprKind::FString(parts) => {
-            for p in parts {
-                if let FStringPart::Expr { expr, .. } = p {
-                    f(expr);
-                }
-            }
-        }
-        ExprKind::List(v) | ExprKind::Tuple(v) => v.iter().for_each(f),
-        ExprKind::Dict(v) => v.iter().for_each(|(k, x)| {
-            f(k);
-            f(x);
-        }),
-        ExprKind::Unary { operand, .. } => f(operand),
-        ExprKind::Binary { left, right, .. } | ExprKind::BoolOp { left, right, .. } => {
-            f(left);
-            f(right);
-        }
-        ExprKind::Compare { left, ops } => {
-            f(left);
-            for (_, e) in ops {
-                f(e);
-            }
-        }
-        ExprKind::IfExp { test, body, orelse } => {
-            f(test);
-            f(body);
-            f(orelse);
-        }
-        ExprKind::Call { func, args } => {
-            f(func);
-            for a in args {
-                match a {
-                    Arg::Positional(e) | Arg::Keyword(_, e) | Arg::Star(e) => f(e),
-                }
-            }
-        }
-        ExprKind::Attribute { value, .. } => f(value),
-        ExprKind::Subscript { value, index } => {
-            f(value);
-            f(index);
-        }
-        ExprKind::Slice { lo, hi, step } => {
-            for e in [lo, hi, step].into_iter().flatten() {
-                f(e);
-            }
-        }
-        ExprKind::ListComp {
-            elt,
-            target,
-            iter,
-            conds,
-        } => {
-            f(elt);
-            f(target);
-            f(iter);
-            conds.iter().for_each(f);
-        }
-    }
-}
-
 /// The span of a node deeper than `limit`, if any (iterative).
 pub(crate) fn too_deep(e: &Expr, limit: usize) -> Option<Span> {
     let mut stack: Vec<(&Expr, usize)> = vec![(e, 1)];
@@ -303,7 +233,7 @@ pub(crate) fn too_deep(e: &Expr, limit: usize) -> Option<Span> {
         if d > limit {
             return Some(e.span);
         }
-        for_each_child(e, &mut |c| stack.push((c, d + 1)));
+        e.for_each_child(&mut |c| stack.push((c, d + 1)));
     }
     None
 }
