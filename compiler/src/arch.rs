@@ -332,11 +332,15 @@ impl Target {
 }
 
 /// A Vulkan device whose rates Tessera does not know: the cost model's figures for `spirv`
-/// are sm_80's CUDA-core ones (no tensor cores), the shared memory Vulkan's lavapipe gives.
+/// are sm_80's CUDA-core ones (no tensor cores), the shared memory Vulkan's lavapipe gives
+/// (`maxComputeSharedMemorySize`, 32 KiB).
 const VULKAN: Spec = Spec {
     gpu: "Vulkan device (model: A100 CUDA-core rates)",
     smem_per_sm: 32 * KIB,
     max_smem_per_block: 32 * KIB,
+    // Vulkan reserves no shared memory per workgroup (CUDA's 1 KiB is a CUDA driver's): a
+    // block of the whole 32 KiB fits, as `schedule::fit` lets it
+    reserved_smem_per_block: 0,
     mma_shapes: &[],
     peak_tflops: Peaks {
         fp64: 9.7,

@@ -229,7 +229,12 @@ impl Blame {
 
 /// Checks one kernel's schedule against the target and its template (E0300 rules of SPEC §5):
 /// threads per block, the MMA shape, shared memory, then the matmul templates' own limits.
-pub fn verify_kernel(k: &Kernel, target: Target, blame: &Blame) -> Result<(), ScheduleError> {
+pub fn verify_kernel(
+    g: &Graph,
+    k: &Kernel,
+    target: Target,
+    blame: &Blame,
+) -> Result<(), ScheduleError> {
     let s = &k.schedule;
     let limits = target.limits();
     if s.threads == 0 || s.threads > limits.max_threads_per_block {
@@ -281,13 +286,19 @@ pub fn verify_kernel(k: &Kernel, target: Target, blame: &Blame) -> Result<(), Sc
             }
         }
     }
-    let smem = s.smem_bytes(k.kind);
+    let stats = super::prologue_smem(g, k);
+    let smem = s.smem_bytes(k.kind) + stats;
     let limit = u64::from(limits.max_dynamic_shared_bytes);
     if smem > limit {
+        let prologue = if stats > 0 {
+            format!(" + {stats} for the norm prologue's row statistics")
+        } else {
+            String::new()
+        };
         return Err(blame.error(
             &[blame.stages, blame.tile],
             format!(
-                "kernel '{}' needs {smem} bytes of shared memory per block ({} stages × ({bm}·{bk} + {bk}·{bn}) × {} bytes), over {}'s limit of {limit}{}",
+                "kernel '{}' needs {smem} bytes of shared memory per block ({} stages × ({bm}·{bk} + {bk}·{bn}) × {} bytes{prologue}), over {}'s limit of {limit}{}",
                 k.name,
                 s.stages,
                 s.elem_bytes,

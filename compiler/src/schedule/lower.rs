@@ -317,7 +317,7 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Program, Sched
     // Without a call (a graph lowered on its own) it is reported at the kernel's op.
     for k in &p.kernels {
         let blame = Blame::of(d, d.span.unwrap_or(k.span));
-        verify_kernel(k, target, &blame)?;
+        verify_kernel(g, k, target, &blame)?;
     }
     verify(&p)?;
     Ok(p)

@@ -29,6 +29,21 @@ use crate::graph::{DType, Graph, Op, TensorType, ValueId};
 use std::fmt::Write as _;
 use tessera_lang::{SourceMap, Span};
 
+/// The shared memory a matmul's norm prologue adds to its tiles: its rows' statistics (mean
+/// and 1/std, 2·BM fp32, or fp64 for an fp64 A); 0 for other kernels.
+pub fn prologue_smem(g: &Graph, k: &Kernel) -> u64 {
+    match g.op(k.root) {
+        Some(op @ Op::Matmul { a, .. }) if crate::graph::prologue_of(op).is_some() => {
+            let es = match g.ty(*a).map(|t| t.dtype) {
+                Some(DType::F64) => 8,
+                _ => 4,
+            };
+            2 * u64::from(k.schedule.tile[0]) * es
+        }
+        _ => 0,
+    }
+}
+
 /// How one kernel is tiled.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Schedule {
@@ -144,19 +159,11 @@ pub fn print(p: &Program, sources: &SourceMap) -> String {
                 attrs.push(format!("stages = {}", s.stages));
                 attrs.push(format!("tensor_cores = {}", s.tensor_cores));
                 attrs.push(format!("async_copy = {}", s.async_copy));
-                // a norm prologue adds its rows' statistics (mean, 1/std: 2·BM fp32 or fp64)
                 let norm = p.graph.op(k.root).and_then(crate::graph::prologue_of);
-                let stats = match (norm, p.graph.op(k.root)) {
-                    (Some(_), Some(Op::Matmul { a, .. })) => {
-                        let es = match p.graph.ty(*a).map(|t| t.dtype) {
-                            Some(DType::F64) => 8,
-                            _ => 4,
-                        };
-                        2 * u64::from(s.tile[0]) * es
-                    }
-                    _ => 0,
-                };
-                attrs.push(format!("smem = {}", s.smem_bytes(k.kind) + stats));
+                attrs.push(format!(
+                    "smem = {}",
+                    s.smem_bytes(k.kind) + prologue_smem(&p.graph, k)
+                ));
                 if let Some(n) = norm {
                     attrs.push(format!("prologue = {}", n.norm.name()));
                 }
@@ -256,7 +263,7 @@ pub fn verify(p: &Program) -> Result<(), ScheduleError> {
                 call: None,
             });
         }
-        verify_kernel(k, p.target, &Blame::call(k.span))?;
+        verify_kernel(&p.graph, k, p.target, &Blame::call(k.span))?;
     }
     Ok(())
 }
