@@ -205,8 +205,9 @@ fn global_params(body: &[crate::ast::Stmt], diags: &mut Vec<Diagnostic>) {
 }
 
 /// Parses `source[range]` as one expression (also the fields of f-strings, at `fdepth`).
-/// The lexer's f-string field parser, [`parse_expr_in`], at `depth` fields deep.
-fn fields(depth: u32) -> lex::Fields {
+/// The lexer's f-string field parser, [`parse_expr_in`], at `depth` fields deep (0: the
+/// top of a file, for a caller of [`lex::lex`]).
+pub fn fields(depth: u32) -> lex::Fields {
     lex::Fields {
         parse: parse_expr_in,
         depth,

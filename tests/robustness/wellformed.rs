@@ -15,6 +15,7 @@ use std::collections::BTreeSet;
 use tessera_lang::eval::{Interp, Value};
 use tessera_lang::lex::{lex, Tok};
 use tessera_lang::parse;
+use tessera_lang::parse::fields;
 
 const INTS: &[&str] = &[
     "0",
@@ -151,7 +152,7 @@ fn splice(src: &str, lo: usize, hi: usize, text: &str) -> String {
 
 /// One mutation of `src`, or `None` when the kind picked does not apply to it.
 fn mutate_once(src: &str, vocab: &Vocab, rng: &mut Rng) -> Option<String> {
-    let toks: Vec<(Tok, std::ops::Range<usize>)> = lex(src, 0..src.len(), 0, 0)
+    let toks: Vec<(Tok, std::ops::Range<usize>)> = lex(src, 0..src.len(), 0, fields(0))
         .toks
         .into_iter()
         .map(|(t, s)| (t, s.start..s.end))
