@@ -227,6 +227,66 @@ impl Blame {
     }
 }
 
+/// `schedule.use_tensor_cores(True)` on a kernel that could run on tensor cores (a matmul, a
+/// convolution, an attention) but is scheduled without them: E0300 naming why, at the
+/// directive, rather than the CUDA-core kernel in its place (SPEC §5: every directive takes
+/// effect or is refused). `asked`: the body's directive was `True`.
+pub fn tensor_cores_honoured(
+    g: &Graph,
+    k: &Kernel,
+    asked: bool,
+    target: Target,
+    blame: &Blame,
+) -> Result<(), ScheduleError> {
+    if !asked
+        || k.schedule.tensor_cores
+        || !matches!(k.kind, Kind::Matmul | Kind::Conv | Kind::FlashAttention)
+    {
+        return Ok(());
+    }
+    // the product's operands (a fused epilogue's or prologue's inputs are not)
+    let operands = match g.op(k.root) {
+        Some(crate::graph::Op::Matmul { a, b, .. }) => vec![*a, *b],
+        Some(op) => op.operands(),
+        None => k.inputs.clone(),
+    };
+    let mut dtypes: Vec<String> = Vec::new();
+    for v in operands {
+        if let Some(t) = g.ty(v) {
+            let n = t.dtype.name().to_string();
+            if !dtypes.contains(&n) {
+                dtypes.push(n);
+            }
+        }
+    }
+    let why = if !target.tensor_cores() {
+        format!("{} has no tensor cores", target.name())
+    } else {
+        match k.kind {
+            Kind::Matmul => format!(
+                "its operands are {}: tensor cores take bf16 or fp16 pairs (fp8 and tf32 are not generated yet)",
+                dtypes.join(" and ")
+            ),
+            Kind::FlashAttention => format!(
+                "its operands are {}: the tensor-core attention takes bf16 or fp16 with a head dimension that is a multiple of 16",
+                dtypes.join(", ")
+            ),
+            _ => format!(
+                "its operands are {}: the implicit-GEMM convolution takes bf16 or fp16 with at least 16 channels per group",
+                dtypes.join(" and ")
+            ),
+        }
+    };
+    Err(blame.error(
+        &[blame.tensor_cores],
+        format!(
+            "kernel '{}' cannot run on tensor cores as schedule.use_tensor_cores(True) asks: {why}",
+            k.name
+        ),
+        "leave use_tensor_cores out (the compiler then picks), or give it operands the tensor cores take",
+    ))
+}
+
 /// Checks one kernel's schedule against the target and its template (E0300 rules of SPEC §5):
 /// threads per block, the MMA shape, shared memory, then the matmul templates' own limits.
 pub fn verify_kernel(

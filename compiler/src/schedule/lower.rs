@@ -266,6 +266,8 @@ fn schedule_for(
 
 /// Schedules an optimised graph for `target` with the kernel body's directives.
 pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Program, ScheduleError> {
+    // `use_tensor_cores(True)` is honoured or refused per kernel (fit::tensor_cores_honoured)
+    let asked_tc = d.tensor_cores == Some(true);
     // a target without tensor cores (spirv) schedules every kernel for the CUDA-core kinds
     let no_mma;
     let d = if target.tensor_cores() {
@@ -317,6 +319,7 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Program, Sched
     // Without a call (a graph lowered on its own) it is reported at the kernel's op.
     for k in &p.kernels {
         let blame = Blame::of(d, d.span.unwrap_or(k.span));
+        crate::schedule::fit::tensor_cores_honoured(g, k, asked_tc, target, &blame)?;
         verify_kernel(g, k, target, &blame)?;
     }
     verify(&p)?;
