@@ -51,6 +51,7 @@ fn matmul(sources: &mut SourceMap, dtype: DType, [m, k, n]: [usize; 3]) -> Graph
             b,
             accum: None,
             epilogue: vec![],
+            tile: None,
         },
         TensorType::new(vec![m, n], dtype),
         span,

@@ -366,6 +366,7 @@ fn eval_one(
             b,
             accum,
             epilogue,
+            ..
         } => Val::T(matmul_cpu(vals, captures, *a, *b, *accum, epilogue)?),
         Op::Reduce {
             op,

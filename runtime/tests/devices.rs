@@ -121,6 +121,7 @@ fn cases() -> Vec<Case> {
                 b,
                 accum: None,
                 epilogue: vec![],
+                tile: None,
             },
             ty(&[64, 80], DType::BF16),
             s,

@@ -40,6 +40,7 @@ fn ln_linear(pair: bool) -> Graph {
             b: w,
             accum: None,
             epilogue: vec![],
+            tile: None,
         },
         bf16(&[256, 256]),
         sp,

@@ -390,6 +390,7 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             b,
             accum,
             epilogue,
+            ..
         } => steps::matmul_steps(g, *a, *b, *accum, epilogue),
         Op::Reduce {
             op,

@@ -58,6 +58,7 @@ pub(crate) fn bf16_matmul(m: usize, n: usize, k: usize) -> Graph {
             b,
             accum: None,
             epilogue: vec![],
+            tile: None,
         },
         TensorType::new(vec![m, n], DType::BF16),
         sp,

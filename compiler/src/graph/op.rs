@@ -71,6 +71,9 @@ pub enum Op {
         b: ValueId,
         accum: Option<DType>,
         epilogue: Vec<EpilogueStep>,
+        /// `op.matmul(..., tile_shape=(BM, BN, BK))`: this product's tile, as `schedule.tile`
+        /// gives every product of the body (SPEC §5).
+        tile: Option<[u32; 3]>,
     },
     /// A reduction over one axis (`None`: all of them).
     Reduce {

@@ -180,12 +180,16 @@ impl Printer<'_> {
                 b,
                 accum,
                 epilogue,
+                tile,
             } => {
                 let dt = |v: &ValueId| g.ty(*v).map(|t| t.dtype);
                 let mut v = Vec::new();
                 if let (Some(da), Some(db)) = (dt(a), dt(b)) {
                     let res = accum.unwrap_or(crate::graph::DType::promote(da, db));
                     v.push(format!("accum = {}", accumulator(da, db, res)));
+                }
+                if let Some([bm, bn, bk]) = tile {
+                    v.push(format!("tile_shape = [{bm}, {bn}, {bk}]"));
                 }
                 let (prologue, rest) = super::split_steps(epilogue);
                 if let (Some(p), Some(first)) = (prologue, epilogue.first()) {

@@ -57,6 +57,7 @@ fn mm(g: &mut Graph, a: ValueId, b: ValueId, ty: TensorType, line: usize) -> Val
             b,
             accum: None,
             epilogue: vec![],
+            tile: None,
         },
         ty,
         at(line),

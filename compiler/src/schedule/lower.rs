@@ -289,6 +289,18 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Program, Sched
             .into_iter()
             .filter(|v| !matches!(g.op(*v), Some(Op::Const { .. })))
             .collect();
+        // `op.matmul(..., tile_shape=...)`: that product's tile, blamed at its call
+        let own;
+        let d = match op {
+            Op::Matmul { tile: Some(t), .. } => {
+                let mut x = d.clone();
+                x.tile = Some(*t);
+                x.given_at(crate::schedule::Directive::Tile, g.span(id));
+                own = x;
+                &own
+            }
+            _ => d,
+        };
         let mut schedule = schedule_for(g, kind, op, ty, &inputs, d);
         if !target.tensor_cores() && kind == Kind::Matmul && d.tile.is_none() {
             // a tile the compiler picked; a user's is checked as given (fit::verify_kernel)
@@ -318,6 +330,16 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Program, Sched
     // A directive the target cannot run is reported at that directive, with the kernel call.
     // Without a call (a graph lowered on its own) it is reported at the kernel's op.
     for k in &p.kernels {
+        let own;
+        let d = match g.op(k.root) {
+            Some(Op::Matmul { tile: Some(_), .. }) => {
+                let mut x = d.clone();
+                x.given_at(crate::schedule::Directive::Tile, k.span);
+                own = x;
+                &own
+            }
+            _ => d,
+        };
         let blame = Blame::of(d, d.span.unwrap_or(k.span));
         crate::schedule::fit::tensor_cores_honoured(g, k, asked_tc, target, &blame)?;
         verify_kernel(g, k, target, &blame)?;

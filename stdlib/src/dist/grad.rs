@@ -526,6 +526,7 @@ fn on_mesh_rule<'a>(
             b,
             accum,
             epilogue,
+            ..
         } if epilogue.is_empty() => crate::tensor::sharded::exec::matmul(
             &get(*a)?.value()?,
             &get(*b)?.value()?,

@@ -279,8 +279,10 @@ pub(super) const OP: &[(&str, &str)] = &[
         a 1-D operand is a vector, batch dimensions broadcast, mismatched inner dimensions are \
         E0200. Floats accumulate in fp32 (fp64 for fp64; tf32 rounds the operands first), ints in \
         int64; the result dtype is `accum_dtype` when given, else the promoted input dtype. \
-        `tile_shape` must be a list of ints but is not used yet. In a kernel bf16/fp16 pairs run \
-        on tensor cores and a following bias or activation fuses into the epilogue.",
+        In a kernel `tile_shape=(BM, BN, BK)` is `schedule.tile` for this one product (E0300 at \
+        the call when the target cannot run it); eagerly it is checked and has nothing to tile. \
+        In a kernel bf16/fp16 pairs run on tensor cores and a following bias or activation fuses \
+        into the epilogue.",
     ),
     (
         "op.max",

@@ -184,6 +184,7 @@ pub(super) fn matmul(g: &mut Graph, a: ValueId, b: ValueId) -> R<ValueId> {
             b,
             accum: None,
             epilogue: vec![],
+            tile: None,
         },
     )
 }

@@ -123,6 +123,7 @@ pub fn run(g: &mut Graph, _cx: &PassCx) -> Fired {
                 b,
                 accum,
                 mut epilogue,
+                tile,
             }) = g.op(cur).cloned()
             else {
                 break;
@@ -163,6 +164,7 @@ pub fn run(g: &mut Graph, _cx: &PassCx) -> Fired {
                 b,
                 accum,
                 epilogue,
+                tile,
             };
             for x in user_op.operands() {
                 if let Some(n) = uses.get_mut(x.index()) {

@@ -109,6 +109,7 @@ pub fn run(g: &mut Graph, cx: &PassCx) -> Fired {
             b,
             accum,
             epilogue,
+            tile,
         }) = g.op(m).cloned()
         else {
             continue;
@@ -129,6 +130,7 @@ pub fn run(g: &mut Graph, cx: &PassCx) -> Fired {
                 b,
                 accum,
                 epilogue,
+                tile,
             },
             ct,
         );
@@ -162,6 +164,7 @@ mod tests {
                 b,
                 accum: None,
                 epilogue: vec![],
+                tile: None,
             },
             t(&[16, 12], f),
             sp,

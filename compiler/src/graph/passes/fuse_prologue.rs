@@ -47,6 +47,7 @@ pub fn run(g: &mut Graph, _cx: &PassCx) -> Fired {
             b,
             accum,
             epilogue,
+            tile,
         }) = g.op(id).cloned()
         else {
             continue;
@@ -132,6 +133,7 @@ pub fn run(g: &mut Graph, _cx: &PassCx) -> Fired {
                 b,
                 accum,
                 epilogue: steps,
+                tile,
             },
             ty,
         );

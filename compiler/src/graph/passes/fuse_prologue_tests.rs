@@ -61,6 +61,7 @@ fn matmul(g: &mut Graph, a: ValueId, b: ValueId, ty: TensorType) -> ValueId {
             b,
             accum: None,
             epilogue: vec![],
+            tile: None,
         },
         ty,
         at(3),
@@ -318,6 +319,7 @@ fn the_verifier_admits_a_prologue_only_first_and_over_k() {
         b,
         accum,
         mut epilogue,
+        ..
     }) = g.op(out).cloned()
     else {
         panic!("not a matmul")
@@ -340,6 +342,7 @@ fn the_verifier_admits_a_prologue_only_first_and_over_k() {
             b,
             accum,
             epilogue: bad,
+            tile: None,
         },
         ty.clone(),
     );
@@ -364,6 +367,7 @@ fn the_verifier_admits_a_prologue_only_first_and_over_k() {
                 step: Epilogue::Prologue(pr),
                 span: p.span,
             }],
+            tile: None,
         },
         ty,
     );

@@ -211,6 +211,7 @@ mod tests {
                     b: w,
                     accum: None,
                     epilogue: vec![],
+                    tile: None,
                 },
                 t(&[6, 3]),
                 sp,

@@ -26,6 +26,7 @@ fn matmul(dtype: DType) -> Graph {
             b,
             accum: None,
             epilogue: vec![],
+            tile: None,
         },
         TensorType::new(vec![64, 80], dtype),
         sp,

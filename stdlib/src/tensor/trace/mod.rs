@@ -447,7 +447,7 @@ impl SymTensor {
                 (TArg::Scalar(_), _) | (_, TArg::Scalar(_)) => {
                     return None;
                 }
-                _ => t_matmul(ctx, l, r, None, span),
+                _ => t_matmul(ctx, l, r, None, None, span),
             },
         })
     }

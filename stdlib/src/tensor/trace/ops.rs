@@ -79,6 +79,7 @@ pub fn t_matmul(
     a: &TArg,
     b: &TArg,
     accum: Option<DType>,
+    tile: Option<[u32; 3]>,
     span: Span,
 ) -> Result<Value, Diagnostic> {
     let (Some(aa), Some(ba)) = (a.tensor(), b.tensor()) else {
@@ -93,6 +94,7 @@ pub fn t_matmul(
             b: bi,
             accum,
             epilogue: vec![],
+            tile,
         },
         aval,
         span,
@@ -522,11 +524,42 @@ pub fn t_matmul_call(_: &mut Interp, ctx: &Rc<TraceCtx>, c: &Call) -> R {
     let acc = opt(&c.a, 2)
         .map(|x| dtype_arg(&x.value, x.span))
         .transpose()?;
-    if let Some(ts) = opt(&c.a, 3) {
-        ints_arg(&ts.value, ts.span)?;
-    }
+    let tile = match opt(&c.a, 3) {
+        Some(ts) if !matches!(ts.value, Value::None) => Some(tile_shape(&ts.value, ts.span)?),
+        _ => None,
+    };
     let (a, b) = (tensor_at(ctx, &c.a, 0)?, tensor_at(ctx, &c.a, 1)?);
-    t_matmul(ctx, &a, &b, acc, c.span)
+    t_matmul(ctx, &a, &b, acc, tile, c.span)
+}
+
+/// `tile_shape=(BM, BN, BK)` of a traced `op.matmul` (or `(BM, BN)`: the kernel's default
+/// BK, as `schedule.tile` takes it): each size 1..=65536 (E0300 otherwise).
+fn tile_shape(v: &Value, span: Span) -> Result<[u32; 3], Diagnostic> {
+    let t = ints_arg(v, span)?;
+    if !(2..=3).contains(&t.len()) {
+        return Err(Diagnostic::new(
+            Code::E0300,
+            format!(
+                "tile_shape must be (BM, BN, BK) or (BM, BN), got {} sizes",
+                t.len()
+            ),
+        )
+        .at(span));
+    }
+    let mut out = [0u32; 3];
+    for (o, &x) in out.iter_mut().zip(&t) {
+        *o = u32::try_from(x)
+            .ok()
+            .filter(|x| (1..=65536).contains(x))
+            .ok_or_else(|| {
+                Diagnostic::new(
+                    Code::E0300,
+                    format!("tile_shape sizes must be between 1 and 65536, got {x}"),
+                )
+                .at(span)
+            })?;
+    }
+    Ok(out)
 }
 
 /// A row function (`softmax`, `logsumexp`): the eager form on the shape-only tensor gives
