@@ -330,17 +330,11 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Program, Sched
     // A directive the target cannot run is reported at that directive, with the kernel call.
     // Without a call (a graph lowered on its own) it is reported at the kernel's op.
     for k in &p.kernels {
-        let own;
-        let d = match g.op(k.root) {
-            Some(Op::Matmul { tile: Some(_), .. }) => {
-                let mut x = d.clone();
-                x.given_at(crate::schedule::Directive::Tile, k.span);
-                own = x;
-                &own
-            }
-            _ => d,
-        };
-        let blame = Blame::of(d, d.span.unwrap_or(k.span));
+        let mut blame = Blame::of(d, d.span.unwrap_or(k.span));
+        if let Some(Op::Matmul { tile: Some(_), .. }) = g.op(k.root) {
+            // the product's own `tile_shape=`: its call
+            blame.tile = Some(k.span);
+        }
         crate::schedule::fit::tensor_cores_honoured(g, k, asked_tc, target, &blame)?;
         verify_kernel(g, k, target, &blame)?;
     }
