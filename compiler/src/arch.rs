@@ -58,6 +58,11 @@ impl Target {
         !self.is_spirv()
     }
 
+    /// Whether the target copies global memory to shared memory asynchronously (`cp.async`).
+    pub fn async_copy(self) -> bool {
+        !self.is_spirv()
+    }
+
     pub fn parse(s: &str) -> Option<Target> {
         Target::ALL.into_iter().find(|t| t.name() == s)
     }

@@ -37,6 +37,7 @@ pub fn matmul_fma(
     dims: [u32; 3],
     tile: [u32; 3],
     stages: u32,
+    async_copy: bool,
     batch: MatmulBatch,
 ) -> R<Kernel> {
     let (ad, bd, steps) = matmul_parts(g, tk)?;
@@ -174,6 +175,13 @@ pub fn matmul_fma(
                 b.store_shared(fty, dst, 0, &[v.into()], None);
                 return;
             }
+            if !async_copy {
+                // `schedule.async_copy(False)`: a load (0 past the edges) and a shared store
+                let bits = if esize == 8 { Ty::B64 } else { Ty::B32 };
+                let v = b.load(bits, src, imm(0), Some(ok), &[imm(0)])[0];
+                b.store_shared(bits, dst, 0, &[v.into()], g);
+                return;
+            }
             let src = select_view(b, ok, src, base);
             let size = b.select(Ty::U32, ok, imm(esize), imm(0));
             b.copy_async(
@@ -240,7 +248,9 @@ pub fn matmul_fma(
     for st in 0..si - 1 {
         let kt = b.mov(Ty::U32, imm(st));
         issue(&mut b, kt, None);
-        b.commit();
+        if async_copy {
+            b.commit();
+        }
     }
     // a norm prologue: the rows' statistics while the first tiles load
     let stats = p
@@ -265,8 +275,10 @@ pub fn matmul_fma(
         let next = b.add(Ty::U32, kt, imm(si - 1));
         let has_next = b.cmp(Cmp::Lt, Ty::U32, next, nk);
         issue(b, next, Some(has_next));
-        b.commit();
-        b.wait(stages - 1);
+        if async_copy {
+            b.commit();
+            b.wait(stages - 1);
+        }
         b.barrier();
         let st = stage_of(b, stages, kt);
         if let (Some(nm), Some(stats)) = (&p.norm, &stats) {

@@ -70,6 +70,8 @@ struct MmaCopy {
     slot_step: Option<Value>,
     /// Whether slot 0 may lie past the tile (fewer chunks than threads).
     partial: bool,
+    /// Chunks of 4 bytes or more move with `cp.async` (else a load and a shared store).
+    async_copy: bool,
 }
 
 impl MmaCopy {
@@ -139,6 +141,7 @@ impl MmaCopy {
             slots,
             slot_step,
             partial: total < threads,
+            async_copy: true,
         }
     }
 
@@ -185,7 +188,19 @@ impl MmaCopy {
             };
             prev = Some(src);
             let soff = (dr * self.cols + dc * self.ve) * self.esize;
-            if vb >= 4 {
+            if vb >= 4 && !self.async_copy {
+                // `schedule.async_copy(False)`: a vector load (0 past the edges) and a shared
+                // store of the chunk's 32-bit words
+                let zeros = vec![imm(0); (vb / 4) as usize];
+                let ld_ok = match guard {
+                    Some(g) => b.bin(BinOp::And, Ty::Pred, g, ok),
+                    None => ok,
+                };
+                let v = b.load(Ty::B32, src, imm(0), Some(ld_ok), &zeros);
+                let v: Vec<Operand> = v.into_iter().map(Operand::from).collect();
+                let d = add_imm(b, dst, soff);
+                b.store_shared(Ty::B32, d, 0, &v, guard);
+            } else if vb >= 4 {
                 let src = select_view(b, ok, src, self.any);
                 let size = b.select(Ty::U32, ok, imm(vb), imm(0));
                 let d = add_imm(b, dst, soff);
@@ -249,6 +264,7 @@ pub fn matmul_mma(
     warp: [u32; 2],
     stages: u32,
     kind: MmaKind,
+    async_copy: bool,
     batch: MatmulBatch,
 ) -> R<Kernel> {
     let (ad, bd, steps) = matmul_parts(g, tk)?;
@@ -286,7 +302,7 @@ pub fn matmul_mma(
     let t = block_tiles(&mut b, tile, esize as u32, stages, [a_swz, b_swz]);
     let (tid, bm, bn, sa0, sb0) = (t.tid, t.bm, t.bn, t.sa0, t.sb0);
     let swz = |buf: Value, on: bool| on.then_some(buf);
-    let a_copy = MmaCopy::new(
+    let mut a_copy = MmaCopy::new(
         &mut b,
         tid,
         ti,
@@ -300,7 +316,7 @@ pub fn matmul_mma(
         sa0,
         swz(t.sa, a_swz),
     );
-    let b_copy = MmaCopy::new(
+    let mut b_copy = MmaCopy::new(
         &mut b,
         tid,
         ti,
@@ -314,6 +330,8 @@ pub fn matmul_mma(
         sb0,
         swz(t.sb, b_swz),
     );
+    a_copy.async_copy = async_copy;
+    b_copy.async_copy = async_copy;
     let lane = b.bin(BinOp::And, Ty::B32, tid, imm(31));
     let warp_id = b.bin(BinOp::Shr, Ty::U32, tid, imm(5));
     let wm = b.bin(BinOp::Div, Ty::U32, warp_id, imm(warps_n));
@@ -377,7 +395,9 @@ pub fn matmul_mma(
         let boff = b.mul(Ty::U32, st, imm(b_stage));
         a_copy.issue(b, kt, aoff, has);
         b_copy.issue(b, kt, boff, has);
-        b.commit();
+        if async_copy {
+            b.commit();
+        }
     };
     for s in 0..si - 1 {
         let kt = b.mov(Ty::U32, imm(s));
@@ -407,14 +427,18 @@ pub fn matmul_mma(
     let mut norm_err = None;
     let acc = b.for_(imm(0), nk, imm(1), &acc0, Some(stages), |b, kt, acc| {
         if stages >= 2 {
-            b.wait(stages - 2);
+            if async_copy {
+                b.wait(stages - 2);
+            }
             b.barrier();
             let next = b.add(Ty::U32, kt, imm(si - 1));
             let has = b.cmp(Cmp::Lt, Ty::U32, next, nk);
             issue(b, next, Some(has));
         } else {
             issue(b, kt, None);
-            b.wait(0);
+            if async_copy {
+                b.wait(0);
+            }
             b.barrier();
         }
         let st = stage_of(b, stages, kt);

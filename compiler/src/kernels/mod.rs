@@ -176,8 +176,9 @@ pub fn build(g: &Graph, tk: &TileKernel) -> R<Kernel> {
             k,
             tile,
             stages,
+            async_copy,
             batch,
-        } => matmul_fma::matmul_fma(g, tk, [*m, *n, *k], *tile, *stages, *batch),
+        } => matmul_fma::matmul_fma(g, tk, [*m, *n, *k], *tile, *stages, *async_copy, *batch),
         Shape::MatmulMma {
             m,
             n,
@@ -186,8 +187,19 @@ pub fn build(g: &Graph, tk: &TileKernel) -> R<Kernel> {
             warp,
             stages,
             kind,
+            async_copy,
             batch,
-        } => matmul_mma::matmul_mma(g, tk, [*m, *n, *k], *tile, *warp, *stages, *kind, *batch),
+        } => matmul_mma::matmul_mma(
+            g,
+            tk,
+            [*m, *n, *k],
+            *tile,
+            *warp,
+            *stages,
+            *kind,
+            *async_copy,
+            *batch,
+        ),
     }
 }
 

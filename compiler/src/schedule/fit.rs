@@ -191,6 +191,7 @@ pub struct Blame {
     pub tile: Option<Span>,
     pub stages: Option<Span>,
     pub tensor_cores: Option<Span>,
+    pub async_copy: Option<Span>,
 }
 
 impl Blame {
@@ -201,6 +202,7 @@ impl Blame {
             tile: None,
             stages: None,
             tensor_cores: None,
+            async_copy: None,
         }
     }
 
@@ -211,6 +213,7 @@ impl Blame {
             tile: d.span_of(Directive::Tile),
             stages: d.span_of(Directive::Stages),
             tensor_cores: d.span_of(Directive::TensorCores),
+            async_copy: d.span_of(Directive::AsyncCopy),
         }
     }
 
@@ -284,6 +287,28 @@ pub fn tensor_cores_honoured(
             k.name
         ),
         "leave use_tensor_cores out (the compiler then picks), or give it operands the tensor cores take",
+    ))
+}
+
+/// `schedule.async_copy(True)` on a matmul for a target without asynchronous copies (spirv):
+/// E0300 at the directive, rather than the loads and stores the kernel gets there.
+pub fn async_copy_honoured(
+    k: &Kernel,
+    asked: Option<bool>,
+    target: Target,
+    blame: &Blame,
+) -> Result<(), ScheduleError> {
+    if asked != Some(true) || k.kind != Kind::Matmul || target.async_copy() {
+        return Ok(());
+    }
+    Err(blame.error(
+        &[blame.async_copy],
+        format!(
+            "kernel '{}' cannot copy its tiles asynchronously as schedule.async_copy(True) asks: {} has no asynchronous copy (cp.async)",
+            k.name,
+            target.name()
+        ),
+        "leave async_copy out on this target: its tiles are loaded and stored to shared memory",
     ))
 }
 

@@ -302,6 +302,9 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Program, Sched
             _ => d,
         };
         let mut schedule = schedule_for(g, kind, op, ty, &inputs, d);
+        // without `cp.async` (spirv) tiles are loaded and stored (an explicit
+        // async_copy(True) is refused below)
+        schedule.async_copy &= target.async_copy();
         if !target.tensor_cores() && kind == Kind::Matmul && d.tile.is_none() {
             // a tile the compiler picked; a user's is checked as given (fit::verify_kernel)
             default_fma_tile(&mut schedule, target, d.stages.is_some());
@@ -336,6 +339,7 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Program, Sched
             blame.tile = Some(k.span);
         }
         crate::schedule::fit::tensor_cores_honoured(g, k, asked_tc, target, &blame)?;
+        crate::schedule::fit::async_copy_honoured(k, d.async_copy, target, &blame)?;
         verify_kernel(g, k, target, &blame)?;
     }
     verify(&p)?;

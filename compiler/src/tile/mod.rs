@@ -283,6 +283,9 @@ pub enum Shape {
         k: u32,
         tile: [u32; 3],
         stages: u32,
+        /// Tiles stream into shared memory with `cp.async` (else a load and a shared store,
+        /// `schedule.async_copy(False)`).
+        async_copy: bool,
         batch: MatmulBatch,
     },
     /// Tensor cores: BM×BN×BK tile, WM×WN warp tile, `mma.sync` of `kind`.
@@ -294,6 +297,8 @@ pub enum Shape {
         warp: [u32; 2],
         stages: u32,
         kind: MmaKind,
+        /// As [`Shape::MatmulFma`]'s.
+        async_copy: bool,
         batch: MatmulBatch,
     },
 }

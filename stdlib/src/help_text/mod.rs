@@ -148,10 +148,11 @@ const OTHER: &[(&str, &str)] = &[
     ),
     (
         "schedule.async_copy",
-        "Directive: copy matmul operand tiles to shared memory asynchronously. With `cp.async`, on \
-        by default; the value shows in the Schedule IR, but the current lowering copies \
-        asynchronously either way. Like every directive it applies to the kernel being traced: \
-        outside an `@op.kernel` body it is E0201.",
+        "Directive: copy matmul operand tiles to shared memory asynchronously with `cp.async` \
+        (on by default). `async_copy(False)` loads them with ordinary loads and shared stores \
+        (no `cp.async`, no commit or wait); the value shows in the Schedule IR. Like every \
+        directive it applies to the kernel being traced: outside an `@op.kernel` body it is \
+        E0201.",
     ),
     (
         "schedule.autotune",

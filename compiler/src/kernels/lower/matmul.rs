@@ -111,6 +111,7 @@ pub(super) fn matmul_tile(
             warp: s.warp,
             stages: s.stages,
             kind,
+            async_copy: s.async_copy,
             batch,
         };
     } else {
@@ -129,6 +130,7 @@ pub(super) fn matmul_tile(
             k: kk,
             tile: s.tile,
             stages: s.stages,
+            async_copy: s.async_copy,
             batch,
         };
     }
