@@ -91,6 +91,8 @@ pub fn lower(g: &Graph, d: &Directives, target: Target) -> Result<Lowered, Diagn
         match kernels::lower::lower(&program.graph, k) {
             Ok(tk) => {
                 tile::verify(&tk).map_err(|e| internal(&k.name, e.to_string()))?;
+                schedule::fit::occupancy_honoured(k, tk.block[0], d)
+                    .map_err(|e| e.to_diagnostic())?;
                 let lowered = match kernels::build(&program.graph, &tk) {
                     Ok(prog) => {
                         // the back ends take a checked program only: the checker runs in

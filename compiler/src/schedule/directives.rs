@@ -98,7 +98,8 @@ pub struct Directives {
     pub stages: Option<u32>,
     pub async_copy: Option<bool>,
     pub vectorize: Option<u32>,
-    /// `occupancy_target(min_warps, max_warps)`: checked and carried; no schedule reads it yet.
+    /// `occupancy_target(min_warps, max_warps)`: the warps per block (Schedule IR lowering picks
+    /// the block of a template that can change it, `fit::occupancy_honoured` refuses the rest).
     pub occupancy: Option<(Option<u32>, Option<u32>)>,
     /// `fusion(mode)`: read by the Graph IR passes.
     pub fusion: Fusion,

@@ -71,6 +71,133 @@ pub fn mma_threads([bm, bn, bk]: [u32; 3], [wm, wn]: [u32; 2]) -> Option<u32> {
     .then_some(threads as u32)
 }
 
+/// The warps-per-block range of `occupancy_target(min_warps, max_warps)` (1 and 32 where a
+/// bound is not given).
+pub fn warp_range((lo, hi): (Option<u32>, Option<u32>)) -> (u32, u32) {
+    (lo.unwrap_or(1), hi.unwrap_or(32))
+}
+
+/// The block size (threads) a kernel whose template takes any power-of-two number of warps
+/// runs under `occupancy_target`: `default` when its warps are in range, else the power of two
+/// in range nearest to it; `default` when there is none (the pipeline then refuses it).
+pub fn occupancy_threads(default: u32, range: (Option<u32>, Option<u32>)) -> u32 {
+    let (lo, hi) = warp_range(range);
+    let w = (default / 32).max(1);
+    if (lo..=hi).contains(&w) {
+        return default;
+    }
+    let dist = |x: u32| (i64::from(x.ilog2()) - i64::from(w.ilog2())).abs();
+    (0..=5)
+        .map(|e| 1u32 << e)
+        .filter(|x| (lo..=hi).contains(x))
+        .min_by_key(|&x| dist(x))
+        .map_or(default, |x| x * 32)
+}
+
+/// The warp tile of a tensor-core matmul on `tile` under `occupancy_target`: `warp` when its
+/// warps are in range, else the valid warp tile ([`mma_threads`]) with warps in range nearest
+/// to `warp`'s count (the larger warp tile on a tie); `warp` when there is none.
+pub fn occupancy_warp_tile(
+    tile: [u32; 3],
+    warp: [u32; 2],
+    range: (Option<u32>, Option<u32>),
+) -> [u32; 2] {
+    let (lo, hi) = warp_range(range);
+    let Some(t) = mma_threads(tile, warp) else {
+        return warp;
+    };
+    let w = t / 32;
+    if (lo..=hi).contains(&w) {
+        return warp;
+    }
+    // nearest count, then the larger warp tile, then the squarer one
+    let mut best: Option<([u32; 2], (i64, i64, i64))> = None;
+    for wm in [16u32, 32, 64, 128] {
+        for wn in [8u32, 16, 32, 64, 128] {
+            if wm > tile[0]
+                || wn > tile[1]
+                || !tile[0].is_multiple_of(wm)
+                || !tile[1].is_multiple_of(wn)
+            {
+                continue;
+            }
+            let Some(th) = mma_threads(tile, [wm, wn]) else {
+                continue;
+            };
+            let x = th / 32;
+            if !(lo..=hi).contains(&x) {
+                continue;
+            }
+            let key = (
+                (i64::from(x.ilog2()) - i64::from(w.ilog2())).abs(),
+                -i64::from(wm * wn),
+                (i64::from(wm.ilog2()) - i64::from(wn.ilog2())).abs(),
+            );
+            if best.is_none_or(|(_, k)| key < k) {
+                best = Some(([wm, wn], key));
+            }
+        }
+    }
+    best.map_or(warp, |(w, _)| w)
+}
+
+/// `occupancy_target(min_warps, max_warps)` against the block a kernel's template runs
+/// (`threads`): E0300 at the directive when its warps are outside the range, naming what fixes
+/// the block size of that kernel.
+pub fn occupancy_honoured(k: &Kernel, threads: u32, d: &Directives) -> Result<(), ScheduleError> {
+    let Some(r) = d.occupancy else {
+        return Ok(());
+    };
+    let (lo, hi) = warp_range(r);
+    let warps = threads.div_ceil(32);
+    if (lo..=hi).contains(&warps) {
+        return Ok(());
+    }
+    let why = match k.kind {
+        Kind::Matmul if k.schedule.tensor_cores && d.warp.is_some() => format!(
+            "its {}x{} tile with the {}x{} warp tile schedule.tile gives takes one warp per warp \
+             tile",
+            k.schedule.tile[0], k.schedule.tile[1], k.schedule.warp[0], k.schedule.warp[1]
+        ),
+        Kind::Matmul if k.schedule.tensor_cores => format!(
+            "its {}x{} tile takes one warp per warp tile, and no warp tile of it gives a count in \
+             range",
+            k.schedule.tile[0], k.schedule.tile[1]
+        ),
+        Kind::Matmul => format!(
+            "the FMA matmul runs one thread per 4x4 outputs of its {}x{} tile",
+            k.schedule.tile[0], k.schedule.tile[1]
+        ),
+        Kind::Elementwise | Kind::Copy | Kind::Row(_) | Kind::LayerNorm | Kind::RmsNorm => {
+            "its template takes a power-of-two number of warps and none is in range".to_string()
+        }
+        _ => format!("the {} template runs a fixed block", k.kind.name()),
+    };
+    let bound = |b: Option<u32>| b.map_or("None".to_string(), |v| v.to_string());
+    let directive = d.span_of(Directive::Occupancy);
+    Err(ScheduleError {
+        message: format!(
+            "kernel '{}' runs {warps} warps per block, outside occupancy_target(min_warps={}, \
+             max_warps={}): {why}",
+            k.name,
+            bound(r.0),
+            bound(r.1)
+        ),
+        help: Some(
+            match k.kind {
+                Kind::Matmul => {
+                    "widen the range, or choose a tile (schedule.tile) whose block is in it"
+                }
+                _ => "widen the range, or leave occupancy_target out of this kernel",
+            }
+            .to_string(),
+        ),
+        span: Some(directive.or(d.span).unwrap_or(k.span)),
+        user: true,
+        call: directive.and(d.span),
+    })
+}
+
 /// Whether the implicit-GEMM convolution takes `tile` (BM, BN, BK): BM and BN 32, 64 or 128,
 /// BK 16 or 32, so that the threads split both tiles evenly.
 pub fn conv_mma_tile_ok([bm, bn, bk]: [u32; 3]) -> bool {

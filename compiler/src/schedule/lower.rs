@@ -113,7 +113,12 @@ fn schedule_for(
                 .map(|t| if t[2] == 0 { [t[0], t[1], tile[2]] } else { t })
                 .unwrap_or(tile);
             let warp = d.warp.unwrap_or(if tc {
-                [warp[0].min(tile[0]), warp[1].min(tile[1])]
+                let w = [warp[0].min(tile[0]), warp[1].min(tile[1])];
+                // `occupancy_target`: a warp tile the user did not give is picked to fit
+                match d.occupancy {
+                    Some(r) => crate::schedule::fit::occupancy_warp_tile(tile, w, r),
+                    None => w,
+                }
             } else {
                 warp
             });
@@ -151,14 +156,15 @@ fn schedule_for(
             let vector = d
                 .vectorize
                 .unwrap_or_else(|| elementwise_vector(g, inputs, ty));
+            let threads = occupancy_threads(256, d);
             Schedule {
-                tile: [256 * vector, 1, 1],
+                tile: [threads * vector, 1, 1],
                 warp: [1, 1],
                 stages: 1,
                 vector,
                 tensor_cores: false,
                 async_copy: false,
-                threads: 256,
+                threads,
                 elem_bytes: (ty.dtype.size_bytes() as u32),
             }
         }
@@ -252,16 +258,25 @@ fn schedule_for(
             }
         }
         Kind::Row(_) | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => Schedule {
-            tile: [4, 1, 1],
+            // a warp per row: `rows_per_block` is the warps per block
+            tile: [occupancy_threads(128, d) / 32, 1, 1],
             warp: [1, 1],
             stages: 1,
             vector: 1,
             tensor_cores: false,
             async_copy: false,
-            threads: 128,
+            threads: occupancy_threads(128, d),
             elem_bytes: (ty.dtype.size_bytes() as u32),
         },
     }
+}
+
+/// `default` threads, or the count `occupancy_target` picks for a template that takes any
+/// power-of-two number of warps.
+fn occupancy_threads(default: u32, d: &Directives) -> u32 {
+    d.occupancy.map_or(default, |r| {
+        crate::schedule::fit::occupancy_threads(default, r)
+    })
 }
 
 /// Schedules an optimised graph for `target` with the kernel body's directives.

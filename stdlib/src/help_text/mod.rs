@@ -172,9 +172,12 @@ const OTHER: &[(&str, &str)] = &[
     ),
     (
         "schedule.occupancy_target",
-        "Directive: the range of warps per SM the kernel should reach. `min_warps` and `max_warps` \
-        are optional positive ints, `min_warps > max_warps` is E0300; the directive is checked and \
-        recorded, but the compiler does not act on it yet.",
+        "Directive: the range of warps per block (optional positive ints; `min_warps > \
+        max_warps` is E0300). Elementwise and row kernels run the power-of-two warp count in \
+        range nearest their default, a tensor-core matmul gets a warp tile whose warps are in \
+        range; the PTX's launch bound `.maxntid` is that block, which caps the registers per \
+        thread, and the profile's occupancy follows. A kernel whose block cannot be brought in \
+        range (a fixed template, an FMA matmul's tile) is E0300 naming why.",
     ),
     (
         "schedule.overlap",
