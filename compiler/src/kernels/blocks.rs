@@ -330,3 +330,33 @@ pub fn add_imm(b: &mut Builder, r: Value, v: i64) -> Value {
         b.add(Ty::U32, r, imm(v))
     }
 }
+
+/// A 2-D tile's element mapping: block `c` takes tile (`c / ⌈C/BN⌉`, `c % ⌈C/BN⌉`) of the
+/// output viewed as `n / C` rows of `C`; thread `t` the `v` elements at row `t / (BN/v)`,
+/// column `(t % (BN/v))·v` of it. Returns the thread's first element and the end of its row
+/// (0 past the last row), so that the tail's `i < limit` keeps each element in its row.
+pub fn tile_2d(b: &mut Builder, [bm, bn, cols]: [u32; 3], n: u64, v: u32) -> (Value, Value) {
+    let (bm, bn, cols, v) = (
+        i64::from(bm),
+        i64::from(bn),
+        i64::from(cols.max(1)),
+        i64::from(v),
+    );
+    let rows = (n as i64) / cols;
+    let tid = b.special(SReg::Tid(Dim::X));
+    let cta = b.special(SReg::Ctaid(Dim::X));
+    let col_tiles = (cols + bn - 1) / bn;
+    let bx = b.bin(BinOp::Rem, Ty::U32, cta, imm(col_tiles));
+    let by = b.bin(BinOp::Div, Ty::U32, cta, imm(col_tiles));
+    let per_row = (bn / v).max(1);
+    let r = b.bin(BinOp::Div, Ty::U32, tid, imm(per_row));
+    let c = b.bin(BinOp::Rem, Ty::U32, tid, imm(per_row));
+    let row = b.fma(Ty::U32, by, imm(bm), r);
+    let c = b.mul(Ty::U32, c, imm(v));
+    let col = b.fma(Ty::U32, bx, imm(bn), c);
+    let base = b.fma(Ty::U32, row, imm(cols), col);
+    let row_end = b.fma(Ty::U32, row, imm(cols), imm(cols));
+    let in_rows = b.cmp(Cmp::Lt, Ty::U32, row, imm(rows));
+    let limit = b.select(Ty::U32, in_rows, row_end, imm(0));
+    (base, limit)
+}

@@ -7,7 +7,7 @@
 //!
 //! Parameters: one view per input (`in0`, …), `out`, `n`.
 
-use super::blocks::{divmod, global_thread, load_elem, store_elem};
+use super::blocks::{divmod, global_thread, load_elem, store_elem, tile_2d};
 use super::{no, R};
 use crate::graph::{DType, Graph};
 use crate::scalar::{BinOp, Cmp, Ty};
@@ -37,6 +37,7 @@ pub fn gather(
     vector: u32,
     dims: &[u32],
     sources: &[GatherSrc],
+    tile: Option<[u32; 3]>,
 ) -> R<Kernel> {
     let od = tk.ty.dtype;
     let mut b = Builder::new(&tk.name, tk.span, tk.grid, tk.block);
@@ -55,9 +56,15 @@ pub fn gather(
         return no("size");
     };
     let nr = b.param("n", Type::Scalar(Ty::U32), ParamRole::Size(n32));
-    let gid = global_thread(&mut b);
     let v = i64::from(vector.max(1));
-    let first = b.mul(Ty::U32, gid, imm(v));
+    // the first element of this thread and the end of its run (n, or its row's end)
+    let (first, nr) = match tile {
+        None => {
+            let gid = global_thread(&mut b);
+            (b.mul(Ty::U32, gid, imm(v)), nr)
+        }
+        Some(t) => tile_2d(&mut b, t, n, vector.max(1)),
+    };
     // Every source has the output's dtype: move the bits (no conversion).
     let raw = sources
         .iter()

@@ -258,18 +258,15 @@ pub fn tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Result<(), N
     let sources = gather_map(k, g, op, &k.ty.shape)?;
     let (dims, sources) = simplify(&k.ty.shape, sources);
     let vector = s.vector.max(1);
-    let grid = n.div_ceil(u64::from(s.threads * vector));
-    tk.grid = [
-        u32::try_from(grid).map_err(|_| nl(k, "grid too large"))?,
-        1,
-        1,
-    ];
+    let (grid, tile) = crate::kernels::lower::grid_of(k, n, vector)?;
+    tk.grid = [grid, 1, 1];
     tk.block = [s.threads, 1, 1];
     tk.shape = Shape::Gather {
         n,
         vector,
         dims,
         sources,
+        tile,
     };
     Ok(())
 }

@@ -11,7 +11,7 @@
 //! zero, an integer `**` with a negative exponent, a float → int cast of NaN or out of range): a thread whose element hits one stores
 //! 1 into it.
 
-use super::blocks::{global_thread, load_elem, load_int, round_tf32, store_elem};
+use super::blocks::{global_thread, load_elem, load_int, round_tf32, store_elem, tile_2d};
 use super::values::{
     binary_val, cast_to_int, conv, int_divmod, int_pair, int_pow, int_val, is_float, is_int,
     unary_val, wrap8, Val,
@@ -450,7 +450,13 @@ impl Ew<'_> {
 }
 
 /// The Tile IR of a [`Shape::Elementwise`](crate::tile::Shape::Elementwise) kernel.
-pub fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Kernel> {
+pub fn elementwise(
+    g: &Graph,
+    tk: &TileKernel,
+    n: u64,
+    vector: u32,
+    tile: Option<[u32; 3]>,
+) -> R<Kernel> {
     let body = body_of(g, tk)?;
     let mut b = Builder::new(&tk.name, tk.span, tk.grid, tk.block);
     let mut ins = vec![];
@@ -495,12 +501,20 @@ pub fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Kernel>
         outs,
         status,
     };
-    let gid = global_thread(&mut b);
     let v = vector.max(1);
-    let base = b.mul(Ty::U32, gid, imm(i64::from(v)));
-    if v > 1 {
+    // the first element of this thread and the end of its run (n, or its row's end)
+    let (base, limit) = match tile {
+        None => {
+            let gid = global_thread(&mut b);
+            (b.mul(Ty::U32, gid, imm(i64::from(v))), nr)
+        }
+        Some(t) => tile_2d(&mut b, t, n, v),
+    };
+    // a row of a 2-D tile starts on a multiple of v only when the rows are
+    let aligned = tile.is_none_or(|[_, _, cols]| cols % v == 0);
+    if v > 1 && aligned {
         let end = b.add(Ty::U32, base, imm(i64::from(v)));
-        let full = b.cmp(Cmp::Le, Ty::U32, end, nr);
+        let full = b.cmp(Cmp::Le, Ty::U32, end, limit);
         let (mut rv, mut rt): (R<()>, R<()>) = (Ok(()), Ok(()));
         b.if_(
             full,
@@ -511,7 +525,7 @@ pub fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Kernel>
                 vec![]
             },
             |b| {
-                rt = ew.tail(b, base, v, nr);
+                rt = ew.tail(b, base, v, limit);
                 b.at(tk.span);
                 vec![]
             },
@@ -519,7 +533,7 @@ pub fn elementwise(g: &Graph, tk: &TileKernel, n: u64, vector: u32) -> R<Kernel>
         rv?;
         rt?;
     } else {
-        ew.tail(&mut b, base, v, nr)?;
+        ew.tail(&mut b, base, v, limit)?;
     }
     Ok(b.finish())
 }

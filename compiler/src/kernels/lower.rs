@@ -75,7 +75,11 @@ pub fn lower(g: &Graph, k: &Kernel) -> Result<TileKernel, NotLowered> {
         ty: k.ty.clone(),
         grid: [1, 1, 1],
         block: [s.threads, 1, 1],
-        shape: Shape::Elementwise { n: 0, vector: 1 },
+        shape: Shape::Elementwise {
+            n: 0,
+            vector: 1,
+            tile: None,
+        },
         span: sp,
     };
     match k.kind {
@@ -124,17 +128,35 @@ fn elementwise_tile(g: &Graph, k: &Kernel, op: &Op, tk: &mut TileKernel) -> Resu
     if n == 0 || n > u64::from(u32::MAX) {
         return Err(nl(k, "empty or too large (>2^32 elements)"));
     }
-    let grid = ceil(n, u64::from(s.threads * s.vector));
-    tk.grid = [
-        u32::try_from(grid).map_err(|_| nl(k, "grid too large"))?,
-        1,
-        1,
-    ];
+    let (grid, tile) = grid_of(k, n, s.vector)?;
+    tk.grid = [grid, 1, 1];
     tk.shape = Shape::Elementwise {
         n,
         vector: s.vector,
+        tile,
     };
     Ok(())
+}
+
+/// The grid of a kernel without a reduction dimension over `n` output elements, `vector` per
+/// thread, and its 2-D tile when the schedule has one (BK 0): (BM, BN, C), one BM×BN tile of
+/// the output as rows of its last dim C per block ([`super::blocks::tile_2d`]).
+pub(super) fn grid_of(
+    k: &Kernel,
+    n: u64,
+    vector: u32,
+) -> Result<(u32, Option<[u32; 3]>), NotLowered> {
+    let s = &k.schedule;
+    let (grid, tile) = if s.tile[2] == 0 {
+        let cols = k.ty.shape.last().map_or(1, |&c| c as u64).max(1);
+        let [bm, bn] = [u64::from(s.tile[0].max(1)), u64::from(s.tile[1].max(1))];
+        let tile = [s.tile[0], s.tile[1], u32_of(k, cols as usize)?];
+        (ceil(cols, bn) * ceil(n / cols, bm), Some(tile))
+    } else {
+        (ceil(n, u64::from((s.threads * vector.max(1)).max(1))), None)
+    };
+    let grid = u32::try_from(grid).map_err(|_| nl(k, "grid too large"))?;
+    Ok((grid, tile))
 }
 
 /// The tile mapping of a fused reduction: the axis kernel with the elementwise body as its prologue.
@@ -342,19 +364,15 @@ fn take_tile(
     if total == 0 || biggest > u64::from(u32::MAX) {
         return Err(nl(k, "empty or too large (>2^32 elements)"));
     }
-    let s = &k.schedule;
-    tk.grid = [
-        u32::try_from(ceil(total, u64::from(s.threads.max(1))))
-            .map_err(|_| nl(k, "grid too large"))?,
-        1,
-        1,
-    ];
+    let (grid, tile) = grid_of(k, total, 1)?;
+    tk.grid = [grid, 1, 1];
     tk.shape = Shape::Take {
         outer: outer as u32,
         n: n as u32,
         k: kk as u32,
         inner: inner as u32,
         scatter,
+        tile,
     };
     Ok(())
 }

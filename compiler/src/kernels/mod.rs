@@ -63,7 +63,9 @@ pub fn build(g: &Graph, tk: &TileKernel) -> R<Kernel> {
         return no("complex dtypes (c64, c128)");
     }
     match &tk.shape {
-        Shape::Elementwise { n, vector } if matches!(g.op(tk.root), Some(Op::Complex { .. })) => {
+        Shape::Elementwise { n, vector, .. }
+            if matches!(g.op(tk.root), Some(Op::Complex { .. })) =>
+        {
             complex::build(g, tk, *n, *vector)
         }
         Shape::Fft(d) => fft::fft(g, tk, d),
@@ -152,7 +154,9 @@ pub fn build(g: &Graph, tk: &TileKernel) -> R<Kernel> {
             bcast.as_ref(),
             *part == AttnPart::Lse,
         ),
-        Shape::Elementwise { n, vector } => elementwise::elementwise(g, tk, *n, *vector),
+        Shape::Elementwise { n, vector, tile } => {
+            elementwise::elementwise(g, tk, *n, *vector, *tile)
+        }
         Shape::Conv(d) => match &d.mma {
             Some(m) => conv_mma::build(g, tk, d, m),
             None => conv::build(g, tk, d),
@@ -163,13 +167,15 @@ pub fn build(g: &Graph, tk: &TileKernel) -> R<Kernel> {
             k,
             inner,
             scatter,
-        } => take::build(g, tk, [*outer, *n, *k, *inner], *scatter),
+            tile,
+        } => take::build(g, tk, [*outer, *n, *k, *inner], *scatter, *tile),
         Shape::Gather {
             n,
             vector,
             dims,
             sources,
-        } => copy::gather(g, tk, *n, *vector, dims, sources),
+            tile,
+        } => copy::gather(g, tk, *n, *vector, dims, sources, *tile),
         Shape::MatmulFma {
             m,
             n,

@@ -12,7 +12,7 @@
 //! the operands in their order (`take`: x, index; `scatter_add`: index, src), `out`,
 //! [`status`], `n` (the output's element count).
 
-use super::blocks::global_thread;
+use super::blocks::{global_thread, tile_2d};
 use super::elementwise::{load_val, store_val};
 use super::values::{conv, Val};
 use super::{no, R};
@@ -48,7 +48,13 @@ fn flag(b: &mut Builder, status: Value, ok: Value) {
 }
 
 /// The Tile IR of a [`Shape::Take`](crate::tile::Shape::Take) kernel.
-pub fn build(g: &Graph, tk: &TileKernel, dims: [u32; 4], scatter: bool) -> R<Kernel> {
+pub fn build(
+    g: &Graph,
+    tk: &TileKernel,
+    dims: [u32; 4],
+    scatter: bool,
+    tile: Option<[u32; 3]>,
+) -> R<Kernel> {
     let [outer, n, k, inner] = dims;
     let mut b = Builder::new(&tk.name, tk.span, tk.grid, tk.block);
     let mut views = vec![];
@@ -77,7 +83,11 @@ pub fn build(g: &Graph, tk: &TileKernel, dims: [u32; 4], scatter: bool) -> R<Ker
         return no("size");
     };
     let nr = b.param("n", Type::Scalar(Ty::U32), ParamRole::Size(total));
-    let gid = global_thread(&mut b);
+    // this thread's element, and the end of its run (n, or its row's end)
+    let (gid, nr) = match tile {
+        None => (global_thread(&mut b), nr),
+        Some(t) => tile_2d(&mut b, t, u64::from(total), 1),
+    };
     let live = b.cmp(Cmp::Lt, Ty::U32, gid, nr);
     let mut res: R<()> = Ok(());
     b.when(live, |b| {

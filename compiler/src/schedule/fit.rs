@@ -439,6 +439,39 @@ pub fn async_copy_honoured(
     ))
 }
 
+/// A 2-D `schedule.tile((BM, BN))` on a kernel without a reduction dimension: the elementwise
+/// template takes it when BN is a multiple of the vector width; the copy and complex templates
+/// take no 2-D tile yet (E0300 at the directive).
+fn elementwise_tile_2d(g: &Graph, k: &Kernel, blame: &Blame) -> Result<(), ScheduleError> {
+    let s = &k.schedule;
+    let why = if matches!(g.op(k.root), Some(crate::graph::Op::Complex { .. })) {
+        Some("complex elementwise kernels run a 1-D block and take no 2-D tile yet".to_string())
+    } else if s.vector == 0 || !s.tile[1].is_multiple_of(s.vector) {
+        Some(format!(
+            "BN = {} is not a multiple of the vector width {} (schedule.vectorize)",
+            s.tile[1], s.vector
+        ))
+    } else if !s.threads.is_multiple_of(32) {
+        Some(format!(
+            "BM·BN / vector = {} threads is not a whole number of warps (32 threads)",
+            s.threads
+        ))
+    } else {
+        None
+    };
+    match why {
+        None => Ok(()),
+        Some(why) => Err(blame.error(
+            &[blame.tile],
+            format!(
+                "kernel '{}' cannot take the 2-D tile ({}, {}): {why}",
+                k.name, s.tile[0], s.tile[1]
+            ),
+            "leave schedule.tile out of this kernel, or give a tile of whole warps whose BN the vector width divides",
+        )),
+    }
+}
+
 /// Checks one kernel's schedule against the target and its template (E0300 rules of SPEC §5):
 /// threads per block, the MMA shape, shared memory, then the matmul templates' own limits.
 pub fn verify_kernel(
@@ -468,6 +501,9 @@ pub fn verify_kernel(
             ),
             "use a smaller tile or a larger warp tile",
         ));
+    }
+    if matches!(k.kind, Kind::Elementwise | Kind::Copy) && s.tile[2] == 0 {
+        elementwise_tile_2d(g, k, blame)?;
     }
     if k.kind != Kind::Matmul {
         return Ok(());

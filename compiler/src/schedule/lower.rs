@@ -156,6 +156,32 @@ fn schedule_for(
             let vector = d
                 .vectorize
                 .unwrap_or_else(|| elementwise_vector(g, inputs, ty));
+            // a 2-D tile (BM, BN): one BM×BN tile of the output (as rows of its last dim) per
+            // block, BM·BN / vector threads (a 3-D tile is a matmul's: SPEC §5)
+            if let Some([bm, bn, 0]) = d.tile {
+                // the default vector narrowed to one that divides BN; a given one is checked
+                let vector = match d.vectorize {
+                    // a take or scatter_add kernel moves one element per thread
+                    _ if matches!(op, Op::Take { .. } | Op::ScatterAdd { .. }) => 1,
+                    Some(v) => v,
+                    None => (0..=vector.max(1).ilog2())
+                        .rev()
+                        .map(|e| 1u32 << e)
+                        .find(|&v| bn % v == 0)
+                        .unwrap_or(1),
+                };
+                let threads = u64::from(bm) * u64::from(bn) / u64::from(vector.max(1));
+                return Schedule {
+                    tile: [bm, bn, 0],
+                    warp: [1, 1],
+                    stages: 1,
+                    vector,
+                    tensor_cores: false,
+                    async_copy: false,
+                    threads: u32::try_from(threads).unwrap_or(u32::MAX),
+                    elem_bytes: (ty.dtype.size_bytes() as u32),
+                };
+            }
             let threads = occupancy_threads(256, d);
             Schedule {
                 tile: [threads * vector, 1, 1],

@@ -168,6 +168,10 @@ pub fn print(p: &Program, sources: &SourceMap) -> String {
                     attrs.push(format!("prologue = {}", n.norm.name()));
                 }
             }
+            Kind::Elementwise | Kind::Copy if s.tile[2] == 0 => {
+                attrs.push(format!("tile = [{}, {}]", s.tile[0], s.tile[1]));
+                attrs.push(format!("vector = {}", s.vector));
+            }
             Kind::Elementwise | Kind::Copy => {
                 attrs.push(format!("block_elems = {}", s.tile[0]));
                 attrs.push(format!("vector = {}", s.vector));

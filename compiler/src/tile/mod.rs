@@ -207,6 +207,8 @@ pub enum Shape {
         k: u32,
         inner: u32,
         scatter: bool,
+        /// As [`Shape::Elementwise`]'s (one element per thread).
+        tile: Option<[u32; 3]>,
     },
     /// A copy kernel (transpose, broadcast, slice, concat): `n` output elements, `vector`
     /// consecutive ones per thread, each read from the first of `sources` that selects it.
@@ -216,6 +218,8 @@ pub enum Shape {
         vector: u32,
         dims: Vec<u32>,
         sources: Vec<GatherSrc>,
+        /// As [`Shape::Elementwise`]'s.
+        tile: Option<[u32; 3]>,
     },
     /// A reduction of `[outer, len, inner]` over the middle axis (`inner` > 1): a block of
     /// 32 columns × 8 row slices (lane ↔ column, so loads are coalesced), fp32 partials
@@ -235,8 +239,14 @@ pub enum Shape {
         len: u32,
         inner: u32,
     },
-    /// `n` elements, `vector` per thread.
-    Elementwise { n: u64, vector: u32 },
+    /// `n` elements, `vector` per thread: consecutive groups of `vector` by global thread, or
+    /// with `tile` = (BM, BN, C) one BM×BN tile of the output viewed as rows of C (its last
+    /// dim) per block (a 2-D `schedule.tile`).
+    Elementwise {
+        n: u64,
+        vector: u32,
+        tile: Option<[u32; 3]>,
+    },
     /// `rows × cols`, one warp per row, `warps` rows per block; or, `row_block`, one block
     /// of `warps` warps per row (few long rows: [`row_block`]).
     /// The max and the sum of exponentials of each row, then `out` written.

@@ -200,8 +200,9 @@ const OTHER: &[(&str, &str)] = &[
     (
         "schedule.tile",
         "Directive: the block tile `(BM, BN, BK)`, and the warp tile `warp=(WM, WN)`. `(BM, BN)` \
-        for a kernel without a reduction dimension (a direct convolution; elementwise kernels keep \
-        their own block size). A warp tile that does not divide the block is E0300, and so, when \
+        for a kernel without a reduction dimension: a direct convolution, or an elementwise kernel \
+        (one BM×BN tile of the output, as rows of its last dim, per block: BM·BN / vector threads, \
+        whole warps; copies take none yet, E0300). A warp tile that does not divide the block is E0300, and so, when \
         the kernel compiles, is a tile needing over 1024 threads or too much shared memory, or one \
         not a multiple of the MMA shape with tensor cores.",
     ),

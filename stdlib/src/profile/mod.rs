@@ -170,6 +170,7 @@ pub fn tile_text(k: &Kernel) -> String {
         // the implicit GEMM: output channels × output pixels × input channels per k-tile
         Kind::Conv if s.tensor_cores => format!("{}x{}x{}", s.tile[0], s.tile[1], s.tile[2]),
         Kind::FlashAttention | Kind::Conv => format!("{}x{}", s.tile[0], s.tile[1]),
+        Kind::Elementwise | Kind::Copy if s.tile[2] == 0 => format!("{}x{}", s.tile[0], s.tile[1]),
         Kind::Elementwise | Kind::Copy => format!("{}/block", s.tile[0]),
         Kind::Spectral => format!("line {}", s.tile[0]),
         Kind::Row(_) | Kind::LayerNorm | Kind::RmsNorm | Kind::Reduce => {
