@@ -42,6 +42,8 @@ pub enum Origin {
     Cache,
     /// `TESSERA_AUTOTUNE=off`: the model's pick, no cache.
     Off,
+    /// The config of a tuned entry of nearby shapes (these, as the report prints them).
+    Interpolated(String),
 }
 
 /// One kernel signature's tuning in this session.
@@ -82,6 +84,9 @@ pub struct Candidate {
 /// The session's autotuner.
 pub struct State {
     pub enabled: bool,
+    /// A shape near a tuned one reuses its config (`autotune.enable(True, interpolate=False)`
+    /// turns it off).
+    pub interpolate: bool,
     /// Entries known this session (loaded from cache files, tuned, `load_cache`).
     pub entries: Vec<Entry>,
     loaded: HashSet<PathBuf>,
@@ -99,6 +104,7 @@ impl Default for State {
     fn default() -> State {
         State {
             enabled: true,
+            interpolate: true,
             entries: Vec::new(),
             loaded: HashSet::new(),
             unusable: HashSet::new(),
@@ -289,6 +295,11 @@ pub fn tune(
             }
         }
     }
+    if !off && state.borrow().interpolate {
+        if let Some(l) = interpolate(state, target, &key, &path, base, &c, started) {
+            return Ok(Some(l));
+        }
+    }
     let opts = c.directives.autotune.clone();
     let max_trials = opts.as_ref().map_or(50, |o| o.max_trials).max(1) as usize;
     let budget = opts
@@ -396,6 +407,7 @@ pub fn tune(
         .to_string(),
         candidates: ranking.ranked.len() as u32,
         trials,
+        interpolated_from: None,
     };
     let mut st = state.borrow_mut();
     if let Some(c) = st.candidates.get_mut(first + chosen_at) {
@@ -414,6 +426,71 @@ pub fn tune(
         elapsed: started.elapsed(),
     });
     Ok(Some(chosen.lowered))
+}
+
+/// A shape near a tuned one (SPEC §6; [`cache::near`]): the config of the nearest searched
+/// entry, lowered for these shapes with no search, measured once where a GPU timer exists, and
+/// stored marked `interpolated_from`. `None`: no such entry, or its config does not lower here.
+fn interpolate(
+    state: &RefCell<State>,
+    target: Target,
+    key: &Key,
+    path: &Path,
+    base: &Directives,
+    c: &Tunable,
+    started: Instant,
+) -> Option<Lowered> {
+    let from = {
+        let st = state.borrow();
+        st.entries
+            .iter()
+            .filter(|e| e.interpolated_from.is_none())
+            .filter_map(|e| cache::near(key, &e.key).map(|d| (d, e)))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, e)| e.clone())?
+    };
+    let ranking = tune::rank(
+        c.graph,
+        base,
+        target,
+        std::slice::from_ref(&from.config),
+        None,
+        &mut || {},
+    );
+    let r = ranking.ranked.into_iter().next()?;
+    let timer = state.borrow().timer.clone();
+    let measured_us = timer.and_then(|t| {
+        (0..r.lowered.program.kernels.len())
+            .map(|k| t.time_us(&r.lowered, k).ok())
+            .sum::<Option<f64>>()
+    });
+    let entry = Entry {
+        key: key.clone(),
+        config: r.config.clone(),
+        predicted_us: r.predicted_us,
+        measured_us,
+        source: if measured_us.is_some() {
+            "measured"
+        } else {
+            "model"
+        }
+        .to_string(),
+        candidates: 0,
+        trials: u32::from(measured_us.is_some()),
+        interpolated_from: Some(from.key.shapes.clone()),
+    };
+    let mut st = state.borrow_mut();
+    st.upsert(entry.clone());
+    st.persist(path, &entry);
+    st.events.push(Event {
+        entry,
+        origin: Origin::Interpolated(shapes_text(&from.key)),
+        ranked: 0,
+        pruned: 0,
+        trials: u32::from(measured_us.is_some()),
+        elapsed: started.elapsed(),
+    });
+    Some(r.lowered)
 }
 
 /// A progress bar on stderr when it is a terminal and the search is long enough to watch.
@@ -439,6 +516,18 @@ fn shapes_text(k: &Key) -> String {
         .map(|(s, d)| {
             let dims: Vec<String> = s.iter().map(|x| x.to_string()).collect();
             format!("{}[{}]", d, dims.join(","))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Shapes as `[1000,512] [512,1000]`.
+fn dims_text(shapes: &[Vec<usize>]) -> String {
+    shapes
+        .iter()
+        .map(|s| {
+            let d: Vec<String> = s.iter().map(|x| x.to_string()).collect();
+            format!("[{}]", d.join(","))
         })
         .collect::<Vec<_>>()
         .join(" ")
@@ -473,12 +562,12 @@ pub fn report(st: &State) -> TableObj {
                 .measured_us
                 .map_or("-".to_string(), crate::profile::fmt_time),
             e.entry.source.clone(),
-            match e.origin {
-                Origin::Tuned => "tuned",
-                Origin::Cache => "cache",
-                Origin::Off => "off",
-            }
-            .to_string(),
+            match &e.origin {
+                Origin::Tuned => "tuned".to_string(),
+                Origin::Cache => "cache".to_string(),
+                Origin::Off => "off".to_string(),
+                Origin::Interpolated(from) => format!("interpolated from {from}"),
+            },
             e.ranked.to_string(),
             e.pruned.to_string(),
             e.trials.to_string(),
@@ -527,7 +616,10 @@ pub fn report(st: &State) -> TableObj {
             crate::profile::fmt_time(e.predicted_us),
             e.measured_us
                 .map_or("-".to_string(), crate::profile::fmt_time),
-            e.source.clone(),
+            match &e.interpolated_from {
+                None => e.source.clone(),
+                Some(from) => format!("{}, interpolated from {}", e.source, dims_text(from)),
+            },
             e.candidates.to_string(),
             e.trials.to_string(),
         ]);
@@ -617,24 +709,34 @@ pub fn module(state: Rc<RefCell<State>>) -> Module {
     let s = state.clone();
     m.set(
         "enable",
-        Value::native("enable", "enable(on=True)", move |_, args| {
-            let a = args.bind("enable", &[], &["on"])?;
-            let on = match a.into_iter().flatten().next() {
-                Some(x) => match x.value {
-                    Value::Bool(b) => b,
-                    other => {
-                        return Err(Diagnostic::new(
-                            Code::E0101,
-                            format!("on must be a bool, not {}", other.type_name()),
-                        )
-                        .at(x.span))
+        Value::native(
+            "enable",
+            "enable(on=True, interpolate=True)",
+            move |_, args| {
+                let a = args.bind("enable", &[], &["on", "interpolate"])?;
+                let flag = |i: usize, name: &str| -> Result<Option<bool>, Diagnostic> {
+                    match a.get(i).cloned().flatten() {
+                        Some(x) => match x.value {
+                            Value::Bool(b) => Ok(Some(b)),
+                            other => Err(Diagnostic::new(
+                                Code::E0101,
+                                format!("{name} must be a bool, not {}", other.type_name()),
+                            )
+                            .at(x.span)),
+                        },
+                        None => Ok(None),
                     }
-                },
-                None => true,
-            };
-            s.borrow_mut().enabled = on;
-            Ok(Value::None)
-        }),
+                };
+                let on = flag(0, "on")?.unwrap_or(true);
+                let interpolate = flag(1, "interpolate")?;
+                let mut st = s.borrow_mut();
+                st.enabled = on;
+                if let Some(i) = interpolate {
+                    st.interpolate = i;
+                }
+                Ok(Value::None)
+            },
+        ),
     );
     let s = state.clone();
     m.set(

@@ -54,6 +54,40 @@ pub struct Entry {
     pub candidates: u32,
     /// Candidates measured on the device.
     pub trials: u32,
+    /// The shapes of the tuned entry whose config this one reuses (a shape within an eighth of
+    /// it: [`near`]); absent for a searched entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interpolated_from: Option<Vec<Vec<usize>>>,
+}
+
+/// Whether `tuned` (a searched entry's key) is near `key`: the same op, dtypes, arch, compiler
+/// and source, shapes of the same ranks, and every dimension within an eighth of the tuned
+/// one (`|d − t| · 8 ≤ t`). The distance (the sum of `|d − t| / t`) when it is.
+pub fn near(key: &Key, tuned: &Key) -> Option<f64> {
+    if key.op != tuned.op
+        || key.dtypes != tuned.dtypes
+        || key.arch != tuned.arch
+        || key.compiler != tuned.compiler
+        || key.source != tuned.source
+        || key.shapes.len() != tuned.shapes.len()
+    {
+        return None;
+    }
+    let mut dist = 0.0;
+    for (s, t) in key.shapes.iter().zip(&tuned.shapes) {
+        if s.len() != t.len() {
+            return None;
+        }
+        for (&d, &t) in s.iter().zip(t) {
+            if d.abs_diff(t).saturating_mul(8) > t || (t == 0) != (d == 0) {
+                return None;
+            }
+            if t > 0 {
+                dist += d.abs_diff(t) as f64 / t as f64;
+            }
+        }
+    }
+    Some(dist)
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -287,7 +321,25 @@ mod tests {
             source: "model".into(),
             candidates: 54,
             trials: 0,
+            interpolated_from: None,
         }
+    }
+
+    #[test]
+    fn near_is_within_an_eighth_of_every_dimension() {
+        let tuned = entry("mm", 1000).key;
+        let mut k = tuned.clone();
+        k.shapes = vec![vec![1008, 1000], vec![1000, 1125]];
+        assert!(near(&k, &tuned).is_some_and(|d| d > 0.0));
+        k.shapes = vec![vec![1008, 1000], vec![1000, 1126]];
+        assert_eq!(near(&k, &tuned), None);
+        k.shapes = vec![vec![875, 1000], vec![1000, 1000]];
+        assert!(near(&k, &tuned).is_some());
+        k.shapes = vec![vec![874, 1000], vec![1000, 1000]];
+        assert_eq!(near(&k, &tuned), None);
+        k.shapes = vec![vec![1000, 1000], vec![1000, 1000]];
+        k.dtypes = vec!["fp16".into(), "bf16".into()];
+        assert_eq!(near(&k, &tuned), None);
     }
 
     fn tmpdir(name: &str) -> PathBuf {

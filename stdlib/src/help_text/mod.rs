@@ -274,7 +274,10 @@ const OTHER: &[(&str, &str)] = &[
         "autotune.enable",
         "Turns autotuning on or off for the session (`on` defaults to True). Off, an autotuned \
         kernel keeps its body's schedule and no cache is read or written; `on` that is not a bool \
-        is E0101. `TESSERA_AUTOTUNE=off` in the environment takes the model's pick instead.",
+        is E0101. `TESSERA_AUTOTUNE=off` in the environment takes the model's pick instead. \
+        `interpolate` (default True, kept when not given): a shape within an eighth of a tuned \
+        one in every dimension (same op, dtypes, arch) reuses its config without a search, \
+        marked `interpolated from` in `autotune.report()` and in the cache.",
     ),
     (
         "autotune.load_cache",
