@@ -29,7 +29,7 @@ const FUNCTIONS: &[(&str, &str)] = &[
     ("fusion", "fusion(mode)"),
     (
         "search_space",
-        "search_space(tile_sizes=None, vectorize=None, pipeline_stages=None)",
+        "search_space(tile_sizes=None, vectorize=None, pipeline_stages=None, warps=None)",
     ),
     (
         "autotune",
@@ -265,14 +265,12 @@ fn apply(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnost
     Ok(())
 }
 
-/// `schedule.search_space(tile_sizes=, vectorize=, pipeline_stages=)`.
+/// `schedule.search_space(tile_sizes=, vectorize=, pipeline_stages=, warps=)`.
 fn search_space(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), Diagnostic> {
-    let a = args.bind(name, &[], &["tile_sizes", "vectorize", "pipeline_stages"])?;
+    let keys = ["tile_sizes", "vectorize", "pipeline_stages", "warps"];
+    let a = args.bind(name, &[], &keys)?;
     let mut space = SearchSpace::default();
-    for (i, key) in ["tile_sizes", "vectorize", "pipeline_stages"]
-        .iter()
-        .enumerate()
-    {
+    for (i, key) in keys.iter().enumerate() {
         let Some(x) = get(&a, i) else { continue };
         let items = x.value.items().ok_or_else(|| {
             let got = x.value.type_name();
@@ -305,6 +303,16 @@ fn search_space(d: &mut Directives, name: &str, args: &CallArgs) -> Result<(), D
                         ));
                     }
                     space.vectorize.push(size(n));
+                }
+                "warps" => {
+                    let n = pos_int(&arg, key)?;
+                    if n > 32 {
+                        return Err(bad(
+                            x.span,
+                            format!("a block has at most 32 warps (1024 threads), got {n}"),
+                        ));
+                    }
+                    space.warps.push(size(n));
                 }
                 _ => space.stages.push(size(pos_int(&arg, key)?)),
             }

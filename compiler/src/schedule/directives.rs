@@ -70,11 +70,16 @@ pub struct SearchSpace {
     pub tiles: Vec<[u32; 3]>,
     pub stages: Vec<u32>,
     pub vectorize: Vec<u32>,
+    /// Warps per block (each an `occupancy_target(w, w)`).
+    pub warps: Vec<u32>,
 }
 
 impl SearchSpace {
     pub fn is_empty(&self) -> bool {
-        self.tiles.is_empty() && self.stages.is_empty() && self.vectorize.is_empty()
+        self.tiles.is_empty()
+            && self.stages.is_empty()
+            && self.vectorize.is_empty()
+            && self.warps.is_empty()
     }
 }
 

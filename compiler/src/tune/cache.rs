@@ -315,6 +315,7 @@ mod tests {
                 warp: None,
                 stages: Some(3),
                 vectorize: None,
+                warps: None,
             },
             predicted_us: 145.25,
             measured_us: None,

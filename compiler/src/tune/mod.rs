@@ -26,6 +26,9 @@ pub struct Config {
     pub stages: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vectorize: Option<u32>,
+    /// Warps per block: `occupancy_target(w, w)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warps: Option<u32>,
 }
 
 impl Config {
@@ -41,6 +44,9 @@ impl Config {
         }
         if let Some(v) = self.vectorize {
             d.vectorize = Some(v);
+        }
+        if let Some(w) = self.warps {
+            d.occupancy = Some((Some(w), Some(w)));
         }
         d
     }
@@ -61,6 +67,9 @@ impl Config {
         }
         if let Some(v) = self.vectorize {
             parts.push(format!("vectorize={v}"));
+        }
+        if let Some(w) = self.warps {
+            parts.push(format!("warps={w}"));
         }
         if parts.is_empty() {
             "default".to_string()
@@ -92,16 +101,24 @@ impl Space {
         } else {
             self.vectorize.iter().copied().map(Some).collect()
         };
+        let warps: Vec<Option<u32>> = if self.warps.is_empty() {
+            vec![None]
+        } else {
+            self.warps.iter().copied().map(Some).collect()
+        };
         let mut out = Vec::new();
         for t in &tiles {
             for s in &stages {
                 for v in &vecs {
-                    out.push(Config {
-                        tile: *t,
-                        warp: None,
-                        stages: *s,
-                        vectorize: *v,
-                    });
+                    for w in &warps {
+                        out.push(Config {
+                            tile: *t,
+                            warp: None,
+                            stages: *s,
+                            vectorize: *v,
+                            warps: *w,
+                        });
+                    }
                 }
             }
         }
@@ -161,6 +178,7 @@ pub fn default_space(g: &Graph, target: Target, kinds: &[Kind]) -> Space {
                 tiles,
                 stages: vec![2, 3, 4],
                 vectorize: vec![],
+                warps: vec![],
             }
         }
         Some(false) => {
@@ -176,6 +194,7 @@ pub fn default_space(g: &Graph, target: Target, kinds: &[Kind]) -> Space {
                 tiles,
                 stages: vec![2, 3],
                 vectorize: vec![],
+                warps: vec![],
             }
         }
         None if tensor_core_conv(g) && target.tensor_cores() => {
@@ -191,12 +210,14 @@ pub fn default_space(g: &Graph, target: Target, kinds: &[Kind]) -> Space {
                 tiles,
                 stages: vec![],
                 vectorize: vec![],
+                warps: vec![],
             }
         }
         None if kinds.contains(&Kind::Elementwise) => Space {
             tiles: vec![],
             stages: vec![],
             vectorize: vec![1, 2, 4],
+            warps: vec![4, 8],
         },
         None => Space::default(),
     }
@@ -327,6 +348,7 @@ mod tests {
             tiles: vec![[64, 64, 32], [128, 128, 32]],
             stages: vec![2, 3, 4],
             vectorize: vec![],
+            warps: vec![],
         };
         let c = s.candidates();
         assert_eq!(c.len(), 6);

@@ -193,8 +193,9 @@ const OTHER: &[(&str, &str)] = &[
     (
         "schedule.search_space",
         "Directive: the values the autotuner may try. `tile_sizes` lists tiles `(BM, BN, BK)` or \
-        `(BM, BN)` (an int n means `(n, n, 32)`), `vectorize` widths (1, 2, 4, 8 or 16) and \
-        `pipeline_stages` counts; an empty list is E0300. Used only when the kernel is autotuned \
+        `(BM, BN)` (an int n means `(n, n, 32)`), `vectorize` widths (1, 2, 4, 8 or 16), \
+        `pipeline_stages` counts and `warps` per block (1 to 32; each an \
+        `occupancy_target(w, w)`, pruned where the kernel cannot run it); an empty list is E0300. Used only when the kernel is autotuned \
         (`@op.autotune` or `schedule.autotune`).",
     ),
     (
