@@ -23,7 +23,8 @@ struct RunFlags {
     /// Print this IR of every compiled kernel to stderr (repeatable).
     #[arg(long, value_parser = ["graph", "schedule", "tile", "target", "ptx", "spirv"])]
     dump: Vec<String>,
-    /// Write one .ptx file per compiled kernel into DIR.
+    /// Write one .ptx file per compiled kernel into DIR (and a .regs file beside it: the
+    /// compiler's estimate of its registers per thread).
     #[arg(long, value_name = "DIR")]
     emit_ptx: Option<PathBuf>,
     /// Write one .spv file per compiled kernel into DIR (the spirv target).

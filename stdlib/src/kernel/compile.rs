@@ -421,6 +421,13 @@ pub(super) fn emit_ptx(
                 tessera_compiler::backend::ptx::print::print_verified(&t.kernel, target, sources)
                     .map_err(|e| e.to_diagnostic())?;
             std::fs::write(dir.join(format!("{}.ptx", t.kernel.name)), text).map_err(io)?;
+            // the compiler's register estimate beside it (tests compare it with ptxas')
+            let regs = tessera_compiler::cost::regs::estimate(&t.kernel);
+            std::fs::write(
+                dir.join(format!("{}.regs", t.kernel.name)),
+                format!("{regs}\n"),
+            )
+            .map_err(io)?;
         }
     }
     Ok(())
