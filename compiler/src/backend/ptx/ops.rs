@@ -368,3 +368,90 @@ impl Op {
         }
     }
 }
+
+/// The sm_90 instruction families, and the targets that have each: the one list the printer's
+/// target gate and the emulator's async-proxy tracking read.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Hopper {
+    /// `fence.proxy.async` (sm_90+).
+    ProxyFence,
+    /// `mbarrier.*` (sm_90+ here).
+    Mbarrier,
+    /// `wgmma.*` (sm_90a only: sm_100 has no wgmma).
+    Wgmma,
+}
+
+impl Hopper {
+    /// Whether `target` has the family.
+    pub fn supported(self, target: Target) -> bool {
+        match self {
+            Hopper::ProxyFence | Hopper::Mbarrier => !target.is_spirv() && target.sm() >= 90,
+            Hopper::Wgmma => target == Target::Sm90a,
+        }
+    }
+
+    /// The family as an error names it.
+    pub fn what(self) -> &'static str {
+        match self {
+            Hopper::ProxyFence => "fence.proxy.async (sm_90+)",
+            Hopper::Mbarrier => "mbarrier (sm_90+)",
+            Hopper::Wgmma => "wgmma (sm_90a only)",
+        }
+    }
+}
+
+impl Op {
+    /// The sm_90 family of the instruction (`None`: every PTX target has it).
+    pub fn hopper(&self) -> Option<Hopper> {
+        match self {
+            Op::FenceProxyAsync => Some(Hopper::ProxyFence),
+            Op::MbarrierInit { .. }
+            | Op::MbarrierArrive { .. }
+            | Op::MbarrierCompleteTx { .. }
+            | Op::MbarrierTryWait { .. }
+            | Op::MbarrierWait { .. } => Some(Hopper::Mbarrier),
+            Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait { .. } | Op::WgmmaMmaAsync { .. } => {
+                Some(Hopper::Wgmma)
+            }
+            Op::Special { .. }
+            | Op::LdParam { .. }
+            | Op::SharedAddr { .. }
+            | Op::Mov { .. }
+            | Op::Unary { .. }
+            | Op::Binary { .. }
+            | Op::Fma { .. }
+            | Op::MulWide { .. }
+            | Op::MadWide { .. }
+            | Op::Setp { .. }
+            | Op::Selp { .. }
+            | Op::Cvt { .. }
+            | Op::CvtTf32 { .. }
+            | Op::CvtPack { .. }
+            | Op::CvtUnpack { .. }
+            | Op::CvtaGlobal { .. }
+            | Op::Ld { .. }
+            | Op::St { .. }
+            | Op::CpAsync { .. }
+            | Op::CpAsyncCommit
+            | Op::CpAsyncWait { .. }
+            | Op::BarSync
+            | Op::Shfl { .. }
+            | Op::Ldmatrix { .. }
+            | Op::Mma { .. }
+            | Op::AtomAddF32 { .. }
+            | Op::RedAddF32 { .. } => None,
+        }
+    }
+
+    /// Whether the instruction reads shared memory through the async proxy: a generic-proxy
+    /// write must reach it through the writer's `fence.proxy.async`.
+    pub fn reads_shared_async(&self) -> bool {
+        matches!(self, Op::WgmmaMmaAsync { .. })
+    }
+
+    /// Whether the instruction is one of the asynchronous matrix products or their fence,
+    /// commit and wait (which may touch an in-flight product's accumulators).
+    pub fn is_wgmma(&self) -> bool {
+        self.hopper() == Some(Hopper::Wgmma)
+    }
+}

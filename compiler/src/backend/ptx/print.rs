@@ -628,13 +628,6 @@ fn check_target(k: &Kernel, target: Target) -> Result<(), TargetError> {
                     span: *span,
                 });
             }
-            if i.op == Op::FenceProxyAsync && target.sm() < 90 {
-                return Err(TargetError::Unsupported {
-                    what: "fence.proxy.async (sm_90+)",
-                    target,
-                    span: *span,
-                });
-            }
         }
     }
     Ok(())

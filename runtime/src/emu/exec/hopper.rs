@@ -51,10 +51,7 @@ pub(super) struct InFlight {
 /// An accumulator register of an in-flight wgmma that `op` touches (wgmmas and their fence,
 /// commit and wait excepted), and the wgmma's pc.
 pub(super) fn in_flight_hazard(op: &Op, w: &Warp) -> Result<(), (Reg, Pc)> {
-    if matches!(
-        op,
-        Op::WgmmaMmaAsync { .. } | Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait { .. }
-    ) {
+    if op.is_wgmma() {
         return Ok(());
     }
     let touched: Vec<Reg> = op.uses().into_iter().chain(op.defs()).collect();

@@ -200,7 +200,7 @@ pub(super) fn run(
             .blocks
             .iter()
             .flat_map(|b| &b.insts)
-            .any(|i| matches!(i.op, Op::WgmmaMmaAsync { .. })),
+            .any(|i| i.op.reads_shared_async()),
         block_no: 0,
     };
     let mut smem = SharedMem {

@@ -97,24 +97,9 @@ pub(super) fn write_cp_async(
     }
 }
 
-/// What an sm_90 instruction is when `target` lacks it: mbarrier below sm_90, wgmma on
-/// anything but sm_90a (sm_100 has no wgmma).
+/// What an sm_90 instruction is when `target` lacks it ([`Op::hopper`]).
 pub(super) fn hopper_only(op: &Op, target: Target) -> Option<&'static str> {
-    match op {
-        Op::MbarrierInit { .. }
-        | Op::MbarrierArrive { .. }
-        | Op::MbarrierCompleteTx { .. }
-        | Op::MbarrierTryWait { .. }
-        | Op::MbarrierWait { .. }
-            if target.sm() < 90 =>
-        {
-            Some("mbarrier (sm_90+)")
-        }
-        Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait { .. } | Op::WgmmaMmaAsync { .. }
-            if target != Target::Sm90a =>
-        {
-            Some("wgmma (sm_90a only)")
-        }
-        _ => None,
-    }
+    op.hopper()
+        .filter(|h| !h.supported(target))
+        .map(|h| h.what())
 }
