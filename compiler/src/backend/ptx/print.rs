@@ -7,10 +7,10 @@ mod async_ops;
 
 use super::verify::verify;
 use super::{
-    BinOp, Cmp, Dim, Instr, Kernel, MmaKind, Op, Operand, Pack, Reg, Rnd, SReg, SharedId, ShflMode,
-    Space, Target, TargetError, Terminator, Ty, UnOp, Unpack, ALL_TYS,
+    BinOp, Cmp, Dim, Instr, Kernel, MmaKind, Op, Operand, Pack, ParamTy, Reg, Rnd, SReg, SharedId,
+    ShflMode, Space, Target, TargetError, Terminator, Ty, UnOp, Unpack, ALL_TYS,
 };
-use async_ops::{hopper_only, write_cp_async, write_hopper};
+use async_ops::{hopper_only, write_cp_async, write_hopper, write_tma};
 use std::collections::BTreeSet;
 use std::fmt::Write;
 use tessera_lang::SourceMap;
@@ -454,6 +454,18 @@ fn write_op(w: &mut Line, k: &Kernel, op: &Op) {
         | Op::WgmmaCommit
         | Op::WgmmaWait { .. }
         | Op::WgmmaMmaAsync { .. } => write_hopper(w, op),
+        Op::TensorMapAddr { dst, param } => {
+            let name = k
+                .params
+                .get(param.0 as usize)
+                .map_or("invalid", |p| p.name.as_str());
+            w.op(&["cvta.param.u64"]);
+            w.reg(*dst);
+            w.text(name);
+        }
+        Op::TmaLoad { .. } | Op::TmaStore { .. } | Op::BulkCommit | Op::BulkWaitRead { .. } => {
+            write_tma(w, op)
+        }
         Op::AtomAddF32 { dst, addr, src } => {
             w.op(&["atom.global.add.f32"]);
             w.reg(*dst);
@@ -694,7 +706,14 @@ fn emit(k: &Kernel, target: Target, sources: &SourceMap) -> Result<String, Targe
     let _ = writeln!(out, "\n.visible .entry {}(", k.name);
     for (i, p) in k.params.iter().enumerate() {
         let sep = if i + 1 < k.params.len() { "," } else { "" };
-        let _ = writeln!(out, "\t.param .{} {}{sep}", p.ty.ty().name(), p.name);
+        match p.ty {
+            ParamTy::TensorMap => {
+                let _ = writeln!(out, "\t.param .align 64 .b8 {}[128]{sep}", p.name);
+            }
+            _ => {
+                let _ = writeln!(out, "\t.param .{} {}{sep}", p.ty.ty().name(), p.name);
+            }
+        }
     }
     let _ = writeln!(out, ")");
     if let Some(t) = k.max_threads {

@@ -165,6 +165,11 @@ impl Machine<'_> {
             | Op::WgmmaCommit
             | Op::WgmmaWait { .. }
             | Op::WgmmaMmaAsync { .. } => self.exec_hopper(op, w, eff, sm, pc)?,
+            Op::TensorMapAddr { .. }
+            | Op::TmaLoad { .. }
+            | Op::TmaStore { .. }
+            | Op::BulkCommit
+            | Op::BulkWaitRead { .. } => self.exec_tma(op, w, eff, sm, pc)?,
             Op::AtomAddF32 { dst, addr, src } => self.add_f32(w, eff, Some(*dst), *addr, *src)?,
             Op::RedAddF32 { addr, src } => self.add_f32(w, eff, None, *addr, *src)?,
         }

@@ -76,6 +76,45 @@ pub(super) fn write_hopper(w: &mut Line, op: &Op) {
     }
 }
 
+/// The TMA's bulk tensor copies and their bulk groups.
+pub(super) fn write_tma(w: &mut Line, op: &Op) {
+    // `[map, {c0, c1, ...}]`
+    let tensor = |w: &mut Line, map: &Reg, coords: &[Reg]| {
+        w.sep();
+        let names: Vec<&str> = coords.iter().map(|c| w.n.get(*c)).collect();
+        let _ = write!(w.out, "[{}, {{{}}}]", w.n.get(*map), names.join(", "));
+    };
+    match op {
+        Op::TmaLoad {
+            dst,
+            map,
+            coords,
+            mbar,
+        } => {
+            let dims = format!("cp.async.bulk.tensor.{}d", coords.len());
+            w.op(&[
+                &dims,
+                ".shared::cluster.global.mbarrier::complete_tx::bytes",
+            ]);
+            w.addr(*dst, 0);
+            tensor(w, map, coords);
+            w.addr(*mbar, 0);
+        }
+        Op::TmaStore { map, coords, src } => {
+            let dims = format!("cp.async.bulk.tensor.{}d", coords.len());
+            w.op(&[&dims, ".global.shared::cta.bulk_group"]);
+            tensor(w, map, coords);
+            w.addr(*src, 0);
+        }
+        Op::BulkCommit => w.op(&["cp.async.bulk.commit_group"]),
+        Op::BulkWaitRead { n } => {
+            w.op(&["cp.async.bulk.wait_group.read"]);
+            w.num(i64::from(*n));
+        }
+        _ => w.op(&["invalid"]),
+    }
+}
+
 pub(super) fn write_cp_async(
     w: &mut Line,
     cache: &CacheOp,
