@@ -434,17 +434,7 @@ fn write_op(w: &mut Line, k: &Kernel, op: &Op) {
             w.regs(dsts);
             w.addr(*addr, 0);
         }
-        Op::Mma { kind, d, a, b, c } => {
-            w.op(&[match kind {
-                MmaKind::M16n8k16Bf16 => "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
-                MmaKind::M16n8k16F16 => "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
-                MmaKind::M16n8k8Tf32 => "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
-            }]);
-            w.regs(d);
-            w.regs(a);
-            w.regs(b);
-            w.regs(c);
-        }
+        Op::Mma { kind, d, a, b, c } => write_mma(w, kind, d, a, b, c),
         Op::MbarrierInit { .. }
         | Op::MbarrierArrive { .. }
         | Op::MbarrierCompleteTx { .. }
@@ -454,18 +444,11 @@ fn write_op(w: &mut Line, k: &Kernel, op: &Op) {
         | Op::WgmmaCommit
         | Op::WgmmaWait { .. }
         | Op::WgmmaMmaAsync { .. } => write_hopper(w, op),
-        Op::TensorMapAddr { dst, param } => {
-            let name = k
-                .params
-                .get(param.0 as usize)
-                .map_or("invalid", |p| p.name.as_str());
-            w.op(&["cvta.param.u64"]);
-            w.reg(*dst);
-            w.text(name);
-        }
-        Op::TmaLoad { .. } | Op::TmaStore { .. } | Op::BulkCommit | Op::BulkWaitRead { .. } => {
-            write_tma(w, op)
-        }
+        Op::TensorMapAddr { .. }
+        | Op::TmaLoad { .. }
+        | Op::TmaStore { .. }
+        | Op::BulkCommit
+        | Op::BulkWaitRead { .. } => write_tma(w, k, op),
         Op::AtomAddF32 { dst, addr, src } => {
             w.op(&["atom.global.add.f32"]);
             w.reg(*dst);
@@ -576,6 +559,19 @@ fn write_shfl(
 
 /// Writes one instruction as PTX text, without indentation or newline:
 /// `@%p0 ld.global.f32 %f1, [%ud2];`.
+/// `mma.sync` of `kind`: d = a·b + c.
+fn write_mma(w: &mut Line, kind: &MmaKind, d: &[Reg; 4], a: &[Reg; 4], b: &[Reg; 2], c: &[Reg; 4]) {
+    w.op(&[match kind {
+        MmaKind::M16n8k16Bf16 => "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+        MmaKind::M16n8k16F16 => "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+        MmaKind::M16n8k8Tf32 => "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+    }]);
+    w.regs(d);
+    w.regs(a);
+    w.regs(b);
+    w.regs(c);
+}
+
 pub fn write_instr(out: &mut String, k: &Kernel, n: &RegNames, i: &Instr) {
     if let Some(g) = i.guard {
         out.push('@');

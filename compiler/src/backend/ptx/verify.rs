@@ -6,7 +6,7 @@ use super::{
     BinOp, CacheOp, Cmp, Kernel, Op, Operand, Pack, Reg, Rnd, Space, Terminator, Ty, TyClass, UnOp,
     Unpack,
 };
-use super::{MmaKind, ParamTy, ShflMode, TargetError};
+use super::{MmaKind, Param, ParamId, ParamTy, ShflMode, TargetError};
 use std::collections::HashSet;
 use tessera_lang::Span;
 
@@ -242,22 +242,23 @@ impl Checker<'_> {
         self.ensure(allowed.iter().any(|s| s.contains(&ty)), reason)
     }
 
+    /// Parameter `p` of the kernel.
+    fn param(&self, p: ParamId) -> Result<&Param, TargetError> {
+        self.k
+            .params
+            .get(p.0 as usize)
+            .ok_or(TargetError::OutOfRange {
+                at: self.at,
+                what: "parameter",
+                index: p.0,
+                span: self.span,
+            })
+    }
+
     fn op(&self, op: &Op) -> Result<(), TargetError> {
         match op {
             Op::Special { dst, .. } => self.def(*dst, Ty::U32),
-            Op::LdParam { dst, param } => {
-                let p = self
-                    .k
-                    .params
-                    .get(param.0 as usize)
-                    .ok_or(TargetError::OutOfRange {
-                        at: self.at,
-                        what: "parameter",
-                        index: param.0,
-                        span: self.span,
-                    })?;
-                self.def(*dst, p.ty.ty())
-            }
+            Op::LdParam { dst, param } => self.def(*dst, self.param(*param)?.ty.ty()),
             Op::SharedAddr { dst, shared } => {
                 if self.k.shared.get(shared.0 as usize).is_none() {
                     return Err(TargetError::OutOfRange {
@@ -637,9 +638,8 @@ impl Checker<'_> {
         };
         match op {
             Op::TensorMapAddr { dst, param } => {
-                let p = self.k.params.get(param.0 as usize);
                 self.ensure(
-                    p.is_some_and(|p| p.ty == ParamTy::TensorMap),
+                    self.param(*param)?.ty == ParamTy::TensorMap,
                     "cvta.param takes a tensor-map parameter",
                 )?;
                 self.def(*dst, Ty::U64)

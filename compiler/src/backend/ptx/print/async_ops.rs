@@ -2,7 +2,7 @@
 //! and `wgmma` instructions with the targets that lack them.
 
 use super::Line;
-use crate::backend::ptx::{CacheOp, Op, Operand, Reg, Target};
+use crate::backend::ptx::{CacheOp, Kernel, Op, Operand, Reg, Target};
 use std::fmt::Write;
 
 /// The sm_90 instructions: mbarrier and wgmma.
@@ -76,8 +76,8 @@ pub(super) fn write_hopper(w: &mut Line, op: &Op) {
     }
 }
 
-/// The TMA's bulk tensor copies and their bulk groups.
-pub(super) fn write_tma(w: &mut Line, op: &Op) {
+/// The TMA: a tensor map's generic address, the bulk tensor copies and their bulk groups.
+pub(super) fn write_tma(w: &mut Line, k: &Kernel, op: &Op) {
     // `[map, {c0, c1, ...}]`
     let tensor = |w: &mut Line, map: &Reg, coords: &[Reg]| {
         w.sep();
@@ -85,6 +85,12 @@ pub(super) fn write_tma(w: &mut Line, op: &Op) {
         let _ = write!(w.out, "[{}, {{{}}}]", w.n.get(*map), names.join(", "));
     };
     match op {
+        Op::TensorMapAddr { dst, param } => {
+            let p = k.params.get(param.0 as usize);
+            w.op(&["cvta.param.u64"]);
+            w.reg(*dst);
+            w.text(p.map_or("invalid", |p| p.name.as_str()));
+        }
         Op::TmaLoad {
             dst,
             map,
