@@ -104,9 +104,10 @@ fn find_nvdisasm() -> Option<std::path::PathBuf> {
 }
 
 /// The Hopper samples (hand-written Tile IR: one warpgroup's wgmma m64n64k16 without swizzle
-/// and m64n128k16 with the 128-byte swizzle, and an mbarrier round trip) assemble for sm_90a
-/// with no spills, their SASS holds HGMMA (wgmma) and SYNCS (mbarrier) instructions, and they
-/// are refused below sm_90a (wgmma) or sm_90 (mbarrier).
+/// and m64n128k16 with the 128-byte swizzle, an mbarrier round trip, TMA loads feeding wgmma
+/// and a TMA load and store) assemble for sm_90a with no spills, their SASS holds HGMMA
+/// (wgmma), SYNCS (mbarrier), UTMALDG and UTMASTG (TMA) instructions, and they are refused
+/// below sm_90a (wgmma) or sm_90 (mbarrier, TMA).
 /// Needs ptxas and nvdisasm (`scripts/install-ptxas`, `scripts/install-nvdisasm`).
 #[test]
 fn hopper_samples_assemble_for_sm90a_to_hgmma_and_syncs() {
@@ -117,10 +118,35 @@ fn hopper_samples_assemble_for_sm90a_to_hgmma_and_syncs() {
     let mut sources = SourceMap::new();
     let dir = std::env::temp_dir().join(format!("tessera-hopper-sass-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for (name, want) in [
-        ("wgmma_n64", "HGMMA.64x64x16.F32.BF16"),
-        ("wgmma_sw128_n128", "HGMMA.64x128x16.F32.BF16"),
-        ("mbarrier", "SYNCS.PHASECHK.TRANS64.TRYWAIT"),
+    // the sample, what its SASS must hold, and the target below its oldest
+    for (name, wants, below) in [
+        (
+            "wgmma_n64",
+            &["HGMMA.64x64x16.F32.BF16", "WARPGROUP.ARRIVE"][..],
+            Target::Sm90,
+        ),
+        (
+            "wgmma_sw128_n128",
+            &["HGMMA.64x128x16.F32.BF16", "WARPGROUP.ARRIVE"],
+            Target::Sm90,
+        ),
+        (
+            "mbarrier",
+            &["SYNCS.PHASECHK.TRANS64.TRYWAIT", "SYNCS.ARRIVE"],
+            Target::Sm80,
+        ),
+        // TMA loads (UTMALDG) completing on an mbarrier, feeding wgmma
+        (
+            "tma_wgmma",
+            &["UTMALDG.2D", "SYNCS.ARRIVE", "HGMMA.64x64x16.F32.BF16"],
+            Target::Sm90,
+        ),
+        // a TMA load read back by the threads, then a TMA store (UTMASTG)
+        (
+            "tma_copy",
+            &["UTMALDG.2D", "UTMASTG.2D", "SYNCS.PHASECHK.TRANS64.TRYWAIT"],
+            Target::Sm80,
+        ),
     ] {
         let k = samples::load(name, &mut sources);
         let text = ptx::print(&k, Target::Sm90a, &sources).unwrap();
@@ -153,22 +179,11 @@ fn hopper_samples_assemble_for_sm90a_to_hgmma_and_syncs() {
             .output()
             .unwrap();
         let sass = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success() && sass.contains(want),
-            "{name}: no {want} in\n{sass}"
-        );
-        let sync = if name == "mbarrier" {
-            "SYNCS.ARRIVE"
-        } else {
-            "WARPGROUP.ARRIVE"
-        };
-        assert!(sass.contains(sync), "{name}: no {sync} in\n{sass}");
+        assert!(out.status.success(), "{name}: nvdisasm failed");
+        for want in wants {
+            assert!(sass.contains(want), "{name}: no {want} in\n{sass}");
+        }
         assert!(!sass.contains("HMMA"), "{name}: mma.sync's HMMA in\n{sass}");
-        let below = if name == "mbarrier" {
-            Target::Sm80
-        } else {
-            Target::Sm90
-        };
         let e = ptx::print(&k, below, &sources).unwrap_err().to_string();
         assert!(e.contains("not supported on"), "{name} on {below}: {e}");
     }

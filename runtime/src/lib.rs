@@ -96,6 +96,7 @@ pub mod safetensors_file;
 pub mod shape;
 mod storage;
 pub mod tensor;
+pub mod tensor_map;
 pub mod vulkan;
 
 pub use dtype::{DType, Scalar, ScalarKind, ALL_DTYPES};

@@ -115,6 +115,7 @@ impl Cuda {
                     Arg::U64(v) => v.to_le_bytes(),
                     Arg::U32(v) => u64::from(*v).to_le_bytes(),
                     Arg::F32(v) => u64::from(v.to_bits()).to_le_bytes(),
+                    Arg::TensorMap(_) => panic!("tensor maps are not passed by this check"),
                 })
                 .collect();
             let mut ptrs: Vec<*mut c_void> = vals

@@ -37,6 +37,7 @@ use tessera_lang::eval::{CallArgs, Interp, Value};
 use tessera_lang::{SourceMap, Span};
 use tessera_runtime::device::Buffers;
 use tessera_runtime::emu::{self, Arg, EmuError, EmuErrorKind, Launch, Options};
+use tessera_runtime::tensor_map::{Swizzle, TensorMap};
 use tessera_runtime::Tensor;
 
 use crate::session::Session;
@@ -250,7 +251,7 @@ fn run_tile(it: &mut Interp, session: &Session, args: CallArgs) -> Result<Value,
         .with_help("use a smaller grid (grid=...) or smaller tensors"));
     }
     let bound = bind(&k, &args)?;
-    let mut run = Run::new(&k, &l, &bound)?;
+    let mut run = Run::new(&k, &l, &bound, args.span)?;
     let opts = Options {
         max_steps: Options::default().max_steps.min(MAX_STEPS),
     };
@@ -467,6 +468,7 @@ fn bind(k: &Kernel, args: &CallArgs) -> Result<Vec<Bound>, Diagnostic> {
         })?;
         let want = match k.ty(p.value) {
             Some(Type::Global(d)) => *d,
+            Some(Type::TensorMap(m)) => m.dtype,
             _ => t.dtype(),
         };
         if t.dtype() != want && t.dtype().real_part() != want {
@@ -503,7 +505,7 @@ struct Run {
 }
 
 impl Run {
-    fn new(k: &Kernel, l: &Lowered, bound: &[Bound]) -> Result<Run, Diagnostic> {
+    fn new(k: &Kernel, l: &Lowered, bound: &[Bound], at: Span) -> Result<Run, Diagnostic> {
         let ins: Vec<Tensor> = bound
             .iter()
             .filter(|b| !b.out)
@@ -532,10 +534,16 @@ impl Run {
         let (mut next_in, mut next_out) = (0, first);
         let mut args = Vec::new();
         let mut names = vec![(String::new(), 1); buffers.data.len()];
+        let mut tensors = bound.iter();
         for p in &k.params {
             let esize = match k.ty(p.value) {
                 Some(Type::Global(d)) => d.size_bytes(),
+                Some(Type::TensorMap(m)) => m.dtype.size_bytes(),
                 _ => 4,
+            };
+            let tensor = match p.role {
+                ParamRole::Input | ParamRole::Output => tensors.next(),
+                _ => None,
             };
             let buffer = match p.role {
                 ParamRole::Size(n) => {
@@ -555,6 +563,10 @@ impl Run {
             if let Some(n) = names.get_mut(buffer) {
                 *n = (p.name.clone(), esize);
             }
+            if let (Some(Type::TensorMap(m)), Some(b)) = (k.ty(p.value), tensor) {
+                args.push(Arg::TensorMap(tensor_map(p, m, &b.tensor, buffer, at)?));
+                continue;
+            }
             args.push(Arg::Ptr { buffer, offset: 0 });
         }
         Ok(Run {
@@ -565,6 +577,30 @@ impl Run {
             shared: l.kernel.clone(),
         })
     }
+}
+
+/// The tensor map of parameter `p` for the tensor bound to it (in emulator buffer `buffer`):
+/// the tensor's shape and contiguous strides, the box and swizzle of the parameter's type.
+fn tensor_map(
+    p: &tessera_compiler::tile::ir::Param,
+    m: &tessera_compiler::tile::ir::TensorMapTy,
+    t: &Tensor,
+    buffer: usize,
+    at: Span,
+) -> Result<TensorMap, Diagnostic> {
+    let shape: Vec<u64> = t.shape().iter().map(|&d| d as u64).collect();
+    let swizzle = Swizzle::from_bytes(m.swizzle).unwrap_or(Swizzle::None);
+    TensorMap::tiled(emu::ptr(buffer, 0), m.dtype, &shape, &m.box_dims, swizzle).map_err(|e| {
+        Diagnostic::new(
+            Code::E0201,
+            format!(
+                "parameter '{}': no tensor map of a {:?} tensor: {e}",
+                p.name,
+                t.shape()
+            ),
+        )
+        .at(at)
+    })
 }
 
 /// The diagnostic of an emulator fault: what happened (an out-of-bounds global access names

@@ -102,6 +102,14 @@ fn check_all(k: &Kernel) -> Result<(), CheckError> {
                 format!("parameter '{}' %{} is a shared buffer", p.name, p.value.0),
             ));
         }
+        if let Some(Type::TensorMap(m)) = k.ty(p.value) {
+            if let Err(why) = tensor_map(m) {
+                return Err(kernel_err(
+                    k,
+                    format!("parameter '{}' %{}: {why}", p.name, p.value.0),
+                ));
+            }
+        }
     }
     names(k)?;
     w.region(&k.body, None)?;
@@ -110,6 +118,39 @@ fn check_all(k: &Kernel) -> Result<(), CheckError> {
     }
     let prov = flow::provenance(k);
     flow::memory(k, &prov)
+}
+
+/// The box and swizzle of a tensor map as the driver takes them: 1 to 5 dimensions of 1 to
+/// 256 elements, the innermost a multiple of 16 bytes and no wider than the swizzle.
+fn tensor_map(m: &TensorMapTy) -> Result<(), String> {
+    let rank = m.box_dims.len();
+    if !(1..=5).contains(&rank) {
+        return Err(format!(
+            "a tensor map's box has 1 to 5 dimensions, not {rank}"
+        ));
+    }
+    if let Some(d) = m.box_dims.iter().find(|&&d| d == 0 || d > 256) {
+        return Err(format!("a box dimension is 1 to 256 elements, not {d}"));
+    }
+    if !matches!(m.swizzle, 0 | 32 | 64 | 128) {
+        return Err(format!(
+            "the swizzle is 0, 32, 64 or 128 bytes, not {}",
+            m.swizzle
+        ));
+    }
+    let inner = u64::from(m.box_dims[rank - 1]) * m.dtype.size_bytes() as u64;
+    if !inner.is_multiple_of(16) {
+        return Err(format!(
+            "the box's innermost dimension is {inner} bytes, not a multiple of 16"
+        ));
+    }
+    if m.swizzle != 0 && inner > u64::from(m.swizzle) {
+        return Err(format!(
+            "the box's innermost dimension is {inner} bytes, wider than its {}-byte swizzle",
+            m.swizzle
+        ));
+    }
+    Ok(())
 }
 
 /// Parameter and shared-buffer names: distinct from each other and from the kernel's name
@@ -236,6 +277,7 @@ fn type_name(t: &Type) -> String {
         Type::Scalar(ty) => ty.name().to_string(),
         Type::Frag(f) => format!("frag<{:?}, {:?}>", f.role, f.kind),
         Type::Global(d) => format!("global<{}>", d.name()),
+        Type::TensorMap(m) => format!("tensormap<{}, {:?}>", m.dtype.name(), m.box_dims),
         Type::Shared(b) => format!("shared<{:?} × {}B>", b.shape, b.elem_bytes),
     }
 }

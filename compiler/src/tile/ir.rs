@@ -138,6 +138,27 @@ pub enum Type {
     Global(DType),
     /// A shared-memory buffer (declared by the kernel; [`Kernel::shared`]).
     Shared(SharedBuf),
+    /// A TMA tensor map (a parameter: the 128-byte `CUtensorMap` passed by value).
+    TensorMap(TensorMapTy),
+}
+
+/// What a tensor-map parameter's type fixes: the element type, the box one bulk copy moves
+/// (outermost dimension first, 1 to 5 dimensions) and the swizzle of the box in shared
+/// memory (0, 32, 64 or 128 bytes). The tensor's dims and strides are the tensor's bound at
+/// launch, its out-of-range elements read as zero.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TensorMapTy {
+    pub dtype: DType,
+    pub box_dims: Vec<u32>,
+    pub swizzle: u32,
+}
+
+impl TensorMapTy {
+    /// The bytes of one box.
+    pub fn box_bytes(&self) -> u64 {
+        self.box_dims.iter().map(|&d| u64::from(d)).product::<u64>()
+            * self.dtype.size_bytes() as u64
+    }
 }
 
 impl Type {

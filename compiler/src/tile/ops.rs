@@ -147,6 +147,26 @@ tile_ops! {
     /// 8·(i/2 % 2)][8·(i/4) + 2·(l % 4) + i % 2]. sm_90a only.
     WgmmaMmaAsync { n: u32, ab: Ty } = "wgmma.mma_async.{ab}", List, |c| c.wgmma(*n, *ab);
 
+    // ---- TMA (sm_90) ----
+    /// `(dst: u32, map: tensormap, mbar: u32, coords: s32 × rank)`:
+    /// `cp.async.bulk.tensor` of the map's box at element coordinates `coords` (outermost
+    /// first, signed: elements outside the tensor read as zero) from global to shared address
+    /// `dst` (128-byte aligned; 1024 with a swizzle), row-major under the map's swizzle. When
+    /// the box has landed it completes its bytes of transactions on the mbarrier at `mbar`;
+    /// reading the box is ordered by waiting on that barrier's phase. Every thread that
+    /// executes it issues one copy (one elected thread, usually).
+    TmaLoad = "tma.load", List, |c| c.tma(true);
+    /// `(map: tensormap, src: u32, coords: s32 × rank)`: `cp.async.bulk.tensor` of one box
+    /// from shared address `src` to the tensor at `coords` (the elements outside the tensor
+    /// are not written), in this thread's open bulk group. It reads shared memory through the
+    /// async proxy: the generic writes it reads need their `fence.proxy.async`.
+    TmaStore = "tma.store", List, |c| c.tma(false);
+    /// `()`: `cp.async.bulk.commit_group`: closes this thread's group of TMA stores.
+    TmaCommit = "tma.commit_group", List, |c| c.sig(&[], &[]);
+    /// `()`: `cp.async.bulk.wait_group.read n`: waits until at most `n` of this thread's
+    /// committed groups still read their shared memory (which may then be rewritten).
+    TmaWaitRead { n: u32 } = "tma.wait_group.read", List, |c| c.sig(&[], &[]);
+
     // ---- structure ----
     /// `(lb: u32, ub: u32, step: u32, inits…) -> carried…`; one region whose arguments are
     /// the induction variable and the carried values; `pipeline`: the number of stages of

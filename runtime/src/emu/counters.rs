@@ -307,7 +307,8 @@ pub fn class_of(op: &Op) -> InstClass {
         | Op::Selp { .. }
         | Op::MulWide { .. }
         | Op::MadWide { .. }
-        | Op::CvtaGlobal { .. } => InstClass::Int,
+        | Op::CvtaGlobal { .. }
+        | Op::TensorMapAddr { .. } => InstClass::Int,
         Op::Unary { op, ty, .. } => match (op, ty) {
             (UnOp::Neg | UnOp::Abs | UnOp::Not, t) => arith(t),
             (_, Ty::F32) => InstClass::Special,
@@ -322,7 +323,13 @@ pub fn class_of(op: &Op) -> InstClass {
             Space::Shared => InstClass::Shared,
         },
         Op::AtomAddF32 { .. } | Op::RedAddF32 { .. } => InstClass::Global,
-        Op::CpAsync { .. } | Op::CpAsyncCommit | Op::CpAsyncWait { .. } => InstClass::AsyncCopy,
+        Op::CpAsync { .. }
+        | Op::CpAsyncCommit
+        | Op::CpAsyncWait { .. }
+        | Op::TmaLoad { .. }
+        | Op::TmaStore { .. }
+        | Op::BulkCommit
+        | Op::BulkWaitRead { .. } => InstClass::AsyncCopy,
         Op::BarSync
         | Op::FenceProxyAsync
         | Op::MbarrierInit { .. }

@@ -96,6 +96,9 @@ pub enum Arg {
     U32(u32),
     U64(u64),
     F32(f32),
+    /// A tensor map (for a `ParamTy::TensorMap` parameter); its address is an emulated
+    /// pointer ([`ptr`]).
+    TensorMap(crate::tensor_map::TensorMap),
 }
 
 /// The pointer value a kernel sees for byte `offset` of buffer `buffer`.
@@ -261,6 +264,30 @@ pub enum EmuErrorKind {
         reg: String,
         wgmma: String,
     },
+    /// A TMA copy whose tensor map or coordinates the hardware would refuse.
+    TmaMap {
+        reason: String,
+    },
+    /// A shared byte a TMA load wrote, accessed by a thread that has not seen the completion
+    /// of the mbarrier phase the load completes (no wait on that phase, directly or before a
+    /// barrier).
+    TmaUnwaited {
+        addr: u32,
+        mbar: u32,
+        parity: u32,
+        copy: String,
+    },
+    /// A TMA store (the async proxy) reads a shared byte whose generic-proxy write by thread
+    /// `writer` no `fence.proxy.async` of that thread has ordered.
+    TmaUnfenced {
+        addr: u32,
+        writer: u32,
+    },
+    /// A shared byte written while a TMA store that reads it is in flight (before the
+    /// `cp.async.bulk.wait_group.read` of its group).
+    BulkPendingShared {
+        addr: u32,
+    },
     /// A shared byte written while an in-flight wgmma reads it.
     WgmmaPendingShared {
         addr: u32,
@@ -322,7 +349,11 @@ impl EmuError {
             | EmuErrorKind::WgmmaWarpgroup { .. }
             | EmuErrorKind::WgmmaPendingRegister { .. }
             | EmuErrorKind::WgmmaPendingShared { .. }
-            | EmuErrorKind::WgmmaUnfenced { .. } => Code::E0500,
+            | EmuErrorKind::WgmmaUnfenced { .. }
+            | EmuErrorKind::TmaMap { .. }
+            | EmuErrorKind::TmaUnwaited { .. }
+            | EmuErrorKind::TmaUnfenced { .. }
+            | EmuErrorKind::BulkPendingShared { .. } => Code::E0500,
         }
     }
 
@@ -473,6 +504,24 @@ impl fmt::Display for EmuError {
             EmuErrorKind::WgmmaPendingShared { addr } => write!(
                 f,
                 "wgmma race: shared address {addr} is written while a wgmma.mma_async that reads it is in flight (before its wgmma.wait_group)"
+            )?,
+            EmuErrorKind::TmaMap { reason } => write!(f, "TMA copy: {reason}")?,
+            EmuErrorKind::TmaUnwaited {
+                addr,
+                mbar,
+                parity,
+                copy,
+            } => write!(
+                f,
+                "TMA race: shared address {addr} was written by `{copy}`, whose mbarrier at shared address {mbar} this thread has not seen complete the phase (parity {parity}) of that copy: wait on it (mbarrier.try_wait.parity) before reading the box"
+            )?,
+            EmuErrorKind::TmaUnfenced { addr, writer } => write!(
+                f,
+                "proxy race: a TMA store reads shared address {addr}, written by thread {writer} through the generic proxy with no fence.proxy.async of that thread after the write"
+            )?,
+            EmuErrorKind::BulkPendingShared { addr } => write!(
+                f,
+                "TMA race: shared address {addr} is written while a TMA store that reads it is in flight (before its cp.async.bulk.wait_group.read)"
             )?,
             EmuErrorKind::WgmmaUnfenced { addr, writer } => write!(
                 f,

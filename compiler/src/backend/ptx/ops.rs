@@ -195,6 +195,35 @@ pub enum Op {
         b_desc: Reg,
         scale_d: bool,
     },
+    /// `cvta.param.u64 d, name`: the generic address of tensor-map parameter `param`, which
+    /// the bulk tensor copies take (d: 64 bits)
+    TensorMapAddr {
+        dst: Reg,
+        param: ParamId,
+    },
+    /// `cp.async.bulk.tensor.{n}d.shared::cluster.global.mbarrier::complete_tx::bytes [dst],
+    /// [map, {coords}], [mbar]`: the box of tensor map `map` at `coords` (innermost first, n
+    /// of them, signed 32-bit) to shared address `dst`; its bytes complete transactions of
+    /// the mbarrier at `mbar`
+    TmaLoad {
+        dst: Reg,
+        map: Reg,
+        coords: Vec<Reg>,
+        mbar: Reg,
+    },
+    /// `cp.async.bulk.tensor.{n}d.global.shared::cta.bulk_group [map, {coords}], [src]`
+    TmaStore {
+        map: Reg,
+        coords: Vec<Reg>,
+        src: Reg,
+    },
+    /// `cp.async.bulk.commit_group`
+    BulkCommit,
+    /// `cp.async.bulk.wait_group.read n`: all but the n most recent committed bulk groups
+    /// have read their shared memory
+    BulkWaitRead {
+        n: u32,
+    },
     /// `shfl.sync.mode.b32 d, a, b, c, mask`
     Shfl {
         mode: ShflMode,
@@ -254,7 +283,8 @@ impl Op {
             | Op::Shfl { dst, .. }
             | Op::MbarrierArrive { dst, .. }
             | Op::MbarrierTryWait { dst, .. }
-            | Op::AtomAddF32 { dst, .. } => vec![*dst],
+            | Op::AtomAddF32 { dst, .. }
+            | Op::TensorMapAddr { dst, .. } => vec![*dst],
             Op::MbarrierWait { pred, .. } => vec![*pred],
             Op::WgmmaMmaAsync { d, .. } => d.clone(),
             Op::Ld { dsts, .. } => dsts.clone(),
@@ -271,6 +301,10 @@ impl Op {
             | Op::WgmmaFence
             | Op::WgmmaCommit
             | Op::WgmmaWait { .. }
+            | Op::TmaLoad { .. }
+            | Op::TmaStore { .. }
+            | Op::BulkCommit
+            | Op::BulkWaitRead { .. }
             | Op::RedAddF32 { .. } => vec![],
         }
     }
@@ -295,7 +329,23 @@ impl Op {
             | Op::FenceProxyAsync
             | Op::WgmmaFence
             | Op::WgmmaCommit
-            | Op::WgmmaWait { .. } => vec![],
+            | Op::WgmmaWait { .. }
+            | Op::TensorMapAddr { .. }
+            | Op::BulkCommit
+            | Op::BulkWaitRead { .. } => vec![],
+            Op::TmaLoad {
+                dst,
+                map,
+                coords,
+                mbar,
+            } => [*dst, *map, *mbar]
+                .into_iter()
+                .chain(coords.iter().copied())
+                .collect(),
+            Op::TmaStore { map, coords, src } => [*map, *src]
+                .into_iter()
+                .chain(coords.iter().copied())
+                .collect(),
             Op::MbarrierInit { addr, count: o }
             | Op::MbarrierCompleteTx { addr, tx: o }
             | Op::MbarrierTryWait {
@@ -366,5 +416,102 @@ impl Op {
                 v
             }
         }
+    }
+}
+
+/// The sm_90 instruction families, and the targets that have each: the one list the printer's
+/// target gate and the emulator's async-proxy tracking read.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Hopper {
+    /// `fence.proxy.async` (sm_90+).
+    ProxyFence,
+    /// `mbarrier.*` (sm_90+ here).
+    Mbarrier,
+    /// `wgmma.*` (sm_90a only: sm_100 has no wgmma).
+    Wgmma,
+    /// The TMA: `cp.async.bulk.tensor`, its bulk groups and tensor-map parameters (sm_90+).
+    Tma,
+}
+
+impl Hopper {
+    /// Whether `target` has the family.
+    pub fn supported(self, target: Target) -> bool {
+        match self {
+            Hopper::ProxyFence | Hopper::Mbarrier | Hopper::Tma => {
+                !target.is_spirv() && target.sm() >= 90
+            }
+            Hopper::Wgmma => target == Target::Sm90a,
+        }
+    }
+
+    /// The family as an error names it.
+    pub fn what(self) -> &'static str {
+        match self {
+            Hopper::ProxyFence => "fence.proxy.async (sm_90+)",
+            Hopper::Mbarrier => "mbarrier (sm_90+)",
+            Hopper::Wgmma => "wgmma (sm_90a only)",
+            Hopper::Tma => "TMA bulk tensor copies (cp.async.bulk.tensor, sm_90+)",
+        }
+    }
+}
+
+impl Op {
+    /// The sm_90 family of the instruction (`None`: every PTX target has it).
+    pub fn hopper(&self) -> Option<Hopper> {
+        match self {
+            Op::FenceProxyAsync => Some(Hopper::ProxyFence),
+            Op::MbarrierInit { .. }
+            | Op::MbarrierArrive { .. }
+            | Op::MbarrierCompleteTx { .. }
+            | Op::MbarrierTryWait { .. }
+            | Op::MbarrierWait { .. } => Some(Hopper::Mbarrier),
+            Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait { .. } | Op::WgmmaMmaAsync { .. } => {
+                Some(Hopper::Wgmma)
+            }
+            Op::TensorMapAddr { .. }
+            | Op::TmaLoad { .. }
+            | Op::TmaStore { .. }
+            | Op::BulkCommit
+            | Op::BulkWaitRead { .. } => Some(Hopper::Tma),
+            Op::Special { .. }
+            | Op::LdParam { .. }
+            | Op::SharedAddr { .. }
+            | Op::Mov { .. }
+            | Op::Unary { .. }
+            | Op::Binary { .. }
+            | Op::Fma { .. }
+            | Op::MulWide { .. }
+            | Op::MadWide { .. }
+            | Op::Setp { .. }
+            | Op::Selp { .. }
+            | Op::Cvt { .. }
+            | Op::CvtTf32 { .. }
+            | Op::CvtPack { .. }
+            | Op::CvtUnpack { .. }
+            | Op::CvtaGlobal { .. }
+            | Op::Ld { .. }
+            | Op::St { .. }
+            | Op::CpAsync { .. }
+            | Op::CpAsyncCommit
+            | Op::CpAsyncWait { .. }
+            | Op::BarSync
+            | Op::Shfl { .. }
+            | Op::Ldmatrix { .. }
+            | Op::Mma { .. }
+            | Op::AtomAddF32 { .. }
+            | Op::RedAddF32 { .. } => None,
+        }
+    }
+
+    /// Whether the instruction reads shared memory through the async proxy: a generic-proxy
+    /// write must reach it through the writer's `fence.proxy.async`.
+    pub fn reads_shared_async(&self) -> bool {
+        matches!(self, Op::WgmmaMmaAsync { .. } | Op::TmaStore { .. })
+    }
+
+    /// Whether the instruction is one of the asynchronous matrix products or their fence,
+    /// commit and wait (which may touch an in-flight product's accumulators).
+    pub fn is_wgmma(&self) -> bool {
+        self.hopper() == Some(Hopper::Wgmma)
     }
 }

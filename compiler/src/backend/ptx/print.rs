@@ -7,10 +7,10 @@ mod async_ops;
 
 use super::verify::verify;
 use super::{
-    BinOp, Cmp, Dim, Instr, Kernel, MmaKind, Op, Operand, Pack, Reg, Rnd, SReg, SharedId, ShflMode,
-    Space, Target, TargetError, Terminator, Ty, UnOp, Unpack, ALL_TYS,
+    BinOp, Cmp, Dim, Instr, Kernel, MmaKind, Op, Operand, Pack, ParamTy, Reg, Rnd, SReg, SharedId,
+    ShflMode, Space, Target, TargetError, Terminator, Ty, UnOp, Unpack, ALL_TYS,
 };
-use async_ops::{hopper_only, write_cp_async, write_hopper};
+use async_ops::{hopper_only, write_cp_async, write_hopper, write_tma};
 use std::collections::BTreeSet;
 use std::fmt::Write;
 use tessera_lang::SourceMap;
@@ -434,17 +434,7 @@ fn write_op(w: &mut Line, k: &Kernel, op: &Op) {
             w.regs(dsts);
             w.addr(*addr, 0);
         }
-        Op::Mma { kind, d, a, b, c } => {
-            w.op(&[match kind {
-                MmaKind::M16n8k16Bf16 => "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
-                MmaKind::M16n8k16F16 => "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
-                MmaKind::M16n8k8Tf32 => "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
-            }]);
-            w.regs(d);
-            w.regs(a);
-            w.regs(b);
-            w.regs(c);
-        }
+        Op::Mma { kind, d, a, b, c } => write_mma(w, kind, d, a, b, c),
         Op::MbarrierInit { .. }
         | Op::MbarrierArrive { .. }
         | Op::MbarrierCompleteTx { .. }
@@ -454,6 +444,11 @@ fn write_op(w: &mut Line, k: &Kernel, op: &Op) {
         | Op::WgmmaCommit
         | Op::WgmmaWait { .. }
         | Op::WgmmaMmaAsync { .. } => write_hopper(w, op),
+        Op::TensorMapAddr { .. }
+        | Op::TmaLoad { .. }
+        | Op::TmaStore { .. }
+        | Op::BulkCommit
+        | Op::BulkWaitRead { .. } => write_tma(w, k, op),
         Op::AtomAddF32 { dst, addr, src } => {
             w.op(&["atom.global.add.f32"]);
             w.reg(*dst);
@@ -564,6 +559,19 @@ fn write_shfl(
 
 /// Writes one instruction as PTX text, without indentation or newline:
 /// `@%p0 ld.global.f32 %f1, [%ud2];`.
+/// `mma.sync` of `kind`: d = a·b + c.
+fn write_mma(w: &mut Line, kind: &MmaKind, d: &[Reg; 4], a: &[Reg; 4], b: &[Reg; 2], c: &[Reg; 4]) {
+    w.op(&[match kind {
+        MmaKind::M16n8k16Bf16 => "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+        MmaKind::M16n8k16F16 => "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+        MmaKind::M16n8k8Tf32 => "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+    }]);
+    w.regs(d);
+    w.regs(a);
+    w.regs(b);
+    w.regs(c);
+}
+
 pub fn write_instr(out: &mut String, k: &Kernel, n: &RegNames, i: &Instr) {
     if let Some(g) = i.guard {
         out.push('@');
@@ -624,13 +632,6 @@ fn check_target(k: &Kernel, target: Target) -> Result<(), TargetError> {
             if let Some(what) = hopper_only(&i.op, target) {
                 return Err(TargetError::Unsupported {
                     what,
-                    target,
-                    span: *span,
-                });
-            }
-            if i.op == Op::FenceProxyAsync && target.sm() < 90 {
-                return Err(TargetError::Unsupported {
-                    what: "fence.proxy.async (sm_90+)",
                     target,
                     span: *span,
                 });
@@ -701,7 +702,14 @@ fn emit(k: &Kernel, target: Target, sources: &SourceMap) -> Result<String, Targe
     let _ = writeln!(out, "\n.visible .entry {}(", k.name);
     for (i, p) in k.params.iter().enumerate() {
         let sep = if i + 1 < k.params.len() { "," } else { "" };
-        let _ = writeln!(out, "\t.param .{} {}{sep}", p.ty.ty().name(), p.name);
+        match p.ty {
+            ParamTy::TensorMap => {
+                let _ = writeln!(out, "\t.param .align 64 .b8 {}[128]{sep}", p.name);
+            }
+            _ => {
+                let _ = writeln!(out, "\t.param .{} {}{sep}", p.ty.ty().name(), p.name);
+            }
+        }
     }
     let _ = writeln!(out, ")");
     if let Some(t) = k.max_threads {

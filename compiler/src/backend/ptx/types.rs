@@ -54,13 +54,16 @@ pub enum ParamTy {
     U32,
     U64,
     F32,
+    /// A TMA tensor map: the 128-byte `CUtensorMap` by value (`.param .align 64 .b8
+    /// name[128]`), read through its generic address ([`Op::TensorMapAddr`]).
+    TensorMap,
 }
 
 impl ParamTy {
     /// The PTX type of the parameter and of the register `ld.param` writes.
     pub fn ty(self) -> Ty {
         match self {
-            ParamTy::Ptr | ParamTy::U64 => Ty::U64,
+            ParamTy::Ptr | ParamTy::U64 | ParamTy::TensorMap => Ty::U64,
             ParamTy::U32 => Ty::U32,
             ParamTy::F32 => Ty::F32,
         }

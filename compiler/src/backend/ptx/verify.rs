@@ -6,7 +6,7 @@ use super::{
     BinOp, CacheOp, Cmp, Kernel, Op, Operand, Pack, Reg, Rnd, Space, Terminator, Ty, TyClass, UnOp,
     Unpack,
 };
-use super::{MmaKind, ShflMode, TargetError};
+use super::{MmaKind, Param, ParamId, ParamTy, ShflMode, TargetError};
 use std::collections::HashSet;
 use tessera_lang::Span;
 
@@ -242,22 +242,23 @@ impl Checker<'_> {
         self.ensure(allowed.iter().any(|s| s.contains(&ty)), reason)
     }
 
+    /// Parameter `p` of the kernel.
+    fn param(&self, p: ParamId) -> Result<&Param, TargetError> {
+        self.k
+            .params
+            .get(p.0 as usize)
+            .ok_or(TargetError::OutOfRange {
+                at: self.at,
+                what: "parameter",
+                index: p.0,
+                span: self.span,
+            })
+    }
+
     fn op(&self, op: &Op) -> Result<(), TargetError> {
         match op {
             Op::Special { dst, .. } => self.def(*dst, Ty::U32),
-            Op::LdParam { dst, param } => {
-                let p = self
-                    .k
-                    .params
-                    .get(param.0 as usize)
-                    .ok_or(TargetError::OutOfRange {
-                        at: self.at,
-                        what: "parameter",
-                        index: param.0,
-                        span: self.span,
-                    })?;
-                self.def(*dst, p.ty.ty())
-            }
+            Op::LdParam { dst, param } => self.def(*dst, self.param(*param)?.ty.ty()),
             Op::SharedAddr { dst, shared } => {
                 if self.k.shared.get(shared.0 as usize).is_none() {
                     return Err(TargetError::OutOfRange {
@@ -431,6 +432,11 @@ impl Checker<'_> {
             | Op::WgmmaCommit
             | Op::WgmmaWait { .. }
             | Op::WgmmaMmaAsync { .. } => self.check_hopper(op),
+            Op::TensorMapAddr { .. }
+            | Op::TmaLoad { .. }
+            | Op::TmaStore { .. }
+            | Op::BulkCommit
+            | Op::BulkWaitRead { .. } => self.check_tma(op),
             Op::AtomAddF32 { dst, addr, src } => {
                 self.addr(Space::Global, *addr)?;
                 self.operand(*src, Ty::F32)?;
@@ -612,6 +618,50 @@ impl Checker<'_> {
                     }
                 }
                 Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The TMA: a tensor map's generic address (64 bits) from a tensor-map parameter; bulk
+    /// tensor copies of 1 to 5 dimensions with 32-bit coordinates, 32-bit shared addresses.
+    fn check_tma(&self, op: &Op) -> Result<(), TargetError> {
+        let dims = |coords: &[Reg]| -> Result<(), TargetError> {
+            self.ensure(
+                (1..=5).contains(&coords.len()),
+                "cp.async.bulk.tensor takes 1 to 5 coordinates",
+            )?;
+            for c in coords {
+                self.use_reg(*c, Ty::B32)?;
+            }
+            Ok(())
+        };
+        match op {
+            Op::TensorMapAddr { dst, param } => {
+                self.ensure(
+                    self.param(*param)?.ty == ParamTy::TensorMap,
+                    "cvta.param takes a tensor-map parameter",
+                )?;
+                self.def(*dst, Ty::U64)
+            }
+            Op::TmaLoad {
+                dst,
+                map,
+                coords,
+                mbar,
+            } => {
+                self.addr(Space::Shared, *dst)?;
+                self.use_reg(*map, Ty::U64)?;
+                self.addr(Space::Shared, *mbar)?;
+                dims(coords)
+            }
+            Op::TmaStore { map, coords, src } => {
+                self.use_reg(*map, Ty::U64)?;
+                self.addr(Space::Shared, *src)?;
+                dims(coords)
+            }
+            Op::BulkWaitRead { n } => {
+                self.ensure(*n < 64, "cp.async.bulk.wait_group takes a small n")
             }
             _ => Ok(()),
         }

@@ -375,6 +375,9 @@ impl Cx<'_> {
             | OpKind::WgmmaCommit
             | OpKind::WgmmaWait { .. }
             | OpKind::WgmmaMmaAsync { .. } => return unsupported("wgmma (sm_90a only)"),
+            OpKind::TmaLoad | OpKind::TmaStore | OpKind::TmaCommit | OpKind::TmaWaitRead { .. } => {
+                return unsupported("TMA bulk tensor copies (cp.async.bulk.tensor, sm_90+)")
+            }
             other => return unsupported(format!("the Tile op {other:?}")),
         }
         Ok(())

@@ -436,6 +436,9 @@ impl Cx<'_> {
                         esize: 4,
                     }
                 }
+                (_, Some(Type::TensorMap(_))) => {
+                    return unsupported("tensor maps (TMA bulk tensor copies, sm_90+)")
+                }
                 (_, Some(Type::Global(d))) => {
                     binding += 1;
                     Val::View {

@@ -614,6 +614,31 @@ impl Ctx<'_> {
     }
 
     /// `(addr, lbo, sbo: u32) -> u64` with a swizzle of 0, 32, 64 or 128 bytes.
+    /// `tile.tma.load dst, map, mbar, coords…` (`load`) and `tile.tma.store map, src,
+    /// coords…`: one signed coordinate per box dimension.
+    pub(crate) fn tma(&self, load: bool) -> Result<(), CheckError> {
+        let (at, first) = if load { (1, 3) } else { (0, 2) };
+        let rank = match self.value_ty(at)? {
+            Some(Type::TensorMap(m)) => m.box_dims.len(),
+            _ => {
+                return Err(self.err(format!(
+                    "operand {at} is {}, not a tensor map",
+                    self.describe(at)
+                )))
+            }
+        };
+        self.count(first + rank)?;
+        for j in 0..first {
+            if j != at {
+                self.scalar(j, Ty::U32)?;
+            }
+        }
+        for j in first..first + rank {
+            self.scalar(j, Ty::S32)?;
+        }
+        self.res(&[])
+    }
+
     pub(crate) fn wgmma_desc(&self, swizzle: u32) -> Result<(), CheckError> {
         if !matches!(swizzle, 0 | 32 | 64 | 128) {
             return Err(self.err(format!(

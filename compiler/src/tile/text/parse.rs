@@ -330,6 +330,32 @@ impl Parser {
                     None => return self.err(format!("unknown dtype `{d}`")),
                 }
             }
+            "tile.tensormap" => {
+                let d = self.ident()?;
+                let Some(dtype) = parse_dtype(&d) else {
+                    return self.err(format!("unknown dtype `{d}`"));
+                };
+                self.punct(',')?;
+                self.punct('[')?;
+                let mut box_dims = Vec::new();
+                while !self.eat_punct(']') {
+                    if !box_dims.is_empty() {
+                        self.punct(',')?;
+                    }
+                    box_dims.push(self.u32()?);
+                }
+                let mut swizzle = 0;
+                if self.eat_punct(',') {
+                    self.word("swizzle")?;
+                    self.punct('=')?;
+                    swizzle = self.u32()?;
+                }
+                Type::TensorMap(TensorMapTy {
+                    dtype,
+                    box_dims,
+                    swizzle,
+                })
+            }
             "tile.shared" => {
                 self.punct('[')?;
                 let mut shape = Vec::new();

@@ -50,6 +50,15 @@ pub fn type_text(t: &Type) -> String {
         Type::Scalar(ty) => ty.name().to_string(),
         Type::Frag(f) => format!("!tile.frag<{}, {}>", role_name(f.role), mma_name(f.kind)),
         Type::Global(d) => format!("!tile.global<{}>", d.name()),
+        Type::TensorMap(m) => {
+            let dims: Vec<String> = m.box_dims.iter().map(|d| d.to_string()).collect();
+            let mut s = format!("!tile.tensormap<{}, [{}]", m.dtype.name(), dims.join(", "));
+            if m.swizzle != 0 {
+                let _ = write!(s, ", swizzle = {}", m.swizzle);
+            }
+            s.push('>');
+            s
+        }
         Type::Shared(b) => {
             let dims: Vec<String> = b.shape.iter().map(|d| d.to_string()).collect();
             let mut s = format!(

@@ -40,6 +40,15 @@ fn big() -> Kernel {
     let y = b.param("y", global(DType::BF16), ParamRole::Output);
     let n = b.param("n", Type::Scalar(Ty::U32), ParamRole::Size(64));
     let st = b.param("status", global(DType::I32), ParamRole::Status);
+    let map = b.param(
+        "map",
+        Type::TensorMap(TensorMapTy {
+            dtype: DType::BF16,
+            box_dims: vec![64, 64],
+            swizzle: 128,
+        }),
+        ParamRole::Input,
+    );
     let sa = b.shared("smem_a", buf(Some(Swizzle { mask: 7, shift: 3 })));
     let sb = b.shared("smem_b", buf(None));
     b.at(sp(0, 14));
@@ -158,6 +167,18 @@ fn big() -> Kernel {
     b.op(OpKind::WgmmaMmaAsync { n: 8, ab: Ty::F16 }, acc_ops, f32s);
     b.op(OpKind::WgmmaCommit, vec![], vec![]);
     b.op(OpKind::WgmmaWait { n: 0 }, vec![], vec![]);
+    b.op(
+        OpKind::TmaLoad,
+        vec![base.into(), map.into(), base.into(), imm(-3), i.into()],
+        vec![],
+    );
+    b.op(
+        OpKind::TmaStore,
+        vec![map.into(), base.into(), i.into(), imm(0)],
+        vec![],
+    );
+    b.op(OpKind::TmaCommit, vec![], vec![]);
+    b.op(OpKind::TmaWaitRead { n: 1 }, vec![], vec![]);
     let kind = MmaKind::M16n8k16Bf16;
     let fa = b.ldmatrix(false, off, vec![frag(kind, Role::A)])[0];
     let fb = b.ldmatrix(true, off, vec![frag(kind, Role::B); 2]);
@@ -320,17 +341,21 @@ fn big_kernel_roundtrips_and_covers_every_op_kind() {
     assert_eq!(kind_set(&k2).len(), ROWS.len() - missing.len());
     for want in [
         "tile.kernel @gemm_all(%0 @x: !tile.global<fp32> in, %1 @\"w\\\"eird name\": ",
-        "%3 @n: u32 = 64, %4 @status: !tile.global<int32> status) grid = [16, 2, 1] block = [128, 1, 1] {   loc(\"t.tsr\":1:5)",
-        "%5 = tile.shared @smem_a : !tile.shared<[3, 128, 32] x 2, pitch = 80, swizzle = (7, 3), align = 16>\n",
+        "%3 @n: u32 = 64, %4 @status: !tile.global<int32> status, %5 @map: !tile.tensormap<bf16, [64, 64], swizzle = 128> in) grid = [16, 2, 1] block = [128, 1, 1] {   loc(\"t.tsr\":1:5)",
+        "%6 = tile.shared @smem_a : !tile.shared<[3, 128, 32] x 2, pitch = 80, swizzle = (7, 3), align = 16>\n",
         "tile.shared @smem_b : !tile.shared<[3, 128, 32] x 2, pitch = 80, align = 16>\n",
-        "  %7 = tile.special %tid.x : u32   loc(\"t.tsr\":2:5)\n",
-        " = tile.load.v4.f32 %0[%11] mask %12 else (0f00000000, 0f80000000, 0f7FC00000, 0f7F800000) : f32   loc(\"t.tsr\":2:12)",
+        "  %8 = tile.special %tid.x : u32   loc(\"t.tsr\":2:5)\n",
+        " = tile.load.v4.f32 %0[%12] mask %13 else (0f00000000, 0f80000000, 0f7FC00000, 0f7F800000) : f32   loc(\"t.tsr\":2:12)",
         "tile.mov.f64 0d8000000000000000 : f64",
         "tile.mov.s64 -9223372036854775808 : s64",
         "tile.cvt.rzi.sat.s32.f32 ",
-        "tile.store.v2.bf16 %2[%11], (",
+        "tile.store.v2.bf16 %2[%12], (",
+        "tile.tma.load %",
+        ", %5, %",
+        ", -3, %12",
+        "tile.tma.wait_group.read {n = 1}",
         "tile.cp.async.cg %",
-        "src_bytes 8 mask %12 {bytes = 16}",
+        "src_bytes 8 mask %13 {bytes = 16}",
         "tile.wait {n = 1}   loc(\"other \\\"q\\\".tsr\":2:1)",
         "tile.ld.shared.v2.f32 ",
         "{offset = -8}",

@@ -19,14 +19,14 @@ pub(super) struct Mbar {
     pending: u32,
     /// Bytes expected (`expect_tx`) less bytes completed (`complete_tx`); may be negative
     /// while a completion runs ahead of its expectation.
-    tx: i64,
+    pub(super) tx: i64,
     /// Phases completed since the init.
-    phase: u64,
+    pub(super) phase: u64,
 }
 
 impl Mbar {
     /// The current phase completes when its arrivals and transactions are all in.
-    fn settle(&mut self) {
+    pub(super) fn settle(&mut self) {
         if self.pending == 0 && self.tx == 0 {
             self.phase += 1;
             self.pending = self.expected;
@@ -51,10 +51,7 @@ pub(super) struct InFlight {
 /// An accumulator register of an in-flight wgmma that `op` touches (wgmmas and their fence,
 /// commit and wait excepted), and the wgmma's pc.
 pub(super) fn in_flight_hazard(op: &Op, w: &Warp) -> Result<(), (Reg, Pc)> {
-    if matches!(
-        op,
-        Op::WgmmaMmaAsync { .. } | Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait { .. }
-    ) {
+    if op.is_wgmma() {
         return Ok(());
     }
     let touched: Vec<Reg> = op.uses().into_iter().chain(op.defs()).collect();
@@ -67,7 +64,7 @@ pub(super) fn in_flight_hazard(op: &Op, w: &Warp) -> Result<(), (Reg, Pc)> {
 }
 
 /// The barrier at `addr`, which must be initialised.
-fn mbar(sm: &mut SharedMem, addr: u32) -> Result<&mut Mbar, EmuErrorKind> {
+pub(super) fn mbar(sm: &mut SharedMem, addr: u32) -> Result<&mut Mbar, EmuErrorKind> {
     sm.mbars
         .get_mut(&addr)
         .ok_or(EmuErrorKind::MbarrierUninit { addr })
@@ -163,6 +160,9 @@ impl Machine<'_> {
                     let a = at(w, *addr, l, sm)?;
                     let p = opnd(w, *parity, l) as u32;
                     let done = mbar(sm, a).map_err(|e| (e, l))?.done(p);
+                    if done {
+                        tma::saw(sm, a, w.index * 32 + l);
+                    }
                     self.set(w, *dst, l, u64::from(done));
                 }
             }
@@ -172,7 +172,9 @@ impl Machine<'_> {
                 for l in lanes(eff) {
                     let a = at(w, *addr, l, sm)?;
                     let p = opnd(w, *parity, l) as u32;
-                    if !mbar(sm, a).map_err(|e| (e, l))?.done(p) {
+                    if mbar(sm, a).map_err(|e| (e, l))?.done(p) {
+                        tma::saw(sm, a, w.index * 32 + l);
+                    } else {
                         w.state[l as usize] = LaneState::MbarrierWait { addr: a, parity: p };
                     }
                     // the loop leaves with its predicate set
@@ -324,7 +326,7 @@ impl Machine<'_> {
     pub(super) fn wake_mbarrier_waits(
         &self,
         warps: &mut [Warp],
-        sm: &SharedMem,
+        sm: &mut SharedMem,
     ) -> Result<bool, EmuError> {
         let mut woke = false;
         let mut stuck = None;
@@ -333,10 +335,11 @@ impl Machine<'_> {
                 let LaneState::MbarrierWait { addr, parity } = w.state[l] else {
                     continue;
                 };
-                match sm.mbars.get(&addr) {
+                match sm.mbars.get(&addr).copied() {
                     Some(m) if m.done(parity) => {
                         w.state[l] = LaneState::Running;
                         woke = true;
+                        tma::saw(sm, addr, w.index * 32 + l as u32);
                     }
                     m => {
                         if stuck.is_none() {

@@ -91,44 +91,8 @@ impl Machine<'_> {
                     self.set(w, *dst, l, mask(*ty, v));
                 }
             }
-            Op::Cvt {
-                dty,
-                sty,
-                rnd,
-                sat,
-                dst,
-                src,
-            } => self.map_lanes(w, eff, *dst, |w, l| {
-                cvt(*dty, *sty, *rnd, *sat, reg(w, *src, l))
-            }),
-            Op::CvtTf32 { dst, src } => {
-                for l in lanes(eff) {
-                    let v = tf32_rna(reg(w, *src, l) as u32);
-                    self.set(w, *dst, l, u64::from(v));
-                }
-            }
-            Op::CvtPack { pack, dst, hi, lo } => {
-                for l in lanes(eff) {
-                    let h = f32::from_bits(reg(w, *hi, l) as u32);
-                    let o = f32::from_bits(reg(w, *lo, l) as u32);
-                    let v = match pack {
-                        Pack::F16x2 => pack_f16x2(h, o),
-                        Pack::BF16x2 => pack_bf16x2(h, o),
-                        Pack::E4m3x2 => pack_fp8x2(h, o, DType::F8E4M3),
-                        Pack::E5m2x2 => pack_fp8x2(h, o, DType::F8E5M2),
-                    };
-                    self.set(w, *dst, l, v);
-                }
-            }
-            Op::CvtUnpack { unpack, dst, src } => {
-                let d = match unpack {
-                    Unpack::E4m3x2 => DType::F8E4M3,
-                    Unpack::E5m2x2 => DType::F8E5M2,
-                };
-                for l in lanes(eff) {
-                    let v = unpack_fp8x2(reg(w, *src, l), d);
-                    self.set(w, *dst, l, v);
-                }
+            Op::Cvt { .. } | Op::CvtTf32 { .. } | Op::CvtPack { .. } | Op::CvtUnpack { .. } => {
+                self.exec_convert(op, w, eff)
             }
             Op::CvtaGlobal { dst, src } => self.map_lanes(w, eff, *dst, |w, l| reg(w, *src, l)),
             Op::Ld {
@@ -201,10 +165,62 @@ impl Machine<'_> {
             | Op::WgmmaCommit
             | Op::WgmmaWait { .. }
             | Op::WgmmaMmaAsync { .. } => self.exec_hopper(op, w, eff, sm, pc)?,
+            Op::TensorMapAddr { .. }
+            | Op::TmaLoad { .. }
+            | Op::TmaStore { .. }
+            | Op::BulkCommit
+            | Op::BulkWaitRead { .. } => self.exec_tma(op, w, eff, sm, pc)?,
             Op::AtomAddF32 { dst, addr, src } => self.add_f32(w, eff, Some(*dst), *addr, *src)?,
             Op::RedAddF32 { addr, src } => self.add_f32(w, eff, None, *addr, *src)?,
         }
         Ok(())
+    }
+
+    /// The conversions: `cvt`, `cvt.rna.tf32.f32` and the packed `cvt`s to and from
+    /// f16/bf16/fp8 pairs.
+    fn exec_convert(&mut self, op: &Op, w: &mut Warp, eff: u32) {
+        match op {
+            Op::Cvt {
+                dty,
+                sty,
+                rnd,
+                sat,
+                dst,
+                src,
+            } => self.map_lanes(w, eff, *dst, |w, l| {
+                cvt(*dty, *sty, *rnd, *sat, reg(w, *src, l))
+            }),
+            Op::CvtTf32 { dst, src } => {
+                for l in lanes(eff) {
+                    let v = tf32_rna(reg(w, *src, l) as u32);
+                    self.set(w, *dst, l, u64::from(v));
+                }
+            }
+            Op::CvtPack { pack, dst, hi, lo } => {
+                for l in lanes(eff) {
+                    let h = f32::from_bits(reg(w, *hi, l) as u32);
+                    let o = f32::from_bits(reg(w, *lo, l) as u32);
+                    let v = match pack {
+                        Pack::F16x2 => pack_f16x2(h, o),
+                        Pack::BF16x2 => pack_bf16x2(h, o),
+                        Pack::E4m3x2 => pack_fp8x2(h, o, DType::F8E4M3),
+                        Pack::E5m2x2 => pack_fp8x2(h, o, DType::F8E5M2),
+                    };
+                    self.set(w, *dst, l, v);
+                }
+            }
+            Op::CvtUnpack { unpack, dst, src } => {
+                let d = match unpack {
+                    Unpack::E4m3x2 => DType::F8E4M3,
+                    Unpack::E5m2x2 => DType::F8E5M2,
+                };
+                for l in lanes(eff) {
+                    let v = unpack_fp8x2(reg(w, *src, l), d);
+                    self.set(w, *dst, l, v);
+                }
+            }
+            _ => {}
+        }
     }
 
     /// `atom.global.add.f32` (the old value into `dst`) and `red.global.add.f32` (`dst` none).

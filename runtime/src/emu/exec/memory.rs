@@ -172,6 +172,12 @@ impl Machine<'_> {
             if write && sm.wgmma_reads.get(a).is_some_and(|&n| n > 0) {
                 return Err(EmuErrorKind::WgmmaPendingShared { addr: a as u32 });
             }
+            if write && sm.bulk_reads.get(a).is_some_and(|&n| n > 0) {
+                return Err(EmuErrorKind::BulkPendingShared { addr: a as u32 });
+            }
+            if let Some(&g) = sm.tma_guard.get(a).filter(|&&g| g != 0) {
+                self.tma_seen(sm, a as u32, g, tid)?;
+            }
             if write && self.track_proxy {
                 if let Some(u) = sm.unfenced.get_mut(a) {
                     *u = me;

@@ -25,8 +25,10 @@ mod alu;
 mod hopper;
 mod instr;
 mod memory;
+mod tma;
 
 use hopper::{InFlight, Mbar};
+use tma::{BulkQueue, TmaWrite};
 
 use alu::{binary, mma, opnd, present, reg, setp, unary};
 
@@ -94,6 +96,16 @@ struct SharedMem {
     /// has not yet ordered before async-proxy reads, and each thread's such bytes.
     unfenced: Vec<u32>,
     unfenced_by: BTreeMap<u32, Vec<u32>>,
+    /// Per byte, the TMA load that wrote it (index + 1 into `tma_writes`; 0 = none).
+    tma_guard: Vec<u32>,
+    tma_writes: Vec<TmaWrite>,
+    /// Per mbarrier, per thread: the phases that thread has seen complete (by a wait, or
+    /// another thread's wait before a barrier both passed).
+    seen: BTreeMap<u32, Vec<u64>>,
+    /// In-flight TMA stores reading each byte (a write to it is a race), and each thread's
+    /// bulk groups.
+    bulk_reads: Vec<u16>,
+    bulk: BTreeMap<u32, BulkQueue>,
 }
 
 struct Machine<'a> {
@@ -113,9 +125,11 @@ struct Machine<'a> {
     track_writes: bool,
     /// The running block's linear index + 1.
     block_no: u32,
-    /// Whether the kernel has async-proxy readers of shared memory (wgmma): generic writes are
-    /// then tracked until their thread's `fence.proxy.async`.
+    /// Whether the kernel has async-proxy readers of shared memory (wgmma, TMA stores):
+    /// generic writes are then tracked until their thread's `fence.proxy.async`.
     track_proxy: bool,
+    /// The tensor map of each tensor-map parameter, by parameter index.
+    maps: Vec<Option<crate::tensor_map::TensorMap>>,
 }
 
 fn lanes(m: u32) -> impl Iterator<Item = u32> {
@@ -158,8 +172,13 @@ pub(super) fn run(
         }));
     }
     let mut params = vec![];
+    let mut maps = vec![None; args.len()];
     for (i, (a, p)) in args.iter().zip(&k.params).enumerate() {
         let v = match (a, p.ty) {
+            (Arg::TensorMap(m), ParamTy::TensorMap) => {
+                maps[i] = Some(*m);
+                0
+            }
             (Arg::Ptr { buffer, offset }, ParamTy::Ptr | ParamTy::U64) => {
                 if *buffer >= buffers.len() {
                     return Err(EmuError::new(EmuErrorKind::NoBuffer {
@@ -172,7 +191,7 @@ pub(super) fn run(
             (Arg::U64(v), ParamTy::Ptr | ParamTy::U64) => *v,
             (Arg::U32(v), ParamTy::U32) => u64::from(*v),
             (Arg::F32(v), ParamTy::F32) => u64::from(v.to_bits()),
-            (Arg::Ptr { .. } | Arg::U64(_) | Arg::U32(_) | Arg::F32(_), _) => {
+            (Arg::Ptr { .. } | Arg::U64(_) | Arg::U32(_) | Arg::F32(_) | Arg::TensorMap(_), _) => {
                 return Err(EmuError::new(EmuErrorKind::ArgType {
                     index: i,
                     param: p.name.clone(),
@@ -200,8 +219,9 @@ pub(super) fn run(
             .blocks
             .iter()
             .flat_map(|b| &b.insts)
-            .any(|i| matches!(i.op, Op::WgmmaMmaAsync { .. })),
+            .any(|i| i.op.reads_shared_async()),
         block_no: 0,
+        maps,
     };
     let mut smem = SharedMem {
         bytes: vec![0; shared_size as usize],
@@ -212,6 +232,11 @@ pub(super) fn run(
         wgmma_reads: vec![0; shared_size as usize],
         unfenced: vec![0; shared_size as usize],
         unfenced_by: BTreeMap::new(),
+        tma_guard: vec![0; shared_size as usize],
+        tma_writes: vec![],
+        seen: BTreeMap::new(),
+        bulk_reads: vec![0; shared_size as usize],
+        bulk: BTreeMap::new(),
     };
     for z in 0..launch.grid[2] {
         for y in 0..launch.grid[1] {
@@ -225,6 +250,11 @@ pub(super) fn run(
                 smem.wgmma_reads.fill(0);
                 smem.unfenced.fill(0);
                 smem.unfenced_by.clear();
+                smem.tma_guard.fill(0);
+                smem.tma_writes.clear();
+                smem.seen.clear();
+                smem.bulk_reads.fill(0);
+                smem.bulk.clear();
                 smem.epoch = 1;
                 m.run_block(threads as u32, &mut smem)?;
             }
@@ -311,6 +341,7 @@ impl Machine<'_> {
             if !waiting {
                 return Ok(());
             }
+            tma::share_seen(smem);
             smem.epoch += 1;
             self.stats.barriers += 1;
         }

@@ -1,5 +1,5 @@
-//! The sm_90 ops of Tile → Target: mbarrier, the wgmma descriptor (an instruction sequence)
-//! and wgmma itself.
+//! The sm_90 ops of Tile → Target: mbarrier, the wgmma descriptor (an instruction sequence),
+//! wgmma itself and the TMA's bulk tensor copies.
 
 use super::{bug, get, Cx, R};
 use crate::backend::ptx::builder::imm;
@@ -57,9 +57,39 @@ impl Cx<'_> {
             OpKind::WgmmaCommit => self.b.push(TOp::WgmmaCommit),
             OpKind::WgmmaWait { n } => self.b.push(TOp::WgmmaWait { n: *n }),
             OpKind::WgmmaMmaAsync { n, ab } => self.wgmma(op, *n, *ab)?,
+            OpKind::TmaLoad => {
+                let dst = self.reg_of(get(op, 0)?, Ty::U32)?;
+                let map = self.reg_of(get(op, 1)?, Ty::U64)?;
+                let mbar = self.reg_of(get(op, 2)?, Ty::U32)?;
+                let coords = self.coords(op, 3)?;
+                self.b.push(TOp::TmaLoad {
+                    dst,
+                    map,
+                    coords,
+                    mbar,
+                });
+            }
+            OpKind::TmaStore => {
+                let map = self.reg_of(get(op, 0)?, Ty::U64)?;
+                let src = self.reg_of(get(op, 1)?, Ty::U32)?;
+                let coords = self.coords(op, 2)?;
+                self.b.push(TOp::TmaStore { map, coords, src });
+            }
+            OpKind::TmaCommit => self.b.push(TOp::BulkCommit),
+            OpKind::TmaWaitRead { n } => self.b.push(TOp::BulkWaitRead { n: *n }),
             other => return bug(self.k, format!("{other:?} is not an sm_90 op")),
         }
         Ok(())
+    }
+
+    /// A bulk copy's coordinates (operands `from`…, outermost first) in PTX's order,
+    /// innermost first.
+    fn coords(&mut self, op: &OpData, from: usize) -> R<Vec<Reg>> {
+        let mut regs = vec![];
+        for &o in op.operands.get(from..).unwrap_or(&[]).iter().rev() {
+            regs.push(self.reg_of(o, Ty::S32)?);
+        }
+        Ok(regs)
     }
 
     /// The 64-bit descriptor: bits 0–13 the start address >> 4, 16–29 the leading byte

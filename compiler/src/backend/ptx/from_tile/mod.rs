@@ -100,6 +100,12 @@ pub fn translate(k: Checked<'_>) -> R<Lowered> {
                 let r = cx.b.ld_param(id);
                 Slot::View(cx.b.cvta_global(r), d.size_bytes() as i64)
             }
+            (_, Some(Type::TensorMap(_))) => {
+                let param = cx.b.param(&p.name, ParamTy::TensorMap);
+                let dst = cx.b.reg(Ty::U64);
+                cx.b.push(TOp::TensorMapAddr { dst, param });
+                Slot::Reg(dst)
+            }
             (ParamRole::Status, _) => {
                 let id = cx.b.param(&p.name, ParamTy::Ptr);
                 let r = cx.b.ld_param(id);
@@ -433,7 +439,11 @@ impl Cx<'_> {
             | OpKind::WgmmaFence
             | OpKind::WgmmaCommit
             | OpKind::WgmmaWait { .. }
-            | OpKind::WgmmaMmaAsync { .. } => self.op_hopper(op)?,
+            | OpKind::WgmmaMmaAsync { .. }
+            | OpKind::TmaLoad
+            | OpKind::TmaStore
+            | OpKind::TmaCommit
+            | OpKind::TmaWaitRead { .. } => self.op_hopper(op)?,
             OpKind::Ldmatrix { trans } => {
                 let addr = self.reg_of(get(op, 0)?, Ty::U32)?;
                 let dsts = [0; 4].map(|_| self.b.reg(Ty::B32));

@@ -2,7 +2,7 @@
 //! and `wgmma` instructions with the targets that lack them.
 
 use super::Line;
-use crate::backend::ptx::{CacheOp, Op, Operand, Reg, Target};
+use crate::backend::ptx::{CacheOp, Kernel, Op, Operand, Reg, Target};
 use std::fmt::Write;
 
 /// The sm_90 instructions: mbarrier and wgmma.
@@ -76,6 +76,51 @@ pub(super) fn write_hopper(w: &mut Line, op: &Op) {
     }
 }
 
+/// The TMA: a tensor map's generic address, the bulk tensor copies and their bulk groups.
+pub(super) fn write_tma(w: &mut Line, k: &Kernel, op: &Op) {
+    // `[map, {c0, c1, ...}]`
+    let tensor = |w: &mut Line, map: &Reg, coords: &[Reg]| {
+        w.sep();
+        let names: Vec<&str> = coords.iter().map(|c| w.n.get(*c)).collect();
+        let _ = write!(w.out, "[{}, {{{}}}]", w.n.get(*map), names.join(", "));
+    };
+    match op {
+        Op::TensorMapAddr { dst, param } => {
+            let p = k.params.get(param.0 as usize);
+            w.op(&["cvta.param.u64"]);
+            w.reg(*dst);
+            w.text(p.map_or("invalid", |p| p.name.as_str()));
+        }
+        Op::TmaLoad {
+            dst,
+            map,
+            coords,
+            mbar,
+        } => {
+            let dims = format!("cp.async.bulk.tensor.{}d", coords.len());
+            w.op(&[
+                &dims,
+                ".shared::cluster.global.mbarrier::complete_tx::bytes",
+            ]);
+            w.addr(*dst, 0);
+            tensor(w, map, coords);
+            w.addr(*mbar, 0);
+        }
+        Op::TmaStore { map, coords, src } => {
+            let dims = format!("cp.async.bulk.tensor.{}d", coords.len());
+            w.op(&[&dims, ".global.shared::cta.bulk_group"]);
+            tensor(w, map, coords);
+            w.addr(*src, 0);
+        }
+        Op::BulkCommit => w.op(&["cp.async.bulk.commit_group"]),
+        Op::BulkWaitRead { n } => {
+            w.op(&["cp.async.bulk.wait_group.read"]);
+            w.num(i64::from(*n));
+        }
+        _ => w.op(&["invalid"]),
+    }
+}
+
 pub(super) fn write_cp_async(
     w: &mut Line,
     cache: &CacheOp,
@@ -97,24 +142,9 @@ pub(super) fn write_cp_async(
     }
 }
 
-/// What an sm_90 instruction is when `target` lacks it: mbarrier below sm_90, wgmma on
-/// anything but sm_90a (sm_100 has no wgmma).
+/// What an sm_90 instruction is when `target` lacks it ([`Op::hopper`]).
 pub(super) fn hopper_only(op: &Op, target: Target) -> Option<&'static str> {
-    match op {
-        Op::MbarrierInit { .. }
-        | Op::MbarrierArrive { .. }
-        | Op::MbarrierCompleteTx { .. }
-        | Op::MbarrierTryWait { .. }
-        | Op::MbarrierWait { .. }
-            if target.sm() < 90 =>
-        {
-            Some("mbarrier (sm_90+)")
-        }
-        Op::WgmmaFence | Op::WgmmaCommit | Op::WgmmaWait { .. } | Op::WgmmaMmaAsync { .. }
-            if target != Target::Sm90a =>
-        {
-            Some("wgmma (sm_90a only)")
-        }
-        _ => None,
-    }
+    op.hopper()
+        .filter(|h| !h.supported(target))
+        .map(|h| h.what())
 }
