@@ -152,48 +152,7 @@ fn schedule_for(
                 },
             }
         }
-        Kind::Elementwise | Kind::Copy => {
-            let vector = d
-                .vectorize
-                .unwrap_or_else(|| elementwise_vector(g, inputs, ty));
-            // a 2-D tile (BM, BN): one BM×BN tile of the output (as rows of its last dim) per
-            // block, BM·BN / vector threads (a 3-D tile is a matmul's: SPEC §5)
-            if let Some([bm, bn, 0]) = d.tile {
-                // the default vector narrowed to one that divides BN; a given one is checked
-                let vector = match d.vectorize {
-                    // a take or scatter_add kernel moves one element per thread
-                    _ if matches!(op, Op::Take { .. } | Op::ScatterAdd { .. }) => 1,
-                    Some(v) => v,
-                    None => (0..=vector.max(1).ilog2())
-                        .rev()
-                        .map(|e| 1u32 << e)
-                        .find(|&v| bn % v == 0)
-                        .unwrap_or(1),
-                };
-                let threads = u64::from(bm) * u64::from(bn) / u64::from(vector.max(1));
-                return Schedule {
-                    tile: [bm, bn, 0],
-                    warp: [1, 1],
-                    stages: 1,
-                    vector,
-                    tensor_cores: false,
-                    async_copy: false,
-                    threads: u32::try_from(threads).unwrap_or(u32::MAX),
-                    elem_bytes: (ty.dtype.size_bytes() as u32),
-                };
-            }
-            let threads = occupancy_threads(256, d);
-            Schedule {
-                tile: [threads * vector, 1, 1],
-                warp: [1, 1],
-                stages: 1,
-                vector,
-                tensor_cores: false,
-                async_copy: false,
-                threads,
-                elem_bytes: (ty.dtype.size_bytes() as u32),
-            }
-        }
+        Kind::Elementwise | Kind::Copy => elementwise_schedule(g, op, ty, inputs, d),
         Kind::FlashAttention => {
             // Tensor cores: 64 query rows per block (4 warps × 16), key tiles of 64, for
             // bf16/fp16 operands of one head dimension that is a multiple of 16. Otherwise
@@ -294,6 +253,57 @@ fn schedule_for(
             threads: occupancy_threads(128, d),
             elem_bytes: (ty.dtype.size_bytes() as u32),
         },
+    }
+}
+
+/// The schedule of a kernel without a reduction dimension (elementwise, copy, gather): a 1-D
+/// block of `vector` elements per thread, or a 2-D tile `(BM, BN)` of the output.
+fn elementwise_schedule(
+    g: &Graph,
+    op: &Op,
+    ty: &TensorType,
+    inputs: &[crate::graph::ValueId],
+    d: &Directives,
+) -> Schedule {
+    let vector = d
+        .vectorize
+        .unwrap_or_else(|| elementwise_vector(g, inputs, ty));
+    // a 2-D tile (BM, BN): one BM×BN tile of the output (as rows of its last dim) per
+    // block, BM·BN / vector threads (a 3-D tile is a matmul's: SPEC §5)
+    if let Some([bm, bn, 0]) = d.tile {
+        // the default vector narrowed to one that divides BN; a given one is checked
+        let vector = match d.vectorize {
+            // a take or scatter_add kernel moves one element per thread
+            _ if matches!(op, Op::Take { .. } | Op::ScatterAdd { .. }) => 1,
+            Some(v) => v,
+            None => (0..=vector.max(1).ilog2())
+                .rev()
+                .map(|e| 1u32 << e)
+                .find(|&v| bn % v == 0)
+                .unwrap_or(1),
+        };
+        let threads = u64::from(bm) * u64::from(bn) / u64::from(vector.max(1));
+        return Schedule {
+            tile: [bm, bn, 0],
+            warp: [1, 1],
+            stages: 1,
+            vector,
+            tensor_cores: false,
+            async_copy: false,
+            threads: u32::try_from(threads).unwrap_or(u32::MAX),
+            elem_bytes: (ty.dtype.size_bytes() as u32),
+        };
+    }
+    let threads = occupancy_threads(256, d);
+    Schedule {
+        tile: [threads * vector, 1, 1],
+        warp: [1, 1],
+        stages: 1,
+        vector,
+        tensor_cores: false,
+        async_copy: false,
+        threads,
+        elem_bytes: (ty.dtype.size_bytes() as u32),
     }
 }
 
