@@ -655,6 +655,7 @@ pub fn report(st: &State) -> TableObj {
     }
     TableObj {
         type_name: "autotune_report",
+        lines: vec![],
         parts: vec![runs, entries, meas],
     }
 }

@@ -100,6 +100,8 @@ impl Table {
 pub struct TableObj {
     pub type_name: &'static str,
     pub parts: Vec<Table>,
+    /// One line per row in a short form (a profile's `lines()`: SPEC §6); empty for others.
+    pub lines: Vec<String>,
 }
 
 impl TableObj {
@@ -143,6 +145,13 @@ impl HostObject for TableObj {
                 }))
             }
             "text" => Some(Value::str(&self.text())),
+            "lines" if self.type_name == "profile" => {
+                let lines: Vec<Value> = self.lines.iter().map(|l| Value::str(l)).collect();
+                Some(Value::native("lines", "lines()", move |_, args| {
+                    args.bind("lines", &[], &[])?;
+                    Ok(Value::list(lines.clone()))
+                }))
+            }
             "columns" => Some(Value::list(
                 first
                     .map(|t| t.header.iter().map(|h| Value::str(h)).collect())
@@ -162,7 +171,11 @@ impl HostObject for TableObj {
         })
     }
     fn attr_names(&self) -> Vec<&'static str> {
-        vec!["columns", "html", "rows", "text"]
+        if self.type_name == "profile" {
+            vec!["columns", "html", "lines", "rows", "text"]
+        } else {
+            vec!["columns", "html", "rows", "text"]
+        }
     }
 }
 
@@ -180,6 +193,7 @@ mod tests {
         let o = TableObj {
             type_name: "profile",
             parts: vec![t],
+            lines: vec![],
         };
         let text = o.text();
         assert!(text.starts_with("p <1>\n| op  |    latency |\n"), "{text}");

@@ -142,6 +142,7 @@ impl TargetInfo {
         }
         crate::table::TableObj {
             type_name: "target_info",
+            lines: vec![],
             parts: vec![t],
         }
     }

@@ -299,6 +299,7 @@ pub fn plan(session: &Rc<Session>, it: &mut Interp, args: CallArgs) -> R {
     }
     Ok(Value::host(TableObj {
         type_name: "plan",
+        lines: vec![],
         parts: vec![t],
     }))
 }

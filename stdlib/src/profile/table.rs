@@ -358,7 +358,49 @@ pub fn table_top(rows: &[Row], title: Option<String>, top: Option<usize>) -> Tab
     TableObj {
         type_name: "profile",
         parts,
+        lines: rows.iter().flat_map(one_lines).collect(),
     }
+}
+
+/// The seeds' one-line form of a kernel's rows (`profile.lines()`, SPEC §6):
+/// `MatMul[128x128x32]  latency=2.43µs  occupancy=25.0%  hbm=0.5%  (sm_90 model)`, one line
+/// for the model and one for a measured latency; `hbm` is the bandwidth as a fraction of the
+/// target's HBM (none for a cpu measurement), `occupancy` the model's.
+fn one_lines(r: &Row) -> Vec<String> {
+    let kind = match r.kind.name() {
+        "matmul" => "MatMul".to_string(),
+        k => k
+            .split('_')
+            .map(|w| {
+                let mut c = w.chars();
+                c.next()
+                    .map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
+            })
+            .collect(),
+    };
+    let head = format!("{kind}[{}]", r.tile);
+    let t = |us: f64| fmt_time(us).trim().replace(' ', "");
+    let hbm = r.target.spec().hbm_gbps;
+    let mut out = Vec::new();
+    if let Some(e) = &r.estimate {
+        out.push(format!(
+            "{head}  latency={}  occupancy={:.1}%  hbm={:.1}%  ({} model)",
+            t(e.latency_us),
+            e.occupancy.fraction * 100.0,
+            100.0 * e.gbps() / hbm,
+            r.target.name()
+        ));
+    }
+    if let (Some(m), Some(dev)) = (median(&r.samples), &r.device) {
+        let mut line = format!("{head}  latency={}", t(m));
+        if let Some(e) = r.estimate.as_ref().filter(|_| dev != "cpu") {
+            let gbps = e.min_bytes / (m * 1e-6) / 1e9;
+            line.push_str(&format!("  hbm={:.1}%", 100.0 * gbps / hbm));
+        }
+        line.push_str(&format!("  ({dev} measured)"));
+        out.push(line);
+    }
+    out
 }
 
 /// Bytes with a decimal unit: `512 B`, `1.50 kB`, `12.35 MB`, `3.20 GB`.
