@@ -112,8 +112,9 @@ fn executable(
 /// CPU, each reported once per session; under a cross-check they are an error.
 ///
 /// A failed launch is E0800 at the kernel: on the GPU an error when `cuda` was asked for by
-/// name, else a warning and that launch runs on the cpu ([`tessera_runtime::device::Engine::auto_chosen`]). While profiling,
-/// the emulator's counters or the GPU's event times are recorded.
+/// name, else a warning and that launch runs on the cpu
+/// ([`tessera_runtime::device::Engine::auto_chosen`]). While profiling, the emulator's counters
+/// or the GPU's event times are recorded.
 pub(super) fn run_device(
     session: &Session,
     it: &mut Interp,
@@ -271,6 +272,11 @@ pub(super) fn run_device(
         warnings.push(ran_on_cpu_warning(&diag, k, sources));
         None
     };
+    if entry.hardware.is_none() {
+        // a device that always opens (the emulator) opens on first use: a session made
+        // without it, then cross-checked against it
+        let _ = session.engine.open(entry);
+    }
     let r = session
         .engine
         .run_on(entry, &c.graph, inputs, &c.captures, &mut hook);
