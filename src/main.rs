@@ -17,8 +17,7 @@ struct RunFlags {
     /// present, spirv on --device vulkan, else sm_90).
     #[arg(long, value_parser = ["sm_80", "sm_90", "sm_90a", "sm_100", "spirv"])]
     target: Option<String>,
-    /// Where kernels run: auto, cpu, emu, cuda, vulkan.
-    #[arg(long, value_parser = ["auto", "cpu", "emu", "cuda", "vulkan"])]
+    #[arg(long, value_parser = device_choices(), help = device_help())]
     device: Option<String>,
     /// Print this IR of every compiled kernel to stderr (repeatable).
     #[arg(long, value_parser = ["graph", "schedule", "tile", "target", "ptx", "spirv"])]
@@ -76,8 +75,7 @@ enum Cmd {
         /// Target: sm_80, sm_90, sm_90a, sm_100, spirv (default: the GPU present, else sm_90).
         #[arg(long, value_parser = ["sm_80", "sm_90", "sm_90a", "sm_100", "spirv"])]
         target: Option<String>,
-        /// Where kernels run: auto, cpu, emu, cuda, vulkan.
-        #[arg(long, value_parser = ["auto", "cpu", "emu", "cuda", "vulkan"])]
+        #[arg(long, value_parser = device_choices(), help = device_help())]
         device: Option<String>,
     },
     /// A Jupyter kernel process (started by Jupyter through the kernelspec).
@@ -111,6 +109,19 @@ enum JupyterCmd {
         #[arg(long, value_name = "PREFIX")]
         prefix: Option<PathBuf>,
     },
+}
+
+/// `--device`'s values: `auto` and every device of the registry.
+fn device_choices() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(tessera_runtime::device::registry::choices())
+}
+
+/// `--device`'s help line.
+fn device_help() -> String {
+    format!(
+        "Where kernels run: {}",
+        tessera_runtime::device::registry::choices_text()
+    )
 }
 
 fn options(flags: RunFlags, args: Vec<String>) -> RunOptions {

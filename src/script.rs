@@ -186,7 +186,7 @@ fn run_source_inner(name: &str, text: String, opts: &RunOptions, check_only: boo
             &rows,
             Some(format!(
                 "profile of the run: device {}, model for {}, {launches} kernel launch(es)",
-                session.device.get(),
+                session.device(),
                 session.target.get().name()
             )),
         );

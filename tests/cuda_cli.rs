@@ -55,3 +55,27 @@ fn device_auto_without_a_gpu_runs_on_the_cpu_quietly() {
     assert_eq!(stdout, "cpu sm_90\ntensor([0.0000, 6.0000], dtype=fp32)\n");
     assert_eq!(stderr, "");
 }
+
+#[test]
+fn crosscheck_cuda_without_a_gpu_is_e0800_at_start_and_runs_nothing() {
+    let dir = std::env::temp_dir().join(format!("tessera-cuda-cli-{}-cc", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("k.tsr"), SCRIPT).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["run", "--device", "cpu", "k.tsr"])
+        .current_dir(&dir)
+        .env("NO_COLOR", "1")
+        .env("TESSERA_CUDA", "off")
+        .env("TESSERA_CROSSCHECK", "cuda")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        stderr.starts_with(
+            "error[E0800]: TESSERA_CROSSCHECK=cuda: no usable CUDA device: CUDA is turned off"
+        ),
+        "{stderr}"
+    );
+}

@@ -320,7 +320,8 @@ impl Session {
                 }
                 Some(e) if trimmed[..e] == *":device" => {
                     let arg = trimmed[e..].trim_start();
-                    return word_list(&["auto", "cpu", "emu", "cuda"], arg, cursor);
+                    let names = tessera_stdlib::session::registry::choices();
+                    return word_list(&names, arg, cursor);
                 }
                 Some(e) if trimmed[..e] == *":target" && !trimmed.contains('(') => {
                     let arg = trimmed[e..].trim_start();

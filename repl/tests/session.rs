@@ -583,6 +583,14 @@ fn completion_uses_real_objects() {
     assert_eq!(c.matches, vec![":target", ":tile", ":time", ":timeit"]);
     let c = s.complete(":device e", 9);
     assert_eq!((c.matches.clone(), c.start), (vec!["emu".to_string()], 8));
+    // every device of the registry, vulkan included
+    let c = s.complete(":device v", 9);
+    assert_eq!(
+        (c.matches.clone(), c.start),
+        (vec!["vulkan".to_string()], 8)
+    );
+    let c = s.complete(":device ", 8);
+    assert_eq!(c.matches, ["auto", "cpu", "emu", "cuda", "vulkan"]);
     let c = s.complete("nothing.", 8);
     assert!(c.matches.is_empty());
 }

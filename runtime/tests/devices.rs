@@ -19,8 +19,7 @@ use tessera_compiler::pipeline::lower;
 use tessera_compiler::schedule::Directives;
 use tessera_lang::{SourceMap, Span};
 use tessera_runtime::device::{
-    self, CrossCheck, Device, DeviceError, DeviceKind, Executable, GraphOp, Keep, Launched,
-    PtxImage,
+    self, registry, CrossCheck, Device, DeviceError, Executable, GraphOp, Keep, Launched, PtxImage,
 };
 use tessera_runtime::{allclose, RuntimeError, Tensor};
 
@@ -368,8 +367,7 @@ fn suite(dev: &mut dyn Device) -> usize {
         let mut hook = |id, operands: &[Tensor]| -> Option<Result<Vec<Tensor>, RuntimeError>> {
             let (k, c) = l.kernel_at(id)?;
             let t = c.target.as_ref()?;
-            let ptx = dev
-                .needs_ptx()
+            let ptx = (dev.code() == device::Code::Ptx)
                 .then(|| PtxImage::print(t, Target::Sm90, &sources).unwrap());
             let x = Executable {
                 lowered: t,
@@ -397,7 +395,7 @@ fn suite(dev: &mut dyn Device) -> usize {
             l.kernels.len(),
             "{}: every kernel runs on {}",
             case.name,
-            dev.kind()
+            dev.name()
         );
         launched += here;
         assert_eq!(cpu.len(), got.len(), "{}", case.name);
@@ -407,7 +405,7 @@ fn suite(dev: &mut dyn Device) -> usize {
                 allclose(a, b, case.tol, case.tol).unwrap(),
                 "{} on {}: differs from the cpu",
                 case.name,
-                dev.kind()
+                dev.name()
             );
         }
     }
@@ -416,8 +414,9 @@ fn suite(dev: &mut dyn Device) -> usize {
 
 #[test]
 fn cpu_runs_the_suite() {
-    let mut d = device::open(DeviceKind::Cpu).unwrap();
-    assert_eq!(d.kind(), DeviceKind::Cpu);
+    let mut d = device::open("cpu").unwrap();
+    assert_eq!(d.name(), "cpu");
+    assert_eq!(d.code(), device::Code::None);
     assert!(suite(d.as_mut()) >= cases().len());
 }
 
@@ -440,7 +439,7 @@ fn cross_suite(checked: &mut dyn Device, keep: Keep) -> (usize, usize) {
         compare: &mut compare,
         keep,
     };
-    assert_eq!(cross.kind(), DeviceKind::Emu);
+    assert_eq!(cross.name(), "emu");
     let launched = suite(&mut cross);
     (launched, compared)
 }
@@ -458,8 +457,8 @@ fn the_cross_check_is_a_device_that_wraps_two() {
 struct OffByOne;
 
 impl Device for OffByOne {
-    fn kind(&self) -> DeviceKind {
-        DeviceKind::Emu
+    fn entry(&self) -> &'static registry::Entry {
+        registry::find("emu").unwrap()
     }
     fn launch(
         &mut self,
@@ -547,14 +546,14 @@ fn a_cross_check_reports_what_its_comparison_finds() {
 
 #[test]
 fn emu_runs_the_suite() {
-    let mut d = device::open(DeviceKind::Emu).unwrap();
+    let mut d = device::open("emu").unwrap();
     assert!(suite(d.as_mut()) >= cases().len());
 }
 
 #[test]
 #[ignore = "needs an NVIDIA GPU: cargo test -p tessera-runtime --test devices -- --ignored"]
 fn cuda_runs_the_suite() {
-    let mut d = match device::open(DeviceKind::Cuda) {
+    let mut d = match device::open("cuda") {
         Ok(d) => d,
         Err(e) => panic!("no CUDA device opens: {e}"),
     };

@@ -10,6 +10,7 @@
 use tessera_compiler::graph::{DType, Graph, Op, ValueId};
 use tessera_compiler::schedule::Kernel;
 use tessera_lang::diag::{Code, Diagnostic};
+use tessera_runtime::device::registry::{self, Check, Code as DeviceCode, Entry};
 use tessera_runtime::Tensor;
 
 /// The variable that turns the mode on.
@@ -17,38 +18,46 @@ pub const VAR: &str = "TESSERA_CROSSCHECK";
 /// Where checked launches are logged.
 pub const LOG_VAR: &str = "TESSERA_CROSSCHECK_LOG";
 
-/// The device a cross-check compares with the cpu.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Checked {
-    /// `TESSERA_CROSSCHECK=emu`: the emulator, elementwise within a few units in the last place.
-    Emu,
-    /// `TESSERA_CROSSCHECK=cuda`: the GPU, by the norm-wise relative error of each launch
-    /// ([`compare_device`]).
-    Cuda,
-    /// `TESSERA_CROSSCHECK=vulkan`: the SPIR-V through the Vulkan driver, compared as the GPU's.
-    Vulkan,
-}
+/// The device a cross-check compares with the cpu: a device of the registry that says how
+/// ([`Entry::check`]): `emu` elementwise within a few units in the last place, a GPU by the
+/// norm-wise relative error of each launch ([`compare_device`]).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Checked(&'static Entry);
 
 impl Checked {
+    /// The emulator, the check the cpu runs without `TESSERA_CROSSCHECK` naming a device.
+    pub fn emu() -> Checked {
+        Checked(registry::find("emu").unwrap_or(registry::cpu()))
+    }
     /// The device it is.
-    pub fn kind(self) -> tessera_runtime::device::DeviceKind {
-        match self {
-            Checked::Emu => tessera_runtime::device::DeviceKind::Emu,
-            Checked::Cuda => tessera_runtime::device::DeviceKind::Cuda,
-            Checked::Vulkan => tessera_runtime::device::DeviceKind::Vulkan,
-        }
+    pub fn entry(self) -> &'static Entry {
+        self.0
     }
     pub fn name(self) -> &'static str {
-        match self {
-            Checked::Emu => "emu",
-            Checked::Cuda => "cuda",
-            Checked::Vulkan => "vulkan",
-        }
+        self.0.name
+    }
+    /// How its results are compared with the cpu's.
+    pub fn rule(self) -> Check {
+        self.0.check.unwrap_or(Check::Ulps)
     }
 }
 
-/// Whether the mode is on: `TESSERA_CROSSCHECK=emu`. Unset or empty is off; `cuda` is the
-/// GPU ([`mode`]); any other value is E0101 (a typo must not silently turn the check off).
+/// The devices a cross-check takes: "`emu`, `cuda` and `vulkan`".
+fn devices() -> String {
+    let names: Vec<String> = registry::DEVICES
+        .iter()
+        .filter(|e| e.check.is_some())
+        .map(|e| format!("`{}`", e.name))
+        .collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.join(""),
+    }
+}
+
+/// Whether the mode is on: `TESSERA_CROSSCHECK=emu`. Unset or empty is off; a device the
+/// registry gives a check ([`mode`]) is on; any other value is E0101 (a typo must not
+/// silently turn the check off).
 pub fn enabled() -> Result<bool, Diagnostic> {
     mode().map(|m| m.is_some())
 }
@@ -58,19 +67,20 @@ pub fn mode() -> Result<Option<Checked>, Diagnostic> {
     match std::env::var(VAR) {
         Err(std::env::VarError::NotPresent) => Ok(None),
         Ok(v) if v.is_empty() => Ok(None),
-        Ok(v) => match tessera_runtime::device::DeviceKind::parse(&v) {
-            Some(tessera_runtime::device::DeviceKind::Emu) => Ok(Some(Checked::Emu)),
-            Some(tessera_runtime::device::DeviceKind::Cuda) => Ok(Some(Checked::Cuda)),
-            Some(tessera_runtime::device::DeviceKind::Vulkan) => Ok(Some(Checked::Vulkan)),
-            _ => Err(Diagnostic::new(
+        Ok(v) => match registry::find(&v).filter(|e| e.check.is_some()) {
+            Some(e) => Ok(Some(Checked(e))),
+            None => Err(Diagnostic::new(
                 Code::E0101,
-                format!("{VAR}={v:?}: the cross-check devices are `emu`, `cuda` and `vulkan`"),
+                format!("{VAR}={v:?}: the cross-check devices are {}", devices()),
             )
             .with_help(format!("set {VAR}=emu, or unset it"))),
         },
         Err(std::env::VarError::NotUnicode(_)) => Err(Diagnostic::new(
             Code::E0101,
-            format!("{VAR} is not valid unicode; the cross-check devices are `emu`, `cuda` and `vulkan`"),
+            format!(
+                "{VAR} is not valid unicode; the cross-check devices are {}",
+                devices()
+            ),
         )),
     }
 }
@@ -353,15 +363,12 @@ pub fn compare(g: &Graph, k: &Kernel, cpu: &Tensor, emu: &Tensor) -> Result<Agre
 /// The error for a kernel whose emulated run reported an error (its status word) on inputs
 /// the cpu computed without one.
 pub fn status_error(k: &Kernel) -> Diagnostic {
-    status_error_on(k, Checked::Emu)
+    status_error_on(k, Checked::emu())
 }
 
 /// [`status_error`] for the cross-check of `dev`.
 pub fn status_error_on(k: &Kernel, dev: Checked) -> Diagnostic {
-    let on = match dev {
-        Checked::Emu => "in the emulator".to_string(),
-        other => format!("on {}", other.name()),
-    };
+    let on = dev.entry().place;
     Diagnostic::new(
         Code::E0800,
         format!(
@@ -376,7 +383,7 @@ pub fn status_error_on(k: &Kernel, dev: Checked) -> Diagnostic {
 
 /// The error for a kernel with no Target IR while cross-checking.
 pub fn not_lowered(k: &Kernel, reason: &str) -> Diagnostic {
-    not_lowered_on(k, reason, Checked::Emu)
+    not_lowered_on(k, reason, Checked::emu())
 }
 
 /// [`not_lowered`] for the cross-check of `dev`.
@@ -388,7 +395,10 @@ pub fn not_lowered_on(k: &Kernel, reason: &str, dev: Checked) -> Diagnostic {
             "cross-check: kernel '{}' ({}) is not lowered to {} ({reason}), so it cannot run on {d}",
             k.name,
             k.kind.name(),
-            if dev == Checked::Vulkan { "SPIR-V" } else { "Target IR" }
+            match dev.entry().code {
+                DeviceCode::Spirv => DeviceCode::Spirv.name(),
+                _ => DeviceCode::TargetIr.name(),
+            }
         ),
     )
     .at(k.span)

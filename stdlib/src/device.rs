@@ -4,10 +4,13 @@
 //! thread, the instruction and the element index that went out of bounds. [`DeviceTimer`] is
 //! the interface that times kernels on a GPU (the profiler's and the autotuner's measurements).
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use tessera_compiler::backend::ptx::Lowered;
 use tessera_lang::diag::{Code, Diagnostic};
 use tessera_runtime::cuda::CudaError;
-use tessera_runtime::device::replay;
+use tessera_runtime::device::registry::Code as DeviceCode;
+use tessera_runtime::device::{replay, DeviceError, Engine, Executable, PtxImage};
 use tessera_runtime::Tensor;
 
 /// E0800 at kernel `k`'s `.tsr` line for a launch of `l` on `inputs` (for results of types
@@ -37,8 +40,7 @@ pub fn failure_diagnostic(
     }
 }
 
-/// Times kernels on a GPU with device events: the interface the CUDA device implements (none
-/// is installed in this build). `time_us` launches kernel `index` of `l` on inputs of its
+/// Times kernels on a GPU with device events: the interface [`EngineTimer`] implements. `time_us` launches kernel `index` of `l` on inputs of its
 /// operand types (the timer makes them) and returns the median time of repeated launches, µs.
 pub trait DeviceTimer {
     fn device(&self) -> String;
@@ -77,9 +79,102 @@ impl std::fmt::Display for TimeError {
                 write!(f, "kernel '{kernel}': operand {index} has no type")
             }
             TimeError::Input(e) => f.write_str(&e.message),
-            TimeError::Closed => f.write_str("the CUDA device is closed"),
+            TimeError::Closed => f.write_str("the device is closed"),
             TimeError::Kernel(d) => f.write_str(&d.message),
             TimeError::Driver(e) => e.fmt(f),
+        }
+    }
+}
+
+/// Times kernels on the session's current device ([`Engine`]; installed while it is one the
+/// registry marks for tuning, the GPU) for the autotuner. A fault leaves the device's context
+/// unusable, so the timer resets it before reporting.
+pub struct EngineTimer {
+    pub engine: Rc<Engine>,
+    /// The session's sources as of the kernel being tuned (the PTX printer names them).
+    pub sources: Rc<RefCell<tessera_lang::SourceMap>>,
+}
+
+fn sample_input(
+    shape: &[usize],
+    d: tessera_compiler::graph::DType,
+    seed: i64,
+) -> Result<Tensor, TimeError> {
+    let t = if d.is_float() {
+        Tensor::rand(shape, d, seed)
+    } else {
+        Tensor::zeros(shape, d)
+    };
+    t.map_err(TimeError::Input)
+}
+
+impl DeviceTimer for EngineTimer {
+    fn device(&self) -> String {
+        self.engine.label()
+    }
+    fn time_us(
+        &self,
+        l: &tessera_compiler::pipeline::Lowered,
+        index: usize,
+    ) -> Result<f64, TimeError> {
+        let k = l
+            .program
+            .kernels
+            .get(index)
+            .ok_or(TimeError::NoKernel(index))?;
+        let compiled = l.kernels.get(index);
+        let t = compiled
+            .and_then(|c| c.target.as_ref())
+            .ok_or_else(|| TimeError::NotLowered(k.name.clone()))?;
+        let mut inputs = Vec::new();
+        for (i, v) in k.inputs.iter().enumerate() {
+            let ty = l.program.graph.ty(*v).ok_or_else(|| TimeError::Untyped {
+                kernel: k.name.clone(),
+                index: i,
+            })?;
+            inputs.push(sample_input(&ty.shape, ty.dtype, 1 + i as i64)?);
+        }
+        let mut dev = self
+            .engine
+            .borrow(self.engine.current())
+            .ok_or(TimeError::Closed)?;
+        let ptx = match dev.code() {
+            DeviceCode::Ptx => {
+                let sources = self.sources.borrow();
+                Some(
+                    PtxImage::print(t, l.program.target, &sources)
+                        .map_err(|e| TimeError::Kernel(e.to_diagnostic()))?,
+                )
+            }
+            _ => None,
+        };
+        let x = Executable {
+            lowered: t,
+            ptx: ptx.as_ref(),
+            spirv: compiled
+                .and_then(|c| c.spirv.as_ref())
+                .filter(|_| dev.code() == DeviceCode::Spirv),
+            op: None,
+        };
+        let types = l.program.graph.result_types(k.root);
+        match dev.time(&x, &inputs, &types, 10) {
+            Ok(Some(us)) => Ok(us),
+            Ok(None) => Err(TimeError::Kernel(Diagnostic::new(
+                Code::E0800,
+                format!("timing kernel '{}': no launch was timed", k.name),
+            ))),
+            Err(e) => {
+                if e.is_fault() {
+                    let _ = dev.reset();
+                }
+                match e {
+                    DeviceError::Cuda(e) => Err(TimeError::Driver(e)),
+                    e => Err(TimeError::Kernel(Diagnostic::new(
+                        Code::E0800,
+                        e.to_string(),
+                    ))),
+                }
+            }
         }
     }
 }
@@ -92,7 +187,6 @@ mod tests {
     use tessera_compiler::pipeline::{lower, Lowered as Pipeline};
     use tessera_compiler::schedule::Directives;
     use tessera_lang::Span;
-    use tessera_runtime::device::PtxImage;
     use tessera_runtime::DType as RDType;
 
     /// A broadcast of a [3, 1, 5] bf16 input to [2, 3, 70, 5], lowered for sm_90.

@@ -245,7 +245,7 @@ fn fn_profile(s: &Rc<Session>, it: &mut Interp, args: CallArgs) -> Result<Value,
     let notes = s.profile.borrow_mut().notes.split_off(notes_before);
     result?;
     let target = s.target.get().name();
-    let device = s.device.get();
+    let device = s.device();
     let mut t = crate::profile::table_top(
         &rows,
         Some(format!(
@@ -313,9 +313,10 @@ pub fn module(session: Rc<Session>) -> Module {
         "cache_stats",
         Value::native("cache_stats", "cache_stats()", move |_, args| {
             args.bind("cache_stats", &[], &[])?;
+            let (hits, misses) = s.engine.cache_counts();
             Ok(Value::tuple(vec![
-                Value::Int(s.hits.get() as i64),
-                Value::Int(s.misses.get() as i64),
+                Value::Int(hits as i64),
+                Value::Int(misses as i64),
             ]))
         }),
     );

@@ -5,9 +5,9 @@
 //! import cycle: `tests/module_layers.rs`). From the bottom:
 //!
 //! 1. [`table`], [`help_text`], [`device`] (launch diagnostics, the [`device::DeviceTimer`]
-//!    interface), [`vulkan`], [`crosscheck`] (a trace's `schedule.*` calls fill the compiler's
+//!    interface and the engine's timer), [`crosscheck`] (a trace's `schedule.*` calls fill the compiler's
 //!    `schedule::Directives`);
-//! 2. [`env`](mod@env), [`cuda`], [`profile`] (records into a [`profile::Sink`]), [`help`];
+//! 2. [`env`](mod@env), [`profile`] (records into a [`profile::Sink`]), [`help`];
 //! 3. [`autotune`]: its state, and [`autotune::tune`] of a [`autotune::Tunable`];
 //! 4. [`session`]: the [`session::Session`] the modules share;
 //! 5. [`tensor`]: tensors of each kind and the ops over them, one concept whose parts call each
@@ -28,7 +28,6 @@
 
 pub mod autotune;
 pub mod crosscheck;
-pub mod cuda;
 pub mod device;
 pub mod dist;
 pub mod env;
@@ -46,7 +45,6 @@ pub mod session;
 pub mod table;
 pub mod target_mod;
 pub mod tensor;
-pub mod vulkan;
 
 #[cfg(test)]
 mod tests;

@@ -82,10 +82,10 @@ impl Optimizer {
         );
         let s = &self.session;
         if let Some(c) = self.updates.borrow().get(&key) {
-            s.hits.set(s.hits.get() + 1);
+            s.engine.hit();
             return Ok(c.clone());
         }
-        s.misses.set(s.misses.get() + 1);
+        s.engine.miss();
         let ty = TensorType::new(p.shape().to_vec(), p.dtype());
         let graph = update_graph(self.rule, &ty, g.dtype(), first, span).map_err(|e| {
             Diagnostic::new(

@@ -1,12 +1,15 @@
-//! The session a script's kernels share: its target and device (typed), the open GPU, the
-//! dump and PTX options, the compile-cache counters, the profiler and the autotuner.
+//! The session a script's kernels share: its target, the execution engine (the devices and
+//! the current one, [`Engine`]), the dump and PTX options, the profiler and the autotuner.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use tessera_compiler::backend::ptx::Target;
 use tessera_lang::diag::{Code, Diagnostic};
+use tessera_runtime::device::registry::{Code as DeviceCode, Entry};
 
-pub use tessera_runtime::device::DeviceKind;
+/// The devices (the REPL's `:device` completion reads it).
+pub use tessera_runtime::device::registry;
+pub use tessera_runtime::device::Engine;
 
 /// The target a session starts with when neither `--target` nor an open GPU names one.
 pub const DEFAULT_TARGET: Target = Target::Sm90;
@@ -26,24 +29,17 @@ pub struct Session {
     pub dump: Vec<String>,
     /// `target.set(...)` / `--target`.
     pub target: Cell<Target>,
-    /// `target.set_device(...)` / `--device`.
-    pub device: Cell<DeviceKind>,
-    /// The GPU when one was opened (`cuda`, or `auto` with a usable GPU).
-    pub cuda: crate::cuda::Slot,
-    /// `cuda` was asked for by name: a failed launch is an error, not a cpu fallback.
-    pub cuda_explicit: Cell<bool>,
-    /// The sources the autotuner's GPU timer prints PTX with (set before each tuning).
-    pub cuda_sources: Rc<RefCell<tessera_lang::SourceMap>>,
+    /// The devices and the one kernels run on (`target.set_device(...)` / `--device`), and
+    /// the compile cache's counters.
+    pub engine: Rc<Engine>,
+    /// The sources the autotuner's device timer prints code with (set before each tuning).
+    pub tune_sources: Rc<RefCell<tessera_lang::SourceMap>>,
     /// `--emit-ptx DIR`.
     pub emit_ptx: Option<std::path::PathBuf>,
     /// `--emit-spirv DIR`.
     pub emit_spirv: RefCell<Option<std::path::PathBuf>>,
-    /// The Vulkan device, once opened (`vulkan`).
-    pub vulkan: RefCell<Option<tessera_runtime::vulkan::Device>>,
     /// Kernels already reported as falling back to the CPU.
     pub(crate) warned: RefCell<std::collections::HashSet<String>>,
-    pub hits: Cell<u64>,
-    pub misses: Cell<u64>,
     /// The profiler (`graph.profile`, `--profile`).
     pub profile: RefCell<crate::profile::Recorder>,
     /// The autotuner (`@op.autotune`, the `autotune` module).
@@ -78,7 +74,7 @@ impl Session {
     pub fn new(dump: Vec<String>, target: Option<Target>) -> Rc<Session> {
         Session::with_device(dump, target, None, None)
     }
-    /// A session with a device; `cuda` without a usable GPU falls back to the cpu here (see
+    /// A session with a device; a device that cannot be used falls back to the cpu here (see
     /// [`Session::open`] for the checked form).
     pub fn with_device(
         dump: Vec<String>,
@@ -92,16 +88,16 @@ impl Session {
             Err(_) => Session::build(
                 dump,
                 target.unwrap_or(DEFAULT_TARGET),
-                DeviceKind::Cpu,
-                None,
+                Engine::new(),
                 emit_ptx,
             ),
         }
     }
-    /// A session on `device` (`auto` when `None`): `auto` opens the GPU when there is a usable
-    /// one, else runs on the cpu; `cuda` without a usable GPU is E0800 with the reason. With no
-    /// `target`, the GPU's own target is used (else [`DEFAULT_TARGET`]); an unknown target or
-    /// device is E0101.
+    /// A session on `device` (`auto` when `None`): `auto` opens the first device the registry
+    /// marks for it (the GPU) when it opens, else runs on the cpu; a device named that cannot
+    /// be used is E0800 with the reason. The cross-check's device (`TESSERA_CROSSCHECK`) opens
+    /// first. With no `target`, the device's own target is used (else [`DEFAULT_TARGET`]); a
+    /// device that runs SPIR-V makes it `spirv`. An unknown target or device is E0101.
     pub fn open(
         dump: Vec<String>,
         target: Option<String>,
@@ -113,88 +109,51 @@ impl Session {
         if let Some(dir) = &emit_ptx {
             writable_dir(dir, "--emit-ptx")?;
         }
-        let crosscheck_vulkan =
-            crate::crosscheck::mode()? == Some(crate::crosscheck::Checked::Vulkan);
-        let mut vulkan = None;
-        if device.as_deref() == Some("vulkan") || crosscheck_vulkan {
-            let how = if crosscheck_vulkan {
-                "TESSERA_CROSSCHECK=vulkan"
-            } else {
-                "--device vulkan"
-            };
-            match crate::vulkan::open() {
-                Ok(d) => vulkan = Some(d),
-                Err(why) => return Err(crate::vulkan::unavailable(how, &why)),
+        let engine = Engine::new();
+        let mut forced = None;
+        if let Some(c) = crate::crosscheck::mode()? {
+            let how = format!("{}={}", crate::crosscheck::VAR, c.name());
+            engine
+                .open(c.entry())
+                .map_err(|u| u.device.unavailable(&how, &u.why))?;
+            forced = code_target(&how, c.entry(), target)?;
+        }
+        match device.as_deref() {
+            None | Some(registry::AUTO) => {
+                let _ = engine.select(None);
             }
-            if let Some(t) = target.filter(|t| !t.is_spirv()) {
-                return Err(Diagnostic::new(
-                    Code::E0101,
-                    format!("{how} runs SPIR-V kernels, but the target is {t}"),
-                )
-                .with_help("leave out --target, or use --target spirv"));
+            Some(name) => {
+                let e = registry::find(name).ok_or_else(|| registry::unknown(name))?;
+                let how = format!("--device {name}");
+                engine
+                    .select(Some(e))
+                    .map_err(|u| u.device.unavailable(&how, &u.why))?;
+                forced = forced.or(code_target(&how, e, target)?);
             }
         }
-        let (kind, gpu, explicit) = match device.as_deref() {
-            Some("vulkan") => (DeviceKind::Vulkan, None, true),
-            Some("emu") => (DeviceKind::Emu, None, false),
-            Some("cpu") => (DeviceKind::Cpu, None, false),
-            Some("cuda") => match crate::cuda::open() {
-                Ok(d) => (DeviceKind::Cuda, Some(d), true),
-                Err(why) => return Err(crate::cuda::unavailable("--device cuda", &why)),
-            },
-            None | Some("auto") => match crate::cuda::open() {
-                Ok(d) => (DeviceKind::Cuda, Some(d), false),
-                Err(_) => (DeviceKind::Cpu, None, false),
-            },
-            Some(other) => {
-                return Err(
-                    Diagnostic::new(Code::E0101, format!("unknown device '{other}'"))
-                        .with_help("devices are auto, cpu, emu, cuda, vulkan"),
-                )
-            }
-        };
-        if kind == DeviceKind::Cuda && explicit && target.is_some_and(|t| t.is_spirv()) {
-            return Err(Diagnostic::new(
-                Code::E0101,
-                "--device cuda runs PTX kernels, but the target is spirv",
-            )
-            .with_help("use --device vulkan for SPIR-V, or leave out --target"));
-        }
-        let target = if vulkan.is_some() {
-            Some(Target::Spirv)
-        } else {
-            target
-        };
-        let gpu_target = gpu
-            .as_ref()
-            .and_then(|d| Target::parse(d.info().target_name()));
-        let target = target.or(gpu_target).unwrap_or(DEFAULT_TARGET);
-        let s = Session::build(dump, target, kind, gpu, emit_ptx);
-        *s.vulkan.borrow_mut() = vulkan;
-        s.cuda_explicit.set(explicit);
+        let native = engine
+            .borrow(engine.current())
+            .and_then(|d| d.native_target())
+            .and_then(Target::parse);
+        let target = forced.or(target).or(native).unwrap_or(DEFAULT_TARGET);
+        let s = Session::build(dump, target, engine, emit_ptx);
         s.install_timer();
         Ok(s)
     }
     fn build(
         dump: Vec<String>,
         target: Target,
-        device: DeviceKind,
-        gpu: Option<tessera_runtime::cuda::Device>,
+        engine: Engine,
         emit_ptx: Option<std::path::PathBuf>,
     ) -> Rc<Session> {
         Rc::new(Session {
             dump,
             target: Cell::new(target),
-            device: Cell::new(device),
-            cuda: Rc::new(RefCell::new(gpu)),
-            cuda_explicit: Cell::new(false),
-            cuda_sources: Rc::new(RefCell::new(tessera_lang::SourceMap::default())),
+            engine: Rc::new(engine),
+            tune_sources: Rc::new(RefCell::new(tessera_lang::SourceMap::default())),
             emit_ptx,
             emit_spirv: RefCell::new(None),
-            vulkan: RefCell::new(None),
             warned: RefCell::new(std::collections::HashSet::new()),
-            hits: Cell::new(0),
-            misses: Cell::new(0),
             profile: RefCell::new(crate::profile::Recorder::default()),
             tune: Rc::new(RefCell::new(crate::autotune::State::default())),
             on_mesh: Cell::new(0),
@@ -203,56 +162,64 @@ impl Session {
             system: Cell::new(None),
         })
     }
-    /// The autotuner measures on the GPU while the session runs on `cuda`.
-    fn install_timer(&self) {
-        let on_gpu = self.device.get() == DeviceKind::Cuda && self.cuda.borrow().is_some();
-        self.tune.borrow_mut().timer = on_gpu.then(|| {
-            Rc::new(crate::cuda::CudaTimer {
-                slot: self.cuda.clone(),
-                sources: self.cuda_sources.clone(),
+    /// The device kernels run on now.
+    pub fn device(&self) -> &'static Entry {
+        self.engine.current()
+    }
+    /// The autotuner measures on the current device while it is one the registry marks for
+    /// tuning ([`Entry::tunes`]).
+    pub fn install_timer(&self) {
+        let e = self.engine.current();
+        let tunes = e.tunes && self.engine.is_open(e);
+        self.tune.borrow_mut().timer = tunes.then(|| {
+            Rc::new(crate::device::EngineTimer {
+                engine: self.engine.clone(),
+                sources: self.tune_sources.clone(),
             }) as Rc<dyn crate::device::DeviceTimer>
         });
     }
-    /// Switches the device (`target.set_device`, `:device`; `None` is `auto`): `cuda` opens
-    /// the GPU if it is not open yet (the reason when it cannot); `auto` is `cuda` when that
-    /// works, else `cpu`.
-    pub fn set_device(&self, want: Option<DeviceKind>) -> Result<(), Diagnostic> {
-        if want == Some(DeviceKind::Vulkan) {
-            if self.vulkan.borrow().is_none() {
-                let d = crate::vulkan::open().map_err(|why| {
-                    crate::vulkan::unavailable("target.set_device(\"vulkan\")", &why)
-                })?;
-                *self.vulkan.borrow_mut() = Some(d);
-            }
-            // the vulkan device runs SPIR-V: kernels compile for the spirv target from now on
+    /// Switches the device (`target.set_device`, `:device`; `None` is `auto`), opening it if
+    /// it is not open yet (E0800 with the reason when it cannot be used; the device stays). A
+    /// device that runs SPIR-V makes `spirv` the target.
+    pub fn set_device(&self, want: Option<&'static Entry>) -> Result<(), Diagnostic> {
+        self.engine.select(want).map_err(|u| {
+            let how = format!("target.set_device(\"{}\")", u.device.name);
+            u.device.unavailable(&how, &u.why)
+        })?;
+        if self.engine.current().code == DeviceCode::Spirv {
             self.target.set(Target::Spirv);
-            self.device.set(DeviceKind::Vulkan);
-            self.cuda_explicit.set(false);
-            self.install_timer();
-            return Ok(());
         }
-        let explicit = want == Some(DeviceKind::Cuda);
-        if matches!(want, None | Some(DeviceKind::Cuda)) && self.cuda.borrow().is_none() {
-            match crate::cuda::open() {
-                Ok(d) => *self.cuda.borrow_mut() = Some(d),
-                Err(why) if explicit => {
-                    return Err(crate::cuda::unavailable(
-                        "target.set_device(\"cuda\")",
-                        &why,
-                    ))
-                }
-                Err(_) => {}
-            }
-        }
-        let dev = match want {
-            Some(d) => d,
-            None if self.cuda.borrow().is_some() => DeviceKind::Cuda,
-            None => DeviceKind::Cpu,
-        };
-        self.device.set(dev);
-        self.cuda_explicit.set(explicit);
         self.install_timer();
         Ok(())
+    }
+}
+
+/// The target device `e` (asked for by `how`) forces: `spirv` for a device that runs SPIR-V;
+/// E0101 when the target asked for is code `e` does not take.
+fn code_target(how: &str, e: &Entry, target: Option<Target>) -> Result<Option<Target>, Diagnostic> {
+    match e.code {
+        DeviceCode::Spirv => match target.filter(|t| !t.is_spirv()) {
+            Some(t) => Err(Diagnostic::new(
+                Code::E0101,
+                format!("{how} runs SPIR-V kernels, but the target is {t}"),
+            )
+            .with_help("leave out --target, or use --target spirv")),
+            None => Ok(Some(Target::Spirv)),
+        },
+        DeviceCode::Ptx if target.is_some_and(|t| t.is_spirv()) => {
+            let spirv = registry::DEVICES
+                .iter()
+                .find(|d| d.code == DeviceCode::Spirv)
+                .map_or("", |d| d.name);
+            Err(Diagnostic::new(
+                Code::E0101,
+                format!("{how} runs PTX kernels, but the target is spirv"),
+            )
+            .with_help(format!(
+                "use --device {spirv} for SPIR-V, or leave out --target"
+            )))
+        }
+        _ => Ok(None),
     }
 }
 

@@ -1,7 +1,7 @@
 //! The `target` module (SPEC §6): `target.set("sm_90")`, `target.current()`, `target.info()`,
 //! the multi-GPU system of the mesh cost model (`target.set_system("gb200-nvl72")`,
 //! `target.system()`),
-//! and the device kernels run on: `target.set_device("auto"|"cpu"|"emu"|"cuda"|"vulkan")`, `target.device()`
+//! and the device kernels run on: `target.set_device(NAME)` (`auto` or a name of [`registry::DEVICES`]), `target.device()`
 //! (the script form of `--device` and the REPL's `:device`; docs/decisions.md).
 
 use crate::session::Session;
@@ -9,6 +9,7 @@ use std::rc::Rc;
 use tessera_compiler::backend::ptx::Target;
 use tessera_lang::diag::{Code, Diagnostic};
 use tessera_lang::eval::{Module, Value};
+use tessera_runtime::device::registry;
 
 fn str_arg(v: &Value, what: &str, span: tessera_lang::Span) -> Result<String, Diagnostic> {
     match v {
@@ -264,22 +265,13 @@ pub fn module(session: Rc<Session>) -> Module {
                 return Ok(Value::None);
             };
             let name = str_arg(&x.value, "name", x.span)?;
-            let want = match (
-                name.as_str(),
-                tessera_runtime::device::DeviceKind::parse(&name),
-            ) {
-                ("auto", _) => None,
-                (_, Some(d)) => Some(d),
-                (_, None) => {
-                    return Err(
-                        Diagnostic::new(Code::E0101, format!("unknown device '{name}'"))
-                            .at(x.span)
-                            .with_help("devices are auto, cpu, emu, cuda, vulkan"),
-                    )
-                }
+            let want = match registry::find(&name) {
+                _ if name == registry::AUTO => None,
+                Some(d) => Some(d),
+                None => return Err(registry::unknown(&name).at(x.span)),
             };
             s.set_device(want).map_err(|d| {
-                let now = s.device.get();
+                let now = s.device();
                 d.at(x.span)
                     .with_note(format!("kernels keep running on the {now} device"))
             })?;
@@ -291,7 +283,7 @@ pub fn module(session: Rc<Session>) -> Module {
         "device",
         Value::native("device", "device()", move |_, args| {
             args.bind("device", &[], &[])?;
-            Ok(Value::str(s.device.get().name()))
+            Ok(Value::str(s.device().name))
         }),
     );
     m

@@ -9,53 +9,27 @@
 //! the GPU can be replayed in the emulator ([`replay`]).
 
 mod buffers;
+mod cpu;
+mod cuda;
+mod emu;
+pub mod engine;
+pub mod registry;
+mod vulkan;
 
 pub(crate) use buffers::{bytes_of, tensor_of};
 pub use buffers::{emu_launch, replay, Buffers};
+pub use cpu::Cpu;
+pub use emu::Emu;
+pub use engine::Engine;
+pub use registry::{Code, Entry};
 
-use crate::cuda::{self, CudaError, Geometry, KernelImage, Runs};
+use crate::cuda::{CudaError, Geometry, KernelImage};
 use crate::emu::{Counters, EmuError};
 use crate::{RuntimeError, Tensor};
 use tessera_compiler::backend::ptx::Lowered;
 use tessera_compiler::backend::ptx::{Target, TargetError};
 use tessera_compiler::backend::spirv::Spirv;
 use tessera_compiler::graph::{Graph, TensorType, ValueId};
-
-/// Where kernels run: the CPU executor, the emulator of the generated Target IR, or the GPU.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum DeviceKind {
-    Cpu,
-    Emu,
-    Cuda,
-    /// The SPIR-V kernels through the system's Vulkan driver ([`crate::vulkan`]).
-    Vulkan,
-}
-
-impl DeviceKind {
-    pub const ALL: [DeviceKind; 4] = [
-        DeviceKind::Cpu,
-        DeviceKind::Emu,
-        DeviceKind::Cuda,
-        DeviceKind::Vulkan,
-    ];
-    pub fn name(self) -> &'static str {
-        match self {
-            DeviceKind::Cpu => "cpu",
-            DeviceKind::Emu => "emu",
-            DeviceKind::Cuda => "cuda",
-            DeviceKind::Vulkan => "vulkan",
-        }
-    }
-    pub fn parse(s: &str) -> Option<DeviceKind> {
-        DeviceKind::ALL.into_iter().find(|d| d.name() == s)
-    }
-}
-
-impl std::fmt::Display for DeviceKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// A kernel's PTX for one target and its module-cache key: printed once per compiled kernel,
 /// not per launch.
@@ -83,7 +57,7 @@ impl PtxImage {
 }
 
 /// A kernel ready to launch: its lowered program, for a device that loads PTX
-/// ([`Device::needs_ptx`]) its printed PTX, for the Vulkan device its SPIR-V, and the Graph
+/// ([`Code::Ptx`]) its printed PTX, for the Vulkan device its SPIR-V, and the Graph
 /// IR op it computes, which the cpu evaluates ([`Cpu`]).
 #[derive(Clone, Copy)]
 pub struct Executable<'a> {
@@ -179,18 +153,30 @@ impl std::fmt::Display for DeviceError {
     }
 }
 
-/// A device kernels run on.
+/// A device kernels run on. Each device implements it in its own file of this folder and has
+/// one line in the [`registry`].
 pub trait Device {
-    fn kind(&self) -> DeviceKind;
+    /// Its registry line: its name, the code it takes, how it opens.
+    fn entry(&self) -> &'static Entry;
 
-    /// Whether a launch needs the kernel's PTX ([`Executable::ptx`]).
-    fn needs_ptx(&self) -> bool {
-        false
+    /// Its name (`"cpu"`, `"cuda"`).
+    fn name(&self) -> &'static str {
+        self.entry().name
     }
 
-    /// Whether a launch needs the kernel's SPIR-V ([`Executable::spirv`]).
-    fn needs_spirv(&self) -> bool {
-        false
+    /// The code a launch needs ([`Executable::ptx`], [`Executable::spirv`]).
+    fn code(&self) -> Code {
+        self.entry().code
+    }
+
+    /// The device as a profile or a tuning report names it (`"cuda:0 (NVIDIA H100)"`).
+    fn label(&self) -> String {
+        self.name().to_string()
+    }
+
+    /// The compilation target its own hardware wants (`"sm_90"`, `"spirv"`), if any.
+    fn native_target(&self) -> Option<&'static str> {
+        None
     }
 
     /// Runs kernel `k` on `inputs` (its tensor operands, in order) for results of types `outs`
@@ -223,31 +209,6 @@ pub trait Device {
     }
 }
 
-/// The cpu: evaluates the kernel's Graph IR op with the runtime's reference ops
-/// ([`crate::interp::eval_at`]); an executable without its op is left to the interpreter
-/// (`Ok(None)`), which evaluates it the same way.
-pub struct Cpu;
-
-impl Device for Cpu {
-    fn kind(&self) -> DeviceKind {
-        DeviceKind::Cpu
-    }
-    fn launch(
-        &mut self,
-        k: &Executable,
-        inputs: &[Tensor],
-        _: &[TensorType],
-    ) -> Result<Option<Launched>, DeviceError> {
-        let Some(op) = k.op else { return Ok(None) };
-        let outs = crate::interp::eval_at(op.graph, op.root, inputs, op.captures)
-            .map_err(DeviceError::Op)?;
-        Ok(Some(Launched {
-            outs,
-            counters: None,
-        }))
-    }
-}
-
 /// Which result a [`CrossCheck`] launch returns.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Keep {
@@ -271,14 +232,11 @@ pub struct CrossCheck<'a> {
 }
 
 impl Device for CrossCheck<'_> {
-    fn kind(&self) -> DeviceKind {
-        self.checked.kind()
+    fn entry(&self) -> &'static Entry {
+        self.checked.entry()
     }
-    fn needs_ptx(&self) -> bool {
-        self.reference.needs_ptx() || self.checked.needs_ptx()
-    }
-    fn needs_spirv(&self) -> bool {
-        self.reference.needs_spirv() || self.checked.needs_spirv()
+    fn label(&self) -> String {
+        self.checked.label()
     }
     fn launch(
         &mut self,
@@ -306,185 +264,11 @@ impl Device for CrossCheck<'_> {
     }
 }
 
-/// The emulator: executes the kernel's Target IR ([`crate::emu`]) and counts what it did.
-pub struct Emu;
-
-impl Device for Emu {
-    fn kind(&self) -> DeviceKind {
-        DeviceKind::Emu
-    }
-    fn launch(
-        &mut self,
-        k: &Executable,
-        inputs: &[Tensor],
-        outs: &[TensorType],
-    ) -> Result<Option<Launched>, DeviceError> {
-        let mut b = Buffers::new(k.lowered, inputs, outs).map_err(DeviceError::Marshal)?;
-        let stats = emu_launch(k.lowered, &mut b).map_err(DeviceError::Emu)?;
-        let r = b.result(outs).map_err(DeviceError::Marshal)?;
-        Ok(r.map(|outs| Launched {
-            outs,
-            counters: Some(stats.counters),
-        }))
-    }
-}
-
-impl Device for cuda::Device {
-    fn kind(&self) -> DeviceKind {
-        DeviceKind::Cuda
-    }
-    fn needs_ptx(&self) -> bool {
-        true
-    }
-    fn launch(
-        &mut self,
-        k: &Executable,
-        inputs: &[Tensor],
-        outs: &[TensorType],
-    ) -> Result<Option<Launched>, DeviceError> {
-        let l = k.lowered;
-        let mut b = Buffers::new(l, inputs, outs).map_err(DeviceError::Marshal)?;
-        let written = b.written();
-        let status = b.status_index();
-        self.run(
-            &k.image()?,
-            k.geometry(),
-            &mut b.data,
-            &l.scalars,
-            cuda::Written {
-                outputs: &written,
-                status,
-            },
-        )
-        .map_err(DeviceError::Cuda)?;
-        let r = b.result(outs).map_err(DeviceError::Marshal)?;
-        Ok(r.map(|outs| Launched {
-            outs,
-            counters: None,
-        }))
-    }
-    fn reset(&mut self) -> Result<(), DeviceError> {
-        self.rebuild().map_err(DeviceError::Cuda)
-    }
-    fn time(
-        &mut self,
-        k: &Executable,
-        inputs: &[Tensor],
-        outs: &[TensorType],
-        reps: u32,
-    ) -> Result<Option<f64>, DeviceError> {
-        let l = k.lowered;
-        let b = Buffers::new(l, inputs, outs).map_err(DeviceError::Marshal)?;
-        let runs = Runs {
-            warmup: 1,
-            reps: reps.max(1),
-        };
-        let mut t = cuda::Device::time(
-            self,
-            &k.image()?,
-            k.geometry(),
-            &b.data,
-            &l.scalars,
-            cuda::Written {
-                outputs: &b.written(),
-                status: b.status_index(),
-            },
-            runs,
-        )
-        .map_err(DeviceError::Cuda)?;
-        t.sort_by(f64::total_cmp);
-        Ok(t.get(t.len() / 2).copied())
-    }
-}
-
-/// Opens a device of `kind`: the cpu and the emulator always open; `cuda` opens GPU 0 when a
-/// driver and a GPU are present, `vulkan` the Vulkan device [`crate::vulkan::Device::open`]
-/// picks.
-pub fn open(kind: DeviceKind) -> Result<Box<dyn Device>, String> {
-    Ok(match kind {
-        DeviceKind::Cpu => Box::new(Cpu),
-        DeviceKind::Emu => Box::new(Emu),
-        DeviceKind::Cuda => Box::new(cuda::Device::open(0).map_err(|e| e.to_string())?),
-        DeviceKind::Vulkan => Box::new(crate::vulkan::Device::open().map_err(|e| e.message)?),
-    })
-}
-
-/// The Vulkan module of an executable for device `d`: a kernel with warp operations runs its
-/// subgroup form where `d` has 32-lane subgroups, else its form with the lanes' values in
-/// workgroup memory ([`tessera_compiler::backend::spirv::Lanes`]). The pipeline cache's key
-/// is a hash of the words.
-fn vk_module<'a>(
-    d: &crate::vulkan::Device,
-    k: &'a Executable,
-) -> Result<crate::vulkan::Module<'a>, DeviceError> {
-    let s = k.spirv.ok_or(DeviceError::NoSpirv)?;
-    let (words, subgroup_size, shared_bytes) = match &s.shared_warps {
-        Some(w) if s.subgroup && !d.runs_subgroup(32) => (w, None, s.shared_warps_bytes),
-        _ => (&s.words, s.subgroup.then_some(32), s.shared_bytes),
-    };
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    words.hash(&mut h);
-    Ok(crate::vulkan::Module {
-        words,
-        entry: tessera_compiler::backend::spirv::ENTRY,
-        hash: h.finish(),
-        subgroup_size,
-        shared_bytes,
-    })
-}
-
-impl Device for crate::vulkan::Device {
-    fn kind(&self) -> DeviceKind {
-        DeviceKind::Vulkan
-    }
-    fn needs_spirv(&self) -> bool {
-        true
-    }
-    fn launch(
-        &mut self,
-        k: &Executable,
-        inputs: &[Tensor],
-        outs: &[TensorType],
-    ) -> Result<Option<Launched>, DeviceError> {
-        let l = k.lowered;
-        let m = vk_module(self, k)?;
-        let mut b = Buffers::new(l, inputs, outs).map_err(DeviceError::Marshal)?;
-        let mut readback = vec![false; b.data.len()];
-        for i in b.written() {
-            if let Some(r) = readback.get_mut(i) {
-                *r = true;
-            }
-        }
-        let launch = crate::vulkan::Launch {
-            grid: l.grid,
-            push: &l.scalars,
-        };
-        self.run(&m, &mut b.data, &readback, &launch)
-            .map_err(DeviceError::Vulkan)?;
-        let r = b.result(outs).map_err(DeviceError::Marshal)?;
-        Ok(r.map(|outs| Launched {
-            outs,
-            counters: None,
-        }))
-    }
-    fn time(
-        &mut self,
-        k: &Executable,
-        inputs: &[Tensor],
-        outs: &[TensorType],
-        reps: u32,
-    ) -> Result<Option<f64>, DeviceError> {
-        let l = k.lowered;
-        let m = vk_module(self, k)?;
-        let b = Buffers::new(l, inputs, outs).map_err(DeviceError::Marshal)?;
-        let launch = crate::vulkan::Launch {
-            grid: l.grid,
-            push: &l.scalars,
-        };
-        let mut t = crate::vulkan::Device::time(self, &m, &b.data, &launch, 1, reps.max(1))
-            .map_err(DeviceError::Vulkan)?;
-        t.sort_by(f64::total_cmp);
-        Ok(t.get(t.len() / 2).copied())
+/// Opens the device named `name` (a [`registry`] name): `Err` says why it cannot be used here,
+/// or that no device has the name.
+pub fn open(name: &str) -> Result<Box<dyn Device>, String> {
+    match registry::find(name) {
+        Some(e) => (e.open)(),
+        None => Err(format!("unknown device '{name}'")),
     }
 }

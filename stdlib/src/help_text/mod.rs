@@ -7,7 +7,21 @@ mod op;
 
 /// Every description: `(module.name, text)`.
 pub fn descriptions() -> impl Iterator<Item = &'static (&'static str, &'static str)> {
-    op::OP.iter().chain(OTHER)
+    op::OP.iter().chain(OTHER).chain(generated().iter())
+}
+
+/// The descriptions made from the device registry (`target.device`, `target.set_device`),
+/// made once per process.
+fn generated() -> &'static [(&'static str, &'static str)] {
+    use tessera_runtime::device::registry;
+    static GENERATED: std::sync::OnceLock<Vec<(&'static str, &'static str)>> =
+        std::sync::OnceLock::new();
+    GENERATED.get_or_init(|| {
+        vec![
+            ("target.device", registry::device_help().leak()),
+            ("target.set_device", registry::set_device_help().leak()),
+        ]
+    })
 }
 
 /// The other modules' members: dist, graph, schedule, target, autotune, optim, plot, time.
@@ -224,10 +238,6 @@ const OTHER: &[(&str, &str)] = &[
         sm_90; `--target`, `:target` and `target.set` change it.",
     ),
     (
-        "target.device",
-        "The name of the device kernels run on: \"cpu\", \"emu\", \"cuda\" or \"vulkan\".",
-    ),
-    (
         "target.info",
         "The current target's limits and peak rates, as a table. Each figure is also an attribute \
         (`target.info().sm_count`, `.max_smem_per_block`, `.mma_shapes`, `.bf16_tflops`, \
@@ -239,13 +249,6 @@ const OTHER: &[(&str, &str)] = &[
         (Vulkan 1.3 compute SPIR-V). Another name \
         is E0101. Kernels compiled from then on are lowered for it (it is part of the compile \
         cache's key); a system from `target.set_system` with another GPU is forgotten.",
-    ),
-    (
-        "target.set_device",
-        "Chooses the device kernels run on. \"auto\" (the GPU when a usable one is present, else \
-        cpu), \"cpu\", \"emu\" (the generated PTX run by the CPU emulator), \"cuda\" or \"vulkan\" \
-        (the SPIR-V through the system's Vulkan driver; the target becomes \"spirv\"); \"cuda\" \
-        or \"vulkan\" without a usable device is E0800 and the device stays, another name is E0101.",
     ),
     (
         "target.set_system",

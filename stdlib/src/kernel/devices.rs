@@ -7,34 +7,10 @@ use super::*;
 use crate::crosscheck::Checked;
 use tessera_compiler::backend::ptx::Lowered as TargetKernel;
 use tessera_compiler::schedule::Kernel;
+use tessera_runtime::device::registry::{Check, Code as DeviceCode, Entry};
 use tessera_runtime::device::{
     self as dev, CrossCheck, Device, DeviceError, Executable, GraphOp, Keep, Launched,
 };
-
-/// The session's device of `kind` for the length of one call: the emulator, or the open GPU
-/// (borrowed from the session's slot). `None`: the cpu, or `cuda` with no GPU open.
-struct Borrowed<'a> {
-    emu: dev::Emu,
-    cuda: Option<std::cell::RefMut<'a, Option<tessera_runtime::cuda::Device>>>,
-    vulkan: Option<std::cell::RefMut<'a, Option<tessera_runtime::vulkan::Device>>>,
-}
-
-impl<'a> Borrowed<'a> {
-    fn new(session: &'a Session, kind: DeviceKind) -> Borrowed<'a> {
-        Borrowed {
-            emu: dev::Emu,
-            cuda: (kind == DeviceKind::Cuda).then(|| session.cuda.borrow_mut()),
-            vulkan: (kind == DeviceKind::Vulkan).then(|| session.vulkan.borrow_mut()),
-        }
-    }
-    fn get(&mut self) -> Option<&mut dyn Device> {
-        match (&mut self.cuda, &mut self.vulkan) {
-            (Some(slot), _) => slot.as_mut().map(|d| d as &mut dyn Device),
-            (_, Some(slot)) => slot.as_mut().map(|d| d as &mut dyn Device),
-            _ => Some(&mut self.emu),
-        }
-    }
-}
 
 /// How a failed launch is handled, after its diagnostic is made.
 enum Failed {
@@ -120,7 +96,7 @@ fn executable(
     t: &TargetKernel,
     sources: &tessera_lang::SourceMap,
 ) -> Result<Option<Rc<tessera_runtime::device::PtxImage>>, Diagnostic> {
-    if d.needs_ptx() {
+    if d.code() == DeviceCode::Ptx {
         c.ptx_image(k.root, t, sources)
             .map(Some)
             .map_err(|e| e.or_at(k.span))
@@ -136,8 +112,9 @@ fn executable(
 /// CPU, each reported once per session; under a cross-check they are an error.
 ///
 /// A failed launch is E0800 at the kernel: on the GPU an error when `cuda` was asked for by
-/// name, else a warning and that launch runs on the cpu ([`crate::cuda`]). While profiling,
-/// the emulator's counters or the GPU's event times are recorded.
+/// name, else a warning and that launch runs on the cpu
+/// ([`tessera_runtime::device::Engine::auto_chosen`]). While profiling, the emulator's counters
+/// or the GPU's event times are recorded.
 pub(super) fn run_device(
     session: &Session,
     it: &mut Interp,
@@ -146,25 +123,24 @@ pub(super) fn run_device(
     run: Run,
 ) -> Result<Vec<Tensor>, Diagnostic> {
     let l = &c.lowered;
-    let (kind, check) = match run {
-        Run::Device => (session.device.get(), None),
-        Run::Check { checked, keep } => (checked.kind(), Some((checked, keep))),
+    let (entry, check): (&'static Entry, _) = match run {
+        Run::Device => (session.engine.current(), None),
+        Run::Check { checked, keep } => (checked.entry(), Some((checked, keep))),
     };
     let (profiling, reps) = {
         let p = session.profile.borrow();
         (p.active, p.repeats.max(3) as u32)
     };
     // a failed launch on a device the user did not name falls back to the cpu
-    let fallback = check.is_none() && kind == DeviceKind::Cuda && !session.cuda_explicit.get();
+    let fallback = check.is_none() && session.engine.auto_chosen();
     let mut warnings: Vec<String> = Vec::new();
     let mut counted: HashMap<ValueId, tessera_runtime::emu::Counters> = HashMap::new();
     let mut times: HashMap<ValueId, f64> = HashMap::new();
     let mut lost = false;
     let sources = &it.sources;
-    let mut device = Borrowed::new(session, kind);
     let mut cpu = dev::Cpu;
     let mut compare = |x: &Executable, reference: &[Tensor], got: Option<&Launched>| {
-        let checked = check.map_or(Checked::Emu, |(c, _)| c);
+        let checked = check.map_or_else(Checked::emu, |(c, _)| c);
         let Some((k, _)) = x.op.and_then(|o| l.kernel_at(o.root)) else {
             return Ok(());
         };
@@ -180,12 +156,14 @@ pub(super) fn run_device(
                 ki.ty = TensorType::new(r.shape().to_vec(), r.dtype());
                 ki.name = format!("{}#{i}", k.name);
             }
-            let a = match checked {
-                Checked::Emu => crate::crosscheck::compare(&l.program.graph, &ki, r, o),
-                Checked::Cuda => crate::crosscheck::compare_device(&ki, r, o),
-                Checked::Vulkan => {
+            let a = match checked.rule() {
+                Check::Ulps => crate::crosscheck::compare(&l.program.graph, &ki, r, o),
+                Check::Norm => {
+                    crate::crosscheck::compare_on(&ki, r, o, checked.name(), ki.ty.dtype)
+                }
+                Check::NormWorking => {
                     let work = working_dtype(&l.program.graph, &ki);
-                    crate::crosscheck::compare_on(&ki, r, o, "vulkan", work)
+                    crate::crosscheck::compare_on(&ki, r, o, checked.name(), work)
                 }
             }
             .map_err(|d| DeviceError::Mismatch(Box::new(d)))?;
@@ -193,7 +171,7 @@ pub(super) fn run_device(
         }
         Ok(())
     };
-    let mut hook = |id: ValueId, operands: &[Tensor]| {
+    let mut hook = |device: Option<&mut dyn Device>, id: ValueId, operands: &[Tensor]| {
         let (k, ck) = l.kernel_at(id)?;
         if operands.iter().any(|o| o.is_abstract()) {
             // Shapes only: nothing is launched.
@@ -213,26 +191,25 @@ pub(super) fn run_device(
                 }
             };
         };
-        if kind == DeviceKind::Vulkan && ck.spirv.is_none() {
+        if entry.code == DeviceCode::Spirv && ck.spirv.is_none() {
             // compiled for a PTX target (target.set("sm_80") after the device was chosen)
             let why = format!("compiled for the {} target, not spirv", l.program.target);
             return Some(Err(match check {
                 Some((checked, _)) => crate::crosscheck::not_lowered_on(k, &why, checked),
                 None => Diagnostic::new(
                     Code::E0800,
-                    format!("kernel '{}' cannot run on the vulkan device: {why}", k.name),
+                    format!("kernel '{}' cannot run on the {entry} device: {why}", k.name),
                 )
                 .at(k.span)
-                .with_help("the vulkan device runs kernels compiled for the spirv target: target.set(\"spirv\")"),
+                .with_help(format!("the {entry} device runs kernels compiled for the spirv target: target.set(\"spirv\")")),
             }));
         }
-        let Some(d) = device.get().filter(|_| !lost) else {
-            return check.map(|_| {
-                Err(crate::cuda::unavailable(
-                    "TESSERA_CROSSCHECK=cuda",
-                    &"the session has no GPU open",
-                )
-                .at(k.span))
+        let Some(d) = device.filter(|_| !lost) else {
+            return check.map(|(c, _)| {
+                let how = format!("{}={}", crate::crosscheck::VAR, c.name());
+                Err(entry
+                    .unavailable(&how, &"the device is not open")
+                    .at(k.span))
             });
         };
         let mut cross;
@@ -255,7 +232,7 @@ pub(super) fn run_device(
         let x = Executable {
             lowered: t,
             ptx: ptx.as_deref(),
-            spirv: ck.spirv.as_ref().filter(|_| d.needs_spirv()),
+            spirv: ck.spirv.as_ref().filter(|_| d.code() == DeviceCode::Spirv),
             op: Some(GraphOp {
                 graph: &c.graph,
                 root: id,
@@ -278,6 +255,7 @@ pub(super) fn run_device(
             }
             Err(e) => e,
         };
+        let driver = matches!(e, DeviceError::Cuda(_));
         let mut diag = match launch_failure(d, k, t, operands, &types, e) {
             Failed::Error(diag) => diag,
             Failed::Lost(diag) => {
@@ -286,10 +264,7 @@ pub(super) fn run_device(
             }
         };
         if !fallback {
-            if check.is_some()
-                && kind == DeviceKind::Cuda
-                && !diag.message.starts_with("cross-check")
-            {
+            if check.is_some() && driver && !diag.message.starts_with("cross-check") {
                 diag.message = format!("cross-check: {}", diag.message);
             }
             return Some(Err(diag));
@@ -297,26 +272,27 @@ pub(super) fn run_device(
         warnings.push(ran_on_cpu_warning(&diag, k, sources));
         None
     };
-    let r = tessera_runtime::interp::run_with(&c.graph, inputs, &c.captures, &mut hook);
-    drop(device);
-    if lost && kind == DeviceKind::Vulkan {
-        *session.vulkan.borrow_mut() = None;
+    if entry.hardware.is_none() {
+        // a device that always opens (the emulator) opens on first use: a session made
+        // without it, then cross-checked against it
+        let _ = session.engine.open(entry);
+    }
+    let r = session
+        .engine
+        .run_on(entry, &c.graph, inputs, &c.captures, &mut hook);
+    if lost {
+        session.engine.close(entry);
         if check.is_none() {
-            session.device.set(DeviceKind::Cpu);
-        }
-    } else if lost {
-        *session.cuda.borrow_mut() = None;
-        if check.is_none() {
-            session.device.set(DeviceKind::Cpu);
-            session.tune.borrow_mut().timer = None;
+            session.engine.fall_back();
+            session.install_timer();
         }
     }
     for w in warnings {
         it.write_err(&w);
     }
     if profiling {
-        match (kind, check) {
-            (DeviceKind::Emu, None | Some((_, Keep::Checked))) => crate::profile::record_emu(
+        match (entry.counts, check) {
+            (true, None | Some((_, Keep::Checked))) => crate::profile::record_emu(
                 &session.profile_sink(),
                 &c.lowered,
                 &counted,
@@ -324,7 +300,7 @@ pub(super) fn run_device(
             ),
             (_, None) => {
                 let sink = session.profile_sink();
-                crate::profile::record(&sink, &c.lowered, &times, Some(kind.name()), &it.sources)
+                crate::profile::record(&sink, &c.lowered, &times, Some(entry.name), &it.sources)
             }
             // the caller profiles a cross-checked run that kept the cpu's results
             _ => {}

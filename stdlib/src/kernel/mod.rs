@@ -38,7 +38,7 @@ mod tree_grad;
 pub use compile::*;
 pub use decorators::*;
 
-use crate::session::{DeviceKind, Session};
+use crate::session::Session;
 
 /// How the kernel's result is shaped.
 #[derive(Clone, Debug, PartialEq, Hash)]
@@ -186,7 +186,8 @@ pub struct KernelObj {
     /// first call of each signature (see [`crate::autotune`]).
     pub autotune: Cell<bool>,
     session: Rc<Session>,
-    cache: RefCell<HashMap<Key, Vec<Entry>>>,
+    /// The compiled traces, held by the session's engine.
+    cache: tessera_runtime::device::engine::KernelCache<Key, Entry>,
     /// `graph.grad(f)`: the kernel computes `f`'s gradient (the traced graph differentiated).
     pub grad: Option<GradSpec>,
     /// Calls with sharded arguments: the per-device kernels of each signature, or `None`
@@ -248,8 +249,8 @@ impl KernelObj {
             func,
             autotune_cache: RefCell::new(None),
             autotune: Cell::new(false),
+            cache: session.engine.kernel_cache(),
             session,
-            cache: RefCell::new(HashMap::new()),
             grad: None,
             mesh_plans: RefCell::new(HashMap::new()),
             flat: RefCell::new(HashMap::new()),
@@ -302,22 +303,18 @@ impl KernelObj {
             target: self.session.target.get(),
             source: source_hash(it, &self.func),
         };
-        let hit = self.cache.borrow().get(&key).and_then(|entries| {
-            entries
-                .iter()
-                .find(|e| {
-                    e.graph.same_trace(&t.graph) && e.directives == t.directives && e.out == t.out
-                })
-                .map(|e| e.code.clone())
+        let hit = self.cache.find(&key, |e| {
+            (e.graph.same_trace(&t.graph) && e.directives == t.directives && e.out == t.out)
+                .then(|| e.code.clone())
         });
         if let Some(code) = hit {
-            self.session.hits.set(self.session.hits.get() + 1);
+            self.session.engine.hit();
             return Ok(Rc::new(Compiled {
                 code,
                 captures: t.captures,
             }));
         }
-        self.session.misses.set(self.session.misses.get() + 1);
+        self.session.engine.miss();
         let graph = t.graph.clone();
         let directives = t.directives.clone();
         let out = t.out.clone();
@@ -330,12 +327,15 @@ impl KernelObj {
             self.tune(it, args, &mut c)?;
         }
         emit_dumps(it, &self.session, &c, args.span)?;
-        self.cache.borrow_mut().entry(key).or_default().push(Entry {
-            graph,
-            directives,
-            out,
-            code: c.code.clone(),
-        });
+        self.cache.insert(
+            key,
+            Entry {
+                graph,
+                directives,
+                out,
+                code: c.code.clone(),
+            },
+        );
         Ok(Rc::new(c))
     }
 
@@ -375,7 +375,7 @@ impl KernelObj {
         let base = c.directives.at_call(args.span);
         let cache = self.autotune_cache.borrow().clone();
         if self.session.tune.borrow().timer.is_some() {
-            *self.session.cuda_sources.borrow_mut() = it.sources.clone();
+            *self.session.tune_sources.borrow_mut() = it.sources.clone();
         }
         let code = crate::autotune::Tunable {
             graph: &c.graph,
@@ -447,15 +447,15 @@ pub(crate) fn run_compiled(
     inputs: &[Tensor],
     span: Span,
 ) -> Result<Vec<Tensor>, Diagnostic> {
-    let kind = session.device.get();
-    let on_emu = kind == DeviceKind::Emu;
-    // the GPUs: the CUDA one and the Vulkan one
-    let on_cuda = matches!(kind, DeviceKind::Cuda | DeviceKind::Vulkan);
+    let device = session.engine.current();
+    // a device that launches kernels (not the cpu's interpreter); one that counts (emu)
+    let launches = device.code != tessera_runtime::device::Code::None;
+    let counts = device.counts;
     let profiling = session.profile.borrow().active;
     if let Some(checked) = crate::crosscheck::mode().map_err(|d| d.or_at(span))? {
         // The script sees the checked device's results when the session runs on it, else
         // the cpu's (its output is then the same as without the check).
-        let keep = if checked.kind() == kind {
+        let keep = if checked.entry() == device {
             Keep::Checked
         } else {
             Keep::Reference
@@ -466,8 +466,8 @@ pub(crate) fn run_compiled(
         // launches recorded their counters; elsewhere the call runs again as the profiler
         // times it (the cross-check is a testing aid; it costs a second run).
         match outs {
-            Ok(outs) if profiling && on_emu && keep == Keep::Checked => Ok(outs),
-            Ok(_) if profiling && (on_cuda || on_emu) => {
+            Ok(outs) if profiling && counts && keep == Keep::Checked => Ok(outs),
+            Ok(_) if profiling && launches => {
                 devices::run_device(session, it, c, inputs, devices::Run::Device)
             }
             Ok(_) if profiling => crate::profile::run_cpu(
@@ -478,7 +478,7 @@ pub(crate) fn run_compiled(
             ),
             other => other,
         }
-    } else if on_cuda || on_emu {
+    } else if launches {
         devices::run_device(session, it, c, inputs, devices::Run::Device)
     } else if profiling {
         crate::profile::run_cpu(
@@ -488,7 +488,10 @@ pub(crate) fn run_compiled(
             &it.sources,
         )
     } else {
-        tessera_runtime::interp::run(&c.graph, inputs, &c.captures).map_err(Diagnostic::from)
+        session
+            .engine
+            .run(&c.graph, inputs, &c.captures)
+            .map_err(Diagnostic::from)
     }
     .map_err(|d| d.or_at(span))
 }

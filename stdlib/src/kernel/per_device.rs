@@ -80,7 +80,7 @@ impl KernelObj {
         args: &CallArgs,
     ) -> Result<Option<Value>, Diagnostic> {
         let s = self.session.clone();
-        if s.device.get() != DeviceKind::Cpu || self.grad.is_some() {
+        if s.device().code != tessera_runtime::device::Code::None || self.grad.is_some() {
             return Ok(None);
         }
         // the global trace: what the body reads now
