@@ -139,7 +139,9 @@ const OTHER: &[(&str, &str)] = &[
         model); the table ends with the totals of each device. It shows the `top` kernels with \
         the most time by the model and sums the rest in an `other` row (`top=None`: every \
         kernel). `ptxas=False` uses the Target IR's register estimate; `repeats` outside 1 to \
-        10000 is E0101.",
+        10000 is E0101. The table's `lines()` gives each row in one line, \
+        `MatMul[128x128x32]  latency=2.85µs  occupancy=25.0%  hbm=1.2%  (sm_90 model)`, with the \
+        bandwidth as a fraction of the target's HBM.",
     ),
     (
         "graph.run_tile",
