@@ -354,7 +354,7 @@ pub fn slice_shape(shape: &[usize], items: &[SliceItem]) -> R<Vec<usize>> {
 /// reshape, broadcast).
 pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
     if let Some(d) = super::ops::def(op) {
-        return d.infer(g, op);
+        return d.infer(g, op, declared);
     }
     match op {
         Op::Param { .. } | Op::Capture { .. } => Ok(declared.clone()),
@@ -364,27 +364,7 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             }
             Ok(declared.clone())
         }
-        Op::Unary { op, x } => {
-            let t = ty(g, *x)?;
-            Ok(TensorType::new(t.shape.clone(), op.result_dtype(t.dtype)))
-        }
-        Op::Binary { op, a, b } => {
-            let (ta, tb) = (ty(g, *a)?, ty(g, *b)?);
-            Ok(TensorType::new(
-                broadcast(&ta.shape, &tb.shape)?,
-                op.result_dtype(ta.dtype, tb.dtype),
-            ))
-        }
         Op::Complex { op, a, b } => complex_type(g, *op, *a, *b),
-        Op::Where { cond, a, b } => {
-            let (tc, ta, tb) = (ty(g, *cond)?, ty(g, *a)?, ty(g, *b)?);
-            let s = broadcast(&tc.shape, &ta.shape)?;
-            Ok(TensorType::new(
-                broadcast(&s, &tb.shape)?,
-                DType::promote(ta.dtype, tb.dtype),
-            ))
-        }
-        Op::Cast { x } => Ok(TensorType::new(ty(g, *x)?.shape.clone(), declared.dtype)),
         Op::Matmul {
             a,
             b,
@@ -398,9 +378,14 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             axis,
             keepdim,
         } => reduce_type(ty(g, *x)?, *op, *axis, *keepdim),
-        Op::Row { .. } | Op::LayerNorm { .. } | Op::RmsNorm { .. } => {
-            Err(TypeError::Undefined(ValueId(0)))
-        }
+        // the ops of a definition in `ops` (answered above)
+        Op::Row { .. }
+        | Op::LayerNorm { .. }
+        | Op::RmsNorm { .. }
+        | Op::Unary { .. }
+        | Op::Binary { .. }
+        | Op::Where { .. }
+        | Op::Cast { .. } => Err(TypeError::Undefined(ValueId(0))),
         Op::Transpose { x, perm } => transpose_type(ty(g, *x)?, perm),
         Op::Reshape { x } => {
             let t = ty(g, *x)?;

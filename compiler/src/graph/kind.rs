@@ -56,17 +56,19 @@ pub fn kind_of(op: &Op) -> Option<Kind> {
         | Op::Const { .. }
         | Op::Reshape { .. }
         | Op::Result { .. } => return None,
-        Op::Unary { .. }
-        | Op::Binary { .. }
-        | Op::Where { .. }
-        | Op::Cast { .. }
-        | Op::FusedElementwise { .. }
-        | Op::Complex { .. } => Kind::Elementwise,
+        Op::FusedElementwise { .. } | Op::Complex { .. } => Kind::Elementwise,
         Op::Matmul { .. } => Kind::Matmul,
         Op::Conv { .. } => Kind::Conv,
         Op::Fft { .. } | Op::SpectralMul { .. } => Kind::Spectral,
         Op::Reduce { .. } | Op::FusedReduce { .. } => Kind::Reduce,
-        Op::Row { .. } | Op::LayerNorm { .. } | Op::RmsNorm { .. } => return None,
+        // the ops of a definition in `ops` (answered above)
+        Op::Row { .. }
+        | Op::LayerNorm { .. }
+        | Op::RmsNorm { .. }
+        | Op::Unary { .. }
+        | Op::Binary { .. }
+        | Op::Where { .. }
+        | Op::Cast { .. } => return None,
         Op::FlashAttention { .. } | Op::AttentionLse { .. } | Op::AttentionGrad { .. } => {
             Kind::FlashAttention
         }

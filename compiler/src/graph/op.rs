@@ -232,19 +232,23 @@ pub enum Op {
 impl Op {
     /// The op's name as printed.
     pub fn name(&self) -> &'static str {
+        if let Some(d) = super::ops::def(self) {
+            return d.name(self);
+        }
         match self {
             Op::Param { .. } => "param",
             Op::Capture { .. } => "capture",
             Op::Const { .. } => "const",
-            Op::Unary { op, .. } => op.name(),
-            Op::Binary { op, .. } => op.name(),
-            Op::Where { .. } => "where",
-            Op::Cast { .. } => "cast",
+            // the ops of a definition in `ops` (answered above)
+            Op::Row { .. }
+            | Op::LayerNorm { .. }
+            | Op::RmsNorm { .. }
+            | Op::Unary { .. }
+            | Op::Binary { .. }
+            | Op::Where { .. }
+            | Op::Cast { .. } => "op",
             Op::Matmul { .. } => "matmul",
             Op::Reduce { op, .. } => op.name(),
-            Op::Row { .. } => super::ops::def(self).map_or("row", |d| d.name(self)),
-            Op::LayerNorm { .. } => "layernorm",
-            Op::RmsNorm { .. } => "rmsnorm",
             Op::Transpose { .. } => "transpose",
             Op::Reshape { .. } => "reshape",
             Op::Broadcast { .. } => "broadcast",

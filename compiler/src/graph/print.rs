@@ -162,14 +162,16 @@ impl Printer<'_> {
             return d.attrs(op);
         }
         match op {
-            Op::Row { .. } | Op::LayerNorm { .. } | Op::RmsNorm { .. } => vec![],
-            // Inputs, elementwise ops and shape changes: the operands and types say it all.
-            Op::Param { .. } | Op::Const { .. } => vec![],
-            Op::Unary { .. }
+            // the ops of a definition in `ops` (answered above)
+            Op::Row { .. }
+            | Op::LayerNorm { .. }
+            | Op::RmsNorm { .. }
+            | Op::Unary { .. }
             | Op::Binary { .. }
             | Op::Where { .. }
-            | Op::Cast { .. }
-            | Op::Complex { .. } => vec![],
+            | Op::Cast { .. } => vec![],
+            // Inputs, complex ops and shape changes: the operands and types say it all.
+            Op::Param { .. } | Op::Const { .. } | Op::Complex { .. } => vec![],
             Op::FusedElementwise { .. }
             | Op::FusedReduce { .. }
             | Op::Reshape { .. }

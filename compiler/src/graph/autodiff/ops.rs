@@ -1,6 +1,6 @@
-//! The derivatives of the ops without a table row: where, cast, reshape, broadcast,
-//! transpose, concat, slice, take (integer-array indexing) and
-//! its adjoint scatter_add, flash_attention and matmul.
+//! The derivatives of the ops without a definition in `graph::ops` (which answers first):
+//! reductions, reshape, broadcast, transpose, concat, slice, take (integer-array indexing)
+//! and its adjoint scatter_add, fft, complex ops, flash_attention, conv and matmul.
 
 use super::slices::{full_range, unslice};
 use super::*;
@@ -16,32 +16,10 @@ pub(super) fn op_vjp(
     dy: ValueId,
 ) -> Result<Vec<Option<ValueId>>, Option<TypeError>> {
     let ok = |v: Vec<Option<ValueId>>| Ok(v);
-    let complex = |g: &Graph, v: ValueId| g.ty(v).is_some_and(|t| t.dtype.is_complex());
     if let Some(d) = crate::graph::ops::def(op) {
         return d.vjp(g, op, y, dy);
     }
     match op {
-        // on complex values the real ops' derivatives hold for the linear ones with real
-        // coefficients only (negation, + and −); the others need the conjugate (not written)
-        Op::Unary { op: u, x } if complex(g, *x) && *u != crate::graph::UnaryOp::Neg => Err(None),
-        Op::Binary { op: b, .. }
-            if complex(g, y) && !matches!(b, BinaryOp::Add | BinaryOp::Sub) =>
-        {
-            Err(None)
-        }
-        Op::Unary { op: u, x } => match u.row().vjp {
-            Some(f) => ok(vec![Some(f(g, *x, y, dy)?)]),
-            None => Err(None),
-        },
-        Op::Binary { op: b, a, b: bb } => match b.row().vjp {
-            Some(f) => {
-                let (da, db) = f(g, *a, *bb, y, dy)?;
-                let sa = ty(g, *a)?.shape;
-                let sb = ty(g, *bb)?.shape;
-                ok(vec![Some(sum_to(g, da, &sa)?), Some(sum_to(g, db, &sb)?)])
-            }
-            None => Err(None),
-        },
         Op::Reduce {
             op: r,
             x,
@@ -51,17 +29,6 @@ pub(super) fn op_vjp(
             Some(f) => ok(vec![Some(f(g, *x, y, dy, *axis, *keepdim)?)]),
             None => Err(None),
         },
-        Op::Where { cond, a, b } => {
-            let sa = ty(g, *a)?.shape;
-            let sb = ty(g, *b)?.shape;
-            let (da, db) = route(g, *cond, dy)?;
-            ok(vec![
-                None,
-                Some(sum_to(g, da, &sa)?),
-                Some(sum_to(g, db, &sb)?),
-            ])
-        }
-        Op::Cast { .. } => ok(vec![Some(dy)]),
         Op::Fft { .. } => match super::spectral::fft(g, op, dy)? {
             Some(dx) => ok(vec![Some(dx)]),
             None => Err(None),

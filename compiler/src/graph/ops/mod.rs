@@ -8,7 +8,9 @@
 //! | --- | --- | --- |
 //! | row functions | [`rows`] | `softmax`, `logsumexp` |
 //! | norms | [`norms`] | `layernorm`, `rmsnorm` |
+//! | elementwise | [`elementwise`] | `Unary` (exp, neg, …), `Binary` (add, lt, …), `where`, `cast` |
 
+pub mod elementwise;
 pub mod norms;
 pub mod rows;
 
@@ -24,6 +26,9 @@ pub enum ShardRule {
     WholeAxis(usize),
     /// [`ShardRule::WholeAxis`] of the last axis.
     WholeLast,
+    /// Each result element reads the operand elements at its own index: operands laid out
+    /// alike run locally, each device computing its piece.
+    Elementwise,
 }
 
 /// Everything the compiler and the runtime know about one family of Graph IR ops.
@@ -31,8 +36,9 @@ pub trait OpDef: Sync {
     /// The name Graph IR prints and `op.<name>` binds.
     fn name(&self, op: &Op) -> &'static str;
     /// The result type (the verifier's rule; the eager form and the tracer run the same rule
-    /// through the family's shape function).
-    fn infer(&self, g: &Graph, op: &Op) -> Result<TensorType, TypeError>;
+    /// through the family's shape function). `declared` is the type the op carries, for the
+    /// ops whose attributes live in the type (a cast's dtype).
+    fn infer(&self, g: &Graph, op: &Op, declared: &TensorType) -> Result<TensorType, TypeError>;
     /// The attributes Graph IR prints after the operands (`axis = 1`).
     fn attrs(&self, op: &Op) -> Vec<String>;
     /// The cotangents of the operands (one per [`Op::operands`]) given the result `y` and its
@@ -59,6 +65,9 @@ pub fn def(op: &Op) -> Option<&'static dyn OpDef> {
     match op {
         Op::Row { .. } => Some(&rows::RowFamily),
         Op::LayerNorm { .. } | Op::RmsNorm { .. } => Some(&norms::NormFamily),
+        Op::Unary { .. } | Op::Binary { .. } | Op::Where { .. } | Op::Cast { .. } => {
+            Some(&elementwise::ElementwiseFamily)
+        }
         _ => None,
     }
 }

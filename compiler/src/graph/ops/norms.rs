@@ -22,7 +22,7 @@ impl OpDef for NormFamily {
         }
     }
 
-    fn infer(&self, g: &Graph, op: &Op) -> Result<TensorType, TypeError> {
+    fn infer(&self, g: &Graph, op: &Op, _declared: &TensorType) -> Result<TensorType, TypeError> {
         let (x, params, what): (_, Vec<ValueId>, _) = match op {
             Op::LayerNorm {
                 x, weight, bias, ..

@@ -217,7 +217,7 @@ impl OpDef for RowFamily {
         parts(op).map_or("row", |p| p.0.name())
     }
 
-    fn infer(&self, g: &Graph, op: &Op) -> Result<TensorType, TypeError> {
+    fn infer(&self, g: &Graph, op: &Op, _declared: &TensorType) -> Result<TensorType, TypeError> {
         let (f, x, axis, keepdim) = parts(op)?;
         let t = g.ty(x).ok_or(TypeError::Undefined(x))?;
         match row_type(f, &t.shape, t.dtype, axis as isize, keepdim) {
