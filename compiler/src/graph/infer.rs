@@ -2,9 +2,9 @@
 //! They mirror the eager ops (SPEC §4, docs/decisions.md); the verifier checks every op with
 //! them and passes use them to type the ops they build.
 
+use super::ops::reduce::reduce_tensor_type;
 use super::{
-    AttnWrt, ComplexOp, ConvAttrs, DType, FftKind, Graph, Op, ReduceOp, SliceItem, TensorType,
-    ValueId,
+    AttnWrt, ComplexOp, ConvAttrs, DType, FftKind, Graph, Op, SliceItem, TensorType, ValueId,
 };
 
 mod steps;
@@ -372,12 +372,6 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             epilogue,
             ..
         } => steps::matmul_steps(g, *a, *b, *accum, epilogue),
-        Op::Reduce {
-            op,
-            x,
-            axis,
-            keepdim,
-        } => reduce_type(ty(g, *x)?, *op, *axis, *keepdim),
         // the ops of a definition in `ops` (answered above)
         Op::Row { .. }
         | Op::LayerNorm { .. }
@@ -385,7 +379,8 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
         | Op::Unary { .. }
         | Op::Binary { .. }
         | Op::Where { .. }
-        | Op::Cast { .. } => Err(TypeError::Undefined(ValueId(0))),
+        | Op::Cast { .. }
+        | Op::Reduce { .. } => Err(TypeError::Undefined(ValueId(0))),
         Op::Transpose { x, perm } => transpose_type(ty(g, *x)?, perm),
         Op::Reshape { x } => {
             let t = ty(g, *x)?;
@@ -453,7 +448,7 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             op,
             axis,
             keepdim,
-        } => reduce_type(&fused_type(g, inputs, body)?, *op, Some(*axis), *keepdim),
+        } => reduce_tensor_type(&fused_type(g, inputs, body)?, *op, Some(*axis), *keepdim),
         Op::Result { of, index } => result_type(g, *of, *index),
     }
 }
@@ -476,27 +471,6 @@ fn complex_type(g: &Graph, op: ComplexOp, a: ValueId, b: Option<ValueId>) -> R<T
         None => ta.shape.clone(),
     };
     Ok(TensorType::new(shape, d))
-}
-
-/// A reduction of `t` along `axis` (`None`: all of it), or a fused reduction's along its axis.
-fn reduce_type(t: &TensorType, op: ReduceOp, axis: Option<usize>, keepdim: bool) -> R<TensorType> {
-    let shape = match axis {
-        None if keepdim => vec![1; t.shape.len()],
-        None => vec![],
-        Some(ax) => {
-            if ax >= t.shape.len() {
-                return Err(TypeError::AxisOutOfRange(ax));
-            }
-            let mut s = t.shape.clone();
-            if keepdim {
-                s[ax] = 1;
-            } else {
-                s.remove(ax);
-            }
-            s
-        }
-    };
-    Ok(TensorType::new(shape, op.result_dtype(t.dtype)))
 }
 
 fn transpose_type(t: &TensorType, perm: &[usize]) -> R<TensorType> {

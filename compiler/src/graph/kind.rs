@@ -60,7 +60,7 @@ pub fn kind_of(op: &Op) -> Option<Kind> {
         Op::Matmul { .. } => Kind::Matmul,
         Op::Conv { .. } => Kind::Conv,
         Op::Fft { .. } | Op::SpectralMul { .. } => Kind::Spectral,
-        Op::Reduce { .. } | Op::FusedReduce { .. } => Kind::Reduce,
+        Op::FusedReduce { .. } => Kind::Reduce,
         // the ops of a definition in `ops` (answered above)
         Op::Row { .. }
         | Op::LayerNorm { .. }
@@ -68,7 +68,8 @@ pub fn kind_of(op: &Op) -> Option<Kind> {
         | Op::Unary { .. }
         | Op::Binary { .. }
         | Op::Where { .. }
-        | Op::Cast { .. } => return None,
+        | Op::Cast { .. }
+        | Op::Reduce { .. } => return None,
         Op::FlashAttention { .. } | Op::AttentionLse { .. } | Op::AttentionGrad { .. } => {
             Kind::FlashAttention
         }

@@ -246,9 +246,9 @@ impl Op {
             | Op::Unary { .. }
             | Op::Binary { .. }
             | Op::Where { .. }
-            | Op::Cast { .. } => "op",
+            | Op::Cast { .. }
+            | Op::Reduce { .. } => "op",
             Op::Matmul { .. } => "matmul",
-            Op::Reduce { op, .. } => op.name(),
             Op::Transpose { .. } => "transpose",
             Op::Reshape { .. } => "reshape",
             Op::Broadcast { .. } => "broadcast",

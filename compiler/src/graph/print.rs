@@ -169,7 +169,8 @@ impl Printer<'_> {
             | Op::Unary { .. }
             | Op::Binary { .. }
             | Op::Where { .. }
-            | Op::Cast { .. } => vec![],
+            | Op::Cast { .. }
+            | Op::Reduce { .. } => vec![],
             // Inputs, complex ops and shape changes: the operands and types say it all.
             Op::Param { .. } | Op::Const { .. } | Op::Complex { .. } => vec![],
             Op::FusedElementwise { .. }
@@ -241,14 +242,6 @@ impl Printer<'_> {
                         .collect();
                     v.push(format!("epilogue = [{}]", steps.join(", ")));
                 }
-                v
-            }
-            Op::Reduce { axis, keepdim, .. } => {
-                let mut v = Vec::new();
-                if let Some(a) = axis {
-                    v.push(format!("axis = {a}"));
-                }
-                v.push(format!("keepdim = {keepdim}"));
                 v
             }
             Op::Take { axis, .. } | Op::ScatterAdd { axis, .. } => {

@@ -1,5 +1,5 @@
 //! The derivatives of the ops without a definition in `graph::ops` (which answers first):
-//! reductions, reshape, broadcast, transpose, concat, slice, take (integer-array indexing)
+//! reshape, broadcast, transpose, concat, slice, take (integer-array indexing)
 //! and its adjoint scatter_add, fft, complex ops, flash_attention, conv and matmul.
 
 use super::slices::{full_range, unslice};
@@ -20,15 +20,6 @@ pub(super) fn op_vjp(
         return d.vjp(g, op, y, dy);
     }
     match op {
-        Op::Reduce {
-            op: r,
-            x,
-            axis,
-            keepdim,
-        } => match r.row().vjp {
-            Some(f) => ok(vec![Some(f(g, *x, y, dy, *axis, *keepdim)?)]),
-            None => Err(None),
-        },
         Op::Fft { .. } => match super::spectral::fft(g, op, dy)? {
             Some(dx) => ok(vec![Some(dx)]),
             None => Err(None),

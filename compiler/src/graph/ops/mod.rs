@@ -9,9 +9,11 @@
 //! | row functions | [`rows`] | `softmax`, `logsumexp` |
 //! | norms | [`norms`] | `layernorm`, `rmsnorm` |
 //! | elementwise | [`elementwise`] | `Unary` (exp, neg, …), `Binary` (add, lt, …), `where`, `cast` |
+//! | reductions | [`reduce`] | `sum`, `mean`, `max`, `min` |
 
 pub mod elementwise;
 pub mod norms;
+pub mod reduce;
 pub mod rows;
 
 use super::infer::TypeError;
@@ -29,6 +31,10 @@ pub enum ShardRule {
     /// Each result element reads the operand elements at its own index: operands laid out
     /// alike run locally, each device computing its piece.
     Elementwise,
+    /// A reduction along `axis` (`None`: all of them): a tensor sharded along another axis
+    /// runs locally; along a reduced axis `partial` ones (sum, mean) leave each device's
+    /// partial result to be summed, the others gather first.
+    Reduce { axis: Option<usize>, partial: bool },
 }
 
 /// Everything the compiler and the runtime know about one family of Graph IR ops.
@@ -68,6 +74,7 @@ pub fn def(op: &Op) -> Option<&'static dyn OpDef> {
         Op::Unary { .. } | Op::Binary { .. } | Op::Where { .. } | Op::Cast { .. } => {
             Some(&elementwise::ElementwiseFamily)
         }
+        Op::Reduce { .. } => Some(&reduce::ReduceFamily),
         _ => None,
     }
 }
