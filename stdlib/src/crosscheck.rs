@@ -192,7 +192,6 @@ pub fn reduction_length(g: &Graph, root: ValueId) -> u64 {
         return d.reduced_len(g, op).max(1);
     }
     match op {
-        Some(Op::Matmul { a, .. }) => last(*a),
         Some(Op::FlashAttention { q, k, .. }) => {
             let sk = shape(*k);
             let sk = sk.get(sk.len().saturating_sub(2)).copied().unwrap_or(1) as u64;

@@ -176,51 +176,6 @@ pub fn broadcast(a: &[usize], b: &[usize]) -> R<Vec<usize>> {
     Ok(out)
 }
 
-/// Result type of `a @ b` (`accum`: the requested result dtype).
-pub fn matmul(a: &TensorType, b: &TensorType, accum: Option<DType>) -> R<TensorType> {
-    if a.shape.is_empty() || b.shape.is_empty() {
-        return Err(TypeError::MatmulRank);
-    }
-    let (ab, m, ka) = match a.shape.as_slice() {
-        [k] => (&[][..], None, *k),
-        [rest @ .., m, k] => (rest, Some(*m), *k),
-        [] => return Err(TypeError::MatmulRank),
-    };
-    let (bb, kb, n) = match b.shape.as_slice() {
-        [k] => (&[][..], *k, None),
-        [rest @ .., k, n] => (rest, *k, Some(*n)),
-        [] => return Err(TypeError::MatmulRank),
-    };
-    if ka != kb {
-        return Err(TypeError::MatmulInner { ka, kb });
-    }
-    let mut shape = broadcast(ab, bb)?;
-    shape.extend(m);
-    shape.extend(n);
-    let p = DType::promote(a.dtype, b.dtype);
-    let p = if p == DType::Bool { DType::I64 } else { p };
-    let r = accum.unwrap_or(p);
-    if p.is_float() && !r.is_float() {
-        return Err(TypeError::Accum {
-            accum: r,
-            inputs: p,
-        });
-    }
-    Ok(TensorType::new(shape, r))
-}
-
-/// The dtype a matmul accumulates in (printed as `accum`).
-pub fn accumulator(a: DType, b: DType, result: DType) -> DType {
-    let p = DType::promote(a, b);
-    if p == DType::F64 || result == DType::F64 {
-        DType::F64
-    } else if p.is_float() || result.is_float() {
-        DType::F32
-    } else {
-        DType::I64
-    }
-}
-
 /// The type of a fused body's first output, checking that its params have the types of
 /// `inputs` and that its outputs share one shape.
 fn fused_type(g: &Graph, inputs: &[ValueId], body: &Graph) -> R<TensorType> {
@@ -365,13 +320,6 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             Ok(declared.clone())
         }
         Op::Complex { op, a, b } => complex_type(g, *op, *a, *b),
-        Op::Matmul {
-            a,
-            b,
-            accum,
-            epilogue,
-            ..
-        } => steps::matmul_steps(g, *a, *b, *accum, epilogue),
         // the ops of a definition in `ops` (answered above)
         Op::Row { .. }
         | Op::LayerNorm { .. }
@@ -380,7 +328,8 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
         | Op::Binary { .. }
         | Op::Where { .. }
         | Op::Cast { .. }
-        | Op::Reduce { .. } => Err(TypeError::Undefined(ValueId(0))),
+        | Op::Reduce { .. }
+        | Op::Matmul { .. } => Err(TypeError::Undefined(ValueId(0))),
         Op::Transpose { x, perm } => transpose_type(ty(g, *x)?, perm),
         Op::Reshape { x } => {
             let t = ty(g, *x)?;

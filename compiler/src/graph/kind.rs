@@ -57,7 +57,6 @@ pub fn kind_of(op: &Op) -> Option<Kind> {
         | Op::Reshape { .. }
         | Op::Result { .. } => return None,
         Op::FusedElementwise { .. } | Op::Complex { .. } => Kind::Elementwise,
-        Op::Matmul { .. } => Kind::Matmul,
         Op::Conv { .. } => Kind::Conv,
         Op::Fft { .. } | Op::SpectralMul { .. } => Kind::Spectral,
         Op::FusedReduce { .. } => Kind::Reduce,
@@ -69,7 +68,8 @@ pub fn kind_of(op: &Op) -> Option<Kind> {
         | Op::Binary { .. }
         | Op::Where { .. }
         | Op::Cast { .. }
-        | Op::Reduce { .. } => return None,
+        | Op::Reduce { .. }
+        | Op::Matmul { .. } => return None,
         Op::FlashAttention { .. } | Op::AttentionLse { .. } | Op::AttentionGrad { .. } => {
             Kind::FlashAttention
         }

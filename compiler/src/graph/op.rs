@@ -247,8 +247,8 @@ impl Op {
             | Op::Binary { .. }
             | Op::Where { .. }
             | Op::Cast { .. }
-            | Op::Reduce { .. } => "op",
-            Op::Matmul { .. } => "matmul",
+            | Op::Reduce { .. }
+            | Op::Matmul { .. } => "op",
             Op::Transpose { .. } => "transpose",
             Op::Reshape { .. } => "reshape",
             Op::Broadcast { .. } => "broadcast",

@@ -1,6 +1,6 @@
 //! The derivatives of the ops without a definition in `graph::ops` (which answers first):
 //! reshape, broadcast, transpose, concat, slice, take (integer-array indexing)
-//! and its adjoint scatter_add, fft, complex ops, flash_attention, conv and matmul.
+//! and its adjoint scatter_add, fft, complex ops, flash_attention and conv.
 
 use super::slices::{full_range, unslice};
 use super::*;
@@ -114,40 +114,6 @@ pub(super) fn op_vjp(
                 },
             )?;
             ok(vec![None, Some(t)])
-        }
-        Op::Matmul { a, b, epilogue, .. } if epilogue.is_empty() => {
-            let (ta, tb) = (ty(g, *a)?, ty(g, *b)?);
-            // 1-d operands as matrices: a [k] is [1,k], b [k] is [k,1]
-            let a2 = if ta.shape.len() == 1 {
-                reshape(g, *a, &[1, ta.shape[0]])?
-            } else {
-                *a
-            };
-            let b2 = if tb.shape.len() == 1 {
-                reshape(g, *b, &[tb.shape[0], 1])?
-            } else {
-                *b
-            };
-            let mut ys = ty(g, y)?.shape;
-            if ta.shape.len() == 1 {
-                ys.insert(ys.len() - usize::from(tb.shape.len() != 1), 1);
-            }
-            if tb.shape.len() == 1 {
-                ys.push(1);
-            }
-            let dy2 = reshape(g, dy, &ys)?;
-            let bt = swap_last(g, b2)?;
-            let da = matmul(g, dy2, bt)?;
-            let at = swap_last(g, a2)?;
-            let db = matmul(g, at, dy2)?;
-            // summed over broadcast batch dimensions to the matrix shapes, then 1-d again
-            let (sa, sb) = (ty(g, a2)?.shape, ty(g, b2)?.shape);
-            let da = sum_to(g, da, &sa)?;
-            let db = sum_to(g, db, &sb)?;
-            ok(vec![
-                Some(reshape(g, da, &ta.shape)?),
-                Some(reshape(g, db, &tb.shape)?),
-            ])
         }
         _ => Err(None),
     }

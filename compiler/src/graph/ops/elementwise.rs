@@ -10,7 +10,7 @@
 //! evaluation is the runtime's (`tessera_runtime::ops::elementwise`); in a kernel a chain of
 //! them is one `fused_elementwise` (`graph::passes`), lowered by `kernels::elementwise`.
 
-use super::{OpDef, ShardRule};
+use super::{AttrPrinter, OpDef, ShardRule};
 use crate::dtype::ScalarKind;
 use crate::graph::autodiff::build::{route, sum_to, ty};
 use crate::graph::infer::{broadcast, TypeError};
@@ -111,7 +111,7 @@ impl OpDef for ElementwiseFamily {
         Ok(TensorType::new(shape, d))
     }
 
-    fn attrs(&self, _op: &Op) -> Vec<String> {
+    fn attrs(&self, _g: &Graph, _op: &Op, _p: &mut dyn AttrPrinter) -> Vec<String> {
         Vec::new()
     }
 

@@ -10,8 +10,10 @@
 //! | norms | [`norms`] | `layernorm`, `rmsnorm` |
 //! | elementwise | [`elementwise`] | `Unary` (exp, neg, …), `Binary` (add, lt, …), `where`, `cast` |
 //! | reductions | [`reduce`] | `sum`, `mean`, `max`, `min` |
+//! | matrix product | [`matmul`] | `matmul` (with its epilogue, prologue, `accum`, `tile_shape`) |
 
 pub mod elementwise;
+pub mod matmul;
 pub mod norms;
 pub mod reduce;
 pub mod rows;
@@ -31,10 +33,20 @@ pub enum ShardRule {
     /// Each result element reads the operand elements at its own index: operands laid out
     /// alike run locally, each device computing its piece.
     Elementwise,
+    /// A product (operands of at least 2 dimensions): the mesh's matmul layout rule places
+    /// both operands and the result (stdlib `dist::rules::matmul`); 1-d operands are gathered.
+    Matmul,
     /// A reduction along `axis` (`None`: all of them): a tensor sharded along another axis
     /// runs locally; along a reduced axis `partial` ones (sum, mean) leave each device's
     /// partial result to be summed, the others gather first.
     Reduce { axis: Option<usize>, partial: bool },
+}
+
+/// What an op's printed attributes refer to: another value by its printed name (`%3`), and
+/// the span of a fused step (printed in the op's `loc(fused[...])`).
+pub trait AttrPrinter {
+    fn value(&self, v: ValueId) -> String;
+    fn span(&mut self, s: tessera_lang::Span);
 }
 
 /// Everything the compiler and the runtime know about one family of Graph IR ops.
@@ -45,8 +57,9 @@ pub trait OpDef: Sync {
     /// through the family's shape function). `declared` is the type the op carries, for the
     /// ops whose attributes live in the type (a cast's dtype).
     fn infer(&self, g: &Graph, op: &Op, declared: &TensorType) -> Result<TensorType, TypeError>;
-    /// The attributes Graph IR prints after the operands (`axis = 1`).
-    fn attrs(&self, op: &Op) -> Vec<String>;
+    /// The attributes Graph IR prints after the operands (`axis = 1`), naming other values
+    /// and the spans of fused steps through `p`.
+    fn attrs(&self, g: &Graph, op: &Op, p: &mut dyn AttrPrinter) -> Vec<String>;
     /// The cotangents of the operands (one per [`Op::operands`]) given the result `y` and its
     /// cotangent `dy`; `Err(None)`: no derivative.
     fn vjp(
@@ -75,6 +88,7 @@ pub fn def(op: &Op) -> Option<&'static dyn OpDef> {
             Some(&elementwise::ElementwiseFamily)
         }
         Op::Reduce { .. } => Some(&reduce::ReduceFamily),
+        Op::Matmul { .. } => Some(&matmul::MatmulFamily),
         _ => None,
     }
 }

@@ -9,7 +9,7 @@
 //! `kernels::rows` (the last axis or all) and `kernels::axis` (a middle axis). A reduction of
 //! an elementwise body becomes one `fused_reduce` (`graph::passes::fuse_reduce`).
 
-use super::{OpDef, ShardRule};
+use super::{AttrPrinter, OpDef, ShardRule};
 use crate::graph::infer::TypeError;
 use crate::graph::Kind;
 use crate::graph::{DType, Graph, Op, ReduceOp, TensorType, ValueId};
@@ -107,7 +107,7 @@ impl OpDef for ReduceFamily {
         reduce_tensor_type(t, r, axis, keepdim)
     }
 
-    fn attrs(&self, op: &Op) -> Vec<String> {
+    fn attrs(&self, _g: &Graph, op: &Op, _p: &mut dyn AttrPrinter) -> Vec<String> {
         let Ok((_, _, axis, keepdim)) = parts(op) else {
             return Vec::new();
         };

@@ -9,7 +9,7 @@
 //! middle axis), which read [`RowOut`]: the max, then the sum of `e^(x − max)`, then either
 //! each element normalised by the sum or one `log(sum) + max` per slice.
 
-use super::{OpDef, ShardRule};
+use super::{AttrPrinter, OpDef, ShardRule};
 use crate::graph::autodiff::build::{bin, reshape, sum_axis, un};
 use crate::graph::infer::TypeError;
 use crate::graph::Kind;
@@ -226,7 +226,7 @@ impl OpDef for RowFamily {
         }
     }
 
-    fn attrs(&self, op: &Op) -> Vec<String> {
+    fn attrs(&self, _g: &Graph, op: &Op, _p: &mut dyn AttrPrinter) -> Vec<String> {
         let Ok((f, _, axis, keepdim)) = parts(op) else {
             return Vec::new();
         };
