@@ -48,14 +48,12 @@ impl Kind {
 /// The kind of kernel a graph op becomes (`None`: glue, no kernel).
 pub fn kind_of(op: &Op) -> Option<Kind> {
     if let Some(d) = super::op_def(op) {
-        return Some(d.kernel_kind(op));
+        return d.kernel_kind(op);
     }
     Some(match op {
-        Op::Param { .. }
-        | Op::Capture { .. }
-        | Op::Const { .. }
-        | Op::Reshape { .. }
-        | Op::Result { .. } => return None,
+        Op::Param { .. } | Op::Capture { .. } | Op::Const { .. } | Op::Result { .. } => {
+            return None
+        }
         Op::FusedElementwise { .. } | Op::Complex { .. } => Kind::Elementwise,
         Op::Conv { .. } => Kind::Conv,
         Op::Fft { .. } | Op::SpectralMul { .. } => Kind::Spectral,
@@ -69,16 +67,17 @@ pub fn kind_of(op: &Op) -> Option<Kind> {
         | Op::Where { .. }
         | Op::Cast { .. }
         | Op::Reduce { .. }
-        | Op::Matmul { .. } => return None,
-        Op::FlashAttention { .. } | Op::AttentionLse { .. } | Op::AttentionGrad { .. } => {
-            Kind::FlashAttention
-        }
-        Op::Transpose { .. }
+        | Op::Matmul { .. }
+        | Op::Transpose { .. }
+        | Op::Reshape { .. }
         | Op::Broadcast { .. }
         | Op::Concat { .. }
         | Op::Slice { .. }
         | Op::Take { .. }
-        | Op::ScatterAdd { .. } => Kind::Copy,
+        | Op::ScatterAdd { .. } => return None,
+        Op::FlashAttention { .. } | Op::AttentionLse { .. } | Op::AttentionGrad { .. } => {
+            Kind::FlashAttention
+        }
     })
 }
 

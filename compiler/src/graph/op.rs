@@ -248,12 +248,14 @@ impl Op {
             | Op::Where { .. }
             | Op::Cast { .. }
             | Op::Reduce { .. }
-            | Op::Matmul { .. } => "op",
-            Op::Transpose { .. } => "transpose",
-            Op::Reshape { .. } => "reshape",
-            Op::Broadcast { .. } => "broadcast",
-            Op::Concat { .. } => "concat",
-            Op::Slice { .. } => "slice",
+            | Op::Matmul { .. }
+            | Op::Transpose { .. }
+            | Op::Reshape { .. }
+            | Op::Broadcast { .. }
+            | Op::Concat { .. }
+            | Op::Slice { .. }
+            | Op::Take { .. }
+            | Op::ScatterAdd { .. } => "op",
             Op::FlashAttention { .. } => "flash_attention",
             Op::AttentionLse { .. } => "flash_attention_lse",
             Op::AttentionGrad { wrt, .. } => match wrt {
@@ -263,7 +265,6 @@ impl Op {
             },
             Op::FusedElementwise { .. } => "fused_elementwise",
             Op::Result { .. } => "result",
-            Op::Take { .. } => "take",
             Op::Conv { attrs, .. } => {
                 if attrs.dims == 1 {
                     "conv1d"
@@ -272,7 +273,6 @@ impl Op {
                 }
             }
             Op::FusedReduce { .. } => "fused_reduce",
-            Op::ScatterAdd { .. } => "scatter_add",
             Op::Fft { kind, .. } => kind.name(),
             Op::SpectralMul { .. } => "spectral_mul",
             Op::Complex { op, .. } => op.name(),

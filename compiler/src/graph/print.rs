@@ -192,23 +192,18 @@ impl Printer<'_> {
             | Op::Where { .. }
             | Op::Cast { .. }
             | Op::Reduce { .. }
-            | Op::Matmul { .. } => vec![],
+            | Op::Matmul { .. }
+            | Op::Transpose { .. }
+            | Op::Reshape { .. }
+            | Op::Broadcast { .. }
+            | Op::Concat { .. }
+            | Op::Slice { .. }
+            | Op::Take { .. }
+            | Op::ScatterAdd { .. } => vec![],
             // Inputs, complex ops and shape changes: the operands and types say it all.
             Op::Param { .. } | Op::Const { .. } | Op::Complex { .. } => vec![],
-            Op::FusedElementwise { .. }
-            | Op::FusedReduce { .. }
-            | Op::Reshape { .. }
-            | Op::Broadcast { .. } => vec![],
+            Op::FusedElementwise { .. } | Op::FusedReduce { .. } => vec![],
             Op::Capture { index } | Op::Result { index, .. } => vec![format!("index = {index}")],
-            Op::Take { axis, .. } | Op::ScatterAdd { axis, .. } => {
-                vec![format!("axis = {axis}")]
-            }
-            Op::Transpose { perm, .. } => vec![format!("perm = {perm:?}")],
-            Op::Concat { axis, .. } => vec![format!("axis = {axis}")],
-            Op::Slice { items, .. } => {
-                let s: Vec<String> = items.iter().map(|i| i.to_string()).collect();
-                vec![format!("index = [{}]", s.join(", "))]
-            }
             Op::Conv { attrs, .. } => {
                 // conv1d shows its one spatial dim (W)
                 let d = usize::from(attrs.dims.clamp(1, 2));

@@ -158,7 +158,7 @@ pub(crate) fn sum_to(g: &mut Graph, x: ValueId, shape: &[usize]) -> R<ValueId> {
 }
 
 /// The inverse of permutation `perm`.
-pub(super) fn inverse(perm: &[usize]) -> Vec<usize> {
+pub(crate) fn inverse(perm: &[usize]) -> Vec<usize> {
     let mut inv = vec![0; perm.len()];
     for (i, &p) in perm.iter().enumerate() {
         if let Some(s) = inv.get_mut(p) {

@@ -161,8 +161,8 @@ impl OpDef for ElementwiseFamily {
         }
     }
 
-    fn kernel_kind(&self, _op: &Op) -> Kind {
-        Kind::Elementwise
+    fn kernel_kind(&self, _op: &Op) -> Option<Kind> {
+        Some(Kind::Elementwise)
     }
 
     fn flops_per_elem(&self, _op: &Op) -> f64 {

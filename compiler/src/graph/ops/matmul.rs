@@ -281,8 +281,8 @@ impl OpDef for MatmulFamily {
         ])
     }
 
-    fn kernel_kind(&self, _op: &Op) -> Kind {
-        Kind::Matmul
+    fn kernel_kind(&self, _op: &Op) -> Option<Kind> {
+        Some(Kind::Matmul)
     }
 
     /// Not read: a product's cost is `cost::matmul_cost`'s model of its tiles and panels.

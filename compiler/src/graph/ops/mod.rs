@@ -11,7 +11,9 @@
 //! | elementwise | [`elementwise`] | `Unary` (exp, neg, …), `Binary` (add, lt, …), `where`, `cast` |
 //! | reductions | [`reduce`] | `sum`, `mean`, `max`, `min` |
 //! | matrix product | [`matmul`] | `matmul` (with its epilogue, prologue, `accum`, `tile_shape`) |
+//! | copies | [`copies`] | `transpose`, `reshape`, `broadcast`, `concat`, `slice`, `take`, `scatter_add` |
 
+pub mod copies;
 pub mod elementwise;
 pub mod matmul;
 pub mod norms;
@@ -36,6 +38,9 @@ pub enum ShardRule {
     /// A product (operands of at least 2 dimensions): the mesh's matmul layout rule places
     /// both operands and the result (stdlib `dist::rules::matmul`); 1-d operands are gathered.
     Matmul,
+    /// A copy: a transpose of a sharded tensor permutes its layout, a reshape or broadcast
+    /// that keeps the sharded shape keeps it; the others gather first.
+    Copy,
     /// A reduction along `axis` (`None`: all of them): a tensor sharded along another axis
     /// runs locally; along a reduced axis `partial` ones (sum, mean) leave each device's
     /// partial result to be summed, the others gather first.
@@ -69,8 +74,8 @@ pub trait OpDef: Sync {
         y: ValueId,
         dy: ValueId,
     ) -> Result<Vec<Option<ValueId>>, Option<TypeError>>;
-    /// The kernel kind a group rooted at this op compiles to.
-    fn kernel_kind(&self, op: &Op) -> Kind;
+    /// The kernel kind a group rooted at this op compiles to (`None`: glue, no kernel).
+    fn kernel_kind(&self, op: &Op) -> Option<Kind>;
     /// Arithmetic per input element (the cost model's roofline).
     fn flops_per_elem(&self, op: &Op) -> f64;
     /// How the op runs on a sharded operand.
@@ -89,6 +94,13 @@ pub fn def(op: &Op) -> Option<&'static dyn OpDef> {
         }
         Op::Reduce { .. } => Some(&reduce::ReduceFamily),
         Op::Matmul { .. } => Some(&matmul::MatmulFamily),
+        Op::Transpose { .. }
+        | Op::Reshape { .. }
+        | Op::Broadcast { .. }
+        | Op::Concat { .. }
+        | Op::Slice { .. }
+        | Op::Take { .. }
+        | Op::ScatterAdd { .. } => Some(&copies::CopyFamily),
         _ => None,
     }
 }

@@ -100,11 +100,11 @@ impl OpDef for NormFamily {
         }
     }
 
-    fn kernel_kind(&self, op: &Op) -> Kind {
-        match op {
+    fn kernel_kind(&self, op: &Op) -> Option<Kind> {
+        Some(match op {
             Op::RmsNorm { .. } => Kind::RmsNorm,
             _ => Kind::LayerNorm,
-        }
+        })
     }
 
     fn flops_per_elem(&self, op: &Op) -> f64 {

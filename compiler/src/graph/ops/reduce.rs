@@ -133,8 +133,8 @@ impl OpDef for ReduceFamily {
         }
     }
 
-    fn kernel_kind(&self, _op: &Op) -> Kind {
-        Kind::Reduce
+    fn kernel_kind(&self, _op: &Op) -> Option<Kind> {
+        Some(Kind::Reduce)
     }
 
     fn flops_per_elem(&self, _op: &Op) -> f64 {

@@ -270,8 +270,8 @@ impl OpDef for RowFamily {
         Ok(vec![Some(dx)])
     }
 
-    fn kernel_kind(&self, op: &Op) -> Kind {
-        Kind::Row(parts(op).map_or(RowFn::Softmax, |p| p.0))
+    fn kernel_kind(&self, op: &Op) -> Option<Kind> {
+        Some(Kind::Row(parts(op).map_or(RowFn::Softmax, |p| p.0)))
     }
 
     fn flops_per_elem(&self, op: &Op) -> f64 {
