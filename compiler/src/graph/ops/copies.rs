@@ -110,45 +110,77 @@ pub fn slice_shape(shape: &[usize], items: &[SliceItem]) -> Result<Vec<usize>, T
     Ok(out)
 }
 
-fn transpose_type(t: &TensorType, perm: &[usize]) -> Result<TensorType, TypeError> {
-    let mut seen = vec![false; t.shape.len()];
-    let mut shape = Vec::with_capacity(perm.len());
+/// The shape of a transpose by `perm`, which must name each axis of `shape` once.
+pub fn transpose_shape(shape: &[usize], perm: &[usize]) -> Result<Vec<usize>, TypeError> {
+    let mut seen = vec![false; shape.len()];
+    let mut out = Vec::with_capacity(perm.len());
     for &p in perm {
         match seen.get_mut(p) {
             Some(s) if !*s => *s = true,
             _ => return Err(TypeError::NotPermutation(perm.to_vec())),
         }
-        shape.push(t.shape[p]);
+        out.push(shape[p]);
     }
-    if perm.len() != t.shape.len() {
+    if perm.len() != shape.len() {
         return Err(TypeError::NotPermutation(perm.to_vec()));
     }
-    Ok(TensorType::new(shape, t.dtype))
+    Ok(out)
 }
 
-fn concat_type(g: &Graph, xs: &[ValueId], axis: usize) -> Result<TensorType, TypeError> {
-    let first = tref(g, *xs.first().ok_or(TypeError::EmptyConcat)?)?;
-    let mut shape = first.shape.clone();
-    if axis >= shape.len() {
-        return Err(TypeError::AxisOutOfRange(axis));
-    }
-    shape[axis] = 0;
-    let mut dtype = first.dtype;
-    for x in xs {
-        let t = tref(g, *x)?;
-        let same = t.shape.len() == shape.len()
-            && t.shape
-                .iter()
-                .zip(&first.shape)
+fn transpose_type(t: &TensorType, perm: &[usize]) -> Result<TensorType, TypeError> {
+    Ok(TensorType::new(transpose_shape(&t.shape, perm)?, t.dtype))
+}
+
+/// Why [`concat_shape`] refuses its operands.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ConcatError {
+    /// No operands.
+    Empty,
+    /// `axis` is not an axis of the first operand.
+    Axis,
+    /// Operand `index` differs from the first outside `axis` (or in rank).
+    Shapes { index: usize },
+    /// The concatenated axis overflows.
+    TooLarge,
+}
+
+/// The shape and dtype of `concat(parts, axis)`: every part has the first one's shape outside
+/// `axis`; the lengths along `axis` add up; the dtypes promote.
+pub fn concat_shape(
+    parts: &[(&[usize], DType)],
+    axis: usize,
+) -> Result<(Vec<usize>, DType), ConcatError> {
+    let (first, mut dtype) = *parts.first().ok_or(ConcatError::Empty)?;
+    let mut shape = first.to_vec();
+    *shape.get_mut(axis).ok_or(ConcatError::Axis)? = 0;
+    for (index, &(s, d)) in parts.iter().enumerate() {
+        let same = s.len() == first.len()
+            && s.iter()
+                .zip(first)
                 .enumerate()
                 .all(|(i, (a, b))| i == axis || a == b);
         if !same {
-            return Err(TypeError::ConcatShapes);
+            return Err(ConcatError::Shapes { index });
         }
-        shape[axis] += t.shape[axis];
-        dtype = DType::promote(dtype, t.dtype);
+        shape[axis] = shape[axis]
+            .checked_add(s[axis])
+            .ok_or(ConcatError::TooLarge)?;
+        dtype = DType::promote(dtype, d);
     }
-    Ok(TensorType::new(shape, dtype))
+    Ok((shape, dtype))
+}
+
+fn concat_type(g: &Graph, xs: &[ValueId], axis: usize) -> Result<TensorType, TypeError> {
+    let parts = xs
+        .iter()
+        .map(|x| tref(g, *x).map(|t| (&t.shape[..], t.dtype)))
+        .collect::<Result<Vec<_>, _>>()?;
+    match concat_shape(&parts, axis) {
+        Ok((shape, d)) => Ok(TensorType::new(shape, d)),
+        Err(ConcatError::Empty) => Err(TypeError::EmptyConcat),
+        Err(ConcatError::Axis) => Err(TypeError::AxisOutOfRange(axis)),
+        Err(ConcatError::Shapes { .. } | ConcatError::TooLarge) => Err(TypeError::ConcatShapes),
+    }
 }
 
 /// `scatter_add` into a tensor of the declared shape `d`.
@@ -344,5 +376,49 @@ impl OpDef for CopyFamily {
 
     fn reduced_len(&self, _g: &Graph, _op: &Op) -> u64 {
         1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_lang::Span;
+
+    #[test]
+    fn transposes_need_a_permutation() {
+        assert_eq!(transpose_shape(&[2, 3, 4], &[2, 0, 1]), Ok(vec![4, 2, 3]));
+        for bad in [&[0, 0, 1][..], &[0, 1], &[0, 1, 3]] {
+            assert_eq!(
+                transpose_shape(&[2, 3, 4], bad),
+                Err(TypeError::NotPermutation(bad.to_vec()))
+            );
+        }
+    }
+
+    #[test]
+    fn concat_lengths_that_overflow_are_refused_not_wrapped() {
+        let big = usize::MAX / 2 + 1;
+        let mut g = Graph::new("g");
+        let t = TensorType::new(vec![big, 1], DType::I8);
+        let (a, b) = (
+            g.add_param(t.clone(), Span::default()),
+            g.add_param(t.clone(), Span::default()),
+        );
+        let op = Op::Concat {
+            xs: vec![a, b],
+            axis: 0,
+        };
+        assert_eq!(
+            crate::graph::infer::infer(&g, &op, &t),
+            Err(TypeError::ConcatShapes)
+        );
+        assert_eq!(
+            concat_shape(&[(&[2, 3], DType::I8), (&[2, 4], DType::F32)], 1),
+            Ok((vec![2, 7], DType::F32))
+        );
+        assert_eq!(
+            concat_shape(&[(&[2, 3], DType::I8), (&[3, 4], DType::F32)], 1),
+            Err(ConcatError::Shapes { index: 1 })
+        );
     }
 }
