@@ -11,13 +11,20 @@ pub fn fmt_shape(shape: &[usize]) -> String {
 /// NumPy broadcasting of two shapes (the compiler's rule, `graph::infer::broadcast`); E0200
 /// naming both shapes and the op.
 pub fn broadcast_shapes(a: &[usize], b: &[usize], op: &str) -> Result<Vec<usize>> {
-    tessera_compiler::graph::infer::broadcast(a, b).map_err(|_| {
-        RuntimeError::shape(format!(
+    tessera_compiler::graph::infer::broadcast(a, b).map_err(|e| shape_error(e, op))
+}
+
+/// A shape rule's refusal as E0200 naming the op (two shapes that do not broadcast name both).
+pub fn shape_error(e: tessera_compiler::graph::infer::TypeError, op: &str) -> RuntimeError {
+    use tessera_compiler::graph::infer::TypeError;
+    match e {
+        TypeError::Broadcast { a, b, .. } => RuntimeError::shape(format!(
             "{op}: shapes {} and {} cannot be broadcast together",
-            fmt_shape(a),
-            fmt_shape(b)
-        ))
-    })
+            fmt_shape(&a),
+            fmt_shape(&b)
+        )),
+        e => RuntimeError::shape(format!("{op}: {e}")),
+    }
 }
 
 /// Normalises a possibly negative axis for `ndim` dimensions (E0500 when out of range).

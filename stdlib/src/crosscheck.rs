@@ -197,18 +197,11 @@ fn unit_roundoff(d: DType) -> f64 {
 pub fn reduction_length(g: &Graph, root: ValueId) -> u64 {
     let shape = |v: ValueId| g.ty(v).map(|t| t.shape.clone()).unwrap_or_default();
     let last = |v: ValueId| shape(v).last().map(|&d| d as u64).unwrap_or(1);
-    match g.op(root) {
-        Some(Op::Matmul { a, .. }) => last(*a),
-        Some(Op::Reduce { x, axis, .. }) => {
-            let s = shape(*x);
-            match axis {
-                Some(a) => s.get(*a).map(|&d| d as u64).unwrap_or(1),
-                None => s.iter().map(|&d| d as u64).product(),
-            }
-        }
-        Some(op @ (Op::Row { .. } | Op::LayerNorm { .. } | Op::RmsNorm { .. })) => {
-            tessera_compiler::graph::op_def(op).map_or(1, |d| d.reduced_len(g, op))
-        }
+    let op = g.op(root);
+    if let Some((op, d)) = op.and_then(|op| Some((op, tessera_compiler::graph::op_def(op)?))) {
+        return d.reduced_len(g, op).max(1);
+    }
+    match op {
         Some(Op::FlashAttention { q, k, .. }) => {
             let sk = shape(*k);
             let sk = sk.get(sk.len().saturating_sub(2)).copied().unwrap_or(1) as u64;

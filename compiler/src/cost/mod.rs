@@ -266,17 +266,7 @@ fn elementwise_ops(op: &Op) -> f64 {
         Op::FusedElementwise { body, .. } | Op::FusedReduce { body, .. } => {
             let n = body
                 .ids()
-                .filter(|id| {
-                    matches!(
-                        body.op(*id),
-                        Some(
-                            Op::Unary { .. }
-                                | Op::Binary { .. }
-                                | Op::Where { .. }
-                                | Op::Cast { .. }
-                        )
-                    )
-                })
+                .filter(|id| body.op(*id).is_some_and(Op::is_elementwise))
                 .count();
             n.max(1) as f64
         }

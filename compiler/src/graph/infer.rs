@@ -2,10 +2,9 @@
 //! They mirror the eager ops (SPEC §4, docs/decisions.md); the verifier checks every op with
 //! them and passes use them to type the ops they build.
 
-use super::{
-    AttnWrt, ComplexOp, ConvAttrs, DType, FftKind, Graph, Op, ReduceOp, SliceItem, TensorType,
-    ValueId,
-};
+pub use super::ops::copies::{slice_indices, slice_shape};
+use super::ops::reduce::reduce_tensor_type;
+use super::{AttnWrt, ComplexOp, ConvAttrs, DType, FftKind, Graph, Op, TensorType, ValueId};
 
 mod steps;
 pub use steps::epilogue_step;
@@ -176,51 +175,6 @@ pub fn broadcast(a: &[usize], b: &[usize]) -> R<Vec<usize>> {
     Ok(out)
 }
 
-/// Result type of `a @ b` (`accum`: the requested result dtype).
-pub fn matmul(a: &TensorType, b: &TensorType, accum: Option<DType>) -> R<TensorType> {
-    if a.shape.is_empty() || b.shape.is_empty() {
-        return Err(TypeError::MatmulRank);
-    }
-    let (ab, m, ka) = match a.shape.as_slice() {
-        [k] => (&[][..], None, *k),
-        [rest @ .., m, k] => (rest, Some(*m), *k),
-        [] => return Err(TypeError::MatmulRank),
-    };
-    let (bb, kb, n) = match b.shape.as_slice() {
-        [k] => (&[][..], *k, None),
-        [rest @ .., k, n] => (rest, *k, Some(*n)),
-        [] => return Err(TypeError::MatmulRank),
-    };
-    if ka != kb {
-        return Err(TypeError::MatmulInner { ka, kb });
-    }
-    let mut shape = broadcast(ab, bb)?;
-    shape.extend(m);
-    shape.extend(n);
-    let p = DType::promote(a.dtype, b.dtype);
-    let p = if p == DType::Bool { DType::I64 } else { p };
-    let r = accum.unwrap_or(p);
-    if p.is_float() && !r.is_float() {
-        return Err(TypeError::Accum {
-            accum: r,
-            inputs: p,
-        });
-    }
-    Ok(TensorType::new(shape, r))
-}
-
-/// The dtype a matmul accumulates in (printed as `accum`).
-pub fn accumulator(a: DType, b: DType, result: DType) -> DType {
-    let p = DType::promote(a, b);
-    if p == DType::F64 || result == DType::F64 {
-        DType::F64
-    } else if p.is_float() || result.is_float() {
-        DType::F32
-    } else {
-        DType::I64
-    }
-}
-
 /// The type of a fused body's first output, checking that its params have the types of
 /// `inputs` and that its outputs share one shape.
 fn fused_type(g: &Graph, inputs: &[ValueId], body: &Graph) -> R<TensorType> {
@@ -258,103 +212,12 @@ fn float_or_f32(d: DType) -> DType {
     }
 }
 
-/// Python's `slice.indices(len)` for `start:stop:step` over a dimension of length `len`:
-/// (first index, element count, step); `None` for a zero step.
-pub fn slice_indices(
-    start: Option<i64>,
-    stop: Option<i64>,
-    step: Option<i64>,
-    len: usize,
-) -> Option<(i64, usize, i64)> {
-    let step = step.unwrap_or(1);
-    if step == 0 {
-        return None;
-    }
-    let n = i64::try_from(len).unwrap_or(i64::MAX);
-    let clamp = |v: i64, lo: i64, hi: i64| v.max(lo).min(hi);
-    let norm = |v: i64| if v < 0 { v.saturating_add(n) } else { v };
-    let (start, stop) = if step > 0 {
-        (
-            start.map(|s| clamp(norm(s), 0, n)).unwrap_or(0),
-            stop.map(|s| clamp(norm(s), 0, n)).unwrap_or(n),
-        )
-    } else {
-        (
-            start.map(|s| clamp(norm(s), -1, n - 1)).unwrap_or(n - 1),
-            stop.map(|s| clamp(norm(s), -1, n - 1)).unwrap_or(-1),
-        )
-    };
-    // In i128: `-step` overflows i64 for i64::MIN.
-    let (st, sp, stp) = (i128::from(start), i128::from(stop), i128::from(step));
-    let count = if stp > 0 {
-        if sp > st {
-            (sp - st - 1) / stp + 1
-        } else {
-            0
-        }
-    } else if st > sp {
-        (st - sp - 1) / (-stp) + 1
-    } else {
-        0
-    };
-    Some((start, count as usize, step))
-}
-
-/// Result shape of `x[items]`.
-pub fn slice_shape(shape: &[usize], items: &[SliceItem]) -> R<Vec<usize>> {
-    let consumed = items
-        .iter()
-        .filter(|i| matches!(i, SliceItem::Index(_) | SliceItem::Range { .. }))
-        .count();
-    if consumed > shape.len() {
-        return Err(TypeError::TooManyIndices(shape.to_vec()));
-    }
-    let mut out = Vec::new();
-    let mut dim = 0usize;
-    for it in items {
-        match it {
-            SliceItem::Index(i) => {
-                let len = shape.get(dim).copied().unwrap_or(0) as i64;
-                let j = if *i < 0 { i + len } else { *i };
-                if j < 0 || j >= len {
-                    return Err(TypeError::IndexOutOfRange {
-                        index: *i,
-                        axis: dim,
-                    });
-                }
-                dim += 1;
-            }
-            SliceItem::Range { start, stop, step } => {
-                let len = shape.get(dim).copied().unwrap_or(0);
-                out.push(
-                    slice_indices(*start, *stop, *step, len)
-                        .ok_or(TypeError::ZeroStep)?
-                        .1,
-                );
-                dim += 1;
-            }
-            SliceItem::NewAxis => out.push(1),
-            SliceItem::Ellipsis => {
-                for _ in 0..shape.len() - consumed {
-                    out.push(shape.get(dim).copied().unwrap_or(0));
-                    dim += 1;
-                }
-            }
-        }
-    }
-    while dim < shape.len() {
-        out.push(shape.get(dim).copied().unwrap_or(0));
-        dim += 1;
-    }
-    Ok(out)
-}
-
 /// The type op `op` of graph `g` must have, or why it is ill-typed. `declared` is the type the
 /// op carries (for ops whose attributes live in the type: param, capture, const, cast,
 /// reshape, broadcast).
 pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
     if let Some(d) = super::ops::def(op) {
-        return d.infer(g, op);
+        return d.infer(g, op, declared);
     }
     match op {
         Op::Param { .. } | Op::Capture { .. } => Ok(declared.clone()),
@@ -364,68 +227,24 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             }
             Ok(declared.clone())
         }
-        Op::Unary { op, x } => {
-            let t = ty(g, *x)?;
-            Ok(TensorType::new(t.shape.clone(), op.result_dtype(t.dtype)))
-        }
-        Op::Binary { op, a, b } => {
-            let (ta, tb) = (ty(g, *a)?, ty(g, *b)?);
-            Ok(TensorType::new(
-                broadcast(&ta.shape, &tb.shape)?,
-                op.result_dtype(ta.dtype, tb.dtype),
-            ))
-        }
         Op::Complex { op, a, b } => complex_type(g, *op, *a, *b),
-        Op::Where { cond, a, b } => {
-            let (tc, ta, tb) = (ty(g, *cond)?, ty(g, *a)?, ty(g, *b)?);
-            let s = broadcast(&tc.shape, &ta.shape)?;
-            Ok(TensorType::new(
-                broadcast(&s, &tb.shape)?,
-                DType::promote(ta.dtype, tb.dtype),
-            ))
-        }
-        Op::Cast { x } => Ok(TensorType::new(ty(g, *x)?.shape.clone(), declared.dtype)),
-        Op::Matmul {
-            a,
-            b,
-            accum,
-            epilogue,
-            ..
-        } => steps::matmul_steps(g, *a, *b, *accum, epilogue),
-        Op::Reduce {
-            op,
-            x,
-            axis,
-            keepdim,
-        } => reduce_type(ty(g, *x)?, *op, *axis, *keepdim),
-        Op::Row { .. } | Op::LayerNorm { .. } | Op::RmsNorm { .. } => {
-            Err(TypeError::Undefined(ValueId(0)))
-        }
-        Op::Transpose { x, perm } => transpose_type(ty(g, *x)?, perm),
-        Op::Reshape { x } => {
-            let t = ty(g, *x)?;
-            let (n, m): (usize, usize) =
-                (t.shape.iter().product(), declared.shape.iter().product());
-            if n != m {
-                return Err(TypeError::Reshape { from: n, to: m });
-            }
-            Ok(TensorType::new(declared.shape.clone(), t.dtype))
-        }
-        Op::Broadcast { x } => {
-            let t = ty(g, *x)?;
-            if broadcast(&t.shape, &declared.shape)? != declared.shape {
-                return Err(TypeError::BroadcastTo {
-                    from: t.clone(),
-                    to: declared.shape.clone(),
-                });
-            }
-            Ok(TensorType::new(declared.shape.clone(), t.dtype))
-        }
-        Op::Concat { xs, axis } => concat_type(g, xs, *axis),
-        Op::Slice { x, items } => {
-            let t = ty(g, *x)?;
-            Ok(TensorType::new(slice_shape(&t.shape, items)?, t.dtype))
-        }
+        // the ops of a definition in `ops` (answered above)
+        Op::Row { .. }
+        | Op::LayerNorm { .. }
+        | Op::RmsNorm { .. }
+        | Op::Unary { .. }
+        | Op::Binary { .. }
+        | Op::Where { .. }
+        | Op::Cast { .. }
+        | Op::Reduce { .. }
+        | Op::Matmul { .. }
+        | Op::Transpose { .. }
+        | Op::Reshape { .. }
+        | Op::Broadcast { .. }
+        | Op::Concat { .. }
+        | Op::Slice { .. }
+        | Op::Take { .. }
+        | Op::ScatterAdd { .. } => Err(TypeError::Undefined(ValueId(0))),
         Op::FlashAttention { q, k, v, .. } => attention_type(g, *q, *k, *v),
         Op::AttentionLse { q, k, .. } => attention_lse_type(g, *q, *k),
         Op::AttentionGrad {
@@ -449,26 +268,13 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
             ..
         } => fft_type(ty(g, *x)?, *kind, *axis, *n, embed.step),
         Op::SpectralMul { x, w, groups } => spectral_mul_type(ty(g, *x)?, ty(g, *w)?, *groups),
-        Op::Take { x, index, axis } => {
-            let (tx, ti) = (ty(g, *x)?, ty(g, *index)?);
-            if !ti.dtype.is_int() || *axis >= tx.shape.len() {
-                return Err(TypeError::Take);
-            }
-            let mut shape = tx.shape[..*axis].to_vec();
-            shape.extend(&ti.shape);
-            shape.extend(&tx.shape[axis + 1..]);
-            Ok(TensorType::new(shape, tx.dtype))
-        }
-        Op::ScatterAdd { index, src, axis } => {
-            scatter_add_type(ty(g, *index)?, ty(g, *src)?, *axis, &declared.shape)
-        }
         Op::FusedReduce {
             inputs,
             body,
             op,
             axis,
             keepdim,
-        } => reduce_type(&fused_type(g, inputs, body)?, *op, Some(*axis), *keepdim),
+        } => reduce_tensor_type(&fused_type(g, inputs, body)?, *op, Some(*axis), *keepdim),
         Op::Result { of, index } => result_type(g, *of, *index),
     }
 }
@@ -491,68 +297,6 @@ fn complex_type(g: &Graph, op: ComplexOp, a: ValueId, b: Option<ValueId>) -> R<T
         None => ta.shape.clone(),
     };
     Ok(TensorType::new(shape, d))
-}
-
-/// A reduction of `t` along `axis` (`None`: all of it), or a fused reduction's along its axis.
-fn reduce_type(t: &TensorType, op: ReduceOp, axis: Option<usize>, keepdim: bool) -> R<TensorType> {
-    let shape = match axis {
-        None if keepdim => vec![1; t.shape.len()],
-        None => vec![],
-        Some(ax) => {
-            if ax >= t.shape.len() {
-                return Err(TypeError::AxisOutOfRange(ax));
-            }
-            let mut s = t.shape.clone();
-            if keepdim {
-                s[ax] = 1;
-            } else {
-                s.remove(ax);
-            }
-            s
-        }
-    };
-    Ok(TensorType::new(shape, op.result_dtype(t.dtype)))
-}
-
-fn transpose_type(t: &TensorType, perm: &[usize]) -> R<TensorType> {
-    let mut seen = vec![false; t.shape.len()];
-    let mut shape = Vec::with_capacity(perm.len());
-    for &p in perm {
-        match seen.get_mut(p) {
-            Some(s) if !*s => *s = true,
-            _ => return Err(TypeError::NotPermutation(perm.to_vec())),
-        }
-        shape.push(t.shape[p]);
-    }
-    if perm.len() != t.shape.len() {
-        return Err(TypeError::NotPermutation(perm.to_vec()));
-    }
-    Ok(TensorType::new(shape, t.dtype))
-}
-
-fn concat_type(g: &Graph, xs: &[ValueId], axis: usize) -> R<TensorType> {
-    let first = ty(g, *xs.first().ok_or(TypeError::EmptyConcat)?)?;
-    let mut shape = first.shape.clone();
-    if axis >= shape.len() {
-        return Err(TypeError::AxisOutOfRange(axis));
-    }
-    shape[axis] = 0;
-    let mut dtype = first.dtype;
-    for x in xs {
-        let t = ty(g, *x)?;
-        let same = t.shape.len() == shape.len()
-            && t.shape
-                .iter()
-                .zip(&first.shape)
-                .enumerate()
-                .all(|(i, (a, b))| i == axis || a == b);
-        if !same {
-            return Err(TypeError::ConcatShapes);
-        }
-        shape[axis] += t.shape[axis];
-        dtype = DType::promote(dtype, t.dtype);
-    }
-    Ok(TensorType::new(shape, dtype))
 }
 
 /// `flash_attention(q, k, v)`: batch dims broadcast, result `[.., sq, dv]`.
@@ -716,20 +460,6 @@ fn spectral_mul_type(tx: &TensorType, tw: &TensorType, groups: usize) -> R<Tenso
     let mut shape = tx.shape.clone();
     shape[1] = tw.shape[0];
     Ok(TensorType::new(shape, tx.dtype))
-}
-
-/// `scatter_add` into a tensor of the declared shape `d`.
-fn scatter_add_type(ti: &TensorType, ts: &TensorType, axis: usize, d: &[usize]) -> R<TensorType> {
-    if !ti.dtype.is_int() || axis >= d.len() {
-        return Err(TypeError::Take);
-    }
-    let mut want = d[..axis].to_vec();
-    want.extend(&ti.shape);
-    want.extend(&d[axis + 1..]);
-    if want != ts.shape {
-        return Err(TypeError::Take);
-    }
-    Ok(TensorType::new(d.to_vec(), ts.dtype))
 }
 
 /// Result `index` (≥ 1) of a multi-output fused op `of`.

@@ -48,34 +48,36 @@ impl Kind {
 /// The kind of kernel a graph op becomes (`None`: glue, no kernel).
 pub fn kind_of(op: &Op) -> Option<Kind> {
     if let Some(d) = super::op_def(op) {
-        return Some(d.kernel_kind(op));
+        return d.kernel_kind(op);
     }
     Some(match op {
-        Op::Param { .. }
-        | Op::Capture { .. }
-        | Op::Const { .. }
-        | Op::Reshape { .. }
-        | Op::Result { .. } => return None,
-        Op::Unary { .. }
+        Op::Param { .. } | Op::Capture { .. } | Op::Const { .. } | Op::Result { .. } => {
+            return None
+        }
+        Op::FusedElementwise { .. } | Op::Complex { .. } => Kind::Elementwise,
+        Op::Conv { .. } => Kind::Conv,
+        Op::Fft { .. } | Op::SpectralMul { .. } => Kind::Spectral,
+        Op::FusedReduce { .. } => Kind::Reduce,
+        // the ops of a definition in `ops` (answered above)
+        Op::Row { .. }
+        | Op::LayerNorm { .. }
+        | Op::RmsNorm { .. }
+        | Op::Unary { .. }
         | Op::Binary { .. }
         | Op::Where { .. }
         | Op::Cast { .. }
-        | Op::FusedElementwise { .. }
-        | Op::Complex { .. } => Kind::Elementwise,
-        Op::Matmul { .. } => Kind::Matmul,
-        Op::Conv { .. } => Kind::Conv,
-        Op::Fft { .. } | Op::SpectralMul { .. } => Kind::Spectral,
-        Op::Reduce { .. } | Op::FusedReduce { .. } => Kind::Reduce,
-        Op::Row { .. } | Op::LayerNorm { .. } | Op::RmsNorm { .. } => return None,
-        Op::FlashAttention { .. } | Op::AttentionLse { .. } | Op::AttentionGrad { .. } => {
-            Kind::FlashAttention
-        }
-        Op::Transpose { .. }
+        | Op::Reduce { .. }
+        | Op::Matmul { .. }
+        | Op::Transpose { .. }
+        | Op::Reshape { .. }
         | Op::Broadcast { .. }
         | Op::Concat { .. }
         | Op::Slice { .. }
         | Op::Take { .. }
-        | Op::ScatterAdd { .. } => Kind::Copy,
+        | Op::ScatterAdd { .. } => return None,
+        Op::FlashAttention { .. } | Op::AttentionLse { .. } | Op::AttentionGrad { .. } => {
+            Kind::FlashAttention
+        }
     })
 }
 

@@ -232,24 +232,30 @@ pub enum Op {
 impl Op {
     /// The op's name as printed.
     pub fn name(&self) -> &'static str {
+        if let Some(d) = super::ops::def(self) {
+            return d.name(self);
+        }
         match self {
             Op::Param { .. } => "param",
             Op::Capture { .. } => "capture",
             Op::Const { .. } => "const",
-            Op::Unary { op, .. } => op.name(),
-            Op::Binary { op, .. } => op.name(),
-            Op::Where { .. } => "where",
-            Op::Cast { .. } => "cast",
-            Op::Matmul { .. } => "matmul",
-            Op::Reduce { op, .. } => op.name(),
-            Op::Row { .. } => super::ops::def(self).map_or("row", |d| d.name(self)),
-            Op::LayerNorm { .. } => "layernorm",
-            Op::RmsNorm { .. } => "rmsnorm",
-            Op::Transpose { .. } => "transpose",
-            Op::Reshape { .. } => "reshape",
-            Op::Broadcast { .. } => "broadcast",
-            Op::Concat { .. } => "concat",
-            Op::Slice { .. } => "slice",
+            // the ops of a definition in `ops` (answered above)
+            Op::Row { .. }
+            | Op::LayerNorm { .. }
+            | Op::RmsNorm { .. }
+            | Op::Unary { .. }
+            | Op::Binary { .. }
+            | Op::Where { .. }
+            | Op::Cast { .. }
+            | Op::Reduce { .. }
+            | Op::Matmul { .. }
+            | Op::Transpose { .. }
+            | Op::Reshape { .. }
+            | Op::Broadcast { .. }
+            | Op::Concat { .. }
+            | Op::Slice { .. }
+            | Op::Take { .. }
+            | Op::ScatterAdd { .. } => "op",
             Op::FlashAttention { .. } => "flash_attention",
             Op::AttentionLse { .. } => "flash_attention_lse",
             Op::AttentionGrad { wrt, .. } => match wrt {
@@ -259,7 +265,6 @@ impl Op {
             },
             Op::FusedElementwise { .. } => "fused_elementwise",
             Op::Result { .. } => "result",
-            Op::Take { .. } => "take",
             Op::Conv { attrs, .. } => {
                 if attrs.dims == 1 {
                     "conv1d"
@@ -268,7 +273,6 @@ impl Op {
                 }
             }
             Op::FusedReduce { .. } => "fused_reduce",
-            Op::ScatterAdd { .. } => "scatter_add",
             Op::Fft { kind, .. } => kind.name(),
             Op::SpectralMul { .. } => "spectral_mul",
             Op::Complex { op, .. } => op.name(),

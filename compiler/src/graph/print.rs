@@ -8,11 +8,34 @@
 //! }
 //! ```
 
-use super::infer::accumulator;
-use super::{ConvAlgorithm, Epilogue, FftEmbed, FftNorm, Graph, Op, ValueId};
+use super::ops::AttrPrinter;
+use super::{ConvAlgorithm, FftEmbed, FftNorm, Graph, Op, ValueId};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use tessera_lang::{SourceMap, Span};
+
+/// `%n`, the printed name of `v`.
+fn value_name(names: &HashMap<ValueId, usize>, v: ValueId) -> String {
+    match names.get(&v) {
+        Some(n) => format!("%{n}"),
+        None => format!("%<undefined {}>", v.index()),
+    }
+}
+
+/// The names and spans an op definition's attributes refer to.
+struct Refs<'a> {
+    names: &'a HashMap<ValueId, usize>,
+    spans: &'a mut Vec<Span>,
+}
+
+impl AttrPrinter for Refs<'_> {
+    fn value(&self, v: ValueId) -> String {
+        value_name(self.names, v)
+    }
+    fn span(&mut self, s: Span) {
+        self.spans.push(s);
+    }
+}
 
 /// Prints a graph.
 pub fn print(g: &Graph, sources: &SourceMap) -> String {
@@ -69,10 +92,7 @@ impl Printer<'_> {
         format!("%{n}")
     }
     fn get(&self, names: &HashMap<ValueId, usize>, v: ValueId) -> String {
-        match names.get(&v) {
-            Some(n) => format!("%{n}"),
-            None => format!("%<undefined {}>", v.index()),
-        }
+        value_name(names, v)
     }
 
     fn body(&mut self, g: &Graph, names: &mut HashMap<ValueId, usize>, depth: usize) {
@@ -159,105 +179,31 @@ impl Printer<'_> {
         spans: &mut Vec<Span>,
     ) -> Vec<String> {
         if let Some(d) = super::ops::def(op) {
-            return d.attrs(op);
+            let mut p = Refs { names, spans };
+            return d.attrs(g, op, &mut p);
         }
         match op {
-            Op::Row { .. } | Op::LayerNorm { .. } | Op::RmsNorm { .. } => vec![],
-            // Inputs, elementwise ops and shape changes: the operands and types say it all.
-            Op::Param { .. } | Op::Const { .. } => vec![],
-            Op::Unary { .. }
+            // the ops of a definition in `ops` (answered above)
+            Op::Row { .. }
+            | Op::LayerNorm { .. }
+            | Op::RmsNorm { .. }
+            | Op::Unary { .. }
             | Op::Binary { .. }
             | Op::Where { .. }
             | Op::Cast { .. }
-            | Op::Complex { .. } => vec![],
-            Op::FusedElementwise { .. }
-            | Op::FusedReduce { .. }
+            | Op::Reduce { .. }
+            | Op::Matmul { .. }
+            | Op::Transpose { .. }
             | Op::Reshape { .. }
-            | Op::Broadcast { .. } => vec![],
+            | Op::Broadcast { .. }
+            | Op::Concat { .. }
+            | Op::Slice { .. }
+            | Op::Take { .. }
+            | Op::ScatterAdd { .. } => vec![],
+            // Inputs, complex ops and shape changes: the operands and types say it all.
+            Op::Param { .. } | Op::Const { .. } | Op::Complex { .. } => vec![],
+            Op::FusedElementwise { .. } | Op::FusedReduce { .. } => vec![],
             Op::Capture { index } | Op::Result { index, .. } => vec![format!("index = {index}")],
-            Op::Matmul {
-                a,
-                b,
-                accum,
-                epilogue,
-                tile,
-            } => {
-                let dt = |v: &ValueId| g.ty(*v).map(|t| t.dtype);
-                let mut v = Vec::new();
-                if let (Some(da), Some(db)) = (dt(a), dt(b)) {
-                    let res = accum.unwrap_or(crate::graph::DType::promote(da, db));
-                    v.push(format!("accum = {}", accumulator(da, db, res)));
-                }
-                if let Some([bm, bn, bk]) = tile {
-                    v.push(format!("tile_shape = [{bm}, {bn}, {bk}]"));
-                }
-                let (prologue, rest) = super::split_steps(epilogue);
-                if let (Some(p), Some(first)) = (prologue, epilogue.first()) {
-                    // the prologue's own span: the norm it came from
-                    spans.push(first.span);
-                    let ws: Vec<String> = p.operands().map(|w| self.get(names, w)).collect();
-                    let ws = if ws.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" {}", ws.join(", "))
-                    };
-                    v.push(format!(
-                        "prologue = [{}{ws} {{eps = {:?}}}]",
-                        p.norm.name(),
-                        p.eps
-                    ));
-                }
-                if !rest.is_empty() {
-                    let steps: Vec<String> = rest
-                        .iter()
-                        .map(|s| {
-                            spans.push(s.span);
-                            match &s.step {
-                                Epilogue::Binary { op, operand } => {
-                                    format!("{} {}", op.name(), self.get(names, *operand))
-                                }
-                                Epilogue::Scalar { op, value } => format!("{} {value}", op.name()),
-                                Epilogue::Unary(u) => u.name().to_string(),
-                                Epilogue::Cast(d) => format!("cast {d}"),
-                                Epilogue::Body { inputs, body } => {
-                                    // the body's ops by name, its inputs after the accumulator
-                                    let ins: Vec<String> =
-                                        inputs.iter().map(|v| self.get(names, *v)).collect();
-                                    let ops: Vec<&str> = body
-                                        .ids()
-                                        .filter_map(|id| body.op(id))
-                                        .filter(|o| o.is_elementwise())
-                                        .map(|o| o.name())
-                                        .collect();
-                                    format!("elementwise({}) [{}]", ins.join(", "), ops.join(" "))
-                                }
-                                Epilogue::Prologue(p) => {
-                                    format!("misplaced prologue {}", p.norm.name())
-                                }
-                            }
-                        })
-                        .collect();
-                    v.push(format!("epilogue = [{}]", steps.join(", ")));
-                }
-                v
-            }
-            Op::Reduce { axis, keepdim, .. } => {
-                let mut v = Vec::new();
-                if let Some(a) = axis {
-                    v.push(format!("axis = {a}"));
-                }
-                v.push(format!("keepdim = {keepdim}"));
-                v
-            }
-            Op::Take { axis, .. } | Op::ScatterAdd { axis, .. } => {
-                vec![format!("axis = {axis}")]
-            }
-            Op::Transpose { perm, .. } => vec![format!("perm = {perm:?}")],
-            Op::Concat { axis, .. } => vec![format!("axis = {axis}")],
-            Op::Slice { items, .. } => {
-                let s: Vec<String> = items.iter().map(|i| i.to_string()).collect();
-                vec![format!("index = [{}]", s.join(", "))]
-            }
             Op::Conv { attrs, .. } => {
                 // conv1d shows its one spatial dim (W)
                 let d = usize::from(attrs.dims.clamp(1, 2));

@@ -1,17 +1,19 @@
 //! Elementwise ops with NumPy broadcasting. Shapes and dtypes are inferred first ([`infer_binary`],
-//! [`infer_unary`]), so abstract tensors get their result without computing. Values are computed
+//! [`infer_unary`], `where_`: the compiler's rule, `graph::ops::elementwise`, which the Graph IR
+//! verifier runs too), so abstract tensors get their result without computing. Values are computed
 //! in a domain (f32 for fp32 and narrower, f64, i64 wrapping, bool) and rounded once.
 
 use std::borrow::Cow;
 
-use crate::dtype::{DType, Scalar, ScalarKind};
+use crate::dtype::{DType, Scalar};
 use crate::error::{Result, RuntimeError};
 use crate::memory;
 use crate::ops::kernel::{filled, map1, zip2, zip3};
 use crate::ops::real::Real;
-use crate::shape::broadcast_shapes;
+use crate::shape::shape_error;
 use crate::storage::Storage;
 use crate::tensor::Tensor;
+use tessera_compiler::graph::ops::elementwise as elementwise_rule;
 
 /// An operand of an elementwise op: a tensor or a Python scalar.
 #[derive(Clone, Copy, Debug)]
@@ -46,12 +48,7 @@ impl From<bool> for Operand<'_> {
     }
 }
 
-/// What type inference needs to know about an operand.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OperandType {
-    Tensor(DType),
-    Scalar(ScalarKind),
-}
+pub use tessera_compiler::graph::ops::elementwise::{promote_operands, OperandType};
 
 impl Operand<'_> {
     pub fn operand_type(&self) -> OperandType {
@@ -90,36 +87,17 @@ pub(crate) fn domain_of(d: DType) -> Domain {
     }
 }
 
-/// The promoted dtype of two operands (tensor/tensor, tensor/scalar, scalar/scalar).
-pub fn promote_operands(a: OperandType, b: OperandType) -> DType {
-    match (a, b) {
-        (OperandType::Tensor(x), OperandType::Tensor(y)) => DType::promote(x, y),
-        (OperandType::Tensor(x), OperandType::Scalar(k))
-        | (OperandType::Scalar(k), OperandType::Tensor(x)) => DType::promote_scalar(x, k),
-        (OperandType::Scalar(k1), OperandType::Scalar(k2)) => {
-            let d = |k: ScalarKind| match k {
-                ScalarKind::Int => DType::I64,
-                ScalarKind::Float => DType::F32,
-                ScalarKind::Bool => DType::Bool,
-            };
-            DType::promote(d(k1), d(k2))
-        }
-    }
-}
-
-/// Result dtype (the compiler's rule, [`BinaryOp::result_for`]) and compute domain of a
-/// binary op: comparisons compute in their operands' domain, logical ops on bools.
-fn binary_types(op: BinaryOp, a: OperandType, b: OperandType) -> (DType, Domain) {
+/// The compute domain of a binary op: comparisons compute in their operands' domain, logical
+/// ops on bools, the others in their result's.
+fn binary_domain(op: BinaryOp, a: OperandType, b: OperandType) -> Domain {
     let p = promote_operands(a, b);
-    let r = op.result_for(p);
-    let dom = if op.is_comparison() {
+    if op.is_comparison() {
         domain_of(p)
     } else if matches!(op, BinaryOp::LogicalAnd | BinaryOp::LogicalOr) {
         Domain::Bool
     } else {
-        domain_of(r)
-    };
-    (r, dom)
+        domain_of(op.result_for(p))
+    }
 }
 
 /// Shape and dtype of `lhs op rhs` without computing it.
@@ -128,13 +106,12 @@ pub fn infer_binary(
     lhs: (&[usize], OperandType),
     rhs: (&[usize], OperandType),
 ) -> Result<(Vec<usize>, DType)> {
-    let shape = broadcast_shapes(lhs.0, rhs.0, op.name())?;
-    Ok((shape, binary_types(op, lhs.1, rhs.1).0))
+    elementwise_rule::binary_type(op, lhs, rhs).map_err(|e| shape_error(e, op.name()))
 }
 
 /// Result dtype (the compiler's rule, [`UnaryOp::result_dtype`]) and domain of a unary op.
 fn unary_types(op: UnaryOp, d: DType) -> (DType, Domain) {
-    let r = op.result_dtype(d);
+    let r = elementwise_rule::unary_type(op, d);
     if op == UnaryOp::Not {
         (r, Domain::Bool)
     } else {
@@ -387,8 +364,12 @@ pub fn binary<'a, 'b>(
 ) -> Result<Tensor> {
     let (lhs, rhs) = (lhs.into(), rhs.into());
     let name = op.name();
-    let shape = broadcast_shapes(lhs.shape(), rhs.shape(), name)?;
-    let (dtype, domain) = binary_types(op, lhs.operand_type(), rhs.operand_type());
+    let (shape, dtype) = infer_binary(
+        op,
+        (lhs.shape(), lhs.operand_type()),
+        (rhs.shape(), rhs.operand_type()),
+    )?;
+    let domain = binary_domain(op, lhs.operand_type(), rhs.operand_type());
     let promoted = promote_operands(lhs.operand_type(), rhs.operand_type());
     check_int_scalar(op, &lhs, &rhs)?;
     if promoted.is_complex() && !matches!(op, BinaryOp::LogicalAnd | BinaryOp::LogicalOr) {
@@ -607,9 +588,12 @@ pub fn where_<'a, 'b>(
     b: impl Into<Operand<'b>>,
 ) -> Result<Tensor> {
     let (a, b) = (a.into(), b.into());
-    let s1 = broadcast_shapes(cond.shape(), a.shape(), "where")?;
-    let shape = broadcast_shapes(&s1, b.shape(), "where")?;
-    let dtype = promote_operands(a.operand_type(), b.operand_type());
+    let (shape, dtype) = elementwise_rule::where_type(
+        cond.shape(),
+        (a.shape(), a.operand_type()),
+        (b.shape(), b.operand_type()),
+    )
+    .map_err(|e| shape_error(e, "where"))?;
     if cond.is_abstract() || a.is_abstract() || b.is_abstract() {
         return Tensor::abstract_tensor(&shape, dtype);
     }

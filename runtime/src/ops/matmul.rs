@@ -7,72 +7,36 @@ use crate::cast;
 use crate::dtype::DType;
 use crate::error::{Result, RuntimeError};
 use crate::memory;
-use crate::shape::{broadcast_shapes, fmt_shape};
+use crate::shape::fmt_shape;
 use crate::storage::{buffer, Storage};
 use crate::tensor::Tensor;
+use tessera_compiler::graph::ops::matmul as matmul_rule;
 
-/// The shapes of a matmul problem after NumPy's 1-D promotion.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Plan {
-    batch: Vec<usize>,
-    a_batch: Vec<usize>,
-    b_batch: Vec<usize>,
-    m: usize,
-    k: usize,
-    n: usize,
-    out: Vec<usize>,
-}
+/// The shapes of a matmul problem after NumPy's 1-D promotion (the compiler's rule).
+type Plan = tessera_compiler::graph::ops::matmul::MatmulShape;
 
+/// [`Plan`] of `a @ b`, or E0200 naming both shapes and why.
 fn plan(a: &[usize], b: &[usize]) -> Result<Plan> {
-    let mismatch = |why: String| {
+    use tessera_compiler::graph::infer::TypeError;
+    matmul_rule::matmul_shape(a, b).map_err(|e| {
+        let why = match e {
+            TypeError::MatmulRank => {
+                "are not allowed: matmul needs at least 1-D operands".to_string()
+            }
+            TypeError::MatmulInner { ka, kb } => {
+                format!("are incompatible: inner dimensions {ka} and {kb} differ")
+            }
+            TypeError::Broadcast { .. } => {
+                "have batch dimensions that cannot be broadcast together".to_string()
+            }
+            e => e.to_string(),
+        };
         RuntimeError::shape(format!(
             "matmul: shapes {} and {} {why}",
             fmt_shape(a),
             fmt_shape(b)
         ))
-    };
-    if a.is_empty() || b.is_empty() {
-        return Err(mismatch(
-            "are not allowed: matmul needs at least 1-D operands".into(),
-        ));
-    }
-    let (a_batch, m, ka) = match a {
-        [k] => (vec![], 1, *k),
-        [rest @ .., m, k] => (rest.to_vec(), *m, *k),
-        [] => unreachable_shape()?,
-    };
-    let (b_batch, kb, n) = match b {
-        [k] => (vec![], *k, 1),
-        [rest @ .., k, n] => (rest.to_vec(), *k, *n),
-        [] => unreachable_shape()?,
-    };
-    if ka != kb {
-        return Err(mismatch(format!(
-            "are incompatible: inner dimensions {ka} and {kb} differ"
-        )));
-    }
-    let batch = broadcast_shapes(&a_batch, &b_batch, "matmul")
-        .map_err(|_| mismatch("have batch dimensions that cannot be broadcast together".into()))?;
-    let mut out = batch.clone();
-    if a.len() > 1 {
-        out.push(m);
-    }
-    if b.len() > 1 {
-        out.push(n);
-    }
-    Ok(Plan {
-        batch,
-        a_batch,
-        b_batch,
-        m,
-        k: ka,
-        n,
-        out,
     })
-}
-
-fn unreachable_shape<T>() -> Result<T> {
-    Err(RuntimeError::shape("matmul: empty shape"))
 }
 
 /// Result shape and dtype of `matmul(a, b, accum_dtype)` without computing it.
@@ -93,26 +57,26 @@ enum Acc {
     I64,
 }
 
+/// The result dtype and the accumulator (the compiler's rules, `matmul_dtype` and
+/// `accumulator`); a float product into a non-float `accum_dtype` is E0201.
 fn types(a: DType, b: DType, accum: Option<DType>) -> Result<(DType, Acc)> {
-    let p = DType::promote(a, b);
-    let p = if p == DType::Bool { DType::I64 } else { p };
-    let r = accum.unwrap_or(p);
-    if p.is_float() && !r.is_float() {
-        return Err(RuntimeError::dtype(format!(
-            "matmul: accum_dtype {} cannot accumulate {} inputs",
-            r.name(),
-            p.name()
-        ))
-        .with_help("use a float accum_dtype such as fp32"));
-    }
-    let acc = if p == DType::F64 || r == DType::F64 {
-        Acc::F64
-    } else if p.is_float() || r.is_float() {
-        Acc::F32 {
-            tf32: p == DType::TF32 || r == DType::TF32,
+    let r = matmul_rule::matmul_dtype(a, b, accum).map_err(|e| match e {
+        tessera_compiler::graph::infer::TypeError::Accum { accum, inputs } => {
+            RuntimeError::dtype(format!(
+                "matmul: accum_dtype {} cannot accumulate {} inputs",
+                accum.name(),
+                inputs.name()
+            ))
+            .with_help("use a float accum_dtype such as fp32")
         }
-    } else {
-        Acc::I64
+        e => RuntimeError::dtype(format!("matmul: {e}")),
+    })?;
+    let acc = match matmul_rule::accumulator(a, b, r) {
+        DType::F64 => Acc::F64,
+        DType::F32 => Acc::F32 {
+            tf32: DType::promote(a, b) == DType::TF32 || r == DType::TF32,
+        },
+        _ => Acc::I64,
     };
     Ok((r, acc))
 }

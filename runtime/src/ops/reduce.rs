@@ -18,7 +18,9 @@ const BLOCK: usize = 4096;
 /// Columns per task when the reduced axis is not innermost.
 const COLS: usize = 1024;
 
-/// Result shape and dtype of a reduction without computing it.
+/// Result shape and dtype of a reduction without computing it (the compiler's rule,
+/// `graph::ops::reduce::reduce_type`, which the Graph IR verifier runs too); an axis out of
+/// range is E0500.
 pub fn infer_reduce(
     op: ReduceOp,
     shape: &[usize],
@@ -26,27 +28,8 @@ pub fn infer_reduce(
     axis: Option<isize>,
     keepdim: bool,
 ) -> Result<(Vec<usize>, DType)> {
-    let out_dtype = op.result_dtype(dtype);
-    let shape = match axis {
-        None => {
-            if keepdim {
-                vec![1; shape.len()]
-            } else {
-                vec![]
-            }
-        }
-        Some(ax) => {
-            let ax = normalize_axis(ax, shape.len(), op.name())?;
-            let mut s = shape.to_vec();
-            if keepdim {
-                s[ax] = 1;
-            } else {
-                s.remove(ax);
-            }
-            s
-        }
-    };
-    Ok((shape, out_dtype))
+    tessera_compiler::graph::ops::reduce::reduce_type(op, shape, dtype, axis, keepdim)
+        .map_err(|e| RuntimeError::runtime(format!("{}: {e}", op.name())))
 }
 
 /// A fold with its identity; `combine` merges two partial results (same order every run).

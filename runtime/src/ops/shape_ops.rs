@@ -8,6 +8,7 @@ use crate::shape::{contiguous_strides, fmt_shape, normalize_axis};
 use crate::storage::Storage;
 use crate::tensor::Tensor;
 use tessera_compiler::graph::infer::slice_indices;
+use tessera_compiler::graph::ops::copies::{concat_shape, ConcatError};
 
 /// Applies `$body` to the vector inside any storage variant, rebuilding the same variant.
 macro_rules! map_storage {
@@ -72,12 +73,8 @@ impl Tensor {
             Some(p) => p.to_vec(),
             None => (0..nd).rev().collect(),
         };
-        let mut seen = vec![false; nd];
-        let valid = perm.len() == nd
-            && perm
-                .iter()
-                .all(|&p| p < nd && !std::mem::replace(&mut seen[p], true));
-        if !valid {
+        // the compiler's rule (graph::ops::copies), which the Graph IR verifier runs too
+        if tessera_compiler::graph::ops::copies::transpose_shape(self.shape(), &perm).is_err() {
             return Err(RuntimeError::runtime(format!(
                 "transpose: {perm:?} is not a permutation of the {nd} axes of a tensor of shape {}",
                 fmt_shape(self.shape())
@@ -245,28 +242,19 @@ pub fn concat(xs: &[Tensor], axis: isize) -> Result<Tensor> {
         ));
     }
     let ax = normalize_axis(axis, nd, "concat")?;
-    let mut out_shape = first.shape().to_vec();
-    out_shape[ax] = 0;
-    let mut dtype = first.dtype();
-    for t in xs {
-        let ok = t.ndim() == nd
-            && t.shape()
-                .iter()
-                .zip(first.shape())
-                .enumerate()
-                .all(|(i, (a, b))| i == ax || a == b);
-        if !ok {
-            return Err(RuntimeError::shape(format!(
-                "concat: shapes {} and {} differ outside axis {ax}",
-                fmt_shape(first.shape()),
-                fmt_shape(t.shape())
-            )));
+    // the compiler's rule (graph::ops::copies), which the Graph IR verifier runs too
+    let parts: Vec<(&[usize], DType)> = xs.iter().map(|t| (t.shape(), t.dtype())).collect();
+    let (out_shape, dtype) = concat_shape(&parts, ax).map_err(|e| match e {
+        ConcatError::Shapes { index } => RuntimeError::shape(format!(
+            "concat: shapes {} and {} differ outside axis {ax}",
+            fmt_shape(first.shape()),
+            fmt_shape(xs.get(index).map_or(&[][..], |t| t.shape()))
+        )),
+        ConcatError::TooLarge => RuntimeError::resource("concat: too many elements"),
+        ConcatError::Empty | ConcatError::Axis => {
+            RuntimeError::runtime(format!("concat: axis {axis} of {nd} dimensions"))
         }
-        out_shape[ax] = out_shape[ax]
-            .checked_add(t.shape()[ax])
-            .ok_or_else(|| RuntimeError::resource("concat: too many elements"))?;
-        dtype = DType::promote(dtype, t.dtype());
-    }
+    })?;
     if xs.iter().any(Tensor::is_abstract) {
         return Tensor::abstract_tensor(&out_shape, dtype);
     }

@@ -158,7 +158,7 @@ pub(crate) fn sum_to(g: &mut Graph, x: ValueId, shape: &[usize]) -> R<ValueId> {
 }
 
 /// The inverse of permutation `perm`.
-pub(super) fn inverse(perm: &[usize]) -> Vec<usize> {
+pub(crate) fn inverse(perm: &[usize]) -> Vec<usize> {
     let mut inv = vec![0; perm.len()];
     for (i, &p) in perm.iter().enumerate() {
         if let Some(s) = inv.get_mut(p) {
@@ -169,14 +169,14 @@ pub(super) fn inverse(perm: &[usize]) -> Vec<usize> {
 }
 
 /// `x` with its last two axes swapped.
-pub(super) fn swap_last(g: &mut Graph, x: ValueId) -> R<ValueId> {
+pub(crate) fn swap_last(g: &mut Graph, x: ValueId) -> R<ValueId> {
     let n = ty(g, x)?.shape.len();
     let mut perm: Vec<usize> = (0..n).collect();
     perm.swap(n - 2, n - 1);
     emit(g, Op::Transpose { x, perm })
 }
 
-pub(super) fn matmul(g: &mut Graph, a: ValueId, b: ValueId) -> R<ValueId> {
+pub(crate) fn matmul(g: &mut Graph, a: ValueId, b: ValueId) -> R<ValueId> {
     emit(
         g,
         Op::Matmul {

@@ -16,7 +16,7 @@ mod attention;
 pub(crate) mod build;
 mod conv;
 mod ops;
-mod slices;
+pub(crate) mod slices;
 mod spectral;
 
 pub(crate) use build::*;

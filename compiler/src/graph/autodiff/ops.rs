@@ -1,11 +1,8 @@
-//! The derivatives of the ops without a table row: where, cast, reshape, broadcast,
-//! transpose, concat, slice, take (integer-array indexing) and
-//! its adjoint scatter_add, flash_attention and matmul.
+//! The derivatives of the ops without a definition in `graph::ops` (which answers first):
+//! fft, complex ops, flash_attention and conv.
 
-use super::slices::{full_range, unslice};
 use super::*;
 use crate::graph::infer::TypeError;
-use crate::graph::{SliceItem, TensorType};
 
 /// The cotangents of `op`'s operands (one per [`Op::operands`], `None`: none) given its result
 /// `y` and the result's cotangent `dy`; `Err(None)` when the op has no derivative yet.
@@ -16,99 +13,15 @@ pub(super) fn op_vjp(
     dy: ValueId,
 ) -> Result<Vec<Option<ValueId>>, Option<TypeError>> {
     let ok = |v: Vec<Option<ValueId>>| Ok(v);
-    let complex = |g: &Graph, v: ValueId| g.ty(v).is_some_and(|t| t.dtype.is_complex());
     if let Some(d) = crate::graph::ops::def(op) {
         return d.vjp(g, op, y, dy);
     }
     match op {
-        // on complex values the real ops' derivatives hold for the linear ones with real
-        // coefficients only (negation, + and −); the others need the conjugate (not written)
-        Op::Unary { op: u, x } if complex(g, *x) && *u != crate::graph::UnaryOp::Neg => Err(None),
-        Op::Binary { op: b, .. }
-            if complex(g, y) && !matches!(b, BinaryOp::Add | BinaryOp::Sub) =>
-        {
-            Err(None)
-        }
-        Op::Unary { op: u, x } => match u.row().vjp {
-            Some(f) => ok(vec![Some(f(g, *x, y, dy)?)]),
-            None => Err(None),
-        },
-        Op::Binary { op: b, a, b: bb } => match b.row().vjp {
-            Some(f) => {
-                let (da, db) = f(g, *a, *bb, y, dy)?;
-                let sa = ty(g, *a)?.shape;
-                let sb = ty(g, *bb)?.shape;
-                ok(vec![Some(sum_to(g, da, &sa)?), Some(sum_to(g, db, &sb)?)])
-            }
-            None => Err(None),
-        },
-        Op::Reduce {
-            op: r,
-            x,
-            axis,
-            keepdim,
-        } => match r.row().vjp {
-            Some(f) => ok(vec![Some(f(g, *x, y, dy, *axis, *keepdim)?)]),
-            None => Err(None),
-        },
-        Op::Where { cond, a, b } => {
-            let sa = ty(g, *a)?.shape;
-            let sb = ty(g, *b)?.shape;
-            let (da, db) = route(g, *cond, dy)?;
-            ok(vec![
-                None,
-                Some(sum_to(g, da, &sa)?),
-                Some(sum_to(g, db, &sb)?),
-            ])
-        }
-        Op::Cast { .. } => ok(vec![Some(dy)]),
         Op::Fft { .. } => match super::spectral::fft(g, op, dy)? {
             Some(dx) => ok(vec![Some(dx)]),
             None => Err(None),
         },
         Op::Complex { op: c, a, b } => ok(super::spectral::complex(g, *c, *a, *b, y, dy)?),
-        // a reshape's cotangent is reshaped back (the same elements); a broadcast's is summed
-        // over the broadcast dimensions
-        Op::Reshape { x } => {
-            let s = ty(g, *x)?.shape;
-            ok(vec![Some(reshape(g, dy, &s)?)])
-        }
-        Op::Broadcast { x } => {
-            let s = ty(g, *x)?.shape;
-            ok(vec![Some(sum_to(g, dy, &s)?)])
-        }
-        Op::Transpose { perm, .. } => {
-            let t = emit(
-                g,
-                Op::Transpose {
-                    x: dy,
-                    perm: inverse(perm),
-                },
-            )?;
-            ok(vec![Some(t)])
-        }
-        Op::Concat { xs, axis } => {
-            let rank = ty(g, dy)?.shape.len();
-            let mut off = 0i64;
-            let mut v = Vec::with_capacity(xs.len());
-            for x in xs {
-                let n = ty(g, *x)?.shape.get(*axis).copied().unwrap_or(0) as i64;
-                let mut items = vec![full_range(); rank];
-                items[*axis] = SliceItem::Range {
-                    start: Some(off),
-                    stop: Some(off + n),
-                    step: None,
-                };
-                let piece = emit(g, Op::Slice { x: dy, items })?;
-                v.push(Some(piece));
-                off += n;
-            }
-            ok(v)
-        }
-        Op::Slice { x, items } => match unslice(g, *x, items, dy)? {
-            Some(dx) => ok(vec![Some(dx)]),
-            None => Err(None),
-        },
         Op::FlashAttention {
             q,
             k,
@@ -130,66 +43,6 @@ pub(super) fn op_vjp(
                 v.push(Some(db));
             }
             ok(v)
-        }
-        Op::Take { x, index, axis } => {
-            // the cotangent's slices added back where they were taken from
-            let tx = ty(g, *x)?;
-            let d = ty(g, dy)?.dtype;
-            let dx = emit_as(
-                g,
-                Op::ScatterAdd {
-                    index: *index,
-                    src: dy,
-                    axis: *axis,
-                },
-                TensorType::new(tx.shape, d),
-            )?;
-            ok(vec![Some(dx), None])
-        }
-        Op::ScatterAdd { index, axis, .. } => {
-            let t = emit(
-                g,
-                Op::Take {
-                    x: dy,
-                    index: *index,
-                    axis: *axis,
-                },
-            )?;
-            ok(vec![None, Some(t)])
-        }
-        Op::Matmul { a, b, epilogue, .. } if epilogue.is_empty() => {
-            let (ta, tb) = (ty(g, *a)?, ty(g, *b)?);
-            // 1-d operands as matrices: a [k] is [1,k], b [k] is [k,1]
-            let a2 = if ta.shape.len() == 1 {
-                reshape(g, *a, &[1, ta.shape[0]])?
-            } else {
-                *a
-            };
-            let b2 = if tb.shape.len() == 1 {
-                reshape(g, *b, &[tb.shape[0], 1])?
-            } else {
-                *b
-            };
-            let mut ys = ty(g, y)?.shape;
-            if ta.shape.len() == 1 {
-                ys.insert(ys.len() - usize::from(tb.shape.len() != 1), 1);
-            }
-            if tb.shape.len() == 1 {
-                ys.push(1);
-            }
-            let dy2 = reshape(g, dy, &ys)?;
-            let bt = swap_last(g, b2)?;
-            let da = matmul(g, dy2, bt)?;
-            let at = swap_last(g, a2)?;
-            let db = matmul(g, at, dy2)?;
-            // summed over broadcast batch dimensions to the matrix shapes, then 1-d again
-            let (sa, sb) = (ty(g, a2)?.shape, ty(g, b2)?.shape);
-            let da = sum_to(g, da, &sa)?;
-            let db = sum_to(g, db, &sb)?;
-            ok(vec![
-                Some(reshape(g, da, &ta.shape)?),
-                Some(reshape(g, db, &tb.shape)?),
-            ])
         }
         _ => Err(None),
     }

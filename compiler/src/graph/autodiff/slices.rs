@@ -3,7 +3,7 @@
 use super::*;
 use crate::graph::SliceItem;
 
-pub(super) fn full_range() -> SliceItem {
+pub(crate) fn full_range() -> SliceItem {
     SliceItem::Range {
         start: None,
         stop: None,
@@ -15,7 +15,7 @@ pub(super) fn full_range() -> SliceItem {
 /// zeros elsewhere. A stepped range spreads `dy` along its axis (each element followed by
 /// `|step| − 1` zeros, by a concat with zeros on a new axis and a reshape); a negative step
 /// reverses it first. `None` when the items are not ones this can invert.
-pub(super) fn unslice(
+pub(crate) fn unslice(
     g: &mut Graph,
     x: ValueId,
     items: &[SliceItem],

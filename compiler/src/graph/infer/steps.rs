@@ -1,47 +1,8 @@
-//! The type rules of a matmul's steps: its prologue (a norm of A, first if at all) and each
-//! epilogue step applied to the accumulator.
+//! The type rule of a matmul's epilogue steps, each applied to the accumulator (the product
+//! and its prologue: `graph::ops::matmul`).
 
-use super::{broadcast, matmul, ty, TypeError, R};
-use crate::graph::{prologue_dtype, DType, Epilogue, EpilogueStep, Graph, TensorType, ValueId};
-
-/// The type of `a @ b` with `steps` applied: a prologue only as the first step, over A's last
-/// axis (its weight and bias `[K]`), of a float A whose dtype the norm keeps.
-pub(super) fn matmul_steps(
-    g: &Graph,
-    a: ValueId,
-    b: ValueId,
-    accum: Option<DType>,
-    steps: &[EpilogueStep],
-) -> R<TensorType> {
-    let ta = ty(g, a)?;
-    let mut t = matmul(ta, ty(g, b)?, accum)?;
-    for (i, s) in steps.iter().enumerate() {
-        t = match &s.step {
-            Epilogue::Prologue(p) => {
-                if i != 0 {
-                    return Err(TypeError::FusedBody("a matmul prologue is its first step"));
-                }
-                if !prologue_dtype(ta.dtype) {
-                    return Err(TypeError::FusedBody(
-                        "a matmul prologue normalises a float A (fp32, fp64, bf16, fp16, tf32)",
-                    ));
-                }
-                let d = *ta.shape.last().ok_or(TypeError::MatmulRank)?;
-                for w in p.operands() {
-                    if ty(g, w)?.shape != [d] {
-                        return Err(TypeError::NormParam {
-                            what: "matmul prologue parameter",
-                            d,
-                        });
-                    }
-                }
-                t
-            }
-            step => epilogue_step(g, &t, step)?,
-        };
-    }
-    Ok(t)
-}
+use super::{broadcast, ty, TypeError, R};
+use crate::graph::{DType, Epilogue, Graph, TensorType};
 
 /// Result type of one epilogue step applied to an accumulator of type `acc`.
 pub fn epilogue_step(g: &Graph, acc: &TensorType, step: &Epilogue) -> R<TensorType> {

@@ -4,7 +4,7 @@
 //! The eager kernels are the runtime's (`tessera_runtime::ops::nn`), the kernel template
 //! `kernels::rows`; a norm feeding a matmul becomes its prologue (`graph::prologue`).
 
-use super::{OpDef, ShardRule};
+use super::{AttrPrinter, OpDef, ShardRule};
 use crate::graph::autodiff::build::{bin, bin_c, cast, cot_dtype, emit, sum_to, ty, un};
 use crate::graph::autodiff::R;
 use crate::graph::infer::TypeError;
@@ -22,7 +22,7 @@ impl OpDef for NormFamily {
         }
     }
 
-    fn infer(&self, g: &Graph, op: &Op) -> Result<TensorType, TypeError> {
+    fn infer(&self, g: &Graph, op: &Op, _declared: &TensorType) -> Result<TensorType, TypeError> {
         let (x, params, what): (_, Vec<ValueId>, _) = match op {
             Op::LayerNorm {
                 x, weight, bias, ..
@@ -51,7 +51,7 @@ impl OpDef for NormFamily {
         Ok(TensorType::new(t.shape, dt))
     }
 
-    fn attrs(&self, op: &Op) -> Vec<String> {
+    fn attrs(&self, _g: &Graph, op: &Op, _p: &mut dyn AttrPrinter) -> Vec<String> {
         match op {
             Op::LayerNorm { eps, .. } | Op::RmsNorm { eps, .. } => vec![format!("eps = {eps:?}")],
             _ => vec![],
@@ -100,11 +100,11 @@ impl OpDef for NormFamily {
         }
     }
 
-    fn kernel_kind(&self, op: &Op) -> Kind {
-        match op {
+    fn kernel_kind(&self, op: &Op) -> Option<Kind> {
+        Some(match op {
             Op::RmsNorm { .. } => Kind::RmsNorm,
             _ => Kind::LayerNorm,
-        }
+        })
     }
 
     fn flops_per_elem(&self, op: &Op) -> f64 {

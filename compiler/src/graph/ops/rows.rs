@@ -9,7 +9,7 @@
 //! middle axis), which read [`RowOut`]: the max, then the sum of `e^(x − max)`, then either
 //! each element normalised by the sum or one `log(sum) + max` per slice.
 
-use super::{OpDef, ShardRule};
+use super::{AttrPrinter, OpDef, ShardRule};
 use crate::graph::autodiff::build::{bin, reshape, sum_axis, un};
 use crate::graph::infer::TypeError;
 use crate::graph::Kind;
@@ -217,7 +217,7 @@ impl OpDef for RowFamily {
         parts(op).map_or("row", |p| p.0.name())
     }
 
-    fn infer(&self, g: &Graph, op: &Op) -> Result<TensorType, TypeError> {
+    fn infer(&self, g: &Graph, op: &Op, _declared: &TensorType) -> Result<TensorType, TypeError> {
         let (f, x, axis, keepdim) = parts(op)?;
         let t = g.ty(x).ok_or(TypeError::Undefined(x))?;
         match row_type(f, &t.shape, t.dtype, axis as isize, keepdim) {
@@ -226,7 +226,7 @@ impl OpDef for RowFamily {
         }
     }
 
-    fn attrs(&self, op: &Op) -> Vec<String> {
+    fn attrs(&self, _g: &Graph, op: &Op, _p: &mut dyn AttrPrinter) -> Vec<String> {
         let Ok((f, _, axis, keepdim)) = parts(op) else {
             return Vec::new();
         };
@@ -270,8 +270,8 @@ impl OpDef for RowFamily {
         Ok(vec![Some(dx)])
     }
 
-    fn kernel_kind(&self, op: &Op) -> Kind {
-        Kind::Row(parts(op).map_or(RowFn::Softmax, |p| p.0))
+    fn kernel_kind(&self, op: &Op) -> Option<Kind> {
+        Some(Kind::Row(parts(op).map_or(RowFn::Softmax, |p| p.0)))
     }
 
     fn flops_per_elem(&self, op: &Op) -> f64 {
