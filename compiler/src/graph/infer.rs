@@ -229,22 +229,7 @@ pub fn infer(g: &Graph, op: &Op, declared: &TensorType) -> R<TensorType> {
         }
         Op::Complex { op, a, b } => complex_type(g, *op, *a, *b),
         // the ops of a definition in `ops` (answered above)
-        Op::Row { .. }
-        | Op::LayerNorm { .. }
-        | Op::RmsNorm { .. }
-        | Op::Unary { .. }
-        | Op::Binary { .. }
-        | Op::Where { .. }
-        | Op::Cast { .. }
-        | Op::Reduce { .. }
-        | Op::Matmul { .. }
-        | Op::Transpose { .. }
-        | Op::Reshape { .. }
-        | Op::Broadcast { .. }
-        | Op::Concat { .. }
-        | Op::Slice { .. }
-        | Op::Take { .. }
-        | Op::ScatterAdd { .. } => Err(TypeError::Undefined(ValueId(0))),
+        crate::graph::ops::defined_ops!() => Err(TypeError::Undefined(ValueId(0))),
         Op::FlashAttention { q, k, v, .. } => attention_type(g, *q, *k, *v),
         Op::AttentionLse { q, k, .. } => attention_lse_type(g, *q, *k),
         Op::AttentionGrad {

@@ -59,22 +59,7 @@ pub fn kind_of(op: &Op) -> Option<Kind> {
         Op::Fft { .. } | Op::SpectralMul { .. } => Kind::Spectral,
         Op::FusedReduce { .. } => Kind::Reduce,
         // the ops of a definition in `ops` (answered above)
-        Op::Row { .. }
-        | Op::LayerNorm { .. }
-        | Op::RmsNorm { .. }
-        | Op::Unary { .. }
-        | Op::Binary { .. }
-        | Op::Where { .. }
-        | Op::Cast { .. }
-        | Op::Reduce { .. }
-        | Op::Matmul { .. }
-        | Op::Transpose { .. }
-        | Op::Reshape { .. }
-        | Op::Broadcast { .. }
-        | Op::Concat { .. }
-        | Op::Slice { .. }
-        | Op::Take { .. }
-        | Op::ScatterAdd { .. } => return None,
+        crate::graph::ops::defined_ops!() => return None,
         Op::FlashAttention { .. } | Op::AttentionLse { .. } | Op::AttentionGrad { .. } => {
             Kind::FlashAttention
         }

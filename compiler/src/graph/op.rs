@@ -240,22 +240,7 @@ impl Op {
             Op::Capture { .. } => "capture",
             Op::Const { .. } => "const",
             // the ops of a definition in `ops` (answered above)
-            Op::Row { .. }
-            | Op::LayerNorm { .. }
-            | Op::RmsNorm { .. }
-            | Op::Unary { .. }
-            | Op::Binary { .. }
-            | Op::Where { .. }
-            | Op::Cast { .. }
-            | Op::Reduce { .. }
-            | Op::Matmul { .. }
-            | Op::Transpose { .. }
-            | Op::Reshape { .. }
-            | Op::Broadcast { .. }
-            | Op::Concat { .. }
-            | Op::Slice { .. }
-            | Op::Take { .. }
-            | Op::ScatterAdd { .. } => "op",
+            crate::graph::ops::defined_ops!() => "op",
             Op::FlashAttention { .. } => "flash_attention",
             Op::AttentionLse { .. } => "flash_attention_lse",
             Op::AttentionGrad { wrt, .. } => match wrt {

@@ -184,22 +184,7 @@ impl Printer<'_> {
         }
         match op {
             // the ops of a definition in `ops` (answered above)
-            Op::Row { .. }
-            | Op::LayerNorm { .. }
-            | Op::RmsNorm { .. }
-            | Op::Unary { .. }
-            | Op::Binary { .. }
-            | Op::Where { .. }
-            | Op::Cast { .. }
-            | Op::Reduce { .. }
-            | Op::Matmul { .. }
-            | Op::Transpose { .. }
-            | Op::Reshape { .. }
-            | Op::Broadcast { .. }
-            | Op::Concat { .. }
-            | Op::Slice { .. }
-            | Op::Take { .. }
-            | Op::ScatterAdd { .. } => vec![],
+            crate::graph::ops::defined_ops!() => vec![],
             // Inputs, complex ops and shape changes: the operands and types say it all.
             Op::Param { .. } | Op::Const { .. } | Op::Complex { .. } => vec![],
             Op::FusedElementwise { .. } | Op::FusedReduce { .. } => vec![],

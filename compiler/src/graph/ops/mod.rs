@@ -85,6 +85,31 @@ pub trait OpDef: Sync {
 }
 
 /// The definition of `op`'s family, if it has one.
+/// The pattern of every op [`def`] answers: the older per-concern `match`es (`infer`, `print`,
+/// `kind_of`, `Op::name`) name it once in the arm they never reach, instead of listing the
+/// variants again. A family migrated here adds its variants to this list and to [`def`].
+macro_rules! defined_ops {
+    () => {
+        Op::Row { .. }
+            | Op::LayerNorm { .. }
+            | Op::RmsNorm { .. }
+            | Op::Unary { .. }
+            | Op::Binary { .. }
+            | Op::Where { .. }
+            | Op::Cast { .. }
+            | Op::Reduce { .. }
+            | Op::Matmul { .. }
+            | Op::Transpose { .. }
+            | Op::Reshape { .. }
+            | Op::Broadcast { .. }
+            | Op::Concat { .. }
+            | Op::Slice { .. }
+            | Op::Take { .. }
+            | Op::ScatterAdd { .. }
+    };
+}
+pub(crate) use defined_ops;
+
 pub fn def(op: &Op) -> Option<&'static dyn OpDef> {
     match op {
         Op::Row { .. } => Some(&rows::RowFamily),
