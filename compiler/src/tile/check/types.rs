@@ -648,6 +648,23 @@ impl Ctx<'_> {
         self.sig(&[Ty::U32; 3], &[Ty::U64])
     }
 
+    /// `()`: `setmaxnreg` to `n` registers per thread, a multiple of 8 from 24 to 256, in a
+    /// block of whole warpgroups.
+    pub(crate) fn setmaxnreg(&self, n: u32) -> Result<(), CheckError> {
+        if !(n.is_multiple_of(8) && (24..=256).contains(&n)) {
+            return Err(self.err(format!(
+                "n = {n}; setmaxnreg takes a register count that is a multiple of 8 from 24 to 256"
+            )));
+        }
+        let threads = self.k.threads();
+        if !threads.is_multiple_of(128) {
+            return Err(self.err(format!(
+                "setmaxnreg runs on warpgroups of 128 threads; the block has {threads}"
+            )));
+        }
+        self.sig(&[], &[])
+    }
+
     /// `(desc_a, desc_b: u64[, acc: n/2 × f32]) -> n/2 × f32`, `n` a multiple of 8 up to 256,
     /// `ab` bf16 or f16.
     pub(crate) fn wgmma(&self, n: u32, ab: Ty) -> Result<(), CheckError> {
