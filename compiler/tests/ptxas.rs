@@ -144,7 +144,11 @@ fn hopper_samples_assemble_for_sm90a_to_hgmma_and_syncs() {
         // warpgroup 2 lowers its registers to 40, the others raise theirs to 232
         // (.maxntid 384 and .minnctapersm 1 fix the count at entry; without them ptxas drops
         // setmaxnreg, C7508)
-        ("setmaxnreg", &["USETMAXREG.TRY_ALLOC.CTAPOOL", "USETMAXREG.DEALLOC.CTAPOOL"], Target::Sm90),
+        (
+            "setmaxnreg",
+            &["USETMAXREG.TRY_ALLOC.CTAPOOL", "USETMAXREG.DEALLOC.CTAPOOL"],
+            Target::Sm90,
+        ),
         // a TMA load read back by the threads, then a TMA store (UTMASTG)
         (
             "tma_copy",
