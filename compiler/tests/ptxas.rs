@@ -149,6 +149,18 @@ fn hopper_samples_assemble_for_sm90a_to_hgmma_and_syncs() {
             &["USETMAXREG.TRY_ALLOC.CTAPOOL", "USETMAXREG.DEALLOC.CTAPOOL"],
             Target::Sm90,
         ),
+        // warpgroup roles: a producer's TMA loads into 2 stages (full/empty mbarriers), a
+        // consumer's wgmmas (tests/hostile/run_tile_warpgroup_roles's kernel)
+        (
+            "warp_roles",
+            &[
+                "UTMALDG.2D",
+                "SYNCS.ARRIVE",
+                "HGMMA.64x64x16.F32.BF16",
+                "SYNCS.PHASECHK",
+            ],
+            Target::Sm90,
+        ),
         // a TMA load read back by the threads, then a TMA store (UTMASTG)
         (
             "tma_copy",

@@ -186,6 +186,13 @@ tile_ops! {
     For { pipeline: Option<u32>, rolled: bool } = "for", Structured, |c| c.for_();
     /// `(cond: pred) -> results…`; two regions (then, else), each ending in `tile.yield`.
     If = "if", Structured, |c| c.if_();
-    /// `(values…)`: ends a region of `tile.for`/`tile.if`.
+    /// `()`: one region run by the warpgroups `first .. first + count` (warpgroup `w` holds
+    /// threads `128·w .. 128·w + 127` of the block, `%tid.x / 128` in a one-dimensional
+    /// block) and skipped by the others: one role of a warp-specialised kernel (a TMA
+    /// producer, the wgmma consumers). Its region yields nothing. A block-wide barrier
+    /// (`tile.barrier`, `tile.reduce_block`) inside a role that not every warpgroup runs is
+    /// refused: the others never reach it.
+    WarpgroupRole { first: u32, count: u32 = 1 } = "warpgroup_role", Structured, |c| c.role(*first, *count);
+    /// `(values…)`: ends a region of `tile.for`/`tile.if`/`tile.warpgroup_role`.
     Yield = "yield", List, |c| Ok(());
 }

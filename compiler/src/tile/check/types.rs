@@ -19,8 +19,14 @@ pub(super) fn op(k: &Kernel, id: OpId) -> Result<(), CheckError> {
         id,
         d: &k.ops[id.0 as usize],
     };
-    if !matches!(c.d.kind, OpKind::For { .. } | OpKind::If) && !c.d.regions.is_empty() {
-        return Err(c.err("the op has regions; only tile.for and tile.if have them"));
+    if !matches!(
+        c.d.kind,
+        OpKind::For { .. } | OpKind::If | OpKind::WarpgroupRole { .. }
+    ) && !c.d.regions.is_empty()
+    {
+        return Err(
+            c.err("the op has regions; only tile.for, tile.if and tile.warpgroup_role have them")
+        );
     }
     c.d.kind.check_signature(&c)
 }
@@ -385,6 +391,54 @@ impl<'a> Ctx<'a> {
                 return Err(self.err(format!("region {ri} has arguments")));
             }
             self.yields(ri, &tys, "gives")?;
+        }
+        Ok(())
+    }
+}
+
+impl Ctx<'_> {
+    /// `tile.warpgroup_role`: no operands or results, one region without arguments that
+    /// yields nothing, warpgroups `first .. first + count` of a one-dimensional block of whole
+    /// warpgroups, and no block-wide barrier inside unless every warpgroup runs the role.
+    pub(crate) fn role(&self, first: u32, count: u32) -> Result<(), CheckError> {
+        self.count(0)?;
+        self.res(&[])?;
+        if self.d.regions.len() != 1 || !self.d.regions[0].args.is_empty() {
+            return Err(self.err("takes one region without arguments"));
+        }
+        self.yields(0, &[], "gives")?;
+        let threads = self.k.threads();
+        if !threads.is_multiple_of(128) || self.k.block[1] != 1 || self.k.block[2] != 1 {
+            return Err(self.err(format!(
+                "warpgroup roles need a one-dimensional block of whole warpgroups (128 threads); the block is {:?}",
+                self.k.block
+            )));
+        }
+        let groups = threads / 128;
+        let end = u64::from(first) + u64::from(count);
+        if count == 0 || end > groups {
+            return Err(self.err(format!(
+                "warpgroups {first} .. {end}: the block has warpgroups 0 .. {groups}"
+            )));
+        }
+        if count as u64 == groups {
+            return Ok(());
+        }
+        let mut stack: Vec<OpId> = self.d.regions[0].ops.clone();
+        while let Some(id) = stack.pop() {
+            let Some(d) = self.k.op(id) else { continue };
+            if matches!(d.kind, OpKind::Barrier | OpKind::ReduceBlock { .. }) {
+                return Err(super::op_err(
+                    self.k,
+                    id,
+                    format!(
+                        "a block-wide barrier inside the role of warpgroups {first} .. {end} (of {groups}): the other warpgroups never reach it, and bar.sync 0 waits for every thread of the block"
+                    ),
+                ));
+            }
+            for r in &d.regions {
+                stack.extend(r.ops.iter().copied());
+            }
         }
         Ok(())
     }

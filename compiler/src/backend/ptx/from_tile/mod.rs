@@ -488,6 +488,7 @@ impl Cx<'_> {
             }
             OpKind::For { .. } => self.for_loop(op)?,
             OpKind::If => self.if_op(op)?,
+            OpKind::WarpgroupRole { first, count } => self.role(op, *first, *count)?,
             OpKind::Yield => {}
         }
         Ok(())
