@@ -141,6 +141,26 @@ fn hopper_samples_assemble_for_sm90a_to_hgmma_and_syncs() {
             &["UTMALDG.2D", "SYNCS.ARRIVE", "HGMMA.64x64x16.F32.BF16"],
             Target::Sm90,
         ),
+        // warpgroup 2 lowers its registers to 40, the others raise theirs to 232
+        // (.maxntid 384 and .minnctapersm 1 fix the count at entry; without them ptxas drops
+        // setmaxnreg, C7508)
+        (
+            "setmaxnreg",
+            &["USETMAXREG.TRY_ALLOC.CTAPOOL", "USETMAXREG.DEALLOC.CTAPOOL"],
+            Target::Sm90,
+        ),
+        // warpgroup roles: a producer's TMA loads into 2 stages (full/empty mbarriers), a
+        // consumer's wgmmas (tests/hostile/run_tile_warpgroup_roles's kernel)
+        (
+            "warp_roles",
+            &[
+                "UTMALDG.2D",
+                "SYNCS.ARRIVE",
+                "HGMMA.64x64x16.F32.BF16",
+                "SYNCS.PHASECHK",
+            ],
+            Target::Sm90,
+        ),
         // a TMA load read back by the threads, then a TMA store (UTMASTG)
         (
             "tma_copy",

@@ -598,6 +598,22 @@ impl Builder {
         results
     }
 
+    /// `tile.warpgroup_role {first, count} { body }`: `body` run by warpgroups `first ..
+    /// first + count` only.
+    pub fn warpgroup_role(&mut self, first: u32, count: u32, body: impl FnOnce(&mut Builder)) {
+        self.stack.push(Region::default());
+        body(self);
+        self.op(OpKind::Yield, vec![], vec![]);
+        let region = self.stack.pop().unwrap_or_default();
+        self.push(OpData {
+            kind: OpKind::WarpgroupRole { first, count },
+            operands: vec![],
+            results: vec![],
+            regions: vec![region],
+            span: self.span,
+        });
+    }
+
     /// `if cond { then }` without results.
     pub fn when(&mut self, cond: Value, then: impl FnOnce(&mut Builder)) {
         self.if_(

@@ -147,6 +147,15 @@ tile_ops! {
     /// 8·(i/2 % 2)][8·(i/4) + 2·(l % 4) + i % 2]. sm_90a only.
     WgmmaMmaAsync { n: u32, ab: Ty } = "wgmma.mma_async.{ab}", List, |c| c.wgmma(*n, *ab);
 
+    /// `()`: `setmaxnreg.inc.sync.aligned.u32 n`: raises this warp's per-thread register
+    /// limit to `n` (a multiple of 8 from 24 to 256, at least the current limit), taking
+    /// registers from the block's pool, waiting until the pool has them. Every warp of the
+    /// warpgroup executes the same one. sm_90a only.
+    SetmaxnregInc { n: u32 } = "setmaxnreg.inc", List, |c| c.setmaxnreg(*n);
+    /// `()`: `setmaxnreg.dec.sync.aligned.u32 n`: lowers this warp's per-thread register limit
+    /// to `n` (at most the current limit), returning the rest to the block's pool.
+    SetmaxnregDec { n: u32 } = "setmaxnreg.dec", List, |c| c.setmaxnreg(*n);
+
     // ---- TMA (sm_90) ----
     /// `(dst: u32, map: tensormap, mbar: u32, coords: s32 × rank)`:
     /// `cp.async.bulk.tensor` of the map's box at element coordinates `coords` (outermost
@@ -177,6 +186,13 @@ tile_ops! {
     For { pipeline: Option<u32>, rolled: bool } = "for", Structured, |c| c.for_();
     /// `(cond: pred) -> results…`; two regions (then, else), each ending in `tile.yield`.
     If = "if", Structured, |c| c.if_();
-    /// `(values…)`: ends a region of `tile.for`/`tile.if`.
+    /// `()`: one region run by the warpgroups `first .. first + count` (warpgroup `w` holds
+    /// threads `128·w .. 128·w + 127` of the block, `%tid.x / 128` in a one-dimensional
+    /// block) and skipped by the others: one role of a warp-specialised kernel (a TMA
+    /// producer, the wgmma consumers). Its region yields nothing. A block-wide barrier
+    /// (`tile.barrier`, `tile.reduce_block`) inside a role that not every warpgroup runs is
+    /// refused: the others never reach it.
+    WarpgroupRole { first: u32, count: u32 = 1 } = "warpgroup_role", Structured, |c| c.role(*first, *count);
+    /// `(values…)`: ends a region of `tile.for`/`tile.if`/`tile.warpgroup_role`.
     Yield = "yield", List, |c| Ok(());
 }

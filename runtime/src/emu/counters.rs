@@ -336,7 +336,8 @@ pub fn class_of(op: &Op) -> InstClass {
         | Op::MbarrierArrive { .. }
         | Op::MbarrierCompleteTx { .. }
         | Op::MbarrierTryWait { .. }
-        | Op::MbarrierWait { .. } => InstClass::Barrier,
+        | Op::MbarrierWait { .. }
+        | Op::SetMaxNReg { .. } => InstClass::Barrier,
         Op::Shfl { .. } => InstClass::Shuffle,
         Op::Ldmatrix { .. }
         | Op::Mma { .. }

@@ -254,6 +254,12 @@ pub enum EmuErrorKind {
     WgmmaDescriptor {
         reason: &'static str,
     },
+    /// A `setmaxnreg` the hardware would not run as written: a count against the warp's
+    /// current one, an increase the block's pool can never grant, a warpgroup whose warps did
+    /// not all execute it.
+    SetMaxNReg {
+        reason: String,
+    },
     /// wgmma executed by a warp whose warpgroup (4 warps) the block does not have whole.
     WgmmaWarpgroup {
         threads: u32,
@@ -347,6 +353,7 @@ impl EmuError {
             | EmuErrorKind::MbarrierDeadlock { .. }
             | EmuErrorKind::WgmmaDescriptor { .. }
             | EmuErrorKind::WgmmaWarpgroup { .. }
+            | EmuErrorKind::SetMaxNReg { .. }
             | EmuErrorKind::WgmmaPendingRegister { .. }
             | EmuErrorKind::WgmmaPendingShared { .. }
             | EmuErrorKind::WgmmaUnfenced { .. }
@@ -493,6 +500,7 @@ impl fmt::Display for EmuError {
             EmuErrorKind::WgmmaDescriptor { reason } => {
                 write!(f, "wgmma matrix descriptor: {reason}")?
             }
+            EmuErrorKind::SetMaxNReg { reason } => write!(f, "{reason}")?,
             EmuErrorKind::WgmmaWarpgroup { threads } => write!(
                 f,
                 "wgmma needs whole warpgroups of 128 threads; the block has {threads}"

@@ -178,6 +178,12 @@ pub enum Op {
     },
     /// `wgmma.fence.sync.aligned`
     WgmmaFence,
+    /// `setmaxnreg.{inc|dec}.sync.aligned.u32 n` (sm_90a): this warp's per-thread register
+    /// limit becomes `n`
+    SetMaxNReg {
+        inc: bool,
+        n: u32,
+    },
     /// `wgmma.commit_group.sync.aligned`
     WgmmaCommit,
     /// `wgmma.wait_group.sync.aligned n`
@@ -298,6 +304,7 @@ impl Op {
             | Op::FenceProxyAsync
             | Op::MbarrierInit { .. }
             | Op::MbarrierCompleteTx { .. }
+            | Op::SetMaxNReg { .. }
             | Op::WgmmaFence
             | Op::WgmmaCommit
             | Op::WgmmaWait { .. }
@@ -327,6 +334,7 @@ impl Op {
             | Op::CpAsyncWait { .. }
             | Op::BarSync
             | Op::FenceProxyAsync
+            | Op::SetMaxNReg { .. }
             | Op::WgmmaFence
             | Op::WgmmaCommit
             | Op::WgmmaWait { .. }
@@ -431,6 +439,8 @@ pub enum Hopper {
     Wgmma,
     /// The TMA: `cp.async.bulk.tensor`, its bulk groups and tensor-map parameters (sm_90+).
     Tma,
+    /// `setmaxnreg` (sm_90a only here: sm_100 has it as sm_100a, a target Tessera lacks).
+    SetMaxNReg,
 }
 
 impl Hopper {
@@ -440,7 +450,7 @@ impl Hopper {
             Hopper::ProxyFence | Hopper::Mbarrier | Hopper::Tma => {
                 !target.is_spirv() && target.sm() >= 90
             }
-            Hopper::Wgmma => target == Target::Sm90a,
+            Hopper::Wgmma | Hopper::SetMaxNReg => target == Target::Sm90a,
         }
     }
 
@@ -451,6 +461,7 @@ impl Hopper {
             Hopper::Mbarrier => "mbarrier (sm_90+)",
             Hopper::Wgmma => "wgmma (sm_90a only)",
             Hopper::Tma => "TMA bulk tensor copies (cp.async.bulk.tensor, sm_90+)",
+            Hopper::SetMaxNReg => "setmaxnreg (sm_90a only)",
         }
     }
 }
@@ -460,6 +471,7 @@ impl Op {
     pub fn hopper(&self) -> Option<Hopper> {
         match self {
             Op::FenceProxyAsync => Some(Hopper::ProxyFence),
+            Op::SetMaxNReg { .. } => Some(Hopper::SetMaxNReg),
             Op::MbarrierInit { .. }
             | Op::MbarrierArrive { .. }
             | Op::MbarrierCompleteTx { .. }

@@ -443,7 +443,8 @@ fn write_op(w: &mut Line, k: &Kernel, op: &Op) {
         | Op::WgmmaFence
         | Op::WgmmaCommit
         | Op::WgmmaWait { .. }
-        | Op::WgmmaMmaAsync { .. } => write_hopper(w, op),
+        | Op::WgmmaMmaAsync { .. }
+        | Op::SetMaxNReg { .. } => write_hopper(w, op),
         Op::TensorMapAddr { .. }
         | Op::TmaLoad { .. }
         | Op::TmaStore { .. }

@@ -373,3 +373,32 @@ fn names_become_ptx_identifiers() {
     // "_" (no Python name holds a `$`)
     assert_eq!(seen.len(), names.len() - 2);
 }
+
+/// `setmaxnreg` needs `.maxntid` and `.minnctapersm` (ptxas drops it otherwise, C7508) and a
+/// count that is a multiple of 8 from 24 to 256; with both it prints for sm_90a only.
+#[test]
+fn verifier_checks_setmaxnreg_launch_bounds_and_count() {
+    let build = |n: u32, min_blocks: bool| {
+        let mut b = KernelBuilder::new("k", sp());
+        b.max_threads(256);
+        if min_blocks {
+            b.min_blocks(1);
+        }
+        b.push(Op::SetMaxNReg { inc: true, n });
+        b.ret();
+        b.finish()
+    };
+    let e = build(232, false).unwrap_err().to_string();
+    assert!(e.contains(".maxntid and .minnctapersm"), "{e}");
+    let e = build(20, true).unwrap_err().to_string();
+    assert!(e.contains("multiple of 8 from 24 to 256"), "{e}");
+    let k = build(232, true).unwrap();
+    let ptx = print(&k, Target::Sm90a, &sources()).unwrap();
+    assert!(
+        ptx.contains("\tsetmaxnreg.inc.sync.aligned.u32 232;\n"),
+        "{ptx}"
+    );
+    assert!(ptx.contains(".minnctapersm 1"), "{ptx}");
+    let e = print(&k, Target::Sm90, &sources()).unwrap_err().to_string();
+    assert!(e.contains("setmaxnreg (sm_90a only)"), "{e}");
+}

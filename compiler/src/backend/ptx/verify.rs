@@ -431,7 +431,8 @@ impl Checker<'_> {
             | Op::WgmmaFence
             | Op::WgmmaCommit
             | Op::WgmmaWait { .. }
-            | Op::WgmmaMmaAsync { .. } => self.check_hopper(op),
+            | Op::WgmmaMmaAsync { .. }
+            | Op::SetMaxNReg { .. } => self.check_hopper(op),
             Op::TensorMapAddr { .. }
             | Op::TmaLoad { .. }
             | Op::TmaStore { .. }
@@ -591,6 +592,18 @@ impl Checker<'_> {
                 self.def(*dst, Ty::Pred)
             }
             Op::WgmmaWait { n } => self.ensure(*n < 8, "wgmma.wait_group takes n from 0 to 7"),
+            // ptxas ignores setmaxnreg (C7508) unless the launch bounds fix the register count
+            // at entry: `.maxntid` and `.minnctapersm`
+            Op::SetMaxNReg { n, .. } => {
+                self.ensure(
+                    n.is_multiple_of(8) && (24..=256).contains(n),
+                    "setmaxnreg takes a multiple of 8 from 24 to 256",
+                )?;
+                self.ensure(
+                    self.k.max_threads.is_some() && self.k.min_blocks.is_some(),
+                    "setmaxnreg needs .maxntid and .minnctapersm (the register count at entry)",
+                )
+            }
             Op::WgmmaMmaAsync {
                 n,
                 ab,

@@ -375,6 +375,13 @@ impl Cx<'_> {
             | OpKind::WgmmaCommit
             | OpKind::WgmmaWait { .. }
             | OpKind::WgmmaMmaAsync { .. } => return unsupported("wgmma (sm_90a only)"),
+            // warp specialisation is written for Hopper's warpgroups (TMA producers, wgmma
+            // consumers)
+            OpKind::WarpgroupRole { .. } => return unsupported("warpgroup roles (PTX only)"),
+            // Vulkan has no per-warp register budget to move
+            OpKind::SetmaxnregInc { .. } | OpKind::SetmaxnregDec { .. } => {
+                return unsupported("setmaxnreg (sm_90a only)")
+            }
             OpKind::TmaLoad | OpKind::TmaStore | OpKind::TmaCommit | OpKind::TmaWaitRead { .. } => {
                 return unsupported("TMA bulk tensor copies (cp.async.bulk.tensor, sm_90+)")
             }

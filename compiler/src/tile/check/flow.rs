@@ -142,7 +142,7 @@ fn op(k: &Kernel, d: &OpData, p: &mut Vec<Option<Prov>>) {
             for_(k, d, p);
             return;
         }
-        OpKind::If => {
+        OpKind::If | OpKind::WarpgroupRole { .. } => {
             for r in &d.regions {
                 region(k, r, p);
             }
@@ -331,6 +331,14 @@ fn walk(k: &Kernel, prov: &[Option<Prov>], r: &Region, s: &mut State) -> Result<
                 let w = std::mem::take(&mut s.prefetch_written);
                 s.written.extend(w);
                 *s = before.join(s);
+            }
+            // run by some warpgroups only: the state after it is either
+            OpKind::WarpgroupRole { .. } => {
+                for body in &d.regions {
+                    let mut b = s.clone();
+                    walk(k, prov, body, &mut b)?;
+                    *s = s.join(&b);
+                }
             }
             OpKind::If => {
                 let mut out: Option<State> = None;

@@ -19,8 +19,14 @@ pub(super) fn op(k: &Kernel, id: OpId) -> Result<(), CheckError> {
         id,
         d: &k.ops[id.0 as usize],
     };
-    if !matches!(c.d.kind, OpKind::For { .. } | OpKind::If) && !c.d.regions.is_empty() {
-        return Err(c.err("the op has regions; only tile.for and tile.if have them"));
+    if !matches!(
+        c.d.kind,
+        OpKind::For { .. } | OpKind::If | OpKind::WarpgroupRole { .. }
+    ) && !c.d.regions.is_empty()
+    {
+        return Err(
+            c.err("the op has regions; only tile.for, tile.if and tile.warpgroup_role have them")
+        );
     }
     c.d.kind.check_signature(&c)
 }
@@ -390,6 +396,54 @@ impl<'a> Ctx<'a> {
     }
 }
 
+impl Ctx<'_> {
+    /// `tile.warpgroup_role`: no operands or results, one region without arguments that
+    /// yields nothing, warpgroups `first .. first + count` of a one-dimensional block of whole
+    /// warpgroups, and no block-wide barrier inside unless every warpgroup runs the role.
+    pub(crate) fn role(&self, first: u32, count: u32) -> Result<(), CheckError> {
+        self.count(0)?;
+        self.res(&[])?;
+        if self.d.regions.len() != 1 || !self.d.regions[0].args.is_empty() {
+            return Err(self.err("takes one region without arguments"));
+        }
+        self.yields(0, &[], "gives")?;
+        let threads = self.k.threads();
+        if !threads.is_multiple_of(128) || self.k.block[1] != 1 || self.k.block[2] != 1 {
+            return Err(self.err(format!(
+                "warpgroup roles need a one-dimensional block of whole warpgroups (128 threads); the block is {:?}",
+                self.k.block
+            )));
+        }
+        let groups = threads / 128;
+        let end = u64::from(first) + u64::from(count);
+        if count == 0 || end > groups {
+            return Err(self.err(format!(
+                "warpgroups {first} .. {end}: the block has warpgroups 0 .. {groups}"
+            )));
+        }
+        if count as u64 == groups {
+            return Ok(());
+        }
+        let mut stack: Vec<OpId> = self.d.regions[0].ops.clone();
+        while let Some(id) = stack.pop() {
+            let Some(d) = self.k.op(id) else { continue };
+            if matches!(d.kind, OpKind::Barrier | OpKind::ReduceBlock { .. }) {
+                return Err(super::op_err(
+                    self.k,
+                    id,
+                    format!(
+                        "a block-wide barrier inside the role of warpgroups {first} .. {end} (of {groups}): the other warpgroups never reach it, and bar.sync 0 waits for every thread of the block"
+                    ),
+                ));
+            }
+            for r in &d.regions {
+                stack.extend(r.ops.iter().copied());
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The signatures of the ops whose rows need more than [`Ctx::same`] or [`Ctx::sig`].
 impl Ctx<'_> {
     /// No operands but `tys`'s scalars and scalar results of `res`.
@@ -646,6 +700,23 @@ impl Ctx<'_> {
             )));
         }
         self.sig(&[Ty::U32; 3], &[Ty::U64])
+    }
+
+    /// `()`: `setmaxnreg` to `n` registers per thread, a multiple of 8 from 24 to 256, in a
+    /// block of whole warpgroups.
+    pub(crate) fn setmaxnreg(&self, n: u32) -> Result<(), CheckError> {
+        if !(n.is_multiple_of(8) && (24..=256).contains(&n)) {
+            return Err(self.err(format!(
+                "n = {n}; setmaxnreg takes a register count that is a multiple of 8 from 24 to 256"
+            )));
+        }
+        let threads = self.k.threads();
+        if !threads.is_multiple_of(128) {
+            return Err(self.err(format!(
+                "setmaxnreg runs on warpgroups of 128 threads; the block has {threads}"
+            )));
+        }
+        self.sig(&[], &[])
     }
 
     /// `(desc_a, desc_b: u64[, acc: n/2 × f32]) -> n/2 × f32`, `n` a multiple of 8 up to 256,

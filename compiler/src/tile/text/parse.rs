@@ -600,6 +600,7 @@ impl Parser {
             }
             "for" => self.for_(results, depth).map(Some),
             "if" => self.if_(results, depth).map(Some),
+            "warpgroup_role" => self.role(results, depth).map(Some),
             _ => {
                 let (kind, operands) = self.body(m)?;
                 let tys = self.result_types(results.len())?;
@@ -726,6 +727,25 @@ impl Parser {
             kind: OpKind::For { pipeline, rolled },
             operands,
             results: rs,
+            regions: vec![region],
+            span,
+        }))
+    }
+
+    pub(super) fn role(&mut self, results: Vec<u32>, depth: usize) -> R<OpId> {
+        if !results.is_empty() {
+            return self.err("`tile.warpgroup_role` has no results");
+        }
+        let a = self.attrs(&["first", "count"])?;
+        let first = self.attr::<u32>(&a, "first", None)?;
+        let count = self.attr::<u32>(&a, "count", Some(1))?;
+        self.punct('{')?;
+        let span = self.loc()?;
+        let region = self.region(vec![], depth + 1, &mut vec![])?;
+        Ok(self.push(OpData {
+            kind: OpKind::WarpgroupRole { first, count },
+            operands: vec![],
+            results: vec![],
             regions: vec![region],
             span,
         }))

@@ -235,6 +235,18 @@ impl Printer<'_> {
                 self.region_ops(&region, depth + 1);
                 let _ = writeln!(self.out, "{pad}}}");
             }
+            OpKind::WarpgroupRole { first, count } => {
+                let _ = write!(line, "tile.warpgroup_role {{first = {first}");
+                if *count != 1 {
+                    let _ = write!(line, ", count = {count}");
+                }
+                line.push('}');
+                self.open(line, &tys, &loc);
+                for r in &op.regions {
+                    self.region_ops(r, depth + 1);
+                }
+                let _ = writeln!(self.out, "{pad}}}");
+            }
             OpKind::If => {
                 let c = self.list(&op.operands);
                 let _ = write!(line, "tile.if {c}");

@@ -167,6 +167,12 @@ fn big() -> Kernel {
     b.op(OpKind::WgmmaMmaAsync { n: 8, ab: Ty::F16 }, acc_ops, f32s);
     b.op(OpKind::WgmmaCommit, vec![], vec![]);
     b.op(OpKind::WgmmaWait { n: 0 }, vec![], vec![]);
+    b.warpgroup_role(0, 1, |b| {
+        b.op(OpKind::SetmaxnregDec { n: 40 }, vec![], vec![]);
+    });
+    b.warpgroup_role(0, 1, |b| {
+        b.op(OpKind::SetmaxnregInc { n: 232 }, vec![], vec![]);
+    });
     b.op(
         OpKind::TmaLoad,
         vec![base.into(), map.into(), base.into(), imm(-3), i.into()],

@@ -170,6 +170,10 @@ impl Machine<'_> {
             | Op::TmaStore { .. }
             | Op::BulkCommit
             | Op::BulkWaitRead { .. } => self.exec_tma(op, w, eff, sm, pc)?,
+            Op::SetMaxNReg { inc, n } => {
+                let threads = self.launch.block.iter().product::<u32>();
+                setmaxnreg::setmaxnreg(w, eff, &mut self.pool, (*inc, *n), pc, threads)?
+            }
             Op::AtomAddF32 { dst, addr, src } => self.add_f32(w, eff, Some(*dst), *addr, *src)?,
             Op::RedAddF32 { addr, src } => self.add_f32(w, eff, None, *addr, *src)?,
         }

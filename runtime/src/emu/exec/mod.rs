@@ -25,9 +25,11 @@ mod alu;
 mod hopper;
 mod instr;
 mod memory;
+mod setmaxnreg;
 mod tma;
 
 use hopper::{InFlight, Mbar};
+use setmaxnreg::RegPool;
 use tma::{BulkQueue, TmaWrite};
 
 use alu::{binary, mma, opnd, present, reg, setp, unary};
@@ -42,6 +44,10 @@ enum LaneState {
         addr: u32,
         parity: u32,
     },
+    /// In `setmaxnreg.inc` until the block's pool has the registers for `n` per thread.
+    RegWait {
+        n: u32,
+    },
     Exited,
 }
 
@@ -54,6 +60,10 @@ struct Warp {
     /// retired by a `wgmma.wait_group`.
     wgmma_open: Vec<InFlight>,
     wgmma_groups: VecDeque<Vec<InFlight>>,
+    /// The per-thread register limit (`setmaxnreg`), and the `setmaxnreg`s executed (pc and
+    /// count) in order.
+    nreg: u32,
+    setmaxnreg: Vec<(Pc, u32)>,
 }
 
 struct Copy {
@@ -130,6 +140,8 @@ struct Machine<'a> {
     track_proxy: bool,
     /// The tensor map of each tensor-map parameter, by parameter index.
     maps: Vec<Option<crate::tensor_map::TensorMap>>,
+    /// The block's register pool (`setmaxnreg`).
+    pool: RegPool,
 }
 
 fn lanes(m: u32) -> impl Iterator<Item = u32> {
@@ -222,6 +234,7 @@ pub(super) fn run(
             .any(|i| i.op.reads_shared_async()),
         block_no: 0,
         maps,
+        pool: RegPool::new(k.max_threads, threads as u32),
     };
     let mut smem = SharedMem {
         bytes: vec![0; shared_size as usize],
@@ -243,6 +256,7 @@ pub(super) fn run(
             for x in 0..launch.grid[0] {
                 m.ctaid = [x, y, z];
                 m.block_no = m.block_no.wrapping_add(1);
+                m.pool = RegPool::new(k.max_threads, threads as u32);
                 smem.bytes.fill(0);
                 smem.shadow.fill(Shadow::default());
                 smem.pending.fill(0);
@@ -317,6 +331,8 @@ impl Machine<'_> {
                     state,
                     wgmma_open: vec![],
                     wgmma_groups: VecDeque::new(),
+                    nreg: self.pool.entry,
+                    setmaxnreg: vec![],
                 }
             })
             .collect();
@@ -325,9 +341,13 @@ impl Machine<'_> {
             for w in warps.iter_mut() {
                 self.run_warp(w, smem, &mut queues)?;
             }
+            if Self::wake_setmaxnreg(&mut warps, &mut self.pool) {
+                continue;
+            }
             if self.wake_mbarrier_waits(&mut warps, smem)? {
                 continue;
             }
+            self.setmaxnreg_stuck(&warps, &self.pool)?;
             self.check_barrier(&warps, threads)?;
             let mut waiting = false;
             for w in warps.iter_mut() {
@@ -339,7 +359,7 @@ impl Machine<'_> {
                 }
             }
             if !waiting {
-                return Ok(());
+                return self.setmaxnreg_warpgroups(&warps);
             }
             tma::share_seen(smem);
             smem.epoch += 1;
@@ -385,7 +405,9 @@ impl Machine<'_> {
                             other = Some((tid, None));
                         }
                     }
-                    LaneState::Running | LaneState::MbarrierWait { .. } => {}
+                    LaneState::Running
+                    | LaneState::MbarrierWait { .. }
+                    | LaneState::RegWait { .. } => {}
                 }
             }
         }

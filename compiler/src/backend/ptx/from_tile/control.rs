@@ -2,7 +2,8 @@
 //! `tile.yield` into the registers of the values it defines.
 
 use super::{bug, Cx, Slot, R};
-use crate::backend::ptx::{BinOp, Cmp, Operand as TOperand, Reg, Ty};
+use crate::backend::ptx::builder::imm;
+use crate::backend::ptx::{BinOp, Cmp, Dim, Operand as TOperand, Reg, SReg, Ty};
 use crate::tile::ir::*;
 
 impl Cx<'_> {
@@ -90,6 +91,31 @@ impl Cx<'_> {
         self.b.cbr(more, bodyb, exit);
         self.b.switch_to(exit);
         self.bind(&op.results, &regs);
+        Ok(())
+    }
+
+    /// `tile.warpgroup_role`: a branch around the region on `%tid.x / 128 - first < count`
+    /// (unsigned: one comparison for both ends).
+    pub(super) fn role(&mut self, op: &OpData, first: u32, count: u32) -> R<()> {
+        let Some(body) = op.regions.first() else {
+            return bug(self.k, "tile.warpgroup_role takes one region");
+        };
+        self.b.at(op.span);
+        let tid = self.b.special(SReg::Tid(Dim::X));
+        let wg = self.b.bin(BinOp::Shr, Ty::U32, tid, imm(7));
+        let rel = self.b.sub(Ty::U32, wg, imm(i64::from(first)));
+        let p = self.b.setp(Cmp::Lt, Ty::U32, rel, imm(i64::from(count)));
+        let from = self.b.current();
+        let bodyb = self.b.block("role");
+        self.b.switch_to(bodyb);
+        self.region(body)?;
+        let end = self.b.current();
+        let join = self.b.block("join");
+        self.b.switch_to(end);
+        self.b.br(join);
+        self.b.switch_to(from);
+        self.b.cbr(p, bodyb, join);
+        self.b.switch_to(join);
         Ok(())
     }
 

@@ -54,6 +54,8 @@ impl Cx<'_> {
                 self.single(op, r);
             }
             OpKind::WgmmaFence => self.b.push(TOp::WgmmaFence),
+            OpKind::SetmaxnregInc { n } => self.b.push(TOp::SetMaxNReg { inc: true, n: *n }),
+            OpKind::SetmaxnregDec { n } => self.b.push(TOp::SetMaxNReg { inc: false, n: *n }),
             OpKind::WgmmaCommit => self.b.push(TOp::WgmmaCommit),
             OpKind::WgmmaWait { n } => self.b.push(TOp::WgmmaWait { n: *n }),
             OpKind::WgmmaMmaAsync { n, ab } => self.wgmma(op, *n, *ab)?,

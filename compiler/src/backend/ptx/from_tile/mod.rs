@@ -86,7 +86,14 @@ pub fn translate(k: Checked<'_>) -> R<Lowered> {
     };
     let threads = k.threads();
     cx.b.max_threads(threads.min(u64::from(u32::MAX)) as u32);
-    if f64_values {
+    // setmaxnreg needs the register count at entry fixed: one block per SM at most
+    let setmaxnreg = k.ops.iter().any(|o| {
+        matches!(
+            o.kind,
+            OpKind::SetmaxnregInc { .. } | OpKind::SetmaxnregDec { .. }
+        )
+    });
+    if f64_values || setmaxnreg {
         cx.b.min_blocks(1);
     }
     for p in &k.params {
@@ -440,6 +447,8 @@ impl Cx<'_> {
             | OpKind::WgmmaCommit
             | OpKind::WgmmaWait { .. }
             | OpKind::WgmmaMmaAsync { .. }
+            | OpKind::SetmaxnregInc { .. }
+            | OpKind::SetmaxnregDec { .. }
             | OpKind::TmaLoad
             | OpKind::TmaStore
             | OpKind::TmaCommit
@@ -479,6 +488,7 @@ impl Cx<'_> {
             }
             OpKind::For { .. } => self.for_loop(op)?,
             OpKind::If => self.if_op(op)?,
+            OpKind::WarpgroupRole { first, count } => self.role(op, *first, *count)?,
             OpKind::Yield => {}
         }
         Ok(())

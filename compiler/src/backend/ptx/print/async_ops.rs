@@ -48,6 +48,11 @@ pub(super) fn write_hopper(w: &mut Line, op: &Op) {
             let _ = write!(w.out, "; @!{} bra $Lmbar_wait_{label}", w.n.get(*pred));
         }
         Op::WgmmaFence => w.op(&["wgmma.fence.sync.aligned"]),
+        Op::SetMaxNReg { inc, n } => {
+            let action = if *inc { "inc" } else { "dec" };
+            w.op(&["setmaxnreg.", action, ".sync.aligned.u32"]);
+            w.num(i64::from(*n));
+        }
         Op::WgmmaCommit => w.op(&["wgmma.commit_group.sync.aligned"]),
         Op::WgmmaWait { n } => {
             w.op(&["wgmma.wait_group.sync.aligned"]);
