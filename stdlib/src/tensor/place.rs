@@ -98,10 +98,14 @@ pub fn parse_device(s: &str) -> Option<Result<&'static Entry, Diagnostic>> {
     Some(match ordinal {
         None => Ok(e),
         Some(o) if e.hardware.is_some() && o == "0" => Ok(e),
-        Some(_) => Err(Diagnostic::new(
-            Code::E0800,
-            format!("unknown device '{s}': this session has {}", device_list()),
-        )),
+        Some(_) => Err(
+            Diagnostic::new(Code::E0800, format!("unknown device '{s}'"))
+                .with_label("no such device")
+                .with_help(format!(
+                    "devices are {} (a session opens device 0 of a GPU)",
+                    device_list()
+                )),
+        ),
     })
 }
 
