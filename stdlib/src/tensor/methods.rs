@@ -133,10 +133,14 @@ pub(crate) fn tensor_method(it: &mut Interp, call: MethodCall) -> Result<Value, 
 fn to(obj: &TensorObj, recv: &Value, args: &CallArgs) -> Result<Value, Diagnostic> {
     let a = args.bind("to", &[], &["dtype", "device"])?;
     let (mut dtype, mut device) = (None, None);
+    let device_kw = args.keywords.iter().any(|(k, _, _)| &**k == "device");
     for (i, x) in a.into_iter().enumerate() {
         let Some(x) = x else { continue };
         let as_device = match &x.value {
-            Value::Str(s) if i == 1 || DType::parse(s).is_none() => Some(s.to_string()),
+            // a dtype's name is a dtype unless given as `device=`
+            Value::Str(s) if DType::parse(s).is_none() || (i == 1 && device_kw) => {
+                Some(s.to_string())
+            }
             _ => None,
         };
         match as_device {
