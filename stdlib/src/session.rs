@@ -146,10 +146,12 @@ impl Session {
         engine: Engine,
         emit_ptx: Option<std::path::PathBuf>,
     ) -> Rc<Session> {
+        let engine = Rc::new(engine);
+        crate::tensor::place::attach(&engine);
         Rc::new(Session {
             dump,
             target: Cell::new(target),
-            engine: Rc::new(engine),
+            engine,
             tune_sources: Rc::new(RefCell::new(tessera_lang::SourceMap::default())),
             emit_ptx,
             emit_spirv: RefCell::new(None),

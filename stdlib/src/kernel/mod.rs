@@ -414,6 +414,14 @@ impl KernelObj {
             }
             return self.invoke_on_mesh(it, args, true);
         }
+        // placed operands on two devices are an error before anything is traced
+        let at = crate::tensor::place::of_operands(
+            args.positional
+                .iter()
+                .map(|(v, _)| v)
+                .chain(args.keywords.iter().map(|(_, v, _)| v)),
+        )
+        .map_err(|d| d.at(args.span))?;
         let (t, param_of) = trace_body(it, &self.func, &args, self.grad.is_some())?;
         if !t.sharded.is_empty() {
             // The body reads sharded tensors it captured: the call runs on their mesh, as if
@@ -431,10 +439,43 @@ impl KernelObj {
             .chain(args.keywords.iter().map(|(_, v, _)| v))
             .filter_map(as_tensor)
             .collect();
-        let outs = run_compiled(&self.session, it, &c, &inputs, args.span)?;
-        let vals: Vec<Value> = outs.into_iter().map(crate::tensor::tensor_value).collect();
+        let outs = run_compiled_at(&self.session, it, &c, &inputs, at, args.span)?;
+        let vals: Vec<Value> = crate::tensor::place::within(at, || {
+            outs.into_iter().map(crate::tensor::tensor_value).collect()
+        });
         Ok(shape_result(&c.out, vals))
     }
+}
+
+/// Runs a compiled kernel on `inputs` on the device its placed operands are on (`at`), else
+/// on the session's device ([`run_compiled`]): the session's engine switches to that device
+/// for the call.
+fn run_compiled_at(
+    session: &Session,
+    it: &mut Interp,
+    c: &Compiled,
+    inputs: &[Tensor],
+    at: Option<crate::tensor::Place>,
+    span: Span,
+) -> Result<Vec<Tensor>, Diagnostic> {
+    let here = session.engine.current();
+    let Some(there) = at.map(|p| p.device).filter(|d| *d != here) else {
+        return run_compiled(session, it, c, inputs, span);
+    };
+    let auto = session.engine.auto_chosen();
+    session.engine.select(Some(there)).map_err(|u| {
+        let how = format!(
+            "a kernel on tensors on {}",
+            crate::tensor::place::device_name(there)
+        );
+        u.device.unavailable(&how, &u.why).at(span)
+    })?;
+    let r = run_compiled(session, it, c, inputs, span);
+    // back to the session's device, unless the call lost the device and fell back
+    if session.engine.current() == there {
+        let _ = session.engine.select(if auto { None } else { Some(here) });
+    }
+    r
 }
 
 /// Runs a compiled kernel on `inputs` on the session's device: the cpu's interpreter (timed

@@ -120,11 +120,90 @@ pub(crate) fn tensor_method_names() -> Vec<&'static str> {
 }
 
 pub(crate) fn tensor_method(it: &mut Interp, call: MethodCall) -> Result<Value, Diagnostic> {
-    let t = call.me::<TensorObj>()?.get();
+    let obj = call.me::<TensorObj>()?;
+    if call.name == "to" {
+        return to(obj, call.recv, &call.args);
+    }
+    // the method form of an op pins its result as the op does; the others keep the tensor's
+    // placement
+    place::within(obj.pin(), || tensor_method_at(it, obj.get(), call))
+}
+
+/// `t.to(dtype)`, `t.to(device)`, `t.to(device, dtype)` (either as a keyword too).
+fn to(obj: &TensorObj, recv: &Value, args: &CallArgs) -> Result<Value, Diagnostic> {
+    let a = args.bind("to", &[], &["dtype", "device"])?;
+    let (mut dtype, mut device) = (None, None);
+    let device_kw = args.keywords.iter().any(|(k, _, _)| &**k == "device");
+    for (i, x) in a.into_iter().enumerate() {
+        let Some(x) = x else { continue };
+        let as_device = match &x.value {
+            // a dtype's name is a dtype unless given as `device=`
+            Value::Str(s) if DType::parse(s).is_none() || (i == 1 && device_kw) => {
+                Some(s.to_string())
+            }
+            _ => None,
+        };
+        match as_device {
+            Some(s) => {
+                let e = match place::parse_device(&s) {
+                    Some(e) => e.map_err(|d| d.at(x.span))?,
+                    None => {
+                        return Err(Diagnostic::new(
+                            Code::E0101,
+                            format!("'{s}' is neither a dtype nor a device"),
+                        )
+                        .at(x.span)
+                        .with_label("not a dtype or device")
+                        .with_help(format!(
+                            "devices are {}; dtypes are {}",
+                            place::device_list(),
+                            ALL_DTYPES
+                                .iter()
+                                .map(|d| d.name())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )))
+                    }
+                };
+                device = Some((e, x.span));
+            }
+            None => dtype = Some(dtype_arg(&x.value, x.span)?),
+        }
+    }
+    let here = obj.place();
+    let target = match device {
+        Some((e, span)) => {
+            if e != here.device {
+                place::open(e).map_err(|d| d.at(span))?;
+            }
+            Place {
+                device: e,
+                committed: true,
+            }
+        }
+        None => here,
+    };
+    let t = obj.get();
+    match dtype {
+        None if device.is_none() => Ok(Value::None),
+        None if target.device == here.device => {
+            // the tensor itself, placed there for good
+            obj.commit();
+            Ok(recv.clone())
+        }
+        None => Ok(place::within(Some(target), || tensor_value(t))),
+        Some(d) => {
+            let r = place::within(Some(target), || t.to(d).map(tensor_value));
+            r.map_err(rt)
+        }
+    }
+}
+
+fn tensor_method_at(it: &mut Interp, t: Tensor, call: MethodCall) -> Result<Value, Diagnostic> {
     let full = call.with_receiver();
     let MethodCall { name, args, .. } = call;
     match name {
-        "to" | "cast" => {
+        "cast" => {
             let a = args.bind(name, &["dtype"], &[])?;
             let Some(d) = a.into_iter().flatten().next() else {
                 return Ok(Value::None);

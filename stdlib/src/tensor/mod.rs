@@ -9,7 +9,7 @@
 //! indexing in `index`, tensor methods in `methods`.
 
 use std::any::Any;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use tessera_lang::ast::{BinOp, CmpOp, UnaryOp};
 use tessera_lang::diag::{suggest, Code, Diagnostic};
@@ -24,24 +24,27 @@ mod dtype;
 mod index;
 mod methods;
 pub mod op;
+pub mod place;
 pub mod sharded;
 pub mod trace;
 
 pub use dtype::*;
 pub(crate) use index::*;
 pub(crate) use methods::*;
+pub use place::Place;
 
 /// A runtime error as a diagnostic (the caller's span is attached by the evaluator).
 pub fn rt(e: RuntimeError) -> Diagnostic {
     Diagnostic::from(e)
 }
 
-/// A tensor value.
-pub struct TensorObj(RefCell<Tensor>);
+/// A tensor value: the tensor and where it lives ([`place`]).
+pub struct TensorObj(RefCell<Tensor>, Cell<Place>);
 
 impl TensorObj {
+    /// A tensor made now: on the device of the op running, else the session's.
     pub fn new(t: Tensor) -> TensorObj {
-        TensorObj(RefCell::new(t))
+        TensorObj(RefCell::new(t), Cell::new(place::current()))
     }
 
     /// The tensor as it is now (a cheap handle: the storage is shared).
@@ -49,10 +52,41 @@ impl TensorObj {
         self.0.borrow().clone()
     }
 
+    /// Where it lives.
+    pub fn place(&self) -> Place {
+        self.1.get()
+    }
+
+    /// Its number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.0.borrow().ndim()
+    }
+
+    /// Where the ops on this tensor alone put their results: its device when it was placed.
+    pub(crate) fn pin(&self) -> Option<Place> {
+        Some(self.place()).filter(|p| p.committed)
+    }
+
+    /// Places the tensor on `device` for good (`t.to(t.device)`).
+    pub(crate) fn commit(&self) {
+        let p = self.place();
+        self.1.set(Place {
+            committed: true,
+            ..p
+        });
+    }
+
+    /// Where an op of this tensor with `other` puts its result, or E0800 for two devices.
+    fn pin_with(&self, other: &Value) -> Result<Option<Place>, Diagnostic> {
+        place::of_pair(self, other)
+    }
+
     /// `x[index] = value`: writes the elements `x[index]` reads, the value broadcast to the
     /// selection and cast to the tensor's dtype (as NumPy assigns). Every name bound to this
     /// tensor sees the new values; tensors made from it earlier (slices, results) keep theirs.
+    /// A value placed on another device than a placed tensor is E0800.
     pub fn assign(&self, index: &Value, value: &Value) -> Result<(), Diagnostic> {
+        self.pin_with(value)?;
         // The value and the selection are read before the tensor is borrowed for writing
         // (either may be this tensor: `x[:] = x[::-1]`, `x[x > 0] = 0`).
         let cur = self.get();
@@ -365,6 +399,45 @@ fn tensor_binary(t: &Tensor, op: BinaryOp, other: &Value, reflected: bool) -> Ho
     Some(r.map(tensor_value).map_err(rt))
 }
 
+impl TensorObj {
+    /// `self op other` (an operator, not a comparison) with the result placed as made.
+    fn binary_at(&self, op: BinOp, other: &Value, reflected: bool) -> HostResult {
+        match BinaryOp::of_operator(op) {
+            Some(b) => tensor_binary(&self.get(), b, other, reflected),
+            None => {
+                let o = match other {
+                    Value::List(_) | Value::Tuple(_) => tensor_arg(other, Span::default()).ok()?,
+                    _ => as_tensor(other)?,
+                };
+                let r = if reflected {
+                    tessera_runtime::matmul(&o, &self.get(), None)
+                } else {
+                    tessera_runtime::matmul(&self.get(), &o, None)
+                };
+                Some(r.map(tensor_value).map_err(rt))
+            }
+        }
+    }
+
+    /// `-self`, `+self`, `~self`, with the result placed as made.
+    fn unary_at(&self, op: UnaryOp) -> HostResult {
+        match op {
+            UnaryOp::Neg => Some(
+                unary(TUnary::Neg, &self.get())
+                    .map(tensor_value)
+                    .map_err(rt),
+            ),
+            UnaryOp::Pos => Some(Ok(tensor_value(self.get().clone()))),
+            UnaryOp::Invert => Some(check_invert(self.get().dtype()).and_then(|_| {
+                unary(TUnary::Not, &self.get())
+                    .map(tensor_value)
+                    .map_err(rt)
+            })),
+            UnaryOp::Not => None,
+        }
+    }
+}
+
 impl HostObject for TensorObj {
     fn type_name(&self) -> &'static str {
         "tensor"
@@ -385,54 +458,46 @@ impl HostObject for TensorObj {
             return Ok(Some(v));
         }
         Ok(Some(match name {
-            "T" => tensor_value(t.transpose(None).map_err(rt)?),
+            "T" => place::within(self.pin(), || t.transpose(None).map(tensor_value)).map_err(rt)?,
+            "device" => Value::str(&place::device_name(self.place().device)),
             "is_abstract" => Value::Bool(t.is_abstract()),
             "layout" => Value::None,
             _ => return Ok(bound_method(this, name, is_tensor_method, tensor_method)),
         }))
     }
     fn attr_names(&self) -> Vec<&'static str> {
-        tensor_attr_names(&[])
+        tensor_attr_names(&["device"])
     }
     fn binary(&self, op: BinOp, other: &Value, reflected: bool) -> HostResult {
         if let Err(d) = check_logical(op, self.get().dtype(), other) {
             return Some(Err(d));
         }
-        match BinaryOp::of_operator(op) {
-            Some(b) => tensor_binary(&self.get(), b, other, reflected),
-            None => {
-                let o = match other {
-                    Value::List(_) | Value::Tuple(_) => tensor_arg(other, Span::default()).ok()?,
-                    _ => as_tensor(other)?,
-                };
-                let r = if reflected {
-                    tessera_runtime::matmul(&o, &self.get(), None)
-                } else {
-                    tessera_runtime::matmul(&self.get(), &o, None)
-                };
-                Some(r.map(tensor_value).map_err(rt))
-            }
-        }
+        let at = match self.pin_with(other) {
+            Ok(p) => p,
+            Err(d) => return Some(Err(d)),
+        };
+        place::within(at, || self.binary_at(op, other, reflected))
     }
     fn compare(&self, op: CmpOp, other: &Value, reflected: bool) -> HostResult {
-        tensor_binary(&self.get(), BinaryOp::of_comparison(op)?, other, reflected)
+        let at = match self.pin_with(other) {
+            Ok(p) => p,
+            Err(d) => return Some(Err(d)),
+        };
+        place::within(at, || {
+            tensor_binary(&self.get(), BinaryOp::of_comparison(op)?, other, reflected)
+        })
     }
     fn unary(&self, op: UnaryOp) -> HostResult {
-        match op {
-            UnaryOp::Neg => Some(
-                unary(TUnary::Neg, &self.get())
-                    .map(tensor_value)
-                    .map_err(rt),
-            ),
-            UnaryOp::Pos => Some(Ok(tensor_value(self.get().clone()))),
-            UnaryOp::Invert => Some(check_invert(self.get().dtype()).and_then(|_| {
-                unary(TUnary::Not, &self.get())
-                    .map(tensor_value)
-                    .map_err(rt)
-            })),
-            UnaryOp::Not => None,
-        }
+        place::within(self.pin(), || self.unary_at(op))
     }
+    fn getitem(&self, index: &Value) -> HostResult {
+        let t = self.get();
+        if let Some(r) = crate::tensor::trace::index_concrete(&t, index) {
+            return Some(r);
+        }
+        Some(place::within(self.pin(), || getitem(&t, index)))
+    }
+
     fn truthy(&self) -> Result<bool, Diagnostic> {
         let t = &self.get();
         if t.numel() != 1 {
@@ -457,13 +522,6 @@ impl HostObject for TensorObj {
             Some(n) => Ok(*n),
             None => Err(Diagnostic::new(Code::E0101, "len() of a 0-d tensor")),
         })
-    }
-    fn getitem(&self, index: &Value) -> HostResult {
-        let t = self.get();
-        if let Some(r) = crate::tensor::trace::index_concrete(&t, index) {
-            return Some(r);
-        }
-        Some(getitem(&t, index))
     }
     fn setitem(&self, index: &Value, value: Value) -> Option<Result<(), Diagnostic>> {
         if crate::tensor::trace::tracing() {

@@ -293,7 +293,11 @@ pub fn call(it: &mut Interp, row: &OpRow, args: &CallArgs) -> Result<Value, Diag
             OnMesh::Gathered => crate::tensor::sharded::gathered_call(it, &c),
         },
         Args::Traced(ctx) => crate::tensor::trace::trace_call(it, &ctx, &c),
-        Args::Eager => (row.eager)(it, &c),
+        Args::Eager => {
+            let at = crate::tensor::place::of_operands(c.a.iter().flatten().map(|x| &x.value))
+                .map_err(|d| d.at(c.span))?;
+            crate::tensor::place::within(at, || (row.eager)(it, &c))
+        }
     }
 }
 
