@@ -147,7 +147,7 @@ impl Session {
         emit_ptx: Option<std::path::PathBuf>,
     ) -> Rc<Session> {
         let engine = Rc::new(engine);
-        crate::tensor::place::attach(&engine);
+        attach(&engine);
         Rc::new(Session {
             dump,
             target: Cell::new(target),
@@ -239,4 +239,20 @@ pub fn writable_dir(dir: &std::path::Path, flag: &str) -> Result<(), Diagnostic>
     std::fs::write(&probe, b"").map_err(fail)?;
     let _ = std::fs::remove_file(&probe);
     Ok(())
+}
+
+thread_local! {
+    /// The engine of the newest session on this thread: its current device is where new
+    /// tensors are made (`tensor::place`).
+    static ENGINE: RefCell<std::rc::Weak<Engine>> = const { RefCell::new(std::rc::Weak::new()) };
+}
+
+/// New tensors on this thread are made on `engine`'s current device (a session opened).
+fn attach(engine: &Rc<Engine>) {
+    ENGINE.with(|e| *e.borrow_mut() = Rc::downgrade(engine));
+}
+
+/// The engine of the newest session on this thread, while it is open.
+pub fn thread_engine() -> Option<Rc<Engine>> {
+    ENGINE.with(|e| e.borrow().upgrade())
 }

@@ -12,12 +12,10 @@
 //! Every tensor's data is on the host for now, so a placement moves nothing.
 
 use super::TensorObj;
-use std::cell::{Cell, RefCell};
-use std::rc::{Rc, Weak};
+use std::cell::Cell;
 use tessera_lang::diag::{Code, Diagnostic};
 use tessera_lang::eval::Value;
 use tessera_runtime::device::registry::{self, Entry, DEVICES};
-use tessera_runtime::device::Engine;
 
 /// A tensor's device, and whether `t.to(device)` put it there.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -27,16 +25,8 @@ pub struct Place {
 }
 
 thread_local! {
-    /// The engine of the session running on this thread: its current device is where new
-    /// tensors are made.
-    static ENGINE: RefCell<Weak<Engine>> = const { RefCell::new(Weak::new()) };
     /// While an op or kernel with placed operands runs: where its results go.
     static SCOPE: Cell<Option<Place>> = const { Cell::new(None) };
-}
-
-/// New tensors on this thread are made on `engine`'s current device (a session opened).
-pub fn attach(engine: &Rc<Engine>) {
-    ENGINE.with(|e| *e.borrow_mut() = Rc::downgrade(engine));
 }
 
 /// Where a tensor made now goes: the placed device of the op running, else the session's
@@ -45,7 +35,7 @@ pub fn current() -> Place {
     if let Some(p) = SCOPE.with(Cell::get) {
         return p;
     }
-    let device = ENGINE.with(|e| e.borrow().upgrade().map(|e| e.current()));
+    let device = crate::session::thread_engine().map(|e| e.current());
     Place {
         device: device.unwrap_or_else(registry::cpu),
         committed: false,
@@ -66,8 +56,7 @@ pub fn within<R>(p: Option<Place>, f: impl FnOnce() -> R) -> R {
 /// Opens device `e` in the session's engine for `t.to(...)`: E0800 naming it when it cannot
 /// be used here.
 pub fn open(e: &'static Entry) -> Result<(), Diagnostic> {
-    let engine = ENGINE.with(|g| g.borrow().upgrade());
-    let Some(engine) = engine else {
+    let Some(engine) = crate::session::thread_engine() else {
         return Ok(());
     };
     engine.open(e).map_err(|u| {
