@@ -30,6 +30,7 @@ const CRATES: &[(&str, &[&str])] = &[
             "isa",
             "cuda",
             "vulkan",
+            "tensor_map",
             "cast",
             "shape",
             "emu",

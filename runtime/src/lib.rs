@@ -61,7 +61,8 @@
 //! # Layers
 //!
 //! A module imports only modules below it (`tests/module_layers.rs` checks it): `dtype`,
-//! `error`, `isa` and the device bindings `cuda`, `vulkan` < `cast`, `shape` < `emu`, `interp`,
+//! `error`, `isa` and the device bindings `cuda`, `vulkan`, `tensor_map` < `cast`, `shape` <
+//! `emu`, `interp`,
 //! `memory`, `rng`, `storage` < `tensor` < `device` < `print`, `ops` < `npy`,
 //! `safetensors_file`, `mesh`. Python's float `repr`, which storage's cast errors and printing
 //! both use, is [`dtype::python_float`].
