@@ -25,6 +25,9 @@ fn scripts() -> Vec<PathBuf> {
 struct Found {
     kernels: usize,
     assembled: usize,
+    /// Assembled kernels with the compiler's estimate, and those within 15% of ptxas.
+    estimated: usize,
+    within: usize,
     failures: Vec<String>,
 }
 
@@ -44,7 +47,12 @@ fn check(target: Target, script: &Path, out: &Path, seen: &Mutex<HashSet<u64>>) 
     let Ok(rd) = std::fs::read_dir(&dir) else {
         return found;
     };
-    let mut files: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+    // the .ptx files (each has a .regs file beside it: the compiler's register estimate)
+    let mut files: Vec<PathBuf> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "ptx"))
+        .collect();
     files.sort();
     for f in files {
         let ptx = std::fs::read_to_string(&f).unwrap_or_default();
@@ -60,6 +68,19 @@ fn check(target: Target, script: &Path, out: &Path, seen: &Mutex<HashSet<u64>>) 
             None => {}
             Some(Ok(r)) => {
                 found.assembled += 1;
+                let est = std::fs::read_to_string(f.with_extension("regs"))
+                    .ok()
+                    .and_then(|t| t.trim().parse::<u32>().ok());
+                match est {
+                    Some(e) if e.abs_diff(r.registers) * 100 <= 15 * r.registers => {
+                        found.estimated += 1;
+                        found.within += 1;
+                    }
+                    Some(_) => found.estimated += 1,
+                    None => found
+                        .failures
+                        .push(format!("{}: no .regs file beside it", f.display())),
+                }
                 eprintln!(
                     "{} {}: {} registers, {} spill stores, {} spill loads, {} bytes smem",
                     target.name(),
@@ -100,6 +121,8 @@ fn every_kernel_assembles_without_spills() {
     for f in each {
         found.kernels += f.kernels;
         found.assembled += f.assembled;
+        found.estimated += f.estimated;
+        found.within += f.within;
         found.failures.extend(f.failures);
     }
     eprintln!(
@@ -107,6 +130,12 @@ fn every_kernel_assembles_without_spills() {
         found.kernels,
         scripts.len(),
         found.assembled
+    );
+    // Not asserted yet (bench/RESULTS.md, "Register estimates against ptxas"): reported so
+    // that a change of the estimate shows in the log.
+    eprintln!(
+        "register estimate within 15% of ptxas: {} of {} kernels",
+        found.within, found.estimated
     );
     assert!(found.assembled > 0, "no kernel was compiled");
     assert!(

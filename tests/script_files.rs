@@ -212,8 +212,13 @@ fn non_ascii_kernel_names_emit_ascii_ptx_names() {
         let files: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".ptx"))
             .collect();
         assert_eq!(files, ["$u6838u51fdu6570$_elementwise_0.ptx"], "{device}");
+        assert!(
+            dir.join("$u6838u51fdu6570$_elementwise_0.regs").exists(),
+            "{device}"
+        );
         let ptx = std::fs::read_to_string(dir.join(&files[0])).unwrap();
         assert!(ptx.is_ascii(), "{device}");
         assert!(
